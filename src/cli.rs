@@ -1,0 +1,169 @@
+//! The command line: argh definitions only, no behaviour.
+//!
+//! Every subcommand here does something; each later capability adds its own.
+
+use argh::FromArgs;
+
+/// heeler: the herdr plugin for the Heeler app (pairing, encrypted agent
+/// notifications, sidebar layout, usage).
+#[derive(FromArgs, Debug)]
+pub struct Args {
+    /// print the version and exit
+    #[argh(switch)]
+    pub version: bool,
+
+    #[argh(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub enum Command {
+    Wire(WireArgs),
+}
+
+/// Interop tool: encode, decode, seal and open the app's wire formats.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "wire")]
+pub struct WireArgs {
+    #[argh(subcommand)]
+    pub command: WireCommand,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub enum WireCommand {
+    Pairing(PairingArgs),
+    Notify(NotifyArgs),
+    Activity(ActivityArgs),
+    Session(SessionArgs),
+    Kid(KidArgs),
+    Collapse(CollapseArgs),
+}
+
+/// Pairing Codes (HERDR-PAIR).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "pairing")]
+pub struct PairingArgs {
+    #[argh(subcommand)]
+    pub command: PairingCommand,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub enum PairingCommand {
+    Decode(PairingDecodeArgs),
+    Encode(PairingEncodeArgs),
+}
+
+/// Decode a v1 Pairing Code to its wire payload JSON.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "decode")]
+pub struct PairingDecodeArgs {
+    /// the Pairing Code
+    #[argh(positional)]
+    pub code: String,
+}
+
+/// Encode the wire payload JSON on stdin as a canonical Pairing Code.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "encode")]
+pub struct PairingEncodeArgs {
+    /// emit version 2 (requires sock and herdr)
+    #[argh(switch)]
+    pub v2: bool,
+}
+
+/// Agent Notification envelopes (HERDR-NOTIFY:1).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "notify")]
+pub struct NotifyArgs {
+    #[argh(subcommand)]
+    pub command: SealCommand,
+}
+
+/// Live Activity content envelopes (HERDR-ACTIVITY:1).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "activity")]
+pub struct ActivityArgs {
+    #[argh(subcommand)]
+    pub command: ActivityCommand,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub enum SealCommand {
+    Seal(SealArgs),
+    Open(OpenArgs),
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub enum ActivityCommand {
+    Seal(SealArgs),
+    Open(OpenArgs),
+    Build(BuildArgs),
+}
+
+/// Seal the plaintext JSON on stdin into an envelope.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "seal")]
+pub struct SealArgs {
+    /// the 32-byte Notification Key, unpadded base64url
+    #[argh(option)]
+    pub key: String,
+    /// a fixed 12-byte nonce, unpadded base64url (for test vectors only)
+    #[argh(option)]
+    pub nonce: Option<String>,
+}
+
+/// Open the envelope on stdin and print its plaintext JSON.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "open")]
+pub struct OpenArgs {
+    /// the 32-byte Notification Key, unpadded base64url
+    #[argh(option)]
+    pub key: String,
+}
+
+/// Build the content JSON from herdr's `agent list` agents on stdin.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "build")]
+pub struct BuildArgs {
+    /// the host name shown in the activity
+    #[argh(option)]
+    pub host: String,
+    /// the device's pinned_pane_ids as JSON
+    #[argh(option)]
+    pub pins: Option<String>,
+}
+
+/// Print the herdr session of a socket path as JSON ("" default, null unknown).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "session")]
+pub struct SessionArgs {
+    /// the HERDR_SOCKET_PATH value; omitted means unset
+    #[argh(positional)]
+    pub socket_path: Option<String>,
+}
+
+/// Print the key id of a Notification Key.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "kid")]
+pub struct KidArgs {
+    /// the 32-byte Notification Key, unpadded base64url
+    #[argh(option)]
+    pub key: String,
+}
+
+/// Print the collapse key of a pane under a Notification Key.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "collapse")]
+pub struct CollapseArgs {
+    /// the 32-byte Notification Key, unpadded base64url
+    #[argh(option)]
+    pub key: String,
+    /// the herdr pane id
+    #[argh(option)]
+    pub pane: String,
+}

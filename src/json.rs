@@ -1,0 +1,544 @@
+//! JSON as the Node plugin and the Heeler app write it.
+//!
+//! Why our own value type: the registration file must survive a rewrite with
+//! every field we do not understand kept *in its original order*, and several
+//! wire formats are byte-exact (Node's `JSON.stringify`: compact, insertion
+//! order, non-ASCII unescaped, `/` unescaped). `miniserde`'s `Value` sorts
+//! object keys, so we parse with `miniserde`'s non-recursive parser into an
+//! insertion-ordered [`Value`] and serialize it ourselves.
+//!
+//! Parsing never panics: input nested deeper than [`MAX_DEPTH`] is refused
+//! before it is parsed, which also bounds recursion when values are dropped
+//! or serialized.
+
+use miniserde::de::{Map, Seq, Visitor};
+use std::fmt::Write as _;
+
+use crate::sys::Place;
+
+/// Deepest array/object nesting [`parse`] accepts.
+pub const MAX_DEPTH: usize = 128;
+
+/// A JSON number as parsed: integers keep full 64-bit precision.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Number {
+    Unsigned(u64),
+    Signed(i64),
+    Float(f64),
+}
+
+/// A JSON value whose objects keep their members in insertion order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Number(Number),
+    String(String),
+    Array(Vec<Value>),
+    Object(Object),
+}
+
+/// An object: members in insertion order, keys unique (a repeated key keeps
+/// its first position and takes the last value, as `JSON.parse` does).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Object {
+    members: Vec<(String, Value)>,
+}
+
+/// Why a text is not acceptable JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParseError {
+    /// Not well-formed JSON.
+    Syntax,
+    /// Nested deeper than [`MAX_DEPTH`].
+    TooDeep,
+}
+
+impl Object {
+    pub fn new() -> Object {
+        Object::default()
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.members.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut Value> {
+        self.members
+            .iter_mut()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
+    }
+
+    /// Sets `key`, keeping its position when it already exists.
+    pub fn insert(&mut self, key: impl Into<String>, value: Value) {
+        let key = key.into();
+        match self.get_mut(&key) {
+            Some(slot) => *slot = value,
+            None => self.members.push((key, value)),
+        }
+    }
+
+    /// Builder form of [`Object::insert`].
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Object {
+        self.insert(key, value.into());
+        self
+    }
+
+    pub fn remove(&mut self, key: &str) -> Option<Value> {
+        let index = self.members.iter().position(|(k, _)| k == key)?;
+        Some(self.members.remove(index).1)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.members.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+}
+
+impl From<&str> for Value {
+    fn from(s: &str) -> Value {
+        Value::String(s.to_owned())
+    }
+}
+impl From<String> for Value {
+    fn from(s: String) -> Value {
+        Value::String(s)
+    }
+}
+impl From<bool> for Value {
+    fn from(b: bool) -> Value {
+        Value::Bool(b)
+    }
+}
+impl From<u64> for Value {
+    fn from(n: u64) -> Value {
+        Value::Number(Number::Unsigned(n))
+    }
+}
+impl From<i64> for Value {
+    fn from(n: i64) -> Value {
+        if n >= 0 {
+            Value::Number(Number::Unsigned(n as u64))
+        } else {
+            Value::Number(Number::Signed(n))
+        }
+    }
+}
+impl From<u32> for Value {
+    fn from(n: u32) -> Value {
+        Value::from(u64::from(n))
+    }
+}
+impl From<f64> for Value {
+    fn from(n: f64) -> Value {
+        Value::Number(Number::Float(n))
+    }
+}
+impl From<Object> for Value {
+    fn from(o: Object) -> Value {
+        Value::Object(o)
+    }
+}
+impl From<Vec<Value>> for Value {
+    fn from(a: Vec<Value>) -> Value {
+        Value::Array(a)
+    }
+}
+
+impl Value {
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.as_object()?.get(key)
+    }
+
+    pub fn as_object(&self) -> Option<&Object> {
+        match self {
+            Value::Object(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    pub fn as_object_mut(&mut self) -> Option<&mut Object> {
+        match self {
+            Value::Object(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    pub fn as_array(&self) -> Option<&[Value]> {
+        match self {
+            Value::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// A string with at least one character.
+    pub fn as_nonempty_str(&self) -> Option<&str> {
+        self.as_str().filter(|s| !s.is_empty())
+    }
+
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Value::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// An integral number, as JavaScript's `Number.isInteger` sees it
+    /// (`22.0` counts), within `i64`.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Value::Number(Number::Unsigned(n)) => i64::try_from(*n).ok(),
+            Value::Number(Number::Signed(n)) => Some(*n),
+            Value::Number(Number::Float(f)) => {
+                (f.is_finite() && f.fract() == 0.0 && f.abs() < 9.2e18).then_some(*f as i64)
+            }
+            _ => None,
+        }
+    }
+
+    /// Any finite number as `f64`.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Number(Number::Unsigned(n)) => Some(*n as f64),
+            Value::Number(Number::Signed(n)) => Some(*n as f64),
+            Value::Number(Number::Float(f)) => f.is_finite().then_some(*f),
+            _ => None,
+        }
+    }
+
+    /// Compact JSON exactly as `JSON.stringify` writes it.
+    pub fn to_json(&self) -> String {
+        let mut out = String::new();
+        write_value(&mut out, self, false);
+        out
+    }
+
+    /// Compact JSON with the keys of every object sorted (the canonical form
+    /// of the Live Activity plaintext).
+    pub fn to_json_sorted(&self) -> String {
+        let mut out = String::new();
+        write_value(&mut out, self, true);
+        out
+    }
+}
+
+/// Parses one JSON document.
+pub fn parse(text: &str) -> Result<Value, ParseError> {
+    if nesting_depth(text) > MAX_DEPTH {
+        return Err(ParseError::TooDeep);
+    }
+    miniserde::json::from_str::<Value>(text).map_err(|_| ParseError::Syntax)
+}
+
+/// The deepest bracket nesting outside strings (an upper bound is enough).
+fn nesting_depth(text: &str) -> usize {
+    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in text.as_bytes() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+fn write_value(out: &mut String, value: &Value, sorted: bool) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => write_number(out, *n),
+        Value::String(s) => write_string(out, s),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_value(out, item, sorted);
+            }
+            out.push(']');
+        }
+        Value::Object(object) => {
+            let mut members: Vec<&(String, Value)> = object.members.iter().collect();
+            if sorted {
+                members.sort_by(|a, b| a.0.cmp(&b.0));
+            }
+            out.push('{');
+            for (i, (key, item)) in members.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(out, key);
+                out.push(':');
+                write_value(out, item, sorted);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// A JSON string literal with `JSON.stringify`'s escapes.
+pub fn write_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// A JSON string literal as a new `String`.
+pub fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    write_string(&mut out, s);
+    out
+}
+
+fn write_number(out: &mut String, n: Number) {
+    match n {
+        Number::Unsigned(n) => {
+            let _ = write!(out, "{n}");
+        }
+        Number::Signed(n) => {
+            let _ = write!(out, "{n}");
+        }
+        Number::Float(f) => out.push_str(&format_js_number(f)),
+    }
+}
+
+/// `Number.prototype.toString` for a double: the shortest round-trip digits,
+/// laid out with ECMAScript's thresholds for exponent notation.
+pub fn format_js_number(f: f64) -> String {
+    if !f.is_finite() {
+        return "null".to_owned();
+    }
+    if f == 0.0 {
+        return "0".to_owned();
+    }
+    let sign = if f < 0.0 { "-" } else { "" };
+    let scientific = format!("{:e}", f.abs());
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let k = digits.len() as i64;
+    let n = exponent.parse::<i64>().unwrap_or(0) + 1;
+    let body = if k <= n && n <= 21 {
+        format!("{digits}{}", "0".repeat((n - k) as usize))
+    } else if 0 < n && n <= 21 {
+        format!("{}.{}", &digits[..n as usize], &digits[n as usize..])
+    } else if -6 < n && n <= 0 {
+        format!("0.{}{digits}", "0".repeat((-n) as usize))
+    } else {
+        let e = n - 1;
+        let e_sign = if e >= 0 { "+" } else { "-" };
+        if k == 1 {
+            format!("{digits}e{e_sign}{}", e.abs())
+        } else {
+            format!("{}.{}e{e_sign}{}", &digits[..1], &digits[1..], e.abs())
+        }
+    };
+    format!("{sign}{body}")
+}
+
+impl miniserde::Deserialize for Value {
+    fn begin(out: &mut Option<Self>) -> &mut dyn Visitor {
+        Place::new(out)
+    }
+}
+
+impl Visitor for Place<Value> {
+    fn null(&mut self) -> miniserde::Result<()> {
+        self.out = Some(Value::Null);
+        Ok(())
+    }
+    fn boolean(&mut self, b: bool) -> miniserde::Result<()> {
+        self.out = Some(Value::Bool(b));
+        Ok(())
+    }
+    fn string(&mut self, s: &str) -> miniserde::Result<()> {
+        self.out = Some(Value::String(s.to_owned()));
+        Ok(())
+    }
+    fn negative(&mut self, n: i64) -> miniserde::Result<()> {
+        self.out = Some(Value::Number(Number::Signed(n)));
+        Ok(())
+    }
+    fn nonnegative(&mut self, n: u64) -> miniserde::Result<()> {
+        self.out = Some(Value::Number(Number::Unsigned(n)));
+        Ok(())
+    }
+    fn float(&mut self, n: f64) -> miniserde::Result<()> {
+        self.out = Some(Value::Number(Number::Float(n)));
+        Ok(())
+    }
+    fn seq(&mut self) -> miniserde::Result<Box<dyn Seq + '_>> {
+        Ok(Box::new(ArrayBuilder {
+            out: &mut self.out,
+            items: Vec::new(),
+            element: None,
+        }))
+    }
+    fn map(&mut self) -> miniserde::Result<Box<dyn Map + '_>> {
+        Ok(Box::new(ObjectBuilder {
+            out: &mut self.out,
+            object: Object::new(),
+            key: None,
+            value: None,
+        }))
+    }
+}
+
+struct ArrayBuilder<'a> {
+    out: &'a mut Option<Value>,
+    items: Vec<Value>,
+    element: Option<Value>,
+}
+
+impl Seq for ArrayBuilder<'_> {
+    fn element(&mut self) -> miniserde::Result<&mut dyn Visitor> {
+        if let Some(e) = self.element.take() {
+            self.items.push(e);
+        }
+        Ok(miniserde::Deserialize::begin(&mut self.element))
+    }
+    fn finish(&mut self) -> miniserde::Result<()> {
+        if let Some(e) = self.element.take() {
+            self.items.push(e);
+        }
+        *self.out = Some(Value::Array(std::mem::take(&mut self.items)));
+        Ok(())
+    }
+}
+
+struct ObjectBuilder<'a> {
+    out: &'a mut Option<Value>,
+    object: Object,
+    key: Option<String>,
+    value: Option<Value>,
+}
+
+impl ObjectBuilder<'_> {
+    fn shift(&mut self) {
+        if let (Some(k), Some(v)) = (self.key.take(), self.value.take()) {
+            self.object.insert(k, v);
+        }
+    }
+}
+
+impl Map for ObjectBuilder<'_> {
+    fn key(&mut self, k: &str) -> miniserde::Result<&mut dyn Visitor> {
+        self.shift();
+        self.key = Some(k.to_owned());
+        Ok(miniserde::Deserialize::begin(&mut self.value))
+    }
+    fn finish(&mut self) -> miniserde::Result<()> {
+        self.shift();
+        *self.out = Some(Value::Object(std::mem::take(&mut self.object)));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_in_insertion_order() {
+        let text = r#"{"z":1,"a":[true,null,"s",1.5,-3],"m":{"y":"\u00e9/\n","b":{}}}"#;
+        let value = parse(text).unwrap();
+        assert_eq!(
+            value.to_json(),
+            r#"{"z":1,"a":[true,null,"s",1.5,-3],"m":{"y":"é/\n","b":{}}}"#
+        );
+        assert_eq!(
+            value.to_json_sorted(),
+            r#"{"a":[true,null,"s",1.5,-3],"m":{"b":{},"y":"é/\n"},"z":1}"#
+        );
+    }
+
+    #[test]
+    fn duplicate_keys_keep_first_position_and_last_value() {
+        let value = parse(r#"{"a":1,"b":2,"a":3}"#).unwrap();
+        assert_eq!(value.to_json(), r#"{"a":3,"b":2}"#);
+    }
+
+    #[test]
+    fn numbers_print_like_javascript() {
+        let cases = [
+            (22.0, "22"),
+            (1.5, "1.5"),
+            (1e21, "1e+21"),
+            (1e20, "100000000000000000000"),
+            (1e-7, "1e-7"),
+            (0.000001, "0.000001"),
+            (-2.5e-8, "-2.5e-8"),
+            (123.456, "123.456"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"),
+        ];
+        for (f, s) in cases {
+            assert_eq!(format_js_number(f), s);
+        }
+    }
+
+    #[test]
+    fn control_characters_are_escaped_like_javascript() {
+        assert_eq!(
+            quote("\u{1}\u{7f}\u{2028}\"\\"),
+            "\"\\u0001\u{7f}\u{2028}\\\"\\\\\""
+        );
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_not_overflowed() {
+        let deep = "[".repeat(100_000) + &"]".repeat(100_000);
+        assert_eq!(parse(&deep), Err(ParseError::TooDeep));
+        let ok = "[".repeat(MAX_DEPTH) + &"]".repeat(MAX_DEPTH);
+        assert!(parse(&ok).is_ok());
+    }
+
+    #[test]
+    fn integers_follow_number_is_integer() {
+        assert_eq!(parse("22.0").unwrap().as_i64(), Some(22));
+        assert_eq!(parse("22.5").unwrap().as_i64(), None);
+        assert_eq!(parse("-7").unwrap().as_i64(), Some(-7));
+    }
+}

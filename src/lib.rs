@@ -1,0 +1,16 @@
+//! The heeler library: every capability of the `heeler` binary, one module
+//! per concept. The binary (`main.rs`) only dispatches; tests and benchmarks
+//! call these modules directly. See ARCHITECTURE.md for the map.
+
+pub mod base64;
+pub mod cli;
+pub mod display_text;
+pub mod envelope;
+pub mod exit;
+pub mod json;
+pub mod live_activity;
+pub mod notification;
+pub mod pairing_code;
+pub mod session;
+mod sys;
+pub mod wire;

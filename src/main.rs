@@ -1,0 +1,30 @@
+//! `heeler`: one static binary that is the whole herdr plugin.
+//!
+//! `main` only parses arguments, dispatches, and turns a command's failure
+//! into one stderr line and an exit status. See ARCHITECTURE.md.
+
+use std::process::ExitCode;
+
+use heeler::{cli, exit, wire};
+
+fn main() -> ExitCode {
+    let args: cli::Args = argh::from_env();
+    let result = match args.command {
+        _ if args.version => {
+            println!("heeler {}", env!("CARGO_PKG_VERSION"));
+            Ok(())
+        }
+        Some(cli::Command::Wire(wire_args)) => wire::run(wire_args),
+        None => Err(exit::Failure::new(
+            "heeler: no command given; see `heeler --help`",
+            2,
+        )),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("{}", failure.line);
+            ExitCode::from(failure.status)
+        }
+    }
+}
