@@ -2,6 +2,7 @@
 //! per concept. The binary (`main.rs`) only dispatches; tests and benchmarks
 //! call these modules directly. See ARCHITECTURE.md for the map.
 
+pub mod atomic_file;
 pub mod base64;
 pub mod cli;
 pub mod display_text;
