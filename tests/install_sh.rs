@@ -1,0 +1,665 @@
+//! install.sh, run under dash the way herdr's [[build]] step runs it: in a
+//! copy of the checkout, with a fake `uname` (and `sysctl`, `cargo`, `curl`)
+//! first on a PATH that holds only the tools the script may use, against a
+//! loopback HTTP release server or a `file://` release directory.
+//!
+//! Every failure case checks that the previous bin/heeler is byte-for-byte
+//! untouched, no staging file is left behind, and every line the script wrote
+//! on stderr starts with `heeler install:`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+const PREVIOUS: &str = "#!/bin/sh\necho 'heeler 0.7.9'\n";
+/// The tools install.sh may call; the test PATH holds links to exactly these.
+const TOOLS: &[&str] = &[
+    "sed",
+    "head",
+    "grep",
+    "git",
+    "cp",
+    "mkdir",
+    "mktemp",
+    "chmod",
+    "mv",
+    "rm",
+    "cat",
+    "awk",
+    "cut",
+    "tr",
+    "sha256sum",
+    "dirname",
+    "curl",
+    "wget",
+];
+
+fn stub_binary(version: &str) -> String {
+    format!("#!/bin/sh\necho 'heeler {version}'\n")
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    ring::digest::digest(&ring::digest::SHA256, bytes)
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn write_executable(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn find_tool(name: &str) -> Option<PathBuf> {
+    ["/usr/local/bin", "/usr/bin", "/bin"]
+        .iter()
+        .map(|dir| Path::new(dir).join(name))
+        .find(|path| path.exists())
+}
+
+/// dash when installed (the shell herdr's users on Debian/Ubuntu have as sh),
+/// else /bin/sh, said out loud.
+fn shell() -> PathBuf {
+    match find_tool("dash") {
+        Some(dash) => dash,
+        None => {
+            println!("NOTE: dash not found; running install.sh under /bin/sh");
+            PathBuf::from("/bin/sh")
+        }
+    }
+}
+
+/// A throwaway copy of the plugin checkout plus its fake tools and release.
+struct Fixture {
+    root: PathBuf,
+    checkout: PathBuf,
+    fake_bin: PathBuf,
+    release: PathBuf,
+    env: Vec<(String, String)>,
+}
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+impl Fixture {
+    fn new(name: &str) -> Fixture {
+        let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+            "install-sh-{name}-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&root);
+        let checkout = root.join("checkout");
+        let fake_bin = root.join("fake-bin");
+        let release = root.join("release");
+        for dir in [
+            &checkout,
+            &fake_bin,
+            &release,
+            &root.join("home"),
+            &root.join("tmp"),
+        ] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        let source = Path::new(env!("CARGO_MANIFEST_DIR"));
+        for file in ["install.sh", "herdr-plugin.toml"] {
+            std::fs::copy(source.join(file), checkout.join(file)).unwrap();
+        }
+        for tool in TOOLS {
+            if let Some(real) = find_tool(tool) {
+                std::os::unix::fs::symlink(real, fake_bin.join(tool)).unwrap();
+            }
+        }
+        let fixture = Fixture {
+            env: vec![
+                ("PATH".into(), fake_bin.display().to_string()),
+                ("HOME".into(), root.join("home").display().to_string()),
+                ("TMPDIR".into(), root.join("tmp").display().to_string()),
+                // Keep git from finding the repository this test runs in.
+                ("GIT_CEILING_DIRECTORIES".into(), root.display().to_string()),
+            ],
+            root,
+            checkout,
+            fake_bin,
+            release,
+        };
+        fixture.platform("Linux", "x86_64");
+        fixture
+    }
+
+    fn platform(&self, system: &str, machine: &str) {
+        write_executable(
+            &self.fake_bin.join("uname"),
+            &format!(
+                "#!/bin/sh\ncase \"$1\" in -s) echo '{system}' ;; -m) echo '{machine}' ;; *) exit 1 ;; esac\n"
+            ),
+        );
+    }
+
+    fn remove_tool(&self, tool: &str) {
+        std::fs::remove_file(self.fake_bin.join(tool)).unwrap();
+    }
+
+    /// A `cargo` that records its arguments and "builds" a stub heeler.
+    fn fake_cargo(&self, version: &str) {
+        write_executable(
+            &self.fake_bin.join("cargo"),
+            &format!(
+                "#!/bin/sh\necho \"$*\" > '{log}'\nmkdir -p target/release\nprintf '%s\\n' '#!/bin/sh' \"echo 'heeler {version}'\" > target/release/heeler\nchmod 755 target/release/heeler\n",
+                log = self.root.join("cargo-args").display()
+            ),
+        );
+    }
+
+    fn cargo_args(&self) -> Option<String> {
+        std::fs::read_to_string(self.root.join("cargo-args")).ok()
+    }
+
+    /// Publish `heeler-<target>` with these contents and a SHA256SUMS line for
+    /// it (whose hash may be forced).
+    fn publish(&self, target: &str, contents: &str, forced_hash: Option<&str>) {
+        let asset = format!("heeler-{target}");
+        write_executable(&self.release.join(&asset), contents);
+        let hash = forced_hash.map_or_else(|| sha256_hex(contents.as_bytes()), str::to_owned);
+        let mut sums = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.release.join("SHA256SUMS"))
+            .unwrap();
+        writeln!(sums, "{hash}  {asset}").unwrap();
+        writeln!(sums, "{hash}  {asset}.tar.gz").unwrap();
+    }
+
+    fn set(&mut self, key: &str, value: &str) {
+        self.env.push((key.into(), value.into()));
+    }
+
+    fn previous_binary(&self) {
+        std::fs::create_dir_all(self.checkout.join("bin")).unwrap();
+        write_executable(&self.checkout.join("bin/heeler"), PREVIOUS);
+    }
+
+    fn installed(&self) -> Option<String> {
+        std::fs::read_to_string(self.checkout.join("bin/heeler")).ok()
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        let output = Command::new(shell())
+            .arg("install.sh")
+            .args(args)
+            .current_dir(&self.checkout)
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .output()
+            .unwrap();
+        println!(
+            "status {:?}\nstdout:\n{}stderr:\n{}",
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output
+    }
+
+    /// A failed run: non-zero, prefixed messages, previous binary untouched,
+    /// nothing staged left over. Returns stderr.
+    fn assert_failed_cleanly(&self, output: &Output) -> String {
+        assert!(!output.status.success(), "install.sh should have failed");
+        let stderr = String::from_utf8(output.stderr.clone()).unwrap();
+        assert!(!stderr.is_empty());
+        for line in stderr.lines() {
+            assert!(line.starts_with("heeler install: "), "unprefixed: {line:?}");
+        }
+        assert_eq!(
+            self.installed().as_deref(),
+            Some(PREVIOUS),
+            "previous binary changed"
+        );
+        let leftovers: Vec<_> = std::fs::read_dir(self.checkout.join("bin"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name != "heeler")
+            .collect();
+        assert!(leftovers.is_empty(), "staging leftovers: {leftovers:?}");
+        let temp_left = std::fs::read_dir(self.root.join("tmp")).unwrap().count();
+        assert_eq!(temp_left, 0, "temporary directory not cleaned up");
+        stderr
+    }
+
+    fn assert_installed(&self, output: &Output, contents: &str) -> String {
+        assert!(output.status.success(), "install.sh failed");
+        assert_eq!(self.installed().as_deref(), Some(contents));
+        let mode = std::fs::metadata(self.checkout.join("bin/heeler"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o755);
+        let names: Vec<_> = std::fs::read_dir(self.checkout.join("bin"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["heeler"], "only bin/heeler remains");
+        String::from_utf8(output.stdout.clone()).unwrap()
+    }
+}
+
+/// A loopback HTTP/1.1 server for a release directory; records request paths.
+struct ReleaseServer {
+    url: String,
+    requests: Arc<Mutex<Vec<String>>>,
+}
+
+impl ReleaseServer {
+    fn start(dir: &Path, prefix: &str) -> ReleaseServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}{prefix}", listener.local_addr().unwrap());
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&requests);
+        let dir = dir.to_path_buf();
+        let prefix = prefix.to_owned();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut request_line = String::new();
+                if reader.read_line(&mut request_line).is_err() {
+                    continue;
+                }
+                loop {
+                    let mut header = String::new();
+                    match reader.read_line(&mut header) {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) if header == "\r\n" || header == "\n" => break,
+                        Ok(_) => {}
+                    }
+                }
+                let path = request_line
+                    .split_whitespace()
+                    .nth(1)
+                    .unwrap_or("")
+                    .to_owned();
+                seen.lock().unwrap().push(path.clone());
+                let file = path
+                    .strip_prefix(prefix.as_str())
+                    .map(|rest| rest.trim_start_matches('/'))
+                    .filter(|name| !name.is_empty() && !name.contains(".."))
+                    .map(|name| dir.join(name));
+                let response = match file.and_then(|f| std::fs::read(f).ok()) {
+                    Some(body) => {
+                        let mut r = format!(
+                            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                            body.len()
+                        )
+                        .into_bytes();
+                        r.extend_from_slice(&body);
+                        r
+                    }
+                    None => b"HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\nConnection: close\r\n\r\nnot found"
+                        .to_vec(),
+                };
+                let _ = stream.write_all(&response);
+            }
+        });
+        ReleaseServer { url, requests }
+    }
+
+    fn requests(&self) -> Vec<String> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+const LINUX_X86: &str = "x86_64-unknown-linux-musl";
+
+#[test]
+fn installs_a_verified_release_over_http_replacing_the_previous_binary() {
+    let mut fx = Fixture::new("http-success");
+    fx.previous_binary();
+    let contents = stub_binary(VERSION);
+    fx.publish(LINUX_X86, &contents, None);
+    let server = ReleaseServer::start(&fx.release, &format!("/v{VERSION}"));
+    fx.set("HEELER_RELEASE_URL", &server.url);
+    let output = fx.run(&[]);
+    let stdout = fx.assert_installed(&output, &contents);
+    assert!(stdout.contains(&format!("installed heeler {VERSION} ({LINUX_X86} release)")));
+    assert_eq!(
+        server.requests(),
+        [
+            format!("/v{VERSION}/heeler-{LINUX_X86}"),
+            format!("/v{VERSION}/SHA256SUMS")
+        ]
+    );
+}
+
+#[test]
+fn maps_each_supported_platform_to_its_release_asset() {
+    let cases = [
+        ("Linux", "x86_64", None, "x86_64-unknown-linux-musl"),
+        ("Linux", "amd64", None, "x86_64-unknown-linux-musl"),
+        ("Linux", "aarch64", None, "aarch64-unknown-linux-musl"),
+        ("Linux", "arm64", None, "aarch64-unknown-linux-musl"),
+        ("Darwin", "arm64", None, "aarch64-apple-darwin"),
+        ("Darwin", "x86_64", Some("0"), "x86_64-apple-darwin"),
+        ("Darwin", "x86_64", None, "x86_64-apple-darwin"),
+        // A shell under Rosetta 2 on Apple silicon: install the native binary.
+        ("Darwin", "x86_64", Some("1"), "aarch64-apple-darwin"),
+    ];
+    for (system, machine, arm64_sysctl, target) in cases {
+        let mut fx = Fixture::new("platforms");
+        fx.platform(system, machine);
+        if let Some(value) = arm64_sysctl {
+            write_executable(
+                &fx.fake_bin.join("sysctl"),
+                &format!("#!/bin/sh\n[ \"$1 $2\" = '-n hw.optional.arm64' ] && echo {value}\n"),
+            );
+        }
+        let contents = stub_binary(VERSION);
+        fx.publish(target, &contents, None);
+        fx.set(
+            "HEELER_RELEASE_URL",
+            &format!("file://{}", fx.release.display()),
+        );
+        println!("case {system} {machine} sysctl={arm64_sysctl:?} -> {target}");
+        let output = fx.run(&[]);
+        let stdout = fx.assert_installed(&output, &contents);
+        assert!(stdout.contains(&format!("({target} release)")), "{stdout}");
+    }
+}
+
+#[test]
+fn checksum_mismatch_fails_closed_without_falling_back() {
+    let mut fx = Fixture::new("mismatch");
+    fx.previous_binary();
+    fx.fake_cargo(VERSION);
+    fx.publish(LINUX_X86, &stub_binary(VERSION), Some(&"0".repeat(64)));
+    let server = ReleaseServer::start(&fx.release, "");
+    fx.set("HEELER_RELEASE_URL", &server.url);
+    let stderr = fx.assert_failed_cleanly(&fx.run(&[]));
+    assert!(stderr.contains("checksum mismatch for heeler-x86_64-unknown-linux-musl"));
+    assert!(stderr.contains("--from-source"), "says what to do");
+    assert_eq!(fx.cargo_args(), None, "a mismatch must not silently build");
+}
+
+#[test]
+fn sha256sums_without_a_line_for_the_asset_fails_closed() {
+    let mut fx = Fixture::new("no-sum-line");
+    fx.previous_binary();
+    fx.publish("aarch64-unknown-linux-musl", &stub_binary(VERSION), None);
+    write_executable(
+        &fx.release.join(format!("heeler-{LINUX_X86}")),
+        &stub_binary(VERSION),
+    );
+    fx.set(
+        "HEELER_RELEASE_URL",
+        &format!("file://{}", fx.release.display()),
+    );
+    let stderr = fx.assert_failed_cleanly(&fx.run(&[]));
+    assert!(stderr.contains("cannot be verified"), "{stderr}");
+}
+
+#[test]
+fn missing_asset_without_cargo_fails_and_says_what_to_do() {
+    let mut fx = Fixture::new("missing-asset");
+    fx.previous_binary();
+    let server = ReleaseServer::start(&fx.release, "");
+    fx.set("HEELER_RELEASE_URL", &server.url);
+    let stderr = fx.assert_failed_cleanly(&fx.run(&[]));
+    assert!(stderr.contains("could not download"), "{stderr}");
+    assert!(stderr.contains("404"), "names the HTTP status: {stderr}");
+    assert!(stderr.contains("HEELER_BINARY=") && stderr.contains("--from-source"));
+}
+
+#[test]
+fn missing_asset_falls_back_to_a_source_build_when_cargo_exists() {
+    let mut fx = Fixture::new("fallback");
+    fx.previous_binary();
+    fx.fake_cargo(VERSION);
+    let server = ReleaseServer::start(&fx.release, "");
+    fx.set("HEELER_RELEASE_URL", &server.url);
+    let output = fx.run(&[]);
+    let stdout = fx.assert_installed(&output, &stub_binary(VERSION));
+    assert!(stdout.contains("building from source instead"));
+    assert_eq!(
+        fx.cargo_args().as_deref(),
+        Some("build --release --locked\n")
+    );
+}
+
+#[test]
+fn from_source_builds_with_cargo_and_fails_clearly_without_it() {
+    let fx = Fixture::new("from-source");
+    fx.fake_cargo(VERSION);
+    let output = fx.run(&["--from-source"]);
+    fx.assert_installed(&output, &stub_binary(VERSION));
+    assert_eq!(
+        fx.cargo_args().as_deref(),
+        Some("build --release --locked\n")
+    );
+
+    let fx = Fixture::new("from-source-no-cargo");
+    fx.previous_binary();
+    let stderr = fx.assert_failed_cleanly(&fx.run(&["--from-source"]));
+    assert!(stderr.contains("cargo is not installed"), "{stderr}");
+    assert!(stderr.contains("https://rustup.rs"));
+}
+
+#[test]
+fn a_source_build_of_the_wrong_version_is_not_installed() {
+    let fx = Fixture::new("from-source-wrong");
+    fx.previous_binary();
+    fx.fake_cargo("0.0.1");
+    let stderr = fx.assert_failed_cleanly(&fx.run(&["--from-source"]));
+    assert!(
+        stderr.contains(&format!("expected \"heeler {VERSION}\"")),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn heeler_binary_installs_offline_and_refuses_a_wrong_version() {
+    let mut fx = Fixture::new("offline");
+    fx.previous_binary();
+    let given = fx.root.join("heeler-given");
+    write_executable(&given, &stub_binary(VERSION));
+    fx.set("HEELER_BINARY", &given.display().to_string());
+    // No network tools at all: the override must not need them.
+    fx.remove_tool("curl");
+    fx.remove_tool("wget");
+    let output = fx.run(&[]);
+    fx.assert_installed(&output, &stub_binary(VERSION));
+    assert!(given.exists(), "the given file is copied, not moved");
+
+    let mut fx = Fixture::new("offline-wrong");
+    fx.previous_binary();
+    let given = fx.root.join("heeler-old");
+    write_executable(&given, &stub_binary("0.7.0"));
+    fx.set("HEELER_BINARY", &given.display().to_string());
+    let stderr = fx.assert_failed_cleanly(&fx.run(&[]));
+    assert!(stderr.contains("printed \"heeler 0.7.0\""), "{stderr}");
+}
+
+#[test]
+fn a_release_binary_that_does_not_run_is_not_installed() {
+    let mut fx = Fixture::new("broken-asset");
+    fx.previous_binary();
+    fx.publish(LINUX_X86, "#!/bin/sh\nexit 3\n", None);
+    fx.set(
+        "HEELER_RELEASE_URL",
+        &format!("file://{}", fx.release.display()),
+    );
+    let stderr = fx.assert_failed_cleanly(&fx.run(&[]));
+    assert!(stderr.contains("is broken"), "{stderr}");
+}
+
+#[test]
+fn unsupported_platforms_fail_before_any_download() {
+    for (system, machine) in [
+        ("FreeBSD", "amd64"),
+        ("Linux", "riscv64"),
+        ("Darwin", "ppc"),
+    ] {
+        let mut fx = Fixture::new("unsupported");
+        fx.previous_binary();
+        fx.platform(system, machine);
+        let server = ReleaseServer::start(&fx.release, "");
+        fx.set("HEELER_RELEASE_URL", &server.url);
+        let stderr = fx.assert_failed_cleanly(&fx.run(&[]));
+        assert!(stderr.contains("unsupported"), "{stderr}");
+        assert!(
+            stderr.contains("Linux x86_64, Linux aarch64 (arm64), macOS x86_64 (Intel), macOS arm64 (Apple silicon)"),
+            "lists the supported platforms: {stderr}"
+        );
+        assert!(server.requests().is_empty(), "downloaded before failing");
+    }
+}
+
+#[test]
+fn an_invalid_manifest_version_is_refused() {
+    for version in ["latest", "v0.8.0", "0.8", ""] {
+        let fx = Fixture::new("bad-version");
+        fx.previous_binary();
+        let manifest = fx.checkout.join("herdr-plugin.toml");
+        let text = std::fs::read_to_string(&manifest).unwrap().replace(
+            &format!("version = \"{VERSION}\""),
+            &format!("version = \"{version}\""),
+        );
+        std::fs::write(&manifest, text).unwrap();
+        let stderr = fx.assert_failed_cleanly(&fx.run(&[]));
+        assert!(stderr.contains("herdr-plugin.toml"), "{stderr}");
+    }
+}
+
+#[test]
+fn downloads_from_the_github_release_of_the_checkouts_origin_with_https_only() {
+    for origin in [
+        "https://github.com/example/heeler-fork.git",
+        "git@github.com:example/heeler-fork.git",
+        "https://github.com/example/heeler-fork",
+    ] {
+        let fx = Fixture::new("origin");
+        fx.previous_binary();
+        let git = |args: &[&str]| {
+            let status = Command::new("git")
+                .args(args)
+                .current_dir(&fx.checkout)
+                .env("HOME", fx.root.join("home"))
+                .status()
+                .unwrap();
+            assert!(status.success());
+        };
+        git(&["init", "--quiet"]);
+        git(&["remote", "add", "origin", origin]);
+        // A curl that records how it was asked and fails like a 404.
+        fx.remove_tool("curl");
+        write_executable(
+            &fx.fake_bin.join("curl"),
+            &format!(
+                "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\necho 'curl: (22) The requested URL returned error: 404' >&2\nexit 22\n",
+                fx.root.join("curl-args").display()
+            ),
+        );
+        let stderr = fx.assert_failed_cleanly(&fx.run(&[]));
+        assert!(stderr.contains("404"));
+        let args = std::fs::read_to_string(fx.root.join("curl-args")).unwrap();
+        let args: Vec<&str> = args.lines().collect();
+        println!("origin {origin}: curl {args:?}");
+        assert_eq!(
+            args.last().copied(),
+            Some(
+                format!(
+                    "https://github.com/example/heeler-fork/releases/download/v{VERSION}/heeler-{LINUX_X86}"
+                )
+                .as_str()
+            )
+        );
+        for flag in [["--proto", "=https"], ["--proto-redir", "=https"]] {
+            assert!(args.windows(2).any(|w| w == flag), "{flag:?} in {args:?}");
+        }
+        for flag in [
+            "--tlsv1.2",
+            "--fail",
+            "--retry",
+            "--connect-timeout",
+            "--max-time",
+        ] {
+            assert!(args.contains(&flag), "{flag} in {args:?}");
+        }
+    }
+}
+
+#[test]
+fn a_checkout_without_a_github_origin_says_to_set_the_release_url() {
+    let fx = Fixture::new("no-origin");
+    fx.previous_binary();
+    let stderr = fx.assert_failed_cleanly(&fx.run(&[]));
+    assert!(stderr.contains("no git remote \"origin\""), "{stderr}");
+}
+
+#[test]
+fn falls_back_to_wget_when_curl_is_missing() {
+    let Some(_) = find_tool("wget") else {
+        println!("SKIPPED: wget is not installed");
+        return;
+    };
+    let mut fx = Fixture::new("wget");
+    fx.previous_binary();
+    fx.remove_tool("curl");
+    let contents = stub_binary(VERSION);
+    fx.publish(LINUX_X86, &contents, None);
+    let server = ReleaseServer::start(&fx.release, "/r");
+    fx.set("HEELER_RELEASE_URL", &server.url);
+    let output = fx.run(&[]);
+    fx.assert_installed(&output, &contents);
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[test]
+fn plain_http_is_refused_except_on_loopback() {
+    let mut fx = Fixture::new("plain-http");
+    fx.previous_binary();
+    fx.set("HEELER_RELEASE_URL", "http://example.com/release");
+    let stderr = fx.assert_failed_cleanly(&fx.run(&[]));
+    assert!(stderr.contains("refusing to download http://example.com/release/"));
+}
+
+#[test]
+fn help_and_unknown_options() {
+    let fx = Fixture::new("help");
+    let output = fx.run(&["--help"]);
+    assert!(output.status.success());
+    let help = String::from_utf8(output.stdout).unwrap();
+    for word in [
+        "--from-source",
+        "HEELER_RELEASE_URL",
+        "HEELER_BINARY",
+        "Supported platforms",
+    ] {
+        assert!(help.contains(word), "{word}");
+    }
+    fx.previous_binary();
+    let stderr = fx.assert_failed_cleanly(&fx.run(&["--frobnicate"]));
+    assert!(stderr.contains("unknown option \"--frobnicate\""));
+}
+
+#[test]
+fn install_sh_is_clean_under_shellcheck_for_dash() {
+    let Some(shellcheck) = find_tool("shellcheck") else {
+        println!("SKIPPED: shellcheck is not installed (.ci/run installs it)");
+        return;
+    };
+    let output = Command::new(shellcheck)
+        .args(["-s", "dash", "install.sh"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    println!("{}", String::from_utf8_lossy(&output.stdout));
+    assert!(
+        output.status.success(),
+        "shellcheck -s dash install.sh found problems"
+    );
+}
