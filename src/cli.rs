@@ -20,6 +20,7 @@ pub struct Args {
 #[argh(subcommand)]
 pub enum Command {
     Wire(WireArgs),
+    Doctor(DoctorArgs),
 }
 
 /// Interop tool: encode, decode, seal and open the app's wire formats.
@@ -166,4 +167,17 @@ pub struct CollapseArgs {
     /// the herdr pane id
     #[argh(option)]
     pub pane: String,
+}
+
+/// Check this Host's setup for pairing and notifications; each problem comes
+/// with a one-line fix. Exits 0 when nothing fails.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "doctor")]
+pub struct DoctorArgs {
+    /// print the report as JSON
+    #[argh(switch)]
+    pub json: bool,
+    /// also check that the Push Relay is reachable (network access)
+    #[argh(switch)]
+    pub network: bool,
 }

@@ -1,0 +1,220 @@
+//! `heeler doctor --json` end to end in a temporary HOME: a loopback "SSH
+//! server" whose banner we choose, a fake `herdr` on PATH, and plugin config
+//! files holding tokens and keys that must never appear in the report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use heeler::json::{self, Value};
+
+const TOKEN: &str = "a1b2c3d4e5f60718293a4b5c6d7e8f90";
+const KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8";
+const SECRET_BLOB: &str = "AAAAC3NzaC1lZDI1NTE5AAAAIBootstrapBlobThatMustNotLeak";
+
+/// A loopback TCP server that greets every connection with `banner`.
+fn banner_server(banner: &'static str) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let _ = stream.write_all(banner.as_bytes());
+        }
+    });
+    port
+}
+
+fn write_mode(path: &Path, text: &str, mode: u32) {
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+struct Home {
+    root: PathBuf,
+}
+
+impl Home {
+    fn new(name: &str, ssh_port: u16) -> Home {
+        let root = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("doctor-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let home = root.join("home");
+        let ssh = home.join(".ssh");
+        let config = root.join("config");
+        let bin = root.join("bin");
+        for dir in [&ssh, &config, &bin] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o700)).unwrap();
+        write_mode(
+            &ssh.join("authorized_keys"),
+            &format!(
+                "ssh-ed25519 AAAAphone phone\nrestrict,command=\"x\" ssh-ed25519 {SECRET_BLOB} herdr-pairing:0a1b2c3d4e5f:exp:1000\n"
+            ),
+            0o600,
+        );
+        write_mode(
+            &config.join("pair.json"),
+            &format!("{{\"ssh_port\":{ssh_port}}}"),
+            0o600,
+        );
+        write_mode(&config.join("notify.json"), "{\"debounce_ms\":5000}", 0o600);
+        write_mode(
+            &config.join("notifications.json"),
+            &format!(
+                r#"{{"v":1,"devices":[{{"token":"{TOKEN}","key":"{KEY}","env":"production","session":"","notify":{{"blocked":true}},"live_activity":{{"token":"{TOKEN}","env":"production"}}}},{{"token":"{TOKEN}","key":"{KEY}","env":"sandbox","session":"work","notify":{{"done":true}}}}]}}"#
+            ),
+            0o600,
+        );
+        let plugin_list = r#"{"id":"cli:plugin","result":{"type":"plugin_list","plugins":[{"plugin_id":"heeler","name":"heeler","version":"VERSION","enabled":true,"source":{"kind":"local"}}]}}"#
+            .replace("VERSION", env!("CARGO_PKG_VERSION"));
+        write_mode(
+            &bin.join("herdr"),
+            &format!(
+                "#!/bin/sh\ncase \"$1\" in\n--version) echo 'herdr 0.8.0' ;;\nplugin) echo '{plugin_list}' ;;\n*) exit 2 ;;\nesac\n"
+            ),
+            0o755,
+        );
+        Home { root }
+    }
+
+    /// Runs `heeler doctor --json`; returns (exit code, parsed report, raw stdout).
+    fn doctor(&self) -> (i32, Value, String) {
+        let output = Command::new(env!("CARGO_BIN_EXE_heeler"))
+            .args(["doctor", "--json"])
+            .env_clear()
+            .env("HOME", self.root.join("home"))
+            .env(
+                "PATH",
+                format!("{}:/usr/bin:/bin", self.root.join("bin").display()),
+            )
+            .env("HERDR_PLUGIN_CONFIG_DIR", self.root.join("config"))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8(output.stdout).unwrap();
+        println!("{stdout}{}", String::from_utf8_lossy(&output.stderr));
+        let report = json::parse(&stdout).expect("doctor --json prints one JSON object");
+        (output.status.code().unwrap(), report, stdout)
+    }
+}
+
+fn check<'a>(report: &'a Value, id: &str) -> &'a Value {
+    report
+        .get("checks")
+        .and_then(Value::as_array)
+        .unwrap()
+        .iter()
+        .find(|c| c.get("id").and_then(Value::as_str) == Some(id))
+        .unwrap_or_else(|| panic!("no check {id}"))
+}
+
+fn status<'a>(report: &'a Value, id: &str) -> &'a str {
+    check(report, id)
+        .get("status")
+        .and_then(Value::as_str)
+        .unwrap()
+}
+
+fn summary<'a>(report: &'a Value, id: &str) -> &'a str {
+    check(report, id)
+        .get("summary")
+        .and_then(Value::as_str)
+        .unwrap()
+}
+
+fn assert_exit_matches_report(code: i32, report: &Value) {
+    let checks = report.get("checks").and_then(Value::as_array).unwrap();
+    let failed = checks
+        .iter()
+        .any(|c| c.get("status").and_then(Value::as_str) == Some("fail"));
+    assert_eq!(report.get("ok").and_then(Value::as_bool), Some(!failed));
+    assert_eq!(code, if failed { 1 } else { 0 });
+    for c in checks {
+        let status = c.get("status").and_then(Value::as_str).unwrap();
+        assert!(["pass", "warn", "fail"].contains(&status));
+        assert_eq!(c.get("fix").is_some(), status != "pass", "{c:?}");
+    }
+}
+
+#[test]
+fn doctor_names_tailscale_ssh_and_never_prints_secrets() {
+    let port = banner_server("SSH-2.0-Tailscale\r\n");
+    let home = Home::new("tailscale", port);
+    let (code, report, stdout) = home.doctor();
+    assert_exit_matches_report(code, &report);
+    assert_eq!(code, 1, "Tailscale SSH on the advertised port is a failure");
+
+    let ids: Vec<&str> = report
+        .get("checks")
+        .and_then(Value::as_array)
+        .unwrap()
+        .iter()
+        .map(|c| c.get("id").and_then(Value::as_str).unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "binary",
+            "ssh_server",
+            "host_keys",
+            "ssh_modes",
+            "bootstrap_lines",
+            "herdr",
+            "plugin",
+            "pair_json",
+            "notify_json",
+            "notifications_json"
+        ],
+        "no relay check without --network"
+    );
+    assert_eq!(status(&report, "ssh_server"), "fail");
+    assert!(summary(&report, "ssh_server").contains("Tailscale SSH answers on port"));
+    assert_eq!(status(&report, "ssh_modes"), "pass");
+    assert_eq!(status(&report, "bootstrap_lines"), "warn");
+    assert!(summary(&report, "bootstrap_lines").starts_with("1 expired"));
+    assert_eq!(status(&report, "herdr"), "pass");
+    assert!(summary(&report, "herdr").ends_with("is 0.8.0"));
+    assert_eq!(status(&report, "plugin"), "pass");
+    assert_eq!(
+        summary(&report, "pair_json"),
+        format!("pair.json is valid: SSH port {port}")
+    );
+    assert_eq!(status(&report, "notify_json"), "pass");
+    assert_eq!(
+        summary(&report, "notifications_json"),
+        "notifications.json: default: 1 device(s), 1 with notifications, 1 with Live Activity; \
+         session work: 1 device(s), 1 with notifications, 0 with Live Activity"
+    );
+    for secret in [TOKEN, KEY, SECRET_BLOB, "AAAAphone"] {
+        assert!(!stdout.contains(secret), "the report leaked {secret}");
+    }
+}
+
+#[test]
+fn doctor_passes_openssh_and_exits_by_its_report() {
+    let port = banner_server("SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3\r\n");
+    let home = Home::new("openssh", port);
+    let (code, report, _) = home.doctor();
+    assert_exit_matches_report(code, &report);
+    assert_eq!(status(&report, "ssh_server"), "pass");
+    assert!(summary(&report, "ssh_server").starts_with("OpenSSH_9.2p1"));
+    // Everything this test controls passes or warns; only the machine's own
+    // /etc/ssh host keys can still fail the run.
+    for id in [
+        "ssh_modes",
+        "herdr",
+        "plugin",
+        "pair_json",
+        "notify_json",
+        "notifications_json",
+    ] {
+        assert_eq!(status(&report, id), "pass", "{id}");
+    }
+    let host_keys_fail = status(&report, "host_keys") == "fail";
+    println!("host_keys: {}", summary(&report, "host_keys"));
+    assert_eq!(code, i32::from(host_keys_fail));
+}
