@@ -165,7 +165,7 @@ download() {
 	esac
 	if command -v curl >/dev/null 2>&1; then
 		if curl --proto "$proto" --proto-redir '=https' --tlsv1.2 --fail --location \
-			--silent --show-error --connect-timeout 15 --max-time 300 --retry 3 \
+			--silent --show-error --connect-timeout 15 --max-time 120 --retry 3 \
 			--output "$out" "$url" 2>"$WORK/download.err"; then
 			return 0
 		fi
