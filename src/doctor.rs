@@ -449,12 +449,13 @@ pub fn check_plugin(
     session: &str,
 ) -> Check {
     const ID: &str = "plugin";
-    let enable = if session.is_empty() {
+    let default = session.is_empty() || session == "default";
+    let enable = if default {
         "herdr plugin enable heeler".to_owned()
     } else {
         format!("herdr --session {session} plugin enable heeler")
     };
-    let where_ = if session.is_empty() {
+    let where_ = if default {
         "the default session".to_owned()
     } else {
         format!("session {session}")
@@ -518,6 +519,62 @@ pub fn check_plugin(
         ID,
         format!("heeler {installed_version} ({source}) is installed and enabled in {where_}"),
     )
+}
+
+/// The names of the running herdr sessions in `herdr session list --json`
+/// (`default` for the default session).
+pub fn running_sessions(session_list: &str) -> Vec<String> {
+    let Ok(value) = json::parse(session_list) else {
+        return Vec::new();
+    };
+    value
+        .get("sessions")
+        .and_then(Value::as_array)
+        .unwrap_or_default()
+        .iter()
+        .filter(|s| s.get("running").and_then(Value::as_bool) == Some(true))
+        .filter_map(|s| s.get("name").and_then(Value::as_str))
+        .filter(|name| crate::session::is_valid_name(name))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The plugin in every running session (each session's `plugin list`): the
+/// worst status wins; each session's summary and fix are kept.
+pub fn check_plugin_sessions(
+    lists: &[(String, Result<String, String>)],
+    own_version: &str,
+) -> Check {
+    let checks: Vec<Check> = lists
+        .iter()
+        .map(|(session, list)| check_plugin(list, own_version, session))
+        .collect();
+    let Some(worst) = checks.iter().map(|c| c.status).max_by_key(|s| match s {
+        Status::Pass => 0,
+        Status::Warn => 1,
+        Status::Fail => 2,
+    }) else {
+        return check_plugin(&Err("no herdr session to ask".to_owned()), own_version, "");
+    };
+    if checks.len() == 1 {
+        return checks
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| Check::pass("plugin", ""));
+    }
+    let summary = checks
+        .iter()
+        .map(|c| c.summary.as_str())
+        .collect::<Vec<_>>()
+        .join("; ");
+    let mut fixes: Vec<&str> = checks.iter().filter_map(|c| c.fix.as_deref()).collect();
+    fixes.dedup();
+    Check {
+        id: "plugin",
+        status: worst,
+        summary,
+        fix: (!fixes.is_empty()).then(|| fixes.join("; ")),
+    }
 }
 
 // --- config files ---------------------------------------------------------------------
@@ -852,7 +909,7 @@ pub fn run(args: DoctorArgs) -> Result<(), Failure> {
         ),
         check_bootstrap_lines(&facts.authorized_keys, facts.now_unix),
         check_herdr(facts.herdr.as_deref(), &facts.herdr_version),
-        check_plugin(&facts.plugin_list, version, &facts.session),
+        check_plugin_sessions(&facts.plugin_lists, version),
         check_pair_json(&facts.pair_json),
         check_notify_json(&facts.notify_json),
         check_notifications_json(&facts.notifications_json),
@@ -1174,6 +1231,36 @@ mod tests {
             check_plugin(&Ok("nope".into()), "0.8.0", "").status,
             Status::Warn
         );
+    }
+
+    #[test]
+    fn every_running_session_is_asked() {
+        let sessions = r#"{"sessions":[{"default":true,"name":"default","running":true},{"default":false,"name":"work","running":true},{"default":false,"name":"old","running":false},{"name":"../x","running":true}]}"#;
+        assert_eq!(running_sessions(sessions), ["default", "work"]);
+        assert!(running_sessions("nope").is_empty());
+
+        let enabled =
+            plugin_list(",{\"plugin_id\":\"heeler\",\"version\":\"0.8.0\",\"enabled\":true}");
+        let disabled =
+            plugin_list(",{\"plugin_id\":\"heeler\",\"version\":\"0.8.0\",\"enabled\":false}");
+        let both = check_plugin_sessions(
+            &[
+                ("default".to_owned(), enabled.clone()),
+                ("work".to_owned(), disabled),
+            ],
+            "0.8.0",
+        );
+        assert_eq!(both.status, Status::Fail);
+        assert!(both.summary.contains("enabled in the default session"));
+        assert!(both.summary.contains("disabled in session work"));
+        assert_eq!(
+            both.fix.as_deref(),
+            Some("herdr --session work plugin enable heeler")
+        );
+
+        let one = check_plugin_sessions(&[("default".to_owned(), enabled)], "0.8.0");
+        assert_eq!(one.status, Status::Pass);
+        assert_eq!(check_plugin_sessions(&[], "0.8.0").status, Status::Warn);
     }
 
     #[test]

@@ -32,8 +32,9 @@ pub struct Facts {
     pub now_unix: u64,
     pub herdr: Option<PathBuf>,
     pub herdr_version: Result<String, String>,
-    pub plugin_list: Result<String, String>,
-    pub session: String,
+    /// `plugin list --json` of each running session (or of the current one
+    /// when none runs), by session name.
+    pub plugin_lists: Vec<(String, Result<String, String>)>,
     pub config_dir: PathBuf,
     pub pair_json: FileRead,
     pub notify_json: FileRead,
@@ -59,14 +60,14 @@ impl Facts {
                     crate::static_binary::has_interpreter(&bytes).map_err(|e| e.to_string())
                 });
         let herdr = find_herdr();
-        let (herdr_version, plugin_list) = match &herdr {
+        let (herdr_version, plugin_lists) = match &herdr {
             Some(path) => (
                 run_with_timeout(path, &["--version"], HERDR_TIMEOUT),
-                run_with_timeout(path, &["plugin", "list", "--json"], HERDR_TIMEOUT),
+                plugin_lists(path),
             ),
             None => (
                 Err("herdr not found".to_owned()),
-                Err("herdr not found".to_owned()),
+                vec![(String::new(), Err("herdr not found".to_owned()))],
             ),
         };
         let relay = network.then(|| relay_status(&doctor::relay_url(&notify_json)));
@@ -93,8 +94,7 @@ impl Facts {
                 .map_or(0, |d| d.as_secs()),
             herdr,
             herdr_version,
-            plugin_list,
-            session: std::env::var("HERDR_SESSION").unwrap_or_default(),
+            plugin_lists,
             notifications_json: read_file(&config_dir.join("notifications.json")),
             config_dir,
             pair_json,
@@ -102,6 +102,30 @@ impl Facts {
             relay,
         }
     }
+}
+
+/// Asks every running session for its plugin list; when none runs (or the
+/// session list fails), asks once without `--session` (works offline).
+fn plugin_lists(herdr: &Path) -> Vec<(String, Result<String, String>)> {
+    let sessions = run_with_timeout(herdr, &["session", "list", "--json"], HERDR_TIMEOUT)
+        .map(|text| doctor::running_sessions(&text))
+        .unwrap_or_default();
+    if sessions.is_empty() {
+        let current = std::env::var("HERDR_SESSION").unwrap_or_default();
+        let list = run_with_timeout(herdr, &["plugin", "list", "--json"], HERDR_TIMEOUT);
+        return vec![(current, list)];
+    }
+    sessions
+        .into_iter()
+        .map(|name| {
+            let list = run_with_timeout(
+                herdr,
+                &["--session", &name, "plugin", "list", "--json"],
+                HERDR_TIMEOUT,
+            );
+            (name, list)
+        })
+        .collect()
 }
 
 /// `HERDR_PLUGIN_CONFIG_DIR` when herdr runs us, else where herdr puts it:

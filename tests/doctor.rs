@@ -37,7 +37,9 @@ struct Home {
 }
 
 impl Home {
-    fn new(name: &str, ssh_port: u16) -> Home {
+    /// A Home whose fake herdr runs the default session and `work`, with
+    /// heeler enabled in `work` only when `work_enabled`.
+    fn new(name: &str, ssh_port: u16, work_enabled: bool) -> Home {
         let root = Path::new(env!("CARGO_TARGET_TMPDIR"))
             .join(format!("doctor-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
@@ -70,12 +72,23 @@ impl Home {
             ),
             0o600,
         );
-        let plugin_list = r#"{"id":"cli:plugin","result":{"type":"plugin_list","plugins":[{"plugin_id":"heeler","name":"heeler","version":"VERSION","enabled":true,"source":{"kind":"local"}}]}}"#
-            .replace("VERSION", env!("CARGO_PKG_VERSION"));
+        let plugin_list = |enabled: bool| {
+            r#"{"id":"cli:plugin","result":{"type":"plugin_list","plugins":[{"plugin_id":"heeler","name":"heeler","version":"VERSION","enabled":ENABLED,"source":{"kind":"local"}}]}}"#
+                .replace("VERSION", env!("CARGO_PKG_VERSION"))
+                .replace("ENABLED", if enabled { "true" } else { "false" })
+        };
+        let sessions = r#"{"sessions":[{"default":true,"name":"default","running":true},{"default":false,"name":"work","running":true}]}"#;
         write_mode(
             &bin.join("herdr"),
             &format!(
-                "#!/bin/sh\ncase \"$1\" in\n--version) echo 'herdr 0.8.0' ;;\nplugin) echo '{plugin_list}' ;;\n*) exit 2 ;;\nesac\n"
+                "#!/bin/sh\ncase \"$*\" in\n\
+                 --version) echo 'herdr 0.8.0' ;;\n\
+                 'session list --json') echo '{sessions}' ;;\n\
+                 '--session default plugin list --json') echo '{}' ;;\n\
+                 '--session work plugin list --json') echo '{}' ;;\n\
+                 *) echo \"unexpected: $*\" >&2; exit 2 ;;\nesac\n",
+                plugin_list(true),
+                plugin_list(work_enabled)
             ),
             0o755,
         );
@@ -84,8 +97,13 @@ impl Home {
 
     /// Runs `heeler doctor --json`; returns (exit code, parsed report, raw stdout).
     fn doctor(&self) -> (i32, Value, String) {
+        self.doctor_with(&[])
+    }
+
+    fn doctor_with(&self, extra: &[&str]) -> (i32, Value, String) {
         let output = Command::new(env!("CARGO_BIN_EXE_heeler"))
             .args(["doctor", "--json"])
+            .args(extra)
             .env_clear()
             .env("HOME", self.root.join("home"))
             .env(
@@ -143,7 +161,7 @@ fn assert_exit_matches_report(code: i32, report: &Value) {
 #[test]
 fn doctor_names_tailscale_ssh_and_never_prints_secrets() {
     let port = banner_server("SSH-2.0-Tailscale\r\n");
-    let home = Home::new("tailscale", port);
+    let home = Home::new("tailscale", port, false);
     let (code, report, stdout) = home.doctor();
     assert_exit_matches_report(code, &report);
     assert_eq!(code, 1, "Tailscale SSH on the advertised port is a failure");
@@ -178,7 +196,14 @@ fn doctor_names_tailscale_ssh_and_never_prints_secrets() {
     assert!(summary(&report, "bootstrap_lines").starts_with("1 expired"));
     assert_eq!(status(&report, "herdr"), "pass");
     assert!(summary(&report, "herdr").ends_with("is 0.8.0"));
-    assert_eq!(status(&report, "plugin"), "pass");
+    // Asked per running session: enabled in the default one, not in work.
+    assert_eq!(status(&report, "plugin"), "fail");
+    assert!(summary(&report, "plugin").contains("enabled in the default session"));
+    assert!(summary(&report, "plugin").contains("disabled in session work"));
+    assert_eq!(
+        check(&report, "plugin").get("fix").and_then(Value::as_str),
+        Some("herdr --session work plugin enable heeler")
+    );
     assert_eq!(
         summary(&report, "pair_json"),
         format!("pair.json is valid: SSH port {port}")
@@ -197,7 +222,7 @@ fn doctor_names_tailscale_ssh_and_never_prints_secrets() {
 #[test]
 fn doctor_passes_openssh_and_exits_by_its_report() {
     let port = banner_server("SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3\r\n");
-    let home = Home::new("openssh", port);
+    let home = Home::new("openssh", port, true);
     let (code, report, _) = home.doctor();
     assert_exit_matches_report(code, &report);
     assert_eq!(status(&report, "ssh_server"), "pass");
@@ -217,4 +242,76 @@ fn doctor_passes_openssh_and_exits_by_its_report() {
     let host_keys_fail = status(&report, "host_keys") == "fail";
     println!("host_keys: {}", summary(&report, "host_keys"));
     assert_eq!(code, i32::from(host_keys_fail));
+}
+
+/// A loopback stand-in for the Push Relay: answers every request like the
+/// relay answers `GET /push` (405, `allow: POST`), and records request lines.
+fn relay_server() -> (u16, std::sync::mpsc::Receiver<String>) {
+    use std::io::{BufRead, BufReader};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut request_line = String::new();
+            let _ = reader.read_line(&mut request_line);
+            loop {
+                let mut header = String::new();
+                match reader.read_line(&mut header) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) if header.trim().is_empty() => break,
+                    Ok(_) => {}
+                }
+            }
+            let _ = sender.send(request_line.trim().to_owned());
+            let body = "{\"error\":\"method_not_allowed\"}";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 405 Method Not Allowed\r\nallow: POST\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (port, receiver)
+}
+
+#[test]
+fn doctor_network_asks_the_relay_with_a_get_only() {
+    let port = banner_server("SSH-2.0-OpenSSH_9.2p1\r\n");
+    let home = Home::new("relay", port, true);
+    let (relay_port, requests) = relay_server();
+    let relay = format!("http://127.0.0.1:{relay_port}/");
+    write_mode(
+        &home.root.join("config/notify.json"),
+        &format!("{{\"relay_url\":\"{relay}\"}}"),
+        0o600,
+    );
+    let (code, report, _) = home.doctor();
+    assert_exit_matches_report(code, &report);
+    assert!(
+        report
+            .get("checks")
+            .and_then(Value::as_array)
+            .unwrap()
+            .iter()
+            .all(|c| c.get("id").and_then(Value::as_str) != Some("relay")),
+        "no network check without --network"
+    );
+    assert!(requests.try_recv().is_err(), "no request without --network");
+
+    let (code, report, _) = home.doctor_with(&["--network"]);
+    assert_exit_matches_report(code, &report);
+    assert_eq!(status(&report, "relay"), "pass");
+    assert_eq!(
+        summary(&report, "relay"),
+        format!("http://127.0.0.1:{relay_port} is reachable (GET /push answered 405)")
+    );
+    // A plain-http relay_url is reported, but only as a warning.
+    assert_eq!(status(&report, "notify_json"), "warn");
+    let request = requests
+        .recv_timeout(std::time::Duration::from_secs(5))
+        .unwrap();
+    assert_eq!(request, "GET /push HTTP/1.1");
+    assert!(requests.try_recv().is_err(), "exactly one request");
 }
