@@ -26,12 +26,23 @@ fn heeler(args: &[&str], stdin: &str) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     Output {
         status: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).unwrap().trim_end_matches('\n').to_owned(),
-        stderr: String::from_utf8(out.stderr).unwrap().trim_end_matches('\n').to_owned(),
+        stdout: String::from_utf8(out.stdout)
+            .unwrap()
+            .trim_end_matches('\n')
+            .to_owned(),
+        stderr: String::from_utf8(out.stderr)
+            .unwrap()
+            .trim_end_matches('\n')
+            .to_owned(),
     }
 }
 
@@ -44,7 +55,9 @@ fn list<'a>(file: &'a Value, key: &str) -> &'a [Value] {
 }
 
 fn s<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or_else(|| panic!("vector field {key} missing in {}", v.to_json()))
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("vector field {key} missing in {}", v.to_json()))
 }
 
 fn shared_dir() -> Option<PathBuf> {
@@ -122,7 +135,11 @@ fn pairing_v1(path: &Path) -> usize {
         ran += 1;
     }
     for v in list(&file, "invalid") {
-        expect_rejected(&heeler(&["wire", "pairing", "decode", s(v, "code")], ""), s(v, "error"), s(v, "name"));
+        expect_rejected(
+            &heeler(&["wire", "pairing", "decode", s(v, "code")], ""),
+            s(v, "error"),
+            s(v, "name"),
+        );
         ran += 1;
     }
     ran
@@ -134,13 +151,26 @@ fn pairing_v2(path: &Path) -> usize {
     for v in list(&file, "valid") {
         let wire = pairing_wire(v.get("payload").unwrap());
         let encoded = heeler(&["wire", "pairing", "encode", "--v2"], &wire.to_json());
-        assert_eq!(encoded.stdout, s(v, "code"), "{}: {}", s(v, "name"), encoded.stderr);
+        assert_eq!(
+            encoded.stdout,
+            s(v, "code"),
+            "{}: {}",
+            s(v, "name"),
+            encoded.stderr
+        );
         // The plugin never decodes v2.
-        expect_rejected(&heeler(&["wire", "pairing", "decode", s(v, "code")], ""), "unsupported_version", s(v, "name"));
+        expect_rejected(
+            &heeler(&["wire", "pairing", "decode", s(v, "code")], ""),
+            "unsupported_version",
+            s(v, "name"),
+        );
         ran += 1;
     }
     for v in list(&file, "invalid") {
-        let out = heeler(&["wire", "pairing", "encode", "--v2"], &v.get("wire").unwrap().to_json());
+        let out = heeler(
+            &["wire", "pairing", "encode", "--v2"],
+            &v.get("wire").unwrap().to_json(),
+        );
         expect_rejected(&out, s(v, "error"), s(v, "name"));
         ran += 1;
     }
@@ -158,20 +188,52 @@ fn notification_payload(path: &Path) -> usize {
         let opened = heeler(&["wire", "notify", "open", "--key", key], envelope);
         assert_eq!(opened.status, 0, "{name}: {}", opened.stderr);
         assert_eq!(opened.stdout, wire.to_json(), "{name}: open");
-        assert_eq!(heeler(&["wire", "kid", "--key", key], "").stdout, s(v, "keyId"), "{name}: kid");
+        assert_eq!(
+            heeler(&["wire", "kid", "--key", key], "").stdout,
+            s(v, "keyId"),
+            "{name}: kid"
+        );
         if !is_decode_only(v) {
             let input = v.get("input").map(notification_wire).unwrap_or(wire);
-            let sealed = heeler(&["wire", "notify", "seal", "--key", key, "--nonce", &nonce_of(envelope)], &input.to_json());
-            assert_eq!(sealed.stdout, envelope, "{name}: byte-exact seal ({})", sealed.stderr);
+            let sealed = heeler(
+                &[
+                    "wire",
+                    "notify",
+                    "seal",
+                    "--key",
+                    key,
+                    "--nonce",
+                    &nonce_of(envelope),
+                ],
+                &input.to_json(),
+            );
+            assert_eq!(
+                sealed.stdout, envelope,
+                "{name}: byte-exact seal ({})",
+                sealed.stderr
+            );
         }
         if let Some(collapse) = v.get("collapse") {
-            let out = heeler(&["wire", "collapse", "--key", key, "--pane", s(collapse, "pane")], "");
+            let out = heeler(
+                &[
+                    "wire",
+                    "collapse",
+                    "--key",
+                    key,
+                    "--pane",
+                    s(collapse, "pane"),
+                ],
+                "",
+            );
             assert_eq!(out.stdout, s(collapse, "key"), "{name}: collapse key");
         }
         ran += 1;
     }
     for v in list(&file, "invalid") {
-        let out = heeler(&["wire", "notify", "open", "--key", s(v, "key")], s(v, "envelope"));
+        let out = heeler(
+            &["wire", "notify", "open", "--key", s(v, "key")],
+            s(v, "envelope"),
+        );
         expect_rejected(&out, s(v, "error"), s(v, "name"));
         ran += 1;
     }
@@ -190,8 +252,23 @@ fn live_activity(path: &Path) -> usize {
         assert_eq!(opened.status, 0, "{name}: {}", opened.stderr);
         assert_eq!(opened.stdout, payload.to_json_sorted(), "{name}: open");
         if !is_decode_only(v) {
-            let sealed = heeler(&["wire", "activity", "seal", "--key", key, "--nonce", &nonce_of(envelope)], &payload.to_json());
-            assert_eq!(sealed.stdout, envelope, "{name}: byte-exact seal ({})", sealed.stderr);
+            let sealed = heeler(
+                &[
+                    "wire",
+                    "activity",
+                    "seal",
+                    "--key",
+                    key,
+                    "--nonce",
+                    &nonce_of(envelope),
+                ],
+                &payload.to_json(),
+            );
+            assert_eq!(
+                sealed.stdout, envelope,
+                "{name}: byte-exact seal ({})",
+                sealed.stderr
+            );
         }
         if let Some(inventory) = v.get("inventory") {
             let mut args = vec!["wire", "activity", "build", "--host", s(payload, "host")];
@@ -202,12 +279,19 @@ fn live_activity(path: &Path) -> usize {
             let built = heeler(&args, &inventory.to_json());
             let mut expected = payload.as_object().unwrap().clone();
             expected.insert("counts", v.get("counts").unwrap().clone());
-            assert_eq!(built.stdout, Value::Object(expected).to_json_sorted(), "{name}: built from inventory");
+            assert_eq!(
+                built.stdout,
+                Value::Object(expected).to_json_sorted(),
+                "{name}: built from inventory"
+            );
         }
         ran += 1;
     }
     for v in list(&file, "invalid") {
-        let out = heeler(&["wire", "activity", "open", "--key", s(v, "key")], s(v, "envelope"));
+        let out = heeler(
+            &["wire", "activity", "open", "--key", s(v, "key")],
+            s(v, "envelope"),
+        );
         expect_rejected(&out, s(v, "error"), s(v, "name"));
         ran += 1;
     }
@@ -223,7 +307,11 @@ fn notification_session(path: &Path) -> usize {
         let socket = format!("/home/ada/.config/herdr/sessions/{name}/herdr.sock");
         let derived = heeler(&["wire", "session", &socket], "").stdout;
         assert_eq!(derived == json::quote(name), valid, "session name {name:?}");
-        assert_eq!(heeler::session::is_valid_name(name), valid, "session name {name:?}");
+        assert_eq!(
+            heeler::session::is_valid_name(name),
+            valid,
+            "session name {name:?}"
+        );
         ran += 1;
     }
     for v in list(&file, "derivation") {
@@ -247,7 +335,10 @@ fn notification_session(path: &Path) -> usize {
             .filter(|(_, entry)| own.delivers_to(entry))
             .map(|(i, _)| i as i64)
             .collect();
-        let expected: Vec<i64> = list(v, "delivered").iter().filter_map(Value::as_i64).collect();
+        let expected: Vec<i64> = list(v, "delivered")
+            .iter()
+            .filter_map(Value::as_i64)
+            .collect();
         assert_eq!(delivered, expected, "{}", s(v, "name"));
         ran += 1;
     }
@@ -262,27 +353,56 @@ fn version_tuple(version: &str) -> Vec<u64> {
 fn every_vector_passes_through_heeler_wire() {
     let own = own_dir();
     let own_counts = [
-        ("pairing-code-v2.json", pairing_v2(&own.join("pairing-code-v2.json"))),
-        ("notification-payload-v1.json", notification_payload(&own.join("notification-payload-v1.json"))),
-        ("live-activity-content-v1.json", live_activity(&own.join("live-activity-content-v1.json"))),
+        (
+            "pairing-code-v2.json",
+            pairing_v2(&own.join("pairing-code-v2.json")),
+        ),
+        (
+            "notification-payload-v1.json",
+            notification_payload(&own.join("notification-payload-v1.json")),
+        ),
+        (
+            "live-activity-content-v1.json",
+            live_activity(&own.join("live-activity-content-v1.json")),
+        ),
     ];
     let total: usize = own_counts.iter().map(|(_, n)| n).sum();
     println!("vectors: ran {total} from test-vectors/: {own_counts:?}");
     assert!(total > 0);
 
     let Some(shared) = shared_dir() else {
-        println!("vectors: SHARED VECTORS MISSING: ../shared/heeler-vectors not found (set HEELER_VECTORS_DIR); ran only this project's own vectors");
+        println!(
+            "vectors: SHARED VECTORS MISSING: ../shared/heeler-vectors not found (set HEELER_VECTORS_DIR); ran only this project's own vectors"
+        );
         return;
     };
     let shared_counts = [
-        ("pairing-code-v1.json", pairing_v1(&shared.join("pairing-code-v1.json"))),
-        ("alternates/pairing-code-v1.mainline-b03f2ee.json", pairing_v1(&shared.join("alternates/pairing-code-v1.mainline-b03f2ee.json"))),
-        ("notification-payload-v1.json", notification_payload(&shared.join("notification-payload-v1.json"))),
-        ("notification-session-v1.json", notification_session(&shared.join("notification-session-v1.json"))),
-        ("live-activity-content-v1.json", live_activity(&shared.join("live-activity-content-v1.json"))),
+        (
+            "pairing-code-v1.json",
+            pairing_v1(&shared.join("pairing-code-v1.json")),
+        ),
+        (
+            "alternates/pairing-code-v1.mainline-b03f2ee.json",
+            pairing_v1(&shared.join("alternates/pairing-code-v1.mainline-b03f2ee.json")),
+        ),
+        (
+            "notification-payload-v1.json",
+            notification_payload(&shared.join("notification-payload-v1.json")),
+        ),
+        (
+            "notification-session-v1.json",
+            notification_session(&shared.join("notification-session-v1.json")),
+        ),
+        (
+            "live-activity-content-v1.json",
+            live_activity(&shared.join("live-activity-content-v1.json")),
+        ),
     ];
     let total: usize = shared_counts.iter().map(|(_, n)| n).sum();
-    println!("vectors: ran {total} from {}: {shared_counts:?}", shared.display());
+    println!(
+        "vectors: ran {total} from {}: {shared_counts:?}",
+        shared.display()
+    );
     for (file, n) in shared_counts {
         assert!(n > 0, "{file}: no vectors found");
     }
@@ -291,9 +411,19 @@ fn every_vector_passes_through_heeler_wire() {
 #[test]
 fn version_agrees_with_the_vectors_and_the_manifest() {
     let ours = load(&own_dir().join("plugin-version-v1.json"));
-    assert_eq!(s(&ours, "version"), env!("CARGO_PKG_VERSION"), "Cargo.toml vs test-vectors/plugin-version-v1.json");
-    assert!(version_tuple(env!("CARGO_PKG_VERSION")) >= vec![0, 7, 1], "the app replaces plugins older than 0.7.1");
-    assert_eq!(heeler(&["--version"], "").stdout, format!("heeler {}", env!("CARGO_PKG_VERSION")));
+    assert_eq!(
+        s(&ours, "version"),
+        env!("CARGO_PKG_VERSION"),
+        "Cargo.toml vs test-vectors/plugin-version-v1.json"
+    );
+    assert!(
+        version_tuple(env!("CARGO_PKG_VERSION")) >= vec![0, 7, 1],
+        "the app replaces plugins older than 0.7.1"
+    );
+    assert_eq!(
+        heeler(&["--version"], "").stdout,
+        format!("heeler {}", env!("CARGO_PKG_VERSION"))
+    );
     if let Some(shared) = shared_dir() {
         let upstream = load(&shared.join("plugin-version-v1.json"));
         assert!(version_tuple(env!("CARGO_PKG_VERSION")) >= version_tuple(s(&upstream, "version")));
@@ -302,8 +432,14 @@ fn version_agrees_with_the_vectors_and_the_manifest() {
     match std::fs::read_to_string(&manifest) {
         Ok(text) => {
             let table: toml::Table = text.parse().unwrap();
-            assert_eq!(table.get("version").and_then(|v| v.as_str()), Some(env!("CARGO_PKG_VERSION")), "herdr-plugin.toml version");
+            assert_eq!(
+                table.get("version").and_then(|v| v.as_str()),
+                Some(env!("CARGO_PKG_VERSION")),
+                "herdr-plugin.toml version"
+            );
         }
-        Err(_) => println!("version: herdr-plugin.toml does not exist yet; checked Cargo.toml and test-vectors only"),
+        Err(_) => println!(
+            "version: herdr-plugin.toml does not exist yet; checked Cargo.toml and test-vectors only"
+        ),
     }
 }
