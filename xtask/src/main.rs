@@ -1,53 +1,55 @@
-//! `cargo xtask <task>`: the project's developer tasks, written in Rust so they
-//! run the same on every machine (the matklad xtask pattern).
+//! Development tasks (matklad's xtask pattern): `cargo xtask <task>`.
 //!
-//! Each task lives in its own module and is one arm of [`TASKS`]; add yours
-//! there. Tasks print what they did and the figures they measured, and exit
-//! non-zero with one `xtask <task>: ...` line when something fails.
+//! Tasks are Rust, run with xshell (processes without a shell), so they work
+//! the same on every developer machine and in CI. None of this ships.
 
 mod static_build;
 
 use std::process::ExitCode;
 
-/// A task's name, its one-line help and its entry point (arguments after the name).
-type Task = (
-    &'static str,
-    &'static str,
-    fn(&[String]) -> Result<(), String>,
-);
+use xshell::{Shell, cmd};
 
-const TASKS: &[Task] = &[(
-    "static",
-    "build x86_64-unknown-linux-musl statically (toolchain.md §3.1) and check it",
-    static_build::run,
-)];
+type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+const USAGE: &str = "usage: cargo xtask <task>
+
+tasks:
+  vectors    regenerate test-vectors/ with the independent Python generator
+  static     build x86_64-unknown-linux-musl statically here (toolchain.md §3.1) and check it
+             [--target <arch>-unknown-linux-musl]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let Some(name) = args.first() else {
-        print_help();
-        return ExitCode::from(2);
+    let result = match args.first().map(String::as_str) {
+        Some("vectors") => vectors(),
+        Some("static") => static_build::run(&args[1..]).map_err(Into::into),
+        _ => {
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
     };
-    if name == "help" || name == "--help" {
-        print_help();
-        return ExitCode::SUCCESS;
-    }
-    let Some((_, _, run)) = TASKS.iter().find(|(task, _, _)| task == name) else {
-        eprintln!("xtask: unknown task `{name}`; run `cargo xtask help`");
-        return ExitCode::from(2);
-    };
-    match run(&args[1..]) {
+    match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(line) => {
-            eprintln!("xtask {name}: {line}");
+        Err(error) => {
+            eprintln!("xtask: {error}");
             ExitCode::FAILURE
         }
     }
 }
 
-fn print_help() {
-    println!("usage: cargo xtask <task> [args]\n\ntasks:");
-    for (name, help, _) in TASKS {
-        println!("  {name:<10} {help}");
-    }
+fn project_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(|p| p.to_path_buf())
+        .unwrap_or_default()
+}
+
+/// Regenerates our own vectors with Python's `cryptography`, never with
+/// heeler itself, then shows what changed.
+fn vectors() -> Result {
+    let sh = Shell::new()?;
+    sh.change_dir(project_root());
+    cmd!(sh, "python3 test-vectors/generate.py").run()?;
+    cmd!(sh, "git diff --stat -- test-vectors").run()?;
+    Ok(())
 }
