@@ -190,7 +190,11 @@ impl Fixture {
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        let output = Command::new(shell())
+        self.run_with(&shell(), args)
+    }
+
+    fn run_with(&self, shell: &Path, args: &[&str]) -> Output {
+        let output = Command::new(shell)
             .arg("install.sh")
             .args(args)
             .current_dir(&self.checkout)
@@ -334,6 +338,34 @@ fn installs_a_verified_release_over_http_replacing_the_previous_binary() {
             format!("/v{VERSION}/SHA256SUMS")
         ]
     );
+}
+
+#[test]
+fn bash_runs_it_the_same_way() {
+    let Some(bash) = find_tool("bash") else {
+        println!("SKIPPED: bash is not installed");
+        return;
+    };
+    let mut fx = Fixture::new("bash");
+    fx.previous_binary();
+    let contents = stub_binary(VERSION);
+    fx.publish(LINUX_X86, &contents, None);
+    fx.set(
+        "HEELER_RELEASE_URL",
+        &format!("file://{}", fx.release.display()),
+    );
+    let output = fx.run_with(&bash, &[]);
+    fx.assert_installed(&output, &contents);
+
+    let mut fx = Fixture::new("bash-mismatch");
+    fx.previous_binary();
+    fx.publish(LINUX_X86, &contents, Some(&"f".repeat(64)));
+    fx.set(
+        "HEELER_RELEASE_URL",
+        &format!("file://{}", fx.release.display()),
+    );
+    let stderr = fx.assert_failed_cleanly(&fx.run_with(&bash, &[]));
+    assert!(stderr.contains("checksum mismatch"));
 }
 
 #[test]
@@ -541,7 +573,9 @@ fn downloads_from_the_github_release_of_the_checkouts_origin_with_https_only() {
         "git@github.com:example/heeler-fork.git",
         "https://github.com/example/heeler-fork",
     ] {
-        let fx = Fixture::new("origin");
+        let mut fx = Fixture::new("origin");
+        // herdr passes the user's proxy settings through; so must install.sh.
+        fx.set("https_proxy", "http://proxy.example:3128");
         fx.previous_binary();
         let git = |args: &[&str]| {
             let status = Command::new("git")
@@ -559,12 +593,18 @@ fn downloads_from_the_github_release_of_the_checkouts_origin_with_https_only() {
         write_executable(
             &fx.fake_bin.join("curl"),
             &format!(
-                "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\necho 'curl: (22) The requested URL returned error: 404' >&2\nexit 22\n",
-                fx.root.join("curl-args").display()
+                "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\necho \"$https_proxy\" > '{}'\necho 'curl: (22) The requested URL returned error: 404' >&2\nexit 22\n",
+                fx.root.join("curl-args").display(),
+                fx.root.join("curl-proxy").display()
             ),
         );
         let stderr = fx.assert_failed_cleanly(&fx.run(&[]));
         assert!(stderr.contains("404"));
+        let proxy = std::fs::read_to_string(fx.root.join("curl-proxy")).unwrap();
+        assert_eq!(
+            proxy, "http://proxy.example:3128\n",
+            "the proxy reached curl"
+        );
         let args = std::fs::read_to_string(fx.root.join("curl-args")).unwrap();
         let args: Vec<&str> = args.lines().collect();
         println!("origin {origin}: curl {args:?}");
