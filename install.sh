@@ -59,7 +59,7 @@ say() {
 read_version() {
 	manifest="$1"
 	[ -r "$manifest" ] || die "cannot read $manifest; run install.sh from a heeler checkout"
-	version=$(sed -n '/^[[:space:]]*\[/q; s/^[[:space:]]*version[[:space:]]*=[[:space:]]*"\([^"]*\)"[[:space:]]*$/\1/p' "$manifest" | head -n 1)
+	version=$(sed -n -e '/^[[:space:]]*\[/q' -e 's/^[[:space:]]*version[[:space:]]*=[[:space:]]*"\([^"]*\)"[[:space:]]*$/\1/p' "$manifest" | head -n 1)
 	[ -n "$version" ] || die "no top-level version = \"X.Y.Z\" in $manifest; restore the file from git"
 	if ! printf '%s\n' "$version" | grep -Eq '^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$'; then
 		die "version \"$version\" in $manifest is not X.Y.Z; restore the file from git"

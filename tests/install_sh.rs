@@ -35,6 +35,7 @@ const TOOLS: &[&str] = &[
     "cut",
     "tr",
     "sha256sum",
+    "shasum",
     "dirname",
     "curl",
     "wget",
@@ -58,7 +59,7 @@ fn write_executable(path: &Path, text: &str) {
 }
 
 fn find_tool(name: &str) -> Option<PathBuf> {
-    ["/usr/local/bin", "/usr/bin", "/bin"]
+    ["/opt/homebrew/bin", "/usr/local/bin", "/usr/bin", "/bin"]
         .iter()
         .map(|dir| Path::new(dir).join(name))
         .find(|path| path.exists())
@@ -142,8 +143,10 @@ impl Fixture {
         );
     }
 
+    /// Takes a tool off the test PATH (it may not be installed at all).
     fn remove_tool(&self, tool: &str) {
-        std::fs::remove_file(self.fake_bin.join(tool)).unwrap();
+        let _ = std::fs::remove_file(self.fake_bin.join(tool));
+        assert!(!self.fake_bin.join(tool).exists());
     }
 
     /// A `cargo` that records its arguments and "builds" a stub heeler.

@@ -18,7 +18,7 @@ cargo_version=$(awk '
 	in_package && /^version[[:space:]]*=/ { gsub(/.*=[[:space:]]*"|"[[:space:]]*$/, ""); print; exit }
 ' Cargo.toml)
 # The top-level version of the herdr manifest (before its first table).
-manifest_version=$(sed -n '/^[[:space:]]*\[/q; s/^[[:space:]]*version[[:space:]]*=[[:space:]]*"\([^"]*\)"[[:space:]]*$/\1/p' herdr-plugin.toml | head -n 1)
+manifest_version=$(sed -n -e '/^[[:space:]]*\[/q' -e 's/^[[:space:]]*version[[:space:]]*=[[:space:]]*"\([^"]*\)"[[:space:]]*$/\1/p' herdr-plugin.toml | head -n 1)
 vector_version=$(sed -n 's/^[[:space:]]*"version"[[:space:]]*:[[:space:]]*"\([^"]*\)".*$/\1/p' test-vectors/plugin-version-v1.json | head -n 1)
 
 failed=0
