@@ -33,7 +33,8 @@ pub const HOST_KEY_FILES: &[&str] = &[
     "ssh_host_rsa_key.pub",
 ];
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Ordered from best to worst, so the worst of several is their `max`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Status {
     Pass,
     Warn,
@@ -545,23 +546,20 @@ pub fn check_plugin_sessions(
     lists: &[(String, Result<String, String>)],
     own_version: &str,
 ) -> Check {
-    let checks: Vec<Check> = lists
+    let mut checks: Vec<Check> = lists
         .iter()
         .map(|(session, list)| check_plugin(list, own_version, session))
         .collect();
-    let Some(worst) = checks.iter().map(|c| c.status).max_by_key(|s| match s {
-        Status::Pass => 0,
-        Status::Warn => 1,
-        Status::Fail => 2,
-    }) else {
-        return check_plugin(&Err("no herdr session to ask".to_owned()), own_version, "");
-    };
-    if checks.len() == 1 {
-        return checks
-            .into_iter()
-            .next()
-            .unwrap_or_else(|| Check::pass("plugin", ""));
+    if checks.len() <= 1 {
+        return checks.pop().unwrap_or_else(|| {
+            check_plugin(&Err("no herdr session to ask".to_owned()), own_version, "")
+        });
     }
+    let worst = checks
+        .iter()
+        .map(|c| c.status)
+        .max()
+        .unwrap_or(Status::Pass);
     let summary = checks
         .iter()
         .map(|c| c.summary.as_str())
