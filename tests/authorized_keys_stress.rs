@@ -369,3 +369,67 @@ fn concurrent_accepts_enroll_exactly_once() {
     }
     println!("{rounds} rounds of two concurrent accepts: exactly one enrollment each");
 }
+
+#[test]
+fn an_expiry_racing_accept_never_loses_an_enrollment() {
+    if std::env::var(ROLE_ENV).is_ok() {
+        return;
+    }
+    let mut rng = Rng::seeded(11);
+    let rounds = 20;
+    let (mut won_by_accept, mut won_by_expiry) = (0, 0);
+    for round in 0..rounds {
+        let home = temp_home(&format!("race{round}"));
+        let state = home.join("state");
+        let config = heeler::ceremony::CeremonyConfig::new(
+            &home,
+            &state,
+            Path::new(env!("CARGO_BIN_EXE_heeler")),
+        );
+        let ceremony = heeler::ceremony::begin(&config).unwrap();
+        let line = format!(
+            "{} racer",
+            BootstrapKey::from_seed([round as u8 + 1; 32])
+                .unwrap()
+                .public_line()
+        );
+        let mut child = Command::new(env!("CARGO_BIN_EXE_heeler"))
+            .args(["accept", "--state-dir"])
+            .arg(&state)
+            .args(["--pairing-id", ceremony.pairing_id()])
+            .env_clear()
+            .env("HOME", &home)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(format!("{line}\n").as_bytes())
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(rng.below(15)));
+        let expired = ceremony.expire().unwrap();
+        let output = child.wait_with_output().unwrap();
+        let answer = String::from_utf8_lossy(&output.stdout).into_owned();
+        let text = std::fs::read_to_string(home.join(".ssh/authorized_keys")).unwrap();
+        if answer.starts_with("HERDR-ENROLL:OK:") {
+            won_by_accept += 1;
+            let enrolled = expired.expect("an OK enrollment is reported by expire");
+            assert_eq!(enrolled.line, line);
+            assert_eq!(text, format!("{line}\n"));
+        } else {
+            won_by_expiry += 1;
+            assert_eq!(answer, "HERDR-ENROLL:ERR:unknown_pairing\n");
+            assert!(expired.is_none());
+            assert_eq!(text, "", "neither the bootstrap nor the device line");
+        }
+        ceremony.end().unwrap();
+        std::fs::remove_dir_all(&home).unwrap();
+    }
+    println!(
+        "{rounds} expiry/accept races: {won_by_accept} enrolled (expire reported them), {won_by_expiry} expired first (nothing enrolled)"
+    );
+}

@@ -166,6 +166,14 @@ fn expiry_removes_the_line_and_exits_1() {
     );
 }
 
+/// Sends a signal with the shell's `kill` builtin (no procps needed).
+fn kill(signal: &str, child: &Child) -> std::process::ExitStatus {
+    Command::new("sh")
+        .args(["-c", &format!("kill -s {signal} {}", child.id())])
+        .status()
+        .unwrap()
+}
+
 fn signal_removes_line(signal: &str, number: i32) {
     let dirs = Dirs::new(signal);
     std::fs::create_dir_all(dirs.home().join(".ssh")).unwrap();
@@ -177,10 +185,7 @@ fn signal_removes_line(signal: &str, number: i32) {
     let (mut child, _stdout, payload) = dirs.start(None);
     let exp = payload.bootstrap.unwrap().expires_at;
     assert!(dirs.authorized_keys().contains(&format!(":exp:{exp}")));
-    let status = Command::new("kill")
-        .args(["-s", signal, &child.id().to_string()])
-        .status()
-        .unwrap();
+    let status = kill(signal, &child);
     assert!(status.success());
     let exit = child.wait().unwrap();
     assert_eq!(exit.code(), Some(128 + number), "{signal}");
@@ -225,9 +230,6 @@ fn start_up_sweep_removes_a_killed_ceremony_line() {
     );
     assert_eq!(now_text.lines().count(), 1);
     assert!(now_text.contains(&format!(":exp:{}", payload.bootstrap.unwrap().expires_at)));
-    Command::new("kill")
-        .args(["-s", "TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
+    kill("TERM", &child);
     child.wait().unwrap();
 }
