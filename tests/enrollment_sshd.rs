@@ -11,7 +11,9 @@
 //!
 //! Needs root (to create the user and run sshd), sshd, ssh, ssh-keygen,
 //! useradd and python3 with `cryptography`; otherwise each test prints
-//! `SKIPPED: <reason>` and returns.
+//! `SKIPPED: <reason>` and returns. Two tests need no root, only
+//! ssh-keygen: the Bootstrap Key's public line equals `ssh-keygen -y`, and
+//! the host key fingerprint equals `ssh-keygen -lf`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -732,4 +734,75 @@ fn accept_runs_with_no_environment_at_all() {
     assert_eq!(status, 0);
     assert!(out.ends_with(" bare-env\n"));
     assert_eq!(rig.authorized_keys(), format!("{device_line}\n"));
+}
+
+/// Needs only ssh-keygen and python3 `cryptography` (no root, no sshd).
+fn openssh_tools_missing() -> Option<String> {
+    if !Path::new("/usr/bin/ssh-keygen").exists() {
+        return Some("/usr/bin/ssh-keygen is missing (apt-get install openssh-client)".into());
+    }
+    let python = Command::new("python3")
+        .args(["-c", "import cryptography"])
+        .output();
+    if !python.is_ok_and(|o| o.status.success()) {
+        return Some("python3 with the cryptography package is missing".into());
+    }
+    None
+}
+
+#[test]
+fn bootstrap_public_line_equals_ssh_keygen_y() {
+    if let Some(reason) = openssh_tools_missing() {
+        println!("SKIPPED: {reason}");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("heeler-keygen-y-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for round in 0..5 {
+        let key = heeler::bootstrap_key::BootstrapKey::generate().unwrap();
+        let file = dir.join(format!("k{round}"));
+        write_openssh_private_key(key.seed(), &file);
+        let derived = run_ok(Command::new("ssh-keygen").arg("-y").arg("-f").arg(&file));
+        assert_eq!(
+            derived
+                .split_whitespace()
+                .take(2)
+                .collect::<Vec<_>>()
+                .join(" "),
+            key.public_line()
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn host_fingerprint_equals_ssh_keygen_lf() {
+    if let Some(reason) = openssh_tools_missing() {
+        println!("SKIPPED: {reason}");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("heeler-keygen-lf-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for key_type in ["rsa", "ecdsa", "ed25519"] {
+        let file = dir.join(format!("ssh_host_{key_type}_key"));
+        run_ok(
+            Command::new("ssh-keygen")
+                .args(["-q", "-t", key_type, "-N", "", "-f"])
+                .arg(&file),
+        );
+        // The newest file written wins the order ed25519 > ecdsa > rsa.
+        let found = heeler::host_key::find(&dir).unwrap().unwrap();
+        assert_eq!(
+            found.path,
+            file.with_file_name(format!("ssh_host_{key_type}_key.pub"))
+        );
+        assert_eq!(
+            found.fingerprint,
+            fingerprint_by_ssh_keygen(&found.path),
+            "{key_type}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
