@@ -344,7 +344,7 @@ fn numbers_representable(root: &DeTable<'_>) -> bool {
 /// A TOML float's value; `None` when a finite literal overflows.
 fn parse_float(text: &str) -> Option<f64> {
     let value: f64 = text.parse().ok()?;
-    (value.is_finite() || text.contains("inf")).then_some(value)
+    (!value.is_infinite() || text.contains("inf")).then_some(value)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
