@@ -291,14 +291,17 @@ pub fn refresh(config_dir: &Path, env: &SourceEnv, now_unix: i64) -> Result<Refr
         mtime_ms,
     };
     let previous = read_previous(&destination);
-    if let Some(previous) = &previous {
+    let reusable = previous.as_ref().is_some_and(|previous| {
         let clean = previous
             .get("diagnostics")
             .and_then(Value::as_array)
             .is_some_and(<[Value]>::is_empty);
-        if !stat_failed && clean && same_source(previous, &source) {
+        !stat_failed && clean && same_source(previous, &source)
+    });
+    if reusable {
+        if let Some(previous) = previous {
             return Ok(Refresh {
-                snapshot: previous.clone(),
+                snapshot: previous,
                 action: Action::Reused,
             });
         }
