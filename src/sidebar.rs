@@ -364,3 +364,35 @@ pub fn run(_args: SidebarHookArgs) -> Result<(), Failure> {
         .map(|_| ())
         .map_err(|error| Failure::new(format!("sidebar-hook: {}", error.code()), 1))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn join(parts: &[&str]) -> String {
+        js_path_join(&parts.iter().map(|p| (*p).to_owned()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn path_join_normalizes_like_node() {
+        assert_eq!(
+            join(&["/home/u", ".config", "herdr", "config.toml"]),
+            "/home/u/.config/herdr/config.toml"
+        );
+        assert_eq!(join(&["/a/", "b"]), "/a/b");
+        assert_eq!(join(&["/a/../..", "b"]), "/b");
+        assert_eq!(join(&["rel/..", "..", "b"]), "../b");
+        assert_eq!(join(&["", "herdr"]), "herdr");
+        assert_eq!(join(&["", ""]), ".");
+        assert_eq!(join(&["./x/", "./"]), "x/");
+    }
+
+    #[test]
+    fn errors_name_their_errno() {
+        let error = SidebarError::Write(io::Error::from_raw_os_error(libc::EACCES));
+        assert_eq!(error.code(), "EACCES");
+        assert_eq!(error.to_string(), "EACCES");
+        let other = SidebarError::CreateDir(io::Error::other("custom"));
+        assert_eq!(other.code(), "write_error");
+    }
+}

@@ -310,8 +310,8 @@ pub fn parse_config_str(text: &str) -> Parsed {
 /// at `error_at` points at (the error starts on it or right after it).
 fn line_start_bom_at(text: &str, error_at: usize) -> Option<usize> {
     let bom_len = BOM.len_utf8();
-    let candidates = [error_at, error_at.checked_sub(bom_len)?];
-    candidates.into_iter().find(|&at| {
+    let candidates = [Some(error_at), error_at.checked_sub(bom_len)];
+    candidates.into_iter().flatten().find(|&at| {
         text.get(at..).is_some_and(|rest| rest.starts_with(BOM))
             && (at == 0 || text.as_bytes().get(at - 1) == Some(&b'\n'))
     })
@@ -677,4 +677,47 @@ pub fn snapshot(generated_at: i64, source: &Source, parsed: &Parsed) -> Value {
                 ),
             ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_that_is_not_utf8_is_a_parse_error() {
+        let parsed = parse_config(b"[ui]\nagent_panel_sort = \"prio\xffrity\"\n");
+        assert_eq!(parsed.diagnostics, [Diagnostic::ParseError]);
+        assert_eq!(parsed.layout, Layout::default());
+    }
+
+    #[test]
+    fn bom_is_removed_only_at_a_line_start_the_error_points_at() {
+        let text = "a = 1\n\u{feff}b = 2\n";
+        assert_eq!(line_start_bom_at(text, 6), Some(6));
+        assert_eq!(line_start_bom_at(text, 9), Some(6));
+        assert_eq!(line_start_bom_at(text, 10), None);
+        assert_eq!(line_start_bom_at(text, 2), None);
+        assert_eq!(line_start_bom_at("x = \u{feff}1", 4), None);
+        assert_eq!(line_start_bom_at("\u{feff}x", 0), Some(0));
+    }
+
+    #[test]
+    fn diagnostic_names_round_trip() {
+        for diagnostic in Diagnostic::ALL {
+            assert_eq!(Diagnostic::from_name(diagnostic.as_str()), Some(diagnostic));
+        }
+        assert_eq!(Diagnostic::from_name("write_error"), None);
+    }
+
+    #[test]
+    fn token_names_follow_the_custom_grammar() {
+        assert!(is_token_name("machine"));
+        assert!(is_token_name("$a-b_C9"));
+        assert!(!is_token_name("$"));
+        assert!(!is_token_name(&format!("${}", "a".repeat(33))));
+        assert!(!is_token_name("$pin\n"));
+        assert!(!is_token_name("$é"));
+        assert!(is_color("#aBc") && is_color("#A1b2C3"));
+        assert!(!is_color("#abcd") && !is_color("abc") && !is_color("#fff\n"));
+    }
 }
