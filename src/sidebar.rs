@@ -207,13 +207,22 @@ fn errno_name(error: &io::Error) -> Option<&'static str> {
         .map(|(_, name)| name)
 }
 
-/// The source as statted: `found`/`mtime_ms`, or a stat failure other than
-/// "does not exist".
-fn stat_source(path: &Path) -> (bool, Option<f64>, bool) {
+/// What a `stat` of the source found.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum SourceStat {
+    /// Exists, with Node's `mtimeMs`.
+    Found(f64),
+    /// `ENOENT`: a missing source, not an error.
+    Missing,
+    /// Any other failure: a `read_error`, retried next time.
+    Failed,
+}
+
+fn stat_source(path: &Path) -> SourceStat {
     match fs::metadata(path) {
-        Ok(meta) => (true, Some(mtime_ms(&meta)), false),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => (false, None, false),
-        Err(_) => (false, None, true),
+        Ok(meta) => SourceStat::Found(mtime_ms(&meta)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => SourceStat::Missing,
+        Err(_) => SourceStat::Failed,
     }
 }
 
@@ -320,11 +329,15 @@ fn parse_source(path: &Path, source: &mut Source) -> Parsed {
 pub fn refresh(config_dir: &Path, env: &SourceEnv, now_unix: i64) -> Result<Refresh, SidebarError> {
     let path = source_path(env);
     let destination = config_dir.join(SNAPSHOT_FILE);
-    let (found, mtime_ms, stat_failed) = stat_source(&path);
+    let stat = stat_source(&path);
+    let stat_failed = stat == SourceStat::Failed;
     let mut source = Source {
         path: path.to_string_lossy().into_owned(),
-        found,
-        mtime_ms,
+        found: matches!(stat, SourceStat::Found(_)),
+        mtime_ms: match stat {
+            SourceStat::Found(mtime_ms) => Some(mtime_ms),
+            SourceStat::Missing | SourceStat::Failed => None,
+        },
     };
     let previous = read_previous(&destination);
     let reusable = previous.as_ref().is_some_and(|previous| {
