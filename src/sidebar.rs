@@ -15,7 +15,7 @@ use std::ffi::OsString;
 use std::fmt;
 use std::fs;
 use std::io;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -212,6 +212,9 @@ fn errno_name(error: &io::Error) -> Option<&'static str> {
 enum SourceStat {
     /// Exists, with Node's `mtimeMs`.
     Found(f64),
+    /// Exists but is a FIFO or socket: reading it could block the hook
+    /// forever, so it is a `read_error` (found, mtime kept).
+    Unreadable(f64),
     /// `ENOENT`: a missing source, not an error.
     Missing,
     /// Any other failure: a `read_error`, retried next time.
@@ -220,6 +223,9 @@ enum SourceStat {
 
 fn stat_source(path: &Path) -> SourceStat {
     match fs::metadata(path) {
+        Ok(meta) if meta.file_type().is_fifo() || meta.file_type().is_socket() => {
+            SourceStat::Unreadable(mtime_ms(&meta))
+        }
         Ok(meta) => SourceStat::Found(mtime_ms(&meta)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => SourceStat::Missing,
         Err(_) => SourceStat::Failed,
@@ -333,9 +339,9 @@ pub fn refresh(config_dir: &Path, env: &SourceEnv, now_unix: i64) -> Result<Refr
     let stat_failed = stat == SourceStat::Failed;
     let mut source = Source {
         path: path.to_string_lossy().into_owned(),
-        found: matches!(stat, SourceStat::Found(_)),
+        found: matches!(stat, SourceStat::Found(_) | SourceStat::Unreadable(_)),
         mtime_ms: match stat {
-            SourceStat::Found(mtime_ms) => Some(mtime_ms),
+            SourceStat::Found(mtime_ms) | SourceStat::Unreadable(mtime_ms) => Some(mtime_ms),
             SourceStat::Missing | SourceStat::Failed => None,
         },
     };
@@ -355,12 +361,12 @@ pub fn refresh(config_dir: &Path, env: &SourceEnv, now_unix: i64) -> Result<Refr
             });
         }
     }
-    let parsed = if stat_failed {
-        Parsed::fallback(Some(Diagnostic::ReadError))
-    } else if source.found {
-        parse_source(&path, &mut source)
-    } else {
-        Parsed::fallback(None)
+    let parsed = match stat {
+        SourceStat::Failed | SourceStat::Unreadable(_) => {
+            Parsed::fallback(Some(Diagnostic::ReadError))
+        }
+        SourceStat::Found(_) => parse_source(&path, &mut source),
+        SourceStat::Missing => Parsed::fallback(None),
     };
     let fresh = sidebar_config::snapshot(now_unix, &source, &parsed);
     if let Some(previous) = previous {

@@ -512,6 +512,24 @@ fn read_errors_are_diagnosed_and_retried() {
     assert!(diagnostics(&snapshot).is_empty());
     assert_eq!(sort(&snapshot), "priority");
 
+    // A FIFO would block a read forever: read_error without reading.
+    let fifo = root.path().join("fifo.toml");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    if made.is_ok_and(|status| status.success()) {
+        sidebar::refresh(&config_dir, &explicit(&fifo), 3).unwrap();
+        let snapshot = on_disk(&config_dir);
+        assert_eq!(diagnostics(&snapshot), ["read_error"]);
+        assert_eq!(
+            snapshot.get("source").unwrap().get("found"),
+            Some(&Value::Bool(true))
+        );
+    } else {
+        println!("SKIPPED: FIFO source (mkfifo is not available)");
+    }
+    // /dev/null is a readable empty config.
+    sidebar::refresh(&config_dir, &explicit(Path::new("/dev/null")), 3).unwrap();
+    assert!(diagnostics(&on_disk(&config_dir)).is_empty());
+
     // A stat failure other than ENOENT: not found, no mtime, read_error.
     let blocked = root.path().join("file-not-dir");
     fs::write(&blocked, "").unwrap();
