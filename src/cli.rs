@@ -20,6 +20,7 @@ pub struct Args {
 #[argh(subcommand)]
 pub enum Command {
     Wire(WireArgs),
+    SidebarHook(SidebarHookArgs),
 }
 
 /// Interop tool: encode, decode, seal and open the app's wire formats.
@@ -167,3 +168,9 @@ pub struct CollapseArgs {
     #[argh(option)]
     pub pane: String,
 }
+
+/// Export herdr's sidebar layout to <HERDR_PLUGIN_CONFIG_DIR>/sidebar.json
+/// (the plugin's startup hook).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "sidebar-hook")]
+pub struct SidebarHookArgs {}

@@ -13,5 +13,8 @@ pub mod live_activity;
 pub mod notification;
 pub mod pairing_code;
 pub mod session;
+pub mod sidebar;
+pub mod sidebar_config;
 mod sys;
+pub mod toml_1_0;
 pub mod wire;
