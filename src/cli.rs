@@ -22,6 +22,7 @@ pub enum Command {
     Wire(WireArgs),
     Accept(AcceptArgs),
     Pair(PairArgs),
+    SidebarHook(SidebarHookArgs),
 }
 
 /// Interop tool: encode, decode, seal and open the app's wire formats.
@@ -197,3 +198,8 @@ pub struct PairArgs {
     #[argh(switch)]
     pub config_only: bool,
 }
+/// Export herdr's sidebar layout to <HERDR_PLUGIN_CONFIG_DIR>/sidebar.json
+/// (the plugin's startup hook).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "sidebar-hook")]
+pub struct SidebarHookArgs {}

@@ -5,7 +5,7 @@
 
 use std::process::ExitCode;
 
-use heeler::{accept, cli, exit, pair, wire};
+use heeler::{accept, cli, exit, pair, sidebar, wire};
 
 fn main() -> ExitCode {
     let args: cli::Args = argh::from_env();
@@ -17,6 +17,7 @@ fn main() -> ExitCode {
         Some(cli::Command::Wire(wire_args)) => wire::run(wire_args),
         Some(cli::Command::Accept(accept_args)) => return accept::run(accept_args),
         Some(cli::Command::Pair(pair_args)) => pair::run(pair_args),
+        Some(cli::Command::SidebarHook(hook_args)) => sidebar::run(hook_args),
         None => Err(exit::Failure::new(
             "heeler: no command given; see `heeler --help`",
             2,
