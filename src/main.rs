@@ -5,7 +5,7 @@
 
 use std::process::ExitCode;
 
-use heeler::{cli, doctor, exit, wire};
+use heeler::{accept, cli, doctor, exit, pair, sidebar, wire};
 
 fn main() -> ExitCode {
     let args: cli::Args = argh::from_env();
@@ -15,6 +15,9 @@ fn main() -> ExitCode {
             Ok(())
         }
         Some(cli::Command::Wire(wire_args)) => wire::run(wire_args),
+        Some(cli::Command::Accept(accept_args)) => return accept::run(accept_args),
+        Some(cli::Command::Pair(pair_args)) => pair::run(pair_args),
+        Some(cli::Command::SidebarHook(hook_args)) => sidebar::run(hook_args),
         Some(cli::Command::Doctor(doctor_args)) => doctor::run(doctor_args),
         None => Err(exit::Failure::new(
             "heeler: no command given; see `heeler --help`",

@@ -60,7 +60,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
     .env("RUSTC_BOOTSTRAP", "1")
     // Debian ships no self-contained musl crt objects; zig provides them.
     .env("RUSTFLAGS", "-C link-self-contained=no")
-    .env("CARGO_TARGET_DIR", root.join("target/static"));
+    // Its own target dir: Debian's rustc must not thrash rustup's caches.
+    .env("CARGO_TARGET_DIR", root.join("target/static-musl"));
     for name in PASSED_THROUGH {
         if let Some(value) = std::env::var_os(name) {
             build = build.env(name, value);
@@ -71,7 +72,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     build.run().map_err(|e| format!("build failed: {e}"))?;
     let seconds = started.elapsed().as_secs_f64();
 
-    let binary = root.join(format!("target/static/{target}/release/heeler"));
+    let binary = root.join(format!("target/static-musl/{target}/release/heeler"));
     let size = std::fs::metadata(&binary)
         .map_err(|e| format!("no binary at {}: {e}", binary.display()))?
         .len();
