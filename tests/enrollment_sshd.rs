@@ -159,7 +159,14 @@ impl Rig {
         let bin_dir = root.join("bin");
         std::fs::create_dir_all(&bin_dir).unwrap();
         let heeler = bin_dir.join("heeler");
-        std::fs::copy(env!("CARGO_BIN_EXE_heeler"), &heeler).unwrap();
+        // HEELER_TEST_BINARY (set by .ci/static-check) swaps in another
+        // build, e.g. the static musl binary, as sshd's forced command.
+        let under_test = std::env::var_os("HEELER_TEST_BINARY").map_or_else(
+            || env!("CARGO_BIN_EXE_heeler").into(),
+            std::path::PathBuf::from,
+        );
+        println!("forced command binary: {}", under_test.display());
+        std::fs::copy(&under_test, &heeler).unwrap();
         std::fs::set_permissions(&heeler, std::fs::Permissions::from_mode(0o755)).unwrap();
 
         let state_dir = home.join(".local/state/herdr/plugins/heeler");
