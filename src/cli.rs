@@ -20,6 +20,8 @@ pub struct Args {
 #[argh(subcommand)]
 pub enum Command {
     Wire(WireArgs),
+    NotifyHook(NotifyHookArgs),
+    ActivityHook(ActivityHookArgs),
 }
 
 /// Interop tool: encode, decode, seal and open the app's wire formats.
@@ -167,3 +169,15 @@ pub struct CollapseArgs {
     #[argh(option)]
     pub pane: String,
 }
+
+/// Event hook: push an Agent Notification for a confirmed Blocked/Done
+/// transition (herdr runs this on pane.agent_status_changed).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "notify-hook")]
+pub struct NotifyHookArgs {}
+
+/// Event hook: update the Host's Live Activity on every registered device
+/// (herdr runs this on pane.agent_status_changed).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "activity-hook")]
+pub struct ActivityHookArgs {}

@@ -2,16 +2,24 @@
 //! per concept. The binary (`main.rs`) only dispatches; tests and benchmarks
 //! call these modules directly. See ARCHITECTURE.md for the map.
 
+pub mod activity_hook;
+pub mod activity_rows;
 pub mod atomic_file;
 pub mod base64;
 pub mod cli;
 pub mod display_text;
 pub mod envelope;
 pub mod exit;
+pub mod herdr_client;
+pub mod hook_env;
 pub mod json;
 pub mod live_activity;
 pub mod notification;
+pub mod notify_hook;
+pub mod notify_settings;
 pub mod pairing_code;
+pub mod registration;
+pub mod relay;
 pub mod session;
 mod sys;
 pub mod wire;
