@@ -14,7 +14,7 @@ use std::time::Duration;
 use ring::digest::{SHA256, digest};
 
 use crate::activity_rows::{self, RowContext};
-use crate::atomic_file;
+use crate::atomic_file::{self, LockFile, LockPolicy};
 use crate::cli::ActivityHookArgs;
 use crate::display_text::for_display;
 use crate::envelope;
@@ -129,6 +129,43 @@ pub fn superseded(stored: &Value, pid: u32, claimed_at_ms: u64) -> bool {
     let ours = claimed_at_ms as f64;
     stored_at > ours
         || (stored_at == ours && stored.get("pid").and_then(Value::as_f64) != Some(f64::from(pid)))
+}
+
+/// How long a hook waits for another's claim write.
+const CLAIM_LOCK: LockPolicy = LockPolicy {
+    deadline: Duration::from_millis(2_000),
+    stale_after: Duration::from_millis(5_000),
+    retry_every: Duration::from_millis(2),
+};
+
+/// Writes our claim and returns its time. Claims are written one at a time
+/// under a lock and each is later than the one it replaces, so the file
+/// always holds the newest claim and exactly one overlapping hook finds its
+/// own claim after the debounce.
+pub fn write_claim(path: &Path, pid: u32) -> std::io::Result<u64> {
+    if let Some(dir) = path.parent() {
+        atomic_file::create_dir_all(dir, 0o700)?;
+    }
+    let _lock = LockFile::acquire(&path.with_file_name("claim.lock"), CLAIM_LOCK).ok();
+    let previous = read_capped(path, 64 * 1024)
+        .and_then(|t| json::parse(&t).ok())
+        .and_then(|v| v.get("claimed_at_ms").and_then(Value::as_f64))
+        .filter(|ms| ms.is_finite() && *ms >= 0.0)
+        .map_or(0, |ms| ms as u64);
+    let now = hook_env::now_ms();
+    // Never behind a claim that is at most a second ahead of our clock.
+    let claimed_at_ms = if previous >= now && previous - now < 1_000 {
+        previous + 1
+    } else {
+        now
+    };
+    let claim = Value::Object(
+        Object::new()
+            .with("pid", u64::from(pid))
+            .with("claimed_at_ms", claimed_at_ms),
+    );
+    write_state_file(path, &claim)?;
+    Ok(claimed_at_ms)
 }
 
 /// The device-preferences hash: SHA-256 hex of the devices' token, env,
@@ -377,18 +414,9 @@ pub fn run_with(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Result<(
     // Latest wins: claim, sleep, and step aside for a newer claim.
     let claim_path = dir.join("claim.json");
     let pid = std::process::id();
-    let claimed_at_ms = hook_env::now_ms();
-    let claim = Value::Object(
-        Object::new()
-            .with("pid", u64::from(pid))
-            .with("claimed_at_ms", claimed_at_ms),
-    );
-    if let Err(e) = write_state_file(&claim_path, &claim) {
-        return Err(ActivityError::Deliveries(vec![format!(
-            "cannot write {}: {e}",
-            claim_path.display()
-        )]));
-    }
+    let claimed_at_ms = write_claim(&claim_path, pid).map_err(|e| {
+        ActivityError::Deliveries(vec![format!("cannot write {}: {e}", claim_path.display())])
+    })?;
     std::thread::sleep(Duration::from_millis(settings.activity_debounce_ms));
     let stored = read_capped(&claim_path, 64 * 1024).and_then(|t| json::parse(&t).ok());
     if stored.is_some_and(|s| superseded(&s, pid, claimed_at_ms)) {
