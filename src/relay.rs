@@ -7,6 +7,8 @@
 //! in notify.json), plain `http://` only to a loopback host, no redirects,
 //! proxies from the standard environment variables. Building the client is
 //! the only TLS setup a hook does, and only once it has something to send.
+//! A certificate the CA file's agent rejects is retried with the webpki
+//! agent, so the two trust stores act as one union.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -139,9 +141,41 @@ pub enum Outcome {
 
 /// A client for one relay base URL.
 pub struct RelayClient {
-    agent: ureq::Agent,
+    /// Tried in order while the server's certificate is rejected: the
+    /// extra-CA agent (when `relay_ca_file` is set), then the webpki one.
+    /// Together they trust the union of both sets of roots.
+    agents: Vec<ureq::Agent>,
     push_url: String,
     retry_delay: Duration,
+}
+
+/// Whether an error is the server certificate failing verification (as
+/// opposed to a network failure), so another trust store may accept it.
+pub fn is_certificate_rejection(error: &ureq::Error) -> bool {
+    let rejected = |e: &rustls::Error| matches!(e, rustls::Error::InvalidCertificate(_));
+    match error {
+        ureq::Error::Rustls(e) => rejected(e),
+        ureq::Error::Io(e) => e
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+            .is_some_and(rejected),
+        _ => false,
+    }
+}
+
+fn agent_trusting(roots: ureq::tls::RootCerts) -> ureq::Agent {
+    let tls = ureq::tls::TlsConfig::builder()
+        .provider(ureq::tls::TlsProvider::Rustls)
+        .root_certs(roots)
+        .build();
+    let config = ureq::Agent::config_builder()
+        .tls_config(tls)
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .timeout_global(Some(ATTEMPT_TIMEOUT))
+        .user_agent(concat!("heeler/", env!("CARGO_PKG_VERSION")))
+        .build();
+    ureq::Agent::new_with_config(config)
 }
 
 fn load_ca_file(path: &Path) -> Result<Vec<ureq::tls::Certificate<'static>>, RelayConfigError> {
@@ -160,43 +194,44 @@ fn load_ca_file(path: &Path) -> Result<Vec<ureq::tls::Certificate<'static>>, Rel
 }
 
 impl RelayClient {
-    /// A client for `base_url` (no trailing `/`), trusting the webpki roots,
-    /// or the certificates in `ca_file` when one is configured.
+    /// A client for `base_url` (no trailing `/`), trusting the bundled
+    /// webpki roots plus the certificates in `ca_file` when one is set.
     pub fn new(
         base_url: &str,
         ca_file: Option<&Path>,
         retry_delay: Duration,
     ) -> Result<RelayClient, RelayConfigError> {
         check_url(base_url)?;
-        let roots = match ca_file {
-            None => ureq::tls::RootCerts::WebPki,
-            Some(path) => ureq::tls::RootCerts::new_with_certs(&load_ca_file(path)?),
-        };
-        let tls = ureq::tls::TlsConfig::builder()
-            .provider(ureq::tls::TlsProvider::Rustls)
-            .root_certs(roots)
-            .build();
-        let config = ureq::Agent::config_builder()
-            .tls_config(tls)
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .timeout_global(Some(ATTEMPT_TIMEOUT))
-            .user_agent(concat!("heeler/", env!("CARGO_PKG_VERSION")))
-            .build();
+        let mut agents = Vec::with_capacity(2);
+        if let Some(path) = ca_file {
+            let certs = load_ca_file(path)?;
+            agents.push(agent_trusting(ureq::tls::RootCerts::new_with_certs(&certs)));
+        }
+        agents.push(agent_trusting(ureq::tls::RootCerts::WebPki));
         Ok(RelayClient {
-            agent: ureq::Agent::new_with_config(config),
+            agents,
             push_url: format!("{base_url}/push"),
             retry_delay,
         })
     }
 
+    fn send(&self, body: &str) -> Result<ureq::http::Response<ureq::Body>, ureq::Error> {
+        let mut result = Err(ureq::Error::ConnectionFailed);
+        for agent in &self.agents {
+            result = agent
+                .post(&self.push_url)
+                .header("content-type", "application/json")
+                .send(body);
+            match &result {
+                Err(e) if is_certificate_rejection(e) => continue,
+                _ => break,
+            }
+        }
+        result
+    }
+
     fn attempt(&self, body: &str) -> Verdict {
-        let response = self
-            .agent
-            .post(&self.push_url)
-            .header("content-type", "application/json")
-            .send(body);
-        match response {
+        match self.send(body) {
             Err(e) => Verdict::Retry(format!("relay unreachable: {e}")),
             Ok(response) => {
                 let status = response.status().as_u16();

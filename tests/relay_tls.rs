@@ -1,6 +1,7 @@
 //! The relay client over real TLS: a Python `ssl` relay stand-in on
 //! 127.0.0.1 with a certificate from a test CA generated at test time.
-//! Trusted through `relay_ca_file`, refused with the bundled roots alone.
+//! Trusted through `relay_ca_file` (in addition to the bundled roots),
+//! refused with the bundled roots alone.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -121,6 +122,21 @@ fn https_relay_is_verified_against_the_configured_ca_only() {
     assert!(
         line.starts_with("notify-hook: push for token aaaa1111… failed: relay unreachable: "),
         "{line}"
+    );
+    assert!(!f.root.join("bodies").exists());
+
+    // A CA file naming some other certificate: neither trust store accepts.
+    std::fs::copy(f.root.join("server.pem"), f.config.join("relay-ca.pem")).unwrap();
+    f.write_settings(&format!(
+        r#"{{"relay_url":"{}","relay_ca_file":"relay-ca.pem"}}"#,
+        relay.url
+    ));
+    let output = f.run("notify-hook", &event("w1:p1", "blocked"));
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("relay unreachable: "),
+        "{}",
+        stderr(&output)
     );
     assert!(!f.root.join("bodies").exists());
 
