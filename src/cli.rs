@@ -22,6 +22,7 @@ pub enum Command {
     Wire(WireArgs),
     NotifyHook(NotifyHookArgs),
     ActivityHook(ActivityHookArgs),
+    SidebarHook(SidebarHookArgs),
 }
 
 /// Interop tool: encode, decode, seal and open the app's wire formats.
@@ -181,3 +182,9 @@ pub struct NotifyHookArgs {}
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "activity-hook")]
 pub struct ActivityHookArgs {}
+
+/// Export herdr's sidebar layout to <HERDR_PLUGIN_CONFIG_DIR>/sidebar.json
+/// (the plugin's startup hook).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "sidebar-hook")]
+pub struct SidebarHookArgs {}

@@ -139,16 +139,12 @@ pub fn parse_event(text: &str) -> Result<Event, EventError> {
     })
 }
 
-/// THE call site of the sidebar snapshot refresh (issue 6), first thing in
-/// both hooks. A failure is one log line and never fails the hook.
-///
-/// Until the `sidebar` branch lands `heeler::sidebar::refresh_from_process_env`
-/// this is a no-op; wiring it is a one-line change here.
-pub fn refresh_sidebar_snapshot(_config_dir: &Path) {
-    // SIDEBAR-HOOK: replace with
-    // if let Err(e) = crate::sidebar::refresh_from_process_env(_config_dir) {
-    //     eprintln!("sidebar-hook: snapshot refresh failed ({e})");
-    // }
+/// The sidebar snapshot refresh (`sidebar.rs`), first thing in both hooks.
+/// A failure is one log line and never fails the hook.
+pub fn refresh_sidebar_snapshot(config_dir: &Path) {
+    if let Err(e) = crate::sidebar::refresh_from_process_env(config_dir) {
+        eprintln!("sidebar-hook: snapshot refresh failed ({e})");
+    }
 }
 
 /// Milliseconds since the Unix epoch.

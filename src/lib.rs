@@ -21,5 +21,7 @@ pub mod pairing_code;
 pub mod registration;
 pub mod relay;
 pub mod session;
+pub mod sidebar;
+pub mod sidebar_config;
 mod sys;
 pub mod wire;

@@ -499,3 +499,33 @@ fn plain_http_to_a_remote_relay_is_refused() {
     );
     let _ = Value::Null;
 }
+
+#[test]
+fn both_hooks_refresh_the_sidebar_snapshot_first_and_survive_its_failure() {
+    let f = blocked_host("sidebar");
+    f.write_registration(r#"{"v":1,"devices":[]}"#);
+    for hook in ["notify-hook", "activity-hook"] {
+        let _ = std::fs::remove_file(f.config.join("sidebar.json"));
+        let output = f.run(hook, &event("w1:p1", "blocked"));
+        assert!(output.status.success(), "{}", stderr(&output));
+        assert!(
+            f.config.join("sidebar.json").is_file(),
+            "{hook} refreshed before its no-device exit"
+        );
+    }
+
+    // A snapshot that cannot be written is one log line, and the alert still goes out.
+    std::fs::remove_file(f.config.join("sidebar.json")).unwrap();
+    std::fs::create_dir(f.config.join("sidebar.json")).unwrap();
+    std::fs::write(f.config.join("sidebar.json/keep"), "x").unwrap();
+    f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
+    let output = f.run("notify-hook", &event("w1:p1", "blocked"));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let log = stderr(&output);
+    assert_eq!(log.lines().count(), 1, "{log}");
+    assert!(
+        log.starts_with("sidebar-hook: snapshot refresh failed ("),
+        "{log}"
+    );
+    assert_eq!(f.relay.requests().len(), 1);
+}
