@@ -239,7 +239,7 @@ fn empty_inventory_ends_the_activity_once() {
 #[test]
 fn overlapping_hooks_send_exactly_once() {
     let f = host("concurrent");
-    f.write_settings(r#"{"activity_debounce_ms":600}"#);
+    f.write_settings(r#"{"activity_debounce_ms":1000}"#);
     f.write_registration(&registration(&[activity_entry("a", KEY_A, TOKEN_A, "")]));
     let children: Vec<_> = (0..6)
         .map(|_| f.spawn("activity-hook", &event("w1:p2", "blocked")))

@@ -4,9 +4,10 @@
 //!
 //! herdr starts both hooks on every agent status change, so their per-process
 //! cost is the budget that matters (no-op < 2 ms CPU and < 4 MiB RSS; full
-//! delivery < 10 ms CPU). The figures come from `getrusage(RUSAGE_CHILDREN)`
-//! of a tiny Python parent that runs exactly one hook process, so nothing of
-//! this harness is counted.
+//! delivery < 10 ms CPU). CPU time is `wait4`'s user + system time of one
+//! directly spawned hook process; peak RSS is GNU time's `%M` for a second,
+//! identical run (a child's `ru_maxrss` starts at its spawner's high-water
+//! mark, so only a tiny spawner like GNU time measures the hook itself).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -17,14 +18,17 @@ use std::process::{Command, Stdio};
 use xshell::{Shell, cmd};
 
 const KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8";
-const RUSAGE: &str = r#"
-import resource, subprocess, sys
-r = subprocess.run(sys.argv[1:], stdin=subprocess.DEVNULL, capture_output=True)
-u = resource.getrusage(resource.RUSAGE_CHILDREN)
-rss_kib = u.ru_maxrss / 1024 if sys.platform == "darwin" else u.ru_maxrss
-print(r.returncode, u.ru_utime + u.ru_stime, rss_kib)
-sys.stderr.write(r.stderr.decode())
+/// CPU time of exactly one hook process: `wait4` on a child spawned directly
+/// (no shell in between). Its `ru_maxrss` is useless here: a spawned child
+/// inherits the spawning Python's high-water mark at exec.
+const CPU_OF_ONE_RUN: &str = r#"
+import os, sys
+pid = os.posix_spawn(sys.argv[1], sys.argv[1:], dict(os.environ))
+_, status, usage = os.wait4(pid, 0)
+print(os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime)
 "#;
+/// GNU time forks from a ~1 MiB process, so its `%M` is the hook's own peak.
+const GNU_TIME: &str = "/usr/bin/time";
 const AGENT: &str = r#"{"pane_id":"w1:p1","workspace_id":"w1","tab_id":"w1:t1","agent":"claude","agent_status":"blocked","terminal_title_stripped":"Fix the bug"}"#;
 
 fn start_relay() -> Result<String, String> {
@@ -124,7 +128,80 @@ impl Host {
 /// One hook run's figures.
 struct Sample {
     cpu_ms: f64,
-    rss_kib: f64,
+    /// `None` when GNU time is not available.
+    rss_kib: Option<f64>,
+}
+
+fn hook_env(host: &Host, status: &str) -> Vec<(&'static str, String)> {
+    let event = format!(
+        r#"{{"event":"pane_agent_status_changed","data":{{"type":"pane_agent_status_changed","pane_id":"w1:p1","workspace_id":"w1","agent_status":"{status}","agent":"claude"}}}}"#
+    );
+    vec![
+        (
+            "HERDR_PLUGIN_CONFIG_DIR",
+            host.config().display().to_string(),
+        ),
+        ("HERDR_PLUGIN_STATE_DIR", host.state().display().to_string()),
+        ("HERDR_PLUGIN_EVENT_JSON", event),
+        ("HERDR_SOCKET_PATH", host.socket().display().to_string()),
+        ("HERDR_BIN_PATH", "/nonexistent/herdr".to_owned()),
+    ]
+}
+
+fn cpu_ms(heeler: &Path, hook: &str, env: &[(&str, String)]) -> Result<f64, String> {
+    let output = Command::new("python3")
+        .args(["-c", CPU_OF_ONE_RUN])
+        .arg(heeler)
+        .arg(hook)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run python3: {e}"))?;
+    let line = String::from_utf8_lossy(&output.stdout);
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    let [code, cpu] = fields[..] else {
+        return Err(format!(
+            "unexpected measurement output: {line} {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    };
+    if code != "0" {
+        return Err(format!("{hook} exited {code}"));
+    }
+    Ok(cpu.parse::<f64>().map_err(|e| e.to_string())? * 1000.0)
+}
+
+fn peak_rss_kib(
+    heeler: &Path,
+    hook: &str,
+    env: &[(&str, String)],
+    report: &Path,
+) -> Result<Option<f64>, String> {
+    if !Path::new(GNU_TIME).exists() {
+        return Ok(None);
+    }
+    let status = Command::new(GNU_TIME)
+        .args(["-f", "%M", "-o"])
+        .arg(report)
+        .arg(heeler)
+        .arg(hook)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| format!("cannot run {GNU_TIME}: {e}"))?;
+    if !status.success() {
+        return Err(format!("{hook} under {GNU_TIME} failed: {status}"));
+    }
+    let text = std::fs::read_to_string(report).map_err(|e| e.to_string())?;
+    Ok(text
+        .trim()
+        .lines()
+        .last()
+        .and_then(|l| l.trim().parse().ok()))
 }
 
 fn measure(
@@ -135,40 +212,15 @@ fn measure(
     before_each: &dyn Fn(),
     runs: usize,
 ) -> Result<Vec<Sample>, String> {
-    let event = format!(
-        r#"{{"event":"pane_agent_status_changed","data":{{"type":"pane_agent_status_changed","pane_id":"w1:p1","workspace_id":"w1","agent_status":"{status}","agent":"claude"}}}}"#
-    );
+    let env = hook_env(host, status);
+    let report = host.root.join("time.out");
     let mut samples = Vec::with_capacity(runs);
     for _ in 0..runs {
         before_each();
-        let output = Command::new("python3")
-            .args(["-c", RUSAGE])
-            .arg(heeler)
-            .arg(hook)
-            .env_clear()
-            .env("HERDR_PLUGIN_CONFIG_DIR", host.config())
-            .env("HERDR_PLUGIN_STATE_DIR", host.state())
-            .env("HERDR_PLUGIN_EVENT_JSON", &event)
-            .env("HERDR_SOCKET_PATH", host.socket())
-            .env("HERDR_BIN_PATH", "/nonexistent/herdr")
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("cannot run python3: {e}"))?;
-        let line = String::from_utf8_lossy(&output.stdout);
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        let [code, cpu, rss] = fields[..] else {
-            return Err(format!("unexpected measurement output: {line}"));
-        };
-        if code != "0" {
-            return Err(format!(
-                "{hook} exited {code}: {}",
-                String::from_utf8_lossy(&output.stderr).trim()
-            ));
-        }
-        samples.push(Sample {
-            cpu_ms: cpu.parse::<f64>().map_err(|e| e.to_string())? * 1000.0,
-            rss_kib: rss.parse::<f64>().map_err(|e| e.to_string())?,
-        });
+        let cpu_ms = cpu_ms(heeler, hook, &env)?;
+        before_each();
+        let rss_kib = peak_rss_kib(heeler, hook, &env, &report)?;
+        samples.push(Sample { cpu_ms, rss_kib });
     }
     Ok(samples)
 }
@@ -178,14 +230,19 @@ fn report(name: &str, samples: &[Sample], cpu_budget_ms: f64, rss_budget_mib: Op
     cpu.sort_by(f64::total_cmp);
     let median = cpu[cpu.len() / 2];
     let max = cpu[cpu.len() - 1];
-    let rss = samples.iter().map(|s| s.rss_kib).fold(0.0, f64::max) / 1024.0;
+    let rss = samples
+        .iter()
+        .map(|s| s.rss_kib)
+        .collect::<Option<Vec<f64>>>()
+        .map(|all| all.into_iter().fold(0.0, f64::max) / 1024.0);
     let verdict = |ok: bool| if ok { "ok" } else { "OVER" };
-    let rss_budget = rss_budget_mib.map_or_else(
-        || "-".to_owned(),
-        |b| format!("< {b} MiB {}", verdict(rss < b)),
-    );
+    let rss_budget = match (rss, rss_budget_mib) {
+        (Some(rss), Some(budget)) => format!("< {budget} MiB {}", verdict(rss < budget)),
+        _ => "-".to_owned(),
+    };
+    let rss = rss.map_or_else(|| "n/a".to_owned(), |r| format!("{r:.2}"));
     println!(
-        "{name:<46} {:>4} {median:>8.2} {max:>8.2} {rss:>9.2}   < {cpu_budget_ms} ms {}  {rss_budget}",
+        "{name:<46} {:>4} {median:>8.2} {max:>8.2} {rss:>9}   < {cpu_budget_ms} ms {}  {rss_budget}",
         samples.len(),
         verdict(median < cpu_budget_ms),
     );
@@ -293,12 +350,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
     ];
 
     println!(
-        "{} (release), {runs} runs per row; CPU = user + sys",
+        "{} (release), {runs} runs per row; CPU ms = user + sys; peak RSS in MiB",
         heeler.display()
     );
     println!(
         "{:<46} {:>4} {:>8} {:>8} {:>9}   budget",
-        "scenario", "runs", "cpu med", "cpu max", "rss MiB"
+        "scenario", "runs", "cpu med", "cpu max", "peak rss"
     );
     for (name, hook, status, with_activity, before_each, cpu_budget, rss_budget) in scenarios {
         host.write_registration(with_activity)?;
