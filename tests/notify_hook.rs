@@ -72,6 +72,19 @@ fn confirmed_blocked_sends_one_sealed_push_per_eligible_device() {
         Some(r#"{"pane":"w1:p1","last_notified_status":"blocked"}"#)
     );
     assert_eq!(f.herdr.methods(), ["agent.get", "workspace.get"]);
+    let params: Vec<String> = f
+        .herdr
+        .state
+        .lock()
+        .unwrap()
+        .requests
+        .iter()
+        .map(|(_, p)| p.to_json())
+        .collect();
+    assert_eq!(
+        params,
+        [r#"{"target":"w1:p1"}"#, r#"{"workspace_id":"w1"}"#]
+    );
 }
 
 #[test]
@@ -528,4 +541,40 @@ fn both_hooks_refresh_the_sidebar_snapshot_first_and_survive_its_failure() {
         "{log}"
     );
     assert_eq!(f.relay.requests().len(), 1);
+}
+
+#[test]
+fn a_silent_herdr_socket_times_out_and_falls_back_to_the_binary() {
+    let f = blocked_host("silent");
+    f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
+    // A socket that accepts and never answers.
+    let silent = f.root.join("silent/herdr.sock");
+    std::fs::create_dir_all(silent.parent().unwrap()).unwrap();
+    let listener = std::os::unix::net::UnixListener::bind(&silent).unwrap();
+    std::thread::spawn(move || {
+        let held: Vec<_> = listener.incoming().take(4).collect();
+        std::thread::sleep(std::time::Duration::from_secs(30));
+        drop(held);
+    });
+    let mut env = f.env(&event("w1:p1", "blocked"));
+    for (k, v) in env.iter_mut() {
+        if k == "HERDR_SOCKET_PATH" {
+            *v = silent.display().to_string();
+        }
+    }
+    let started = std::time::Instant::now();
+    let output = run_hook("notify-hook", &env);
+    let elapsed = started.elapsed();
+    assert_eq!(output.status.code(), Some(1));
+    let line = stderr(&output);
+    assert!(
+        line.starts_with("notify-hook: status re-check failed: herdr unreachable: socket read: "),
+        "{line}"
+    );
+    assert!(line.contains("; cannot run /nonexistent/herdr"), "{line}");
+    assert!(
+        elapsed >= std::time::Duration::from_secs(4),
+        "waited for the read timeout"
+    );
+    assert!(f.relay.requests().is_empty());
 }
