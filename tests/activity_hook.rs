@@ -510,3 +510,61 @@ fn bad_input_is_one_line_or_a_silent_no_op() {
     );
     assert_eq!(line.lines().count(), 1);
 }
+
+#[test]
+fn hook_output_matches_the_inventory_vectors() {
+    let dir = std::env::var_os("HEELER_VECTORS_DIR").map_or_else(
+        || std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/heeler-vectors"),
+        std::path::PathBuf::from,
+    );
+    let Ok(text) = std::fs::read_to_string(dir.join("live-activity-content-v1.json")) else {
+        println!(
+            "SKIPPED: live-activity-content-v1.json not found in {}",
+            dir.display()
+        );
+        return;
+    };
+    let vectors = json::parse(&text).unwrap();
+    let mut checked = 0;
+    for vector in vectors.get("valid").unwrap().as_array().unwrap() {
+        let Some(inventory) = vector.get("inventory") else {
+            continue;
+        };
+        let f = Fixture::new("vector");
+        f.herdr.set_agents(&inventory.to_json());
+        let key = vector.get("key").unwrap().as_str().unwrap();
+        let pins = vector
+            .get("pinned_pane_ids")
+            .map_or("null".to_owned(), Value::to_json);
+        f.write_registration(&registration(&[activity_entry(
+            "a",
+            key,
+            TOKEN_A,
+            &format!(r#","pinned_pane_ids":{pins}"#),
+        )]));
+        let output = f.run("activity-hook", &event("w1:p1", "working"));
+        assert!(output.status.success(), "{}", stderr(&output));
+        let body = f.relay.requests()[0].json();
+        assert_eq!(body.get("counts"), vector.get("counts"));
+        let plaintext = heeler::envelope::open(
+            heeler::envelope::Domain::Activity,
+            &NotificationKey::from_base64url(key).unwrap(),
+            body.get("envelope").unwrap().as_str().unwrap(),
+        )
+        .unwrap();
+        let mut expected = vector.get("payload").unwrap().clone();
+        expected.as_object_mut().unwrap().insert(
+            "host",
+            Value::from(heeler::activity_hook::short_host_name()),
+        );
+        assert_eq!(
+            String::from_utf8(plaintext).unwrap(),
+            expected.to_json_sorted()
+        );
+        checked += 1;
+    }
+    assert!(checked >= 2);
+    println!(
+        "{checked} inventory vectors reproduced through the hook (host name is this machine's)"
+    );
+}
