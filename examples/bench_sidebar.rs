@@ -74,6 +74,26 @@ fn main() {
         "sidebar refresh, changed source (parse + write + fsync): {:.1} µs per refresh ({changed_iterations} iterations)",
         changed.as_secs_f64() * 1e6
     );
+    // For context: a whole `heeler sidebar-hook` process on an unchanged
+    // source (exec + start-up + refresh), when xtask passes the binary.
+    if let Some(bin) = std::env::var_os("HEELER_BIN") {
+        let runs = 200;
+        let start = Instant::now();
+        for _ in 0..runs {
+            let status = std::process::Command::new(&bin)
+                .arg("sidebar-hook")
+                .env_clear()
+                .env("HERDR_PLUGIN_CONFIG_DIR", &config_dir)
+                .env("HERDR_CONFIG_PATH", &source)
+                .status()
+                .unwrap();
+            assert!(status.success());
+        }
+        println!(
+            "heeler sidebar-hook process, unchanged source: {:.1} µs per run ({runs} runs, spawn included)",
+            (start.elapsed() / runs).as_secs_f64() * 1e6
+        );
+    }
     let _ = std::fs::remove_dir_all(&root);
     if unchanged >= BUDGET {
         std::process::exit(1);

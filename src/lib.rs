@@ -24,4 +24,5 @@ pub mod session;
 pub mod sidebar;
 pub mod sidebar_config;
 mod sys;
+pub mod toml_1_0;
 pub mod wire;

@@ -15,7 +15,7 @@ use std::ffi::OsString;
 use std::fmt;
 use std::fs;
 use std::io;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -207,13 +207,28 @@ fn errno_name(error: &io::Error) -> Option<&'static str> {
         .map(|(_, name)| name)
 }
 
-/// The source as statted: `found`/`mtime_ms`, or a stat failure other than
-/// "does not exist".
-fn stat_source(path: &Path) -> (bool, Option<f64>, bool) {
+/// What a `stat` of the source found.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum SourceStat {
+    /// Exists, with Node's `mtimeMs`.
+    Found(f64),
+    /// Exists but is a FIFO or socket: reading it could block the hook
+    /// forever, so it is a `read_error` (found, mtime kept).
+    Unreadable(f64),
+    /// `ENOENT`: a missing source, not an error.
+    Missing,
+    /// Any other failure: a `read_error`, retried next time.
+    Failed,
+}
+
+fn stat_source(path: &Path) -> SourceStat {
     match fs::metadata(path) {
-        Ok(meta) => (true, Some(mtime_ms(&meta)), false),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => (false, None, false),
-        Err(_) => (false, None, true),
+        Ok(meta) if meta.file_type().is_fifo() || meta.file_type().is_socket() => {
+            SourceStat::Unreadable(mtime_ms(&meta))
+        }
+        Ok(meta) => SourceStat::Found(mtime_ms(&meta)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => SourceStat::Missing,
+        Err(_) => SourceStat::Failed,
     }
 }
 
@@ -221,7 +236,8 @@ fn stat_source(path: &Path) -> (bool, Option<f64>, bool) {
 /// the cache relies on.
 fn read_previous(destination: &Path) -> Option<Value> {
     let text = fs::read_to_string(destination).ok()?;
-    let value = json::parse(&text).ok()?;
+    let mut value = json::parse(&text).ok()?;
+    restore_exact_mtime(&mut value, &text);
     let shaped = value.get("v").and_then(Value::as_i64) == Some(1)
         && value
             .get("sidebar")
@@ -234,6 +250,41 @@ fn read_previous(destination: &Path) -> Option<Value> {
             .and_then(Value::as_array)
             .is_some_and(|d| d.iter().all(|name| name.as_str().is_some()));
     shaped.then_some(value)
+}
+
+/// `json::parse` reads floats quickly but not always correctly rounded, and
+/// a fractional `mtime_ms` has 17 significant digits: re-read that one
+/// number from the text with Rust's exact parser, so an unchanged source
+/// compares equal.
+fn restore_exact_mtime(snapshot: &mut Value, text: &str) {
+    let Some(exact) = raw_mtime_ms(text) else {
+        return;
+    };
+    let Some(recorded) = snapshot
+        .as_object_mut()
+        .and_then(|o| o.get_mut("source"))
+        .and_then(Value::as_object_mut)
+        .and_then(|source| source.get_mut("mtime_ms"))
+    else {
+        return;
+    };
+    // Only a correction of the same fractional number, never another value.
+    let close = |approx: f64| (approx - exact).abs() <= approx.abs() * 1e-12;
+    if matches!(recorded, Value::Number(json::Number::Float(approx)) if close(*approx)) {
+        *recorded = Value::from(exact);
+    }
+}
+
+/// The number after the first `"mtime_ms"` key of a JSON text. (Inside a
+/// JSON string a quote is escaped, so the quoted key cannot occur there.)
+fn raw_mtime_ms(text: &str) -> Option<f64> {
+    const KEY: &str = "\"mtime_ms\"";
+    let after_key = &text[text.find(KEY)? + KEY.len()..];
+    let number = after_key.trim_start().strip_prefix(':')?.trim_start();
+    let end = number
+        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '-' | '+' | '.' | 'e' | 'E')))
+        .unwrap_or(number.len());
+    number[..end].parse().ok()
 }
 
 /// Whether a previous snapshot describes the same source (path, existence,
@@ -284,11 +335,15 @@ fn parse_source(path: &Path, source: &mut Source) -> Parsed {
 pub fn refresh(config_dir: &Path, env: &SourceEnv, now_unix: i64) -> Result<Refresh, SidebarError> {
     let path = source_path(env);
     let destination = config_dir.join(SNAPSHOT_FILE);
-    let (found, mtime_ms, stat_failed) = stat_source(&path);
+    let stat = stat_source(&path);
+    let stat_failed = stat == SourceStat::Failed;
     let mut source = Source {
         path: path.to_string_lossy().into_owned(),
-        found,
-        mtime_ms,
+        found: matches!(stat, SourceStat::Found(_) | SourceStat::Unreadable(_)),
+        mtime_ms: match stat {
+            SourceStat::Found(mtime_ms) | SourceStat::Unreadable(mtime_ms) => Some(mtime_ms),
+            SourceStat::Missing | SourceStat::Failed => None,
+        },
     };
     let previous = read_previous(&destination);
     let reusable = previous.as_ref().is_some_and(|previous| {
@@ -306,12 +361,12 @@ pub fn refresh(config_dir: &Path, env: &SourceEnv, now_unix: i64) -> Result<Refr
             });
         }
     }
-    let parsed = if stat_failed {
-        Parsed::fallback(Some(Diagnostic::ReadError))
-    } else if source.found {
-        parse_source(&path, &mut source)
-    } else {
-        Parsed::fallback(None)
+    let parsed = match stat {
+        SourceStat::Failed | SourceStat::Unreadable(_) => {
+            Parsed::fallback(Some(Diagnostic::ReadError))
+        }
+        SourceStat::Found(_) => parse_source(&path, &mut source),
+        SourceStat::Missing => Parsed::fallback(None),
     };
     let fresh = sidebar_config::snapshot(now_unix, &source, &parsed);
     if let Some(previous) = previous {

@@ -19,6 +19,7 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use crate::json::{Object, Value};
+use crate::toml_1_0;
 
 /// The snapshot format version.
 pub const SNAPSHOT_VERSION: u64 = 1;
@@ -294,7 +295,8 @@ pub fn parse_config_str(text: &str) -> Parsed {
         }
     };
     let root = document.get_ref();
-    if !numbers_representable(root) {
+    // herdr reads TOML 1.0 and rejects the whole file otherwise.
+    if !numbers_representable(root) || toml_1_0::uses_toml_1_1(&text, root) {
         return Parsed::fallback(Some(Diagnostic::ParseError));
     }
     match validate(root) {

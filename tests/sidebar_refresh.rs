@@ -299,6 +299,47 @@ fn fractional_mtime_round_trips_through_the_snapshot() {
     );
 }
 
+/// Seventeen-digit mtimes must survive the JSON round trip exactly, or a
+/// clean snapshot would be rewritten at every refresh.
+#[test]
+fn many_fractional_mtimes_are_reused() {
+    let root = TempDir::new();
+    let config_dir = root.path().join("config");
+    let source = root.path().join("config.toml");
+    fs::write(&source, "[ui]\nagent_panel_sort = \"priority\"\n").unwrap();
+    let env = explicit(&source);
+    let diagnosed_dir = root.path().join("config-diagnosed");
+    let broken = root.path().join("broken.toml");
+    fs::write(&broken, "[ui\n").unwrap();
+    let broken_env = explicit(&broken);
+    let mut state: u64 = 0x1234_5678_9ABC_DEF1;
+    let mut checked = 0;
+    for _ in 0..60 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let secs = 1_600_000_000 + state % 200_000_000;
+        let nanos = (state >> 20) as u32 % 1_000_000_000;
+        let file = fs::File::options().write(true).open(&source).unwrap();
+        file.set_modified(SystemTime::UNIX_EPOCH + Duration::new(secs, nanos))
+            .unwrap();
+        drop(file);
+        sidebar::refresh(&config_dir, &env, 1).unwrap();
+        let again = sidebar::refresh(&config_dir, &env, 2).unwrap();
+        assert_eq!(again.action, Action::Reused, "mtime {secs}.{nanos:09}");
+        // A diagnosed snapshot with the same mtime is re-parsed and kept.
+        let file = fs::File::options().write(true).open(&broken).unwrap();
+        file.set_modified(SystemTime::UNIX_EPOCH + Duration::new(secs, nanos))
+            .unwrap();
+        drop(file);
+        sidebar::refresh(&diagnosed_dir, &broken_env, 1).unwrap();
+        let again = sidebar::refresh(&diagnosed_dir, &broken_env, 2).unwrap();
+        assert_eq!(again.action, Action::Unchanged, "mtime {secs}.{nanos:09}");
+        checked += 1;
+    }
+    println!("fractional mtimes reused: {checked}");
+}
+
 #[test]
 fn diagnosed_snapshot_is_reparsed_and_rewritten_only_on_change() {
     let root = TempDir::new();
@@ -470,6 +511,24 @@ fn read_errors_are_diagnosed_and_retried() {
     let snapshot = on_disk(&config_dir);
     assert!(diagnostics(&snapshot).is_empty());
     assert_eq!(sort(&snapshot), "priority");
+
+    // A FIFO would block a read forever: read_error without reading.
+    let fifo = root.path().join("fifo.toml");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    if made.is_ok_and(|status| status.success()) {
+        sidebar::refresh(&config_dir, &explicit(&fifo), 3).unwrap();
+        let snapshot = on_disk(&config_dir);
+        assert_eq!(diagnostics(&snapshot), ["read_error"]);
+        assert_eq!(
+            snapshot.get("source").unwrap().get("found"),
+            Some(&Value::Bool(true))
+        );
+    } else {
+        println!("SKIPPED: FIFO source (mkfifo is not available)");
+    }
+    // /dev/null is a readable empty config.
+    sidebar::refresh(&config_dir, &explicit(Path::new("/dev/null")), 3).unwrap();
+    assert!(diagnostics(&on_disk(&config_dir)).is_empty());
 
     // A stat failure other than ENOENT: not found, no mtime, read_error.
     let blocked = root.path().join("file-not-dir");

@@ -1,37 +1,49 @@
-//! `cargo xtask <task>`: project automation that is not part of the shipped
-//! binary. Each task is one match arm; keep them small (a larger task gets
-//! its own module).
+//! Development tasks (matklad's xtask pattern): `cargo xtask <task>`.
+//!
+//! Tasks are Rust, run with xshell (processes without a shell), so they work
+//! the same on every developer machine and in CI. None of this ships. One
+//! task per file; this file only dispatches.
+
+mod bench_hooks;
+mod bench_sidebar;
+mod vectors;
 
 use std::process::ExitCode;
 
-use xshell::{Shell, cmd};
+type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
 
-mod bench_hooks;
+const USAGE: &str = "usage: cargo xtask <task>
 
-const TASKS: &str = "tasks:\n  bench-sidebar            sidebar refresh cost when nothing changed (release build)\n  bench-hooks [--runs N]   CPU time and peak RSS of the event hooks (release build)";
+tasks:
+  vectors         regenerate test-vectors/ with the independent Python generator
+  bench-sidebar   sidebar refresh cost when nothing changed (release build)
+  bench-hooks     CPU time and peak RSS of the event hooks (release build; [--runs N])";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let rest = args.get(1..).unwrap_or_default();
     let result = match args.first().map(String::as_str) {
-        Some("bench-sidebar") => bench_sidebar(),
-        Some("bench-hooks") => bench_hooks::run(&args[1..]),
-        Some(other) => Err(format!("unknown task {other:?}\n{TASKS}")),
-        None => Err(TASKS.to_owned()),
+        Some("vectors") => vectors::run(rest),
+        Some("bench-sidebar") => bench_sidebar::run(rest),
+        Some("bench-hooks") => bench_hooks::run(rest).map_err(Into::into),
+        _ => {
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("xtask: {message}");
+        Err(error) => {
+            eprintln!("xtask: {error}");
             ExitCode::FAILURE
         }
     }
 }
 
-/// Runs `examples/bench_sidebar.rs` in release mode from the workspace root.
-fn bench_sidebar() -> Result<(), String> {
-    let sh = Shell::new().map_err(|e| e.to_string())?;
-    sh.change_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
-    cmd!(sh, "cargo run --release --quiet --example bench_sidebar")
-        .run()
-        .map_err(|e| e.to_string())
+/// The workspace root (the parent of `xtask/`).
+fn project_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(|p| p.to_path_buf())
+        .unwrap_or_default()
 }
