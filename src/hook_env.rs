@@ -142,9 +142,7 @@ pub fn parse_event(text: &str) -> Result<Event, EventError> {
 /// The sidebar snapshot refresh (`sidebar.rs`), first thing in both hooks.
 /// A failure is one log line and never fails the hook.
 pub fn refresh_sidebar_snapshot(config_dir: &Path) {
-    if let Err(e) = crate::sidebar::refresh_from_process_env(config_dir) {
-        eprintln!("sidebar-hook: snapshot refresh failed ({e})");
-    }
+    crate::sidebar::refresh_for_event(config_dir);
 }
 
 /// Milliseconds since the Unix epoch.
