@@ -472,11 +472,8 @@ esac
         ),
     )
     .unwrap();
-    std::process::Command::new("chmod")
-        .arg("+x")
-        .arg(&bin)
-        .status()
-        .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
     let mut env = f.env(&event("w1:p1", "blocked"));
     for (k, v) in env.iter_mut() {
         if k == "HERDR_BIN_PATH" {

@@ -23,7 +23,8 @@ const KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8";
 /// inherits the spawning Python's high-water mark at exec.
 const CPU_OF_ONE_RUN: &str = r#"
 import os, sys
-pid = os.posix_spawn(sys.argv[1], sys.argv[1:], dict(os.environ))
+quiet = [(os.POSIX_SPAWN_OPEN, 1, "/dev/null", os.O_WRONLY, 0)]
+pid = os.posix_spawn(sys.argv[1], sys.argv[1:], dict(os.environ), file_actions=quiet)
 _, status, usage = os.wait4(pid, 0)
 print(os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime)
 "#;
@@ -301,7 +302,16 @@ pub fn run(args: &[String]) -> Result<(), String> {
         f64,
         Option<f64>,
     );
-    let scenarios: [Scenario; 5] = [
+    let scenarios: [Scenario; 6] = [
+        (
+            "(floor) heeler --version: process start only",
+            "--version",
+            "working",
+            false,
+            &keep,
+            2.0,
+            Some(4.0),
+        ),
         (
             "(a) notify-hook no-op: working, not notified",
             "notify-hook",
