@@ -236,8 +236,7 @@ fn stat_source(path: &Path) -> SourceStat {
 /// the cache relies on.
 fn read_previous(destination: &Path) -> Option<Value> {
     let text = fs::read_to_string(destination).ok()?;
-    let mut value = json::parse(&text).ok()?;
-    restore_exact_mtime(&mut value, &text);
+    let value = json::parse(&text).ok()?;
     let shaped = value.get("v").and_then(Value::as_i64) == Some(1)
         && value
             .get("sidebar")
@@ -250,41 +249,6 @@ fn read_previous(destination: &Path) -> Option<Value> {
             .and_then(Value::as_array)
             .is_some_and(|d| d.iter().all(|name| name.as_str().is_some()));
     shaped.then_some(value)
-}
-
-/// `json::parse` reads floats quickly but not always correctly rounded, and
-/// a fractional `mtime_ms` has 17 significant digits: re-read that one
-/// number from the text with Rust's exact parser, so an unchanged source
-/// compares equal.
-fn restore_exact_mtime(snapshot: &mut Value, text: &str) {
-    let Some(exact) = raw_mtime_ms(text) else {
-        return;
-    };
-    let Some(recorded) = snapshot
-        .as_object_mut()
-        .and_then(|o| o.get_mut("source"))
-        .and_then(Value::as_object_mut)
-        .and_then(|source| source.get_mut("mtime_ms"))
-    else {
-        return;
-    };
-    // Only a correction of the same fractional number, never another value.
-    let close = |approx: f64| (approx - exact).abs() <= approx.abs() * 1e-12;
-    if matches!(recorded, Value::Number(json::Number::Float(approx)) if close(*approx)) {
-        *recorded = Value::from(exact);
-    }
-}
-
-/// The number after the first `"mtime_ms"` key of a JSON text. (Inside a
-/// JSON string a quote is escaped, so the quoted key cannot occur there.)
-fn raw_mtime_ms(text: &str) -> Option<f64> {
-    const KEY: &str = "\"mtime_ms\"";
-    let after_key = &text[text.find(KEY)? + KEY.len()..];
-    let number = after_key.trim_start().strip_prefix(':')?.trim_start();
-    let end = number
-        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '-' | '+' | '.' | 'e' | 'E')))
-        .unwrap_or(number.len());
-    number[..end].parse().ok()
 }
 
 /// Whether a previous snapshot describes the same source (path, existence,
