@@ -22,6 +22,8 @@ pub enum Command {
     Wire(WireArgs),
     Accept(AcceptArgs),
     Pair(PairArgs),
+    NotifyHook(NotifyHookArgs),
+    ActivityHook(ActivityHookArgs),
     SidebarHook(SidebarHookArgs),
 }
 
@@ -198,6 +200,18 @@ pub struct PairArgs {
     #[argh(switch)]
     pub config_only: bool,
 }
+/// Event hook: push an Agent Notification for a confirmed Blocked/Done
+/// transition (herdr runs this on pane.agent_status_changed).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "notify-hook")]
+pub struct NotifyHookArgs {}
+
+/// Event hook: update the Host's Live Activity on every registered device
+/// (herdr runs this on pane.agent_status_changed).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "activity-hook")]
+pub struct ActivityHookArgs {}
+
 /// Export herdr's sidebar layout to <HERDR_PLUGIN_CONFIG_DIR>/sidebar.json
 /// (the plugin's startup hook).
 #[derive(FromArgs, Debug)]

@@ -3,6 +3,8 @@
 //! call these modules directly. See ARCHITECTURE.md for the map.
 
 pub mod accept;
+pub mod activity_hook;
+pub mod activity_rows;
 pub mod atomic_file;
 pub mod authorized_keys;
 pub mod base64;
@@ -13,13 +15,19 @@ pub mod device_key;
 pub mod display_text;
 pub mod envelope;
 pub mod exit;
+pub mod herdr_client;
+pub mod hook_env;
 pub mod host_key;
 pub mod json;
 pub mod live_activity;
 pub mod notification;
+pub mod notify_hook;
+pub mod notify_settings;
 pub mod pair;
 pub mod pairing_code;
 pub mod pairing_state;
+pub mod registration;
+pub mod relay;
 pub mod session;
 pub mod sidebar;
 pub mod sidebar_config;

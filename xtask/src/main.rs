@@ -5,6 +5,7 @@
 //! task per file; this file only dispatches.
 
 mod bench_accept;
+mod bench_hooks;
 mod bench_sidebar;
 mod vectors;
 
@@ -17,7 +18,8 @@ const USAGE: &str = "usage: cargo xtask <task>
 tasks:
   vectors         regenerate test-vectors/ with the independent Python generator
   bench-sidebar   sidebar refresh cost when nothing changed (release build)
-  bench-accept    CPU time and peak RSS of one `heeler accept` (release build; --static)";
+  bench-accept    CPU time and peak RSS of one `heeler accept` (release build; --static)
+  bench-hooks     CPU time and peak RSS of the event hooks (release build; [--runs N])";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -26,6 +28,7 @@ fn main() -> ExitCode {
         Some("vectors") => vectors::run(rest),
         Some("bench-sidebar") => bench_sidebar::run(rest),
         Some("bench-accept") => bench_accept::run(),
+        Some("bench-hooks") => bench_hooks::run(rest).map_err(Into::into),
         _ => {
             eprintln!("{USAGE}");
             return ExitCode::from(2);
