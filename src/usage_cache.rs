@@ -1,0 +1,459 @@
+//! The per-file cache that makes a warm refresh cost a `stat` per file.
+//!
+//! Each transcript's entry remembers its identity (device, inode), size,
+//! mtime, a hash of its head, the offset after the last complete line, and
+//! everything its lines contributed (events plus resumable parser state).
+//! On refresh: unchanged → reused; grown with the same head → read from the
+//! offset only; touched (same size and head) → reused; shrunk, replaced or
+//! rewritten → reparsed; vanished or older than the window → dropped
+//! without opening. Compressed archives are cold: decoded once, reused by
+//! identity. The index is a small versioned binary file replaced atomically.
+
+use std::collections::BTreeMap;
+use std::fs::{File, Metadata};
+use std::io::{self, Read};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::usage_row::{Agent, CodexMeta, Event, EventKind, FileParse, fnv1a};
+use crate::usage_scan;
+
+/// Bump when the index layout changes (everything is reparsed).
+pub const INDEX_VERSION: u32 = 1;
+/// Bump when Claude/Codex line parsing changes (that agent is reparsed).
+pub const CLAUDE_PARSER_VERSION: u32 = 1;
+pub const CODEX_PARSER_VERSION: u32 = 1;
+/// Bytes of a file's head hashed to detect replacement.
+pub const HEAD_BYTES: usize = 4096;
+
+const MAGIC: &[u8; 4] = b"HUIX";
+
+/// One transcript's cached state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileEntry {
+    pub agent: Agent,
+    pub compressed: bool,
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub head_len: u32,
+    pub head_hash: u64,
+    /// Resume offset (plain files): bytes of complete lines parsed.
+    pub offset: u64,
+    /// Lines skipped for length.
+    pub oversized: u64,
+    /// The last read failed (open/read/decode error).
+    pub unreadable: bool,
+    pub parse: FileParse,
+}
+
+/// All cached files, keyed by path.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Index {
+    pub files: BTreeMap<String, FileEntry>,
+}
+
+/// A file found by discovery.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub path: PathBuf,
+    pub agent: Agent,
+    pub compressed: bool,
+}
+
+/// What one refresh did (for coverage and the benchmark).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RefreshStats {
+    pub reused: u64,
+    pub appended: u64,
+    pub reparsed: u64,
+    pub dropped: u64,
+    pub skipped_old: u64,
+    pub bytes_read: u64,
+    /// Stopped at the deadline with files left to read.
+    pub partial: bool,
+}
+
+fn mtime_ns(meta: &Metadata) -> i64 {
+    meta.mtime().saturating_mul(1_000_000_000) + meta.mtime_nsec()
+}
+
+fn head(path: &Path) -> io::Result<(u32, u64)> {
+    let mut buf = vec![0u8; HEAD_BYTES];
+    let mut file = File::open(path)?;
+    let mut n = 0;
+    while n < buf.len() {
+        let read = file.read(&mut buf[n..])?;
+        if read == 0 {
+            break;
+        }
+        n += read;
+    }
+    Ok((n as u32, fnv1a(&[&buf[..n]])))
+}
+
+fn head_of_len(path: &Path, len: u32) -> io::Result<u64> {
+    let mut buf = vec![0u8; len as usize];
+    File::open(path)?.read_exact(&mut buf)?;
+    Ok(fnv1a(&[&buf]))
+}
+
+fn parse_into(entry: &mut FileEntry, path: &Path) -> io::Result<u64> {
+    let agent = entry.agent;
+    let parse = &mut entry.parse;
+    let on_line = |line: &[u8]| match agent {
+        Agent::Claude => crate::usage_claude::parse_line(parse, line),
+        Agent::Codex => crate::usage_codex::parse_line(parse, line),
+    };
+    let pass = if entry.compressed {
+        usage_scan::read_zstd(path, on_line)?
+    } else {
+        usage_scan::read_plain(path, entry.offset, on_line)?
+    };
+    entry.offset += pass.consumed;
+    entry.oversized += pass.oversized;
+    Ok(pass.consumed)
+}
+
+fn fresh_entry(c: &Candidate, meta: &Metadata) -> FileEntry {
+    FileEntry {
+        agent: c.agent,
+        compressed: c.compressed,
+        dev: meta.dev(),
+        ino: meta.ino(),
+        size: meta.size(),
+        mtime_ns: mtime_ns(meta),
+        head_len: 0,
+        head_hash: 0,
+        offset: 0,
+        oversized: 0,
+        unreadable: false,
+        parse: FileParse::default(),
+    }
+}
+
+enum Plan {
+    Reuse,
+    Touch,
+    Append,
+    Reparse,
+}
+
+fn plan(old: &FileEntry, c: &Candidate, meta: &Metadata, path: &Path) -> Plan {
+    let same_file = old.dev == meta.dev() && old.ino == meta.ino() && old.agent == c.agent;
+    if same_file && old.size == meta.size() && old.mtime_ns == mtime_ns(meta) && !old.unreadable {
+        return Plan::Reuse;
+    }
+    if !same_file || old.compressed || old.unreadable || meta.size() < old.size {
+        return Plan::Reparse;
+    }
+    let head_same = head_of_len(path, old.head_len).ok() == Some(old.head_hash);
+    match (head_same, meta.size() == old.size) {
+        (false, _) => Plan::Reparse,
+        (true, true) => Plan::Touch,
+        (true, false) => Plan::Append,
+    }
+}
+
+/// Brings `index` up to date with `candidates`: files whose mtime is before
+/// `window_start_ns` are dropped without being opened; work stops (leaving
+/// the rest for the next run) once `deadline` passes.
+pub fn refresh(
+    index: &mut Index,
+    candidates: &[Candidate],
+    window_start_ns: i64,
+    deadline: Option<Instant>,
+) -> RefreshStats {
+    let mut stats = RefreshStats::default();
+    let mut keep: BTreeMap<String, FileEntry> = BTreeMap::new();
+    for c in candidates {
+        let key = c.path.to_string_lossy().into_owned();
+        let Ok(meta) = std::fs::metadata(&c.path) else {
+            continue;
+        };
+        if mtime_ns(&meta) < window_start_ns {
+            stats.skipped_old += 1;
+            continue;
+        }
+        let old = index.files.remove(&key);
+        if deadline.is_some_and(|d| Instant::now() > d) {
+            // Out of time: keep whatever we had for this file.
+            stats.partial = true;
+            if let Some(old) = old {
+                keep.insert(key, old);
+            }
+            continue;
+        }
+        let (mut entry, action) = match old {
+            Some(old) => match plan(&old, c, &meta, &c.path) {
+                Plan::Reuse => {
+                    stats.reused += 1;
+                    keep.insert(key, old);
+                    continue;
+                }
+                Plan::Touch => {
+                    stats.reused += 1;
+                    let mut old = old;
+                    old.mtime_ns = mtime_ns(&meta);
+                    keep.insert(key, old);
+                    continue;
+                }
+                Plan::Append => {
+                    stats.appended += 1;
+                    (old, Plan::Append)
+                }
+                Plan::Reparse => {
+                    stats.reparsed += 1;
+                    (fresh_entry(c, &meta), Plan::Reparse)
+                }
+            },
+            None => {
+                stats.reparsed += 1;
+                (fresh_entry(c, &meta), Plan::Reparse)
+            }
+        };
+        let result = (|| -> io::Result<u64> {
+            if matches!(action, Plan::Reparse) {
+                let (len, hash) = head(&c.path)?;
+                entry.head_len = len;
+                entry.head_hash = hash;
+            }
+            parse_into(&mut entry, &c.path)
+        })();
+        entry.size = meta.size();
+        entry.mtime_ns = mtime_ns(&meta);
+        entry.dev = meta.dev();
+        entry.ino = meta.ino();
+        match result {
+            Ok(read) => {
+                stats.bytes_read += read;
+                entry.unreadable = false;
+            }
+            Err(_) => {
+                entry.unreadable = true;
+                entry.parse = FileParse::default();
+                entry.offset = 0;
+            }
+        }
+        keep.insert(key, entry);
+    }
+    stats.dropped = index.files.len() as u64;
+    index.files = keep;
+    stats
+}
+
+// ---- binary layout --------------------------------------------------------
+
+struct Out(Vec<u8>);
+
+impl Out {
+    fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    fn u32(&mut self, v: u32) {
+        self.0.extend(v.to_le_bytes());
+    }
+    fn u64(&mut self, v: u64) {
+        self.0.extend(v.to_le_bytes());
+    }
+    fn i64(&mut self, v: i64) {
+        self.0.extend(v.to_le_bytes());
+    }
+    fn str(&mut self, s: &str) {
+        self.u32(s.len() as u32);
+        self.0.extend(s.as_bytes());
+    }
+}
+
+struct In<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> In<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let s = self.b.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        Some(s)
+    }
+    fn u8(&mut self) -> Option<u8> {
+        Some(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+    fn i64(&mut self) -> Option<i64> {
+        Some(i64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+    fn str(&mut self) -> Option<String> {
+        let n = self.u32()? as usize;
+        String::from_utf8(self.take(n)?.to_vec()).ok()
+    }
+    fn count(&mut self, min_item: usize) -> Option<usize> {
+        let n = self.u32()? as usize;
+        // Refuse counts the remaining bytes cannot hold (corrupt input).
+        (n.checked_mul(min_item)? <= self.b.len() - self.at).then_some(n)
+    }
+}
+
+impl Index {
+    /// Serialises the index.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut o = Out(Vec::with_capacity(1 << 16));
+        o.0.extend(MAGIC);
+        o.u32(INDEX_VERSION);
+        o.u32(CLAUDE_PARSER_VERSION);
+        o.u32(CODEX_PARSER_VERSION);
+        o.u32(self.files.len() as u32);
+        for (path, e) in &self.files {
+            o.str(path);
+            o.u8(match e.agent {
+                Agent::Claude => 0,
+                Agent::Codex => 1,
+            });
+            o.u8(u8::from(e.compressed) | (u8::from(e.unreadable) << 1));
+            o.u64(e.dev);
+            o.u64(e.ino);
+            o.u64(e.size);
+            o.i64(e.mtime_ns);
+            o.u32(e.head_len);
+            o.u64(e.head_hash);
+            o.u64(e.offset);
+            o.u64(e.oversized);
+            let p = &e.parse;
+            o.u64(p.malformed);
+            o.u32(p.strings.len() as u32);
+            for s in &p.strings {
+                o.str(s);
+            }
+            let m = &p.codex;
+            o.str(&m.thread_id);
+            o.str(&m.forked_from);
+            o.u8(u8::from(m.subagent));
+            o.i64(m.meta_ts);
+            o.u32(m.model);
+            o.u32(m.cwd);
+            o.u32(m.tier);
+            o.str(&m.rate_limits);
+            o.i64(m.rate_limits_ts);
+            o.u32(p.events.len() as u32);
+            for ev in &p.events {
+                o.u8(ev.kind.code());
+                o.i64(ev.ts);
+                o.u32(ev.model);
+                o.u32(ev.cwd);
+                o.u32(ev.tier);
+                o.u8(ev.flags);
+                o.u64(ev.key);
+                o.u64(ev.group);
+                for n in ev.t.iter().chain(ev.last.iter()) {
+                    o.u64(*n);
+                }
+            }
+        }
+        o.0
+    }
+
+    /// Reads an index; a corrupt or older-layout file yields an empty index
+    /// (everything is reparsed), a parser-version change drops that agent.
+    pub fn from_bytes(bytes: &[u8]) -> Index {
+        Index::decode(bytes).unwrap_or_default()
+    }
+
+    fn decode(bytes: &[u8]) -> Option<Index> {
+        let mut r = In { b: bytes, at: 0 };
+        if r.take(4)? != MAGIC || r.u32()? != INDEX_VERSION {
+            return None;
+        }
+        let claude_ok = r.u32()? == CLAUDE_PARSER_VERSION;
+        let codex_ok = r.u32()? == CODEX_PARSER_VERSION;
+        let n = r.count(16)?;
+        let mut files = BTreeMap::new();
+        for _ in 0..n {
+            let path = r.str()?;
+            let agent = match r.u8()? {
+                0 => Agent::Claude,
+                1 => Agent::Codex,
+                _ => return None,
+            };
+            let bits = r.u8()?;
+            let mut e = FileEntry {
+                agent,
+                compressed: bits & 1 != 0,
+                unreadable: bits & 2 != 0,
+                dev: r.u64()?,
+                ino: r.u64()?,
+                size: r.u64()?,
+                mtime_ns: r.i64()?,
+                head_len: r.u32()?,
+                head_hash: r.u64()?,
+                offset: r.u64()?,
+                oversized: r.u64()?,
+                parse: FileParse::default(),
+            };
+            e.parse.malformed = r.u64()?;
+            let ns = r.count(4)?;
+            e.parse.strings = (0..ns).map(|_| r.str()).collect::<Option<_>>()?;
+            if e.parse.strings.first().map(String::as_str) != Some("") {
+                return None;
+            }
+            e.parse.codex = CodexMeta {
+                thread_id: r.str()?,
+                forked_from: r.str()?,
+                subagent: r.u8()? != 0,
+                meta_ts: r.i64()?,
+                model: r.u32()?,
+                cwd: r.u32()?,
+                tier: r.u32()?,
+                rate_limits: r.str()?,
+                rate_limits_ts: r.i64()?,
+            };
+            let ne = r.count(134)?;
+            let mut events = Vec::with_capacity(ne);
+            for _ in 0..ne {
+                let kind = EventKind::from_code(r.u8()?)?;
+                let ts = r.i64()?;
+                let (model, cwd, tier) = (r.u32()?, r.u32()?, r.u32()?);
+                let flags = r.u8()?;
+                let (key, group) = (r.u64()?, r.u64()?);
+                let mut t = [0u64; 6];
+                let mut last = [0u64; 6];
+                for n in t.iter_mut().chain(last.iter_mut()) {
+                    *n = r.u64()?;
+                }
+                if [model, cwd, tier]
+                    .iter()
+                    .any(|&i| i as usize >= e.parse.strings.len())
+                {
+                    return None;
+                }
+                events.push(Event {
+                    kind,
+                    ts,
+                    model,
+                    cwd,
+                    tier,
+                    flags,
+                    key,
+                    group,
+                    t,
+                    last,
+                });
+            }
+            e.parse.events = events;
+            let keep = match agent {
+                Agent::Claude => claude_ok,
+                Agent::Codex => codex_ok,
+            };
+            if keep {
+                files.insert(path, e);
+            }
+        }
+        (r.at == bytes.len()).then_some(Index { files })
+    }
+}
