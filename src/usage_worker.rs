@@ -394,16 +394,27 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
     let prices = PriceTable::bundled().map_err(|_| WorkerError::Pricing)?;
     let runtime = read_json(&dir.runtime());
     let roots = Roots::from_env(runtime.as_ref());
-    let mut index = fs::read(dir.index())
-        .map(|b| Index::from_bytes(&b))
-        .unwrap_or_default();
+    let trace = Trace::new();
+    let index_bytes = fs::read(dir.index()).unwrap_or_default();
+    let mut index = Index::from_bytes(&index_bytes);
+    trace.mark("load index");
     let deadline = Instant::now() + budget();
     let result = scan(&mut index, &roots, &prices, now, Some(deadline));
-    atomic_file::write(&dir.index(), &index.to_bytes(), 0o600)
-        .map_err(|e| WorkerError::Io("index-v1.bin", e))?;
+    trace.mark("scan and aggregate");
+    let new_bytes = index.to_bytes();
+    if new_bytes != index_bytes {
+        atomic_file::write(&dir.index(), &new_bytes, 0o600)
+            .map_err(|e| WorkerError::Io("index-v1.bin", e))?;
+    }
+    trace.mark("write index");
     atomic_file::write(&dir.snapshot(), result.snapshot.to_json().as_bytes(), 0o600)
         .map_err(|e| WorkerError::Io("snapshot-v1.json", e))?;
+    trace.mark("write snapshot");
     crate::usage_limits::refresh_due(dir, runtime.as_ref(), &index, now);
+    trace.mark("limits");
+    if trace.on {
+        eprintln!("{:?}", result.stats);
+    }
     Ok(())
 }
 
@@ -427,4 +438,29 @@ pub fn spawn(dir: &UsageDir, exe: &Path) -> io::Result<()> {
         .stderr(log);
     crate::sys::detach_on_spawn(&mut command);
     command.spawn().map(|_| ())
+}
+
+/// Phase timings on stderr (the worker log) when `HEELER_USAGE_TRACE` is set.
+struct Trace {
+    on: bool,
+    last: std::cell::Cell<Instant>,
+}
+
+impl Trace {
+    fn new() -> Trace {
+        Trace {
+            on: std::env::var_os("HEELER_USAGE_TRACE").is_some(),
+            last: std::cell::Cell::new(Instant::now()),
+        }
+    }
+    fn mark(&self, what: &str) {
+        if self.on {
+            let now = Instant::now();
+            eprintln!(
+                "{what}: {:.1} ms",
+                (now - self.last.get()).as_secs_f64() * 1000.0
+            );
+            self.last.set(now);
+        }
+    }
 }

@@ -1,6 +1,7 @@
 //! Developer tasks (`cargo xtask <task> …`): one module per task, dispatched
 //! here by name. Add a task by adding a module and one match arm.
 
+mod bench_usage;
 mod pricing;
 
 use std::process::ExitCode;
@@ -11,8 +12,9 @@ fn main() -> ExitCode {
     let rest: Vec<String> = args.collect();
     let result = match task.as_str() {
         "pricing" => pricing::run(&rest),
+        "bench-usage" => bench_usage::run(&rest),
         _ => Err(format!(
-            "usage: cargo xtask <task> [args]\ntasks:\n  pricing --input FILE --date YYYY-MM-DD [--source litellm|models-dev] [--version V]"
+            "usage: cargo xtask <task> [args]\ntasks:\n  pricing --input FILE --date YYYY-MM-DD [--source litellm|models-dev] [--version V]\n  bench-usage [--scale 1.0]"
         )),
     };
     match result {
