@@ -242,8 +242,13 @@ pub fn aggregate(files: &[FileRef], prices: &PriceTable, since: i64) -> Aggregat
     }
 
     let mut slots: HashMap<(i64, Agent, &str, &str), Totals> = HashMap::new();
+    let mut lookups: HashMap<&str, Option<&crate::usage_pricing::ModelPrice>> = HashMap::new();
     for r in requests.iter().filter(|r| r.ts >= since) {
-        let cost = prices.cost(r.agent, r.model, r.tier, r.bits, &r.tokens);
+        let price = *lookups
+            .entry(r.model)
+            .or_insert_with(|| prices.lookup(r.model));
+        let cost = price
+            .and_then(|p| crate::usage_pricing::cost_with(p, r.agent, r.tier, r.bits, &r.tokens));
         let slot = r.ts.div_euclid(SLOT) * SLOT;
         slots
             .entry((slot, r.agent, r.model, r.cwd))

@@ -63,6 +63,13 @@ pub struct Candidate {
     pub compressed: bool,
 }
 
+impl RefreshStats {
+    /// Whether the index differs from what was loaded.
+    pub fn changed(&self) -> bool {
+        self.appended + self.reparsed + self.dropped + self.touched > 0
+    }
+}
+
 /// What one refresh did (for coverage and the benchmark).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RefreshStats {
@@ -72,6 +79,8 @@ pub struct RefreshStats {
     pub dropped: u64,
     pub skipped_old: u64,
     pub bytes_read: u64,
+    /// Files whose mtime alone moved (reused, index updated).
+    pub touched: u64,
     /// Stopped at the deadline with files left to read.
     pub partial: bool,
 }
@@ -143,7 +152,7 @@ enum Plan {
 
 fn plan(old: &FileEntry, c: &Candidate, meta: &Metadata, path: &Path) -> Plan {
     let same_file = old.dev == meta.dev() && old.ino == meta.ino() && old.agent == c.agent;
-    if same_file && old.size == meta.size() && old.mtime_ns == mtime_ns(meta) && !old.unreadable {
+    if same_file && old.size == meta.size() && old.mtime_ns == mtime_ns(meta) {
         return Plan::Reuse;
     }
     if !same_file || old.compressed || old.unreadable || meta.size() < old.size {
@@ -168,6 +177,7 @@ pub fn refresh(
 ) -> RefreshStats {
     let mut stats = RefreshStats::default();
     let mut keep: BTreeMap<String, FileEntry> = BTreeMap::new();
+    let mut jobs: Vec<Job> = Vec::new();
     for c in candidates {
         let key = c.path.to_string_lossy().into_owned();
         let Ok(meta) = std::fs::metadata(&c.path) else {
@@ -178,49 +188,117 @@ pub fn refresh(
             continue;
         }
         let old = index.files.remove(&key);
-        if deadline.is_some_and(|d| Instant::now() > d) {
-            // Out of time: keep whatever we had for this file.
-            stats.partial = true;
-            if let Some(old) = old {
+        let action = match &old {
+            Some(old) => plan(old, c, &meta, &c.path),
+            None => Plan::Reparse,
+        };
+        match (action, old) {
+            (Plan::Reuse, Some(old)) => {
+                stats.reused += 1;
                 keep.insert(key, old);
             }
+            (Plan::Touch, Some(mut old)) => {
+                stats.reused += 1;
+                stats.touched += 1;
+                old.mtime_ns = mtime_ns(&meta);
+                keep.insert(key, old);
+            }
+            (Plan::Append, Some(old)) => {
+                stats.appended += 1;
+                jobs.push(Job {
+                    key,
+                    path: c.path.clone(),
+                    meta,
+                    entry: old.clone(),
+                    old: Some(old),
+                    reparse: false,
+                });
+            }
+            (_, old) => {
+                stats.reparsed += 1;
+                jobs.push(Job {
+                    key,
+                    path: c.path.clone(),
+                    entry: fresh_entry(c, &meta),
+                    meta,
+                    old,
+                    reparse: true,
+                });
+            }
+        }
+    }
+    stats.dropped = index.files.len() as u64;
+    // Parse changed files on every core, biggest first, in interleaved shares.
+    jobs.sort_by_key(|j| std::cmp::Reverse(j.meta.size()));
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 4)
+        .min(jobs.len().max(1));
+    let mut shares: Vec<Vec<Job>> = (0..threads).map(|_| Vec::new()).collect();
+    for (i, job) in jobs.into_iter().enumerate() {
+        shares[i % threads].push(job);
+    }
+    let results: Vec<JobsDone> = std::thread::scope(|scope| {
+        let handles: Vec<_> = shares
+            .into_iter()
+            .map(|share| scope.spawn(move || run_jobs(share, deadline)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    for (entries, bytes, partial) in results {
+        stats.bytes_read += bytes;
+        stats.partial |= partial;
+        for (key, entry) in entries {
+            if let Some(entry) = entry {
+                keep.insert(key, entry);
+            }
+        }
+    }
+    index.files = keep;
+    stats
+}
+
+/// Entries a thread produced, bytes it read, whether it ran out of time.
+type JobsDone = (Vec<(String, Option<FileEntry>)>, u64, bool);
+
+struct Job {
+    key: String,
+    path: PathBuf,
+    meta: Metadata,
+    entry: FileEntry,
+    old: Option<FileEntry>,
+    reparse: bool,
+}
+
+fn run_jobs(jobs: Vec<Job>, deadline: Option<Instant>) -> JobsDone {
+    let mut out = Vec::with_capacity(jobs.len());
+    let (mut bytes, mut partial) = (0, false);
+    for job in jobs {
+        if deadline.is_some_and(|d| Instant::now() > d) {
+            // Out of time: keep whatever we had for this file.
+            partial = true;
+            out.push((job.key, job.old));
             continue;
         }
-        let (mut entry, action) = match old {
-            Some(old) => match plan(&old, c, &meta, &c.path) {
-                Plan::Reuse => {
-                    stats.reused += 1;
-                    keep.insert(key, old);
-                    continue;
-                }
-                Plan::Touch => {
-                    stats.reused += 1;
-                    let mut old = old;
-                    old.mtime_ns = mtime_ns(&meta);
-                    keep.insert(key, old);
-                    continue;
-                }
-                Plan::Append => {
-                    stats.appended += 1;
-                    (old, Plan::Append)
-                }
-                Plan::Reparse => {
-                    stats.reparsed += 1;
-                    (fresh_entry(c, &meta), Plan::Reparse)
-                }
-            },
-            None => {
-                stats.reparsed += 1;
-                (fresh_entry(c, &meta), Plan::Reparse)
-            }
-        };
+        let Job {
+            key,
+            path,
+            meta,
+            mut entry,
+            reparse,
+            ..
+        } = job;
         let result = (|| -> io::Result<u64> {
-            if matches!(action, Plan::Reparse) {
-                let (len, hash) = head(&c.path)?;
+            if reparse {
+                let (len, hash) = head(&path)?;
                 entry.head_len = len;
                 entry.head_hash = hash;
             }
-            parse_into(&mut entry, &c.path)
+            parse_into(&mut entry, &path)
         })();
         entry.size = meta.size();
         entry.mtime_ns = mtime_ns(&meta);
@@ -228,7 +306,7 @@ pub fn refresh(
         entry.ino = meta.ino();
         match result {
             Ok(read) => {
-                stats.bytes_read += read;
+                bytes += read;
                 entry.unreadable = false;
             }
             Err(_) => {
@@ -237,11 +315,9 @@ pub fn refresh(
                 entry.offset = 0;
             }
         }
-        keep.insert(key, entry);
+        out.push((key, Some(entry)));
     }
-    stats.dropped = index.files.len() as u64;
-    index.files = keep;
-    stats
+    (out, bytes, partial)
 }
 
 // ---- binary layout --------------------------------------------------------

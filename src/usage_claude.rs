@@ -8,7 +8,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::json::{self, Value};
+use std::borrow::Cow;
+
+use crate::usage_jsonpick::Cursor;
 use crate::usage_row::{Event, EventKind, FileParse, flags, fnv1a};
 use crate::usage_scan::{find, trim};
 
@@ -57,43 +59,111 @@ pub fn parse_line(fp: &mut FileParse, line: &[u8]) {
     if find(line, b"\"usage\"").is_none() || find(line, b"\"assistant\"").is_none() {
         return;
     }
-    let Some(record) = std::str::from_utf8(line)
-        .ok()
-        .and_then(|text| json::parse(text).ok())
-    else {
+    let Some(fields) = pick(line) else {
         fp.malformed += 1;
         return;
     };
-    if let Some(event) = event_of(fp, &record) {
+    if let Some(event) = event_of(fp, &fields) {
         fp.events.push(event);
     }
 }
 
-fn count(v: Option<&Value>) -> u64 {
-    v.and_then(Value::as_i64)
-        .and_then(|n| u64::try_from(n).ok())
-        .unwrap_or(0)
+/// The members of an assistant record that Usage reads.
+#[derive(Default)]
+struct Fields<'a> {
+    kind: Option<Cow<'a, str>>,
+    timestamp: Option<Cow<'a, str>>,
+    cwd: Option<Cow<'a, str>>,
+    request_id: Option<Cow<'a, str>>,
+    sidechain: bool,
+    message_id: Option<Cow<'a, str>>,
+    model: Option<Cow<'a, str>>,
+    has_usage: bool,
+    input: u64,
+    output: u64,
+    cache_read: u64,
+    cache_write: u64,
+    split: Option<(u64, u64)>,
+    tier: Option<Cow<'a, str>>,
+    speed: Option<Cow<'a, str>>,
+    geo: Option<Cow<'a, str>>,
 }
 
-fn event_of(fp: &mut FileParse, record: &Value) -> Option<Event> {
-    if record.get("type")?.as_str()? != "assistant" {
+fn pick(line: &[u8]) -> Option<Fields<'_>> {
+    let mut f = Fields::default();
+    let mut c = Cursor::new(line);
+    c.object(|key, c| {
+        match key {
+            b"type" => f.kind = c.string()?,
+            b"timestamp" => f.timestamp = c.string()?,
+            b"cwd" => f.cwd = c.string()?,
+            b"requestId" => f.request_id = c.string()?,
+            b"isSidechain" => f.sidechain = c.bool()? == Some(true),
+            b"message" if !c.raw_is_object() => c.skip()?,
+            b"message" => c.object(|key, c| {
+                match key {
+                    b"id" => f.message_id = c.string()?,
+                    b"model" => f.model = c.string()?,
+                    b"usage" => {
+                        f.has_usage = true;
+                        return pick_usage(c, &mut f);
+                    }
+                    _ => c.skip()?,
+                }
+                Some(())
+            })?,
+            _ => c.skip()?,
+        }
+        Some(())
+    })?;
+    c.at_end().then_some(f)
+}
+
+fn pick_usage<'a>(c: &mut Cursor<'a>, f: &mut Fields<'a>) -> Option<()> {
+    if c.raw_is_object() {
+        c.object(|key, c| {
+            match key {
+                b"input_tokens" => f.input = c.count()?.unwrap_or(0),
+                b"output_tokens" => f.output = c.count()?.unwrap_or(0),
+                b"cache_read_input_tokens" => f.cache_read = c.count()?.unwrap_or(0),
+                b"cache_creation_input_tokens" => f.cache_write = c.count()?.unwrap_or(0),
+                b"service_tier" => f.tier = c.string()?,
+                b"speed" => f.speed = c.string()?,
+                b"inference_geo" => f.geo = c.string()?,
+                b"cache_creation" if c.raw_is_object() => {
+                    let (mut five, mut hour) = (0, 0);
+                    c.object(|key, c| {
+                        match key {
+                            b"ephemeral_5m_input_tokens" => five = c.count()?.unwrap_or(0),
+                            b"ephemeral_1h_input_tokens" => hour = c.count()?.unwrap_or(0),
+                            _ => c.skip()?,
+                        }
+                        Some(())
+                    })?;
+                    f.split = Some((five, hour));
+                }
+                _ => c.skip()?,
+            }
+            Some(())
+        })
+    } else {
+        f.has_usage = false;
+        c.skip()
+    }
+}
+
+fn event_of(fp: &mut FileParse, f: &Fields) -> Option<Event> {
+    if f.kind.as_deref() != Some("assistant") || !f.has_usage {
         return None;
     }
-    let message = record.get("message")?;
-    let usage = message.get("usage")?.as_object()?;
-    let ts = crate::usage_time::parse_timestamp(record.get("timestamp")?.as_str()?)?;
-    let model = message.get("model").and_then(Value::as_nonempty_str)?;
+    let ts = crate::usage_time::parse_timestamp(f.timestamp.as_deref()?)?;
+    let model = f.model.as_deref().filter(|m| !m.is_empty())?;
     if model == "<synthetic>" {
         return None;
     }
-    let input = count(usage.get("input_tokens"));
-    let output = count(usage.get("output_tokens"));
-    let cache_read = count(usage.get("cache_read_input_tokens"));
-    let cache_write = count(usage.get("cache_creation_input_tokens"));
+    let (input, output, cache_read, cache_write) = (f.input, f.output, f.cache_read, f.cache_write);
     let (mut write_5m, mut write_1h) = (cache_write, 0);
-    if let Some(split) = usage.get("cache_creation").and_then(Value::as_object) {
-        let five = count(split.get("ephemeral_5m_input_tokens"));
-        let hour = count(split.get("ephemeral_1h_input_tokens"));
+    if let Some((five, hour)) = f.split {
         write_1h = hour.min(cache_write.max(five + hour));
         write_5m = cache_write.max(five + hour) - write_1h;
     }
@@ -102,38 +172,30 @@ fn event_of(fp: &mut FileParse, record: &Value) -> Option<Event> {
         return None;
     }
     let mut bits = 0;
-    if record.get("isSidechain").and_then(Value::as_bool) == Some(true) {
+    if f.sidechain {
         bits |= flags::SIDECHAIN;
     }
-    match usage.get("speed").and_then(Value::as_str) {
+    match f.speed.as_deref() {
         Some("fast") => bits |= flags::FAST | flags::HAS_SPEED,
         Some(_) => bits |= flags::HAS_SPEED,
         None => {}
     }
-    if usage.get("inference_geo").and_then(Value::as_str) == Some("us") {
+    if f.geo.as_deref() == Some("us") {
         bits |= flags::GEO_US;
     }
-    let message_id = message.get("id").and_then(Value::as_nonempty_str);
-    let request_id = record.get("requestId").and_then(Value::as_nonempty_str);
+    let message_id = f.message_id.as_deref().filter(|s| !s.is_empty());
+    let request_id = f.request_id.as_deref().filter(|s| !s.is_empty());
     let (key, group) = match (message_id, request_id) {
         (Some(m), Some(r)) => (fnv1a(&[m.as_bytes(), r.as_bytes()]), fnv1a(&[m.as_bytes()])),
         (Some(m), None) => (0, fnv1a(&[m.as_bytes()])),
         _ => (0, 0),
     };
-    let tier = usage
-        .get("service_tier")
-        .and_then(Value::as_nonempty_str)
-        .unwrap_or("");
-    let cwd = record
-        .get("cwd")
-        .and_then(Value::as_nonempty_str)
-        .unwrap_or("");
     Some(Event {
         kind: EventKind::Claude,
         ts,
         model: fp.intern(model),
-        cwd: fp.intern(cwd),
-        tier: fp.intern(tier),
+        cwd: fp.intern(f.cwd.as_deref().unwrap_or("")),
+        tier: fp.intern(f.tier.as_deref().unwrap_or("")),
         flags: bits,
         key,
         group,

@@ -12,7 +12,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::json::{self, Object, Value};
+use std::borrow::Cow;
+
+use crate::usage_jsonpick::Cursor;
 use crate::usage_row::{Event, EventKind, FileParse, Tokens, fnv1a};
 use crate::usage_scan::{find, trim};
 
@@ -52,22 +54,27 @@ fn top_type(line: &[u8]) -> Option<&[u8]> {
     Some(&window[at..at + end])
 }
 
-fn counters(v: Option<&Value>) -> Option<[u64; 6]> {
-    let o = v?.as_object()?;
-    let n = |k: &str| {
-        o.get(k)
-            .and_then(Value::as_i64)
-            .and_then(|n| u64::try_from(n).ok())
-            .unwrap_or(0)
-    };
-    Some([
-        n("input_tokens"),
-        n("cached_input_tokens"),
-        n("cache_write_input_tokens"),
-        n("output_tokens"),
-        n("reasoning_output_tokens"),
-        n("total_tokens"),
-    ])
+/// A usage object in Codex order, or `None` when the value is not an object.
+fn counters(c: &mut Cursor) -> Option<Option<[u64; 6]>> {
+    if !c.raw_is_object() {
+        c.skip()?;
+        return Some(None);
+    }
+    let mut out = [0u64; 6];
+    c.object(|key, c| {
+        let slot = match key {
+            b"input_tokens" => 0,
+            b"cached_input_tokens" => 1,
+            b"cache_write_input_tokens" => 2,
+            b"output_tokens" => 3,
+            b"reasoning_output_tokens" => 4,
+            b"total_tokens" => 5,
+            _ => return c.skip(),
+        };
+        out[slot] = c.count()?.unwrap_or(0);
+        Some(())
+    })?;
+    Some(Some(out))
 }
 
 /// Parses one complete line of a rollout into `fp`.
@@ -95,92 +102,194 @@ pub fn parse_line(fp: &mut FileParse, line: &[u8]) {
     if !wanted {
         return;
     }
-    let Some(record) = std::str::from_utf8(line)
-        .ok()
-        .and_then(|text| json::parse(text).ok())
-    else {
+    if apply(fp, line).is_none() {
         fp.malformed += 1;
-        return;
-    };
-    apply(fp, &record);
+    }
 }
 
-fn apply(fp: &mut FileParse, record: &Value) {
-    let ts = record
-        .get("timestamp")
-        .and_then(Value::as_str)
+type Text<'a> = Option<Cow<'a, str>>;
+
+/// Payload members Usage reads, across all line types.
+#[derive(Default)]
+struct Payload<'a> {
+    kind: Text<'a>,
+    id: Text<'a>,
+    timestamp: Text<'a>,
+    cwd: Text<'a>,
+    model: Text<'a>,
+    forked_from: Text<'a>,
+    spawn_parent: bool,
+    service_tier: Text<'a>,
+    settings_tier: Text<'a>,
+    settings_model: Text<'a>,
+    has_info: bool,
+    total: Option<[u64; 6]>,
+    last: Option<[u64; 6]>,
+    rate_limits: Option<&'a [u8]>,
+    response_id: Text<'a>,
+    usage: Option<[u64; 6]>,
+}
+
+fn pick_source(c: &mut Cursor, p: &mut Payload) -> Option<()> {
+    // source: {"subagent":{"thread_spawn":{"parent_thread_id":…}}} or a string.
+    if !c.raw_is_object() {
+        return c.skip();
+    }
+    c.object(|key, c| {
+        if key != b"subagent" || !c.raw_is_object() {
+            return c.skip();
+        }
+        c.object(|key, c| {
+            if key != b"thread_spawn" || !c.raw_is_object() {
+                return c.skip();
+            }
+            c.object(|key, c| {
+                if key == b"parent_thread_id" {
+                    p.spawn_parent = c.string()?.is_some_and(|s| !s.is_empty());
+                    return Some(());
+                }
+                c.skip()
+            })
+        })
+    })
+}
+
+fn pick_payload<'a>(raw: &'a [u8]) -> Option<Payload<'a>> {
+    let mut p = Payload::default();
+    let mut c = Cursor::new(raw);
+    c.object(|key, c| {
+        match key {
+            b"type" => p.kind = c.string()?,
+            b"id" => p.id = c.string()?,
+            b"timestamp" => p.timestamp = c.string()?,
+            b"cwd" => p.cwd = c.string()?,
+            b"model" => p.model = c.string()?,
+            b"forked_from_id" => p.forked_from = c.string()?,
+            b"source" => pick_source(c, &mut p)?,
+            b"service_tier" => p.service_tier = c.string()?,
+            b"response_id" => p.response_id = c.string()?,
+            b"usage" => p.usage = counters(c)?,
+            b"thread_settings" if c.raw_is_object() => c.object(|key, c| {
+                match key {
+                    b"service_tier" => p.settings_tier = c.string()?,
+                    b"model" => p.settings_model = c.string()?,
+                    _ => c.skip()?,
+                }
+                Some(())
+            })?,
+            b"info" if c.raw_is_object() => {
+                p.has_info = true;
+                c.object(|key, c| {
+                    match key {
+                        b"total_token_usage" => p.total = counters(c)?,
+                        b"last_token_usage" => p.last = counters(c)?,
+                        _ => c.skip()?,
+                    }
+                    Some(())
+                })?
+            }
+            b"rate_limits" if c.raw_is_object() => p.rate_limits = Some(c.raw()?),
+            _ => c.skip()?,
+        }
+        Some(())
+    })?;
+    Some(p)
+}
+
+/// The `limit_id` of a raw `rate_limits` object.
+fn limit_id(raw: &[u8]) -> Option<Option<String>> {
+    let mut id = None;
+    Cursor::new(raw).object(|key, c| {
+        if key == b"limit_id" {
+            id = c.string()?.map(|s| s.into_owned());
+            return Some(());
+        }
+        c.skip()
+    })?;
+    Some(id)
+}
+
+fn apply(fp: &mut FileParse, line: &[u8]) -> Option<()> {
+    let (mut ts_text, mut kind, mut payload_raw): (Text, Text, Option<&[u8]>) = (None, None, None);
+    let mut c = Cursor::new(line);
+    c.object(|key, c| {
+        match key {
+            b"timestamp" => ts_text = c.string()?,
+            b"type" => kind = c.string()?,
+            b"payload" => payload_raw = Some(c.raw()?),
+            _ => c.skip()?,
+        }
+        Some(())
+    })?;
+    if !c.at_end() {
+        return None;
+    }
+    let ts = ts_text
+        .as_deref()
         .and_then(crate::usage_time::parse_timestamp);
-    let Some(payload) = record.get("payload").and_then(Value::as_object) else {
-        return;
+    let Some(raw) = payload_raw else {
+        return Some(());
     };
-    let str_of = |o: &Object, k: &str| o.get(k).and_then(Value::as_nonempty_str).map(str::to_owned);
-    match record.get("type").and_then(Value::as_str) {
+    let p = pick_payload(raw)?;
+    let nonempty = |t: &Text| t.as_deref().filter(|s| !s.is_empty()).map(str::to_owned);
+    match kind.as_deref() {
         Some("session_meta") => {
             if !fp.codex.thread_id.is_empty() {
-                return; // Later session_meta lines are a parent's, replayed.
+                return Some(()); // Later session_meta lines are a parent's, replayed.
             }
-            fp.codex.thread_id = str_of(payload, "id").unwrap_or_default();
-            fp.codex.meta_ts = payload
-                .get("timestamp")
-                .and_then(Value::as_str)
+            fp.codex.thread_id = nonempty(&p.id).unwrap_or_default();
+            fp.codex.meta_ts = p
+                .timestamp
+                .as_deref()
                 .and_then(crate::usage_time::parse_timestamp)
                 .or(ts)
                 .unwrap_or(0);
-            let spawn_parent = payload
-                .get("source")
-                .and_then(|s| s.get("subagent"))
-                .and_then(|s| s.get("thread_spawn"))
-                .and_then(|s| s.get("parent_thread_id"))
-                .and_then(Value::as_nonempty_str);
-            fp.codex.subagent = spawn_parent.is_some();
-            fp.codex.forked_from = str_of(payload, "forked_from_id").unwrap_or_default();
-            if let Some(cwd) = str_of(payload, "cwd")
+            fp.codex.subagent = p.spawn_parent;
+            fp.codex.forked_from = nonempty(&p.forked_from).unwrap_or_default();
+            if let Some(cwd) = nonempty(&p.cwd)
                 && fp.codex.cwd == 0
             {
                 fp.codex.cwd = fp.intern(&cwd);
             }
         }
         Some("turn_context") => {
-            if let Some(model) = str_of(payload, "model") {
+            if let Some(model) = nonempty(&p.model) {
                 fp.codex.model = fp.intern(&model);
             }
-            if let Some(cwd) = str_of(payload, "cwd") {
+            if let Some(cwd) = nonempty(&p.cwd) {
                 fp.codex.cwd = fp.intern(&cwd);
             }
         }
-        Some("event_msg") => match payload.get("type").and_then(Value::as_str) {
+        Some("event_msg") => match p.kind.as_deref() {
             Some("thread_settings_applied") => {
-                let settings = payload.get("thread_settings").and_then(Value::as_object);
-                let tier = settings
-                    .and_then(|s| str_of(s, "service_tier"))
-                    .or_else(|| str_of(payload, "service_tier"));
-                if let Some(tier) = tier {
+                if let Some(tier) = nonempty(&p.settings_tier).or_else(|| nonempty(&p.service_tier))
+                {
                     fp.codex.tier = fp.intern(&tier);
                 }
-                if let Some(model) = settings.and_then(|s| str_of(s, "model"))
+                if let Some(model) = nonempty(&p.settings_model)
                     && fp.codex.model == 0
                 {
                     fp.codex.model = fp.intern(&model);
                 }
             }
             Some("token_count") => {
-                let Some(ts) = ts else { return };
-                if let Some(limits) = payload.get("rate_limits").and_then(Value::as_object) {
-                    let id = limits.get("limit_id").and_then(Value::as_str);
-                    if (id.is_none() || id == Some("codex")) && ts >= fp.codex.rate_limits_ts {
-                        fp.codex.rate_limits = Value::Object(limits.clone()).to_json();
+                let Some(ts) = ts else { return Some(()) };
+                if let Some(raw) = p.rate_limits {
+                    let id = limit_id(raw)?;
+                    if (id.is_none() || id.as_deref() == Some("codex"))
+                        && ts >= fp.codex.rate_limits_ts
+                    {
+                        fp.codex.rate_limits = String::from_utf8_lossy(raw).into_owned();
                         fp.codex.rate_limits_ts = ts;
                     }
                 }
-                let Some(info) = payload.get("info").and_then(Value::as_object) else {
-                    return;
-                };
-                let total = counters(info.get("total_token_usage"));
-                let last = counters(info.get("last_token_usage"));
-                let (kind, t, last) = match (total, last) {
+                if !p.has_info {
+                    return Some(());
+                }
+                let (kind, t, last) = match (p.total, p.last) {
                     (Some(t), l) => (EventKind::CodexTotals, t, l.unwrap_or([0; 6])),
                     (None, Some(l)) => (EventKind::CodexLast, [0; 6], l),
-                    (None, None) => return,
+                    (None, None) => return Some(()),
                 };
                 fp.events.push(Event {
                     kind,
@@ -198,12 +307,10 @@ fn apply(fp: &mut FileParse, record: &Value) {
             _ => {}
         },
         Some("token_usage_record") => {
-            let (Some(ts), Some(usage)) = (ts, counters(payload.get("usage"))) else {
-                return;
+            let (Some(ts), Some(usage)) = (ts, p.usage) else {
+                return Some(());
             };
-            let key = payload
-                .get("response_id")
-                .and_then(Value::as_nonempty_str)
+            let key = nonempty(&p.response_id)
                 .map(|id| fnv1a(&[b"codex-response", id.as_bytes()]))
                 .unwrap_or(0);
             fp.events.push(Event {
@@ -221,6 +328,7 @@ fn apply(fp: &mut FileParse, record: &Value) {
         }
         _ => {}
     }
+    Some(())
 }
 
 /// One counted Codex request (a delta or a record), before pricing.

@@ -217,7 +217,19 @@ impl PriceTable {
         bits: u8,
         tokens: &Tokens,
     ) -> Option<f64> {
-        let price = self.lookup(model)?;
+        cost_with(self.lookup(model)?, agent, tier, bits, tokens)
+    }
+}
+
+/// [`PriceTable::cost`] with the model's prices already looked up.
+pub fn cost_with(
+    price: &ModelPrice,
+    agent: Agent,
+    tier: &str,
+    bits: u8,
+    tokens: &Tokens,
+) -> Option<f64> {
+    {
         let set = match tier_key(agent, tier)? {
             None => &price.base,
             Some(key) => &price.tiers.iter().find(|(k, _)| k == key)?.1,

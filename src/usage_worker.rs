@@ -212,6 +212,7 @@ pub fn scan(
     prices: &PriceTable,
     now: i64,
     deadline: Option<Instant>,
+    previous: Option<&Snapshot>,
 ) -> ScanResult {
     let since = now - WINDOW_SECONDS;
     let candidates = discover(roots);
@@ -221,6 +222,22 @@ pub fn scan(
         since.saturating_mul(1_000_000_000),
         deadline,
     );
+    // Nothing changed since a complete snapshot with the same prices: its
+    // slots still hold (queries ignore slots that aged out of the window).
+    if let Some(prev) = previous
+        && !stats.changed()
+        && !stats.partial
+        && !prev.partial
+        && prev.pricing == prices.meta
+    {
+        return ScanResult {
+            snapshot: Snapshot {
+                generated_at: now,
+                ..prev.clone()
+            },
+            stats,
+        };
+    }
     let files: Vec<FileRef> = index
         .files
         .values()
@@ -397,13 +414,24 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
     let trace = Trace::new();
     let index_bytes = fs::read(dir.index()).unwrap_or_default();
     let mut index = Index::from_bytes(&index_bytes);
-    trace.mark("load index");
+    let loaded = !index.files.is_empty() || index_bytes.len() > 4;
+    drop(index_bytes);
+    let previous = fs::read_to_string(dir.snapshot())
+        .ok()
+        .and_then(|t| Snapshot::parse(&t));
+    trace.mark("load index and snapshot");
     let deadline = Instant::now() + budget();
-    let result = scan(&mut index, &roots, &prices, now, Some(deadline));
+    let result = scan(
+        &mut index,
+        &roots,
+        &prices,
+        now,
+        Some(deadline),
+        previous.as_ref(),
+    );
     trace.mark("scan and aggregate");
-    let new_bytes = index.to_bytes();
-    if new_bytes != index_bytes {
-        atomic_file::write(&dir.index(), &new_bytes, 0o600)
+    if result.stats.changed() || !loaded {
+        atomic_file::write(&dir.index(), &index.to_bytes(), 0o600)
             .map_err(|e| WorkerError::Io("index-v1.bin", e))?;
     }
     trace.mark("write index");

@@ -31,6 +31,7 @@ fn scan_fixture(home: &Path) -> (Index, heeler::usage_worker::ScanResult) {
         &PriceTable::bundled().unwrap(),
         NOW,
         None,
+        None,
     );
     (index, result)
 }
@@ -515,6 +516,7 @@ fn dst_days_have_23_and_25_hours() {
         &PriceTable::bundled().unwrap(),
         now,
         None,
+        None,
     );
     let zone = Zone::load("America/New_York", &zoneinfo).unwrap();
     let mut env = envelope_without_limits();
@@ -551,4 +553,43 @@ fn envelope_without_limits() -> Envelope {
         limits: Value::Null,
         errors: Vec::new(),
     }
+}
+
+#[test]
+fn an_unchanged_tree_reuses_the_previous_snapshot() {
+    let home = temp_dir("usage-unchanged");
+    write_tree(&home);
+    let (mut index, first) = scan_fixture(&home);
+    let roots = Roots::resolve(&home, None, None, None);
+    let prices = PriceTable::bundled().unwrap();
+    let second = usage_worker::scan(
+        &mut index,
+        &roots,
+        &prices,
+        NOW + 60,
+        None,
+        Some(&first.snapshot),
+    );
+    assert!(!second.stats.changed());
+    assert_eq!(second.snapshot.generated_at, NOW + 60);
+    assert_eq!(second.snapshot.slots, first.snapshot.slots);
+    // A change re-aggregates.
+    let file = home.join(".claude/projects/-home-dev-alpha/s1/subagents/agent-x.jsonl");
+    let mut text = fs::read_to_string(&file).unwrap();
+    text.push_str(&one(NOW - 60, "msg_new", 1));
+    fs::write(&file, text).unwrap();
+    let third = usage_worker::scan(
+        &mut index,
+        &roots,
+        &prices,
+        NOW + 120,
+        None,
+        Some(&second.snapshot),
+    );
+    assert!(third.stats.changed());
+    let requests = |s: &heeler::usage_report::Snapshot| -> u64 {
+        s.slots.iter().map(|x| x.totals.requests).sum()
+    };
+    assert_eq!(requests(&third.snapshot), requests(&first.snapshot) + 1);
+    fs::remove_dir_all(&home).unwrap();
 }
