@@ -20,7 +20,7 @@ use crate::usage_row::{Agent, CodexMeta, Event, EventKind, FileParse, fnv1a};
 use crate::usage_scan;
 
 /// Bump when the index layout changes (everything is reparsed).
-pub const INDEX_VERSION: u32 = 1;
+pub const INDEX_VERSION: u32 = 2;
 /// Bump when Claude/Codex line parsing changes (that agent is reparsed).
 pub const CLAUDE_PARSER_VERSION: u32 = 1;
 pub const CODEX_PARSER_VERSION: u32 = 1;
@@ -324,6 +324,22 @@ fn run_jobs(jobs: Vec<Job>, deadline: Option<Instant>) -> JobsDone {
 
 struct Out(Vec<u8>);
 
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+fn has_key(kind: EventKind) -> bool {
+    matches!(kind, EventKind::Claude | EventKind::CodexRecord)
+}
+
+fn has_last(kind: EventKind) -> bool {
+    matches!(kind, EventKind::CodexTotals | EventKind::CodexLast)
+}
+
 impl Out {
     fn u8(&mut self, v: u8) {
         self.0.push(v);
@@ -336,6 +352,14 @@ impl Out {
     }
     fn i64(&mut self, v: i64) {
         self.0.extend(v.to_le_bytes());
+    }
+    /// LEB128 unsigned varint.
+    fn var(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.0.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        self.0.push(v as u8);
     }
     fn str(&mut self, s: &str) {
         self.u32(s.len() as u32);
@@ -365,6 +389,17 @@ impl<'a> In<'a> {
     }
     fn i64(&mut self) -> Option<i64> {
         Some(i64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+    fn var(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.u8()?;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
     }
     fn str(&mut self) -> Option<String> {
         let n = self.u32()? as usize;
@@ -418,17 +453,30 @@ impl Index {
             o.str(&m.rate_limits);
             o.i64(m.rate_limits_ts);
             o.u32(p.events.len() as u32);
+            let mut prev_ts = 0i64;
             for ev in &p.events {
+                // Compact: varints, timestamps as deltas, hashes and the
+                // `last` counters only where the kind has them.
                 o.u8(ev.kind.code());
-                o.i64(ev.ts);
-                o.u32(ev.model);
-                o.u32(ev.cwd);
-                o.u32(ev.tier);
+                o.var(zigzag(ev.ts.wrapping_sub(prev_ts)));
+                prev_ts = ev.ts;
+                o.var(u64::from(ev.model));
+                o.var(u64::from(ev.cwd));
+                o.var(u64::from(ev.tier));
                 o.u8(ev.flags);
-                o.u64(ev.key);
-                o.u64(ev.group);
-                for n in ev.t.iter().chain(ev.last.iter()) {
-                    o.u64(*n);
+                if has_key(ev.kind) {
+                    o.u64(ev.key);
+                }
+                if ev.kind == EventKind::Claude {
+                    o.u64(ev.group);
+                }
+                for n in ev.t {
+                    o.var(n);
+                }
+                if has_last(ev.kind) {
+                    for n in ev.last {
+                        o.var(n);
+                    }
                 }
             }
         }
@@ -489,18 +537,31 @@ impl Index {
                 rate_limits: r.str()?,
                 rate_limits_ts: r.i64()?,
             };
-            let ne = r.count(134)?;
+            let ne = r.count(12)?;
             let mut events = Vec::with_capacity(ne);
+            let mut prev_ts = 0i64;
             for _ in 0..ne {
                 let kind = EventKind::from_code(r.u8()?)?;
-                let ts = r.i64()?;
-                let (model, cwd, tier) = (r.u32()?, r.u32()?, r.u32()?);
+                let ts = prev_ts.wrapping_add(unzigzag(r.var()?));
+                prev_ts = ts;
+                let index = |v: u64| u32::try_from(v).ok();
+                let (model, cwd, tier) = (index(r.var()?)?, index(r.var()?)?, index(r.var()?)?);
                 let flags = r.u8()?;
-                let (key, group) = (r.u64()?, r.u64()?);
+                let key = if has_key(kind) { r.u64()? } else { 0 };
+                let group = if kind == EventKind::Claude {
+                    r.u64()?
+                } else {
+                    0
+                };
                 let mut t = [0u64; 6];
+                for n in &mut t {
+                    *n = r.var()?;
+                }
                 let mut last = [0u64; 6];
-                for n in t.iter_mut().chain(last.iter_mut()) {
-                    *n = r.u64()?;
+                if has_last(kind) {
+                    for n in &mut last {
+                        *n = r.var()?;
+                    }
                 }
                 if [model, cwd, tier]
                     .iter()

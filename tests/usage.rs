@@ -560,6 +560,8 @@ fn an_unchanged_tree_reuses_the_previous_snapshot() {
     let home = temp_dir("usage-unchanged");
     write_tree(&home);
     let (mut index, first) = scan_fixture(&home);
+    // Every event kind survives the index's compact encoding.
+    assert_eq!(Index::from_bytes(&index.to_bytes()), index);
     let roots = Roots::resolve(&home, None, None, None);
     let prices = PriceTable::bundled().unwrap();
     let second = usage_worker::scan(
