@@ -142,6 +142,41 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// Visits every element of the array at the cursor; `f` must consume it.
+    pub fn array(&mut self, mut f: impl FnMut(&mut Cursor<'a>) -> Option<()>) -> Option<()> {
+        if self.peek()? != b'[' {
+            return None;
+        }
+        self.i += 1;
+        if self.peek()? == b']' {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            self.ws();
+            f(self)?;
+            match self.peek()? {
+                b',' => self.i += 1,
+                b']' => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// Any finite number, or `None` for any other value (skipped).
+    pub fn number(&mut self) -> Option<Option<f64>> {
+        let raw = self.raw()?;
+        Some(
+            std::str::from_utf8(raw)
+                .ok()
+                .and_then(|s| s.parse::<f64>().ok())
+                .filter(|f| f.is_finite()),
+        )
+    }
+
     /// Whether the value at the cursor is an object.
     pub fn raw_is_object(&mut self) -> bool {
         self.peek() == Some(b'{')

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use crate::json::{self, Object, Value};
 use crate::usage_aggregate::{SlotTotals, Totals};
+use crate::usage_jsonpick::Cursor;
 use crate::usage_pricing::SourceMeta;
 use crate::usage_row::{Agent, Tokens};
 use crate::usage_time::format_date;
@@ -49,11 +50,12 @@ fn totals_row(t: &Totals) -> Value {
     ])
 }
 
-fn totals_from_row(v: &[Value]) -> Option<Totals> {
+fn totals_from_numbers(v: &[f64]) -> Option<Totals> {
     let n = |i: usize| {
         v.get(i)
-            .and_then(Value::as_i64)
-            .and_then(|n| u64::try_from(n).ok())
+            .copied()
+            .filter(|f| *f >= 0.0 && f.fract() == 0.0)
+            .map(|f| f as u64)
     };
     Some(Totals {
         requests: n(0)?,
@@ -65,7 +67,7 @@ fn totals_from_row(v: &[Value]) -> Option<Totals> {
             output: n(5)?,
             reasoning: n(6)?,
         },
-        cost_usd: v.get(7)?.as_f64()?,
+        cost_usd: *v.get(7)?,
         unpriced_tokens: n(8)?,
         unpriced_requests: n(9)?,
     })
@@ -126,41 +128,70 @@ impl Snapshot {
 
     /// Reads `snapshot-v1.json`; `None` if it is not one.
     pub fn parse(text: &str) -> Option<Snapshot> {
-        let v = json::parse(text).ok()?;
-        if v.get("v")?.as_i64()? != VERSION as i64 {
+        // Field-picking, not a full parse: the snapshot of a busy Host holds
+        // tens of thousands of rows and a query must answer in milliseconds.
+        let mut c = Cursor::new(text.as_bytes());
+        let (mut version, mut generated_at, mut partial) = (None, None, false);
+        let (mut pricing, mut coverage, mut strings_raw, mut slots_raw) = (None, None, None, None);
+        c.object(|key, c| {
+            match key {
+                b"v" => version = c.count()?,
+                b"generated_at" => generated_at = c.count()?,
+                b"partial" => partial = c.bool()? == Some(true),
+                b"pricing" => pricing = Some(c.raw()?),
+                b"coverage" => coverage = Some(c.raw()?),
+                b"strings" => strings_raw = Some(c.raw()?),
+                b"slots" => slots_raw = Some(c.raw()?),
+                _ => c.skip()?,
+            }
+            Some(())
+        })?;
+        if version != Some(VERSION) || !c.at_end() {
             return None;
         }
-        let strings: Vec<&str> = v
-            .get("strings")?
-            .as_array()?
-            .iter()
-            .map(|s| s.as_str())
-            .collect::<Option<_>>()?;
+        let mut strings: Vec<String> = Vec::new();
+        Cursor::new(strings_raw?).array(|c| {
+            strings.push(c.string()??.into_owned());
+            Some(())
+        })?;
         let mut slots = Vec::new();
-        for row in v.get("slots")?.as_array()? {
-            let row = row.as_array()?;
-            let agent = match row.get(1)?.as_str()? {
-                "claude" => Agent::Claude,
-                "codex" => Agent::Codex,
+        Cursor::new(slots_raw?).array(|c| {
+            let mut fields: Vec<&[u8]> = Vec::with_capacity(5);
+            c.array(|c| {
+                fields.push(c.raw()?);
+                Some(())
+            })?;
+            let [slot, agent, model, cwd, totals] = fields.as_slice() else {
+                return None;
+            };
+            let agent = match *agent {
+                b"\"claude\"" => Agent::Claude,
+                b"\"codex\"" => Agent::Codex,
                 _ => return None,
             };
-            let s = |i: usize| -> Option<String> {
-                let n = usize::try_from(row.get(i)?.as_i64()?).ok()?;
-                strings.get(n).map(|s| s.to_string())
+            let string = |raw: &[u8]| -> Option<String> {
+                let n = usize::try_from(Cursor::new(raw).count()??).ok()?;
+                strings.get(n).cloned()
             };
+            let mut numbers: Vec<f64> = Vec::with_capacity(10);
+            Cursor::new(totals).array(|c| {
+                numbers.push(c.number()??);
+                Some(())
+            })?;
             slots.push(SlotTotals {
-                slot: row.first()?.as_i64()?,
+                slot: i64::try_from(Cursor::new(slot).count()??).ok()?,
                 agent,
-                model: s(2)?,
-                cwd: s(3)?,
-                totals: totals_from_row(row.get(4)?.as_array()?)?,
+                model: string(model)?,
+                cwd: string(cwd)?,
+                totals: totals_from_numbers(&numbers)?,
             });
-        }
-        let p = v.get("pricing")?;
+            Some(())
+        })?;
+        let p = json::parse(std::str::from_utf8(pricing?).ok()?).ok()?;
         let ps = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or("").to_string();
         Some(Snapshot {
-            generated_at: v.get("generated_at")?.as_i64()?,
-            partial: v.get("partial").and_then(Value::as_bool).unwrap_or(false),
+            generated_at: i64::try_from(generated_at?).ok()?,
+            partial,
             pricing: SourceMeta {
                 source: ps("source"),
                 version: ps("version"),
@@ -169,7 +200,7 @@ impl Snapshot {
                 source_sha256: ps("sha256"),
                 license: ps("license"),
             },
-            coverage: v.get("coverage")?.clone(),
+            coverage: json::parse(std::str::from_utf8(coverage?).ok()?).ok()?,
             slots,
         })
     }
@@ -358,4 +389,73 @@ pub fn render(snapshot: Option<&Snapshot>, zone: &Zone, env: &Envelope) -> Value
 /// An entry of `errors`: a stable code and a human sentence.
 pub fn error(code: &str, message: &str) -> Value {
     Value::Object(Object::new().with("code", code).with("message", message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot() -> Snapshot {
+        let totals = Totals {
+            requests: 2,
+            tokens: Tokens {
+                input: 1,
+                cache_read: 2,
+                cache_write_5m: 3,
+                cache_write_1h: 4,
+                output: 5,
+                reasoning: 6,
+            },
+            cost_usd: 0.125,
+            unpriced_tokens: 7,
+            unpriced_requests: 1,
+        };
+        Snapshot {
+            generated_at: 1_795_953_600,
+            partial: true,
+            pricing: SourceMeta {
+                source: "litellm".into(),
+                version: "1".into(),
+                date: "2026-11-20".into(),
+                source_url: "u".into(),
+                source_sha256: "ab".into(),
+                license: "MIT".into(),
+            },
+            coverage: json::parse(r#"{"claude":{"files_seen":3}}"#).unwrap(),
+            slots: vec![
+                SlotTotals {
+                    slot: 1_795_950_000,
+                    agent: Agent::Claude,
+                    model: "claude-opus-4-6".into(),
+                    cwd: "/p \"quoted\" é".into(),
+                    totals,
+                },
+                SlotTotals {
+                    slot: 1_795_950_900,
+                    agent: Agent::Codex,
+                    model: "gpt-5.5".into(),
+                    cwd: "".into(),
+                    totals,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn snapshot_round_trips() {
+        let s = snapshot();
+        assert_eq!(Snapshot::parse(&s.to_json()), Some(s));
+    }
+
+    #[test]
+    fn damaged_snapshots_are_refused() {
+        let text = snapshot().to_json();
+        assert_eq!(Snapshot::parse(&text[..text.len() - 2]), None);
+        assert_eq!(Snapshot::parse(&text.replace("\"v\":1", "\"v\":2")), None);
+        assert_eq!(
+            Snapshot::parse(&text.replace("\"codex\"", "\"other\"")),
+            None
+        );
+        assert_eq!(Snapshot::parse(""), None);
+    }
 }
