@@ -20,7 +20,7 @@ use crate::usage_row::{Agent, CodexMeta, Event, EventKind, FileParse, fnv1a};
 use crate::usage_scan;
 
 /// Bump when the index layout changes (everything is reparsed).
-pub const INDEX_VERSION: u32 = 2;
+pub const INDEX_VERSION: u32 = 3;
 /// Bump when Claude/Codex line parsing changes (that agent is reparsed).
 pub const CLAUDE_PARSER_VERSION: u32 = 1;
 pub const CODEX_PARSER_VERSION: u32 = 1;
@@ -47,6 +47,26 @@ pub struct FileEntry {
     /// The last read failed (open/read/decode error).
     pub unreadable: bool,
     pub parse: FileParse,
+    /// Encoded events not decoded yet (lazy load): `parse.events` is empty
+    /// until [`FileEntry::materialize`].
+    raw_events: Option<(u32, Vec<u8>)>,
+}
+
+impl FileEntry {
+    /// Decodes lazily loaded events; `false` when they are corrupt (the
+    /// entry must then be reparsed).
+    pub fn materialize(&mut self) -> bool {
+        let Some((count, raw)) = self.raw_events.take() else {
+            return true;
+        };
+        match decode_events(&raw, count, self.parse.strings.len()) {
+            Some(events) => {
+                self.parse.events = events;
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 /// All cached files, keyed by path.
@@ -140,6 +160,7 @@ fn fresh_entry(c: &Candidate, meta: &Metadata) -> FileEntry {
         oversized: 0,
         unreadable: false,
         parse: FileParse::default(),
+        raw_events: None,
     }
 }
 
@@ -187,11 +208,15 @@ pub fn refresh(
             stats.skipped_old += 1;
             continue;
         }
-        let old = index.files.remove(&key);
-        let action = match &old {
+        let mut old = index.files.remove(&key);
+        let mut action = match &old {
             Some(old) => plan(old, c, &meta, &c.path),
             None => Plan::Reparse,
         };
+        // Resuming needs the file's events decoded (lazy index load).
+        if matches!(action, Plan::Append) && !old.as_mut().is_some_and(FileEntry::materialize) {
+            action = Plan::Reparse;
+        }
         match (action, old) {
             (Plan::Reuse, Some(old)) => {
                 stats.reused += 1;
@@ -452,31 +477,17 @@ impl Index {
             o.u32(m.tier);
             o.str(&m.rate_limits);
             o.i64(m.rate_limits_ts);
-            o.u32(p.events.len() as u32);
-            let mut prev_ts = 0i64;
-            for ev in &p.events {
-                // Compact: varints, timestamps as deltas, hashes and the
-                // `last` counters only where the kind has them.
-                o.u8(ev.kind.code());
-                o.var(zigzag(ev.ts.wrapping_sub(prev_ts)));
-                prev_ts = ev.ts;
-                o.var(u64::from(ev.model));
-                o.var(u64::from(ev.cwd));
-                o.var(u64::from(ev.tier));
-                o.u8(ev.flags);
-                if has_key(ev.kind) {
-                    o.u64(ev.key);
+            match &e.raw_events {
+                Some((count, raw)) => {
+                    o.u32(*count);
+                    o.u32(raw.len() as u32);
+                    o.0.extend_from_slice(raw);
                 }
-                if ev.kind == EventKind::Claude {
-                    o.u64(ev.group);
-                }
-                for n in ev.t {
-                    o.var(n);
-                }
-                if has_last(ev.kind) {
-                    for n in ev.last {
-                        o.var(n);
-                    }
+                None => {
+                    let raw = encode_events(&p.events);
+                    o.u32(p.events.len() as u32);
+                    o.u32(raw.len() as u32);
+                    o.0.extend_from_slice(&raw);
                 }
             }
         }
@@ -486,10 +497,22 @@ impl Index {
     /// Reads an index; a corrupt or older-layout file yields an empty index
     /// (everything is reparsed), a parser-version change drops that agent.
     pub fn from_bytes(bytes: &[u8]) -> Index {
-        Index::decode(bytes).unwrap_or_default()
+        Index::decode(bytes, false).unwrap_or_default()
     }
 
-    fn decode(bytes: &[u8]) -> Option<Index> {
+    /// Like [`Index::from_bytes`] but leaves events encoded until
+    /// [`Index::materialize`]: a refresh in which nothing changed never
+    /// decodes them.
+    pub fn from_bytes_lazy(bytes: &[u8]) -> Index {
+        Index::decode(bytes, true).unwrap_or_default()
+    }
+
+    /// Decodes every lazily loaded entry, dropping corrupt ones.
+    pub fn materialize(&mut self) {
+        self.files.retain(|_, e| e.materialize());
+    }
+
+    fn decode(bytes: &[u8], lazy: bool) -> Option<Index> {
         let mut r = In { b: bytes, at: 0 };
         if r.take(4)? != MAGIC || r.u32()? != INDEX_VERSION {
             return None;
@@ -519,6 +542,7 @@ impl Index {
                 offset: r.u64()?,
                 oversized: r.u64()?,
                 parse: FileParse::default(),
+                raw_events: None,
             };
             e.parse.malformed = r.u64()?;
             let ns = r.count(4)?;
@@ -537,52 +561,14 @@ impl Index {
                 rate_limits: r.str()?,
                 rate_limits_ts: r.i64()?,
             };
-            let ne = r.count(12)?;
-            let mut events = Vec::with_capacity(ne);
-            let mut prev_ts = 0i64;
-            for _ in 0..ne {
-                let kind = EventKind::from_code(r.u8()?)?;
-                let ts = prev_ts.wrapping_add(unzigzag(r.var()?));
-                prev_ts = ts;
-                let index = |v: u64| u32::try_from(v).ok();
-                let (model, cwd, tier) = (index(r.var()?)?, index(r.var()?)?, index(r.var()?)?);
-                let flags = r.u8()?;
-                let key = if has_key(kind) { r.u64()? } else { 0 };
-                let group = if kind == EventKind::Claude {
-                    r.u64()?
-                } else {
-                    0
-                };
-                let mut t = [0u64; 6];
-                for n in &mut t {
-                    *n = r.var()?;
-                }
-                let mut last = [0u64; 6];
-                if has_last(kind) {
-                    for n in &mut last {
-                        *n = r.var()?;
-                    }
-                }
-                if [model, cwd, tier]
-                    .iter()
-                    .any(|&i| i as usize >= e.parse.strings.len())
-                {
-                    return None;
-                }
-                events.push(Event {
-                    kind,
-                    ts,
-                    model,
-                    cwd,
-                    tier,
-                    flags,
-                    key,
-                    group,
-                    t,
-                    last,
-                });
+            let ne = r.u32()?;
+            let len = r.u32()? as usize;
+            let raw = r.take(len)?;
+            if lazy {
+                e.raw_events = Some((ne, raw.to_vec()));
+            } else {
+                e.parse.events = decode_events(raw, ne, e.parse.strings.len())?;
             }
-            e.parse.events = events;
             let keep = match agent {
                 Agent::Claude => claude_ok,
                 Agent::Codex => codex_ok,
@@ -593,4 +579,82 @@ impl Index {
         }
         (r.at == bytes.len()).then_some(Index { files })
     }
+}
+
+fn encode_events(events: &[Event]) -> Vec<u8> {
+    let mut o = Out(Vec::with_capacity(events.len() * 40));
+    let mut prev_ts = 0i64;
+    for ev in events {
+        // Compact: varints, timestamps as deltas, hashes and the `last`
+        // counters only where the kind has them.
+        o.u8(ev.kind.code());
+        o.var(zigzag(ev.ts.wrapping_sub(prev_ts)));
+        prev_ts = ev.ts;
+        o.var(u64::from(ev.model));
+        o.var(u64::from(ev.cwd));
+        o.var(u64::from(ev.tier));
+        o.u8(ev.flags);
+        if has_key(ev.kind) {
+            o.u64(ev.key);
+        }
+        if ev.kind == EventKind::Claude {
+            o.u64(ev.group);
+        }
+        for n in ev.t {
+            o.var(n);
+        }
+        if has_last(ev.kind) {
+            for n in ev.last {
+                o.var(n);
+            }
+        }
+    }
+    o.0
+}
+
+fn decode_events(raw: &[u8], count: u32, strings: usize) -> Option<Vec<Event>> {
+    let mut r = In { b: raw, at: 0 };
+    let count = count as usize;
+    if count.checked_mul(12)? > raw.len() {
+        return None;
+    }
+    let mut events = Vec::with_capacity(count);
+    let mut prev_ts = 0i64;
+    for _ in 0..count {
+        let kind = EventKind::from_code(r.u8()?)?;
+        let ts = prev_ts.wrapping_add(unzigzag(r.var()?));
+        prev_ts = ts;
+        let index = |v: u64| u32::try_from(v).ok().filter(|&i| (i as usize) < strings);
+        let (model, cwd, tier) = (index(r.var()?)?, index(r.var()?)?, index(r.var()?)?);
+        let flags = r.u8()?;
+        let key = if has_key(kind) { r.u64()? } else { 0 };
+        let group = if kind == EventKind::Claude {
+            r.u64()?
+        } else {
+            0
+        };
+        let mut t = [0u64; 6];
+        for n in &mut t {
+            *n = r.var()?;
+        }
+        let mut last = [0u64; 6];
+        if has_last(kind) {
+            for n in &mut last {
+                *n = r.var()?;
+            }
+        }
+        events.push(Event {
+            kind,
+            ts,
+            model,
+            cwd,
+            tier,
+            flags,
+            key,
+            group,
+            t,
+            last,
+        });
+    }
+    (r.at == raw.len()).then_some(events)
 }

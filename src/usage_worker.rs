@@ -238,6 +238,7 @@ pub fn scan(
             stats,
         };
     }
+    index.materialize();
     let files: Vec<FileRef> = index
         .files
         .values()
@@ -413,7 +414,7 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
     let roots = Roots::from_env(runtime.as_ref());
     let trace = Trace::new();
     let index_bytes = fs::read(dir.index()).unwrap_or_default();
-    let mut index = Index::from_bytes(&index_bytes);
+    let mut index = Index::from_bytes_lazy(&index_bytes);
     let loaded = !index.files.is_empty() || index_bytes.len() > 4;
     drop(index_bytes);
     let previous = fs::read_to_string(dir.snapshot())

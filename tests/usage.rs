@@ -559,9 +559,16 @@ fn envelope_without_limits() -> Envelope {
 fn an_unchanged_tree_reuses_the_previous_snapshot() {
     let home = temp_dir("usage-unchanged");
     write_tree(&home);
-    let (mut index, first) = scan_fixture(&home);
+    let (index, first) = scan_fixture(&home);
     // Every event kind survives the index's compact encoding.
-    assert_eq!(Index::from_bytes(&index.to_bytes()), index);
+    let bytes = index.to_bytes();
+    assert_eq!(Index::from_bytes(&bytes), index);
+    let mut lazy = Index::from_bytes_lazy(&bytes);
+    assert_eq!(lazy.to_bytes(), bytes, "lazy entries re-encode unchanged");
+    lazy.materialize();
+    assert_eq!(lazy, index);
+    // The worker's path: a lazily loaded index, nothing changed.
+    let mut index = Index::from_bytes_lazy(&bytes);
     let roots = Roots::resolve(&home, None, None, None);
     let prices = PriceTable::bundled().unwrap();
     let second = usage_worker::scan(
