@@ -166,17 +166,6 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// Any finite number, or `None` for any other value (skipped).
-    pub fn number(&mut self) -> Option<Option<f64>> {
-        let raw = self.raw()?;
-        Some(
-            std::str::from_utf8(raw)
-                .ok()
-                .and_then(|s| s.parse::<f64>().ok())
-                .filter(|f| f.is_finite()),
-        )
-    }
-
     /// Whether the value at the cursor is an object.
     pub fn raw_is_object(&mut self) -> bool {
         self.peek() == Some(b'{')
@@ -215,6 +204,29 @@ impl<'a> Cursor<'a> {
     /// A non-negative integer (JS `Number.isInteger` semantics, so `12.0`
     /// counts), or `None` for any other value (skipped).
     pub fn count(&mut self) -> Option<Option<u64>> {
+        // Fast path: plain digits followed by a delimiter.
+        self.ws();
+        let start = self.i;
+        let mut n: u64 = 0;
+        while let Some(d) = self.b.get(self.i).filter(|c| c.is_ascii_digit()) {
+            match n
+                .checked_mul(10)
+                .and_then(|n| n.checked_add(u64::from(d - b'0')))
+            {
+                Some(v) => n = v,
+                None => break,
+            }
+            self.i += 1;
+        }
+        if self.i > start
+            && matches!(
+                self.b.get(self.i),
+                None | Some(b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t')
+            )
+        {
+            return Some(Some(n));
+        }
+        self.i = start;
         let raw = self.raw()?;
         if raw.first().is_some_and(u8::is_ascii_digit) {
             if raw.iter().all(u8::is_ascii_digit) {
@@ -272,6 +284,21 @@ mod tests {
         assert_eq!(n, Some(12));
         assert_eq!(s.as_deref(), Some("hé\n"));
         assert_eq!(t, Some(true));
+    }
+
+    #[test]
+    fn counts_in_arrays() {
+        let mut got = Vec::new();
+        Cursor::new(b"[ 0, 12 ,7.0, 99999999999999999999, -3, \"9\", 1e3]")
+            .array(|c| {
+                got.push(c.count()?);
+                Some(())
+            })
+            .unwrap();
+        assert_eq!(
+            got,
+            vec![Some(0), Some(12), Some(7), None, None, None, Some(1000)]
+        );
     }
 
     #[test]

@@ -44,19 +44,15 @@ fn totals_row(t: &Totals) -> Value {
         k.cache_write_1h.into(),
         k.output.into(),
         k.reasoning.into(),
-        t.cost_usd.into(),
+        // Fixed point (nano-dollars): integers parse fast and exactly.
+        ((t.cost_usd.max(0.0) * 1e9).round() as u64).into(),
         t.unpriced_tokens.into(),
         t.unpriced_requests.into(),
     ])
 }
 
-fn totals_from_numbers(v: &[f64]) -> Option<Totals> {
-    let n = |i: usize| {
-        v.get(i)
-            .copied()
-            .filter(|f| *f >= 0.0 && f.fract() == 0.0)
-            .map(|f| f as u64)
-    };
+fn totals_from_numbers(v: &[u64]) -> Option<Totals> {
+    let n = |i: usize| v.get(i).copied();
     Some(Totals {
         requests: n(0)?,
         tokens: Tokens {
@@ -67,7 +63,7 @@ fn totals_from_numbers(v: &[f64]) -> Option<Totals> {
             output: n(5)?,
             reasoning: n(6)?,
         },
-        cost_usd: *v.get(7)?,
+        cost_usd: n(7)? as f64 / 1e9,
         unpriced_tokens: n(8)?,
         unpriced_requests: n(9)?,
     })
@@ -173,9 +169,9 @@ impl Snapshot {
                 let n = usize::try_from(Cursor::new(raw).count()??).ok()?;
                 strings.get(n).cloned()
             };
-            let mut numbers: Vec<f64> = Vec::with_capacity(10);
+            let mut numbers: Vec<u64> = Vec::with_capacity(10);
             Cursor::new(totals).array(|c| {
-                numbers.push(c.number()??);
+                numbers.push(c.count()??);
                 Some(())
             })?;
             slots.push(SlotTotals {
