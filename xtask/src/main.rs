@@ -13,9 +13,12 @@ fn main() -> ExitCode {
     let result = match task.as_str() {
         "pricing" => pricing::run(&rest),
         "bench-usage" => bench_usage::run(&rest),
-        _ => Err(format!(
-            "usage: cargo xtask <task> [args]\ntasks:\n  pricing --input FILE --date YYYY-MM-DD [--source litellm|models-dev] [--version V]\n  bench-usage [--scale 1.0]"
-        )),
+        _ => Err(concat!(
+            "usage: cargo xtask <task> [args]\ntasks:\n",
+            "  pricing --input FILE --date YYYY-MM-DD [--source litellm|models-dev] [--version V]\n",
+            "  bench-usage [--scale 1.0]"
+        )
+        .to_string()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
