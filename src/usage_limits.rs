@@ -492,6 +492,27 @@ pub fn probe_claude(env: &ProbeEnv, now: i64, timeout: Duration) -> Object {
     }
 }
 
+/// Marks windows of rollout-observed limits whose reset time has passed
+/// (`reset_since_observed: true`): their `used_percent` is stale.
+pub fn mark_passed_resets(limits: &mut Value, now: i64) {
+    if limits.get("source").and_then(Value::as_str) != Some("rollout") {
+        return;
+    }
+    let Some(Value::Array(windows)) = limits.as_object_mut().and_then(|o| o.get_mut("windows"))
+    else {
+        return;
+    };
+    for w in windows {
+        let passed = w
+            .get("resets_at")
+            .and_then(Value::as_i64)
+            .is_some_and(|at| at <= now);
+        if let Some(o) = w.as_object_mut() {
+            o.insert("reset_since_observed", Value::from(passed));
+        }
+    }
+}
+
 /// Writes a limits file (the object plus when it was attempted).
 pub fn store(dir: &UsageDir, agent: Agent, limits: &Object, attempted_at: i64) {
     let mut o = limits.clone();
@@ -553,5 +574,46 @@ pub fn refresh_due(dir: &UsageDir, runtime: Option<&Value>, index: &Index, now: 
     {
         let claude = probe_claude(&env, now, PROBE_TIMEOUT);
         store(dir, Agent::Claude, &claude, now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rollout_windows_past_their_reset_are_marked() {
+        let raw = json::parse(
+            r#"{"limit_id":"codex","primary":{"used_percent":80,"window_minutes":300,"resets_at":100},
+                "secondary":{"used_percent":30,"window_minutes":10080,"resets_in_seconds":500},"plan_type":"plus"}"#,
+        )
+        .unwrap();
+        let mut v = Value::Object(codex_from_rollout(&raw, 50));
+        mark_passed_resets(&mut v, 200);
+        let windows = v.get("windows").unwrap().as_array().unwrap();
+        assert_eq!(
+            windows[0].get("reset_since_observed"),
+            Some(&Value::Bool(true))
+        );
+        // resets_in_seconds is relative to the observation time: 50 + 500.
+        assert_eq!(windows[1].get("resets_at").unwrap().as_i64(), Some(550));
+        assert_eq!(
+            windows[1].get("reset_since_observed"),
+            Some(&Value::Bool(false))
+        );
+        let mut live = Value::Object(state("ok").with("source", "app_server"));
+        mark_passed_resets(&mut live, 200);
+        assert_eq!(live.get("windows"), None);
+    }
+
+    #[test]
+    fn due_after_ttl_or_error_backoff() {
+        let ok = json::parse(r#"{"state":"ok","attempted_at":1000}"#).unwrap();
+        assert!(!is_due(Some(&ok), 1000 + TTL - 1));
+        assert!(is_due(Some(&ok), 1000 + TTL));
+        let err = json::parse(r#"{"state":"error","attempted_at":1000}"#).unwrap();
+        assert!(!is_due(Some(&err), 1000 + TTL));
+        assert!(is_due(Some(&err), 1000 + ERROR_BACKOFF));
+        assert!(is_due(None, 0));
     }
 }

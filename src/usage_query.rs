@@ -135,7 +135,8 @@ pub fn answer(options: &Options, ctx: &Context) -> Value {
         let _ = std::fs::remove_file(&wanted);
         Value::Object(Object::new().with("state", "disabled"))
     };
-    let codex_limits = stored_limits(&ctx.dir, Agent::Codex).unwrap_or_else(pending);
+    let mut codex_limits = stored_limits(&ctx.dir, Agent::Codex).unwrap_or_else(pending);
+    crate::usage_limits::mark_passed_resets(&mut codex_limits, ctx.now);
     let limits_due =
         crate::usage_limits::is_due(read_json(&ctx.dir.limits(Agent::Codex)).as_ref(), ctx.now)
             || (options.claude_limits
