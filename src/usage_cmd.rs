@@ -4,6 +4,8 @@
 //! `worker` and `claude-limits` report failures on stderr like every other
 //! command.
 
+use std::io::Write;
+
 use crate::cli::{UsageArgs, UsageCommand};
 use crate::exit::Failure;
 use crate::json::Value;
@@ -49,7 +51,10 @@ pub fn run(args: UsageArgs) -> Result<(), Failure> {
             {
                 list.extend(errors);
             }
-            println!("{}", answer.to_json());
+            // A closed stdout (the SSH client went away) is not worth a panic.
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{}", answer.to_json());
+            let _ = out.flush();
             Ok(())
         }
         UsageCommand::Worker(_) => {
@@ -71,7 +76,7 @@ pub fn run(args: UsageArgs) -> Result<(), Failure> {
                 .get("state")
                 .and_then(Value::as_str)
                 .unwrap_or("error");
-            println!("Claude Code limits: {state}");
+            let _ = writeln!(std::io::stdout(), "Claude Code limits: {state}");
             Ok(())
         }
     }
