@@ -602,3 +602,35 @@ fn an_unchanged_tree_reuses_the_previous_snapshot() {
     assert_eq!(requests(&third.snapshot), requests(&first.snapshot) + 1);
     fs::remove_dir_all(&home).unwrap();
 }
+
+#[test]
+fn a_cold_backfill_out_of_time_is_partial_and_resumes() {
+    let home = temp_dir("usage-partial");
+    write_tree(&home);
+    let roots = Roots::resolve(&home, None, None, None);
+    let prices = PriceTable::bundled().unwrap();
+    let mut index = Index::default();
+    let expired = std::time::Instant::now();
+    std::thread::sleep(Duration::from_millis(2));
+    let first = usage_worker::scan(&mut index, &roots, &prices, NOW, Some(expired), None);
+    assert!(first.stats.partial && first.snapshot.partial);
+    assert!(first.snapshot.slots.is_empty());
+    assert_eq!(
+        path_of(&first.snapshot.coverage, &["partial"]).as_bool(),
+        Some(true)
+    );
+    // The next run (within budget) finishes the backfill; a partial snapshot
+    // is never reused as-is.
+    let second = usage_worker::scan(
+        &mut index,
+        &roots,
+        &prices,
+        NOW,
+        None,
+        Some(&first.snapshot),
+    );
+    assert!(!second.snapshot.partial);
+    let (_, complete) = scan_fixture(&home);
+    assert_eq!(second.snapshot.slots, complete.snapshot.slots);
+    fs::remove_dir_all(&home).unwrap();
+}
