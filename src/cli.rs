@@ -25,6 +25,7 @@ pub enum Command {
     NotifyHook(NotifyHookArgs),
     ActivityHook(ActivityHookArgs),
     SidebarHook(SidebarHookArgs),
+    Usage(UsageArgs),
 }
 
 /// Interop tool: encode, decode, seal and open the app's wire formats.
@@ -217,3 +218,43 @@ pub struct ActivityHookArgs {}
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "sidebar-hook")]
 pub struct SidebarHookArgs {}
+/// Claude Code and Codex token usage, cost and limits.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "usage")]
+pub struct UsageArgs {
+    #[argh(subcommand)]
+    pub command: UsageCommand,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub enum UsageCommand {
+    Query(UsageQueryArgs),
+    Worker(UsageWorkerArgs),
+    ClaudeLimits(UsageClaudeLimitsArgs),
+}
+
+/// Print the usage JSON (v1) from the cache at once; refresh in the background.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "query")]
+pub struct UsageQueryArgs {
+    /// IANA time zone for days (default: the Host's zone)
+    #[argh(option)]
+    pub tz: Option<String>,
+    /// on or off (default off): include Claude Code plan limits
+    #[argh(option)]
+    pub claude_limits: Option<String>,
+    /// auto (default), force or never
+    #[argh(option)]
+    pub refresh: Option<String>,
+}
+
+/// Internal: refresh the usage cache and limits once, then exit.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "worker")]
+pub struct UsageWorkerArgs {}
+
+/// Read Claude Code's plan limits in this (herdr's) session and store them.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "claude-limits")]
+pub struct UsageClaudeLimitsArgs {}

@@ -5,7 +5,7 @@
 
 use std::process::ExitCode;
 
-use heeler::{accept, activity_hook, cli, exit, notify_hook, pair, sidebar, wire};
+use heeler::{accept, activity_hook, cli, exit, notify_hook, pair, sidebar, usage_cmd, wire};
 
 fn main() -> ExitCode {
     let args: cli::Args = argh::from_env();
@@ -20,6 +20,7 @@ fn main() -> ExitCode {
         Some(cli::Command::NotifyHook(hook_args)) => notify_hook::run(hook_args),
         Some(cli::Command::ActivityHook(hook_args)) => activity_hook::run(hook_args),
         Some(cli::Command::SidebarHook(hook_args)) => sidebar::run(hook_args),
+        Some(cli::Command::Usage(usage_args)) => usage_cmd::run(usage_args),
         None => Err(exit::Failure::new(
             "heeler: no command given; see `heeler --help`",
             2,
