@@ -396,6 +396,7 @@ fn activity_dir(state_dir: &Path) -> PathBuf {
 pub fn run_with(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Result<(), ActivityError> {
     let config_dir = hook_env::config_dir(lookup)?;
     hook_env::refresh_sidebar_snapshot(&config_dir);
+    hook_env::record_usage_runtime(lookup);
     let env = hook_env::rest(config_dir, lookup)?;
     let event = hook_env::parse_event(&env.event_json)?;
     let registration_path = registration::path_in(&env.config_dir);

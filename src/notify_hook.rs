@@ -137,6 +137,7 @@ fn text_of(agent: &Value, keys: &[&str]) -> Option<String> {
 pub fn run_with(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Result<(), NotifyError> {
     let config_dir = hook_env::config_dir(lookup)?;
     hook_env::refresh_sidebar_snapshot(&config_dir);
+    hook_env::record_usage_runtime(lookup);
     let env = hook_env::rest(config_dir, lookup)?;
     let event = hook_env::parse_event(&env.event_json)?;
     let ts = (hook_env::now_ms() / 1000) as i64;

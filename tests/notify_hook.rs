@@ -575,3 +575,38 @@ fn a_silent_herdr_socket_times_out_and_falls_back_to_the_binary() {
     );
     assert!(f.relay.requests().is_empty());
 }
+
+#[test]
+fn every_hook_run_records_the_runtime_for_usage_queries() {
+    let f = blocked_host("runtime");
+    let record = f.state.join("usage/runtime-v1.json");
+    assert!(
+        f.run("notify-hook", &event("w1:p1", "working"))
+            .status
+            .success()
+    );
+    let value = json::parse(&std::fs::read_to_string(&record).unwrap()).unwrap();
+    assert_eq!(value.get("v").and_then(Value::as_i64), Some(1));
+    assert!(
+        value
+            .get("binary")
+            .and_then(Value::as_str)
+            .is_some_and(|b| b.ends_with("heeler"))
+    );
+    assert_eq!(
+        value.get("herdr_socket").and_then(Value::as_str),
+        Some(f.herdr.socket.to_str().unwrap())
+    );
+    // Unchanged runtime: the record is not rewritten on the next event.
+    let before = std::fs::metadata(&record).unwrap().modified().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert!(
+        f.run("notify-hook", &event("w1:p1", "working"))
+            .status
+            .success()
+    );
+    assert_eq!(
+        std::fs::metadata(&record).unwrap().modified().unwrap(),
+        before
+    );
+}
