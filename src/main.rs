@@ -5,7 +5,9 @@
 
 use std::process::ExitCode;
 
-use heeler::{accept, cli, doctor, exit, pair, sidebar, wire};
+use heeler::{
+    accept, activity_hook, cli, doctor, exit, notify_hook, pair, sidebar, usage_cmd, wire,
+};
 
 fn main() -> ExitCode {
     let args: cli::Args = argh::from_env();
@@ -17,7 +19,10 @@ fn main() -> ExitCode {
         Some(cli::Command::Wire(wire_args)) => wire::run(wire_args),
         Some(cli::Command::Accept(accept_args)) => return accept::run(accept_args),
         Some(cli::Command::Pair(pair_args)) => pair::run(pair_args),
+        Some(cli::Command::NotifyHook(hook_args)) => notify_hook::run(hook_args),
+        Some(cli::Command::ActivityHook(hook_args)) => activity_hook::run(hook_args),
         Some(cli::Command::SidebarHook(hook_args)) => sidebar::run(hook_args),
+        Some(cli::Command::Usage(usage_args)) => usage_cmd::run(usage_args),
         Some(cli::Command::Doctor(doctor_args)) => doctor::run(doctor_args),
         None => Err(exit::Failure::new(
             "heeler: no command given; see `heeler --help`",

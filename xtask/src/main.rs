@@ -5,7 +5,10 @@
 //! task per file; this file only dispatches.
 
 mod bench_accept;
+mod bench_hooks;
 mod bench_sidebar;
+mod bench_usage;
+mod pricing;
 mod static_build;
 mod vectors;
 
@@ -19,6 +22,9 @@ tasks:
   vectors         regenerate test-vectors/ with the independent Python generator
   bench-sidebar   sidebar refresh cost when nothing changed (release build)
   bench-accept    CPU time and peak RSS of one `heeler accept` (release build; --static)
+  bench-hooks     CPU time and peak RSS of the event hooks (release build; [--runs N])
+  bench-usage     usage cold scan, warm query and one-file append on a synthetic corpus [--scale 1.0]
+  pricing         regenerate pricing.json: --input FILE --date YYYY-MM-DD [--source litellm|models-dev] [--version V]
   static          build x86_64-unknown-linux-musl statically here (toolchain.md §3.1) and
                   check it [--target <arch>-unknown-linux-musl]";
 
@@ -29,6 +35,9 @@ fn main() -> ExitCode {
         Some("vectors") => vectors::run(rest),
         Some("bench-sidebar") => bench_sidebar::run(rest),
         Some("bench-accept") => bench_accept::run(),
+        Some("bench-hooks") => bench_hooks::run(rest).map_err(Into::into),
+        Some("bench-usage") => bench_usage::run(rest).map_err(Into::into),
+        Some("pricing") => pricing::run(rest).map_err(Into::into),
         Some("static") => static_build::run(rest).map_err(Into::into),
         _ => {
             eprintln!("{USAGE}");
@@ -50,4 +59,12 @@ fn project_root() -> std::path::PathBuf {
         .parent()
         .map(|p| p.to_path_buf())
         .unwrap_or_default()
+}
+
+/// The value after `--name` in a task's arguments.
+pub fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map(String::as_str)
 }
