@@ -15,3 +15,12 @@ pub mod pairing_code;
 pub mod session;
 mod sys;
 pub mod wire;
+
+// The pairing popup (issue 4).
+pub mod addresses;
+pub mod checklist;
+pub mod pair_config;
+pub mod popup_keys;
+pub mod popup_screen;
+pub mod qr;
+pub mod tailscale_probe;
