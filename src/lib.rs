@@ -19,6 +19,7 @@ pub mod wire;
 // The pairing popup (issue 4).
 pub mod addresses;
 pub mod checklist;
+pub mod herdr_endpoint;
 pub mod pair_config;
 pub mod popup_keys;
 pub mod popup_screen;
