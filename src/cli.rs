@@ -20,6 +20,7 @@ pub struct Args {
 #[argh(subcommand)]
 pub enum Command {
     Wire(WireArgs),
+    PairAction(PairActionArgs),
 }
 
 /// Interop tool: encode, decode, seal and open the app's wire formats.
@@ -167,3 +168,9 @@ pub struct CollapseArgs {
     #[argh(option)]
     pub pane: String,
 }
+
+/// The `pair` action: ask herdr to open the pairing popup (exit status =
+/// the outcome).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "pair-action")]
+pub struct PairActionArgs {}

@@ -19,7 +19,9 @@ pub mod wire;
 // The pairing popup (issue 4).
 pub mod addresses;
 pub mod checklist;
+pub mod clipboard;
 pub mod herdr_endpoint;
+pub mod pair_action;
 pub mod pair_config;
 pub mod popup_keys;
 pub mod popup_screen;

@@ -5,7 +5,7 @@
 
 use std::process::ExitCode;
 
-use heeler::{cli, exit, wire};
+use heeler::{cli, exit, pair_action, wire};
 
 fn main() -> ExitCode {
     let args: cli::Args = argh::from_env();
@@ -15,6 +15,7 @@ fn main() -> ExitCode {
             Ok(())
         }
         Some(cli::Command::Wire(wire_args)) => wire::run(wire_args),
+        Some(cli::Command::PairAction(_)) => pair_action::run(),
         None => Err(exit::Failure::new(
             "heeler: no command given; see `heeler --help`",
             2,
