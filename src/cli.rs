@@ -20,6 +20,8 @@ pub struct Args {
 #[argh(subcommand)]
 pub enum Command {
     Wire(WireArgs),
+    Accept(AcceptArgs),
+    Pair(PairArgs),
     PairAction(PairActionArgs),
 }
 
@@ -167,6 +169,34 @@ pub struct CollapseArgs {
     /// the herdr pane id
     #[argh(option)]
     pub pane: String,
+}
+
+/// Enrollment entrypoint: the forced command sshd runs for a Bootstrap Key.
+/// Reads the Device Key line on stdin, answers one HERDR-ENROLL line.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "accept")]
+pub struct AcceptArgs {
+    /// the plugin state dir holding pending/<id>.json
+    #[argh(option)]
+    pub state_dir: Option<String>,
+    /// the pairing id of the ceremony
+    #[argh(option)]
+    pub pairing_id: Option<String>,
+}
+
+/// Pair a Heeler device: show a Pairing Code and enroll its Device Key.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "pair")]
+pub struct PairArgs {
+    /// headless: print the Pairing Code on stdout instead of opening the popup
+    #[argh(switch)]
+    pub no_ui: bool,
+    /// an address for the code (repeatable; default: the pre-checked one)
+    #[argh(option)]
+    pub address: Vec<String>,
+    /// print a config-only code (no Bootstrap Key) and exit
+    #[argh(switch)]
+    pub config_only: bool,
 }
 
 /// The `pair` action: ask herdr to open the pairing popup (exit status =

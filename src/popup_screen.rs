@@ -253,7 +253,6 @@ pub fn no_host_key_message(ssh_dir: &str) -> Vec<String> {
 
 pub const NO_ADDRESS: &str =
     "No routable network address found. Connect to a LAN or VPN and retry.";
-pub const NO_STATE_DIR: &str = "HERDR_PLUGIN_STATE_DIR is not set. Run this popup through herdr.";
 
 /// Removes the style escapes, leaving what a reader sees.
 pub fn plain(line: &str) -> String {

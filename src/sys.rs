@@ -24,10 +24,174 @@ impl<T> Place<T> {
     }
 }
 
+use std::ffi::{CStr, OsString};
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::os::unix::ffi::OsStringExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+
+/// The effective user id of this process.
+pub(crate) fn effective_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// The parts of a passwd entry heeler needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PasswdEntry {
+    pub(crate) name: String,
+    pub(crate) home: PathBuf,
+}
+
+/// Looks up the passwd entry of `uid` (`getpwuid_r`). `Ok(None)` when there
+/// is no such user; an error when the lookup itself fails or the user name
+/// is not UTF-8.
+pub(crate) fn passwd_entry(uid: u32) -> io::Result<Option<PasswdEntry>> {
+    let mut buffer_len = 1024usize;
+    loop {
+        let mut buffer = vec![0 as libc::c_char; buffer_len];
+        // SAFETY: an all-zero `passwd` is a valid value (null pointers and
+        // zero integers); getpwuid_r only writes into it.
+        let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut result: *mut libc::passwd = std::ptr::null_mut();
+        // SAFETY: every pointer is valid for the call: `entry` and `result`
+        // are live locals, `buffer` is a live allocation of `buffer.len()`
+        // bytes that getpwuid_r uses for the strings `entry` points into.
+        let status = unsafe {
+            libc::getpwuid_r(
+                uid,
+                &mut entry,
+                buffer.as_mut_ptr(),
+                buffer.len(),
+                &mut result,
+            )
+        };
+        if status == libc::ERANGE && buffer_len < (1 << 20) {
+            buffer_len *= 4;
+            continue;
+        }
+        if status != 0 {
+            return Err(io::Error::from_raw_os_error(status));
+        }
+        if result.is_null() {
+            return Ok(None);
+        }
+        if entry.pw_name.is_null() || entry.pw_dir.is_null() {
+            return Ok(None);
+        }
+        // SAFETY: on success `pw_name` and `pw_dir` point to NUL-terminated
+        // strings inside `buffer`, which is still alive here; we copy them
+        // out before `buffer` is dropped.
+        let (name, home) = unsafe {
+            (
+                CStr::from_ptr(entry.pw_name).to_bytes().to_vec(),
+                CStr::from_ptr(entry.pw_dir).to_bytes().to_vec(),
+            )
+        };
+        let name = String::from_utf8(name)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "user name is not UTF-8"))?;
+        return Ok(Some(PasswdEntry {
+            name,
+            home: PathBuf::from(OsString::from_vec(home)),
+        }));
+    }
+}
+
+/// Every IPv4/IPv6 address of every interface (`getifaddrs`), in the order
+/// the kernel lists them: `(interface name, address, is loopback)`.
+pub fn interface_addresses() -> io::Result<Vec<(String, IpAddr, bool)>> {
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: `head` is a valid out-pointer; on success getifaddrs stores a
+    // list we must release with freeifaddrs, which we do below.
+    if unsafe { libc::getifaddrs(&mut head) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut out = Vec::new();
+    let mut cursor = head;
+    while !cursor.is_null() {
+        // SAFETY: `cursor` is a non-null node of the list getifaddrs built,
+        // which stays valid until freeifaddrs.
+        let node = unsafe { &*cursor };
+        cursor = node.ifa_next;
+        if node.ifa_addr.is_null() || node.ifa_name.is_null() {
+            continue;
+        }
+        // SAFETY: `ifa_name` is a NUL-terminated string owned by the list.
+        let name = unsafe { CStr::from_ptr(node.ifa_name) }
+            .to_string_lossy()
+            .into_owned();
+        let loopback = node.ifa_flags & (libc::IFF_LOOPBACK as libc::c_uint) != 0;
+        // SAFETY: `ifa_addr` is non-null and points at a sockaddr whose
+        // `sa_family` tells its real type; we only reinterpret it as
+        // sockaddr_in / sockaddr_in6 when the family says so.
+        let address = unsafe {
+            match i32::from((*node.ifa_addr).sa_family) {
+                libc::AF_INET => {
+                    let sin = &*node.ifa_addr.cast::<libc::sockaddr_in>();
+                    Some(IpAddr::V4(Ipv4Addr::from(u32::from_be(
+                        sin.sin_addr.s_addr,
+                    ))))
+                }
+                libc::AF_INET6 => {
+                    let sin6 = &*node.ifa_addr.cast::<libc::sockaddr_in6>();
+                    Some(IpAddr::V6(Ipv6Addr::from(sin6.sin6_addr.s6_addr)))
+                }
+                _ => None,
+            }
+        };
+        if let Some(address) = address {
+            out.push((name, address, loopback));
+        }
+    }
+    // SAFETY: `head` came from a successful getifaddrs and is freed once.
+    unsafe { libc::freeifaddrs(head) };
+    Ok(out)
+}
+
+static TERMINATION_REQUESTED: AtomicBool = AtomicBool::new(false);
+static TERMINATION_SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn record_termination(signal: libc::c_int) {
+    // Only lock-free atomic stores: async-signal-safe.
+    TERMINATION_SIGNAL.store(signal, Ordering::SeqCst);
+    TERMINATION_REQUESTED.store(true, Ordering::SeqCst);
+}
+
+/// Routes SIGINT, SIGTERM and SIGHUP to a flag instead of killing the
+/// process, so a long-running command can clean up (remove its bootstrap
+/// line) before it exits. Poll [`termination_signal`].
+pub(crate) fn catch_termination_signals() -> io::Result<()> {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: an all-zero sigaction is valid; we then set the handler,
+        // an empty mask and flags. The handler only stores atomics, which is
+        // async-signal-safe, and it lives for the whole program.
+        let status = unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = record_termination as extern "C" fn(libc::c_int) as usize;
+            libc::sigemptyset(&mut action.sa_mask);
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigaction(signal, &action, std::ptr::null_mut())
+        };
+        if status != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The termination signal caught since [`catch_termination_signals`], if any.
+pub(crate) fn termination_signal() -> Option<i32> {
+    if TERMINATION_REQUESTED.load(Ordering::SeqCst) {
+        Some(TERMINATION_SIGNAL.load(Ordering::SeqCst))
+    } else {
+        None
+    }
+}
+
 // ---- The pairing popup: host name and local wall-clock time. ----
 
 /// This machine's host name (`gethostname`), `None` if it cannot be read.
-#[allow(dead_code)] // used by the popup, which lands after the ceremony merge
 pub(crate) fn host_name() -> Option<String> {
     let mut buffer = [0u8; 256];
     // SAFETY: `buffer` is a live, writable array and we pass its exact
@@ -43,7 +207,6 @@ pub(crate) fn host_name() -> Option<String> {
 
 /// The local wall-clock time of a Unix timestamp as `(hour, minute,
 /// second)` (`localtime_r`), `None` if the conversion fails.
-#[allow(dead_code)] // used by the popup, which lands after the ceremony merge
 pub(crate) fn local_time_of_day(unix_seconds: i64) -> Option<(u32, u32, u32)> {
     let time = libc::time_t::try_from(unix_seconds).ok()?;
     // SAFETY: an all-zero `tm` is a valid value (integers and a null zone

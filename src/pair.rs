@@ -1,0 +1,348 @@
+//! `heeler pair --no-ui`: the pairing ceremony without the popup, for
+//! headless servers and scripts.
+//!
+//! Prints the Pairing Code as the only stdout line, then waits: when a
+//! device enrolls it prints `enrolled SHA256:… [<label>]` and exits 0; when
+//! the code expires it cleans up and exits 1; SIGINT, SIGTERM and SIGHUP
+//! remove the bootstrap line before exiting (128 + signal). Progress and
+//! hints go to stderr. `--config-only` prints a code without a Bootstrap
+//! Key and exits at once.
+//!
+//! Test-only environment (never set these in production):
+//! `HEELER_TEST_PAIRING_TTL_SECONDS` shortens the Bootstrap Key's TTL, and
+//! `HEELER_TEST_HOST_KEY_DIR` replaces `/etc/ssh` as the host key directory.
+
+use std::io::Write;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::ceremony::{self, CeremonyConfig};
+use crate::cli::PairArgs;
+use crate::exit::Failure;
+use crate::json;
+use crate::pairing_code::{self, Payload};
+use crate::{host_key, sys};
+
+/// The plugin id: names the default herdr config and state directories.
+pub const PLUGIN_ID: &str = "heeler";
+/// The port a Pairing Code advertises without a valid `pair.json`.
+pub const DEFAULT_SSH_PORT: u16 = 22;
+/// How often the wait loop looks for an enrollment or a signal.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(200);
+/// Test-only: overrides the Bootstrap Key TTL (seconds).
+pub const TEST_TTL_ENV: &str = "HEELER_TEST_PAIRING_TTL_SECONDS";
+/// Test-only: overrides the host key directory.
+pub const TEST_HOST_KEY_DIR_ENV: &str = "HEELER_TEST_HOST_KEY_DIR";
+
+fn fail(line: impl Into<String>) -> Failure {
+    Failure::new(format!("heeler pair: {}", line.into()), 1)
+}
+
+fn env_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// `HERDR_PLUGIN_STATE_DIR`, else herdr's default
+/// (`$XDG_STATE_HOME/herdr/plugins/heeler`, `~/.local/state/herdr/plugins/heeler`).
+pub fn state_dir(home: &Path) -> PathBuf {
+    env_path("HERDR_PLUGIN_STATE_DIR").unwrap_or_else(|| {
+        env_path("XDG_STATE_HOME")
+            .unwrap_or_else(|| home.join(".local/state"))
+            .join("herdr/plugins")
+            .join(PLUGIN_ID)
+    })
+}
+
+/// `HERDR_PLUGIN_CONFIG_DIR`, else herdr's default
+/// (`$XDG_CONFIG_HOME/herdr/plugins/config/heeler`, `~/.config/herdr/plugins/config/heeler`).
+pub fn config_dir(home: &Path) -> PathBuf {
+    env_path("HERDR_PLUGIN_CONFIG_DIR").unwrap_or_else(|| {
+        env_path("XDG_CONFIG_HOME")
+            .unwrap_or_else(|| home.join(".config"))
+            .join("herdr/plugins/config")
+            .join(PLUGIN_ID)
+    })
+}
+
+/// `pair.json`'s `ssh_port` (contracts §b.2): 22 when absent; 22 plus a
+/// warning when unreadable, not JSON, not an object, or out of range.
+pub fn ssh_port_from(contents: Result<String, std::io::Error>) -> (u16, Option<String>) {
+    let text = match contents {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (DEFAULT_SSH_PORT, None),
+        Err(e) => {
+            return (
+                DEFAULT_SSH_PORT,
+                Some(format!("pair.json could not be read ({e}).")),
+            );
+        }
+    };
+    let Ok(value) = json::parse(&text) else {
+        return (
+            DEFAULT_SSH_PORT,
+            Some("pair.json is not valid JSON.".into()),
+        );
+    };
+    let Some(object) = value.as_object() else {
+        return (
+            DEFAULT_SSH_PORT,
+            Some("pair.json is not a JSON object.".into()),
+        );
+    };
+    let Some(port) = object.get("ssh_port") else {
+        return (DEFAULT_SSH_PORT, None);
+    };
+    match port.as_i64().and_then(|p| u16::try_from(p).ok()) {
+        Some(p) if p >= 1 => (p, None),
+        _ => (
+            DEFAULT_SSH_PORT,
+            Some(format!(
+                "pair.json ssh_port {} is not an integer 1..65535.",
+                port.to_json()
+            )),
+        ),
+    }
+}
+
+fn is_likely_reachable(address: &IpAddr) -> bool {
+    match address {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            v4.is_private() || (a == 100 && (64..128).contains(&b))
+        }
+        IpAddr::V6(v6) => (v6.segments()[0] & 0xfe00) == 0xfc00,
+    }
+}
+
+fn is_link_local(address: &IpAddr) -> bool {
+    match address {
+        IpAddr::V4(v4) => v4.is_link_local(),
+        IpAddr::V6(v6) => (v6.segments()[0] & 0xffc0) == 0xfe80,
+    }
+}
+
+/// A simple default address: the first non-loopback, non-link-local
+/// address, preferring private (LAN/VPN) ones and IPv4. (The popup's
+/// checklist does the full ranking.)
+pub fn default_address(interfaces: &[(String, IpAddr, bool)]) -> Option<String> {
+    let mut candidates: Vec<&IpAddr> = interfaces
+        .iter()
+        .filter(|(_, address, loopback)| {
+            !loopback && !address.is_loopback() && !is_link_local(address)
+        })
+        .map(|(_, address, _)| address)
+        .collect();
+    candidates.sort_by_key(|a| (!is_likely_reachable(a), a.is_ipv6()));
+    candidates.first().map(|a| a.to_string())
+}
+
+/// Writes one stdout line; a closed stdout is not worth a panic.
+fn print_line(line: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{line}");
+    let _ = stdout.flush();
+}
+
+fn note(line: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+/// The command.
+pub fn run(args: PairArgs) -> Result<(), Failure> {
+    if !args.no_ui {
+        return Err(Failure::new(
+            "heeler pair: the pairing popup is not built yet; use `heeler pair --no-ui`",
+            2,
+        ));
+    }
+    let home =
+        crate::accept::home_dir().ok_or_else(|| fail("cannot determine the home directory"))?;
+    let host_key_dir =
+        env_path(TEST_HOST_KEY_DIR_ENV).unwrap_or_else(|| PathBuf::from(host_key::DEFAULT_DIR));
+    let host_key = host_key::find(&host_key_dir)
+        .map_err(|e| fail(e.to_string()))?
+        .ok_or_else(|| {
+            fail(format!(
+                "no SSH host key found under {}; run `sudo ssh-keygen -A`",
+                host_key_dir.display()
+            ))
+        })?;
+    let user =
+        host_key::username().map_err(|e| fail(format!("cannot determine the user name: {e}")))?;
+    let (port, warning) =
+        ssh_port_from(std::fs::read_to_string(config_dir(&home).join("pair.json")));
+    if let Some(warning) = warning {
+        note(&format!("{warning} Advertising {port}."));
+    }
+    let addrs = if args.address.is_empty() {
+        let interfaces = sys::interface_addresses()
+            .map_err(|e| fail(format!("cannot list network interfaces: {e}")))?;
+        vec![default_address(&interfaces).ok_or_else(|| {
+            fail("No routable network address found. Connect to a LAN or VPN and retry, or pass --address.")
+        })?]
+    } else {
+        args.address.clone()
+    };
+    let mut payload = Payload {
+        addrs,
+        port,
+        user,
+        fp: host_key.fingerprint,
+        bootstrap: None,
+    };
+    if args.config_only {
+        let code = pairing_code::encode_v1(&payload)
+            .map_err(|e| fail(format!("invalid Pairing Code: {e}")))?;
+        print_line(&code);
+        return Ok(());
+    }
+
+    let state_dir = std::path::absolute(state_dir(&home)).map_err(|e| fail(e.to_string()))?;
+    let mut config = CeremonyConfig::new(
+        &home,
+        &state_dir,
+        &ceremony::current_exe().map_err(|e| fail(e.to_string()))?,
+    );
+    if let Some(ttl) = std::env::var(TEST_TTL_ENV)
+        .ok()
+        .and_then(|t| t.parse::<i64>().ok())
+    {
+        config.ttl_seconds = ttl.max(1);
+    }
+    sys::catch_termination_signals().map_err(|e| fail(format!("cannot catch signals: {e}")))?;
+    ceremony::sweep(&home, &state_dir, ceremony::unix_now())
+        .map_err(|e| fail(format!("sweep failed: {e}")))?;
+    let ceremony =
+        ceremony::begin(&config).map_err(|e| fail(format!("Could not start pairing: {e}")))?;
+    payload.bootstrap = Some(ceremony.bootstrap());
+    let code = match pairing_code::encode_v1(&payload) {
+        Ok(code) => code,
+        Err(e) => {
+            let _ = ceremony.end();
+            return Err(fail(format!("invalid Pairing Code: {e}")));
+        }
+    };
+    print_line(&code);
+    note(&format!(
+        "{} on port {}, host key {}; code valid for {} s, single use",
+        payload.user, payload.port, payload.fp, config.ttl_seconds
+    ));
+    wait(&ceremony)
+}
+
+fn report_enrolled(
+    ceremony: &ceremony::Ceremony,
+    enrolled: &ceremony::Enrolled,
+) -> Result<(), Failure> {
+    match &enrolled.comment {
+        Some(comment) => print_line(&format!("enrolled {} {comment}", enrolled.fingerprint)),
+        None => print_line(&format!("enrolled {}", enrolled.fingerprint)),
+    }
+    ceremony
+        .end()
+        .map_err(|e| fail(format!("enrolled, but cleanup failed: {e}")))
+}
+
+fn wait(ceremony: &ceremony::Ceremony) -> Result<(), Failure> {
+    loop {
+        if let Some(signal) = sys::termination_signal() {
+            let cleanup = ceremony.end();
+            let status = u8::try_from(128 + signal).unwrap_or(1);
+            return Err(match cleanup {
+                Ok(()) => Failure::new(
+                    format!(
+                        "heeler pair: stopped by signal {signal}; the Bootstrap Key was removed"
+                    ),
+                    status,
+                ),
+                Err(e) => Failure::new(
+                    format!("heeler pair: stopped by signal {signal}; cleanup failed: {e}"),
+                    status,
+                ),
+            });
+        }
+        if let Some(enrolled) = ceremony.poll_enrolled() {
+            return report_enrolled(ceremony, &enrolled);
+        }
+        if ceremony::unix_now() >= ceremony.expires_at() {
+            return match ceremony.expire() {
+                Ok(Some(enrolled)) => report_enrolled(ceremony, &enrolled),
+                Ok(None) => {
+                    let _ = ceremony.end();
+                    Err(fail("Pairing Code expired; the Bootstrap Key was removed"))
+                }
+                Err(e) => {
+                    let _ = ceremony.end();
+                    Err(fail(format!("expiry failed: {e}")))
+                }
+            };
+        }
+        std::thread::sleep(POLL_INTERVAL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    #[test]
+    fn pair_json_port_rules() {
+        let missing = Err(std::io::Error::from(std::io::ErrorKind::NotFound));
+        assert_eq!(ssh_port_from(missing), (22, None));
+        assert_eq!(
+            ssh_port_from(Ok("{\"ssh_port\":2222}".into())),
+            (2222, None)
+        );
+        assert_eq!(ssh_port_from(Ok("{\"ssh_port\":22.0}".into())), (22, None));
+        assert_eq!(ssh_port_from(Ok("{}".into())), (22, None));
+        assert_eq!(
+            ssh_port_from(Ok("{\"ssh_port\":70000}".into())).1.unwrap(),
+            "pair.json ssh_port 70000 is not an integer 1..65535."
+        );
+        assert_eq!(
+            ssh_port_from(Ok("{\"ssh_port\":\"22\"}".into())).1.unwrap(),
+            "pair.json ssh_port \"22\" is not an integer 1..65535."
+        );
+        assert_eq!(
+            ssh_port_from(Ok("[1]".into())).1.unwrap(),
+            "pair.json is not a JSON object."
+        );
+        assert_eq!(
+            ssh_port_from(Ok("{".into())).1.unwrap(),
+            "pair.json is not valid JSON."
+        );
+        let denied = Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied));
+        assert!(
+            ssh_port_from(denied)
+                .1
+                .unwrap()
+                .starts_with("pair.json could not be read (")
+        );
+    }
+
+    #[test]
+    fn default_address_prefers_private_ipv4() {
+        let v4 = |a, b, c, d| IpAddr::V4(Ipv4Addr::new(a, b, c, d));
+        let interfaces = vec![
+            ("lo".to_string(), v4(127, 0, 0, 1), true),
+            ("eth0".to_string(), v4(169, 254, 1, 1), false),
+            (
+                "eth0".to_string(),
+                IpAddr::V6(Ipv6Addr::new(0xfd7a, 0, 0, 0, 0, 0, 0, 1)),
+                false,
+            ),
+            ("eth1".to_string(), v4(8, 8, 8, 8), false),
+            ("eth2".to_string(), v4(192, 168, 1, 5), false),
+        ];
+        assert_eq!(default_address(&interfaces).as_deref(), Some("192.168.1.5"));
+        assert_eq!(default_address(&interfaces[..1]), None);
+        assert_eq!(
+            default_address(&interfaces[..4]).as_deref(),
+            Some("fd7a::1")
+        );
+    }
+}
