@@ -131,13 +131,31 @@ fn wrapped_rows(chars: usize, columns: usize) -> usize {
     chars.div_ceil(columns.max(1)).max(1)
 }
 
+/// Text rows a styled line takes once the terminal wraps it.
+fn rows_of(line: &str, columns: usize) -> usize {
+    wrapped_rows(plain(line).chars().count(), columns)
+}
+
+/// The leading lines that fit in `budget` rows once wrapped.
+fn fit(lines: Vec<String>, budget: usize, columns: usize) -> Vec<String> {
+    let mut used = 0;
+    lines
+        .into_iter()
+        .take_while(|line| {
+            used += rows_of(line, columns);
+            used <= budget
+        })
+        .collect()
+}
+
 /// The QR screen for a terminal of `rows` × `columns`.
 ///
-/// The QR is drawn only when it fits whole; otherwise the screen says how
-/// much room it needs and `c` still copies. With `show_code` (a copy that
-/// could not reach a clipboard) the exact code follows for manual selection,
-/// taking the QR's place when both do not fit. Trailing text is what gives
-/// way to a small terminal, never the QR.
+/// The QR is drawn only when it fits whole with its hint; otherwise the
+/// screen says how much room it needs and `c` still copies. With
+/// `show_code` (a copy that could not reach a clipboard) the exact code
+/// follows for manual selection, taking the QR's place when both do not
+/// fit. Trailing text is what gives way to a small terminal, never the QR,
+/// and nothing is drawn past the last row (which would scroll the QR away).
 pub fn qr_screen(
     qr: &Qr,
     code: &str,
@@ -146,32 +164,35 @@ pub fn qr_screen(
     show_code: bool,
     (rows, columns): (usize, usize),
 ) -> Vec<String> {
+    let hint = hint_line(hint);
     let code_rows = if show_code {
         wrapped_rows(code.chars().count(), columns)
     } else {
         0
     };
-    let qr_fits = qr.rows() < rows && qr.columns() <= columns;
+    let needed_rows = qr.rows() + rows_of(&hint, columns.max(qr.columns()));
+    let qr_fits = needed_rows <= rows && qr.columns() <= columns;
     let mut lines = Vec::new();
-    if qr_fits && qr.rows() + 1 + code_rows <= rows {
+    if qr_fits && needed_rows + code_rows <= rows {
         lines.extend(qr.lines());
-        lines.push(hint_line(hint));
-        lines.extend(detail_lines(details));
-        lines.truncate(rows - code_rows);
+        let mut text = vec![hint];
+        text.extend(detail_lines(details));
+        lines.extend(fit(text, rows - qr.rows() - code_rows, columns));
     } else if show_code {
-        lines.push(hint_line(hint));
-        lines.push(bold("Pairing Code (select and copy it):"));
+        let text = vec![hint, bold("Pairing Code (select and copy it):")];
+        lines.extend(fit(text, rows.saturating_sub(code_rows), columns));
     } else {
-        lines.push(bold(&format!(
-            "The QR needs {} rows and {} columns; this window has {rows} rows and {columns} columns.",
-            qr.rows() + 1,
-            qr.columns()
-        )));
-        lines.push("Enlarge the window, or press c to copy the Pairing Code.".to_owned());
-        lines.push(String::new());
-        lines.push(hint_line(hint));
-        lines.extend(detail_lines(details));
-        lines.truncate(rows.max(1));
+        let mut text = vec![
+            bold(&format!(
+                "The QR needs {needed_rows} rows and {} columns; this window has {rows} rows and {columns} columns.",
+                qr.columns()
+            )),
+            hint,
+            "Enlarge the window, or press c to copy the Pairing Code.".to_owned(),
+            String::new(),
+        ];
+        text.extend(detail_lines(details));
+        lines.extend(fit(text, rows.max(1), columns));
     }
     if show_code {
         lines.push(code.to_owned());
@@ -406,9 +427,13 @@ mod tests {
             lines[0],
             format!(
                 "The QR needs {} rows and {} columns; this window has 10 rows and 20 columns.",
-                qr.rows() + 1,
+                qr.rows()
+                    + "Scan with Heeler -- c: copy pairing code, any other key close"
+                        .len()
+                        .div_ceil(qr.columns()),
                 qr.columns()
-            )
+            ),
+            "the hint wraps at the QR's width"
         );
         assert!(lines.iter().any(|l| l.contains("c: copy pairing code")));
         assert!(lines.iter().all(|l| !l.contains('▀') && !l.contains('█')));
@@ -431,6 +456,19 @@ mod tests {
         ));
         assert_eq!(tight.last().map(String::as_str), Some(code));
         assert!(tight.iter().all(|l| !l.contains('█')));
+    }
+
+    #[test]
+    fn wrapped_text_never_pushes_the_qr_off_screen() {
+        let code = "HERDR-PAIR:1:abc";
+        let qr = Qr::encode(code).unwrap();
+        let mut long = details();
+        long.addresses = (0..40).map(|i| format!("10.0.0.{i}")).collect();
+        let (rows, columns) = (qr.rows() + 4, 64);
+        let lines = qr_screen(&qr, code, &long, Hint::Scan, false, (rows, columns));
+        let used: usize = lines.iter().map(|l| rows_of(l, columns)).sum();
+        assert!(used <= rows, "{used} rows in {rows}");
+        assert_eq!(lines.len(), qr.rows() + 3, "the addresses line gave way");
     }
 
     #[test]
