@@ -20,9 +20,9 @@
 //! plugin's uncaught exception — only the detail on stderr, exit 1.
 
 use std::io::{Read, Write};
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::authorized_keys::{self, Location};
@@ -30,6 +30,7 @@ use crate::ceremony;
 use crate::cli::AcceptArgs;
 use crate::device_key::{self, DeviceKey};
 use crate::pairing_state::{EnrolledRecord, StateDir};
+use crate::sys;
 
 /// Stop reading stdin after this many characters without a newline.
 pub const MAX_INPUT_CHARS: usize = 4096;
@@ -135,7 +136,7 @@ pub fn home_dir() -> Option<PathBuf> {
 /// The whole enrollment, with stdin, its timeout and the clock injected.
 pub fn accept(
     request: &Request,
-    stdin: impl Read + Send + 'static,
+    stdin: impl Read + AsFd,
     timeout: Duration,
     now: &dyn Fn() -> i64,
 ) -> Result<DeviceKey, AcceptError> {
@@ -218,41 +219,28 @@ fn enroll(
 
 /// Reads stdin until the first newline, [`MAX_INPUT_CHARS`] characters,
 /// EOF, an error, or `timeout`, whichever comes first, and returns the text
-/// before the first newline. A reader thread does the blocking reads; at the
-/// deadline we stop waiting for it (the process exits soon after).
-pub fn read_submission(mut stdin: impl Read + Send + 'static, timeout: Duration) -> String {
-    let (sender, receiver) = mpsc::channel::<Vec<u8>>();
-    let spawned = std::thread::Builder::new()
-        .name("stdin".into())
-        .spawn(move || {
-            let mut buffer = [0u8; 4096];
-            loop {
-                match stdin.read(&mut buffer) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        if sender.send(buffer[..n].to_vec()).is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
-        });
-    if spawned.is_err() {
-        return String::new();
-    }
+/// before the first newline. Each read is preceded by `poll`, so a silent
+/// client cannot hold us past the deadline.
+pub fn read_submission(mut input: impl Read + AsFd, timeout: Duration) -> String {
     let deadline = Instant::now() + timeout;
     let mut bytes = Vec::new();
+    let mut buffer = [0u8; 4096];
     loop {
         if bytes.contains(&b'\n') {
             break;
         }
-        let text = String::from_utf8_lossy(&bytes);
-        if text.encode_utf16().count() >= MAX_INPUT_CHARS {
+        if String::from_utf8_lossy(&bytes).encode_utf16().count() >= MAX_INPUT_CHARS {
             break;
         }
         let left = deadline.saturating_duration_since(Instant::now());
-        match receiver.recv_timeout(left) {
-            Ok(chunk) => bytes.extend_from_slice(&chunk),
+        match sys::wait_readable(input.as_fd(), left) {
+            Ok(true) => {}
+            Ok(false) | Err(_) => break,
+        }
+        match input.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => bytes.extend_from_slice(&buffer[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => break,
         }
     }
@@ -266,6 +254,14 @@ mod tests {
     use crate::bootstrap_key::BootstrapKey;
     use crate::ceremony::CeremonyConfig;
     use std::path::Path;
+
+    /// A socket that yields `bytes` and then EOF.
+    fn piped(bytes: &[u8]) -> std::os::unix::net::UnixStream {
+        let (mut writer, reader) = std::os::unix::net::UnixStream::pair().unwrap();
+        writer.write_all(bytes).unwrap();
+        writer.shutdown(std::net::Shutdown::Write).unwrap();
+        reader
+    }
 
     fn setup(name: &str) -> (PathBuf, CeremonyConfig) {
         let root =
@@ -297,7 +293,7 @@ mod tests {
         input: &str,
         now: i64,
     ) -> Result<DeviceKey, AcceptError> {
-        let input = std::io::Cursor::new(input.as_bytes().to_vec());
+        let input = piped(input.as_bytes());
         accept(
             &request(config, id),
             input,
@@ -377,7 +373,7 @@ mod tests {
             ..request(&config, &id)
         };
         assert_eq!(
-            accept(&missing, std::io::empty(), Duration::from_secs(1), &|| 0).unwrap_err(),
+            accept(&missing, piped(b""), Duration::from_secs(1), &|| 0).unwrap_err(),
             AcceptError::MissingArguments
         );
         // Already authorized: OK, and the key is not duplicated.
@@ -395,11 +391,21 @@ mod tests {
     #[test]
     fn reads_are_bounded() {
         let long = "x".repeat(10_000);
-        let read = read_submission(
-            std::io::Cursor::new(long.into_bytes()),
-            Duration::from_secs(5),
-        );
+        let read = read_submission(piped(long.as_bytes()), Duration::from_secs(5));
         assert!(read.len() >= MAX_INPUT_CHARS && read.len() <= MAX_INPUT_CHARS + 4096);
+        // A line that arrives in pieces, the stream staying open.
+        let (mut writer, reader) = std::os::unix::net::UnixStream::pair().unwrap();
+        let slow = std::thread::spawn(move || {
+            writer.write_all(b"ssh-ed25519 ").unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+            writer.write_all(b"AAAA label\nmore").unwrap();
+            writer
+        });
+        assert_eq!(
+            read_submission(reader, Duration::from_secs(5)),
+            "ssh-ed25519 AAAA label"
+        );
+        drop(slow.join().unwrap());
         let (_keep, pipe) = std::os::unix::net::UnixStream::pair().unwrap();
         let started = Instant::now();
         assert_eq!(read_submission(pipe, Duration::from_millis(100)), "");

@@ -36,8 +36,31 @@ fn temp_path_for(path: &Path) -> PathBuf {
 /// Atomically replaces `path` with `contents`, giving the new file `mode`
 /// exactly (umask does not apply). The temp file is removed on failure.
 pub fn write(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
+    write_atomically(path, contents, mode, Durability::Synced)
+}
+
+/// Like [`write`] but without `fsync`: still atomic (a reader sees the old
+/// or the new file), but a crash may lose the new contents. Only for
+/// ephemeral state whose loss is harmless (pairing state files), where the
+/// fsyncs would dominate the cost of a short-lived process.
+pub fn write_unsynced(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
+    write_atomically(path, contents, mode, Durability::Unsynced)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Durability {
+    Synced,
+    Unsynced,
+}
+
+fn write_atomically(
+    path: &Path,
+    contents: &[u8],
+    mode: u32,
+    durability: Durability,
+) -> io::Result<()> {
     let temp = temp_path_for(path);
-    let result = write_then_rename(&temp, path, contents, mode);
+    let result = write_then_rename(&temp, path, contents, mode, durability);
     if result.is_err() {
         let _ = fs::remove_file(&temp);
     }
@@ -51,7 +74,13 @@ pub fn write_keeping_mode(path: &Path, contents: &[u8], new_mode: u32) -> io::Re
     write(path, contents, mode)
 }
 
-fn write_then_rename(temp: &Path, path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
+fn write_then_rename(
+    temp: &Path,
+    path: &Path,
+    contents: &[u8],
+    mode: u32,
+    durability: Durability,
+) -> io::Result<()> {
     let mut file = OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -59,6 +88,10 @@ fn write_then_rename(temp: &Path, path: &Path, contents: &[u8], mode: u32) -> io
         .open(temp)?;
     file.set_permissions(fs::Permissions::from_mode(mode))?;
     file.write_all(contents)?;
+    if durability == Durability::Unsynced {
+        drop(file);
+        return fs::rename(temp, path);
+    }
     file.sync_all()?;
     drop(file);
     fs::rename(temp, path)?;

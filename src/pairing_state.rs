@@ -166,7 +166,8 @@ fn write_record(path: &Path, object: &Object) -> Result<(), StateError> {
     }
     let mut text = Value::Object(object.clone()).to_json();
     text.push('\n');
-    atomic_file::write(path, text.as_bytes(), 0o600).map_err(fail)
+    // Ephemeral state: atomic, not durable (see atomic_file::write_unsynced).
+    atomic_file::write_unsynced(path, text.as_bytes(), 0o600).map_err(fail)
 }
 
 fn read_json(path: &Path) -> Option<Value> {

@@ -189,6 +189,41 @@ pub(crate) fn termination_signal() -> Option<i32> {
     }
 }
 
+/// Waits until `fd` is readable (data, EOF or an error condition) or
+/// `timeout` passes. `Ok(false)` on timeout. Retries on EINTR.
+pub(crate) fn wait_readable(
+    fd: std::os::fd::BorrowedFd<'_>,
+    timeout: std::time::Duration,
+) -> io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let millis = libc::c_int::try_from(left.as_millis()).unwrap_or(libc::c_int::MAX);
+        let mut poll_fd = libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: `poll_fd` is one valid, live pollfd and we pass a count of
+        // 1; the descriptor is kept open by the `BorrowedFd` borrow.
+        let ready = unsafe { libc::poll(&mut poll_fd, 1, millis) };
+        if ready > 0 {
+            return Ok(true);
+        }
+        if ready == 0 {
+            if left.is_zero() {
+                return Ok(false);
+            }
+            continue;
+        }
+        let error = io::Error::last_os_error();
+        if error.kind() != io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    }
+}
+
 // ---- The pairing popup: host name and local wall-clock time. ----
 
 /// This machine's host name (`gethostname`), `None` if it cannot be read.

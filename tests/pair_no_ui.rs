@@ -1,0 +1,236 @@
+//! `heeler pair --no-ui` as a process: the code it prints, expiry, and the
+//! signals that must remove the bootstrap line before it exits. Runs as any
+//! user: HOME, the state and config dirs and the host key dir are temp dirs.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use heeler::pairing_code;
+
+struct Dirs {
+    root: PathBuf,
+}
+
+impl Drop for Dirs {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+impl Dirs {
+    fn new(tag: &str) -> Dirs {
+        let root = std::env::temp_dir().join(format!("heeler-pair-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        for dir in ["home", "state", "config", "hostkeys"] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        // An ECDSA key only: the ed25519 file is absent, so ecdsa wins.
+        std::fs::write(
+            root.join("hostkeys/ssh_host_ecdsa_key.pub"),
+            "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBLcfUSSSNIBQAj/hJRedw91OfYBl8cH3TmBZbnAqRk3IF+DE3Qat5MuqssEA1NUWbqSSbGIRRcp0ckbz/p0pI18= root@host\n",
+        )
+        .unwrap();
+        Dirs { root }
+    }
+
+    fn home(&self) -> PathBuf {
+        self.root.join("home")
+    }
+
+    fn authorized_keys(&self) -> String {
+        std::fs::read_to_string(self.home().join(".ssh/authorized_keys")).unwrap_or_default()
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_heeler"));
+        cmd.args(args)
+            .env_clear()
+            .env("HOME", self.home())
+            .env("HERDR_PLUGIN_STATE_DIR", self.root.join("state"))
+            .env("HERDR_PLUGIN_CONFIG_DIR", self.root.join("config"))
+            .env("HEELER_TEST_HOST_KEY_DIR", self.root.join("hostkeys"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    }
+
+    /// Starts a ceremony; returns the child, its stdout and the decoded code.
+    fn start(
+        &self,
+        ttl: Option<&str>,
+    ) -> (
+        Child,
+        BufReader<std::process::ChildStdout>,
+        pairing_code::Payload,
+    ) {
+        let mut cmd = self.command(&["pair", "--no-ui", "--address", "192.0.2.7"]);
+        if let Some(ttl) = ttl {
+            cmd.env("HEELER_TEST_PAIRING_TTL_SECONDS", ttl);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut code = String::new();
+        stdout.read_line(&mut code).unwrap();
+        let payload = pairing_code::decode(code.trim()).unwrap();
+        (child, stdout, payload)
+    }
+}
+
+/// What `ssh-keygen -lf` printed for the ECDSA key above.
+const HOST_FINGERPRINT: &str = "SHA256:Empegmy1tODZIDkKKsD5Fs1MM7sa8DmIRjkP7DeY4DI";
+
+fn stderr_of(child: &mut Child) -> String {
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    err
+}
+
+#[test]
+fn config_only_code_has_no_bootstrap_key_and_honours_pair_json() {
+    let dirs = Dirs::new("config");
+    std::fs::write(dirs.root.join("config/pair.json"), "{\"ssh_port\":2222}").unwrap();
+    let output = dirs
+        .command(&[
+            "pair",
+            "--no-ui",
+            "--config-only",
+            "--address",
+            "10.1.2.3",
+            "--address",
+            "host.example",
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(stdout.lines().count(), 1);
+    let payload = pairing_code::decode(stdout.trim()).unwrap();
+    assert_eq!(payload.addrs, ["10.1.2.3", "host.example"]);
+    assert_eq!(payload.port, 2222);
+    assert_eq!(payload.fp, HOST_FINGERPRINT);
+    assert!(payload.bootstrap.is_none());
+    assert_eq!(dirs.authorized_keys(), "", "no key is minted");
+}
+
+#[test]
+fn a_bad_pair_json_falls_back_to_22_and_says_so() {
+    let dirs = Dirs::new("badjson");
+    std::fs::write(dirs.root.join("config/pair.json"), "{\"ssh_port\":0}").unwrap();
+    let output = dirs
+        .command(&["pair", "--no-ui", "--config-only", "--address", "10.0.0.1"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let payload = pairing_code::decode(String::from_utf8_lossy(&output.stdout).trim()).unwrap();
+    assert_eq!(payload.port, 22);
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "pair.json ssh_port 0 is not an integer 1..65535. Advertising 22.\n"
+    );
+}
+
+#[test]
+fn without_no_ui_or_a_terminal_it_points_at_no_ui() {
+    // `heeler pair` without --no-ui is the popup; with no terminal it exits 1.
+    let dirs = Dirs::new("noui");
+    let output = dirs.command(&["pair"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--no-ui"));
+}
+
+#[test]
+fn expiry_removes_the_line_and_exits_1() {
+    let dirs = Dirs::new("expiry");
+    let (mut child, mut stdout, payload) = dirs.start(Some("1"));
+    assert!(payload.bootstrap.is_some());
+    assert!(dirs.authorized_keys().contains("herdr-pairing:"));
+    let status = child.wait().unwrap();
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    assert_eq!(status.code(), Some(1));
+    assert_eq!(rest, "", "nothing more on stdout");
+    assert!(stderr_of(&mut child).contains("Pairing Code expired"));
+    assert_eq!(dirs.authorized_keys(), "");
+    assert_eq!(
+        std::fs::read_dir(dirs.root.join("state/pending"))
+            .unwrap()
+            .count(),
+        0
+    );
+}
+
+/// Sends a signal with the shell's `kill` builtin (no procps needed).
+fn kill(signal: &str, child: &Child) -> std::process::ExitStatus {
+    Command::new("sh")
+        .args(["-c", &format!("kill -s {signal} {}", child.id())])
+        .status()
+        .unwrap()
+}
+
+fn signal_removes_line(signal: &str, number: i32) {
+    let dirs = Dirs::new(signal);
+    std::fs::create_dir_all(dirs.home().join(".ssh")).unwrap();
+    std::fs::write(
+        dirs.home().join(".ssh/authorized_keys"),
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOwn mine\n",
+    )
+    .unwrap();
+    let (mut child, _stdout, payload) = dirs.start(None);
+    let exp = payload.bootstrap.unwrap().expires_at;
+    assert!(dirs.authorized_keys().contains(&format!(":exp:{exp}")));
+    let status = kill(signal, &child);
+    assert!(status.success());
+    let exit = child.wait().unwrap();
+    assert_eq!(exit.code(), Some(128 + number), "{signal}");
+    assert!(stderr_of(&mut child).contains("the Bootstrap Key was removed"));
+    assert_eq!(
+        dirs.authorized_keys(),
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOwn mine\n",
+        "{signal} removed exactly the bootstrap line"
+    );
+    assert!(!Path::new(&dirs.home().join(".ssh/authorized_keys.herdr-pairing.lock")).exists());
+}
+
+#[test]
+fn sigterm_removes_the_line() {
+    signal_removes_line("TERM", 15);
+}
+
+#[test]
+fn sigint_removes_the_line() {
+    signal_removes_line("INT", 2);
+}
+
+#[test]
+fn sighup_removes_the_line() {
+    signal_removes_line("HUP", 1);
+}
+
+#[test]
+fn start_up_sweep_removes_a_killed_ceremony_line() {
+    let dirs = Dirs::new("sweep");
+    let (mut killed, _out, _) = dirs.start(Some("1"));
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let stale = dirs.authorized_keys();
+    assert!(stale.contains("herdr-pairing:"));
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let (mut child, _stdout, payload) = dirs.start(None);
+    let now_text = dirs.authorized_keys();
+    assert!(
+        !now_text.contains(stale.trim()),
+        "the expired line was swept"
+    );
+    assert_eq!(now_text.lines().count(), 1);
+    assert!(now_text.contains(&format!(":exp:{}", payload.bootstrap.unwrap().expires_at)));
+    kill("TERM", &child);
+    child.wait().unwrap();
+}
