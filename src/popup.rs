@@ -66,10 +66,10 @@ impl EndpointState {
     fn lines(&self) -> Vec<String> {
         match self {
             EndpointState::V1(None) => Vec::new(),
-            EndpointState::V1(Some(warning)) => vec![format!("\x1b[1m{warning}\x1b[0m")],
+            EndpointState::V1(Some(warning)) => vec![popup_screen::bold(warning)],
             EndpointState::Testing { line, .. } => vec![format!("{line} (testing the launcher…)")],
             EndpointState::Ready(endpoint) => vec![herdr_endpoint::endpoint_line(endpoint)],
-            EndpointState::Refused(why) => vec![format!("\x1b[1m{why}\x1b[0m")],
+            EndpointState::Refused(why) => vec![popup_screen::bold(why)],
         }
     }
 }

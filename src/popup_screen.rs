@@ -12,7 +12,8 @@ const DIM: &str = "\x1b[2m";
 const REVERSE: &str = "\x1b[7m";
 const RESET: &str = "\x1b[0m";
 
-fn bold(text: &str) -> String {
+/// `text` in bold, reset after.
+pub fn bold(text: &str) -> String {
     format!("{BOLD}{text}{RESET}")
 }
 

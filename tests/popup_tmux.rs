@@ -536,7 +536,9 @@ fn qr_decodes_to_the_pending_code_and_copy_prints_it() {
     assert!(screen.contains(", single use"));
     assert!(!screen.contains(&code), "the code is not printed until c");
 
-    // No pbcopy here: c prints the exact code for manual selection.
+    // No pbcopy here: c prints the exact code for manual selection, and asks
+    // the terminal to copy it with OSC 52 (tmux takes it into a buffer).
+    popup.tmux(&["set-option", "-g", "set-clipboard", "on"]);
     popup.keys(&["c"]);
     let screen = popup.wait_for("the printed code", |s| s.contains("HERDR-PAIR:1:"));
     let printed = screen
@@ -651,7 +653,7 @@ fn closing_the_success_screen_keeps_the_device() {
 }
 
 #[test]
-fn q_and_sigterm_remove_the_bootstrap_line() {
+fn q_and_termination_signals_remove_the_bootstrap_line() {
     require_tmux!();
     let popup = Popup::start("quit", Options::default());
     popup.wait_for_text("Pair a Heeler device");
@@ -663,19 +665,24 @@ fn q_and_sigterm_remove_the_bootstrap_line() {
     assert!(!popup.authorized_keys().contains("herdr-pairing:"));
     assert_eq!(popup.pending_count(), 0);
 
-    let killed = Popup::start("term", Options::default());
-    killed.wait_for_text("Pair a Heeler device");
-    killed.keys(&["Enter"]);
-    killed.wait_for_text("Scan with Heeler");
-    assert!(killed.authorized_keys().contains("herdr-pairing:"));
-    let status = Command::new("kill")
-        .args(["-TERM", &killed.heeler_pid().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    assert_eq!(killed.exit_status(), 0);
-    assert!(!killed.authorized_keys().contains("herdr-pairing:"));
-    assert_eq!(killed.pending_count(), 0);
+    for signal in ["TERM", "HUP", "INT"] {
+        let killed = Popup::start(&format!("sig{signal}"), Options::default());
+        killed.wait_for_text("Pair a Heeler device");
+        killed.keys(&["Enter"]);
+        killed.wait_for_text("Scan with Heeler");
+        assert!(killed.authorized_keys().contains("herdr-pairing:"));
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &killed.heeler_pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        assert_eq!(killed.exit_status(), 0, "SIG{signal}");
+        assert!(
+            !killed.authorized_keys().contains("herdr-pairing:"),
+            "SIG{signal} removes the bootstrap line"
+        );
+        assert_eq!(killed.pending_count(), 0);
+    }
 }
 
 #[test]
