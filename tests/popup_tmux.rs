@@ -938,3 +938,59 @@ fn a_shared_state_home_offers_no_code() {
     drop(popup);
     let _ = fs::remove_dir_all(&base);
 }
+
+#[test]
+fn a_shared_config_home_on_another_socket_is_warned_but_paired_v1() {
+    require_tmux!();
+    let name = "v1warn";
+    // The user's own config dir under the popup's HOME, but another socket.
+    let home = std::env::temp_dir().join(format!("hp-{name}-{}/home", std::process::id()));
+    let config = home.join(".config/herdr/plugins/config/heeler");
+    let other = "/tmp/elsewhere/herdr/herdr.sock";
+    let popup = Popup::start(
+        name,
+        Options {
+            env: vec![
+                (
+                    "HERDR_PLUGIN_CONFIG_DIR".into(),
+                    config.to_string_lossy().into_owned(),
+                ),
+                ("HERDR_SOCKET_PATH".into(), other.into()),
+            ],
+            ..Options::default()
+        },
+    );
+    assert_eq!(popup.home, home);
+    let screen = popup.wait_for_text("Pair a Heeler device");
+    assert!(
+        screen.contains(&format!(
+            "This herdr listens on {other} but shares ~/.config/herdr"
+        )),
+        "{screen}"
+    );
+    popup.keys(&["Enter"]);
+    let code = decode_qr(&popup.wait_for_text("Scan with Heeler"));
+    assert!(pairing_code::decode(&code).is_ok(), "a v1 code: {code}");
+    popup.keys(&["q"]);
+    assert_eq!(popup.exit_status(), 0);
+}
+
+#[test]
+fn a_ceremony_that_cannot_start_is_fatal() {
+    require_tmux!();
+    let popup = Popup::start("nostart", Options::default());
+    popup.wait_for_text("Pair a Heeler device");
+    // ~/.ssh is a file: no authorized_keys can be written.
+    fs::write(popup.home.join(".ssh"), "not a directory").unwrap();
+    popup.keys(&["Enter"]);
+    let screen = popup.wait_for_text("Pairing cannot start");
+    assert!(screen.contains("\nCould not start pairing: "), "{screen}");
+    assert!(screen.contains("Press any key to close."));
+    assert_eq!(
+        popup.pending_count(),
+        0,
+        "the pending file is removed again"
+    );
+    popup.keys(&["Enter"]);
+    assert_eq!(popup.exit_status(), 1);
+}
