@@ -35,6 +35,8 @@ pub enum Origin {
     Interface(String),
     /// Listed in pair.json `addresses`.
     PairJson,
+    /// Given as `heeler pair --address`.
+    CommandLine,
 }
 
 /// One row of the checklist.
@@ -61,9 +63,28 @@ impl Candidate {
         let source = match &self.origin {
             Origin::Interface(name) => name.as_str(),
             Origin::PairJson => "pair.json",
+            Origin::CommandLine => "--address",
         };
         format!("{source}, {}", self.family())
     }
+}
+
+/// [`candidates`] with `heeler pair --address` values listed first (and
+/// pre-checked, like pair.json ones), then pair.json's.
+pub fn candidates_with_command_line(
+    interfaces: &[InterfaceAddress],
+    primary: &str,
+    command_line: &[String],
+    pair_json: &[String],
+) -> Vec<Candidate> {
+    let configured: Vec<String> = command_line.iter().chain(pair_json).cloned().collect();
+    let mut list = candidates(interfaces, primary, &configured);
+    for candidate in &mut list {
+        if candidate.origin == Origin::PairJson && command_line.contains(&candidate.address) {
+            candidate.origin = Origin::CommandLine;
+        }
+    }
+    list
 }
 
 /// The interface whose first likely address is pre-checked: `en0` on macOS,
@@ -379,6 +400,28 @@ mod tests {
         );
         assert_eq!(list[1].note(), "pair.json, host name");
         assert_eq!(list[0].note(), "pair.json, IPv4");
+    }
+
+    #[test]
+    fn command_line_addresses_come_first() {
+        let list = candidates_with_command_line(
+            &[entry("eth0", "192.168.1.5")],
+            "eth0",
+            &["10.9.9.9".to_string(), "192.168.1.10".to_string()],
+            &["192.168.1.10".to_string(), "nas.example.com".to_string()],
+        );
+        assert_eq!(
+            rows(&list),
+            owned(&[
+                ("10.9.9.9", true),
+                ("192.168.1.10", true),
+                ("nas.example.com", true),
+                ("192.168.1.5", false),
+            ])
+        );
+        assert_eq!(list[0].note(), "--address, IPv4");
+        assert_eq!(list[1].origin, Origin::CommandLine);
+        assert_eq!(list[2].origin, Origin::PairJson);
     }
 
     #[test]

@@ -120,7 +120,7 @@ fn fatal_failure(message: &[String]) -> Failure {
 }
 
 /// The command: `heeler pair` without `--no-ui`.
-pub fn run(_args: PairArgs) -> Result<(), Failure> {
+pub fn run(args: PairArgs) -> Result<(), Failure> {
     if !popup_terminal::is_terminal() {
         return Err(Failure::new(
             "heeler pair must run inside a terminal pane (or use heeler pair --no-ui)",
@@ -132,7 +132,7 @@ pub fn run(_args: PairArgs) -> Result<(), Failure> {
     sys::catch_termination_signals()
         .map_err(|e| Failure::new(format!("heeler pair: cannot catch signals: {e}"), 1))?;
     let keys = popup_terminal::key_reader();
-    let (setup, phase, candidates) = match gather() {
+    let (setup, phase, candidates) = match gather(&args.address) {
         Ok((setup, candidates)) => (Some(setup), Phase::Select, candidates),
         Err(message) => (None, Phase::Fatal(message), Vec::new()),
     };
@@ -205,7 +205,15 @@ fn run_fatal(
 
 /// Host key, user, addresses, directories: everything the checklist needs.
 /// A problem is the fatal screen's message.
-fn gather() -> Result<(Setup, Vec<Candidate>), Vec<String>> {
+fn gather(command_line: &[String]) -> Result<(Setup, Vec<Candidate>), Vec<String>> {
+    if let Some(bad) = command_line
+        .iter()
+        .find(|a| a.is_empty() || a.chars().any(char::is_whitespace))
+    {
+        return Err(vec![format!(
+            "--address {bad:?} is not an address without whitespace."
+        )]);
+    }
     let home = crate::accept::home_dir()
         .ok_or_else(|| vec!["Cannot determine the home directory.".to_owned()])?;
     let state_dir = std::path::absolute(pair::state_dir(&home))
@@ -226,9 +234,10 @@ fn gather() -> Result<(Setup, Vec<Candidate>), Vec<String>> {
         .into_iter()
         .map(InterfaceAddress::from)
         .collect();
-    let candidates = addresses::candidates(
+    let candidates = addresses::candidates_with_command_line(
         &interfaces,
         addresses::primary_interface(),
+        command_line,
         &opened_config.addresses,
     );
     if candidates.is_empty() {

@@ -3,17 +3,41 @@
 //!
 //! The guard restores the terminal when it is dropped, so every way out of
 //! the popup (a key, a signal, an error) leaves the user's terminal as it
-//! was. The alternate screen keeps an ordinary terminal's scrollback intact
+//! was; a panic hook does the same where no destructor runs (release builds
+//! abort on panic). The alternate screen keeps an ordinary terminal's scrollback intact
 //! when `heeler pair` runs outside herdr.
 
 use std::io::{self, Read, Stdout, Write};
+use std::os::fd::AsFd;
+use std::sync::OnceLock;
 use std::sync::mpsc::{self, Receiver};
 
 use termion::raw::{IntoRawMode, RawTerminal};
 use termion::screen::{AlternateScreen, IntoAlternateScreen};
 
+use crate::sys::{self, TerminalModes};
+
 /// Clears the screen and its scrollback, cursor home.
 const CLEAR: &str = "\x1b[2J\x1b[3J\x1b[H";
+/// Styles off, cursor shown, main screen back.
+const RESTORE: &str = "\x1b[0m\x1b[?25h\x1b[?1049l";
+
+/// The terminal's modes before the popup changed them, for the panic hook.
+static ORIGINAL_MODES: OnceLock<TerminalModes> = OnceLock::new();
+
+/// On a panic: put the terminal back first, then report as usual.
+fn install_panic_hook() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let mut out = io::stdout();
+        let _ = out.write_all(RESTORE.as_bytes());
+        let _ = out.flush();
+        if let Some(modes) = ORIGINAL_MODES.get() {
+            let _ = sys::restore_terminal_modes(out.as_fd(), modes);
+        }
+        previous(info);
+    }));
+}
 
 /// The terminal in popup mode; dropping it restores the cursor and modes.
 pub struct PopupTerminal {
@@ -23,6 +47,11 @@ pub struct PopupTerminal {
 impl PopupTerminal {
     /// Enters raw mode and the alternate screen and hides the cursor.
     pub fn enter() -> io::Result<PopupTerminal> {
+        if let Ok(modes) = sys::terminal_modes(io::stdout().as_fd()) {
+            if ORIGINAL_MODES.set(modes).is_ok() {
+                install_panic_hook();
+            }
+        }
         let raw = io::stdout().into_raw_mode()?;
         let mut out = raw.into_alternate_screen()?;
         write!(out, "{}", termion::cursor::Hide)?;

@@ -224,7 +224,40 @@ pub(crate) fn wait_readable(
     }
 }
 
-// ---- The pairing popup: host name and local wall-clock time. ----
+// ---- The pairing popup: host name, local wall-clock time, terminal modes. ----
+
+/// A terminal's modes as `tcgetattr` read them, to put back after a panic
+/// (when no destructor runs).
+#[derive(Clone, Copy)]
+pub(crate) struct TerminalModes(libc::termios);
+
+/// Reads the modes of the terminal on `fd`.
+pub(crate) fn terminal_modes(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<TerminalModes> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: an all-zero `termios` is a valid value (integers and arrays
+    // of integers); tcgetattr only writes into it.
+    let mut modes: libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: `modes` is a live local and the descriptor is kept open by the
+    // `BorrowedFd` borrow for the duration of the call.
+    if unsafe { libc::tcgetattr(fd.as_raw_fd(), &mut modes) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(TerminalModes(modes))
+}
+
+/// Puts saved modes back on the terminal on `fd`.
+pub(crate) fn restore_terminal_modes(
+    fd: std::os::fd::BorrowedFd<'_>,
+    modes: &TerminalModes,
+) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `modes.0` is a valid termios read by tcgetattr; the descriptor
+    // is kept open by the `BorrowedFd` borrow for the duration of the call.
+    if unsafe { libc::tcsetattr(fd.as_raw_fd(), libc::TCSANOW, &modes.0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
 
 /// This machine's host name (`gethostname`), `None` if it cannot be read.
 pub(crate) fn host_name() -> Option<String> {

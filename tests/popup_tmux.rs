@@ -68,6 +68,8 @@ struct Options<'a> {
     env: Vec<(String, String)>,
     /// Stand-in programs put first on PATH: (name, script).
     programs: Vec<(&'a str, String)>,
+    /// Extra arguments after `heeler pair`.
+    args: Vec<&'a str>,
 }
 
 impl Default for Options<'_> {
@@ -79,6 +81,7 @@ impl Default for Options<'_> {
             host_key: true,
             env: Vec::new(),
             programs: Vec::new(),
+            args: Vec::new(),
         }
     }
 }
@@ -128,10 +131,16 @@ impl Popup {
             .map(|(k, v)| sh_quote(&format!("{k}={v}")))
             .collect();
         let script = format!(
-            "#!/bin/sh\necho $$ > {pid}\nenv -i {vars} {heeler} pair\necho $? > {exit}\nexec sleep 600\n",
+            "#!/bin/sh\necho $$ > {pid}\nenv -i {vars} {heeler} pair {args}\necho $? > {exit}\nexec sleep 600\n",
             pid = sh_quote(&root.join("shell.pid").to_string_lossy()),
             vars = assignments.join(" "),
             heeler = sh_quote(HEELER),
+            args = options
+                .args
+                .iter()
+                .map(|a| sh_quote(a))
+                .collect::<Vec<_>>()
+                .join(" "),
             exit = sh_quote(&root.join("exit").to_string_lossy()),
         );
         let run = root.join("run.sh");
@@ -993,4 +1002,25 @@ fn a_ceremony_that_cannot_start_is_fatal() {
     );
     popup.keys(&["Enter"]);
     assert_eq!(popup.exit_status(), 1);
+}
+
+#[test]
+fn command_line_addresses_are_listed_first() {
+    require_tmux!();
+    let popup = Popup::start(
+        "cli",
+        Options {
+            args: vec!["--address", "10.20.30.40"],
+            ..Options::default()
+        },
+    );
+    let screen = popup.wait_for_text("Pair a Heeler device");
+    let lines: Vec<&str> = screen.lines().collect();
+    assert_eq!(lines[4], " > [x] 10.20.30.40 (--address, IPv4)", "{screen}");
+    assert_eq!(
+        lines[5], "   [x] 192.168.1.10 (pair.json, IPv4)",
+        "{screen}"
+    );
+    popup.keys(&["q"]);
+    assert_eq!(popup.exit_status(), 0);
 }
