@@ -245,7 +245,7 @@ pub fn begin(config: &CeremonyConfig) -> Result<Ceremony, CeremonyError> {
 pub fn begin_at(config: &CeremonyConfig, now: i64) -> Result<Ceremony, CeremonyError> {
     let key = BootstrapKey::generate()?;
     let pairing_id = crate::bootstrap_key::new_pairing_id()?;
-    let expires_at = now + config.ttl_seconds;
+    let expires_at = now.saturating_add(config.ttl_seconds);
     let command = forced_command(&config.heeler_exe, &config.state_dir, &pairing_id)?;
     let line = bootstrap_line(&command, &key.public_line(), &pairing_id, expires_at);
     let state = StateDir::new(&config.state_dir);

@@ -188,6 +188,37 @@ mod tests {
     }
 
     #[test]
+    fn never_panics_on_random_or_mutated_input() {
+        let good = key_line().into_bytes();
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for round in 0..5_000 {
+            let mut bytes = if round % 2 == 0 {
+                good.clone()
+            } else {
+                (0..next() % 200).map(|_| next() as u8).collect()
+            };
+            for _ in 0..(next() % 4) {
+                if bytes.is_empty() {
+                    break;
+                }
+                let at = (next() as usize) % bytes.len();
+                bytes[at] = next() as u8;
+            }
+            let text = String::from_utf8_lossy(&bytes);
+            if let Ok(key) = parse(&text) {
+                // Whatever is accepted re-validates to itself.
+                assert_eq!(parse(&key.line), Ok(key.clone()));
+            }
+        }
+    }
+
+    #[test]
     fn never_panics_on_odd_input() {
         for input in [
             "\u{0}",

@@ -123,7 +123,7 @@ impl StateDir {
             Pending::from_json(v).map(|p| p.expires_at)
         });
         sweep_dir(&self.enrolled_dir(), now, |v| {
-            EnrolledRecord::from_json(v).map(|r| r.expires_at + SWEEP_GRACE_SECONDS)
+            EnrolledRecord::from_json(v).map(|r| r.expires_at.saturating_add(SWEEP_GRACE_SECONDS))
         });
     }
 }
@@ -137,7 +137,7 @@ fn sweep_dir(dir: &Path, now: i64, deadline_of: impl Fn(&Value) -> Option<i64>) 
         let deadline = match read_json(&path).as_ref().and_then(&deadline_of) {
             Some(deadline) => deadline,
             None => match mtime_seconds(&path) {
-                Some(mtime) => mtime + 2 * SWEEP_GRACE_SECONDS,
+                Some(mtime) => mtime.saturating_add(2 * SWEEP_GRACE_SECONDS),
                 None => continue, // vanished meanwhile
             },
         };
