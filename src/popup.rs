@@ -132,12 +132,9 @@ pub fn run(args: PairArgs) -> Result<(), Failure> {
     sys::catch_termination_signals()
         .map_err(|e| Failure::new(format!("heeler pair: cannot catch signals: {e}"), 1))?;
     let keys = popup_terminal::key_reader();
-    let (setup, phase, candidates) = match gather(&args.address) {
-        Ok((setup, candidates)) => (Some(setup), Phase::Select, candidates),
-        Err(message) => (None, Phase::Fatal(message), Vec::new()),
-    };
-    let Some(setup) = setup else {
-        return run_fatal(terminal, phase, &keys);
+    let (setup, candidates) = match gather(&args.address) {
+        Ok(found) => found,
+        Err(message) => return run_fatal(terminal, &message, &keys),
     };
     let plan = herdr_endpoint::plan(
         &HerdrEnv::from_process(setup.home.clone(), plugin_id().as_str()),
@@ -157,7 +154,7 @@ pub fn run(args: PairArgs) -> Result<(), Failure> {
         tailscale_answer: TailscaleSsh::default(),
         confirmed: Vec::new(),
         ceremony: None,
-        phase,
+        phase: Phase::Select,
         size: PopupTerminal::size(),
     };
     popup.repaint();
@@ -183,13 +180,10 @@ fn plugin_id() -> String {
 /// A fatal screen before anything started: wait for a key, exit 1.
 fn run_fatal(
     mut terminal: PopupTerminal,
-    phase: Phase,
+    message: &[String],
     keys: &Receiver<Vec<u8>>,
 ) -> Result<(), Failure> {
-    let Phase::Fatal(message) = phase else {
-        return Ok(());
-    };
-    let _ = terminal.paint(&popup_screen::fatal(&message));
+    let _ = terminal.paint(&popup_screen::fatal(message));
     loop {
         if sys::termination_signal().is_some() {
             break;
@@ -200,7 +194,7 @@ fn run_fatal(
         }
     }
     drop(terminal);
-    Err(fatal_failure(&message))
+    Err(fatal_failure(message))
 }
 
 /// Host key, user, addresses, directories: everything the checklist needs.
