@@ -189,12 +189,18 @@ impl Popup {
         }
     }
 
+    /// Waits until the screen passes `test` and has settled (two captures
+    /// 40 ms apart agree), so a frame still being drawn is never read.
     fn wait_for(&self, what: &str, test: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + WAIT;
         loop {
             let screen = self.screen();
             if test(&screen) {
-                return screen;
+                std::thread::sleep(Duration::from_millis(40));
+                if self.screen() == screen {
+                    return screen;
+                }
+                continue;
             }
             if Instant::now() > deadline {
                 panic!("timed out waiting for {what}; screen:\n{screen}");
@@ -574,7 +580,7 @@ fn expiry_then_a_fresh_code_with_the_same_addresses() {
     let popup = Popup::start(
         "expiry",
         Options {
-            env: vec![("HEELER_TEST_PAIRING_TTL_SECONDS".into(), "2".into())],
+            env: vec![("HEELER_TEST_PAIRING_TTL_SECONDS".into(), "4".into())],
             ..Options::default()
         },
     );
