@@ -22,6 +22,7 @@ pub enum Command {
     Wire(WireArgs),
     Accept(AcceptArgs),
     Pair(PairArgs),
+    SidebarHook(SidebarHookArgs),
     PairAction(PairActionArgs),
 }
 
@@ -198,6 +199,12 @@ pub struct PairArgs {
     #[argh(switch)]
     pub config_only: bool,
 }
+
+/// Export herdr's sidebar layout to <HERDR_PLUGIN_CONFIG_DIR>/sidebar.json
+/// (the plugin's startup hook).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "sidebar-hook")]
+pub struct SidebarHookArgs {}
 
 /// The `pair` action: ask herdr to open the pairing popup (exit status =
 /// the outcome).

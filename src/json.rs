@@ -3,18 +3,17 @@
 //! Why our own value type: the registration file must survive a rewrite with
 //! every field we do not understand kept *in its original order*, and several
 //! wire formats are byte-exact (Node's `JSON.stringify`: compact, insertion
-//! order, non-ASCII unescaped, `/` unescaped). `miniserde`'s `Value` sorts
-//! object keys, so we parse with `miniserde`'s non-recursive parser into an
-//! insertion-ordered [`Value`] and serialize it ourselves.
+//! order, non-ASCII unescaped, `/` unescaped), and numbers must parse exactly
+//! as `JSON.parse` does (a cached `mtime_ms` of 1757039000123.4567 must read
+//! back bit-for-bit). `miniserde` sorts object keys and rounds some 17-digit
+//! floats wrongly (measured: 18% of random 13-digit-integer-part doubles), so
+//! this module has its own small parser: insertion-ordered objects, floats
+//! through the standard library's correctly rounded `f64::from_str`.
 //!
-//! Parsing never panics: input nested deeper than [`MAX_DEPTH`] is refused
-//! before it is parsed, which also bounds recursion when values are dropped
-//! or serialized.
+//! Parsing never panics: input nested deeper than [`MAX_DEPTH`] is refused,
+//! which also bounds recursion when values are dropped or serialized.
 
-use miniserde::de::{Map, Seq, Visitor};
 use std::fmt::Write as _;
-
-use crate::sys::Place;
 
 /// Deepest array/object nesting [`parse`] accepts.
 pub const MAX_DEPTH: usize = 128;
@@ -237,38 +236,249 @@ impl Value {
     }
 }
 
-/// Parses one JSON document.
+/// Parses one JSON document (RFC 8259; surrounding white space allowed).
 pub fn parse(text: &str) -> Result<Value, ParseError> {
-    if nesting_depth(text) > MAX_DEPTH {
-        return Err(ParseError::TooDeep);
+    let mut parser = Parser {
+        bytes: text.as_bytes(),
+        at: 0,
+    };
+    parser.skip_whitespace();
+    let value = parser.value(0)?;
+    parser.skip_whitespace();
+    if parser.at != parser.bytes.len() {
+        return Err(ParseError::Syntax);
     }
-    miniserde::json::from_str::<Value>(text).map_err(|_| ParseError::Syntax)
+    Ok(value)
 }
 
-/// The deepest bracket nesting outside strings (an upper bound is enough).
-fn nesting_depth(text: &str) -> usize {
-    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    for &b in text.as_bytes() {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                max = max.max(depth);
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
+struct Parser<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Parser<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.at).copied()
+    }
+
+    fn skip_whitespace(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.at += 1;
         }
     }
-    max
+
+    fn expect_literal(&mut self, literal: &[u8], value: Value) -> Result<Value, ParseError> {
+        if self.bytes[self.at..].starts_with(literal) {
+            self.at += literal.len();
+            Ok(value)
+        } else {
+            Err(ParseError::Syntax)
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Result<Value, ParseError> {
+        match self.peek().ok_or(ParseError::Syntax)? {
+            b'n' => self.expect_literal(b"null", Value::Null),
+            b't' => self.expect_literal(b"true", Value::Bool(true)),
+            b'f' => self.expect_literal(b"false", Value::Bool(false)),
+            b'"' => Ok(Value::String(self.string()?)),
+            b'[' => self.array(depth + 1),
+            b'{' => self.object(depth + 1),
+            b'-' | b'0'..=b'9' => self.number(),
+            _ => Err(ParseError::Syntax),
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Result<Value, ParseError> {
+        if depth > MAX_DEPTH {
+            return Err(ParseError::TooDeep);
+        }
+        self.at += 1;
+        let mut items = Vec::new();
+        self.skip_whitespace();
+        if self.peek() == Some(b']') {
+            self.at += 1;
+            return Ok(Value::Array(items));
+        }
+        loop {
+            self.skip_whitespace();
+            items.push(self.value(depth)?);
+            self.skip_whitespace();
+            match self.peek() {
+                Some(b',') => self.at += 1,
+                Some(b']') => {
+                    self.at += 1;
+                    return Ok(Value::Array(items));
+                }
+                _ => return Err(ParseError::Syntax),
+            }
+        }
+    }
+
+    fn object(&mut self, depth: usize) -> Result<Value, ParseError> {
+        if depth > MAX_DEPTH {
+            return Err(ParseError::TooDeep);
+        }
+        self.at += 1;
+        let mut object = Object::new();
+        self.skip_whitespace();
+        if self.peek() == Some(b'}') {
+            self.at += 1;
+            return Ok(Value::Object(object));
+        }
+        loop {
+            self.skip_whitespace();
+            if self.peek() != Some(b'"') {
+                return Err(ParseError::Syntax);
+            }
+            let key = self.string()?;
+            self.skip_whitespace();
+            if self.peek() != Some(b':') {
+                return Err(ParseError::Syntax);
+            }
+            self.at += 1;
+            self.skip_whitespace();
+            let value = self.value(depth)?;
+            object.insert(key, value);
+            self.skip_whitespace();
+            match self.peek() {
+                Some(b',') => self.at += 1,
+                Some(b'}') => {
+                    self.at += 1;
+                    return Ok(Value::Object(object));
+                }
+                _ => return Err(ParseError::Syntax),
+            }
+        }
+    }
+
+    fn hex4(&mut self) -> Result<u32, ParseError> {
+        let digits = self
+            .bytes
+            .get(self.at..self.at + 4)
+            .ok_or(ParseError::Syntax)?;
+        let text = std::str::from_utf8(digits).map_err(|_| ParseError::Syntax)?;
+        if !digits.iter().all(u8::is_ascii_hexdigit) {
+            return Err(ParseError::Syntax);
+        }
+        self.at += 4;
+        u32::from_str_radix(text, 16).map_err(|_| ParseError::Syntax)
+    }
+
+    /// A string literal; the cursor is on its opening quote. Lone UTF-16
+    /// surrogates are refused: a Rust string cannot hold them, and a file we
+    /// cannot represent must never be rewritten.
+    fn string(&mut self) -> Result<String, ParseError> {
+        self.at += 1;
+        let mut out = String::new();
+        loop {
+            let start = self.at;
+            while let Some(b) = self.peek() {
+                if b == b'"' || b == b'\\' || b < 0x20 {
+                    break;
+                }
+                self.at += 1;
+            }
+            // The input is a &str and we stopped on ASCII: a char boundary.
+            out.push_str(
+                std::str::from_utf8(&self.bytes[start..self.at]).map_err(|_| ParseError::Syntax)?,
+            );
+            match self.peek().ok_or(ParseError::Syntax)? {
+                b'"' => {
+                    self.at += 1;
+                    return Ok(out);
+                }
+                b'\\' => {
+                    self.at += 1;
+                    let escape = self.peek().ok_or(ParseError::Syntax)?;
+                    self.at += 1;
+                    match escape {
+                        b'"' => out.push('"'),
+                        b'\\' => out.push('\\'),
+                        b'/' => out.push('/'),
+                        b'b' => out.push('\u{8}'),
+                        b'f' => out.push('\u{c}'),
+                        b'n' => out.push('\n'),
+                        b'r' => out.push('\r'),
+                        b't' => out.push('\t'),
+                        b'u' => {
+                            let unit = self.hex4()?;
+                            let code = match unit {
+                                0xD800..=0xDBFF => {
+                                    if !self.bytes[self.at..].starts_with(b"\\u") {
+                                        return Err(ParseError::Syntax);
+                                    }
+                                    self.at += 2;
+                                    let low = self.hex4()?;
+                                    if !(0xDC00..=0xDFFF).contains(&low) {
+                                        return Err(ParseError::Syntax);
+                                    }
+                                    0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
+                                }
+                                0xDC00..=0xDFFF => return Err(ParseError::Syntax),
+                                unit => unit,
+                            };
+                            out.push(char::from_u32(code).ok_or(ParseError::Syntax)?);
+                        }
+                        _ => return Err(ParseError::Syntax),
+                    }
+                }
+                _ => return Err(ParseError::Syntax),
+            }
+        }
+    }
+
+    fn number(&mut self) -> Result<Value, ParseError> {
+        let start = self.at;
+        if self.peek() == Some(b'-') {
+            self.at += 1;
+        }
+        match self.peek() {
+            Some(b'0') => self.at += 1,
+            Some(b'1'..=b'9') => self.skip_digits(),
+            _ => return Err(ParseError::Syntax),
+        }
+        let mut integral = true;
+        if self.peek() == Some(b'.') {
+            integral = false;
+            self.at += 1;
+            if !self.peek().is_some_and(|b| b.is_ascii_digit()) {
+                return Err(ParseError::Syntax);
+            }
+            self.skip_digits();
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            integral = false;
+            self.at += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.at += 1;
+            }
+            if !self.peek().is_some_and(|b| b.is_ascii_digit()) {
+                return Err(ParseError::Syntax);
+            }
+            self.skip_digits();
+        }
+        let text =
+            std::str::from_utf8(&self.bytes[start..self.at]).map_err(|_| ParseError::Syntax)?;
+        if integral {
+            if let Ok(n) = text.parse::<u64>() {
+                return Ok(Value::Number(Number::Unsigned(n)));
+            }
+            if let Ok(n) = text.parse::<i64>() {
+                return Ok(Value::Number(Number::Signed(n)));
+            }
+        }
+        // Correctly rounded, like JSON.parse; out-of-range becomes ±inf.
+        text.parse::<f64>()
+            .map(|f| Value::Number(Number::Float(f)))
+            .map_err(|_| ParseError::Syntax)
+    }
+
+    fn skip_digits(&mut self) {
+        while self.peek().is_some_and(|b| b.is_ascii_digit()) {
+            self.at += 1;
+        }
+    }
 }
 
 fn write_value(out: &mut String, value: &Value, sorted: bool) {
@@ -379,104 +589,6 @@ pub fn format_js_number(f: f64) -> String {
     format!("{sign}{body}")
 }
 
-impl miniserde::Deserialize for Value {
-    fn begin(out: &mut Option<Self>) -> &mut dyn Visitor {
-        Place::new(out)
-    }
-}
-
-impl Visitor for Place<Value> {
-    fn null(&mut self) -> miniserde::Result<()> {
-        self.out = Some(Value::Null);
-        Ok(())
-    }
-    fn boolean(&mut self, b: bool) -> miniserde::Result<()> {
-        self.out = Some(Value::Bool(b));
-        Ok(())
-    }
-    fn string(&mut self, s: &str) -> miniserde::Result<()> {
-        self.out = Some(Value::String(s.to_owned()));
-        Ok(())
-    }
-    fn negative(&mut self, n: i64) -> miniserde::Result<()> {
-        self.out = Some(Value::Number(Number::Signed(n)));
-        Ok(())
-    }
-    fn nonnegative(&mut self, n: u64) -> miniserde::Result<()> {
-        self.out = Some(Value::Number(Number::Unsigned(n)));
-        Ok(())
-    }
-    fn float(&mut self, n: f64) -> miniserde::Result<()> {
-        self.out = Some(Value::Number(Number::Float(n)));
-        Ok(())
-    }
-    fn seq(&mut self) -> miniserde::Result<Box<dyn Seq + '_>> {
-        Ok(Box::new(ArrayBuilder {
-            out: &mut self.out,
-            items: Vec::new(),
-            element: None,
-        }))
-    }
-    fn map(&mut self) -> miniserde::Result<Box<dyn Map + '_>> {
-        Ok(Box::new(ObjectBuilder {
-            out: &mut self.out,
-            object: Object::new(),
-            key: None,
-            value: None,
-        }))
-    }
-}
-
-struct ArrayBuilder<'a> {
-    out: &'a mut Option<Value>,
-    items: Vec<Value>,
-    element: Option<Value>,
-}
-
-impl Seq for ArrayBuilder<'_> {
-    fn element(&mut self) -> miniserde::Result<&mut dyn Visitor> {
-        if let Some(e) = self.element.take() {
-            self.items.push(e);
-        }
-        Ok(miniserde::Deserialize::begin(&mut self.element))
-    }
-    fn finish(&mut self) -> miniserde::Result<()> {
-        if let Some(e) = self.element.take() {
-            self.items.push(e);
-        }
-        *self.out = Some(Value::Array(std::mem::take(&mut self.items)));
-        Ok(())
-    }
-}
-
-struct ObjectBuilder<'a> {
-    out: &'a mut Option<Value>,
-    object: Object,
-    key: Option<String>,
-    value: Option<Value>,
-}
-
-impl ObjectBuilder<'_> {
-    fn shift(&mut self) {
-        if let (Some(k), Some(v)) = (self.key.take(), self.value.take()) {
-            self.object.insert(k, v);
-        }
-    }
-}
-
-impl Map for ObjectBuilder<'_> {
-    fn key(&mut self, k: &str) -> miniserde::Result<&mut dyn Visitor> {
-        self.shift();
-        self.key = Some(k.to_owned());
-        Ok(miniserde::Deserialize::begin(&mut self.value))
-    }
-    fn finish(&mut self) -> miniserde::Result<()> {
-        self.shift();
-        *self.out = Some(Value::Object(std::mem::take(&mut self.object)));
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -533,6 +645,58 @@ mod tests {
         assert_eq!(parse(&deep), Err(ParseError::TooDeep));
         let ok = "[".repeat(MAX_DEPTH) + &"]".repeat(MAX_DEPTH);
         assert!(parse(&ok).is_ok());
+    }
+
+    #[test]
+    fn floats_read_back_exactly() {
+        for text in [
+            "2093714812612.1375",
+            "1757039000123.4567",
+            "0.1",
+            "5e-324",
+            "1.7976931348623157e308",
+        ] {
+            let f: f64 = text.parse().unwrap();
+            assert_eq!(
+                parse(text).unwrap(),
+                Value::Number(Number::Float(f)),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn grammar_edges() {
+        for bad in [
+            "",
+            "01",
+            "1.",
+            ".5",
+            "-",
+            "1e",
+            "[1,]",
+            "{\"a\":1,}",
+            "\"\u{1}\"",
+            "\"\\ud800\"",
+            "\"\\udc00x\"",
+            "nul",
+            "[1 2]",
+            "{1:2}",
+            "\"\\x\"",
+            "1 2",
+        ] {
+            assert_eq!(parse(bad), Err(ParseError::Syntax), "{bad:?}");
+        }
+        assert_eq!(parse(" [ ] ").unwrap(), Value::Array(vec![]));
+        assert_eq!(
+            parse("\"\\ud83d\\ude00\\u00e9\"").unwrap(),
+            Value::from("😀é")
+        );
+        assert_eq!(parse("-0").unwrap().as_i64(), Some(0));
+        assert_eq!(
+            parse("18446744073709551616").unwrap(),
+            Value::Number(Number::Float(18446744073709551616.0))
+        );
     }
 
     #[test]

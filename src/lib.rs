@@ -21,7 +21,10 @@ pub mod pair;
 pub mod pairing_code;
 pub mod pairing_state;
 pub mod session;
+pub mod sidebar;
+pub mod sidebar_config;
 mod sys;
+pub mod toml_1_0;
 pub mod wire;
 
 // The pairing popup (issue 4).

@@ -73,10 +73,7 @@ impl AgentEntry {
             kind: text("kind"),
             name: text("name"),
             pane: text("pane"),
-            rows: object
-                .get("rows")
-                .filter(|r| !matches!(r, Value::Null))
-                .cloned(),
+            rows: object.get("rows").and_then(normalize_rows),
             status: object
                 .get("status")
                 .and_then(Value::as_nonempty_str)
@@ -106,6 +103,42 @@ impl AgentEntry {
         }
         object
     }
+}
+
+/// Rows as the app reads them: arrays of spans `{bold?, dim?, fg?, text}`,
+/// unknown span keys dropped and keys in canonical order. Anything of another
+/// shape is treated as absent, as the app ignores an undecodable `rows`.
+pub fn normalize_rows(rows: &Value) -> Option<Value> {
+    let normalize_span = |span: &Value| -> Option<Value> {
+        let span = span.as_object()?;
+        let mut out = Object::new();
+        for key in ["bold", "dim"] {
+            match span.get(key) {
+                None | Some(Value::Null) => {}
+                Some(Value::Bool(b)) => out.insert(key, Value::Bool(*b)),
+                Some(_) => return None,
+            }
+        }
+        match span.get("fg") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(fg)) => out.insert("fg", Value::from(fg.as_str())),
+            Some(_) => return None,
+        }
+        out.insert("text", Value::from(span.get("text")?.as_str()?));
+        Some(Value::Object(out))
+    };
+    let rows = rows
+        .as_array()?
+        .iter()
+        .map(|row| {
+            row.as_array()?
+                .iter()
+                .map(normalize_span)
+                .collect::<Option<Vec<_>>>()
+                .map(Value::Array)
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(Value::Array(rows))
 }
 
 impl Content {
