@@ -22,7 +22,10 @@ pub enum Command {
     Wire(WireArgs),
     Accept(AcceptArgs),
     Pair(PairArgs),
+    NotifyHook(NotifyHookArgs),
+    ActivityHook(ActivityHookArgs),
     SidebarHook(SidebarHookArgs),
+    Usage(UsageArgs),
     PairAction(PairActionArgs),
 }
 
@@ -199,12 +202,63 @@ pub struct PairArgs {
     #[argh(switch)]
     pub config_only: bool,
 }
+/// Event hook: push an Agent Notification for a confirmed Blocked/Done
+/// transition (herdr runs this on pane.agent_status_changed).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "notify-hook")]
+pub struct NotifyHookArgs {}
+
+/// Event hook: update the Host's Live Activity on every registered device
+/// (herdr runs this on pane.agent_status_changed).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "activity-hook")]
+pub struct ActivityHookArgs {}
 
 /// Export herdr's sidebar layout to <HERDR_PLUGIN_CONFIG_DIR>/sidebar.json
 /// (the plugin's startup hook).
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "sidebar-hook")]
 pub struct SidebarHookArgs {}
+/// Claude Code and Codex token usage, cost and limits.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "usage")]
+pub struct UsageArgs {
+    #[argh(subcommand)]
+    pub command: UsageCommand,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub enum UsageCommand {
+    Query(UsageQueryArgs),
+    Worker(UsageWorkerArgs),
+    ClaudeLimits(UsageClaudeLimitsArgs),
+}
+
+/// Print the usage JSON (v1) from the cache at once; refresh in the background.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "query")]
+pub struct UsageQueryArgs {
+    /// IANA time zone for days (default: the Host's zone)
+    #[argh(option)]
+    pub tz: Option<String>,
+    /// on or off (default off): include Claude Code plan limits
+    #[argh(option)]
+    pub claude_limits: Option<String>,
+    /// auto (default), force or never
+    #[argh(option)]
+    pub refresh: Option<String>,
+}
+
+/// Internal: refresh the usage cache and limits once, then exit.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "worker")]
+pub struct UsageWorkerArgs {}
+
+/// Read Claude Code's plan limits in this (herdr's) session and store them.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "claude-limits")]
+pub struct UsageClaudeLimitsArgs {}
 
 /// The `pair` action: ask herdr to open the pairing popup (exit status =
 /// the outcome).

@@ -5,7 +5,10 @@
 
 use std::process::ExitCode;
 
-use heeler::{accept, cli, exit, pair, pair_action, popup, sidebar, wire};
+use heeler::{
+    accept, activity_hook, cli, exit, notify_hook, pair, pair_action, popup, sidebar, usage_cmd,
+    wire,
+};
 
 fn main() -> ExitCode {
     let args: cli::Args = argh::from_env();
@@ -18,7 +21,10 @@ fn main() -> ExitCode {
         Some(cli::Command::Accept(accept_args)) => return accept::run(accept_args),
         Some(cli::Command::Pair(pair_args)) if !pair_args.no_ui => popup::run(pair_args),
         Some(cli::Command::Pair(pair_args)) => pair::run(pair_args),
+        Some(cli::Command::NotifyHook(hook_args)) => notify_hook::run(hook_args),
+        Some(cli::Command::ActivityHook(hook_args)) => activity_hook::run(hook_args),
         Some(cli::Command::SidebarHook(hook_args)) => sidebar::run(hook_args),
+        Some(cli::Command::Usage(usage_args)) => usage_cmd::run(usage_args),
         Some(cli::Command::PairAction(_)) => pair_action::run(),
         None => Err(exit::Failure::new(
             "heeler: no command given; see `heeler --help`",

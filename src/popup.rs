@@ -249,7 +249,7 @@ fn gather(command_line: &[String]) -> Result<(Setup, Vec<Candidate>), Vec<String
             home,
             state_dir,
             config_dir,
-            machine: sys::host_name().unwrap_or_else(|| "this machine".to_owned()),
+            machine: sys::hostname().unwrap_or_else(|| "this machine".to_owned()),
             user,
             fingerprint: host_key.fingerprint,
             opened_config,

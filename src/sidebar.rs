@@ -379,6 +379,8 @@ pub fn run(_args: SidebarHookArgs) -> Result<(), Failure> {
     let config_dir = std::env::var_os("HERDR_PLUGIN_CONFIG_DIR")
         .filter(|dir| !dir.is_empty())
         .ok_or_else(|| Failure::new("sidebar-hook: HERDR_PLUGIN_CONFIG_DIR is not set", 1))?;
+    // herdr (re)started: the moment to record its runtime for `heeler usage`.
+    crate::hook_env::record_usage_runtime(&|name| std::env::var_os(name));
     refresh_from_process_env(Path::new(&config_dir))
         .map(|_| ())
         .map_err(|error| Failure::new(format!("sidebar-hook: {}", error.code()), 1))

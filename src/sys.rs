@@ -204,7 +204,75 @@ pub(crate) fn wait_readable(
     }
 }
 
-// ---- The pairing popup: host name, local wall-clock time, terminal modes. ----
+/// The machine's host name (`gethostname(2)`), when it is UTF-8.
+pub(crate) fn hostname() -> Option<String> {
+    let mut buffer = [0u8; 256];
+    // SAFETY: `buffer` is valid for writes of `buffer.len()` bytes and
+    // gethostname writes at most that many; we read only up to the first NUL
+    // (or the whole buffer when the name was truncated without one).
+    let status = unsafe { libc::gethostname(buffer.as_mut_ptr().cast(), buffer.len()) };
+    if status != 0 {
+        return None;
+    }
+    let end = buffer.iter().position(|&b| b == 0).unwrap_or(buffer.len());
+    String::from_utf8(buffer[..end].to_vec()).ok()
+}
+
+/// Tries to take an exclusive `flock` on `file` without blocking: `Ok(true)`
+/// when taken (held until the file is closed), `Ok(false)` when another
+/// process holds it.
+pub fn try_lock_exclusive(file: &std::fs::File) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `flock` only reads the descriptor number; `file` owns a valid
+    // open descriptor for the duration of the call. No memory is passed.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc == 0 {
+        return Ok(true);
+    }
+    let err = std::io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Ok(false)
+    } else {
+        Err(err)
+    }
+}
+
+/// Makes `command` start in a new session (`setsid`), detached from the
+/// caller's terminal and process group, so it outlives an SSH session.
+pub fn detach_on_spawn(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before `exec`; it calls
+    // only `setsid`, which is async-signal-safe, allocates nothing and
+    // touches no locks. Its failure (already a group leader) is harmless.
+    unsafe {
+        command.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+}
+
+// ---- The pairing popup: local wall-clock time and terminal modes. ----
+
+/// The local wall-clock time of a Unix timestamp as `(hour, minute,
+/// second)` (`localtime_r`), `None` if the conversion fails.
+pub(crate) fn local_time_of_day(unix_seconds: i64) -> Option<(u32, u32, u32)> {
+    let time = libc::time_t::try_from(unix_seconds).ok()?;
+    // SAFETY: an all-zero `tm` is a valid value (integers and a null zone
+    // pointer); localtime_r only writes into it.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers refer to live locals for the duration of the
+    // call; localtime_r is the thread-safe variant.
+    let result = unsafe { libc::localtime_r(&time, &mut tm) };
+    if result.is_null() {
+        return None;
+    }
+    Some((
+        u32::try_from(tm.tm_hour).ok()?,
+        u32::try_from(tm.tm_min).ok()?,
+        u32::try_from(tm.tm_sec).ok()?,
+    ))
+}
 
 /// A terminal's modes as `tcgetattr` read them, to put back after a panic
 /// (when no destructor runs).
@@ -237,38 +305,4 @@ pub(crate) fn restore_terminal_modes(
         return Err(io::Error::last_os_error());
     }
     Ok(())
-}
-
-/// This machine's host name (`gethostname`), `None` if it cannot be read.
-pub(crate) fn host_name() -> Option<String> {
-    let mut buffer = [0u8; 256];
-    // SAFETY: `buffer` is a live, writable array and we pass its exact
-    // length; gethostname writes at most that many bytes into it.
-    let status = unsafe { libc::gethostname(buffer.as_mut_ptr().cast(), buffer.len()) };
-    if status != 0 {
-        return None;
-    }
-    let end = buffer.iter().position(|b| *b == 0).unwrap_or(buffer.len());
-    let name = String::from_utf8_lossy(&buffer[..end]).into_owned();
-    (!name.is_empty()).then_some(name)
-}
-
-/// The local wall-clock time of a Unix timestamp as `(hour, minute,
-/// second)` (`localtime_r`), `None` if the conversion fails.
-pub(crate) fn local_time_of_day(unix_seconds: i64) -> Option<(u32, u32, u32)> {
-    let time = libc::time_t::try_from(unix_seconds).ok()?;
-    // SAFETY: an all-zero `tm` is a valid value (integers and a null zone
-    // pointer); localtime_r only writes into it.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    // SAFETY: both pointers refer to live locals for the duration of the
-    // call; localtime_r is the thread-safe variant.
-    let result = unsafe { libc::localtime_r(&time, &mut tm) };
-    if result.is_null() {
-        return None;
-    }
-    Some((
-        u32::try_from(tm.tm_hour).ok()?,
-        u32::try_from(tm.tm_min).ok()?,
-        u32::try_from(tm.tm_sec).ok()?,
-    ))
 }

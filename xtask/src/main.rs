@@ -5,8 +5,11 @@
 //! task per file; this file only dispatches.
 
 mod bench_accept;
+mod bench_hooks;
 mod bench_popup;
 mod bench_sidebar;
+mod bench_usage;
+mod pricing;
 mod vectors;
 
 use std::process::ExitCode;
@@ -19,7 +22,10 @@ tasks:
   vectors         regenerate test-vectors/ with the independent Python generator
   bench-sidebar   sidebar refresh cost when nothing changed (release build)
   bench-accept    CPU time and peak RSS of one `heeler accept` (release build; --static)
-  bench-popup     start to first painted checklist of `heeler pair` (release build; --debug, --runs N)";
+  bench-hooks     CPU time and peak RSS of the event hooks (release build; [--runs N])
+  bench-popup     start to first painted checklist of `heeler pair` (release build; --debug, --runs N)
+  bench-usage     usage cold scan, warm query and one-file append on a synthetic corpus [--scale 1.0]
+  pricing         regenerate pricing.json: --input FILE --date YYYY-MM-DD [--source litellm|models-dev] [--version V]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -28,7 +34,10 @@ fn main() -> ExitCode {
         Some("vectors") => vectors::run(rest),
         Some("bench-sidebar") => bench_sidebar::run(rest),
         Some("bench-accept") => bench_accept::run(),
+        Some("bench-hooks") => bench_hooks::run(rest).map_err(Into::into),
         Some("bench-popup") => bench_popup::run(rest),
+        Some("bench-usage") => bench_usage::run(rest).map_err(Into::into),
+        Some("pricing") => pricing::run(rest).map_err(Into::into),
         _ => {
             eprintln!("{USAGE}");
             return ExitCode::from(2);
@@ -49,4 +58,12 @@ fn project_root() -> std::path::PathBuf {
         .parent()
         .map(|p| p.to_path_buf())
         .unwrap_or_default()
+}
+
+/// The value after `--name` in a task's arguments.
+pub fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map(String::as_str)
 }

@@ -1,0 +1,380 @@
+//! From parsed files to priced, deduplicated totals in 15-minute UTC slots.
+//!
+//! Dedupe is global (resumed sessions and sidechains repeat records across
+//! files): Claude keeps one record per (`message.id`, `requestId`), the one
+//! with the largest total, then drops sidechain replays of a message the
+//! main chain already has; Codex applies its per-file counting rule
+//! (`usage_codex::requests`, with fork parents resolved across files) and
+//! keeps the first request per key. Slots are 15 minutes because every real
+//! UTC offset is a multiple of 15 minutes, so a query can re-bucket the same
+//! slots into the local days of any zone without rescanning.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::json::{Object, Value};
+use crate::usage_codex;
+use crate::usage_pricing::PriceTable;
+use crate::usage_row::{Agent, EventKind, FileParse, Tokens, flags};
+
+/// Slot length in seconds.
+pub const SLOT: i64 = 900;
+
+/// Sums of requests.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Totals {
+    pub requests: u64,
+    pub tokens: Tokens,
+    pub cost_usd: f64,
+    pub unpriced_tokens: u64,
+    pub unpriced_requests: u64,
+}
+
+impl Totals {
+    pub fn add(&mut self, other: &Totals) {
+        self.requests += other.requests;
+        self.tokens.add(&other.tokens);
+        self.cost_usd += other.cost_usd;
+        self.unpriced_tokens += other.unpriced_tokens;
+        self.unpriced_requests += other.unpriced_requests;
+    }
+
+    fn add_request(&mut self, tokens: &Tokens, cost: Option<f64>) {
+        self.requests += 1;
+        self.tokens.add(tokens);
+        match cost {
+            Some(c) => self.cost_usd += c,
+            None => {
+                self.unpriced_requests += 1;
+                self.unpriced_tokens += tokens.total();
+            }
+        }
+    }
+
+    /// The v1 totals object.
+    pub fn to_value(&self) -> Value {
+        let t = &self.tokens;
+        Value::Object(
+            Object::new()
+                .with("requests", self.requests)
+                .with("input", t.input)
+                .with("cache_read", t.cache_read)
+                .with("cache_write_5m", t.cache_write_5m)
+                .with("cache_write_1h", t.cache_write_1h)
+                .with("output", t.output)
+                .with("reasoning", t.reasoning)
+                .with("total", t.total())
+                .with("cost_usd", round_usd(self.cost_usd))
+                .with("unpriced_tokens", self.unpriced_tokens)
+                .with("unpriced_requests", self.unpriced_requests),
+        )
+    }
+}
+
+/// Costs are reported to a millionth of a dollar (stable output, no float
+/// noise like `0.30000000000000004`).
+pub fn round_usd(cost: f64) -> f64 {
+    (cost * 1e6).round() / 1e6
+}
+
+/// Totals of one (slot, agent, model, directory).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlotTotals {
+    pub slot: i64,
+    pub agent: Agent,
+    pub model: String,
+    pub cwd: String,
+    pub totals: Totals,
+}
+
+/// A file as aggregation sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct FileRef<'a> {
+    pub agent: Agent,
+    pub parse: &'a FileParse,
+}
+
+/// What aggregation found besides the slots.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Aggregate {
+    pub slots: Vec<SlotTotals>,
+    pub duplicates_claude: u64,
+    pub duplicates_codex: u64,
+    pub forks_unresolved: u64,
+    /// Earliest/latest counted request per agent (UTC seconds), 0 if none.
+    pub span_claude: (i64, i64),
+    pub span_codex: (i64, i64),
+}
+
+struct Request<'a> {
+    agent: Agent,
+    ts: i64,
+    model: &'a str,
+    cwd: &'a str,
+    tier: &'a str,
+    bits: u8,
+    tokens: Tokens,
+}
+
+fn claude_tokens(t: [u64; 6]) -> Tokens {
+    Tokens {
+        input: t[0],
+        cache_read: t[1],
+        cache_write_5m: t[2],
+        cache_write_1h: t[3],
+        output: t[4],
+        reasoning: 0,
+    }
+}
+
+/// Deduplicates, prices and slots every request at or after `since`.
+pub fn aggregate(files: &[FileRef], prices: &PriceTable, since: i64) -> Aggregate {
+    let mut out = Aggregate::default();
+    let mut requests: Vec<Request> = Vec::new();
+
+    // Claude: best record per (message.id, requestId).
+    let mut best: HashMap<u64, (usize, usize)> = HashMap::new();
+    let mut kept: Vec<(usize, usize)> = Vec::new();
+    for (fi, f) in files.iter().enumerate() {
+        if f.agent != Agent::Claude {
+            continue;
+        }
+        for (ei, e) in f.parse.events.iter().enumerate() {
+            if e.kind != EventKind::Claude {
+                continue;
+            }
+            if e.key == 0 {
+                kept.push((fi, ei));
+                continue;
+            }
+            match best.get_mut(&e.key) {
+                None => {
+                    best.insert(e.key, (fi, ei));
+                }
+                Some(slot) => {
+                    out.duplicates_claude += 1;
+                    let old = &files[slot.0].parse.events[slot.1];
+                    let (new_total, old_total) =
+                        (claude_tokens(e.t).total(), claude_tokens(old.t).total());
+                    if new_total > old_total
+                        || (new_total == old_total
+                            && e.flags & flags::HAS_SPEED != 0
+                            && old.flags & flags::HAS_SPEED == 0)
+                    {
+                        *slot = (fi, ei);
+                    }
+                }
+            }
+        }
+    }
+    let mut by_key: Vec<(usize, usize)> = best.into_values().collect();
+    by_key.sort_unstable();
+    kept.extend(by_key);
+    kept.sort_unstable();
+    // Sidechain replays: a message the main chain has is not counted again.
+    let main_chain: HashSet<u64> = kept
+        .iter()
+        .map(|&(fi, ei)| &files[fi].parse.events[ei])
+        .filter(|e| e.group != 0 && e.flags & flags::SIDECHAIN == 0)
+        .map(|e| e.group)
+        .collect();
+    for (fi, ei) in kept {
+        let fp = files[fi].parse;
+        let e = &fp.events[ei];
+        if e.flags & flags::SIDECHAIN != 0 && main_chain.contains(&e.group) {
+            out.duplicates_claude += 1;
+            continue;
+        }
+        requests.push(Request {
+            agent: Agent::Claude,
+            ts: e.ts,
+            model: fp.string(e.model),
+            cwd: fp.string(e.cwd),
+            tier: fp.string(e.tier),
+            bits: e.flags,
+            tokens: claude_tokens(e.t),
+        });
+    }
+
+    // Codex: per-file counting with fork parents, then first key wins.
+    let mut threads: HashMap<&str, usize> = HashMap::new();
+    for (fi, f) in files.iter().enumerate() {
+        if f.agent == Agent::Codex && !f.parse.codex.thread_id.is_empty() {
+            threads
+                .entry(f.parse.codex.thread_id.as_str())
+                .or_insert(fi);
+        }
+    }
+    let mut seen: HashSet<u64> = HashSet::new();
+    for f in files.iter().filter(|f| f.agent == Agent::Codex) {
+        let meta = &f.parse.codex;
+        let baseline = if meta.forked_from.is_empty() {
+            None
+        } else {
+            match threads.get(meta.forked_from.as_str()) {
+                Some(&parent) => Some(usage_codex::totals_at(files[parent].parse, meta.meta_ts)),
+                None => {
+                    out.forks_unresolved += 1;
+                    None
+                }
+            }
+        };
+        let counted = usage_codex::requests(f.parse, baseline);
+        out.duplicates_codex += counted.duplicates;
+        for r in counted.requests {
+            if !seen.insert(r.key) {
+                out.duplicates_codex += 1;
+                continue;
+            }
+            let model = match f.parse.string(r.model) {
+                "" => "unknown",
+                m => m,
+            };
+            requests.push(Request {
+                agent: Agent::Codex,
+                ts: r.ts,
+                model,
+                cwd: f.parse.string(r.cwd),
+                tier: f.parse.string(r.tier),
+                bits: 0,
+                tokens: r.tokens,
+            });
+        }
+    }
+
+    let mut slots: HashMap<(i64, Agent, &str, &str), Totals> = HashMap::new();
+    let mut lookups: HashMap<&str, Option<&crate::usage_pricing::ModelPrice>> = HashMap::new();
+    for r in requests.iter().filter(|r| r.ts >= since) {
+        let price = *lookups
+            .entry(r.model)
+            .or_insert_with(|| prices.lookup(r.model));
+        let cost = price
+            .and_then(|p| crate::usage_pricing::cost_with(p, r.agent, r.tier, r.bits, &r.tokens));
+        let slot = r.ts.div_euclid(SLOT) * SLOT;
+        slots
+            .entry((slot, r.agent, r.model, r.cwd))
+            .or_default()
+            .add_request(&r.tokens, cost);
+        let span = match r.agent {
+            Agent::Claude => &mut out.span_claude,
+            Agent::Codex => &mut out.span_codex,
+        };
+        if span.0 == 0 || r.ts < span.0 {
+            span.0 = r.ts;
+        }
+        span.1 = span.1.max(r.ts);
+    }
+    let mut slots: Vec<SlotTotals> = slots
+        .into_iter()
+        .map(|((slot, agent, model, cwd), totals)| SlotTotals {
+            slot,
+            agent,
+            model: model.to_string(),
+            cwd: cwd.to_string(),
+            totals,
+        })
+        .collect();
+    slots.sort_by(|a, b| {
+        (a.slot, a.agent, &a.model, &a.cwd).cmp(&(b.slot, b.agent, &b.model, &b.cwd))
+    });
+    out.slots = slots;
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claude(lines: &[String]) -> FileParse {
+        let mut fp = FileParse::default();
+        for l in lines {
+            crate::usage_claude::parse_line(&mut fp, l.as_bytes());
+        }
+        fp
+    }
+
+    fn rec(msg: &str, req: &str, side: bool, output: u64, read: u64) -> String {
+        format!(
+            r#"{{"type":"assistant","timestamp":"2026-11-29T10:00:00Z","isSidechain":{side},"cwd":"/p","requestId":"{req}","message":{{"id":"{msg}","model":"claude-opus-4-6","usage":{{"input_tokens":1,"output_tokens":{output},"cache_read_input_tokens":{read}}}}}}}"#
+        )
+    }
+
+    fn table() -> PriceTable {
+        PriceTable::bundled().unwrap()
+    }
+
+    #[test]
+    fn claude_keeps_the_largest_block_record_once_across_files() {
+        let a = claude(&[rec("m1", "r1", false, 1, 10), rec("m1", "r1", false, 9, 10)]);
+        let b = claude(&[rec("m1", "r1", false, 5, 10), rec("m2", "r2", false, 2, 0)]);
+        let files = [
+            FileRef {
+                agent: Agent::Claude,
+                parse: &a,
+            },
+            FileRef {
+                agent: Agent::Claude,
+                parse: &b,
+            },
+        ];
+        let agg = aggregate(&files, &table(), 0);
+        let mut t = Totals::default();
+        for s in &agg.slots {
+            t.add(&s.totals);
+        }
+        assert_eq!(t.requests, 2);
+        assert_eq!(t.tokens.output, 9 + 2);
+        assert_eq!(t.tokens.cache_read, 10);
+        assert_eq!(agg.duplicates_claude, 2);
+        assert!(t.cost_usd > 0.0);
+        assert_eq!(t.unpriced_requests, 0);
+    }
+
+    #[test]
+    fn sidechain_replays_are_dropped_but_own_sidechain_messages_count() {
+        let main = claude(&[rec("m1", "r1", false, 4, 100)]);
+        let side = claude(&[rec("m1", "r9", true, 4, 100), rec("m7", "r7", true, 3, 0)]);
+        let files = [
+            FileRef {
+                agent: Agent::Claude,
+                parse: &side,
+            },
+            FileRef {
+                agent: Agent::Claude,
+                parse: &main,
+            },
+        ];
+        let agg = aggregate(&files, &table(), 0);
+        let requests: u64 = agg.slots.iter().map(|s| s.totals.requests).sum();
+        let output: u64 = agg.slots.iter().map(|s| s.totals.tokens.output).sum();
+        assert_eq!(requests, 2);
+        assert_eq!(output, 7);
+        assert_eq!(agg.duplicates_claude, 1);
+    }
+
+    #[test]
+    fn unknown_models_are_unpriced_and_the_window_applies() {
+        let mut fp = claude(&[rec("m1", "r1", false, 4, 0)]);
+        fp.strings[fp.events[0].model as usize] = "claude-mystery-9".into();
+        let old =
+            claude(&[rec("m0", "r0", false, 4, 0)
+                .replace("2026-11-29T10:00:00Z", "2026-10-01T10:00:00Z")]);
+        let files = [
+            FileRef {
+                agent: Agent::Claude,
+                parse: &fp,
+            },
+            FileRef {
+                agent: Agent::Claude,
+                parse: &old,
+            },
+        ];
+        let since = crate::usage_time::parse_timestamp("2026-11-01T00:00:00Z").unwrap();
+        let agg = aggregate(&files, &table(), since);
+        assert_eq!(agg.slots.len(), 1);
+        let t = agg.slots[0].totals;
+        assert_eq!(t.unpriced_requests, 1);
+        assert_eq!(t.unpriced_tokens, 5);
+        assert_eq!(t.cost_usd, 0.0);
+        assert_eq!(agg.slots[0].slot % SLOT, 0);
+    }
+}

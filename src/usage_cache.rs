@@ -1,0 +1,660 @@
+//! The per-file cache that makes a warm refresh cost a `stat` per file.
+//!
+//! Each transcript's entry remembers its identity (device, inode), size,
+//! mtime, a hash of its head, the offset after the last complete line, and
+//! everything its lines contributed (events plus resumable parser state).
+//! On refresh: unchanged → reused; grown with the same head → read from the
+//! offset only; touched (same size and head) → reused; shrunk, replaced or
+//! rewritten → reparsed; vanished or older than the window → dropped
+//! without opening. Compressed archives are cold: decoded once, reused by
+//! identity. The index is a small versioned binary file replaced atomically.
+
+use std::collections::BTreeMap;
+use std::fs::{File, Metadata};
+use std::io::{self, Read};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::usage_row::{Agent, CodexMeta, Event, EventKind, FileParse, fnv1a};
+use crate::usage_scan;
+
+/// Bump when the index layout changes (everything is reparsed).
+pub const INDEX_VERSION: u32 = 3;
+/// Bump when Claude/Codex line parsing changes (that agent is reparsed).
+pub const CLAUDE_PARSER_VERSION: u32 = 1;
+pub const CODEX_PARSER_VERSION: u32 = 1;
+/// Bytes of a file's head hashed to detect replacement.
+pub const HEAD_BYTES: usize = 4096;
+
+const MAGIC: &[u8; 4] = b"HUIX";
+
+/// One transcript's cached state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileEntry {
+    pub agent: Agent,
+    pub compressed: bool,
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub head_len: u32,
+    pub head_hash: u64,
+    /// Resume offset (plain files): bytes of complete lines parsed.
+    pub offset: u64,
+    /// Lines skipped for length.
+    pub oversized: u64,
+    /// The last read failed (open/read/decode error).
+    pub unreadable: bool,
+    pub parse: FileParse,
+    /// Encoded events not decoded yet (lazy load): `parse.events` is empty
+    /// until [`FileEntry::materialize`].
+    raw_events: Option<(u32, Vec<u8>)>,
+}
+
+impl FileEntry {
+    /// Decodes lazily loaded events; `false` when they are corrupt (the
+    /// entry must then be reparsed).
+    pub fn materialize(&mut self) -> bool {
+        let Some((count, raw)) = self.raw_events.take() else {
+            return true;
+        };
+        match decode_events(&raw, count, self.parse.strings.len()) {
+            Some(events) => {
+                self.parse.events = events;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// All cached files, keyed by path.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Index {
+    pub files: BTreeMap<String, FileEntry>,
+}
+
+/// A file found by discovery.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub path: PathBuf,
+    pub agent: Agent,
+    pub compressed: bool,
+}
+
+impl RefreshStats {
+    /// Whether the index differs from what was loaded.
+    pub fn changed(&self) -> bool {
+        self.appended + self.reparsed + self.dropped + self.touched > 0
+    }
+}
+
+/// What one refresh did (for coverage and the benchmark).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RefreshStats {
+    pub reused: u64,
+    pub appended: u64,
+    pub reparsed: u64,
+    pub dropped: u64,
+    pub skipped_old: u64,
+    pub bytes_read: u64,
+    /// Files whose mtime alone moved (reused, index updated).
+    pub touched: u64,
+    /// Stopped at the deadline with files left to read.
+    pub partial: bool,
+}
+
+fn mtime_ns(meta: &Metadata) -> i64 {
+    meta.mtime().saturating_mul(1_000_000_000) + meta.mtime_nsec()
+}
+
+fn head(path: &Path) -> io::Result<(u32, u64)> {
+    let mut buf = vec![0u8; HEAD_BYTES];
+    let mut file = File::open(path)?;
+    let mut n = 0;
+    while n < buf.len() {
+        let read = file.read(&mut buf[n..])?;
+        if read == 0 {
+            break;
+        }
+        n += read;
+    }
+    Ok((n as u32, fnv1a(&[&buf[..n]])))
+}
+
+fn head_of_len(path: &Path, len: u32) -> io::Result<u64> {
+    let mut buf = vec![0u8; len as usize];
+    File::open(path)?.read_exact(&mut buf)?;
+    Ok(fnv1a(&[&buf]))
+}
+
+fn parse_into(entry: &mut FileEntry, path: &Path) -> io::Result<u64> {
+    let agent = entry.agent;
+    let parse = &mut entry.parse;
+    let on_line = |line: &[u8]| match agent {
+        Agent::Claude => crate::usage_claude::parse_line(parse, line),
+        Agent::Codex => crate::usage_codex::parse_line(parse, line),
+    };
+    let pass = if entry.compressed {
+        usage_scan::read_zstd(path, on_line)?
+    } else {
+        usage_scan::read_plain(path, entry.offset, on_line)?
+    };
+    entry.offset += pass.consumed;
+    entry.oversized += pass.oversized;
+    Ok(pass.consumed)
+}
+
+fn fresh_entry(c: &Candidate, meta: &Metadata) -> FileEntry {
+    FileEntry {
+        agent: c.agent,
+        compressed: c.compressed,
+        dev: meta.dev(),
+        ino: meta.ino(),
+        size: meta.size(),
+        mtime_ns: mtime_ns(meta),
+        head_len: 0,
+        head_hash: 0,
+        offset: 0,
+        oversized: 0,
+        unreadable: false,
+        parse: FileParse::default(),
+        raw_events: None,
+    }
+}
+
+enum Plan {
+    Reuse,
+    Touch,
+    Append,
+    Reparse,
+}
+
+fn plan(old: &FileEntry, c: &Candidate, meta: &Metadata, path: &Path) -> Plan {
+    let same_file = old.dev == meta.dev() && old.ino == meta.ino() && old.agent == c.agent;
+    if same_file && old.size == meta.size() && old.mtime_ns == mtime_ns(meta) {
+        return Plan::Reuse;
+    }
+    if !same_file || old.compressed || old.unreadable || meta.size() < old.size {
+        return Plan::Reparse;
+    }
+    let head_same = head_of_len(path, old.head_len).ok() == Some(old.head_hash);
+    match (head_same, meta.size() == old.size) {
+        (false, _) => Plan::Reparse,
+        (true, true) => Plan::Touch,
+        (true, false) => Plan::Append,
+    }
+}
+
+/// Brings `index` up to date with `candidates`: files whose mtime is before
+/// `window_start_ns` are dropped without being opened; work stops (leaving
+/// the rest for the next run) once `deadline` passes.
+pub fn refresh(
+    index: &mut Index,
+    candidates: &[Candidate],
+    window_start_ns: i64,
+    deadline: Option<Instant>,
+) -> RefreshStats {
+    let mut stats = RefreshStats::default();
+    let mut keep: BTreeMap<String, FileEntry> = BTreeMap::new();
+    let mut jobs: Vec<Job> = Vec::new();
+    for c in candidates {
+        let key = c.path.to_string_lossy().into_owned();
+        let Ok(meta) = std::fs::metadata(&c.path) else {
+            continue;
+        };
+        if mtime_ns(&meta) < window_start_ns {
+            stats.skipped_old += 1;
+            continue;
+        }
+        let mut old = index.files.remove(&key);
+        let mut action = match &old {
+            Some(old) => plan(old, c, &meta, &c.path),
+            None => Plan::Reparse,
+        };
+        // Resuming needs the file's events decoded (lazy index load).
+        if matches!(action, Plan::Append) && !old.as_mut().is_some_and(FileEntry::materialize) {
+            action = Plan::Reparse;
+        }
+        match (action, old) {
+            (Plan::Reuse, Some(old)) => {
+                stats.reused += 1;
+                keep.insert(key, old);
+            }
+            (Plan::Touch, Some(mut old)) => {
+                stats.reused += 1;
+                stats.touched += 1;
+                old.mtime_ns = mtime_ns(&meta);
+                keep.insert(key, old);
+            }
+            (Plan::Append, Some(old)) => {
+                stats.appended += 1;
+                jobs.push(Job {
+                    key,
+                    path: c.path.clone(),
+                    meta,
+                    entry: old.clone(),
+                    old: Some(old),
+                    reparse: false,
+                });
+            }
+            (_, old) => {
+                stats.reparsed += 1;
+                jobs.push(Job {
+                    key,
+                    path: c.path.clone(),
+                    entry: fresh_entry(c, &meta),
+                    meta,
+                    old,
+                    reparse: true,
+                });
+            }
+        }
+    }
+    stats.dropped = index.files.len() as u64;
+    // Parse changed files on every core, biggest first, in interleaved shares.
+    jobs.sort_by_key(|j| std::cmp::Reverse(j.meta.size()));
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 4)
+        .min(jobs.len().max(1));
+    let mut shares: Vec<Vec<Job>> = (0..threads).map(|_| Vec::new()).collect();
+    for (i, job) in jobs.into_iter().enumerate() {
+        shares[i % threads].push(job);
+    }
+    let results: Vec<JobsDone> = std::thread::scope(|scope| {
+        let handles: Vec<_> = shares
+            .into_iter()
+            .map(|share| scope.spawn(move || run_jobs(share, deadline)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    for (entries, bytes, partial) in results {
+        stats.bytes_read += bytes;
+        stats.partial |= partial;
+        for (key, entry) in entries {
+            if let Some(entry) = entry {
+                keep.insert(key, entry);
+            }
+        }
+    }
+    index.files = keep;
+    stats
+}
+
+/// Entries a thread produced, bytes it read, whether it ran out of time.
+type JobsDone = (Vec<(String, Option<FileEntry>)>, u64, bool);
+
+struct Job {
+    key: String,
+    path: PathBuf,
+    meta: Metadata,
+    entry: FileEntry,
+    old: Option<FileEntry>,
+    reparse: bool,
+}
+
+fn run_jobs(jobs: Vec<Job>, deadline: Option<Instant>) -> JobsDone {
+    let mut out = Vec::with_capacity(jobs.len());
+    let (mut bytes, mut partial) = (0, false);
+    for job in jobs {
+        if deadline.is_some_and(|d| Instant::now() > d) {
+            // Out of time: keep whatever we had for this file.
+            partial = true;
+            out.push((job.key, job.old));
+            continue;
+        }
+        let Job {
+            key,
+            path,
+            meta,
+            mut entry,
+            reparse,
+            ..
+        } = job;
+        let result = (|| -> io::Result<u64> {
+            if reparse {
+                let (len, hash) = head(&path)?;
+                entry.head_len = len;
+                entry.head_hash = hash;
+            }
+            parse_into(&mut entry, &path)
+        })();
+        entry.size = meta.size();
+        entry.mtime_ns = mtime_ns(&meta);
+        entry.dev = meta.dev();
+        entry.ino = meta.ino();
+        match result {
+            Ok(read) => {
+                bytes += read;
+                entry.unreadable = false;
+            }
+            Err(_) => {
+                entry.unreadable = true;
+                entry.parse = FileParse::default();
+                entry.offset = 0;
+            }
+        }
+        out.push((key, Some(entry)));
+    }
+    (out, bytes, partial)
+}
+
+// ---- binary layout --------------------------------------------------------
+
+struct Out(Vec<u8>);
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+fn has_key(kind: EventKind) -> bool {
+    matches!(kind, EventKind::Claude | EventKind::CodexRecord)
+}
+
+fn has_last(kind: EventKind) -> bool {
+    matches!(kind, EventKind::CodexTotals | EventKind::CodexLast)
+}
+
+impl Out {
+    fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    fn u32(&mut self, v: u32) {
+        self.0.extend(v.to_le_bytes());
+    }
+    fn u64(&mut self, v: u64) {
+        self.0.extend(v.to_le_bytes());
+    }
+    fn i64(&mut self, v: i64) {
+        self.0.extend(v.to_le_bytes());
+    }
+    /// LEB128 unsigned varint.
+    fn var(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.0.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        self.0.push(v as u8);
+    }
+    fn str(&mut self, s: &str) {
+        self.u32(s.len() as u32);
+        self.0.extend(s.as_bytes());
+    }
+}
+
+struct In<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> In<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let s = self.b.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        Some(s)
+    }
+    fn u8(&mut self) -> Option<u8> {
+        Some(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+    fn i64(&mut self) -> Option<i64> {
+        Some(i64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+    fn var(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.u8()?;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    }
+    fn str(&mut self) -> Option<String> {
+        let n = self.u32()? as usize;
+        String::from_utf8(self.take(n)?.to_vec()).ok()
+    }
+    fn count(&mut self, min_item: usize) -> Option<usize> {
+        let n = self.u32()? as usize;
+        // Refuse counts the remaining bytes cannot hold (corrupt input).
+        (n.checked_mul(min_item)? <= self.b.len() - self.at).then_some(n)
+    }
+}
+
+impl Index {
+    /// Serialises the index.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut o = Out(Vec::with_capacity(1 << 16));
+        o.0.extend(MAGIC);
+        o.u32(INDEX_VERSION);
+        o.u32(CLAUDE_PARSER_VERSION);
+        o.u32(CODEX_PARSER_VERSION);
+        o.u32(self.files.len() as u32);
+        for (path, e) in &self.files {
+            o.str(path);
+            o.u8(match e.agent {
+                Agent::Claude => 0,
+                Agent::Codex => 1,
+            });
+            o.u8(u8::from(e.compressed) | (u8::from(e.unreadable) << 1));
+            o.u64(e.dev);
+            o.u64(e.ino);
+            o.u64(e.size);
+            o.i64(e.mtime_ns);
+            o.u32(e.head_len);
+            o.u64(e.head_hash);
+            o.u64(e.offset);
+            o.u64(e.oversized);
+            let p = &e.parse;
+            o.u64(p.malformed);
+            o.u32(p.strings.len() as u32);
+            for s in &p.strings {
+                o.str(s);
+            }
+            let m = &p.codex;
+            o.str(&m.thread_id);
+            o.str(&m.forked_from);
+            o.u8(u8::from(m.subagent));
+            o.i64(m.meta_ts);
+            o.u32(m.model);
+            o.u32(m.cwd);
+            o.u32(m.tier);
+            o.str(&m.rate_limits);
+            o.i64(m.rate_limits_ts);
+            match &e.raw_events {
+                Some((count, raw)) => {
+                    o.u32(*count);
+                    o.u32(raw.len() as u32);
+                    o.0.extend_from_slice(raw);
+                }
+                None => {
+                    let raw = encode_events(&p.events);
+                    o.u32(p.events.len() as u32);
+                    o.u32(raw.len() as u32);
+                    o.0.extend_from_slice(&raw);
+                }
+            }
+        }
+        o.0
+    }
+
+    /// Reads an index; a corrupt or older-layout file yields an empty index
+    /// (everything is reparsed), a parser-version change drops that agent.
+    pub fn from_bytes(bytes: &[u8]) -> Index {
+        Index::decode(bytes, false).unwrap_or_default()
+    }
+
+    /// Like [`Index::from_bytes`] but leaves events encoded until
+    /// [`Index::materialize`]: a refresh in which nothing changed never
+    /// decodes them.
+    pub fn from_bytes_lazy(bytes: &[u8]) -> Index {
+        Index::decode(bytes, true).unwrap_or_default()
+    }
+
+    /// Decodes every lazily loaded entry, dropping corrupt ones.
+    pub fn materialize(&mut self) {
+        self.files.retain(|_, e| e.materialize());
+    }
+
+    fn decode(bytes: &[u8], lazy: bool) -> Option<Index> {
+        let mut r = In { b: bytes, at: 0 };
+        if r.take(4)? != MAGIC || r.u32()? != INDEX_VERSION {
+            return None;
+        }
+        let claude_ok = r.u32()? == CLAUDE_PARSER_VERSION;
+        let codex_ok = r.u32()? == CODEX_PARSER_VERSION;
+        let n = r.count(16)?;
+        let mut files = BTreeMap::new();
+        for _ in 0..n {
+            let path = r.str()?;
+            let agent = match r.u8()? {
+                0 => Agent::Claude,
+                1 => Agent::Codex,
+                _ => return None,
+            };
+            let bits = r.u8()?;
+            let mut e = FileEntry {
+                agent,
+                compressed: bits & 1 != 0,
+                unreadable: bits & 2 != 0,
+                dev: r.u64()?,
+                ino: r.u64()?,
+                size: r.u64()?,
+                mtime_ns: r.i64()?,
+                head_len: r.u32()?,
+                head_hash: r.u64()?,
+                offset: r.u64()?,
+                oversized: r.u64()?,
+                parse: FileParse::default(),
+                raw_events: None,
+            };
+            e.parse.malformed = r.u64()?;
+            let ns = r.count(4)?;
+            e.parse.strings = (0..ns).map(|_| r.str()).collect::<Option<_>>()?;
+            if e.parse.strings.first().map(String::as_str) != Some("") {
+                return None;
+            }
+            e.parse.codex = CodexMeta {
+                thread_id: r.str()?,
+                forked_from: r.str()?,
+                subagent: r.u8()? != 0,
+                meta_ts: r.i64()?,
+                model: r.u32()?,
+                cwd: r.u32()?,
+                tier: r.u32()?,
+                rate_limits: r.str()?,
+                rate_limits_ts: r.i64()?,
+            };
+            let ne = r.u32()?;
+            let len = r.u32()? as usize;
+            let raw = r.take(len)?;
+            if lazy {
+                e.raw_events = Some((ne, raw.to_vec()));
+            } else {
+                e.parse.events = decode_events(raw, ne, e.parse.strings.len())?;
+            }
+            let keep = match agent {
+                Agent::Claude => claude_ok,
+                Agent::Codex => codex_ok,
+            };
+            if keep {
+                files.insert(path, e);
+            }
+        }
+        (r.at == bytes.len()).then_some(Index { files })
+    }
+}
+
+fn encode_events(events: &[Event]) -> Vec<u8> {
+    let mut o = Out(Vec::with_capacity(events.len() * 40));
+    let mut prev_ts = 0i64;
+    for ev in events {
+        // Compact: varints, timestamps as deltas, hashes and the `last`
+        // counters only where the kind has them.
+        o.u8(ev.kind.code());
+        o.var(zigzag(ev.ts.wrapping_sub(prev_ts)));
+        prev_ts = ev.ts;
+        o.var(u64::from(ev.model));
+        o.var(u64::from(ev.cwd));
+        o.var(u64::from(ev.tier));
+        o.u8(ev.flags);
+        if has_key(ev.kind) {
+            o.u64(ev.key);
+        }
+        if ev.kind == EventKind::Claude {
+            o.u64(ev.group);
+        }
+        for n in ev.t {
+            o.var(n);
+        }
+        if has_last(ev.kind) {
+            for n in ev.last {
+                o.var(n);
+            }
+        }
+    }
+    o.0
+}
+
+fn decode_events(raw: &[u8], count: u32, strings: usize) -> Option<Vec<Event>> {
+    let mut r = In { b: raw, at: 0 };
+    let count = count as usize;
+    if count.checked_mul(12)? > raw.len() {
+        return None;
+    }
+    let mut events = Vec::with_capacity(count);
+    let mut prev_ts = 0i64;
+    for _ in 0..count {
+        let kind = EventKind::from_code(r.u8()?)?;
+        let ts = prev_ts.wrapping_add(unzigzag(r.var()?));
+        prev_ts = ts;
+        let index = |v: u64| u32::try_from(v).ok().filter(|&i| (i as usize) < strings);
+        let (model, cwd, tier) = (index(r.var()?)?, index(r.var()?)?, index(r.var()?)?);
+        let flags = r.u8()?;
+        let key = if has_key(kind) { r.u64()? } else { 0 };
+        let group = if kind == EventKind::Claude {
+            r.u64()?
+        } else {
+            0
+        };
+        let mut t = [0u64; 6];
+        for n in &mut t {
+            *n = r.var()?;
+        }
+        let mut last = [0u64; 6];
+        if has_last(kind) {
+            for n in &mut last {
+                *n = r.var()?;
+            }
+        }
+        events.push(Event {
+            kind,
+            ts,
+            model,
+            cwd,
+            tier,
+            flags,
+            key,
+            group,
+            t,
+            last,
+        });
+    }
+    (r.at == raw.len()).then_some(events)
+}

@@ -1,0 +1,457 @@
+//! The cached snapshot and the JSON v1 answer built from it.
+//!
+//! The worker stores priced totals in 15-minute UTC slots
+//! ([`Snapshot`], `snapshot-v1.json`); a query turns them into the v1
+//! document for *its* zone and *its* now (today / 7-day / 30-day windows, 30
+//! zero-filled days, models, top directories) in a few milliseconds, so the
+//! answer is correct in any zone and on any day without rescanning.
+
+use std::collections::BTreeMap;
+
+use crate::json::{self, Object, Value};
+use crate::usage_aggregate::{SlotTotals, Totals};
+use crate::usage_jsonpick::Cursor;
+use crate::usage_pricing::SourceMeta;
+use crate::usage_row::{Agent, Tokens};
+use crate::usage_time::format_date;
+use crate::usage_tz::Zone;
+
+/// Schema version of the query answer and the snapshot file.
+pub const VERSION: u64 = 1;
+/// Days in the longest window.
+pub const DAYS: i64 = 30;
+/// Directories listed by name.
+pub const TOP_DIRECTORIES: usize = 10;
+
+/// What the worker leaves for queries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    pub generated_at: i64,
+    /// The worker stopped at its budget; another run continues the backfill.
+    pub partial: bool,
+    pub pricing: SourceMeta,
+    pub coverage: Value,
+    pub slots: Vec<SlotTotals>,
+}
+
+fn totals_row(t: &Totals) -> Value {
+    let k = &t.tokens;
+    Value::Array(vec![
+        t.requests.into(),
+        k.input.into(),
+        k.cache_read.into(),
+        k.cache_write_5m.into(),
+        k.cache_write_1h.into(),
+        k.output.into(),
+        k.reasoning.into(),
+        // Fixed point (nano-dollars): integers parse fast and exactly.
+        ((t.cost_usd.max(0.0) * 1e9).round() as u64).into(),
+        t.unpriced_tokens.into(),
+        t.unpriced_requests.into(),
+    ])
+}
+
+fn totals_from_numbers(v: &[u64]) -> Option<Totals> {
+    let n = |i: usize| v.get(i).copied();
+    Some(Totals {
+        requests: n(0)?,
+        tokens: Tokens {
+            input: n(1)?,
+            cache_read: n(2)?,
+            cache_write_5m: n(3)?,
+            cache_write_1h: n(4)?,
+            output: n(5)?,
+            reasoning: n(6)?,
+        },
+        cost_usd: n(7)? as f64 / 1e9,
+        unpriced_tokens: n(8)?,
+        unpriced_requests: n(9)?,
+    })
+}
+
+impl Snapshot {
+    /// `snapshot-v1.json`: strings interned, one compact row per slot.
+    pub fn to_json(&self) -> String {
+        fn index(s: &str, strings: &mut Vec<String>) -> u64 {
+            match strings.iter().position(|x| x == s) {
+                Some(i) => i as u64,
+                None => {
+                    strings.push(s.to_string());
+                    (strings.len() - 1) as u64
+                }
+            }
+        }
+        let mut owned: Vec<String> = Vec::new();
+        let mut rows = Vec::with_capacity(self.slots.len());
+        for s in &self.slots {
+            let model = index(&s.model, &mut owned);
+            let cwd = index(&s.cwd, &mut owned);
+            rows.push(Value::Array(vec![
+                s.slot.into(),
+                s.agent.name().into(),
+                model.into(),
+                cwd.into(),
+                totals_row(&s.totals),
+            ]));
+        }
+        let p = &self.pricing;
+        Value::Object(
+            Object::new()
+                .with("v", VERSION)
+                .with("generated_at", self.generated_at)
+                .with("partial", self.partial)
+                .with(
+                    "pricing",
+                    Value::Object(
+                        Object::new()
+                            .with("source", p.source.as_str())
+                            .with("version", p.version.as_str())
+                            .with("date", p.date.as_str())
+                            .with("source_url", p.source_url.as_str())
+                            .with("sha256", p.source_sha256.as_str())
+                            .with("license", p.license.as_str()),
+                    ),
+                )
+                .with("coverage", self.coverage.clone())
+                .with(
+                    "strings",
+                    Value::Array(owned.iter().map(|s| Value::from(s.as_str())).collect()),
+                )
+                .with("slots", Value::Array(rows)),
+        )
+        .to_json()
+    }
+
+    /// Reads `snapshot-v1.json`; `None` if it is not one.
+    pub fn parse(text: &str) -> Option<Snapshot> {
+        // Field-picking, not a full parse: the snapshot of a busy Host holds
+        // tens of thousands of rows and a query must answer in milliseconds.
+        let mut c = Cursor::new(text.as_bytes());
+        let (mut version, mut generated_at, mut partial) = (None, None, false);
+        let (mut pricing, mut coverage, mut strings_raw, mut slots_raw) = (None, None, None, None);
+        c.object(|key, c| {
+            match key {
+                b"v" => version = c.count()?,
+                b"generated_at" => generated_at = c.count()?,
+                b"partial" => partial = c.bool()? == Some(true),
+                b"pricing" => pricing = Some(c.raw()?),
+                b"coverage" => coverage = Some(c.raw()?),
+                b"strings" => strings_raw = Some(c.raw()?),
+                b"slots" => slots_raw = Some(c.raw()?),
+                _ => c.skip()?,
+            }
+            Some(())
+        })?;
+        if version != Some(VERSION) || !c.at_end() {
+            return None;
+        }
+        let mut strings: Vec<String> = Vec::new();
+        Cursor::new(strings_raw?).array(|c| {
+            strings.push(c.string()??.into_owned());
+            Some(())
+        })?;
+        let mut slots = Vec::new();
+        Cursor::new(slots_raw?).array(|c| {
+            let mut fields: Vec<&[u8]> = Vec::with_capacity(5);
+            c.array(|c| {
+                fields.push(c.raw()?);
+                Some(())
+            })?;
+            let [slot, agent, model, cwd, totals] = fields.as_slice() else {
+                return None;
+            };
+            let agent = match *agent {
+                b"\"claude\"" => Agent::Claude,
+                b"\"codex\"" => Agent::Codex,
+                _ => return None,
+            };
+            let string = |raw: &[u8]| -> Option<String> {
+                let n = usize::try_from(Cursor::new(raw).count()??).ok()?;
+                strings.get(n).cloned()
+            };
+            let mut numbers: Vec<u64> = Vec::with_capacity(10);
+            Cursor::new(totals).array(|c| {
+                numbers.push(c.count()??);
+                Some(())
+            })?;
+            slots.push(SlotTotals {
+                slot: i64::try_from(Cursor::new(slot).count()??).ok()?,
+                agent,
+                model: string(model)?,
+                cwd: string(cwd)?,
+                totals: totals_from_numbers(&numbers)?,
+            });
+            Some(())
+        })?;
+        let p = json::parse(std::str::from_utf8(pricing?).ok()?).ok()?;
+        let ps = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        Some(Snapshot {
+            generated_at: i64::try_from(generated_at?).ok()?,
+            partial,
+            pricing: SourceMeta {
+                source: ps("source"),
+                version: ps("version"),
+                date: ps("date"),
+                source_url: ps("source_url"),
+                source_sha256: ps("sha256"),
+                license: ps("license"),
+            },
+            coverage: json::parse(std::str::from_utf8(coverage?).ok()?).ok()?,
+            slots,
+        })
+    }
+}
+
+/// The pricing object of an answer.
+pub fn pricing_value(p: &SourceMeta) -> Value {
+    Value::Object(
+        Object::new()
+            .with("source", p.source.as_str())
+            .with("version", p.version.as_str())
+            .with("date", p.date.as_str())
+            .with("source_url", p.source_url.as_str())
+            .with("sha256", p.source_sha256.as_str())
+            .with("license", p.license.as_str()),
+    )
+}
+
+/// Everything a v1 answer says besides the token totals.
+#[derive(Debug, Clone)]
+pub struct Envelope {
+    pub now: i64,
+    pub refresh: Value,
+    pub runtime: Value,
+    pub pricing: SourceMeta,
+    pub limits: Value,
+    pub errors: Vec<Value>,
+}
+
+#[derive(Default, Clone, Copy)]
+struct ByAgent {
+    claude: Totals,
+    codex: Totals,
+}
+
+impl ByAgent {
+    fn add(&mut self, agent: Agent, t: &Totals) {
+        match agent {
+            Agent::Claude => self.claude.add(t),
+            Agent::Codex => self.codex.add(t),
+        }
+    }
+    fn all(&self) -> Totals {
+        let mut all = self.claude;
+        all.add(&self.codex);
+        all
+    }
+}
+
+fn by_total_then_cost(a: &Totals, b: &Totals) -> std::cmp::Ordering {
+    b.tokens
+        .total()
+        .cmp(&a.tokens.total())
+        .then(b.cost_usd.total_cmp(&a.cost_usd))
+}
+
+/// Builds the v1 answer.
+pub fn render(snapshot: Option<&Snapshot>, zone: &Zone, env: &Envelope) -> Value {
+    let today = zone.local_day(env.now);
+    let first = today - (DAYS - 1);
+    let mut days = vec![ByAgent::default(); DAYS as usize];
+    let mut models: BTreeMap<(Agent, &str), Totals> = BTreeMap::new();
+    let mut dirs: BTreeMap<&str, (Totals, bool, bool)> = BTreeMap::new();
+    for s in snapshot.map(|s| s.slots.as_slice()).unwrap_or(&[]) {
+        let day = zone.local_day(s.slot);
+        if day < first || day > today {
+            continue;
+        }
+        days[(day - first) as usize].add(s.agent, &s.totals);
+        models
+            .entry((s.agent, &s.model))
+            .or_default()
+            .add(&s.totals);
+        let d = dirs.entry(s.cwd.as_str()).or_default();
+        d.0.add(&s.totals);
+        match s.agent {
+            Agent::Claude => d.1 = true,
+            Agent::Codex => d.2 = true,
+        }
+    }
+    let window = |n: i64| {
+        let mut sum = ByAgent::default();
+        for d in &days[(DAYS - n) as usize..] {
+            sum.add(Agent::Claude, &d.claude);
+            sum.add(Agent::Codex, &d.codex);
+        }
+        Value::Object(
+            Object::new()
+                .with("start", format_date(today - (n - 1)))
+                .with("end", format_date(today))
+                .with("all", sum.all().to_value())
+                .with("claude", sum.claude.to_value())
+                .with("codex", sum.codex.to_value()),
+        )
+    };
+    let windows = Object::new()
+        .with("today", window(1))
+        .with("d7", window(7))
+        .with("d30", window(DAYS));
+    let daily: Vec<Value> = days
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            Value::Object(
+                Object::new()
+                    .with("date", format_date(first + i as i64))
+                    .with("claude", d.claude.to_value())
+                    .with("codex", d.codex.to_value()),
+            )
+        })
+        .collect();
+    let mut model_list: Vec<((Agent, &str), Totals)> = models.into_iter().collect();
+    model_list.sort_by(|a, b| {
+        b.1.cost_usd
+            .total_cmp(&a.1.cost_usd)
+            .then(b.1.tokens.total().cmp(&a.1.tokens.total()))
+            .then(a.0.cmp(&b.0))
+    });
+    let models: Vec<Value> = model_list
+        .iter()
+        .map(|((agent, model), t)| {
+            Value::Object(
+                Object::new()
+                    .with("agent", agent.name())
+                    .with("model", *model)
+                    .with("priced", t.unpriced_requests == 0)
+                    .with("totals", t.to_value()),
+            )
+        })
+        .collect();
+    let mut dir_list: Vec<(&str, (Totals, bool, bool))> = dirs.into_iter().collect();
+    dir_list.sort_by(|a, b| by_total_then_cost(&a.1.0, &b.1.0).then(a.0.cmp(b.0)));
+    let mut other = Totals::default();
+    let mut top = Vec::new();
+    for (i, (path, (t, claude, codex))) in dir_list.iter().enumerate() {
+        if i >= TOP_DIRECTORIES {
+            other.add(t);
+            continue;
+        }
+        let mut agents = Vec::new();
+        if *claude {
+            agents.push(Value::from("claude"));
+        }
+        if *codex {
+            agents.push(Value::from("codex"));
+        }
+        top.push(Value::Object(
+            Object::new()
+                .with("path", *path)
+                .with("agents", Value::Array(agents))
+                .with("totals", t.to_value()),
+        ));
+    }
+    let coverage = snapshot
+        .map(|s| s.coverage.clone())
+        .unwrap_or(Value::Object(Object::new()));
+    Value::Object(
+        Object::new()
+            .with("v", VERSION)
+            .with("now", env.now)
+            .with(
+                "generated_at",
+                snapshot.map_or(Value::Null, |s| Value::from(s.generated_at)),
+            )
+            .with("tz", zone.name.as_str())
+            .with("refresh", env.refresh.clone())
+            .with("runtime", env.runtime.clone())
+            .with("pricing", pricing_value(&env.pricing))
+            .with("windows", Value::Object(windows))
+            .with("daily", Value::Array(daily))
+            .with("models", Value::Array(models))
+            .with(
+                "directories",
+                Value::Object(
+                    Object::new()
+                        .with("top", Value::Array(top))
+                        .with("other", other.to_value()),
+                ),
+            )
+            .with("coverage", coverage)
+            .with("limits", env.limits.clone())
+            .with("errors", Value::Array(env.errors.clone())),
+    )
+}
+
+/// An entry of `errors`: a stable code and a human sentence.
+pub fn error(code: &str, message: &str) -> Value {
+    Value::Object(Object::new().with("code", code).with("message", message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot() -> Snapshot {
+        let totals = Totals {
+            requests: 2,
+            tokens: Tokens {
+                input: 1,
+                cache_read: 2,
+                cache_write_5m: 3,
+                cache_write_1h: 4,
+                output: 5,
+                reasoning: 6,
+            },
+            cost_usd: 0.125,
+            unpriced_tokens: 7,
+            unpriced_requests: 1,
+        };
+        Snapshot {
+            generated_at: 1_795_953_600,
+            partial: true,
+            pricing: SourceMeta {
+                source: "litellm".into(),
+                version: "1".into(),
+                date: "2026-11-20".into(),
+                source_url: "u".into(),
+                source_sha256: "ab".into(),
+                license: "MIT".into(),
+            },
+            coverage: json::parse(r#"{"claude":{"files_seen":3}}"#).unwrap(),
+            slots: vec![
+                SlotTotals {
+                    slot: 1_795_950_000,
+                    agent: Agent::Claude,
+                    model: "claude-opus-4-6".into(),
+                    cwd: "/p \"quoted\" é".into(),
+                    totals,
+                },
+                SlotTotals {
+                    slot: 1_795_950_900,
+                    agent: Agent::Codex,
+                    model: "gpt-5.5".into(),
+                    cwd: "".into(),
+                    totals,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn snapshot_round_trips() {
+        let s = snapshot();
+        assert_eq!(Snapshot::parse(&s.to_json()), Some(s));
+    }
+
+    #[test]
+    fn damaged_snapshots_are_refused() {
+        let text = snapshot().to_json();
+        assert_eq!(Snapshot::parse(&text[..text.len() - 2]), None);
+        assert_eq!(Snapshot::parse(&text.replace("\"v\":1", "\"v\":2")), None);
+        assert_eq!(
+            Snapshot::parse(&text.replace("\"codex\"", "\"other\"")),
+            None
+        );
+        assert_eq!(Snapshot::parse(""), None);
+    }
+}

@@ -1,0 +1,205 @@
+//! The unit of Token Usage: what one transcript line contributes, as the
+//! parsers emit it and the per-file cache stores it.
+//!
+//! Both agents' parsers produce [`Event`]s into a [`FileParse`] (strings
+//! interned per file so a cached file is compact); aggregation later turns
+//! events into priced requests. Keeping events (not costs) in the cache is
+//! what lets a new price table re-aggregate without rereading transcripts.
+
+/// Which agent wrote a transcript.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Agent {
+    Claude,
+    Codex,
+}
+
+impl Agent {
+    pub fn name(self) -> &'static str {
+        match self {
+            Agent::Claude => "claude",
+            Agent::Codex => "codex",
+        }
+    }
+}
+
+/// What kind of line an [`Event`] came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    /// A Claude assistant record; `t` = [input, cache_read, cache_write_5m,
+    /// cache_write_1h, output, 0].
+    Claude,
+    /// A Codex `token_count` with cumulative totals; `t` = total and `last`
+    /// = last usage (all zero when absent), both in Codex order [input,
+    /// cached_input, cache_write_input, output, reasoning_output, total].
+    CodexTotals,
+    /// A Codex `token_count` with only `last_token_usage`; `last` holds it.
+    CodexLast,
+    /// A Codex `token_usage_record`; `t` = usage in Codex order, `key` =
+    /// hash of `response_id`.
+    CodexRecord,
+}
+
+impl EventKind {
+    pub fn code(self) -> u8 {
+        match self {
+            EventKind::Claude => 0,
+            EventKind::CodexTotals => 1,
+            EventKind::CodexLast => 2,
+            EventKind::CodexRecord => 3,
+        }
+    }
+    pub fn from_code(code: u8) -> Option<EventKind> {
+        Some(match code {
+            0 => EventKind::Claude,
+            1 => EventKind::CodexTotals,
+            2 => EventKind::CodexLast,
+            3 => EventKind::CodexRecord,
+            _ => return None,
+        })
+    }
+}
+
+/// Flag bits of an [`Event`].
+pub mod flags {
+    pub const SIDECHAIN: u8 = 1;
+    pub const FAST: u8 = 2;
+    pub const GEO_US: u8 = 4;
+    pub const HAS_SPEED: u8 = 8;
+}
+
+/// One usage-bearing line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    pub kind: EventKind,
+    /// UTC Unix seconds.
+    pub ts: i64,
+    /// Indices into [`FileParse::strings`]; 0 is "none".
+    pub model: u32,
+    pub cwd: u32,
+    pub tier: u32,
+    pub flags: u8,
+    /// Dedupe key hash (0 = none). Claude: (`message.id`, `requestId`).
+    pub key: u64,
+    /// Claude: hash of `message.id` alone (sidechain replay rule).
+    pub group: u64,
+    pub t: [u64; 6],
+    pub last: [u64; 6],
+}
+
+/// Codex per-file facts and resumable parser state.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CodexMeta {
+    /// `session_meta.payload.id` of the first `session_meta`.
+    pub thread_id: String,
+    /// `forked_from_id` (or `parent_thread_id` of a fork).
+    pub forked_from: String,
+    /// Whether the file is a spawned subagent's rollout.
+    pub subagent: bool,
+    /// Timestamp of the first `session_meta` (the fork point).
+    pub meta_ts: i64,
+    /// Latest model, cwd and service tier seen (string indices).
+    pub model: u32,
+    pub cwd: u32,
+    pub tier: u32,
+    /// Newest `rate_limits` of the default group, as compact JSON, and when.
+    pub rate_limits: String,
+    pub rate_limits_ts: i64,
+}
+
+/// Everything one file contributed so far.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileParse {
+    /// Interned strings; index 0 is always "".
+    pub strings: Vec<String>,
+    pub events: Vec<Event>,
+    pub codex: CodexMeta,
+    /// Candidate lines that were not valid JSON records.
+    pub malformed: u64,
+}
+
+impl Default for FileParse {
+    fn default() -> FileParse {
+        FileParse {
+            strings: vec![String::new()],
+            events: Vec::new(),
+            codex: CodexMeta::default(),
+            malformed: 0,
+        }
+    }
+}
+
+impl FileParse {
+    /// The index of `s`, adding it if new (linear: a file has few distinct
+    /// models and directories).
+    pub fn intern(&mut self, s: &str) -> u32 {
+        if s.is_empty() {
+            return 0;
+        }
+        if let Some(i) = self.strings.iter().position(|x| x == s) {
+            return i as u32;
+        }
+        self.strings.push(s.to_string());
+        (self.strings.len() - 1) as u32
+    }
+
+    pub fn string(&self, index: u32) -> &str {
+        self.strings
+            .get(index as usize)
+            .map(String::as_str)
+            .unwrap_or("")
+    }
+}
+
+/// Token buckets normalised to Claude semantics (all disjoint except
+/// `reasoning`, an informational subset of `output`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tokens {
+    pub input: u64,
+    pub cache_read: u64,
+    pub cache_write_5m: u64,
+    pub cache_write_1h: u64,
+    pub output: u64,
+    pub reasoning: u64,
+}
+
+impl Tokens {
+    pub fn total(&self) -> u64 {
+        self.input
+            .saturating_add(self.cache_read)
+            .saturating_add(self.cache_write_5m)
+            .saturating_add(self.cache_write_1h)
+            .saturating_add(self.output)
+    }
+    /// Tokens of the prompt (for long-context thresholds).
+    pub fn prompt(&self) -> u64 {
+        self.input
+            .saturating_add(self.cache_read)
+            .saturating_add(self.cache_write_5m)
+            .saturating_add(self.cache_write_1h)
+    }
+    pub fn add(&mut self, other: &Tokens) {
+        self.input = self.input.saturating_add(other.input);
+        self.cache_read = self.cache_read.saturating_add(other.cache_read);
+        self.cache_write_5m = self.cache_write_5m.saturating_add(other.cache_write_5m);
+        self.cache_write_1h = self.cache_write_1h.saturating_add(other.cache_write_1h);
+        self.output = self.output.saturating_add(other.output);
+        self.reasoning = self.reasoning.saturating_add(other.reasoning);
+    }
+}
+
+/// FNV-1a 64: the stable hash of dedupe keys and file heads (stored in the
+/// cache, so it must not change between runs the way `DefaultHasher` may).
+pub fn fnv1a(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            h ^= 0xff;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        for b in *part {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    if h == 0 { 1 } else { h }
+}

@@ -1,0 +1,170 @@
+//! Calendar arithmetic for Usage: ISO-8601 timestamps to Unix seconds and
+//! Unix days to civil dates, without a date-time crate.
+//!
+//! Transcripts stamp every record in UTC (`2026-11-29T10:00:00.123Z`, some
+//! writers with an explicit offset); Usage buckets them into local days, so
+//! all we need is exact proleptic-Gregorian conversion both ways.
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
+/// `days_from_civil`).
+pub fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let m = i64::from(month);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(day) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The civil date `(year, month, day)` of a day number since 1970-01-01.
+pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// `YYYY-MM-DD` of a day number.
+pub fn format_date(days: i64) -> String {
+    let (y, m, d) = civil_from_days(days);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// Parses `YYYY-MM-DD` into a day number.
+pub fn parse_date(text: &str) -> Option<i64> {
+    let b = text.as_bytes();
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return None;
+    }
+    let year = digits(&b[0..4])?;
+    let month = digits(&b[5..7])? as u32;
+    let day = digits(&b[8..10])? as u32;
+    valid_date(year, month, day).then(|| days_from_civil(year, month, day))
+}
+
+fn days_in_month(year: i64, month: u32) -> u32 {
+    match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        _ if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        _ => 28,
+    }
+}
+
+fn valid_date(year: i64, month: u32, day: u32) -> bool {
+    (1..=12).contains(&month) && day >= 1 && day <= days_in_month(year, month)
+}
+
+fn digits(b: &[u8]) -> Option<i64> {
+    if b.is_empty() || !b.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(b.iter().fold(0i64, |n, d| n * 10 + i64::from(d - b'0')))
+}
+
+/// Parses an RFC 3339 / ISO-8601 timestamp (`2026-11-29T10:00:00.123Z`,
+/// `…+08:00`, fraction optional) into whole Unix seconds (fraction dropped).
+pub fn parse_timestamp(text: &str) -> Option<i64> {
+    let b = text.as_bytes();
+    if b.len() < 20 || (b[10] != b'T' && b[10] != b't' && b[10] != b' ') {
+        return None;
+    }
+    let days = parse_date(&text[0..10])?;
+    if b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let hour = digits(&b[11..13])?;
+    let minute = digits(&b[14..16])?;
+    let second = digits(&b[17..19])?;
+    if hour > 23 || minute > 59 || second > 60 {
+        return None;
+    }
+    let mut rest = &b[19..];
+    if rest.first() == Some(&b'.') {
+        let fraction = rest[1..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if fraction == 0 {
+            return None;
+        }
+        rest = &rest[1 + fraction..];
+    }
+    let offset = match rest {
+        [b'Z' | b'z'] => 0,
+        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
+            let hours = digits(&[*h1, *h2])?;
+            let minutes = digits(&[*m1, *m2])?;
+            if hours > 23 || minutes > 59 {
+                return None;
+            }
+            let seconds = hours * 3600 + minutes * 60;
+            if *sign == b'-' { -seconds } else { seconds }
+        }
+        _ => return None,
+    };
+    Some(days * 86_400 + hour * 3600 + minute * 60 + second - offset)
+}
+
+/// Formats Unix seconds as `YYYY-MM-DDThh:mm:ssZ`.
+pub fn format_timestamp(unix: i64) -> String {
+    let days = unix.div_euclid(86_400);
+    let secs = unix.rem_euclid(86_400);
+    format!(
+        "{}T{:02}:{:02}:{:02}Z",
+        format_date(days),
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_round_trip_over_four_centuries() {
+        for days in (-200_000..200_000).step_by(37) {
+            let (y, m, d) = civil_from_days(days);
+            assert!(valid_date(y, m, d));
+            assert_eq!(days_from_civil(y, m, d), days);
+        }
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(format_date(days_from_civil(2024, 2, 29)), "2024-02-29");
+    }
+
+    #[test]
+    fn timestamps_in_every_written_form() {
+        assert_eq!(parse_timestamp("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(
+            parse_timestamp("2026-11-29T10:00:00.123Z"),
+            Some(1_795_946_400)
+        );
+        assert_eq!(
+            parse_timestamp("2026-11-29T18:00:00.5+08:00"),
+            Some(1_795_946_400)
+        );
+        assert_eq!(
+            parse_timestamp("2026-11-29T05:00:00-05:00"),
+            Some(1_795_946_400)
+        );
+        assert_eq!(format_timestamp(1_795_946_400), "2026-11-29T10:00:00Z");
+        for bad in [
+            "",
+            "2026-11-29",
+            "2026-13-01T00:00:00Z",
+            "2026-02-30T00:00:00Z",
+            "2026-11-29T10:00:00",
+            "2026-11-29T10:00:00.Z",
+            "2026-11-29T25:00:00Z",
+            "2026-11-29T10:00:00+0800",
+        ] {
+            assert_eq!(parse_timestamp(bad), None, "{bad}");
+        }
+    }
+}

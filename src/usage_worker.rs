@@ -1,0 +1,495 @@
+//! `heeler usage worker`: the background refresh a query starts.
+//!
+//! One instance at a time (`flock` on `worker.lock`), it finds transcripts,
+//! brings the per-file cache up to date, re-aggregates everything with the
+//! bundled price table, writes `snapshot-v1.json` and `index-v1.bin`
+//! atomically, probes limits when due, records its status and exits. A cold
+//! backfill stops at a time budget, persists its progress and marks the
+//! snapshot partial so the next query starts another run.
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::atomic_file;
+use crate::json::{self, Object, Value};
+use crate::usage_aggregate::{self, FileRef};
+use crate::usage_cache::{self, Candidate, Index};
+use crate::usage_pricing::PriceTable;
+use crate::usage_report::Snapshot;
+use crate::usage_row::Agent;
+
+/// Files and directories of Usage state.
+#[derive(Debug, Clone)]
+pub struct UsageDir(pub PathBuf);
+
+impl UsageDir {
+    /// `$HERDR_PLUGIN_STATE_DIR/usage`, else
+    /// `~/.local/state/herdr/plugins/heeler/usage`.
+    pub fn from_env() -> UsageDir {
+        let state = std::env::var_os("HERDR_PLUGIN_STATE_DIR")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| home_dir().join(".local/state/herdr/plugins/heeler"));
+        UsageDir(state.join("usage"))
+    }
+    pub fn snapshot(&self) -> PathBuf {
+        self.0.join("snapshot-v1.json")
+    }
+    pub fn index(&self) -> PathBuf {
+        self.0.join("index-v1.bin")
+    }
+    pub fn lock(&self) -> PathBuf {
+        self.0.join("worker.lock")
+    }
+    pub fn log(&self) -> PathBuf {
+        self.0.join("worker.log")
+    }
+    pub fn status(&self) -> PathBuf {
+        self.0.join("status-v1.json")
+    }
+    pub fn runtime(&self) -> PathBuf {
+        self.0.join("runtime-v1.json")
+    }
+    pub fn limits(&self, agent: Agent) -> PathBuf {
+        self.0.join(format!("limits-{}.json", agent.name()))
+    }
+    pub fn claude_limits_wanted(&self) -> PathBuf {
+        self.0.join("claude-limits.wanted")
+    }
+}
+
+/// `HOME`, or `/` when unset.
+pub fn home_dir() -> PathBuf {
+    std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"))
+}
+
+/// Current Unix seconds.
+pub fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// Where transcripts are, as the agents themselves would resolve it.
+#[derive(Debug, Clone, Default)]
+pub struct Roots {
+    pub claude: Vec<PathBuf>,
+    pub codex: Vec<PathBuf>,
+}
+
+impl Roots {
+    /// Roots from explicit environment values (the runtime record's or ours).
+    pub fn resolve(
+        home: &Path,
+        claude_config_dir: Option<&str>,
+        xdg_config_home: Option<&str>,
+        codex_home: Option<&str>,
+    ) -> Roots {
+        Roots {
+            claude: crate::usage_claude::roots(claude_config_dir, home, xdg_config_home),
+            codex: crate::usage_codex::roots(codex_home, home),
+        }
+    }
+
+    /// Roots from this process's environment, overridden by the runtime
+    /// record's `HOME`, `CLAUDE_CONFIG_DIR` and `CODEX_HOME` when present.
+    pub fn from_env(runtime: Option<&Value>) -> Roots {
+        let var = |k: &str| {
+            runtime
+                .and_then(|r| r.get("env"))
+                .and_then(|e| e.get(k))
+                .and_then(Value::as_nonempty_str)
+                .map(str::to_string)
+                .or_else(|| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        };
+        let home = var("HOME").map(PathBuf::from).unwrap_or_else(home_dir);
+        Roots::resolve(
+            &home,
+            var("CLAUDE_CONFIG_DIR").as_deref(),
+            var("XDG_CONFIG_HOME").as_deref(),
+            var("CODEX_HOME").as_deref(),
+        )
+    }
+}
+
+fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+    if depth > 12 {
+        return;
+    }
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let path = entry.path();
+        if kind.is_dir() {
+            walk(&path, depth + 1, out);
+        } else if kind.is_file() {
+            out.push(path);
+        }
+    }
+}
+
+/// Every transcript under the roots, sorted by path (deterministic dedupe).
+/// A `.jsonl.zst` with a plain `.jsonl` sibling is left out (Codex
+/// materialises archives back to plain files on resume).
+pub fn discover(roots: &Roots) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    for root in &roots.claude {
+        let mut files = Vec::new();
+        walk(&root.join("projects"), 0, &mut files);
+        out.extend(
+            files
+                .into_iter()
+                .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+                .map(|path| Candidate {
+                    path,
+                    agent: Agent::Claude,
+                    compressed: false,
+                }),
+        );
+    }
+    for root in &roots.codex {
+        let mut files = Vec::new();
+        walk(&root.join("sessions"), 0, &mut files);
+        walk(&root.join("archived_sessions"), 0, &mut files);
+        for path in files {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if !crate::usage_codex::is_rollout_name(&name) {
+                continue;
+            }
+            let compressed = name.ends_with(".zst");
+            if compressed && path.with_extension("").exists() {
+                continue;
+            }
+            out.push(Candidate {
+                path,
+                agent: Agent::Codex,
+                compressed,
+            });
+        }
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out.dedup_by(|a, b| a.path == b.path);
+    out
+}
+
+/// How far back transcripts matter: 30 days plus margins for the widest
+/// zone offsets and for a snapshot that ages before the next refresh.
+pub const WINDOW_SECONDS: i64 = 32 * 86_400;
+
+/// The outcome of one scan (also used by the benchmark).
+#[derive(Debug, Clone)]
+pub struct ScanResult {
+    pub snapshot: Snapshot,
+    pub stats: usage_cache::RefreshStats,
+}
+
+fn root_list(roots: &[PathBuf]) -> Value {
+    Value::Array(
+        roots
+            .iter()
+            .map(|r| Value::from(r.to_string_lossy().into_owned()))
+            .collect(),
+    )
+}
+
+/// Refreshes `index` from `roots` and aggregates a snapshot at `now`.
+pub fn scan(
+    index: &mut Index,
+    roots: &Roots,
+    prices: &PriceTable,
+    now: i64,
+    deadline: Option<Instant>,
+    previous: Option<&Snapshot>,
+) -> ScanResult {
+    let since = now - WINDOW_SECONDS;
+    let candidates = discover(roots);
+    let stats = usage_cache::refresh(
+        index,
+        &candidates,
+        since.saturating_mul(1_000_000_000),
+        deadline,
+    );
+    // Nothing changed since a complete snapshot with the same prices: its
+    // slots still hold (queries ignore slots that aged out of the window).
+    if let Some(prev) = previous
+        && !stats.changed()
+        && !stats.partial
+        && !prev.partial
+        && prev.pricing == prices.meta
+    {
+        return ScanResult {
+            snapshot: Snapshot {
+                generated_at: now,
+                ..prev.clone()
+            },
+            stats,
+        };
+    }
+    index.materialize();
+    let files: Vec<FileRef> = index
+        .files
+        .values()
+        .map(|e| FileRef {
+            agent: e.agent,
+            parse: &e.parse,
+        })
+        .collect();
+    let agg = usage_aggregate::aggregate(&files, prices, since);
+    let seen = |agent: Agent| candidates.iter().filter(|c| c.agent == agent).count() as u64;
+    let entries = |agent: Agent| index.files.values().filter(move |e| e.agent == agent);
+    let unreadable = |agent: Agent, compressed: bool| {
+        entries(agent)
+            .filter(|e| e.unreadable && e.compressed == compressed)
+            .count() as u64
+    };
+    let malformed = |agent: Agent| {
+        entries(agent)
+            .map(|e| e.parse.malformed + e.oversized)
+            .sum::<u64>()
+    };
+    let span = |s: (i64, i64)| {
+        if s.0 == 0 {
+            (Value::Null, Value::Null)
+        } else {
+            (Value::from(s.0), Value::from(s.1))
+        }
+    };
+    let (c_first, c_last) = span(agg.span_claude);
+    let (x_first, x_last) = span(agg.span_codex);
+    let coverage = Object::new()
+        .with(
+            "claude",
+            Value::Object(
+                Object::new()
+                    .with("roots", root_list(&roots.claude))
+                    .with("files_seen", seen(Agent::Claude))
+                    .with("files_in_window", entries(Agent::Claude).count() as u64)
+                    .with("files_unreadable", unreadable(Agent::Claude, false))
+                    .with("lines_malformed", malformed(Agent::Claude))
+                    .with("duplicates_dropped", agg.duplicates_claude)
+                    .with("earliest", c_first)
+                    .with("latest", c_last),
+            ),
+        )
+        .with(
+            "codex",
+            Value::Object(
+                Object::new()
+                    .with("roots", root_list(&roots.codex))
+                    .with("files_seen", seen(Agent::Codex))
+                    .with("files_in_window", entries(Agent::Codex).count() as u64)
+                    .with(
+                        "files_compressed",
+                        entries(Agent::Codex).filter(|e| e.compressed).count() as u64,
+                    )
+                    .with("files_compressed_skipped", unreadable(Agent::Codex, true))
+                    .with("files_unreadable", unreadable(Agent::Codex, false))
+                    .with("lines_malformed", malformed(Agent::Codex))
+                    .with("duplicates_dropped", agg.duplicates_codex)
+                    .with("forks_unresolved", agg.forks_unresolved)
+                    .with("earliest", x_first)
+                    .with("latest", x_last),
+            ),
+        )
+        .with("partial", stats.partial);
+    ScanResult {
+        snapshot: Snapshot {
+            generated_at: now,
+            partial: stats.partial,
+            pricing: prices.meta.clone(),
+            coverage: Value::Object(coverage),
+            slots: agg.slots,
+        },
+        stats,
+    }
+}
+
+/// Why the worker failed (recorded in the status file).
+#[derive(Debug)]
+pub enum WorkerError {
+    Io(&'static str, io::Error),
+    Pricing,
+}
+
+impl std::fmt::Display for WorkerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WorkerError::Io(what, e) => write!(f, "{what}: {e}"),
+            WorkerError::Pricing => write!(f, "the bundled price table does not load"),
+        }
+    }
+}
+
+/// Opens the lock file and takes the lock; `None` when another worker
+/// holds it.
+pub fn take_lock(dir: &UsageDir) -> io::Result<Option<File>> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.lock())?;
+    for _ in 0..5 {
+        if crate::sys::try_lock_exclusive(&file)? {
+            return Ok(Some(file));
+        }
+        // A query may be testing the lock this very moment.
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(None)
+}
+
+/// Whether a worker holds the lock right now.
+pub fn is_running(dir: &UsageDir) -> bool {
+    let Ok(file) = OpenOptions::new().write(true).open(dir.lock()) else {
+        return false;
+    };
+    matches!(crate::sys::try_lock_exclusive(&file), Ok(false))
+}
+
+/// Reads a JSON file, `None` when missing or invalid.
+pub fn read_json(path: &Path) -> Option<Value> {
+    json::parse(&fs::read_to_string(path).ok()?).ok()
+}
+
+fn write_status(dir: &UsageDir, status: &Object) -> io::Result<()> {
+    atomic_file::write(
+        &dir.status(),
+        Value::Object(status.clone()).to_json().as_bytes(),
+        0o600,
+    )
+}
+
+/// The worker's time budget (`HEELER_USAGE_BUDGET_MS`, default 20 s).
+fn budget() -> Duration {
+    std::env::var("HEELER_USAGE_BUDGET_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map(Duration::from_millis)
+        .unwrap_or(Duration::from_secs(20))
+}
+
+/// Runs one refresh. Returns `Ok(false)` when another worker is running.
+pub fn run_once(dir: &UsageDir) -> Result<bool, WorkerError> {
+    atomic_file::create_dir_all(&dir.0, 0o700).map_err(|e| WorkerError::Io("usage dir", e))?;
+    let Some(_lock) = take_lock(dir).map_err(|e| WorkerError::Io("worker.lock", e))? else {
+        return Ok(false);
+    };
+    let started = now();
+    let mut status = read_json(&dir.status())
+        .and_then(|v| v.as_object().cloned())
+        .unwrap_or_default();
+    status.insert("started_at", Value::from(started));
+    let _ = write_status(dir, &status);
+    let result = refresh_with_lock(dir, started);
+    status.insert("finished_at", Value::from(now()));
+    match &result {
+        Ok(()) => {
+            status.insert("last_success_at", Value::from(started));
+            status.insert("last_error", Value::Null);
+        }
+        Err(e) => {
+            status.insert("last_error", Value::from(e.to_string()));
+        }
+    }
+    let _ = write_status(dir, &status);
+    result.map(|()| true)
+}
+
+fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
+    let prices = PriceTable::bundled().map_err(|_| WorkerError::Pricing)?;
+    let runtime = read_json(&dir.runtime());
+    let roots = Roots::from_env(runtime.as_ref());
+    let trace = Trace::new();
+    let index_bytes = fs::read(dir.index()).unwrap_or_default();
+    let mut index = Index::from_bytes_lazy(&index_bytes);
+    let loaded = !index.files.is_empty() || index_bytes.len() > 4;
+    drop(index_bytes);
+    let previous = fs::read_to_string(dir.snapshot())
+        .ok()
+        .and_then(|t| Snapshot::parse(&t));
+    trace.mark("load index and snapshot");
+    let deadline = Instant::now() + budget();
+    let result = scan(
+        &mut index,
+        &roots,
+        &prices,
+        now,
+        Some(deadline),
+        previous.as_ref(),
+    );
+    trace.mark("scan and aggregate");
+    if result.stats.changed() || !loaded {
+        atomic_file::write(&dir.index(), &index.to_bytes(), 0o600)
+            .map_err(|e| WorkerError::Io("index-v1.bin", e))?;
+    }
+    trace.mark("write index");
+    atomic_file::write(&dir.snapshot(), result.snapshot.to_json().as_bytes(), 0o600)
+        .map_err(|e| WorkerError::Io("snapshot-v1.json", e))?;
+    trace.mark("write snapshot");
+    crate::usage_limits::refresh_due(dir, runtime.as_ref(), &index, now);
+    trace.mark("limits");
+    if trace.on {
+        eprintln!("{:?}", result.stats);
+    }
+    Ok(())
+}
+
+/// Starts `heeler usage worker` detached, stdio to `worker.log` (kept under
+/// 1 MiB by starting over).
+pub fn spawn(dir: &UsageDir, exe: &Path) -> io::Result<()> {
+    atomic_file::create_dir_all(&dir.0, 0o700)?;
+    let log_path = dir.log();
+    let too_big = fs::metadata(&log_path).is_ok_and(|m| m.len() > 1 << 20);
+    let log = OpenOptions::new()
+        .create(true)
+        .append(!too_big)
+        .write(true)
+        .truncate(too_big)
+        .open(&log_path)?;
+    let mut command = std::process::Command::new(exe);
+    command
+        .args(["usage", "worker"])
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    crate::sys::detach_on_spawn(&mut command);
+    command.spawn().map(|_| ())
+}
+
+/// Phase timings on stderr (the worker log) when `HEELER_USAGE_TRACE` is set.
+struct Trace {
+    on: bool,
+    last: std::cell::Cell<Instant>,
+}
+
+impl Trace {
+    fn new() -> Trace {
+        Trace {
+            on: std::env::var_os("HEELER_USAGE_TRACE").is_some(),
+            last: std::cell::Cell::new(Instant::now()),
+        }
+    }
+    fn mark(&self, what: &str) {
+        if self.on {
+            let now = Instant::now();
+            eprintln!(
+                "{what}: {:.1} ms",
+                (now - self.last.get()).as_secs_f64() * 1000.0
+            );
+            self.last.set(now);
+        }
+    }
+}

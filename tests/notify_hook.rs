@@ -1,0 +1,612 @@
+//! `heeler notify-hook` end to end: the real binary against loopback
+//! stand-ins for herdr's socket and the Push Relay.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use heeler::envelope::{NotificationKey, collapse_key};
+use heeler::json::{self, Value};
+use heeler::notification::Notification;
+use support::*;
+
+const AGENT_BLOCKED: &str = r#"[{"pane_id":"w1:p1","workspace_id":"w1","tab_id":"w1:t1","agent":"claude","agent_status":"blocked","terminal_title":"⠋ Fix the bug","terminal_title_stripped":"Fix the bug","revision":3}]"#;
+const WORKSPACES: &str = r#"[{"workspace_id":"w1","number":1,"label":"Heeler","focused":true}]"#;
+
+fn blocked_host(name: &str) -> Fixture {
+    let f = Fixture::new(name);
+    f.herdr.set_agents(AGENT_BLOCKED);
+    f.herdr.set_workspaces(WORKSPACES);
+    f
+}
+
+fn marker(f: &Fixture, state_dir: &std::path::Path) -> Option<String> {
+    let path = heeler::notify_hook::marker_path(state_dir, "w1:p1");
+    let _ = f;
+    std::fs::read_to_string(path).ok()
+}
+
+#[test]
+fn confirmed_blocked_sends_one_sealed_push_per_eligible_device() {
+    let f = blocked_host("send");
+    f.write_registration(&registration(&[
+        entry("aaaa1111aaaa1111", KEY_A, r#""extra":{"keep":1}"#),
+        entry("bbbb2222bbbb2222", KEY_B, ""),
+        // Not eligible: flag off, bad env, bad key.
+        r#"{"token":"c","env":"production","key":"AAEC","notify":{"blocked":true}}"#.into(),
+        format!(
+            r#"{{"token":"d","env":"production","key":"{KEY_A}","notify":{{"blocked":false}}}}"#
+        ),
+        format!(r#"{{"token":"e","env":"qa","key":"{KEY_A}","notify":{{"blocked":true}}}}"#),
+    ]));
+    let output = f.run("notify-hook", &event("w1:p1", "Blocked"));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stderr(&output), "");
+    let requests = f.relay.requests();
+    assert_eq!(requests.len(), 2);
+    for (request, (token, key)) in requests
+        .iter()
+        .zip([("aaaa1111aaaa1111", KEY_A), ("bbbb2222bbbb2222", KEY_B)])
+    {
+        assert_eq!(request.method, "POST");
+        assert_eq!(request.path, "/push");
+        assert_eq!(request.header("content-type"), Some("application/json"));
+        let body = request.json();
+        let keys: Vec<&str> = body.as_object().unwrap().iter().map(|(k, _)| k).collect();
+        assert_eq!(keys, ["token", "env", "envelope", "collapse"]);
+        assert_eq!(body.get("token").unwrap().as_str(), Some(token));
+        let key = NotificationKey::from_base64url(key).unwrap();
+        assert_eq!(
+            body.get("collapse").unwrap().as_str().unwrap(),
+            collapse_key(&key, "w1:p1")
+        );
+        let opened =
+            Notification::open(&key, body.get("envelope").unwrap().as_str().unwrap()).unwrap();
+        assert_eq!(opened.pane, "w1:p1");
+        assert_eq!(opened.kind, "claude");
+        assert_eq!(opened.status, "blocked");
+        assert_eq!(opened.project.as_deref(), Some("Heeler"));
+        assert_eq!(opened.title.as_deref(), Some("Fix the bug"));
+    }
+    assert_eq!(
+        marker(&f, &f.state).as_deref(),
+        Some(r#"{"pane":"w1:p1","last_notified_status":"blocked"}"#)
+    );
+    assert_eq!(f.herdr.methods(), ["agent.get", "workspace.get"]);
+    let params: Vec<String> = f
+        .herdr
+        .state
+        .lock()
+        .unwrap()
+        .requests
+        .iter()
+        .map(|(_, p)| p.to_json())
+        .collect();
+    assert_eq!(
+        params,
+        [r#"{"target":"w1:p1"}"#, r#"{"workspace_id":"w1"}"#]
+    );
+}
+
+#[test]
+fn envelope_decrypts_with_an_independent_aes_gcm() {
+    if let Err(why) = python_crypto() {
+        println!("SKIPPED: {why}");
+        return;
+    }
+    let f = blocked_host("python");
+    f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
+    let output = f.run("notify-hook", &event("w1:p1", "blocked"));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let body = f.relay.requests()[0].json();
+    let envelope = body.get("envelope").unwrap().as_str().unwrap();
+    let plaintext = python_open(KEY_A, "HERDR-NOTIFY:1", envelope);
+    let value = json::parse(&plaintext).unwrap();
+    let ts = value.get("ts").unwrap().as_i64().unwrap();
+    assert_eq!(
+        plaintext,
+        format!(
+            r#"{{"pane":"w1:p1","kind":"claude","status":"blocked","ts":{ts},"project":"Heeler","title":"Fix the bug"}}"#
+        )
+    );
+    println!("python AESGCM opened the notification envelope");
+}
+
+#[test]
+fn debounce_aborts_when_the_status_moved_on() {
+    let f = blocked_host("moved");
+    f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
+    let output = f.run("notify-hook", &event("w1:p1", "done"));
+    assert!(output.status.success());
+    assert!(f.relay.requests().is_empty());
+    assert_eq!(f.herdr.methods(), ["agent.get"]);
+    assert_eq!(marker(&f, &f.state), None);
+}
+
+#[test]
+fn a_gone_agent_clears_the_marker_and_sends_nothing() {
+    let f = blocked_host("gone");
+    f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
+    let marker_path = heeler::notify_hook::marker_path(&f.state, "w1:p9");
+    std::fs::create_dir_all(marker_path.parent().unwrap()).unwrap();
+    std::fs::write(
+        &marker_path,
+        r#"{"pane":"w1:p9","last_notified_status":"done"}"#,
+    )
+    .unwrap();
+    let output = f.run("notify-hook", &event("w1:p9", "blocked"));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(f.relay.requests().is_empty());
+    assert!(!marker_path.exists(), "marker cleared");
+}
+
+#[test]
+fn dedupe_then_rearm_after_a_confirmed_other_status() {
+    let f = blocked_host("dedupe");
+    f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
+    assert!(
+        f.run("notify-hook", &event("w1:p1", "blocked"))
+            .status
+            .success()
+    );
+    assert_eq!(f.relay.requests().len(), 1);
+    let calls = f.herdr.methods().len();
+
+    // Same status again: cheap exit, no herdr call, no push.
+    assert!(
+        f.run("notify-hook", &event("w1:p1", "blocked"))
+            .status
+            .success()
+    );
+    assert_eq!(f.relay.requests().len(), 1);
+    assert_eq!(f.herdr.methods().len(), calls);
+
+    // A flap (event says working, herdr still says blocked) does not re-arm.
+    assert!(
+        f.run("notify-hook", &event("w1:p1", "working"))
+            .status
+            .success()
+    );
+    assert!(marker(&f, &f.state).is_some());
+
+    // A confirmed working re-arms, and the next blocked notifies again.
+    f.herdr
+        .set_agents(&AGENT_BLOCKED.replace("\"blocked\"", "\"working\""));
+    assert!(
+        f.run("notify-hook", &event("w1:p1", "working"))
+            .status
+            .success()
+    );
+    assert_eq!(marker(&f, &f.state), None);
+    f.herdr.set_agents(AGENT_BLOCKED);
+    assert!(
+        f.run("notify-hook", &event("w1:p1", "blocked"))
+            .status
+            .success()
+    );
+    assert_eq!(f.relay.requests().len(), 2);
+}
+
+#[test]
+fn non_notifying_status_without_marker_and_no_devices_are_free() {
+    let f = blocked_host("free");
+    f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
+    assert!(
+        f.run("notify-hook", &event("w1:p1", "working"))
+            .status
+            .success()
+    );
+    f.write_registration(r#"{"v":1,"devices":[]}"#);
+    assert!(
+        f.run("notify-hook", &event("w1:p1", "blocked"))
+            .status
+            .success()
+    );
+    assert!(f.herdr.methods().is_empty());
+    assert!(f.relay.requests().is_empty());
+}
+
+#[test]
+fn transient_failures_are_retried_three_times() {
+    let f = blocked_host("retry");
+    f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
+    f.relay.script([
+        Reply::Status(500, r#"{"error":"x"}"#.into()),
+        Reply::Status(429, r#"{"error":"rate_limited"}"#.into()),
+    ]);
+    let output = f.run("notify-hook", &event("w1:p1", "blocked"));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(f.relay.requests().len(), 3);
+    assert!(marker(&f, &f.state).is_some());
+}
+
+#[test]
+fn persistent_failure_gives_up_after_three_and_records_nothing() {
+    let f = blocked_host("giveup");
+    f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
+    let bad = Reply::Status(502, r#"{"error":"apns_unreachable"}"#.into());
+    f.relay.script([bad.clone(), bad.clone(), bad]);
+    let output = f.run("notify-hook", &event("w1:p1", "blocked"));
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr(&output),
+        "notify-hook: push for token aaaa1111… failed: relay answered 502: {\"error\":\"apns_unreachable\"}\n"
+    );
+    assert_eq!(f.relay.requests().len(), 3);
+    assert_eq!(marker(&f, &f.state), None);
+}
+
+#[test]
+fn other_4xx_are_final_and_413_is_not_degraded_for_alerts() {
+    for status in [400, 413] {
+        let f = blocked_host("final");
+        f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
+        f.relay
+            .script([Reply::Status(status, r#"{"error":"bad_token"}"#.into())]);
+        let output = f.run("notify-hook", &event("w1:p1", "blocked"));
+        assert_eq!(output.status.code(), Some(1));
+        assert!(stderr(&output).contains(&format!("relay answered {status}")));
+        assert_eq!(f.relay.requests().len(), 1, "status {status} not retried");
+    }
+}
+
+#[test]
+fn gone_token_is_pruned_from_every_session_keeping_everything_else() {
+    let f = blocked_host("prune");
+    let original = format!(
+        r#"{{"v":1,"app":"keep-me","devices":[{},{},{},{}],"trailer":[1,2]}}"#,
+        entry("dead0000dead0000", KEY_A, r#""unknown":{"z":1,"a":2}"#),
+        entry("live1111live1111", KEY_B, r#""session":"other""#),
+        entry("dead0000dead0000", KEY_B, r#""session":"other""#),
+        "\"not an entry\"",
+    );
+    f.write_registration(&original);
+    f.relay.script([Reply::Status(
+        410,
+        r#"{"reason":"Unregistered","timestamp":1}"#.into(),
+    )]);
+    let output = f.run("notify-hook", &event("w1:p1", "blocked"));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        f.registration(),
+        format!(
+            r#"{{"v":1,"app":"keep-me","devices":[{},"not an entry"],"trailer":[1,2]}}"#,
+            entry("live1111live1111", KEY_B, r#""session":"other""#)
+        )
+    );
+    assert_eq!(marker(&f, &f.state), None, "no delivery, no marker");
+}
+
+#[test]
+fn a_hung_relay_times_out_and_the_retry_delivers() {
+    let f = blocked_host("hang");
+    f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
+    f.relay.script([Reply::Hang]);
+    let started = std::time::Instant::now();
+    let output = f.run("notify-hook", &event("w1:p1", "blocked"));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(f.relay.requests().len(), 2);
+    assert!(started.elapsed() >= std::time::Duration::from_secs(9));
+}
+
+#[test]
+fn named_session_delivers_to_its_own_and_legacy_entries_with_its_own_markers() {
+    let f = Fixture::with_socket("session", "herdr/sessions/work/herdr.sock");
+    f.herdr.set_agents(AGENT_BLOCKED);
+    f.write_registration(&registration(&[
+        entry("legacy00legacy00", KEY_A, ""),
+        entry("work0000work0000", KEY_A, r#""session":"work""#),
+        entry("defa0000defa0000", KEY_A, r#""session":"""#),
+        entry("play0000play0000", KEY_A, r#""session":"play""#),
+    ]));
+    assert!(
+        f.run("notify-hook", &event("w1:p1", "blocked"))
+            .status
+            .success()
+    );
+    let tokens: Vec<String> = f
+        .relay
+        .requests()
+        .iter()
+        .map(|r| r.json().get("token").unwrap().as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(tokens, ["legacy00legacy00", "work0000work0000"]);
+    assert!(marker(&f, &f.state.join("sessions/work")).is_some());
+    assert_eq!(
+        marker(&f, &f.state),
+        None,
+        "default session's marker untouched"
+    );
+}
+
+#[test]
+fn unknown_session_delivers_to_legacy_only_and_no_entries_means_no_herdr_call() {
+    let f = Fixture::with_socket("unknown", "custom/api.sock");
+    f.herdr.set_agents(AGENT_BLOCKED);
+    f.write_registration(&registration(&[
+        entry("work0000work0000", KEY_A, r#""session":"work""#),
+        entry("defa0000defa0000", KEY_A, r#""session":"""#),
+    ]));
+    assert!(
+        f.run("notify-hook", &event("w1:p1", "blocked"))
+            .status
+            .success()
+    );
+    assert!(f.herdr.methods().is_empty());
+    f.write_registration(&registration(&[entry("legacy00legacy00", KEY_A, "")]));
+    assert!(
+        f.run("notify-hook", &event("w1:p1", "blocked"))
+            .status
+            .success()
+    );
+    assert_eq!(f.relay.requests().len(), 1);
+}
+
+#[test]
+fn missing_environment_fails_with_one_line_in_contract_order() {
+    let f = blocked_host("env");
+    let full = f.env(&event("w1:p1", "blocked"));
+    for (missing, line) in [
+        ("HERDR_PLUGIN_CONFIG_DIR", "HERDR_PLUGIN_CONFIG_DIR"),
+        ("HERDR_PLUGIN_EVENT_JSON", "HERDR_PLUGIN_EVENT_JSON"),
+        ("HERDR_PLUGIN_STATE_DIR", "HERDR_PLUGIN_STATE_DIR"),
+        ("HERDR_BIN_PATH", "HERDR_BIN_PATH"),
+    ] {
+        let env: Vec<_> = full.iter().filter(|(k, _)| k != missing).cloned().collect();
+        let output = run_hook("notify-hook", &env);
+        assert_eq!(output.status.code(), Some(1));
+        assert_eq!(
+            stderr(&output),
+            format!("notify-hook: {line} is not set; this script must run as a herdr event hook\n")
+        );
+    }
+}
+
+#[test]
+fn garbage_events_fail_loudly_without_contacting_anything() {
+    let f = blocked_host("garbage");
+    f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
+    for (event_json, line) in [
+        ("{not json", "HERDR_PLUGIN_EVENT_JSON is not JSON"),
+        (
+            r#"{"data":{"agent_status":"blocked"}}"#,
+            "event data.pane_id missing",
+        ),
+        (
+            r#"{"data":{"pane_id":"w1:p1","agent_status":""}}"#,
+            "event data.agent_status missing",
+        ),
+    ] {
+        let output = f.run("notify-hook", event_json);
+        assert_eq!(output.status.code(), Some(1));
+        assert_eq!(stderr(&output), format!("notify-hook: {line}\n"));
+    }
+    assert!(f.herdr.methods().is_empty());
+    assert!(f.relay.requests().is_empty());
+}
+
+#[test]
+fn garbage_or_huge_registration_is_absent_and_never_rewritten() {
+    let f = blocked_host("badreg");
+    let huge = format!(
+        r#"{{"v":1,"devices":[{}],"pad":"{}"}}"#,
+        entry("aaaa1111aaaa1111", KEY_A, ""),
+        "x".repeat(5 * 1024 * 1024)
+    );
+    for text in [
+        "garbage".to_owned(),
+        r#"{"v":2,"devices":[]}"#.to_owned(),
+        r#"{"v":1,"devices":{}}"#.to_owned(),
+        "[".repeat(10_000),
+        huge,
+    ] {
+        f.write_registration(&text);
+        let output = f.run("notify-hook", &event("w1:p1", "blocked"));
+        assert!(output.status.success(), "{}", stderr(&output));
+        assert_eq!(stderr(&output), "");
+        assert!(f.registration() == text, "registration unchanged");
+    }
+    assert!(f.relay.requests().is_empty());
+    assert!(f.herdr.methods().is_empty());
+}
+
+#[test]
+fn garbage_settings_mean_defaults() {
+    let f = blocked_host("badsettings");
+    // Defaults would sleep 5 s and use the production relay; with a marker
+    // already holding the status the hook must exit before either.
+    let marker_path = heeler::notify_hook::marker_path(&f.state, "w1:p1");
+    std::fs::create_dir_all(marker_path.parent().unwrap()).unwrap();
+    std::fs::write(
+        &marker_path,
+        r#"{"pane":"w1:p1","last_notified_status":"blocked"}"#,
+    )
+    .unwrap();
+    f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
+    for text in ["{{{".to_owned(), "\u{0}".repeat(100_000)] {
+        std::fs::write(f.config.join("notify.json"), text).unwrap();
+        let output = f.run("notify-hook", &event("w1:p1", "blocked"));
+        assert!(output.status.success());
+        assert_eq!(stderr(&output), "");
+    }
+    let s = heeler::notify_settings::load(&f.config);
+    assert_eq!(s, heeler::notify_settings::NotifySettings::default());
+}
+
+#[test]
+fn unreachable_herdr_fails_the_recheck_with_one_line() {
+    let f = blocked_host("unreachable");
+    f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
+    let mut env = f.env(&event("w1:p1", "blocked"));
+    env.retain(|(k, _)| k != "HERDR_SOCKET_PATH");
+    let output = run_hook("notify-hook", &env);
+    assert_eq!(output.status.code(), Some(1));
+    let line = stderr(&output);
+    assert!(
+        line.starts_with(
+            "notify-hook: status re-check failed: herdr unreachable: cannot run /nonexistent/herdr"
+        ),
+        "{line}"
+    );
+    assert_eq!(line.lines().count(), 1);
+    assert!(f.relay.requests().is_empty());
+}
+
+#[test]
+fn the_herdr_binary_is_the_fallback_when_the_socket_is_unusable() {
+    let f = blocked_host("binary");
+    f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
+    let bin = f.root.join("fake-herdr");
+    let log = f.root.join("herdr-args.log");
+    std::fs::write(
+        &bin,
+        format!(
+            r#"#!/bin/sh
+echo "$@" >> '{log}'
+case "$1 $2" in
+  "agent get") echo '{{"id":"cli:agent:get","result":{{"type":"agent_info","agent":{{"pane_id":"w1:p1","workspace_id":"w1","agent_status":"blocked","terminal_title":"raw title"}}}}}}' ;;
+  "workspace get") echo '{{"error":{{"code":"workspace_not_found","message":"nope"}}}}' >&2; exit 1 ;;
+  *) exit 2 ;;
+esac
+"#,
+            log = log.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut env = f.env(&event("w1:p1", "blocked"));
+    for (k, v) in env.iter_mut() {
+        if k == "HERDR_BIN_PATH" {
+            *v = bin.display().to_string();
+        }
+        if k == "HERDR_SOCKET_PATH" {
+            *v = f.root.join("herdr/missing.sock").display().to_string();
+        }
+    }
+    let output = run_hook("notify-hook", &env);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "agent get w1:p1\nworkspace get w1\n"
+    );
+    let body = f.relay.requests()[0].json();
+    let key = NotificationKey::from_base64url(KEY_A).unwrap();
+    let opened = Notification::open(&key, body.get("envelope").unwrap().as_str().unwrap()).unwrap();
+    assert_eq!(opened.title.as_deref(), Some("raw title"));
+    assert_eq!(opened.project, None);
+}
+
+#[test]
+fn plain_http_to_a_remote_relay_is_refused() {
+    let f = blocked_host("plainhttp");
+    f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
+    f.write_settings(r#"{"relay_url":"http://relay.example"}"#);
+    let output = f.run("notify-hook", &event("w1:p1", "blocked"));
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr(&output),
+        "notify-hook: relay_url uses plain http to relay.example; only loopback relays may skip https\n"
+    );
+    let _ = Value::Null;
+}
+
+#[test]
+fn both_hooks_refresh_the_sidebar_snapshot_first_and_survive_its_failure() {
+    let f = blocked_host("sidebar");
+    f.write_registration(r#"{"v":1,"devices":[]}"#);
+    for hook in ["notify-hook", "activity-hook"] {
+        let _ = std::fs::remove_file(f.config.join("sidebar.json"));
+        let output = f.run(hook, &event("w1:p1", "blocked"));
+        assert!(output.status.success(), "{}", stderr(&output));
+        assert!(
+            f.config.join("sidebar.json").is_file(),
+            "{hook} refreshed before its no-device exit"
+        );
+    }
+
+    // A snapshot that cannot be written is one log line, and the alert still goes out.
+    std::fs::remove_file(f.config.join("sidebar.json")).unwrap();
+    std::fs::create_dir(f.config.join("sidebar.json")).unwrap();
+    std::fs::write(f.config.join("sidebar.json/keep"), "x").unwrap();
+    f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
+    let output = f.run("notify-hook", &event("w1:p1", "blocked"));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let log = stderr(&output);
+    assert_eq!(log.lines().count(), 1, "{log}");
+    assert!(
+        log.starts_with("sidebar-hook: snapshot refresh failed ("),
+        "{log}"
+    );
+    assert_eq!(f.relay.requests().len(), 1);
+}
+
+#[test]
+fn a_silent_herdr_socket_times_out_and_falls_back_to_the_binary() {
+    let f = blocked_host("silent");
+    f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
+    // A socket that accepts and never answers.
+    let silent = f.root.join("silent/herdr.sock");
+    std::fs::create_dir_all(silent.parent().unwrap()).unwrap();
+    let listener = std::os::unix::net::UnixListener::bind(&silent).unwrap();
+    std::thread::spawn(move || {
+        let held: Vec<_> = listener.incoming().take(4).collect();
+        std::thread::sleep(std::time::Duration::from_secs(30));
+        drop(held);
+    });
+    let mut env = f.env(&event("w1:p1", "blocked"));
+    for (k, v) in env.iter_mut() {
+        if k == "HERDR_SOCKET_PATH" {
+            *v = silent.display().to_string();
+        }
+    }
+    let started = std::time::Instant::now();
+    let output = run_hook("notify-hook", &env);
+    let elapsed = started.elapsed();
+    assert_eq!(output.status.code(), Some(1));
+    let line = stderr(&output);
+    assert!(
+        line.starts_with("notify-hook: status re-check failed: herdr unreachable: socket read: "),
+        "{line}"
+    );
+    assert!(line.contains("; cannot run /nonexistent/herdr"), "{line}");
+    assert!(
+        elapsed >= std::time::Duration::from_secs(4),
+        "waited for the read timeout"
+    );
+    assert!(f.relay.requests().is_empty());
+}
+
+#[test]
+fn every_hook_run_records_the_runtime_for_usage_queries() {
+    let f = blocked_host("runtime");
+    let record = f.state.join("usage/runtime-v1.json");
+    assert!(
+        f.run("notify-hook", &event("w1:p1", "working"))
+            .status
+            .success()
+    );
+    let value = json::parse(&std::fs::read_to_string(&record).unwrap()).unwrap();
+    assert_eq!(value.get("v").and_then(Value::as_i64), Some(1));
+    assert!(
+        value
+            .get("binary")
+            .and_then(Value::as_str)
+            .is_some_and(|b| b.ends_with("heeler"))
+    );
+    assert_eq!(
+        value.get("herdr_socket").and_then(Value::as_str),
+        Some(f.herdr.socket.to_str().unwrap())
+    );
+    // Unchanged runtime: the record is not rewritten on the next event.
+    let before = std::fs::metadata(&record).unwrap().modified().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert!(
+        f.run("notify-hook", &event("w1:p1", "working"))
+            .status
+            .success()
+    );
+    assert_eq!(
+        std::fs::metadata(&record).unwrap().modified().unwrap(),
+        before
+    );
+}

@@ -1,0 +1,64 @@
+//! Concurrent 410 prunes of notifications.json never lose each other's
+//! removals (or anything else), and a prune that changes nothing leaves the
+//! file untouched.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+
+use heeler::registration;
+use support::*;
+
+#[test]
+fn concurrent_prunes_all_land_and_keep_unknown_fields() {
+    let dir = temp_dir("prune-race");
+    let path = dir.join("notifications.json");
+    let tokens: Vec<String> = (0..8).map(|i| format!("tok{i:013}")).collect();
+    let mut entries: Vec<String> = tokens
+        .iter()
+        .map(|t| entry(t, KEY_A, r#""extra":{"b":1,"a":2}"#))
+        .collect();
+    entries.push(entry("survivor0000000", KEY_B, r#""session":"w""#));
+    std::fs::write(&path, registration(&entries)).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+
+    let handles: Vec<_> = tokens
+        .iter()
+        .cloned()
+        .map(|token| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                registration::rewrite(&path, |f| registration::remove_tokens(f, &[token])).unwrap()
+            })
+        })
+        .collect();
+    for handle in handles {
+        assert!(handle.join().unwrap(), "each prune rewrote the file");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        registration(&[entry("survivor0000000", KEY_B, r#""session":"w""#)])
+    );
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o640, "mode kept");
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        1,
+        "no temp or lock files left"
+    );
+
+    let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert!(
+        !registration::rewrite(&path, |f| registration::remove_tokens(
+            f,
+            &["absent".into()]
+        ))
+        .unwrap()
+    );
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().modified().unwrap(),
+        modified
+    );
+}

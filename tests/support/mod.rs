@@ -1,0 +1,486 @@
+//! Loopback stand-ins for the hook tests: a Push Relay (HTTP/1.1 on
+//! 127.0.0.1 that records requests and answers from a script) and a herdr
+//! server (its Unix-socket protocol: one JSON request line, one answer line),
+//! plus a fixture that runs the real `heeler` binary as herdr would.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use heeler::json::{self, Object, Value};
+
+/// The vector key (bytes 0..31) and a second key.
+pub const KEY_A: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8";
+pub const KEY_B: &str = "QkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkI";
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// A fresh, empty directory under the system temp dir.
+pub fn temp_dir(name: &str) -> PathBuf {
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("hh-{name}-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+// ---------------------------------------------------------------- relay
+
+/// What the relay stand-in answers to one request.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    Status(u16, String),
+    /// Accept, read the request, and never answer (closes after 15 s).
+    Hang,
+}
+
+impl Reply {
+    pub fn ok() -> Reply {
+        Reply::Status(200, r#"{"apnsId":"a1"}"#.into())
+    }
+}
+
+/// One request the relay stand-in received.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Recorded {
+    pub fn json(&self) -> Value {
+        json::parse(&self.body).unwrap()
+    }
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+#[derive(Default)]
+struct RelayState {
+    script: VecDeque<Reply>,
+    requests: Vec<Recorded>,
+}
+
+/// A Push Relay on 127.0.0.1: answers scripted replies in order, then 200.
+#[derive(Clone)]
+pub struct RelayStandIn {
+    pub url: String,
+    state: Arc<Mutex<RelayState>>,
+}
+
+fn read_http_request(stream: &mut std::net::TcpStream) -> Option<Recorded> {
+    let mut reader = BufReader::new(stream.try_clone().ok()?);
+    let mut request_line = String::new();
+    reader.read_line(&mut request_line).ok()?;
+    let mut parts = request_line.split_whitespace();
+    let method = parts.next()?.to_owned();
+    let path = parts.next()?.to_owned();
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).ok()?;
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        let (k, v) = line.split_once(':')?;
+        headers.push((k.trim().to_owned(), v.trim().to_owned()));
+    }
+    let length = headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    Some(Recorded {
+        method,
+        path,
+        headers,
+        body: String::from_utf8(body).ok()?,
+    })
+}
+
+impl RelayStandIn {
+    pub fn start() -> RelayStandIn {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let state = Arc::new(Mutex::new(RelayState::default()));
+        let shared = Arc::clone(&state);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let shared = Arc::clone(&shared);
+                std::thread::spawn(move || {
+                    let Some(request) = read_http_request(&mut stream) else {
+                        return;
+                    };
+                    let reply = {
+                        let mut s = shared.lock().unwrap();
+                        s.requests.push(request);
+                        s.script.pop_front().unwrap_or_else(Reply::ok)
+                    };
+                    match reply {
+                        Reply::Hang => std::thread::sleep(Duration::from_secs(15)),
+                        Reply::Status(status, body) => {
+                            let answer = format!(
+                                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                                body.len()
+                            );
+                            let _ = stream.write_all(answer.as_bytes());
+                        }
+                    }
+                });
+            }
+        });
+        RelayStandIn { url, state }
+    }
+
+    /// Queues replies for the next requests.
+    pub fn script(&self, replies: impl IntoIterator<Item = Reply>) {
+        self.state.lock().unwrap().script.extend(replies);
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.state.lock().unwrap().requests.clone()
+    }
+}
+
+// ---------------------------------------------------------------- herdr
+
+#[derive(Default)]
+pub struct HerdrState {
+    pub agents: Vec<Value>,
+    pub workspaces: Vec<Value>,
+    pub tabs: Vec<Value>,
+    pub panes: Vec<Value>,
+    /// (method, params) of every request.
+    pub requests: Vec<(String, Value)>,
+}
+
+/// A herdr server stand-in on a Unix socket.
+#[derive(Clone)]
+pub struct HerdrStandIn {
+    pub socket: PathBuf,
+    pub state: Arc<Mutex<HerdrState>>,
+}
+
+fn answer(state: &HerdrState, method: &str, params: &Value) -> Object {
+    let param = |k: &str| params.get(k).and_then(Value::as_str).map(str::to_owned);
+    let in_workspace = |items: &[Value]| -> Vec<Value> {
+        let ws = param("workspace_id");
+        items
+            .iter()
+            .filter(|i| {
+                ws.is_none() || i.get("workspace_id").and_then(Value::as_str) == ws.as_deref()
+            })
+            .cloned()
+            .collect()
+    };
+    let error = |code: &str, message: String| {
+        Object::new().with(
+            "error",
+            Object::new().with("code", code).with("message", message),
+        )
+    };
+    let result = |kind: &str, key: &str, value: Value| {
+        Object::new().with("result", Object::new().with("type", kind).with(key, value))
+    };
+    match method {
+        "agent.get" => {
+            let target = param("target").unwrap_or_default();
+            match state
+                .agents
+                .iter()
+                .find(|a| a.get("pane_id").and_then(Value::as_str) == Some(&target))
+            {
+                Some(agent) => result("agent_info", "agent", agent.clone()),
+                None => error(
+                    "agent_not_found",
+                    format!("agent target {target} not found"),
+                ),
+            }
+        }
+        "agent.list" => result("agent_list", "agents", Value::Array(state.agents.clone())),
+        "workspace.get" => {
+            let id = param("workspace_id");
+            match state
+                .workspaces
+                .iter()
+                .find(|w| w.get("workspace_id").and_then(Value::as_str) == id.as_deref())
+            {
+                Some(w) => result("workspace_info", "workspace", w.clone()),
+                None => error("workspace_not_found", "no such workspace".into()),
+            }
+        }
+        "workspace.list" => result(
+            "workspace_list",
+            "workspaces",
+            Value::Array(state.workspaces.clone()),
+        ),
+        "tab.list" => result("tab_list", "tabs", Value::Array(in_workspace(&state.tabs))),
+        "pane.list" => result(
+            "pane_list",
+            "panes",
+            Value::Array(in_workspace(&state.panes)),
+        ),
+        other => error("invalid_request", format!("unknown variant `{other}`")),
+    }
+}
+
+impl HerdrStandIn {
+    pub fn start(socket: &Path) -> HerdrStandIn {
+        std::fs::create_dir_all(socket.parent().unwrap()).unwrap();
+        let listener = UnixListener::bind(socket).unwrap();
+        let state = Arc::new(Mutex::new(HerdrState::default()));
+        let shared = Arc::clone(&state);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut line = String::new();
+                if BufReader::new(stream.try_clone().unwrap())
+                    .read_line(&mut line)
+                    .is_err()
+                {
+                    continue;
+                }
+                let request = json::parse(line.trim_end()).unwrap_or(Value::Null);
+                let id = request.get("id").cloned().unwrap_or(Value::from(""));
+                let method = request
+                    .get("method")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                let params = request.get("params").cloned().unwrap_or(Value::Null);
+                let mut body = {
+                    let mut s = shared.lock().unwrap();
+                    s.requests.push((method.clone(), params.clone()));
+                    answer(&s, &method, &params)
+                };
+                let mut out = Object::new().with("id", id);
+                for (k, v) in body.iter() {
+                    out.insert(k, v.clone());
+                }
+                body = out;
+                let _ = stream.write_all(format!("{}\n", Value::Object(body).to_json()).as_bytes());
+            }
+        });
+        HerdrStandIn {
+            socket: socket.to_path_buf(),
+            state,
+        }
+    }
+
+    pub fn set_agents(&self, agents: &str) {
+        self.state.lock().unwrap().agents =
+            json::parse(agents).unwrap().as_array().unwrap().to_vec();
+    }
+
+    pub fn set_workspaces(&self, workspaces: &str) {
+        self.state.lock().unwrap().workspaces = json::parse(workspaces)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .to_vec();
+    }
+
+    pub fn set_tabs_and_panes(&self, tabs: &str, panes: &str) {
+        let mut s = self.state.lock().unwrap();
+        s.tabs = json::parse(tabs).unwrap().as_array().unwrap().to_vec();
+        s.panes = json::parse(panes).unwrap().as_array().unwrap().to_vec();
+    }
+
+    pub fn methods(&self) -> Vec<String> {
+        self.state
+            .lock()
+            .unwrap()
+            .requests
+            .iter()
+            .map(|(m, _)| m.clone())
+            .collect()
+    }
+}
+
+// ---------------------------------------------------------------- fixture
+
+/// One Host: plugin dirs, a herdr stand-in for one session, a relay stand-in.
+pub struct Fixture {
+    pub root: PathBuf,
+    pub config: PathBuf,
+    pub state: PathBuf,
+    pub herdr: HerdrStandIn,
+    pub relay: RelayStandIn,
+}
+
+/// A `pane_agent_status_changed` event.
+pub fn event(pane: &str, status: &str) -> String {
+    format!(
+        r#"{{"event":"pane_agent_status_changed","data":{{"type":"pane_agent_status_changed","pane_id":"{pane}","workspace_id":"w1","agent_status":"{status}","agent":"claude"}}}}"#
+    )
+}
+
+impl Fixture {
+    /// A default-session Host.
+    pub fn new(name: &str) -> Fixture {
+        Fixture::with_socket(name, "herdr/herdr.sock")
+    }
+
+    /// A Host whose herdr socket is at `relative` under the fixture root
+    /// (e.g. `herdr/sessions/work/herdr.sock`).
+    pub fn with_socket(name: &str, relative: &str) -> Fixture {
+        let root = temp_dir(name);
+        let config = root.join("config");
+        let state = root.join("state");
+        std::fs::create_dir_all(&config).unwrap();
+        std::fs::create_dir_all(&state).unwrap();
+        let herdr = HerdrStandIn::start(&root.join(relative));
+        let relay = RelayStandIn::start();
+        let fixture = Fixture {
+            root,
+            config,
+            state,
+            herdr,
+            relay,
+        };
+        fixture.write_settings("{}");
+        fixture
+    }
+
+    /// notify.json pointing at the relay stand-in, with zero delays and any
+    /// extra members given as JSON object text (`{}` for none).
+    pub fn write_settings(&self, extra: &str) {
+        let mut settings = Object::new()
+            .with("relay_url", self.relay.url.as_str())
+            .with("debounce_ms", 0u64)
+            .with("activity_debounce_ms", 0u64)
+            .with("retry_delay_ms", 10u64);
+        for (k, v) in json::parse(extra).unwrap().as_object().unwrap().iter() {
+            settings.insert(k, v.clone());
+        }
+        std::fs::write(
+            self.config.join("notify.json"),
+            Value::Object(settings).to_json(),
+        )
+        .unwrap();
+    }
+
+    pub fn registration_path(&self) -> PathBuf {
+        self.config.join("notifications.json")
+    }
+
+    pub fn write_registration(&self, text: &str) {
+        std::fs::write(self.registration_path(), text).unwrap();
+    }
+
+    pub fn registration(&self) -> String {
+        std::fs::read_to_string(self.registration_path()).unwrap()
+    }
+
+    /// The herdr environment of an event hook.
+    pub fn env(&self, event_json: &str) -> Vec<(String, String)> {
+        vec![
+            (
+                "HERDR_PLUGIN_CONFIG_DIR".into(),
+                self.config.display().to_string(),
+            ),
+            (
+                "HERDR_PLUGIN_STATE_DIR".into(),
+                self.state.display().to_string(),
+            ),
+            ("HERDR_PLUGIN_EVENT_JSON".into(), event_json.into()),
+            (
+                "HERDR_SOCKET_PATH".into(),
+                self.herdr.socket.display().to_string(),
+            ),
+            ("HERDR_BIN_PATH".into(), "/nonexistent/herdr".into()),
+        ]
+    }
+
+    pub fn run(&self, hook: &str, event_json: &str) -> Output {
+        run_hook(hook, &self.env(event_json))
+    }
+
+    pub fn spawn(&self, hook: &str, event_json: &str) -> std::process::Child {
+        hook_command(hook, &self.env(event_json)).spawn().unwrap()
+    }
+}
+
+pub fn hook_command(hook: &str, env: &[(String, String)]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_heeler"));
+    command
+        .arg(hook)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+/// Runs `heeler <hook>` with exactly `env`.
+pub fn run_hook(hook: &str, env: &[(String, String)]) -> Output {
+    hook_command(hook, env).output().unwrap()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// A registration entry.
+pub fn entry(token: &str, key: &str, extra: &str) -> String {
+    let extra = if extra.is_empty() {
+        String::new()
+    } else {
+        format!(",{extra}")
+    };
+    format!(
+        r#"{{"token":"{token}","env":"production","key":"{key}","notify":{{"blocked":true,"done":true}}{extra}}}"#
+    )
+}
+
+pub fn registration(entries: &[String]) -> String {
+    format!(r#"{{"v":1,"devices":[{}]}}"#, entries.join(","))
+}
+
+/// Python with `cryptography`, or why not.
+pub fn python_crypto() -> Result<(), String> {
+    let probe = Command::new("python3")
+        .args(["-c", "import cryptography.hazmat.primitives.ciphers.aead"])
+        .output();
+    match probe {
+        Err(e) => Err(format!("python3 not runnable: {e}")),
+        Ok(o) if !o.status.success() => Err("python3 has no cryptography module".into()),
+        Ok(_) => Ok(()),
+    }
+}
+
+/// Opens an envelope with Python's `cryptography` AESGCM (an implementation
+/// independent of ours) and returns the plaintext.
+pub fn python_open(key: &str, aad: &str, envelope: &str) -> String {
+    let script = r#"
+import base64, json, sys
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+def d(s): return base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
+key, aad, env = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+sys.stdout.write(AESGCM(d(key)).decrypt(d(env["n"]), d(env["ct"]), aad.encode()).decode())
+"#;
+    let output = Command::new("python3")
+        .args(["-c", script, key, aad, envelope])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "python: {}", stderr(&output));
+    String::from_utf8(output.stdout).unwrap()
+}
