@@ -294,7 +294,13 @@ impl Popup {
 
 impl Drop for Popup {
     fn drop(&mut self) {
+        // kill-server leaves the socket file behind: remove it too.
+        let socket_path = self.tmux(&["display-message", "-p", "#{socket_path}"]);
         self.tmux(&["kill-server"]);
+        let socket_path = socket_path.trim();
+        if !socket_path.is_empty() {
+            let _ = fs::remove_file(socket_path);
+        }
         let _ = fs::remove_dir_all(&self.root);
     }
 }
