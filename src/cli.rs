@@ -26,6 +26,7 @@ pub enum Command {
     ActivityHook(ActivityHookArgs),
     SidebarHook(SidebarHookArgs),
     Usage(UsageArgs),
+    PairAction(PairActionArgs),
     Doctor(DoctorArgs),
 }
 
@@ -259,6 +260,13 @@ pub struct UsageWorkerArgs {}
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "claude-limits")]
 pub struct UsageClaudeLimitsArgs {}
+
+/// The `pair` action: ask herdr to open the pairing popup (exit status =
+/// the outcome).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "pair-action")]
+pub struct PairActionArgs {}
+
 /// Check this Host's setup for pairing and notifications; each problem comes
 /// with a one-line fix. Exits 0 when nothing fails.
 #[derive(FromArgs, Debug)]

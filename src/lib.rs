@@ -53,3 +53,17 @@ pub mod usage_time;
 pub mod usage_tz;
 pub mod usage_worker;
 pub mod wire;
+
+// The pairing popup (issue 4).
+pub mod addresses;
+pub mod checklist;
+pub mod clipboard;
+pub mod herdr_endpoint;
+pub mod pair_action;
+pub mod pair_config;
+pub mod popup;
+pub mod popup_keys;
+pub mod popup_screen;
+pub mod popup_terminal;
+pub mod qr;
+pub mod tailscale_probe;

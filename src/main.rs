@@ -6,7 +6,8 @@
 use std::process::ExitCode;
 
 use heeler::{
-    accept, activity_hook, cli, doctor, exit, notify_hook, pair, sidebar, usage_cmd, wire,
+    accept, activity_hook, cli, doctor, exit, notify_hook, pair, pair_action, popup, sidebar,
+    usage_cmd, wire,
 };
 
 fn main() -> ExitCode {
@@ -18,11 +19,13 @@ fn main() -> ExitCode {
         }
         Some(cli::Command::Wire(wire_args)) => wire::run(wire_args),
         Some(cli::Command::Accept(accept_args)) => return accept::run(accept_args),
+        Some(cli::Command::Pair(pair_args)) if !pair_args.no_ui => popup::run(pair_args),
         Some(cli::Command::Pair(pair_args)) => pair::run(pair_args),
         Some(cli::Command::NotifyHook(hook_args)) => notify_hook::run(hook_args),
         Some(cli::Command::ActivityHook(hook_args)) => activity_hook::run(hook_args),
         Some(cli::Command::SidebarHook(hook_args)) => sidebar::run(hook_args),
         Some(cli::Command::Usage(usage_args)) => usage_cmd::run(usage_args),
+        Some(cli::Command::PairAction(_)) => pair_action::run(),
         Some(cli::Command::Doctor(doctor_args)) => doctor::run(doctor_args),
         None => Err(exit::Failure::new(
             "heeler: no command given; see `heeler --help`",

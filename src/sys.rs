@@ -251,3 +251,58 @@ pub fn detach_on_spawn(command: &mut std::process::Command) {
         });
     }
 }
+
+// ---- The pairing popup: local wall-clock time and terminal modes. ----
+
+/// The local wall-clock time of a Unix timestamp as `(hour, minute,
+/// second)` (`localtime_r`), `None` if the conversion fails.
+pub(crate) fn local_time_of_day(unix_seconds: i64) -> Option<(u32, u32, u32)> {
+    let time = libc::time_t::try_from(unix_seconds).ok()?;
+    // SAFETY: an all-zero `tm` is a valid value (integers and a null zone
+    // pointer); localtime_r only writes into it.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers refer to live locals for the duration of the
+    // call; localtime_r is the thread-safe variant.
+    let result = unsafe { libc::localtime_r(&time, &mut tm) };
+    if result.is_null() {
+        return None;
+    }
+    Some((
+        u32::try_from(tm.tm_hour).ok()?,
+        u32::try_from(tm.tm_min).ok()?,
+        u32::try_from(tm.tm_sec).ok()?,
+    ))
+}
+
+/// A terminal's modes as `tcgetattr` read them, to put back after a panic
+/// (when no destructor runs).
+#[derive(Clone, Copy)]
+pub(crate) struct TerminalModes(libc::termios);
+
+/// Reads the modes of the terminal on `fd`.
+pub(crate) fn terminal_modes(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<TerminalModes> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: an all-zero `termios` is a valid value (integers and arrays
+    // of integers); tcgetattr only writes into it.
+    let mut modes: libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: `modes` is a live local and the descriptor is kept open by the
+    // `BorrowedFd` borrow for the duration of the call.
+    if unsafe { libc::tcgetattr(fd.as_raw_fd(), &mut modes) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(TerminalModes(modes))
+}
+
+/// Puts saved modes back on the terminal on `fd`.
+pub(crate) fn restore_terminal_modes(
+    fd: std::os::fd::BorrowedFd<'_>,
+    modes: &TerminalModes,
+) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `modes.0` is a valid termios read by tcgetattr; the descriptor
+    // is kept open by the `BorrowedFd` borrow for the duration of the call.
+    if unsafe { libc::tcsetattr(fd.as_raw_fd(), libc::TCSANOW, &modes.0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}

@@ -138,10 +138,11 @@ fn a_bad_pair_json_falls_back_to_22_and_says_so() {
 }
 
 #[test]
-fn without_no_ui_it_says_the_popup_is_not_built() {
+fn without_no_ui_or_a_terminal_it_points_at_no_ui() {
+    // `heeler pair` without --no-ui is the popup; with no terminal it exits 1.
     let dirs = Dirs::new("noui");
     let output = dirs.command(&["pair"]).output().unwrap();
-    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(output.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--no-ui"));
 }
 

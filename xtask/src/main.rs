@@ -6,6 +6,7 @@
 
 mod bench_accept;
 mod bench_hooks;
+mod bench_popup;
 mod bench_sidebar;
 mod bench_usage;
 mod pricing;
@@ -23,6 +24,7 @@ tasks:
   bench-sidebar   sidebar refresh cost when nothing changed (release build)
   bench-accept    CPU time and peak RSS of one `heeler accept` (release build; --static)
   bench-hooks     CPU time and peak RSS of the event hooks (release build; [--runs N])
+  bench-popup     start to first painted checklist of `heeler pair` (release build; --debug, --runs N)
   bench-usage     usage cold scan, warm query and one-file append on a synthetic corpus [--scale 1.0]
   pricing         regenerate pricing.json: --input FILE --date YYYY-MM-DD [--source litellm|models-dev] [--version V]
   static          build x86_64-unknown-linux-musl statically here (toolchain.md §3.1) and
@@ -36,6 +38,7 @@ fn main() -> ExitCode {
         Some("bench-sidebar") => bench_sidebar::run(rest),
         Some("bench-accept") => bench_accept::run(),
         Some("bench-hooks") => bench_hooks::run(rest).map_err(Into::into),
+        Some("bench-popup") => bench_popup::run(rest),
         Some("bench-usage") => bench_usage::run(rest).map_err(Into::into),
         Some("pricing") => pricing::run(rest).map_err(Into::into),
         Some("static") => static_build::run(rest).map_err(Into::into),

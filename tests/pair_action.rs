@@ -1,0 +1,119 @@
+//! `heeler pair-action` against a loopback stand-in for herdr's socket, and
+//! through a stand-in herdr CLI when no socket answers.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixListener;
+use std::path::PathBuf;
+use std::process::Command;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("heeler-action-{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn heeler() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_heeler"));
+    command
+        .arg("pair-action")
+        .env_remove("HERDR_SOCKET_PATH")
+        .env_remove("HERDR_BIN_PATH")
+        .env_remove("HERDR_PLUGIN_ID");
+    command
+}
+
+/// Answers one request with `answer` and returns the request line.
+fn stand_in(listener: UnixListener, answer: &'static str) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        (&stream).write_all(answer.as_bytes()).unwrap();
+        line
+    })
+}
+
+#[test]
+fn opens_the_popup_through_the_socket() {
+    let dir = scratch("socket");
+    let path = dir.join("herdr.sock");
+    let server = stand_in(
+        UnixListener::bind(&path).unwrap(),
+        "{\"id\":\"heeler:pair-action\",\"result\":{\"type\":\"ok\"}}\n",
+    );
+    let output = heeler()
+        .env("HERDR_SOCKET_PATH", &path)
+        .env("HERDR_PLUGIN_ID", "heeler-dev")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let request = server.join().unwrap();
+    assert_eq!(
+        request,
+        "{\"id\":\"heeler:pair-action\",\"method\":\"plugin.pane.open\",\"params\":{\"plugin_id\":\"heeler-dev\",\"entrypoint\":\"pair\",\"env\":{}}}\n"
+    );
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_refusal_is_reported_with_status_1() {
+    let dir = scratch("refused");
+    let path = dir.join("herdr.sock");
+    let server = stand_in(
+        UnixListener::bind(&path).unwrap(),
+        "{\"id\":\"heeler:pair-action\",\"error\":{\"code\":\"plugin_pane_open_failed\",\"message\":\"popup already open\"}}\n",
+    );
+    let output = heeler().env("HERDR_SOCKET_PATH", &path).output().unwrap();
+    server.join().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "herdr could not open the pairing popup: plugin_pane_open_failed: popup already open\n"
+    );
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn falls_back_to_the_cli_and_exits_with_its_status() {
+    let dir = scratch("cli");
+    let args_file = dir.join("args");
+    let herdr = dir.join("herdr");
+    fs::write(
+        &herdr,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\nexit 7\n",
+            args_file.display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&herdr, fs::Permissions::from_mode(0o755)).unwrap();
+    let output = heeler()
+        .env("HERDR_SOCKET_PATH", dir.join("nobody-listens.sock"))
+        .env("HERDR_BIN_PATH", &herdr)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(7));
+    assert_eq!(
+        fs::read_to_string(&args_file).unwrap(),
+        "plugin\npane\nopen\n--plugin\nheeler\n--entrypoint\npair\n"
+    );
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_missing_herdr_cli_says_so() {
+    let output = heeler()
+        .env("HERDR_BIN_PATH", "/nonexistent/herdr")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).starts_with("failed to run herdr: "),
+        "{output:?}"
+    );
+}
