@@ -7,10 +7,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// While the feature branches are still being merged, a subcommand the CLI
-/// does not have yet is listed, not failed. The lead flips this to `true`
-/// once every capability is on main; a misnamed subcommand fails either way.
-const STRICT_MISSING_SUBCOMMANDS: bool = false;
+/// Every capability is merged, so a manifest command the CLI lacks fails.
+/// (While feature branches were still landing this was `false`: missing
+/// subcommands were listed, only misnamed ones failed.)
+const STRICT_MISSING_SUBCOMMANDS: bool = true;
 
 const BINARY_IN_CHECKOUT: &str = "./bin/heeler";
 
