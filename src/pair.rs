@@ -150,14 +150,9 @@ fn note(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
-/// The command.
+/// The command (`heeler pair --no-ui`; without `--no-ui`, `main` runs the
+/// popup instead).
 pub fn run(args: PairArgs) -> Result<(), Failure> {
-    if !args.no_ui {
-        return Err(Failure::new(
-            "heeler pair: the pairing popup is not built yet; use `heeler pair --no-ui`",
-            2,
-        ));
-    }
     let home =
         crate::accept::home_dir().ok_or_else(|| fail("cannot determine the home directory"))?;
     let host_key_dir =
