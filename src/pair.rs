@@ -25,7 +25,6 @@ use crate::{host_key, sys};
 
 /// The plugin id: names the default herdr config and state directories.
 pub const PLUGIN_ID: &str = "heeler";
-/// The port a Pairing Code advertises without a valid `pair.json`.
 /// How often the wait loop looks for an enrollment or a signal.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(200);
 /// Test-only: overrides the Bootstrap Key TTL (seconds).
