@@ -13,21 +13,18 @@
 //! `HEELER_TEST_HOST_KEY_DIR` replaces `/etc/ssh` as the host key directory.
 
 use std::io::Write;
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::ceremony::{self, CeremonyConfig};
 use crate::cli::PairArgs;
 use crate::exit::Failure;
-use crate::json;
 use crate::pairing_code::{self, Payload};
+use crate::{addresses, pair_config};
 use crate::{host_key, sys};
 
 /// The plugin id: names the default herdr config and state directories.
 pub const PLUGIN_ID: &str = "heeler";
-/// The port a Pairing Code advertises without a valid `pair.json`.
-pub const DEFAULT_SSH_PORT: u16 = 22;
 /// How often the wait loop looks for an enrollment or a signal.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(200);
 /// Test-only: overrides the Bootstrap Key TTL (seconds).
@@ -67,78 +64,6 @@ pub fn config_dir(home: &Path) -> PathBuf {
     })
 }
 
-/// `pair.json`'s `ssh_port` (contracts §b.2): 22 when absent; 22 plus a
-/// warning when unreadable, not JSON, not an object, or out of range.
-pub fn ssh_port_from(contents: Result<String, std::io::Error>) -> (u16, Option<String>) {
-    let text = match contents {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (DEFAULT_SSH_PORT, None),
-        Err(e) => {
-            return (
-                DEFAULT_SSH_PORT,
-                Some(format!("pair.json could not be read ({e}).")),
-            );
-        }
-    };
-    let Ok(value) = json::parse(&text) else {
-        return (
-            DEFAULT_SSH_PORT,
-            Some("pair.json is not valid JSON.".into()),
-        );
-    };
-    let Some(object) = value.as_object() else {
-        return (
-            DEFAULT_SSH_PORT,
-            Some("pair.json is not a JSON object.".into()),
-        );
-    };
-    let Some(port) = object.get("ssh_port") else {
-        return (DEFAULT_SSH_PORT, None);
-    };
-    match port.as_i64().and_then(|p| u16::try_from(p).ok()) {
-        Some(p) if p >= 1 => (p, None),
-        _ => (
-            DEFAULT_SSH_PORT,
-            Some(format!(
-                "pair.json ssh_port {} is not an integer 1..65535.",
-                port.to_json()
-            )),
-        ),
-    }
-}
-
-fn is_likely_reachable(address: &IpAddr) -> bool {
-    match address {
-        IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
-            v4.is_private() || (a == 100 && (64..128).contains(&b))
-        }
-        IpAddr::V6(v6) => (v6.segments()[0] & 0xfe00) == 0xfc00,
-    }
-}
-
-fn is_link_local(address: &IpAddr) -> bool {
-    match address {
-        IpAddr::V4(v4) => v4.is_link_local(),
-        IpAddr::V6(v6) => (v6.segments()[0] & 0xffc0) == 0xfe80,
-    }
-}
-
-/// A simple default address: the first non-loopback, non-link-local
-/// address, preferring private (LAN/VPN) ones and IPv4. (The popup's
-/// checklist does the full ranking.)
-pub fn default_address(interfaces: &[(String, IpAddr, bool)]) -> Option<String> {
-    let mut candidates: Vec<&IpAddr> = interfaces
-        .iter()
-        .filter(|(_, address, loopback)| {
-            !loopback && !address.is_loopback() && !is_link_local(address)
-        })
-        .map(|(_, address, _)| address)
-        .collect();
-    candidates.sort_by_key(|a| (!is_likely_reachable(a), a.is_ipv6()));
-    candidates.first().map(|a| a.to_string())
-}
-
 /// Writes one stdout line; a closed stdout is not worth a panic.
 fn print_line(line: &str) {
     let mut stdout = std::io::stdout().lock();
@@ -150,14 +75,9 @@ fn note(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
-/// The command.
+/// The command (`heeler pair --no-ui`; without `--no-ui`, `main` runs the
+/// popup instead).
 pub fn run(args: PairArgs) -> Result<(), Failure> {
-    if !args.no_ui {
-        return Err(Failure::new(
-            "heeler pair: the pairing popup is not built yet; use `heeler pair --no-ui`",
-            2,
-        ));
-    }
     let home =
         crate::accept::home_dir().ok_or_else(|| fail("cannot determine the home directory"))?;
     let host_key_dir =
@@ -172,17 +92,34 @@ pub fn run(args: PairArgs) -> Result<(), Failure> {
         })?;
     let user =
         host_key::username().map_err(|e| fail(format!("cannot determine the user name: {e}")))?;
-    let (port, warning) =
-        ssh_port_from(std::fs::read_to_string(config_dir(&home).join("pair.json")));
-    if let Some(warning) = warning {
-        note(&format!("{warning} Advertising {port}."));
+    let config = pair_config::read(Some(&config_dir(&home)));
+    for warning in config.warning_lines() {
+        note(&warning);
     }
+    let port = config.ssh_port;
     let addrs = if args.address.is_empty() {
-        let interfaces = sys::interface_addresses()
-            .map_err(|e| fail(format!("cannot list network interfaces: {e}")))?;
-        vec![default_address(&interfaces).ok_or_else(|| {
-            fail("No routable network address found. Connect to a LAN or VPN and retry, or pass --address.")
-        })?]
+        // The popup's pre-checked candidates: pair.json `addresses`, else the
+        // best likely address of the primary interface.
+        let interfaces: Vec<addresses::InterfaceAddress> = sys::interface_addresses()
+            .map_err(|e| fail(format!("cannot list network interfaces: {e}")))?
+            .into_iter()
+            .map(Into::into)
+            .collect();
+        let checked: Vec<String> = addresses::candidates(
+            &interfaces,
+            addresses::primary_interface(),
+            &config.addresses,
+        )
+        .into_iter()
+        .filter(|c| c.pre_checked)
+        .map(|c| c.address)
+        .collect();
+        if checked.is_empty() {
+            return Err(fail(
+                "No routable network address found. Connect to a LAN or VPN and retry, or pass --address.",
+            ));
+        }
+        checked
     } else {
         args.address.clone()
     };
@@ -281,68 +218,5 @@ fn wait(ceremony: &ceremony::Ceremony) -> Result<(), Failure> {
             };
         }
         std::thread::sleep(POLL_INTERVAL);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::net::{Ipv4Addr, Ipv6Addr};
-
-    #[test]
-    fn pair_json_port_rules() {
-        let missing = Err(std::io::Error::from(std::io::ErrorKind::NotFound));
-        assert_eq!(ssh_port_from(missing), (22, None));
-        assert_eq!(
-            ssh_port_from(Ok("{\"ssh_port\":2222}".into())),
-            (2222, None)
-        );
-        assert_eq!(ssh_port_from(Ok("{\"ssh_port\":22.0}".into())), (22, None));
-        assert_eq!(ssh_port_from(Ok("{}".into())), (22, None));
-        assert_eq!(
-            ssh_port_from(Ok("{\"ssh_port\":70000}".into())).1.unwrap(),
-            "pair.json ssh_port 70000 is not an integer 1..65535."
-        );
-        assert_eq!(
-            ssh_port_from(Ok("{\"ssh_port\":\"22\"}".into())).1.unwrap(),
-            "pair.json ssh_port \"22\" is not an integer 1..65535."
-        );
-        assert_eq!(
-            ssh_port_from(Ok("[1]".into())).1.unwrap(),
-            "pair.json is not a JSON object."
-        );
-        assert_eq!(
-            ssh_port_from(Ok("{".into())).1.unwrap(),
-            "pair.json is not valid JSON."
-        );
-        let denied = Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied));
-        assert!(
-            ssh_port_from(denied)
-                .1
-                .unwrap()
-                .starts_with("pair.json could not be read (")
-        );
-    }
-
-    #[test]
-    fn default_address_prefers_private_ipv4() {
-        let v4 = |a, b, c, d| IpAddr::V4(Ipv4Addr::new(a, b, c, d));
-        let interfaces = vec![
-            ("lo".to_string(), v4(127, 0, 0, 1), true),
-            ("eth0".to_string(), v4(169, 254, 1, 1), false),
-            (
-                "eth0".to_string(),
-                IpAddr::V6(Ipv6Addr::new(0xfd7a, 0, 0, 0, 0, 0, 0, 1)),
-                false,
-            ),
-            ("eth1".to_string(), v4(8, 8, 8, 8), false),
-            ("eth2".to_string(), v4(192, 168, 1, 5), false),
-        ];
-        assert_eq!(default_address(&interfaces).as_deref(), Some("192.168.1.5"));
-        assert_eq!(default_address(&interfaces[..1]), None);
-        assert_eq!(
-            default_address(&interfaces[..4]).as_deref(),
-            Some("fd7a::1")
-        );
     }
 }

@@ -4,6 +4,9 @@
 //! thousands of mutated inputs each come back as a value or a typed error.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod fuzz_support;
+use fuzz_support::Rng;
+
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -14,21 +17,6 @@ use heeler::session::Session;
 use heeler::{hook_env, notify_settings, registration, relay};
 
 const ROUNDS: usize = 20_000;
-
-/// xorshift64*: deterministic and dependency-free.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
 
 const TOKENS: &[&str] = &[
     "{",

@@ -6,6 +6,9 @@
 //! mutations reach the plaintext validators, not just the AEAD check.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod fuzz_support;
+use fuzz_support::Rng;
+
 use std::path::Path;
 
 use heeler::envelope::{self, Domain, NotificationKey};
@@ -15,21 +18,6 @@ use heeler::notification::Notification;
 use heeler::{base64, pairing_code};
 
 const ROUNDS: usize = 100_000;
-
-/// xorshift64*: deterministic, seedable, no dependencies.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
 
 const INTERESTING: &[&[u8]] = &[
     b"{",

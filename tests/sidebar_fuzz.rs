@@ -3,23 +3,11 @@
 //! whenever there is a diagnostic, every exported token within the grammar).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod fuzz_support;
+use fuzz_support::Rng;
+
 use heeler::json::{self, Value};
 use heeler::sidebar_config::{self, AGENT_IDS, BUILTIN_TOKENS, Layout, Source};
-
-/// xorshift64*: small, deterministic, good enough to mix fragments.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 /// Pieces that hit the grammar's corners, mixed with noise.
 const FRAGMENTS: &[&str] = &[
