@@ -187,6 +187,15 @@ fn plan(old: &FileEntry, c: &Candidate, meta: &Metadata, path: &Path) -> Plan {
     }
 }
 
+/// A file whose events may differ from the loaded index: its path (the
+/// index key) and its previous entry (`None` for a new file). The new entry
+/// is the index's (absent for a dropped file).
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub key: String,
+    pub old: Option<FileEntry>,
+}
+
 /// Brings `index` up to date with `candidates`: files whose mtime is before
 /// `window_start_ns` are dropped without being opened; work stops (leaving
 /// the rest for the next run) once `deadline` passes.
@@ -195,6 +204,24 @@ pub fn refresh(
     candidates: &[Candidate],
     window_start_ns: i64,
     deadline: Option<Instant>,
+) -> RefreshStats {
+    refresh_tracked(
+        index,
+        candidates,
+        window_start_ns,
+        deadline,
+        &mut Vec::new(),
+    )
+}
+
+/// [`refresh`], also listing every file whose events changed in `changes`
+/// (for incremental aggregation).
+pub fn refresh_tracked(
+    index: &mut Index,
+    candidates: &[Candidate],
+    window_start_ns: i64,
+    deadline: Option<Instant>,
+    changes: &mut Vec<Change>,
 ) -> RefreshStats {
     let mut stats = RefreshStats::default();
     let mut keep: BTreeMap<String, FileEntry> = BTreeMap::new();
@@ -253,6 +280,12 @@ pub fn refresh(
         }
     }
     stats.dropped = index.files.len() as u64;
+    for (key, old) in std::mem::take(&mut index.files) {
+        changes.push(Change {
+            key,
+            old: Some(old),
+        });
+    }
     // Parse changed files on every core, biggest first, in interleaved shares.
     jobs.sort_by_key(|j| std::cmp::Reverse(j.meta.size()));
     let threads = std::thread::available_parallelism()
@@ -277,7 +310,13 @@ pub fn refresh(
     for (entries, bytes, partial) in results {
         stats.bytes_read += bytes;
         stats.partial |= partial;
-        for (key, entry) in entries {
+        for (key, entry, done) in entries {
+            if let Some(old) = done {
+                changes.push(Change {
+                    key: key.clone(),
+                    old,
+                });
+            }
             if let Some(entry) = entry {
                 keep.insert(key, entry);
             }
@@ -287,8 +326,13 @@ pub fn refresh(
     stats
 }
 
-/// Entries a thread produced, bytes it read, whether it ran out of time.
-type JobsDone = (Vec<(String, Option<FileEntry>)>, u64, bool);
+/// Entries a thread produced (with the previous entry when the job ran),
+/// bytes it read, whether it ran out of time.
+type JobsDone = (
+    Vec<(String, Option<FileEntry>, Option<Option<FileEntry>>)>,
+    u64,
+    bool,
+);
 
 struct Job {
     key: String,
@@ -306,7 +350,7 @@ fn run_jobs(jobs: Vec<Job>, deadline: Option<Instant>) -> JobsDone {
         if deadline.is_some_and(|d| Instant::now() > d) {
             // Out of time: keep whatever we had for this file.
             partial = true;
-            out.push((job.key, job.old));
+            out.push((job.key, job.old, None));
             continue;
         }
         let Job {
@@ -315,7 +359,7 @@ fn run_jobs(jobs: Vec<Job>, deadline: Option<Instant>) -> JobsDone {
             meta,
             mut entry,
             reparse,
-            ..
+            old,
         } = job;
         let result = (|| -> io::Result<u64> {
             if reparse {
@@ -340,7 +384,7 @@ fn run_jobs(jobs: Vec<Job>, deadline: Option<Instant>) -> JobsDone {
                 entry.offset = 0;
             }
         }
-        out.push((key, Some(entry)));
+        out.push((key, Some(entry), Some(old)));
     }
     (out, bytes, partial)
 }
@@ -657,4 +701,28 @@ fn decode_events(raw: &[u8], count: u32, strings: usize) -> Option<Vec<Event>> {
         });
     }
     (r.at == raw.len()).then_some(events)
+}
+
+impl Index {
+    /// A hash of every entry's identity and extent: what an aggregate kept
+    /// beside the index (`usage_incremental`) must match to be reused.
+    pub fn fingerprint(&self) -> u64 {
+        let mut bytes = Vec::with_capacity(self.files.len() * 96);
+        for (path, e) in &self.files {
+            bytes.extend(path.as_bytes());
+            bytes.push(0);
+            bytes.push(u8::from(e.agent == Agent::Codex) | (u8::from(e.unreadable) << 1));
+            for n in [
+                e.dev,
+                e.ino,
+                e.size,
+                e.mtime_ns as u64,
+                e.head_hash,
+                e.offset,
+            ] {
+                bytes.extend(n.to_le_bytes());
+            }
+        }
+        fnv1a(&[b"index", &bytes])
+    }
 }

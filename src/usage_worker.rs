@@ -14,8 +14,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::atomic_file;
 use crate::json::{self, Object, Value};
-use crate::usage_aggregate::{self, FileRef};
+use crate::usage_aggregate;
 use crate::usage_cache::{self, Candidate, Index};
+use crate::usage_incremental::State;
 use crate::usage_pricing::PriceTable;
 use crate::usage_report::Snapshot;
 use crate::usage_row::Agent;
@@ -39,6 +40,9 @@ impl UsageDir {
     }
     pub fn index(&self) -> PathBuf {
         self.0.join("index-v1.bin")
+    }
+    pub fn aggregate(&self) -> PathBuf {
+        self.0.join("aggregate-v1.bin")
     }
     pub fn lock(&self) -> PathBuf {
         self.0.join("worker.lock")
@@ -194,6 +198,9 @@ pub const WINDOW_SECONDS: i64 = 32 * 86_400;
 pub struct ScanResult {
     pub snapshot: Snapshot,
     pub stats: usage_cache::RefreshStats,
+    /// Whether the previous aggregate was reused or updated rather than
+    /// rebuilt from every cached event.
+    pub incremental: bool,
 }
 
 fn root_list(roots: &[PathBuf]) -> Value {
@@ -205,7 +212,8 @@ fn root_list(roots: &[PathBuf]) -> Value {
     )
 }
 
-/// Refreshes `index` from `roots` and aggregates a snapshot at `now`.
+/// Refreshes `index` from `roots` and aggregates a snapshot at `now`
+/// (from scratch: no incremental state).
 pub fn scan(
     index: &mut Index,
     roots: &Roots,
@@ -214,13 +222,36 @@ pub fn scan(
     deadline: Option<Instant>,
     previous: Option<&Snapshot>,
 ) -> ScanResult {
-    let since = now - WINDOW_SECONDS;
+    scan_with_state(index, &mut None, roots, prices, now, deadline, previous)
+}
+
+/// The first slot of the window at `now` (slot-aligned, so a slot is in
+/// the window exactly when its requests are).
+pub fn window_start(now: i64) -> i64 {
+    (now - WINDOW_SECONDS).div_euclid(usage_aggregate::SLOT) * usage_aggregate::SLOT
+}
+
+/// [`scan`] that updates `state` (the aggregate kept beside the index)
+/// incrementally when it matches `index`, and rebuilds it otherwise.
+pub fn scan_with_state(
+    index: &mut Index,
+    state: &mut Option<State>,
+    roots: &Roots,
+    prices: &PriceTable,
+    now: i64,
+    deadline: Option<Instant>,
+    previous: Option<&Snapshot>,
+) -> ScanResult {
+    let since = window_start(now);
     let candidates = discover(roots);
-    let stats = usage_cache::refresh(
+    let before = state.as_ref().map(|_| index.fingerprint());
+    let mut changes = Vec::new();
+    let stats = usage_cache::refresh_tracked(
         index,
         &candidates,
         since.saturating_mul(1_000_000_000),
         deadline,
+        &mut changes,
     );
     // Nothing changed since a complete snapshot with the same prices: its
     // slots still hold (queries ignore slots that aged out of the window).
@@ -236,18 +267,23 @@ pub fn scan(
                 ..prev.clone()
             },
             stats,
+            incremental: true,
         };
     }
-    index.materialize();
-    let files: Vec<FileRef> = index
-        .files
-        .values()
-        .map(|e| FileRef {
-            agent: e.agent,
-            parse: &e.parse,
-        })
-        .collect();
-    let agg = usage_aggregate::aggregate(&files, prices, since);
+    let incremental = match (state.as_mut(), before) {
+        (Some(s), Some(before)) => s.apply(before, index, &mut changes, prices, since),
+        _ => false,
+    };
+    drop(changes);
+    if !incremental {
+        index.materialize();
+        *state = Some(State::full(index, prices, since));
+    }
+    let detailed = state
+        .as_ref()
+        .map(|s| s.detailed.clone())
+        .unwrap_or_default();
+    let agg = usage_aggregate::flatten(detailed);
     let seen = |agent: Agent| candidates.iter().filter(|c| c.agent == agent).count() as u64;
     let entries = |agent: Agent| index.files.values().filter(move |e| e.agent == agent);
     let unreadable = |agent: Agent, compressed: bool| {
@@ -314,6 +350,7 @@ pub fn scan(
             slots: agg.slots,
         },
         stats,
+        incremental,
     }
 }
 
@@ -421,9 +458,14 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
         .ok()
         .and_then(|t| Snapshot::parse(&t));
     trace.mark("load index and snapshot");
+    let mut state = fs::read(dir.aggregate())
+        .ok()
+        .and_then(|b| State::from_bytes(&b));
+    trace.mark("load aggregate state");
     let deadline = Instant::now() + budget();
-    let result = scan(
+    let result = scan_with_state(
         &mut index,
+        &mut state,
         &roots,
         &prices,
         now,
@@ -436,13 +478,20 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
             .map_err(|e| WorkerError::Io("index-v1.bin", e))?;
     }
     trace.mark("write index");
+    if result.stats.changed() || !loaded {
+        if let Some(state) = &state {
+            atomic_file::write(&dir.aggregate(), &state.to_bytes(), 0o600)
+                .map_err(|e| WorkerError::Io("aggregate-v1.bin", e))?;
+        }
+    }
+    trace.mark("write aggregate state");
     atomic_file::write(&dir.snapshot(), result.snapshot.to_json().as_bytes(), 0o600)
         .map_err(|e| WorkerError::Io("snapshot-v1.json", e))?;
     trace.mark("write snapshot");
     crate::usage_limits::refresh_due(dir, runtime.as_ref(), &index, now);
     trace.mark("limits");
     if trace.on {
-        eprintln!("{:?}", result.stats);
+        eprintln!("{:?} incremental: {}", result.stats, result.incremental);
     }
     Ok(())
 }
