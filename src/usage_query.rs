@@ -140,11 +140,20 @@ pub fn answer(options: &Options, ctx: &Context) -> Value {
     let limits_due =
         crate::usage_limits::is_due(read_json(&ctx.dir.limits(Agent::Codex)).as_ref(), ctx.now)
             || (options.claude_limits
-                && !crate::usage_limits::claude_needs_herdr_session()
-                && crate::usage_limits::is_due(
-                    read_json(&ctx.dir.limits(Agent::Claude)).as_ref(),
-                    ctx.now,
-                ));
+                && if crate::usage_limits::claude_needs_herdr_session() {
+                    // The worker asks herdr's session to run the action.
+                    crate::usage_herdr_action::launcher(runtime.as_ref()).is_some()
+                        && crate::usage_herdr_action::is_due(
+                            read_json(&ctx.dir.claude_limits_trigger()).as_ref(),
+                            read_json(&ctx.dir.limits(Agent::Claude)).as_ref(),
+                            ctx.now,
+                        )
+                } else {
+                    crate::usage_limits::is_due(
+                        read_json(&ctx.dir.limits(Agent::Claude)).as_ref(),
+                        ctx.now,
+                    )
+                });
 
     let stale = match &snapshot {
         None => true,

@@ -59,6 +59,9 @@ impl UsageDir {
     pub fn limits(&self, agent: Agent) -> PathBuf {
         self.0.join(format!("limits-{}.json", agent.name()))
     }
+    pub fn claude_limits_trigger(&self) -> PathBuf {
+        self.0.join("claude-limits-trigger.json")
+    }
     pub fn claude_limits_wanted(&self) -> PathBuf {
         self.0.join("claude-limits.wanted")
     }
