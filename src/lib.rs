@@ -40,6 +40,7 @@ pub mod usage_cmd;
 pub mod usage_codex;
 pub mod usage_herdr_action;
 pub mod usage_incremental;
+pub mod usage_index_store;
 pub mod usage_jsonpick;
 pub mod usage_limits;
 pub mod usage_pricing;

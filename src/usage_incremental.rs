@@ -162,7 +162,11 @@ impl State {
         }
         let index: &Index = index;
         let lookup = parent_in(index);
-        let mut next = self.clone();
+        let d = &self.detailed;
+        let mut pending = Pending {
+            counters: [d.duplicates_claude, d.duplicates_codex, d.forks_unresolved],
+            slots: BTreeMap::new(),
+        };
         let mut removed: Vec<u64> = Vec::new();
         let mut added: Vec<(u64, u64)> = Vec::new();
         // Identifiers each changed file claims (two changed files must not
@@ -196,39 +200,59 @@ impl State {
                     return false;
                 }
             }
-            if next.replace(&old.detailed, &new.detailed).is_none() {
+            if self
+                .replace(&mut pending, &old.detailed, &new.detailed)
+                .is_none()
+            {
                 return false;
             }
             removed.extend(&old.ids);
             added.extend(new.ids.iter().map(|&id| (id, *owner)));
         }
-        next.prune(since);
+        let d = &mut self.detailed;
+        [d.duplicates_claude, d.duplicates_codex, d.forks_unresolved] = pending.counters;
+        for (key, acc) in pending.slots {
+            match acc {
+                Some(acc) => {
+                    d.slots.insert(key, acc);
+                }
+                None => {
+                    d.slots.remove(&key);
+                }
+            }
+        }
+        self.prune(since);
         removed.sort_unstable();
         removed.dedup();
-        next.owners
+        self.owners
             .retain(|(id, _)| removed.binary_search(id).is_err());
         added.sort_unstable();
         added.dedup();
-        next.owners = merge(std::mem::take(&mut next.owners), added);
-        next.fingerprint = index.fingerprint();
-        *self = next;
+        self.owners = merge(std::mem::take(&mut self.owners), added);
+        self.fingerprint = index.fingerprint();
         true
     }
 
-    /// Subtracts `old` and adds `new` (one file's contributions); `None`
-    /// when the result cannot be known exactly.
-    fn replace(&mut self, old: &Detailed, new: &Detailed) -> Option<()> {
-        let d = &mut self.detailed;
-        d.duplicates_claude =
-            d.duplicates_claude.checked_sub(old.duplicates_claude)? + new.duplicates_claude;
-        d.duplicates_codex =
-            d.duplicates_codex.checked_sub(old.duplicates_codex)? + new.duplicates_codex;
-        d.forks_unresolved =
-            d.forks_unresolved.checked_sub(old.forks_unresolved)? + new.forks_unresolved;
-        let keys: Vec<&SlotKey> = old.slots.keys().chain(new.slots.keys()).collect();
-        for key in keys {
+    /// Subtracts `old` and adds `new` (one file's contributions) into
+    /// `pending` (changes over this state, committed only when every file
+    /// succeeded); `None` when the result cannot be known exactly.
+    fn replace(&self, pending: &mut Pending, old: &Detailed, new: &Detailed) -> Option<()> {
+        for (i, (o, n)) in [
+            (old.duplicates_claude, new.duplicates_claude),
+            (old.duplicates_codex, new.duplicates_codex),
+            (old.forks_unresolved, new.forks_unresolved),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            pending.counters[i] = pending.counters[i].checked_sub(o)? + n;
+        }
+        for key in old.slots.keys().chain(new.slots.keys()) {
             let (o, n) = (old.slots.get(key), new.slots.get(key));
-            let current = d.slots.get(key).copied();
+            let current = match pending.slots.get(key) {
+                Some(overlay) => *overlay,
+                None => self.detailed.slots.get(key).copied(),
+            };
             let merged = match (current, o) {
                 (None, Some(_)) => return None,
                 (cur, None) => combine(cur, n),
@@ -250,14 +274,9 @@ impl State {
                     }
                 }
             };
-            match merged {
-                Some(acc) if acc.requests > 0 => {
-                    d.slots.insert(key.clone(), acc);
-                }
-                _ => {
-                    d.slots.remove(key);
-                }
-            }
+            pending
+                .slots
+                .insert(key.clone(), merged.filter(|acc| acc.requests > 0));
         }
         Some(())
     }
@@ -266,6 +285,13 @@ impl State {
         self.detailed.slots.retain(|k, _| k.0 >= since);
         self.since = since;
     }
+}
+
+/// Changes over a [`State`] not committed yet: the three counters and
+/// the slots touched (`None`: removed).
+struct Pending {
+    counters: [u64; 3],
+    slots: BTreeMap<SlotKey, Option<SlotAcc>>,
 }
 
 /// `a` plus `b`, spans widened (a's span stands for what remains of it).

@@ -17,6 +17,7 @@ use crate::json::{self, Object, Value};
 use crate::usage_aggregate;
 use crate::usage_cache::{self, Candidate, Index};
 use crate::usage_incremental::State;
+use crate::usage_index_store::Store;
 use crate::usage_pricing::PriceTable;
 use crate::usage_report::Snapshot;
 use crate::usage_row::Agent;
@@ -43,6 +44,9 @@ impl UsageDir {
     }
     pub fn aggregate(&self) -> PathBuf {
         self.0.join("aggregate-v1.bin")
+    }
+    pub fn index_journal(&self) -> PathBuf {
+        self.0.join("index-v1.journal")
     }
     pub fn lock(&self) -> PathBuf {
         self.0.join("worker.lock")
@@ -204,6 +208,8 @@ pub struct ScanResult {
     /// Whether the previous aggregate was reused or updated rather than
     /// rebuilt from every cached event.
     pub incremental: bool,
+    /// Index keys whose entries changed (what the index journal records).
+    pub changed_keys: Vec<String>,
 }
 
 fn root_list(roots: &[PathBuf]) -> Value {
@@ -225,7 +231,9 @@ pub fn scan(
     deadline: Option<Instant>,
     previous: Option<&Snapshot>,
 ) -> ScanResult {
-    scan_with_state(index, &mut None, roots, prices, now, deadline, previous)
+    scan_with_state(index, &mut None, roots, prices, now, deadline, &|| {
+        previous.cloned()
+    })
 }
 
 /// The first slot of the window at `now` (slot-aligned, so a slot is in
@@ -236,6 +244,7 @@ pub fn window_start(now: i64) -> i64 {
 
 /// [`scan`] that updates `state` (the aggregate kept beside the index)
 /// incrementally when it matches `index`, and rebuilds it otherwise.
+/// `previous` reads the last snapshot (only when nothing changed).
 pub fn scan_with_state(
     index: &mut Index,
     state: &mut Option<State>,
@@ -243,12 +252,12 @@ pub fn scan_with_state(
     prices: &PriceTable,
     now: i64,
     deadline: Option<Instant>,
-    previous: Option<&Snapshot>,
+    previous: &dyn Fn() -> Option<Snapshot>,
 ) -> ScanResult {
     let since = window_start(now);
     let candidates = discover(roots);
     let before = state.as_ref().map(|_| index.fingerprint());
-    let mut changes = Vec::new();
+    let mut changes = usage_cache::Changes::default();
     let stats = usage_cache::refresh_tracked(
         index,
         &candidates,
@@ -258,25 +267,27 @@ pub fn scan_with_state(
     );
     // Nothing changed since a complete snapshot with the same prices: its
     // slots still hold (queries ignore slots that aged out of the window).
-    if let Some(prev) = previous
-        && !stats.changed()
+    if !stats.changed()
         && !stats.partial
+        && let Some(prev) = previous()
         && !prev.partial
         && prev.pricing == prices.meta
     {
         return ScanResult {
             snapshot: Snapshot {
                 generated_at: now,
-                ..prev.clone()
+                ..prev
             },
             stats,
             incremental: true,
+            changed_keys: Vec::new(),
         };
     }
     let incremental = match (state.as_mut(), before) {
-        (Some(s), Some(before)) => s.apply(before, index, &mut changes, prices, since),
+        (Some(s), Some(before)) => s.apply(before, index, &mut changes.files, prices, since),
         _ => false,
     };
+    let changed_keys = changes.keys();
     drop(changes);
     if !incremental {
         index.materialize();
@@ -354,6 +365,7 @@ pub fn scan_with_state(
         },
         stats,
         incremental,
+        changed_keys,
     }
 }
 
@@ -453,14 +465,18 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
     let runtime = read_json(&dir.runtime());
     let roots = Roots::from_env(runtime.as_ref());
     let trace = Trace::new();
-    let index_bytes = fs::read(dir.index()).unwrap_or_default();
-    let mut index = Index::from_bytes_lazy(&index_bytes);
-    let loaded = !index.files.is_empty() || index_bytes.len() > 4;
-    drop(index_bytes);
-    let previous = fs::read_to_string(dir.snapshot())
-        .ok()
-        .and_then(|t| Snapshot::parse(&t));
-    trace.mark("load index and snapshot");
+    let store = Store {
+        base: dir.index(),
+        journal: dir.index_journal(),
+    };
+    let had_base = dir.index().exists();
+    let (mut index, loaded) = store.load();
+    let previous = || {
+        fs::read_to_string(dir.snapshot())
+            .ok()
+            .and_then(|t| Snapshot::parse(&t))
+    };
+    trace.mark("load index");
     let mut state = fs::read(dir.aggregate())
         .ok()
         .and_then(|b| State::from_bytes(&b));
@@ -473,15 +489,17 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
         &prices,
         now,
         Some(deadline),
-        previous.as_ref(),
+        &previous,
     );
     trace.mark("scan and aggregate");
-    if result.stats.changed() || !loaded {
-        atomic_file::write(&dir.index(), &index.to_bytes(), 0o600)
+    if result.stats.changed() || !had_base {
+        let keys: Vec<&str> = result.changed_keys.iter().map(String::as_str).collect();
+        store
+            .save(&index, &keys, loaded)
             .map_err(|e| WorkerError::Io("index-v1.bin", e))?;
     }
     trace.mark("write index");
-    if result.stats.changed() || !loaded {
+    if result.stats.changed() || !had_base {
         if let Some(state) = &state {
             atomic_file::write(&dir.aggregate(), &state.to_bytes(), 0o600)
                 .map_err(|e| WorkerError::Io("aggregate-v1.bin", e))?;

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use heeler::usage_cache::Index;
 use heeler::usage_incremental::State;
+use heeler::usage_index_store::Store;
 use heeler::usage_pricing::PriceTable;
 use heeler::usage_worker::{self, Roots, ScanResult};
 use usage_fixture::*;
@@ -135,7 +136,11 @@ fn run(seed: u64) -> (u64, u64) {
         write(&codex_path(&home, n), &codex_text(&mut rng, now, n, 4));
     }
     let roots = Roots::resolve(&home, None, None, None);
-    let mut index_bytes = Vec::new();
+    let state_dir = temp_dir(&format!("usage-incremental-state-{seed}"));
+    let store = Store {
+        base: state_dir.join("index-v1.bin"),
+        journal: state_dir.join("index-v1.journal"),
+    };
     let mut state_bytes = Vec::new();
     let (mut incremental, mut steps) = (0, 0);
     for step in 0..40 {
@@ -192,11 +197,24 @@ fn run(seed: u64) -> (u64, u64) {
                 "advance now"
             }
         };
-        let mut index = Index::from_bytes_lazy(&index_bytes);
+        let (mut index, loaded) = store.load();
         let mut state = State::from_bytes(&state_bytes);
-        let result =
-            usage_worker::scan_with_state(&mut index, &mut state, &roots, &prices, now, None, None);
-        index_bytes = index.to_bytes();
+        let result = usage_worker::scan_with_state(
+            &mut index,
+            &mut state,
+            &roots,
+            &prices,
+            now,
+            None,
+            &|| None,
+        );
+        let keys: Vec<&str> = result.changed_keys.iter().map(String::as_str).collect();
+        store.save(&index, &keys, loaded).unwrap();
+        assert_eq!(
+            store.load().0.to_bytes(),
+            index.to_bytes(),
+            "seed {seed} step {step}: the stored index differs"
+        );
         state_bytes = state.as_ref().unwrap().to_bytes();
         let expected = fresh(&home, now);
         assert_eq!(
@@ -207,6 +225,7 @@ fn run(seed: u64) -> (u64, u64) {
         incremental += u64::from(result.incremental);
     }
     let _ = fs::remove_dir_all(&home);
+    let _ = fs::remove_dir_all(&state_dir);
     (incremental, steps)
 }
 
@@ -224,4 +243,68 @@ fn incremental_refresh_equals_a_scan_from_scratch() {
         incremental * 3 >= steps,
         "only {incremental} of {steps} refreshes were incremental"
     );
+}
+
+#[test]
+fn the_index_journal_survives_tears_and_foreign_bases() {
+    let home = temp_dir("usage-journal");
+    let dir = temp_dir("usage-journal-state");
+    let store = Store {
+        base: dir.join("index-v1.bin"),
+        journal: dir.join("index-v1.journal"),
+    };
+    let roots = |home: &Path| Roots::resolve(home, None, None, None);
+    write_tree(&home);
+    let scan = |index: &mut Index| {
+        usage_worker::scan_with_state(
+            index,
+            &mut None,
+            &roots(&home),
+            &PriceTable::bundled().unwrap(),
+            NOW,
+            None,
+            &|| None,
+        )
+    };
+    let (mut index, loaded) = store.load();
+    let r = scan(&mut index);
+    store.save(&index, &[], loaded).unwrap();
+    assert!(!store.journal.exists());
+    let base = index.to_bytes();
+    // An append goes to the journal; the base is not rewritten.
+    let live = home.join(".claude/projects/-home-dev-beta/s2.jsonl");
+    let extra = Claude {
+        msg: "journal",
+        req: "journal",
+        ..Claude::default()
+    }
+    .line();
+    let mut f = fs::OpenOptions::new().append(true).open(&live).unwrap();
+    writeln!(f, "{extra}").unwrap();
+    drop(f);
+    let (mut index, loaded) = store.load();
+    let r2 = scan(&mut index);
+    assert!(!r2.changed_keys.is_empty());
+    let keys: Vec<&str> = r2.changed_keys.iter().map(String::as_str).collect();
+    store.save(&index, &keys, loaded).unwrap();
+    assert!(store.journal.exists());
+    assert_eq!(fs::read(&store.base).unwrap(), base);
+    let after = index.to_bytes();
+    assert_eq!(store.load().0.to_bytes(), after);
+    // A torn last record is ignored: the index looks as before the append.
+    let journal = fs::read(&store.journal).unwrap();
+    fs::write(&store.journal, &journal[..journal.len() - 3]).unwrap();
+    assert_eq!(store.load().0.to_bytes(), base);
+    // ... and the next save writes a new base instead of appending.
+    let (mut index, loaded) = store.load();
+    scan(&mut index);
+    store.save(&index, &[], loaded).unwrap();
+    assert!(!store.journal.exists());
+    assert_eq!(store.load().0.to_bytes(), after);
+    // A journal written for another base is ignored.
+    fs::write(&store.journal, &journal).unwrap();
+    assert_eq!(store.load().0.to_bytes(), after);
+    drop(r);
+    fs::remove_dir_all(&home).unwrap();
+    fs::remove_dir_all(&dir).unwrap();
 }
