@@ -66,6 +66,9 @@ impl UsageDir {
     pub fn claude_limits_trigger(&self) -> PathBuf {
         self.0.join("claude-limits-trigger.json")
     }
+    pub fn zones_wanted(&self) -> PathBuf {
+        self.0.join("zones-wanted")
+    }
     pub fn claude_limits_wanted(&self) -> PathBuf {
         self.0.join("claude-limits.wanted")
     }
@@ -506,8 +509,13 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
         }
     }
     trace.mark("write aggregate state");
-    atomic_file::write(&dir.snapshot(), result.snapshot.to_json().as_bytes(), 0o600)
-        .map_err(|e| WorkerError::Io("snapshot-v1.json", e))?;
+    let rendered = render_ahead(dir, &result.snapshot, now);
+    atomic_file::write(
+        &dir.snapshot(),
+        result.snapshot.to_json_with(&rendered).as_bytes(),
+        0o600,
+    )
+    .map_err(|e| WorkerError::Io("snapshot-v1.json", e))?;
     trace.mark("write snapshot");
     crate::usage_limits::refresh_due(dir, runtime.as_ref(), &index, now);
     trace.mark("limits");
@@ -515,6 +523,61 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
         eprintln!("{:?} incremental: {}", result.stats, result.incremental);
     }
     Ok(())
+}
+
+/// Most zones rendered ahead (the Host's plus those queries asked for).
+pub const ZONES_AHEAD: usize = 4;
+
+/// Remembers that a query asked for `zone` (rendered ahead from the next
+/// refresh on); the newest [`ZONES_AHEAD`] names are kept.
+pub fn want_zone(dir: &UsageDir, zone: &str) {
+    let text = fs::read_to_string(dir.zones_wanted()).unwrap_or_default();
+    if text.lines().any(|l| l == zone) {
+        return;
+    }
+    let mut names: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
+    names.push(zone);
+    let keep = &names[names.len().saturating_sub(ZONES_AHEAD)..];
+    let _ = atomic_file::create_dir_all(&dir.0, 0o700).and_then(|()| {
+        atomic_file::write(
+            &dir.zones_wanted(),
+            (keep.join("\n") + "\n").as_bytes(),
+            0o600,
+        )
+    });
+}
+
+/// Token members for the Host's zone and the wanted zones, on their local
+/// day at `now`.
+fn render_ahead(
+    dir: &UsageDir,
+    snapshot: &Snapshot,
+    now: i64,
+) -> Vec<crate::usage_report::Rendered> {
+    let zoneinfo = crate::usage_tz::zoneinfo_dir();
+    let host = crate::usage_tz::host_zone(
+        std::env::var("TZ").ok().as_deref(),
+        Path::new("/etc/localtime"),
+        &zoneinfo,
+    );
+    let mut zones = vec![host];
+    let wanted = fs::read_to_string(dir.zones_wanted()).unwrap_or_default();
+    for name in wanted.lines().take(ZONES_AHEAD) {
+        if zones.iter().any(|z| z.name == name) {
+            continue;
+        }
+        if let Ok(zone) = crate::usage_tz::Zone::load(name, &zoneinfo) {
+            zones.push(zone);
+        }
+    }
+    zones
+        .iter()
+        .map(|zone| crate::usage_report::Rendered {
+            tz: zone.name.clone(),
+            day: zone.local_day(now),
+            parts: crate::usage_report::token_parts(&snapshot.slots, zone, now),
+        })
+        .collect()
 }
 
 /// Starts `heeler usage worker` detached, stdio to `worker.log` (kept under
