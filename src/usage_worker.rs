@@ -502,7 +502,9 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
             .map_err(|e| WorkerError::Io("index-v1.bin", e))?;
     }
     trace.mark("write index");
-    if result.stats.changed() || !had_base {
+    // A rebuilt aggregate is kept even when no file changed (it was missing
+    // or stale), so the next change can be incremental.
+    if result.stats.changed() || !had_base || !result.incremental {
         if let Some(state) = &state {
             atomic_file::write(&dir.aggregate(), &state.to_bytes(), 0o600)
                 .map_err(|e| WorkerError::Io("aggregate-v1.bin", e))?;
