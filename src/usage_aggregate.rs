@@ -9,7 +9,7 @@
 //! UTC offset is a multiple of 15 minutes, so a query can re-bucket the same
 //! slots into the local days of any zone without rescanning.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::json::{Object, Value};
 use crate::usage_codex;
@@ -36,18 +36,6 @@ impl Totals {
         self.cost_usd += other.cost_usd;
         self.unpriced_tokens += other.unpriced_tokens;
         self.unpriced_requests += other.unpriced_requests;
-    }
-
-    fn add_request(&mut self, tokens: &Tokens, cost: Option<f64>) {
-        self.requests += 1;
-        self.tokens.add(tokens);
-        match cost {
-            Some(c) => self.cost_usd += c,
-            None => {
-                self.unpriced_requests += 1;
-                self.unpriced_tokens += tokens.total();
-            }
-        }
     }
 
     /// The v1 totals object.
@@ -126,9 +114,165 @@ fn claude_tokens(t: [u64; 6]) -> Tokens {
     }
 }
 
+/// One (slot, agent, model, directory) being summed: exact integers (cost in
+/// picodollars) so totals can be subtracted and re-added without drift,
+/// plus the first and last counted request (coverage spans).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SlotAcc {
+    pub requests: u64,
+    pub tokens: Tokens,
+    pub cost_pico: u64,
+    pub unpriced_tokens: u64,
+    pub unpriced_requests: u64,
+    pub first_ts: i64,
+    pub last_ts: i64,
+}
+
+impl SlotAcc {
+    fn add_request(&mut self, ts: i64, tokens: &Tokens, cost: Option<f64>) {
+        if self.requests == 0 || ts < self.first_ts {
+            self.first_ts = ts;
+        }
+        if self.requests == 0 || ts > self.last_ts {
+            self.last_ts = ts;
+        }
+        self.requests += 1;
+        self.tokens.add(tokens);
+        match cost {
+            Some(c) => self.cost_pico += to_pico(c),
+            None => {
+                self.unpriced_requests += 1;
+                self.unpriced_tokens += tokens.total();
+            }
+        }
+    }
+
+    /// Sums everything but the span (callers decide the span).
+    pub fn add_counts(&mut self, o: &SlotAcc) {
+        self.requests += o.requests;
+        self.tokens.add(&o.tokens);
+        self.cost_pico += o.cost_pico;
+        self.unpriced_tokens += o.unpriced_tokens;
+        self.unpriced_requests += o.unpriced_requests;
+    }
+
+    /// Removes `o`'s counts; `None` if `o` was never added (state mismatch).
+    pub fn sub_counts(&mut self, o: &SlotAcc) -> Option<()> {
+        let t = &mut self.tokens;
+        let u = &o.tokens;
+        self.requests = self.requests.checked_sub(o.requests)?;
+        t.input = t.input.checked_sub(u.input)?;
+        t.cache_read = t.cache_read.checked_sub(u.cache_read)?;
+        t.cache_write_5m = t.cache_write_5m.checked_sub(u.cache_write_5m)?;
+        t.cache_write_1h = t.cache_write_1h.checked_sub(u.cache_write_1h)?;
+        t.output = t.output.checked_sub(u.output)?;
+        t.reasoning = t.reasoning.checked_sub(u.reasoning)?;
+        self.cost_pico = self.cost_pico.checked_sub(o.cost_pico)?;
+        self.unpriced_tokens = self.unpriced_tokens.checked_sub(o.unpriced_tokens)?;
+        self.unpriced_requests = self.unpriced_requests.checked_sub(o.unpriced_requests)?;
+        Some(())
+    }
+
+    pub fn totals(&self) -> Totals {
+        Totals {
+            requests: self.requests,
+            tokens: self.tokens,
+            cost_usd: self.cost_pico as f64 / 1e12,
+            unpriced_tokens: self.unpriced_tokens,
+            unpriced_requests: self.unpriced_requests,
+        }
+    }
+}
+
+/// A request's cost in picodollars (exact integer sums; reports round to
+/// a millionth of a dollar, far above this resolution).
+fn to_pico(cost: f64) -> u64 {
+    (cost.max(0.0) * 1e12).round() as u64
+}
+
+/// Slot identity: (slot start, agent, model, directory).
+pub type SlotKey = (i64, Agent, String, String);
+
+/// What aggregation computes, before it is flattened into an [`Aggregate`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Detailed {
+    pub slots: BTreeMap<SlotKey, SlotAcc>,
+    pub duplicates_claude: u64,
+    pub duplicates_codex: u64,
+    pub forks_unresolved: u64,
+}
+
+/// Tags of the identifiers through which files interact during
+/// aggregation (see [`Detailed`] and `usage_incremental`).
+pub mod tag {
+    pub const CLAUDE_KEY: u64 = 1;
+    pub const CLAUDE_GROUP: u64 = 2;
+    pub const CODEX_KEY: u64 = 3;
+    pub const CODEX_THREAD: u64 = 4;
+    pub const CODEX_PARENT: u64 = 5;
+}
+
+/// A tagged identifier (never 0).
+pub fn tagged(tag: u64, id: u64) -> u64 {
+    crate::usage_row::fnv1a(&[&tag.to_le_bytes(), &id.to_le_bytes()])
+}
+
+/// The hash of a Codex thread id.
+pub fn thread_hash(id: &str) -> u64 {
+    crate::usage_row::fnv1a(&[id.as_bytes()])
+}
+
+/// Finds a Codex fork parent's parse by thread id.
+pub type ParentLookup<'p, 'a> = &'p dyn Fn(&str) -> Option<&'a FileParse>;
+
 /// Deduplicates, prices and slots every request at or after `since`.
 pub fn aggregate(files: &[FileRef], prices: &PriceTable, since: i64) -> Aggregate {
-    let mut out = Aggregate::default();
+    flatten(aggregate_detailed(files, prices, since, None, None))
+}
+
+/// Turns detailed sums into the snapshot's slots and coverage spans.
+pub fn flatten(d: Detailed) -> Aggregate {
+    let mut out = Aggregate {
+        duplicates_claude: d.duplicates_claude,
+        duplicates_codex: d.duplicates_codex,
+        forks_unresolved: d.forks_unresolved,
+        ..Aggregate::default()
+    };
+    for ((slot, agent, model, cwd), acc) in d.slots {
+        if acc.requests == 0 {
+            continue;
+        }
+        let span = match agent {
+            Agent::Claude => &mut out.span_claude,
+            Agent::Codex => &mut out.span_codex,
+        };
+        if span.0 == 0 || acc.first_ts < span.0 {
+            span.0 = acc.first_ts;
+        }
+        span.1 = span.1.max(acc.last_ts);
+        out.slots.push(SlotTotals {
+            slot,
+            agent,
+            model,
+            cwd,
+            totals: acc.totals(),
+        });
+    }
+    out
+}
+
+/// [`aggregate`] with its sums kept exact. `parent` resolves Codex fork
+/// parents (default: the first of `files` with that thread id); `ids`, when
+/// given, receives every (tagged identifier, index into `files`) through
+/// which files can affect each other's results.
+pub fn aggregate_detailed<'a>(
+    files: &[FileRef<'a>],
+    prices: &PriceTable,
+    since: i64,
+    parent: Option<ParentLookup<'_, 'a>>,
+    mut ids: Option<&mut Vec<(u64, usize)>>,
+) -> Detailed {
+    let mut out = Detailed::default();
     let mut requests: Vec<Request> = Vec::new();
 
     // Claude: best record per (message.id, requestId).
@@ -141,6 +285,14 @@ pub fn aggregate(files: &[FileRef], prices: &PriceTable, since: i64) -> Aggregat
         for (ei, e) in f.parse.events.iter().enumerate() {
             if e.kind != EventKind::Claude {
                 continue;
+            }
+            if let Some(ids) = ids.as_deref_mut() {
+                if e.key != 0 {
+                    ids.push((tagged(tag::CLAUDE_KEY, e.key), fi));
+                }
+                if e.group != 0 {
+                    ids.push((tagged(tag::CLAUDE_GROUP, e.group), fi));
+                }
             }
             if e.key == 0 {
                 kept.push((fi, ei));
@@ -205,13 +357,33 @@ pub fn aggregate(files: &[FileRef], prices: &PriceTable, since: i64) -> Aggregat
         }
     }
     let mut seen: HashSet<u64> = HashSet::new();
-    for f in files.iter().filter(|f| f.agent == Agent::Codex) {
+    for (fi, f) in files.iter().enumerate() {
+        if f.agent != Agent::Codex {
+            continue;
+        }
         let meta = &f.parse.codex;
+        if let Some(ids) = ids.as_deref_mut() {
+            if !meta.thread_id.is_empty() {
+                ids.push((tagged(tag::CODEX_THREAD, thread_hash(&meta.thread_id)), fi));
+            }
+            if !meta.forked_from.is_empty() {
+                ids.push((
+                    tagged(tag::CODEX_PARENT, thread_hash(&meta.forked_from)),
+                    fi,
+                ));
+            }
+        }
         let baseline = if meta.forked_from.is_empty() {
             None
         } else {
-            match threads.get(meta.forked_from.as_str()) {
-                Some(&parent) => Some(usage_codex::totals_at(files[parent].parse, meta.meta_ts)),
+            let found = match parent {
+                Some(lookup) => lookup(&meta.forked_from),
+                None => threads
+                    .get(meta.forked_from.as_str())
+                    .map(|&p| files[p].parse),
+            };
+            match found {
+                Some(parent) => Some(usage_codex::totals_at(parent, meta.meta_ts)),
                 None => {
                     out.forks_unresolved += 1;
                     None
@@ -221,6 +393,9 @@ pub fn aggregate(files: &[FileRef], prices: &PriceTable, since: i64) -> Aggregat
         let counted = usage_codex::requests(f.parse, baseline);
         out.duplicates_codex += counted.duplicates;
         for r in counted.requests {
+            if let Some(ids) = ids.as_deref_mut() {
+                ids.push((tagged(tag::CODEX_KEY, r.key), fi));
+            }
             if !seen.insert(r.key) {
                 out.duplicates_codex += 1;
                 continue;
@@ -241,7 +416,7 @@ pub fn aggregate(files: &[FileRef], prices: &PriceTable, since: i64) -> Aggregat
         }
     }
 
-    let mut slots: HashMap<(i64, Agent, &str, &str), Totals> = HashMap::new();
+    let mut slots: HashMap<(i64, Agent, &str, &str), SlotAcc> = HashMap::new();
     let mut lookups: HashMap<&str, Option<&crate::usage_pricing::ModelPrice>> = HashMap::new();
     for r in requests.iter().filter(|r| r.ts >= since) {
         let price = *lookups
@@ -253,30 +428,14 @@ pub fn aggregate(files: &[FileRef], prices: &PriceTable, since: i64) -> Aggregat
         slots
             .entry((slot, r.agent, r.model, r.cwd))
             .or_default()
-            .add_request(&r.tokens, cost);
-        let span = match r.agent {
-            Agent::Claude => &mut out.span_claude,
-            Agent::Codex => &mut out.span_codex,
-        };
-        if span.0 == 0 || r.ts < span.0 {
-            span.0 = r.ts;
-        }
-        span.1 = span.1.max(r.ts);
+            .add_request(r.ts, &r.tokens, cost);
     }
-    let mut slots: Vec<SlotTotals> = slots
+    out.slots = slots
         .into_iter()
-        .map(|((slot, agent, model, cwd), totals)| SlotTotals {
-            slot,
-            agent,
-            model: model.to_string(),
-            cwd: cwd.to_string(),
-            totals,
+        .map(|((slot, agent, model, cwd), acc)| {
+            ((slot, agent, model.to_string(), cwd.to_string()), acc)
         })
         .collect();
-    slots.sort_by(|a, b| {
-        (a.slot, a.agent, &a.model, &a.cwd).cmp(&(b.slot, b.agent, &b.model, &b.cwd))
-    });
-    out.slots = slots;
     out
 }
 

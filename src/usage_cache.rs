@@ -187,6 +187,15 @@ fn plan(old: &FileEntry, c: &Candidate, meta: &Metadata, path: &Path) -> Plan {
     }
 }
 
+/// A file whose events may differ from the loaded index: its path (the
+/// index key) and its previous entry (`None` for a new file). The new entry
+/// is the index's (absent for a dropped file).
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub key: String,
+    pub old: Option<FileEntry>,
+}
+
 /// Brings `index` up to date with `candidates`: files whose mtime is before
 /// `window_start_ns` are dropped without being opened; work stops (leaving
 /// the rest for the next run) once `deadline` passes.
@@ -195,6 +204,41 @@ pub fn refresh(
     candidates: &[Candidate],
     window_start_ns: i64,
     deadline: Option<Instant>,
+) -> RefreshStats {
+    refresh_tracked(
+        index,
+        candidates,
+        window_start_ns,
+        deadline,
+        &mut Changes::default(),
+    )
+}
+
+/// Entries a refresh changed.
+#[derive(Debug, Default)]
+pub struct Changes {
+    /// Files whose events may differ (for incremental aggregation).
+    pub files: Vec<Change>,
+    /// Files whose entry changed but not their events (mtime only).
+    pub touched: Vec<String>,
+}
+
+impl Changes {
+    /// Every changed index key.
+    pub fn keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self.files.iter().map(|c| c.key.clone()).collect();
+        keys.extend(self.touched.iter().cloned());
+        keys
+    }
+}
+
+/// [`refresh`], also listing what changed in `changes`.
+pub fn refresh_tracked(
+    index: &mut Index,
+    candidates: &[Candidate],
+    window_start_ns: i64,
+    deadline: Option<Instant>,
+    changes: &mut Changes,
 ) -> RefreshStats {
     let mut stats = RefreshStats::default();
     let mut keep: BTreeMap<String, FileEntry> = BTreeMap::new();
@@ -226,6 +270,7 @@ pub fn refresh(
                 stats.reused += 1;
                 stats.touched += 1;
                 old.mtime_ns = mtime_ns(&meta);
+                changes.touched.push(key.clone());
                 keep.insert(key, old);
             }
             (Plan::Append, Some(old)) => {
@@ -253,6 +298,12 @@ pub fn refresh(
         }
     }
     stats.dropped = index.files.len() as u64;
+    for (key, old) in std::mem::take(&mut index.files) {
+        changes.files.push(Change {
+            key,
+            old: Some(old),
+        });
+    }
     // Parse changed files on every core, biggest first, in interleaved shares.
     jobs.sort_by_key(|j| std::cmp::Reverse(j.meta.size()));
     let threads = std::thread::available_parallelism()
@@ -277,7 +328,13 @@ pub fn refresh(
     for (entries, bytes, partial) in results {
         stats.bytes_read += bytes;
         stats.partial |= partial;
-        for (key, entry) in entries {
+        for (key, entry, done) in entries {
+            if let Some(old) = done {
+                changes.files.push(Change {
+                    key: key.clone(),
+                    old,
+                });
+            }
             if let Some(entry) = entry {
                 keep.insert(key, entry);
             }
@@ -287,8 +344,13 @@ pub fn refresh(
     stats
 }
 
-/// Entries a thread produced, bytes it read, whether it ran out of time.
-type JobsDone = (Vec<(String, Option<FileEntry>)>, u64, bool);
+/// Entries a thread produced (with the previous entry when the job ran),
+/// bytes it read, whether it ran out of time.
+type JobsDone = (
+    Vec<(String, Option<FileEntry>, Option<Option<FileEntry>>)>,
+    u64,
+    bool,
+);
 
 struct Job {
     key: String,
@@ -306,7 +368,7 @@ fn run_jobs(jobs: Vec<Job>, deadline: Option<Instant>) -> JobsDone {
         if deadline.is_some_and(|d| Instant::now() > d) {
             // Out of time: keep whatever we had for this file.
             partial = true;
-            out.push((job.key, job.old));
+            out.push((job.key, job.old, None));
             continue;
         }
         let Job {
@@ -315,7 +377,7 @@ fn run_jobs(jobs: Vec<Job>, deadline: Option<Instant>) -> JobsDone {
             meta,
             mut entry,
             reparse,
-            ..
+            old,
         } = job;
         let result = (|| -> io::Result<u64> {
             if reparse {
@@ -340,7 +402,7 @@ fn run_jobs(jobs: Vec<Job>, deadline: Option<Instant>) -> JobsDone {
                 entry.offset = 0;
             }
         }
-        out.push((key, Some(entry)));
+        out.push((key, Some(entry), Some(old)));
     }
     (out, bytes, partial)
 }
@@ -447,49 +509,7 @@ impl Index {
         o.u32(CODEX_PARSER_VERSION);
         o.u32(self.files.len() as u32);
         for (path, e) in &self.files {
-            o.str(path);
-            o.u8(match e.agent {
-                Agent::Claude => 0,
-                Agent::Codex => 1,
-            });
-            o.u8(u8::from(e.compressed) | (u8::from(e.unreadable) << 1));
-            o.u64(e.dev);
-            o.u64(e.ino);
-            o.u64(e.size);
-            o.i64(e.mtime_ns);
-            o.u32(e.head_len);
-            o.u64(e.head_hash);
-            o.u64(e.offset);
-            o.u64(e.oversized);
-            let p = &e.parse;
-            o.u64(p.malformed);
-            o.u32(p.strings.len() as u32);
-            for s in &p.strings {
-                o.str(s);
-            }
-            let m = &p.codex;
-            o.str(&m.thread_id);
-            o.str(&m.forked_from);
-            o.u8(u8::from(m.subagent));
-            o.i64(m.meta_ts);
-            o.u32(m.model);
-            o.u32(m.cwd);
-            o.u32(m.tier);
-            o.str(&m.rate_limits);
-            o.i64(m.rate_limits_ts);
-            match &e.raw_events {
-                Some((count, raw)) => {
-                    o.u32(*count);
-                    o.u32(raw.len() as u32);
-                    o.0.extend_from_slice(raw);
-                }
-                None => {
-                    let raw = encode_events(&p.events);
-                    o.u32(p.events.len() as u32);
-                    o.u32(raw.len() as u32);
-                    o.0.extend_from_slice(&raw);
-                }
-            }
+            encode_entry(&mut o, path, e);
         }
         o.0
     }
@@ -522,54 +542,8 @@ impl Index {
         let n = r.count(16)?;
         let mut files = BTreeMap::new();
         for _ in 0..n {
-            let path = r.str()?;
-            let agent = match r.u8()? {
-                0 => Agent::Claude,
-                1 => Agent::Codex,
-                _ => return None,
-            };
-            let bits = r.u8()?;
-            let mut e = FileEntry {
-                agent,
-                compressed: bits & 1 != 0,
-                unreadable: bits & 2 != 0,
-                dev: r.u64()?,
-                ino: r.u64()?,
-                size: r.u64()?,
-                mtime_ns: r.i64()?,
-                head_len: r.u32()?,
-                head_hash: r.u64()?,
-                offset: r.u64()?,
-                oversized: r.u64()?,
-                parse: FileParse::default(),
-                raw_events: None,
-            };
-            e.parse.malformed = r.u64()?;
-            let ns = r.count(4)?;
-            e.parse.strings = (0..ns).map(|_| r.str()).collect::<Option<_>>()?;
-            if e.parse.strings.first().map(String::as_str) != Some("") {
-                return None;
-            }
-            e.parse.codex = CodexMeta {
-                thread_id: r.str()?,
-                forked_from: r.str()?,
-                subagent: r.u8()? != 0,
-                meta_ts: r.i64()?,
-                model: r.u32()?,
-                cwd: r.u32()?,
-                tier: r.u32()?,
-                rate_limits: r.str()?,
-                rate_limits_ts: r.i64()?,
-            };
-            let ne = r.u32()?;
-            let len = r.u32()? as usize;
-            let raw = r.take(len)?;
-            if lazy {
-                e.raw_events = Some((ne, raw.to_vec()));
-            } else {
-                e.parse.events = decode_events(raw, ne, e.parse.strings.len())?;
-            }
-            let keep = match agent {
+            let (path, e) = decode_entry(&mut r, lazy)?;
+            let keep = match e.agent {
                 Agent::Claude => claude_ok,
                 Agent::Codex => codex_ok,
             };
@@ -579,6 +553,103 @@ impl Index {
         }
         (r.at == bytes.len()).then_some(Index { files })
     }
+}
+
+fn encode_entry(o: &mut Out, path: &str, e: &FileEntry) {
+    o.str(path);
+    o.u8(match e.agent {
+        Agent::Claude => 0,
+        Agent::Codex => 1,
+    });
+    o.u8(u8::from(e.compressed) | (u8::from(e.unreadable) << 1));
+    o.u64(e.dev);
+    o.u64(e.ino);
+    o.u64(e.size);
+    o.i64(e.mtime_ns);
+    o.u32(e.head_len);
+    o.u64(e.head_hash);
+    o.u64(e.offset);
+    o.u64(e.oversized);
+    let p = &e.parse;
+    o.u64(p.malformed);
+    o.u32(p.strings.len() as u32);
+    for s in &p.strings {
+        o.str(s);
+    }
+    let m = &p.codex;
+    o.str(&m.thread_id);
+    o.str(&m.forked_from);
+    o.u8(u8::from(m.subagent));
+    o.i64(m.meta_ts);
+    o.u32(m.model);
+    o.u32(m.cwd);
+    o.u32(m.tier);
+    o.str(&m.rate_limits);
+    o.i64(m.rate_limits_ts);
+    match &e.raw_events {
+        Some((count, raw)) => {
+            o.u32(*count);
+            o.u32(raw.len() as u32);
+            o.0.extend_from_slice(raw);
+        }
+        None => {
+            let raw = encode_events(&p.events);
+            o.u32(p.events.len() as u32);
+            o.u32(raw.len() as u32);
+            o.0.extend_from_slice(&raw);
+        }
+    }
+}
+
+fn decode_entry(r: &mut In, lazy: bool) -> Option<(String, FileEntry)> {
+    let path = r.str()?;
+    let agent = match r.u8()? {
+        0 => Agent::Claude,
+        1 => Agent::Codex,
+        _ => return None,
+    };
+    let bits = r.u8()?;
+    let mut e = FileEntry {
+        agent,
+        compressed: bits & 1 != 0,
+        unreadable: bits & 2 != 0,
+        dev: r.u64()?,
+        ino: r.u64()?,
+        size: r.u64()?,
+        mtime_ns: r.i64()?,
+        head_len: r.u32()?,
+        head_hash: r.u64()?,
+        offset: r.u64()?,
+        oversized: r.u64()?,
+        parse: FileParse::default(),
+        raw_events: None,
+    };
+    e.parse.malformed = r.u64()?;
+    let ns = r.count(4)?;
+    e.parse.strings = (0..ns).map(|_| r.str()).collect::<Option<_>>()?;
+    if e.parse.strings.first().map(String::as_str) != Some("") {
+        return None;
+    }
+    e.parse.codex = CodexMeta {
+        thread_id: r.str()?,
+        forked_from: r.str()?,
+        subagent: r.u8()? != 0,
+        meta_ts: r.i64()?,
+        model: r.u32()?,
+        cwd: r.u32()?,
+        tier: r.u32()?,
+        rate_limits: r.str()?,
+        rate_limits_ts: r.i64()?,
+    };
+    let ne = r.u32()?;
+    let len = r.u32()? as usize;
+    let raw = r.take(len)?;
+    if lazy {
+        e.raw_events = Some((ne, raw.to_vec()));
+    } else {
+        e.parse.events = decode_events(raw, ne, e.parse.strings.len())?;
+    }
+    Some((path, e))
 }
 
 fn encode_events(events: &[Event]) -> Vec<u8> {
@@ -657,4 +728,61 @@ fn decode_events(raw: &[u8], count: u32, strings: usize) -> Option<Vec<Event>> {
         });
     }
     (r.at == raw.len()).then_some(events)
+}
+
+impl Index {
+    /// A hash of every entry's identity and extent: what an aggregate kept
+    /// beside the index (`usage_incremental`) must match to be reused.
+    pub fn fingerprint(&self) -> u64 {
+        let mut bytes = Vec::with_capacity(self.files.len() * 96);
+        for (path, e) in &self.files {
+            bytes.extend(path.as_bytes());
+            bytes.push(0);
+            bytes.push(u8::from(e.agent == Agent::Codex) | (u8::from(e.unreadable) << 1));
+            for n in [
+                e.dev,
+                e.ino,
+                e.size,
+                e.mtime_ns as u64,
+                e.head_hash,
+                e.offset,
+            ] {
+                bytes.extend(n.to_le_bytes());
+            }
+        }
+        fnv1a(&[b"index", &bytes])
+    }
+}
+
+impl Index {
+    /// A journal payload for `key`: its entry, or a tombstone when absent.
+    pub fn journal_record(&self, key: &str) -> Vec<u8> {
+        let mut o = Out(Vec::new());
+        match self.files.get(key) {
+            Some(e) => {
+                o.u8(1);
+                encode_entry(&mut o, key, e);
+            }
+            None => {
+                o.u8(0);
+                o.str(key);
+            }
+        }
+        o.0
+    }
+
+    /// Applies a payload of [`Index::journal_record`]; `false` if damaged.
+    pub fn apply_journal_record(&mut self, payload: &[u8]) -> bool {
+        let mut r = In { b: payload, at: 0 };
+        let applied = match r.u8() {
+            Some(1) => decode_entry(&mut r, true).map(|(path, e)| {
+                self.files.insert(path, e);
+            }),
+            Some(0) => r.str().map(|path| {
+                self.files.remove(&path);
+            }),
+            _ => None,
+        };
+        applied.is_some() && r.at == payload.len()
+    }
 }

@@ -551,9 +551,12 @@ pub fn newest_rollout_limits(index: &Index) -> Option<(Value, i64)> {
 }
 
 /// Whether this Host keeps Claude's sign-in where an SSH session cannot
-/// reach it (the login keychain on macOS).
+/// reach it (the login keychain on macOS). `HEELER_USAGE_CLAUDE_VIA_HERDR=1`
+/// chooses the herdr-session route elsewhere too (a desktop keyring on
+/// Linux; the tests).
 pub fn claude_needs_herdr_session() -> bool {
     cfg!(target_os = "macos")
+        || std::env::var_os("HEELER_USAGE_CLAUDE_VIA_HERDR").is_some_and(|v| v == "1")
 }
 
 /// The worker's limits step: probe whatever is due.
@@ -568,8 +571,9 @@ pub fn refresh_due(dir: &UsageDir, runtime: Option<&Value>, index: &Index, now: 
         }
         store(dir, Agent::Codex, &codex, now);
     }
-    if dir.claude_limits_wanted().exists()
-        && !claude_needs_herdr_session()
+    if dir.claude_limits_wanted().exists() && claude_needs_herdr_session() {
+        crate::usage_herdr_action::trigger_if_due(dir, runtime, now);
+    } else if dir.claude_limits_wanted().exists()
         && is_due(read_json(&dir.limits(Agent::Claude)).as_ref(), now)
     {
         let claude = probe_claude(&env, now, PROBE_TIMEOUT);

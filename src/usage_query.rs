@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use crate::json::{Object, Value};
 use crate::usage_pricing::PriceTable;
-use crate::usage_report::{self, Envelope, Snapshot};
+use crate::usage_report::{self, Envelope, Prerendered, Snapshot};
 use crate::usage_row::Agent;
 use crate::usage_tz::{self, TzError, Zone};
 use crate::usage_worker::{self, UsageDir, read_json};
@@ -101,18 +101,32 @@ pub fn answer(options: &Options, ctx: &Context) -> Value {
             }
         },
     };
-    let snapshot = match std::fs::read_to_string(ctx.dir.snapshot()) {
-        Ok(text) => {
-            let parsed = Snapshot::parse(&text);
+    // Members the worker rendered ahead for this zone and day, else the
+    // slots (and the zone is asked to be rendered ahead next time).
+    let text = std::fs::read_to_string(ctx.dir.snapshot()).ok();
+    let day = zone.local_day(ctx.now);
+    let ahead = text
+        .as_deref()
+        .and_then(|t| Prerendered::read(t, &zone.name, day));
+    let snapshot = match (&text, &ahead) {
+        (Some(_), Some(_)) | (None, _) => None,
+        (Some(text), None) => {
+            let parsed = Snapshot::parse(text);
             if parsed.is_none() {
                 errors.push(usage_report::error(
                     "snapshot_unreadable",
                     "the cached snapshot is unreadable; a refresh replaces it",
                 ));
+            } else {
+                usage_worker::want_zone(&ctx.dir, &zone.name);
             }
             parsed
         }
-        Err(_) => None,
+    };
+    let head = match (&ahead, &snapshot) {
+        (Some(a), _) => Some((a.generated_at, a.partial, a.pricing.clone())),
+        (None, Some(s)) => Some((s.generated_at, s.partial, s.pricing.clone())),
+        (None, None) => None,
     };
     let status = read_json(&ctx.dir.status());
     let runtime = read_json(&ctx.dir.runtime());
@@ -140,15 +154,24 @@ pub fn answer(options: &Options, ctx: &Context) -> Value {
     let limits_due =
         crate::usage_limits::is_due(read_json(&ctx.dir.limits(Agent::Codex)).as_ref(), ctx.now)
             || (options.claude_limits
-                && !crate::usage_limits::claude_needs_herdr_session()
-                && crate::usage_limits::is_due(
-                    read_json(&ctx.dir.limits(Agent::Claude)).as_ref(),
-                    ctx.now,
-                ));
+                && if crate::usage_limits::claude_needs_herdr_session() {
+                    // The worker asks herdr's session to run the action.
+                    crate::usage_herdr_action::launcher(runtime.as_ref()).is_some()
+                        && crate::usage_herdr_action::is_due(
+                            read_json(&ctx.dir.claude_limits_trigger()).as_ref(),
+                            read_json(&ctx.dir.limits(Agent::Claude)).as_ref(),
+                            ctx.now,
+                        )
+                } else {
+                    crate::usage_limits::is_due(
+                        read_json(&ctx.dir.limits(Agent::Claude)).as_ref(),
+                        ctx.now,
+                    )
+                });
 
-    let stale = match &snapshot {
+    let stale = match &head {
         None => true,
-        Some(s) => s.partial || ctx.now - s.generated_at >= SNAPSHOT_TTL,
+        Some((generated_at, partial, _)) => *partial || ctx.now - generated_at >= SNAPSHOT_TTL,
     };
     let running = usage_worker::is_running(&ctx.dir);
     let wants_worker = options.refresh == RefreshMode::Force || stale || limits_due;
@@ -194,8 +217,8 @@ pub fn answer(options: &Options, ctx: &Context) -> Value {
                 Value::Null
             },
         );
-    let pricing = match &snapshot {
-        Some(s) => s.pricing.clone(),
+    let pricing = match &head {
+        Some((_, _, pricing)) => pricing.clone(),
         None => PriceTable::bundled().map(|t| t.meta).unwrap_or_default(),
     };
     let env = Envelope {
@@ -210,5 +233,8 @@ pub fn answer(options: &Options, ctx: &Context) -> Value {
         ),
         errors,
     };
-    usage_report::render(snapshot.as_ref(), &zone, &env)
+    match ahead {
+        Some(a) => usage_report::assemble(Some((a.generated_at, a.coverage)), a.parts, &zone, &env),
+        None => usage_report::render(snapshot.as_ref(), &zone, &env),
+    }
 }

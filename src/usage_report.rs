@@ -72,6 +72,12 @@ fn totals_from_numbers(v: &[u64]) -> Option<Totals> {
 impl Snapshot {
     /// `snapshot-v1.json`: strings interned, one compact row per slot.
     pub fn to_json(&self) -> String {
+        self.to_json_with(&[])
+    }
+
+    /// [`Snapshot::to_json`] plus token members rendered ahead for some
+    /// (zone, local day) pairs, so a query in one of them reads no slots.
+    pub fn to_json_with(&self, rendered: &[Rendered]) -> String {
         fn index(s: &str, strings: &mut Vec<String>) -> u64 {
             match strings.iter().position(|x| x == s) {
                 Some(i) => i as u64,
@@ -117,7 +123,23 @@ impl Snapshot {
                     "strings",
                     Value::Array(owned.iter().map(|s| Value::from(s.as_str())).collect()),
                 )
-                .with("slots", Value::Array(rows)),
+                .with("slots", Value::Array(rows))
+                .with(
+                    "rendered",
+                    Value::Array(
+                        rendered
+                            .iter()
+                            .map(|r| {
+                                Value::Object(
+                                    Object::new()
+                                        .with("tz", r.tz.as_str())
+                                        .with("day", r.day)
+                                        .with("parts", Value::Object(r.parts.clone())),
+                                )
+                            })
+                            .collect(),
+                    ),
+                ),
         )
         .to_json()
     }
@@ -183,21 +205,88 @@ impl Snapshot {
             });
             Some(())
         })?;
-        let p = json::parse(std::str::from_utf8(pricing?).ok()?).ok()?;
-        let ps = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or("").to_string();
         Some(Snapshot {
             generated_at: i64::try_from(generated_at?).ok()?,
             partial,
-            pricing: SourceMeta {
-                source: ps("source"),
-                version: ps("version"),
-                date: ps("date"),
-                source_url: ps("source_url"),
-                source_sha256: ps("sha256"),
-                license: ps("license"),
-            },
+            pricing: pricing_from(pricing?)?,
             coverage: json::parse(std::str::from_utf8(coverage?).ok()?).ok()?,
             slots,
+        })
+    }
+}
+
+fn pricing_from(raw: &[u8]) -> Option<SourceMeta> {
+    let p = json::parse(std::str::from_utf8(raw).ok()?).ok()?;
+    let ps = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    Some(SourceMeta {
+        source: ps("source"),
+        version: ps("version"),
+        date: ps("date"),
+        source_url: ps("source_url"),
+        source_sha256: ps("sha256"),
+        license: ps("license"),
+    })
+}
+
+/// Token members rendered ahead for one zone and local day.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    pub tz: String,
+    pub day: i64,
+    pub parts: Object,
+}
+
+/// A snapshot read for one zone and day without its slots.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prerendered {
+    pub generated_at: i64,
+    pub partial: bool,
+    pub pricing: SourceMeta,
+    pub coverage: Value,
+    pub parts: Object,
+}
+
+impl Prerendered {
+    /// Reads `snapshot-v1.json` when it holds members rendered for `tz` on
+    /// local day `day`; `None` otherwise (read the slots then).
+    pub fn read(text: &str, tz: &str, day: i64) -> Option<Prerendered> {
+        let mut c = Cursor::new(text.as_bytes());
+        let (mut version, mut generated_at, mut partial) = (None, None, false);
+        let (mut pricing, mut coverage, mut rendered) = (None, None, None);
+        c.object(|key, c| {
+            match key {
+                b"v" => version = c.count()?,
+                b"generated_at" => generated_at = c.count()?,
+                b"partial" => partial = c.bool()? == Some(true),
+                b"pricing" => pricing = Some(c.raw()?),
+                b"coverage" => coverage = Some(c.raw()?),
+                b"rendered" => rendered = Some(c.raw()?),
+                _ => c.skip()?,
+            }
+            Some(())
+        })?;
+        if version != Some(VERSION) || !c.at_end() {
+            return None;
+        }
+        let mut found = None;
+        Cursor::new(rendered?).array(|c| {
+            let raw = c.raw()?;
+            if found.is_none() {
+                let entry = json::parse(std::str::from_utf8(raw).ok()?).ok()?;
+                if entry.get("tz").and_then(Value::as_str) == Some(tz)
+                    && entry.get("day").and_then(Value::as_i64) == Some(day)
+                {
+                    found = entry.get("parts").and_then(Value::as_object).cloned();
+                }
+            }
+            Some(())
+        })?;
+        Some(Prerendered {
+            generated_at: i64::try_from(generated_at?).ok()?,
+            partial,
+            pricing: pricing_from(pricing?)?,
+            coverage: json::parse(std::str::from_utf8(coverage?).ok()?).ok()?,
+            parts: found?,
         })
     }
 }
@@ -255,12 +344,25 @@ fn by_total_then_cost(a: &Totals, b: &Totals) -> std::cmp::Ordering {
 
 /// Builds the v1 answer.
 pub fn render(snapshot: Option<&Snapshot>, zone: &Zone, env: &Envelope) -> Value {
-    let today = zone.local_day(env.now);
+    let parts = token_parts(
+        snapshot.map(|s| s.slots.as_slice()).unwrap_or(&[]),
+        zone,
+        env.now,
+    );
+    let header = snapshot.map(|s| (s.generated_at, s.coverage.clone()));
+    assemble(header, parts, zone, env)
+}
+
+/// The token members of an answer (`windows`, `daily`, `models`,
+/// `directories`), which depend only on the slots, the zone and the local
+/// day of `now`: the worker renders them ahead for the zones queries use.
+pub fn token_parts(slots: &[SlotTotals], zone: &Zone, now: i64) -> Object {
+    let today = zone.local_day(now);
     let first = today - (DAYS - 1);
     let mut days = vec![ByAgent::default(); DAYS as usize];
     let mut models: BTreeMap<(Agent, &str), Totals> = BTreeMap::new();
     let mut dirs: BTreeMap<&str, (Totals, bool, bool)> = BTreeMap::new();
-    for s in snapshot.map(|s| s.slots.as_slice()).unwrap_or(&[]) {
+    for s in slots {
         let day = zone.local_day(s.slot);
         if day < first || day > today {
             continue;
@@ -350,33 +452,41 @@ pub fn render(snapshot: Option<&Snapshot>, zone: &Zone, env: &Envelope) -> Value
                 .with("totals", t.to_value()),
         ));
     }
-    let coverage = snapshot
-        .map(|s| s.coverage.clone())
-        .unwrap_or(Value::Object(Object::new()));
+    Object::new()
+        .with("windows", Value::Object(windows))
+        .with("daily", Value::Array(daily))
+        .with("models", Value::Array(models))
+        .with(
+            "directories",
+            Value::Object(
+                Object::new()
+                    .with("top", Value::Array(top))
+                    .with("other", other.to_value()),
+            ),
+        )
+}
+
+/// The whole answer from the snapshot's `generated_at` and coverage (when
+/// there is a snapshot) and the token members of [`token_parts`].
+pub fn assemble(header: Option<(i64, Value)>, parts: Object, zone: &Zone, env: &Envelope) -> Value {
+    let (generated_at, coverage) = match header {
+        Some((at, coverage)) => (Value::from(at), coverage),
+        None => (Value::Null, Value::Object(Object::new())),
+    };
+    let mut out = Object::new()
+        .with("v", VERSION)
+        .with("now", env.now)
+        .with("generated_at", generated_at)
+        .with("tz", zone.name.as_str())
+        .with("refresh", env.refresh.clone())
+        .with("runtime", env.runtime.clone())
+        .with("pricing", pricing_value(&env.pricing));
+    let mut parts = parts;
+    for key in ["windows", "daily", "models", "directories"] {
+        out.insert(key, parts.remove(key).unwrap_or(Value::Null));
+    }
     Value::Object(
-        Object::new()
-            .with("v", VERSION)
-            .with("now", env.now)
-            .with(
-                "generated_at",
-                snapshot.map_or(Value::Null, |s| Value::from(s.generated_at)),
-            )
-            .with("tz", zone.name.as_str())
-            .with("refresh", env.refresh.clone())
-            .with("runtime", env.runtime.clone())
-            .with("pricing", pricing_value(&env.pricing))
-            .with("windows", Value::Object(windows))
-            .with("daily", Value::Array(daily))
-            .with("models", Value::Array(models))
-            .with(
-                "directories",
-                Value::Object(
-                    Object::new()
-                        .with("top", Value::Array(top))
-                        .with("other", other.to_value()),
-                ),
-            )
-            .with("coverage", coverage)
+        out.with("coverage", coverage)
             .with("limits", env.limits.clone())
             .with("errors", Value::Array(env.errors.clone())),
     )

@@ -14,8 +14,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::atomic_file;
 use crate::json::{self, Object, Value};
-use crate::usage_aggregate::{self, FileRef};
+use crate::usage_aggregate;
 use crate::usage_cache::{self, Candidate, Index};
+use crate::usage_incremental::State;
+use crate::usage_index_store::Store;
 use crate::usage_pricing::PriceTable;
 use crate::usage_report::Snapshot;
 use crate::usage_row::Agent;
@@ -40,6 +42,12 @@ impl UsageDir {
     pub fn index(&self) -> PathBuf {
         self.0.join("index-v1.bin")
     }
+    pub fn aggregate(&self) -> PathBuf {
+        self.0.join("aggregate-v1.bin")
+    }
+    pub fn index_journal(&self) -> PathBuf {
+        self.0.join("index-v1.journal")
+    }
     pub fn lock(&self) -> PathBuf {
         self.0.join("worker.lock")
     }
@@ -54,6 +62,12 @@ impl UsageDir {
     }
     pub fn limits(&self, agent: Agent) -> PathBuf {
         self.0.join(format!("limits-{}.json", agent.name()))
+    }
+    pub fn claude_limits_trigger(&self) -> PathBuf {
+        self.0.join("claude-limits-trigger.json")
+    }
+    pub fn zones_wanted(&self) -> PathBuf {
+        self.0.join("zones-wanted")
     }
     pub fn claude_limits_wanted(&self) -> PathBuf {
         self.0.join("claude-limits.wanted")
@@ -194,6 +208,11 @@ pub const WINDOW_SECONDS: i64 = 32 * 86_400;
 pub struct ScanResult {
     pub snapshot: Snapshot,
     pub stats: usage_cache::RefreshStats,
+    /// Whether the previous aggregate was reused or updated rather than
+    /// rebuilt from every cached event.
+    pub incremental: bool,
+    /// Index keys whose entries changed (what the index journal records).
+    pub changed_keys: Vec<String>,
 }
 
 fn root_list(roots: &[PathBuf]) -> Value {
@@ -205,7 +224,8 @@ fn root_list(roots: &[PathBuf]) -> Value {
     )
 }
 
-/// Refreshes `index` from `roots` and aggregates a snapshot at `now`.
+/// Refreshes `index` from `roots` and aggregates a snapshot at `now`
+/// (from scratch: no incremental state).
 pub fn scan(
     index: &mut Index,
     roots: &Roots,
@@ -214,40 +234,73 @@ pub fn scan(
     deadline: Option<Instant>,
     previous: Option<&Snapshot>,
 ) -> ScanResult {
-    let since = now - WINDOW_SECONDS;
+    scan_with_state(index, &mut None, roots, prices, now, deadline, &|| {
+        previous.cloned()
+    })
+}
+
+/// The first slot of the window at `now` (slot-aligned, so a slot is in
+/// the window exactly when its requests are).
+pub fn window_start(now: i64) -> i64 {
+    (now - WINDOW_SECONDS).div_euclid(usage_aggregate::SLOT) * usage_aggregate::SLOT
+}
+
+/// [`scan`] that updates `state` (the aggregate kept beside the index)
+/// incrementally when it matches `index`, and rebuilds it otherwise.
+/// `previous` reads the last snapshot (only when nothing changed).
+pub fn scan_with_state(
+    index: &mut Index,
+    state: &mut Option<State>,
+    roots: &Roots,
+    prices: &PriceTable,
+    now: i64,
+    deadline: Option<Instant>,
+    previous: &dyn Fn() -> Option<Snapshot>,
+) -> ScanResult {
+    let since = window_start(now);
     let candidates = discover(roots);
-    let stats = usage_cache::refresh(
+    let before = state.as_ref().map(|_| index.fingerprint());
+    let mut changes = usage_cache::Changes::default();
+    let stats = usage_cache::refresh_tracked(
         index,
         &candidates,
         since.saturating_mul(1_000_000_000),
         deadline,
+        &mut changes,
     );
     // Nothing changed since a complete snapshot with the same prices: its
     // slots still hold (queries ignore slots that aged out of the window).
-    if let Some(prev) = previous
-        && !stats.changed()
+    if !stats.changed()
         && !stats.partial
+        && let Some(prev) = previous()
         && !prev.partial
         && prev.pricing == prices.meta
     {
         return ScanResult {
             snapshot: Snapshot {
                 generated_at: now,
-                ..prev.clone()
+                ..prev
             },
             stats,
+            incremental: true,
+            changed_keys: Vec::new(),
         };
     }
-    index.materialize();
-    let files: Vec<FileRef> = index
-        .files
-        .values()
-        .map(|e| FileRef {
-            agent: e.agent,
-            parse: &e.parse,
-        })
-        .collect();
-    let agg = usage_aggregate::aggregate(&files, prices, since);
+    let incremental = match (state.as_mut(), before) {
+        (Some(s), Some(before)) => s.apply(before, index, &mut changes.files, prices, since),
+        _ => false,
+    };
+    let changed_keys = changes.keys();
+    drop(changes);
+    if !incremental {
+        index.materialize();
+        *state = Some(State::full(index, prices, since));
+    }
+    let detailed = state
+        .as_ref()
+        .map(|s| s.detailed.clone())
+        .unwrap_or_default();
+    let agg = usage_aggregate::flatten(detailed);
     let seen = |agent: Agent| candidates.iter().filter(|c| c.agent == agent).count() as u64;
     let entries = |agent: Agent| index.files.values().filter(move |e| e.agent == agent);
     let unreadable = |agent: Agent, compressed: bool| {
@@ -314,6 +367,8 @@ pub fn scan(
             slots: agg.slots,
         },
         stats,
+        incremental,
+        changed_keys,
     }
 }
 
@@ -413,38 +468,118 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
     let runtime = read_json(&dir.runtime());
     let roots = Roots::from_env(runtime.as_ref());
     let trace = Trace::new();
-    let index_bytes = fs::read(dir.index()).unwrap_or_default();
-    let mut index = Index::from_bytes_lazy(&index_bytes);
-    let loaded = !index.files.is_empty() || index_bytes.len() > 4;
-    drop(index_bytes);
-    let previous = fs::read_to_string(dir.snapshot())
+    let store = Store {
+        base: dir.index(),
+        journal: dir.index_journal(),
+    };
+    let had_base = dir.index().exists();
+    let (mut index, loaded) = store.load();
+    let previous = || {
+        fs::read_to_string(dir.snapshot())
+            .ok()
+            .and_then(|t| Snapshot::parse(&t))
+    };
+    trace.mark("load index");
+    let mut state = fs::read(dir.aggregate())
         .ok()
-        .and_then(|t| Snapshot::parse(&t));
-    trace.mark("load index and snapshot");
+        .and_then(|b| State::from_bytes(&b));
+    trace.mark("load aggregate state");
     let deadline = Instant::now() + budget();
-    let result = scan(
+    let result = scan_with_state(
         &mut index,
+        &mut state,
         &roots,
         &prices,
         now,
         Some(deadline),
-        previous.as_ref(),
+        &previous,
     );
     trace.mark("scan and aggregate");
-    if result.stats.changed() || !loaded {
-        atomic_file::write(&dir.index(), &index.to_bytes(), 0o600)
+    if result.stats.changed() || !had_base {
+        let keys: Vec<&str> = result.changed_keys.iter().map(String::as_str).collect();
+        store
+            .save(&index, &keys, loaded)
             .map_err(|e| WorkerError::Io("index-v1.bin", e))?;
     }
     trace.mark("write index");
-    atomic_file::write(&dir.snapshot(), result.snapshot.to_json().as_bytes(), 0o600)
-        .map_err(|e| WorkerError::Io("snapshot-v1.json", e))?;
+    // A rebuilt aggregate is kept even when no file changed (it was missing
+    // or stale), so the next change can be incremental.
+    if result.stats.changed() || !had_base || !result.incremental {
+        if let Some(state) = &state {
+            atomic_file::write(&dir.aggregate(), &state.to_bytes(), 0o600)
+                .map_err(|e| WorkerError::Io("aggregate-v1.bin", e))?;
+        }
+    }
+    trace.mark("write aggregate state");
+    let rendered = render_ahead(dir, &result.snapshot, now);
+    atomic_file::write(
+        &dir.snapshot(),
+        result.snapshot.to_json_with(&rendered).as_bytes(),
+        0o600,
+    )
+    .map_err(|e| WorkerError::Io("snapshot-v1.json", e))?;
     trace.mark("write snapshot");
     crate::usage_limits::refresh_due(dir, runtime.as_ref(), &index, now);
     trace.mark("limits");
     if trace.on {
-        eprintln!("{:?}", result.stats);
+        eprintln!("{:?} incremental: {}", result.stats, result.incremental);
     }
     Ok(())
+}
+
+/// Most zones rendered ahead (the Host's plus those queries asked for).
+pub const ZONES_AHEAD: usize = 4;
+
+/// Remembers that a query asked for `zone` (rendered ahead from the next
+/// refresh on); the newest [`ZONES_AHEAD`] names are kept.
+pub fn want_zone(dir: &UsageDir, zone: &str) {
+    let text = fs::read_to_string(dir.zones_wanted()).unwrap_or_default();
+    if text.lines().any(|l| l == zone) {
+        return;
+    }
+    let mut names: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
+    names.push(zone);
+    let keep = &names[names.len().saturating_sub(ZONES_AHEAD)..];
+    let _ = atomic_file::create_dir_all(&dir.0, 0o700).and_then(|()| {
+        atomic_file::write(
+            &dir.zones_wanted(),
+            (keep.join("\n") + "\n").as_bytes(),
+            0o600,
+        )
+    });
+}
+
+/// Token members for the Host's zone and the wanted zones, on their local
+/// day at `now`.
+fn render_ahead(
+    dir: &UsageDir,
+    snapshot: &Snapshot,
+    now: i64,
+) -> Vec<crate::usage_report::Rendered> {
+    let zoneinfo = crate::usage_tz::zoneinfo_dir();
+    let host = crate::usage_tz::host_zone(
+        std::env::var("TZ").ok().as_deref(),
+        Path::new("/etc/localtime"),
+        &zoneinfo,
+    );
+    let mut zones = vec![host];
+    let wanted = fs::read_to_string(dir.zones_wanted()).unwrap_or_default();
+    for name in wanted.lines().take(ZONES_AHEAD) {
+        if zones.iter().any(|z| z.name == name) {
+            continue;
+        }
+        if let Ok(zone) = crate::usage_tz::Zone::load(name, &zoneinfo) {
+            zones.push(zone);
+        }
+    }
+    zones
+        .iter()
+        .map(|zone| crate::usage_report::Rendered {
+            tz: zone.name.clone(),
+            day: zone.local_day(now),
+            parts: crate::usage_report::token_parts(&snapshot.slots, zone, now),
+        })
+        .collect()
 }
 
 /// Starts `heeler usage worker` detached, stdio to `worker.log` (kept under

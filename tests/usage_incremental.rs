@@ -1,0 +1,310 @@
+//! Incremental aggregation equals a from-scratch scan: random sequences of
+//! appends, rewrites, truncations, deletions, new files, forks and window
+//! moves on a fixture tree, each followed by an incremental refresh (index
+//! and aggregate state round-tripped through their files, as the worker
+//! does) and a scan from an empty cache; the snapshots must be identical.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[allow(dead_code)]
+mod usage_fixture;
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use heeler::usage_cache::Index;
+use heeler::usage_incremental::State;
+use heeler::usage_index_store::Store;
+use heeler::usage_pricing::PriceTable;
+use heeler::usage_worker::{self, Roots, ScanResult};
+use usage_fixture::*;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn claude_path(home: &Path, n: u64) -> PathBuf {
+    home.join(format!(".claude/projects/-home-dev-p{}/s{n}.jsonl", n % 3))
+}
+
+fn codex_path(home: &Path, n: u64) -> PathBuf {
+    home.join(format!(
+        ".codex/sessions/2026/11/29/rollout-2026-11-29T08-00-0{n}-x{n}.jsonl"
+    ))
+}
+
+fn claude_lines(rng: &mut Rng, now: i64, count: u64) -> String {
+    let mut out = String::new();
+    for _ in 0..count {
+        // A small shared pool of ids (cross-file duplicates, sidechain
+        // replays) and mostly unique ones (independent files).
+        let id = if rng.below(6) == 0 {
+            format!("shared{}", rng.below(4))
+        } else {
+            format!("m{}", rng.next())
+        };
+        let models = ["claude-opus-4-6", "claude-sonnet-4-5", "claude-mystery-9"];
+        let line = Claude {
+            // Some records near the window's start, so window moves matter.
+            at: if rng.below(5) == 0 {
+                now - 32 * DAY + rng.below(6 * HOUR as u64) as i64
+            } else {
+                now - rng.below(10 * DAY as u64) as i64
+            },
+            msg: &id,
+            req: &id,
+            model: models[rng.below(3) as usize],
+            cwd: ["/home/dev/alpha", "/home/dev/beta"][rng.below(2) as usize],
+            sidechain: rng.below(5) == 0,
+            input: rng.below(50),
+            output: 1 + rng.below(500),
+            read: rng.below(3) * 1000,
+            split: (rng.below(3) == 0).then(|| (rng.below(100), rng.below(100))),
+            write: rng.below(2) * 40,
+            speed: (rng.below(4) == 0).then_some("fast"),
+        }
+        .line();
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+/// A Codex rollout: meta (maybe a fork of `x0`), context, rising totals.
+fn codex_text(rng: &mut Rng, now: i64, n: u64, turns: u64) -> String {
+    let fork = if n != 0 && rng.below(3) == 0 {
+        r#","forked_from_id":"x0""#
+    } else {
+        ""
+    };
+    let start = now - 5 * HOUR - rng.below(HOUR as u64) as i64;
+    let mut list = vec![
+        session_meta(start, &format!("x{n}"), fork),
+        turn_context(start + 1, "gpt-5.5", "/home/dev/gamma"),
+    ];
+    let mut total = [0u64; 4];
+    for t in 0..turns {
+        let last = [100 + rng.below(900), rng.below(100), 10 + rng.below(90), 0];
+        for i in 0..4 {
+            total[i] += last[i];
+        }
+        list.push(token_count(start + 10 + t as i64 * 60, total, last, ""));
+    }
+    lines(&list)
+}
+
+fn append(path: &Path, text: &str) {
+    fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+}
+
+fn fresh(home: &Path, now: i64) -> ScanResult {
+    let roots = Roots::resolve(home, None, None, None);
+    usage_worker::scan(
+        &mut Index::default(),
+        &roots,
+        &PriceTable::bundled().unwrap(),
+        now,
+        None,
+        None,
+    )
+}
+
+fn run(seed: u64) -> (u64, u64) {
+    let home = temp_dir(&format!("usage-incremental-{seed}"));
+    let prices = PriceTable::bundled().unwrap();
+    let mut rng = Rng(seed);
+    let mut now = NOW;
+    for n in 0..4 {
+        write(&claude_path(&home, n), &claude_lines(&mut rng, now, 6));
+    }
+    for n in 0..3 {
+        write(&codex_path(&home, n), &codex_text(&mut rng, now, n, 4));
+    }
+    let roots = Roots::resolve(&home, None, None, None);
+    let state_dir = temp_dir(&format!("usage-incremental-state-{seed}"));
+    let store = Store {
+        base: state_dir.join("index-v1.bin"),
+        journal: state_dir.join("index-v1.journal"),
+    };
+    let mut state_bytes = Vec::new();
+    let (mut incremental, mut steps) = (0, 0);
+    for step in 0..40 {
+        let n = rng.below(6);
+        let op = rng.below(9);
+        let what = match op {
+            0..=2 => {
+                let path = claude_path(&home, n);
+                if path.exists() {
+                    let count = 1 + rng.below(3);
+                    append(&path, &claude_lines(&mut rng, now, count));
+                } else {
+                    write(&path, &claude_lines(&mut rng, now, 3));
+                }
+                "append claude"
+            }
+            3 => {
+                let path = codex_path(&home, n % 4);
+                let turns = 1 + rng.below(5);
+                write(&path, &codex_text(&mut rng, now, n % 4, turns));
+                "rewrite codex"
+            }
+            4 => {
+                write(&claude_path(&home, n), &claude_lines(&mut rng, now, 4));
+                "rewrite claude"
+            }
+            5 => {
+                let path = claude_path(&home, n);
+                if let Ok(text) = fs::read_to_string(&path) {
+                    // Cut at a line end, or in the middle of a line (torn).
+                    let cut = text.len() * rng.below(4) as usize / 4;
+                    fs::write(&path, &text[..cut]).unwrap();
+                }
+                "truncate claude"
+            }
+            6 => {
+                let _ = fs::remove_file(claude_path(&home, n));
+                if rng.below(3) == 0 {
+                    let _ = fs::remove_file(codex_path(&home, n % 4));
+                }
+                "delete"
+            }
+            7 => {
+                let path = codex_path(&home, n % 4);
+                if path.exists() {
+                    let last = [200, 10, 20, 5];
+                    let big = [1_000_000, 10, 2000, 5];
+                    append(&path, &token_count(now - 60, big, last, ""));
+                }
+                "append codex"
+            }
+            _ => {
+                now += (1 + rng.below(4) as i64) * HOUR;
+                "advance now"
+            }
+        };
+        let (mut index, loaded) = store.load();
+        let mut state = State::from_bytes(&state_bytes);
+        let result = usage_worker::scan_with_state(
+            &mut index,
+            &mut state,
+            &roots,
+            &prices,
+            now,
+            None,
+            &|| None,
+        );
+        let keys: Vec<&str> = result.changed_keys.iter().map(String::as_str).collect();
+        store.save(&index, &keys, loaded).unwrap();
+        assert_eq!(
+            store.load().0.to_bytes(),
+            index.to_bytes(),
+            "seed {seed} step {step}: the stored index differs"
+        );
+        state_bytes = state.as_ref().unwrap().to_bytes();
+        let expected = fresh(&home, now);
+        assert_eq!(
+            result.snapshot, expected.snapshot,
+            "seed {seed} step {step} ({what}): incremental != from scratch"
+        );
+        steps += 1;
+        incremental += u64::from(result.incremental);
+    }
+    let _ = fs::remove_dir_all(&home);
+    let _ = fs::remove_dir_all(&state_dir);
+    (incremental, steps)
+}
+
+#[test]
+fn incremental_refresh_equals_a_scan_from_scratch() {
+    let (mut incremental, mut steps) = (0, 0);
+    for seed in [1, 7, 42, 1234, 99_991, 31_337] {
+        let (i, s) = run(seed);
+        incremental += i;
+        steps += s;
+    }
+    println!("{incremental} of {steps} refreshes were incremental");
+    // The test must exercise the incremental path, not only the fallback.
+    assert!(
+        incremental * 3 >= steps,
+        "only {incremental} of {steps} refreshes were incremental"
+    );
+}
+
+#[test]
+fn the_index_journal_survives_tears_and_foreign_bases() {
+    let home = temp_dir("usage-journal");
+    let dir = temp_dir("usage-journal-state");
+    let store = Store {
+        base: dir.join("index-v1.bin"),
+        journal: dir.join("index-v1.journal"),
+    };
+    let roots = |home: &Path| Roots::resolve(home, None, None, None);
+    write_tree(&home);
+    let scan = |index: &mut Index| {
+        usage_worker::scan_with_state(
+            index,
+            &mut None,
+            &roots(&home),
+            &PriceTable::bundled().unwrap(),
+            NOW,
+            None,
+            &|| None,
+        )
+    };
+    let (mut index, loaded) = store.load();
+    let r = scan(&mut index);
+    store.save(&index, &[], loaded).unwrap();
+    assert!(!store.journal.exists());
+    let base = index.to_bytes();
+    // An append goes to the journal; the base is not rewritten.
+    let live = home.join(".claude/projects/-home-dev-beta/s2.jsonl");
+    let extra = Claude {
+        msg: "journal",
+        req: "journal",
+        ..Claude::default()
+    }
+    .line();
+    let mut f = fs::OpenOptions::new().append(true).open(&live).unwrap();
+    writeln!(f, "{extra}").unwrap();
+    drop(f);
+    let (mut index, loaded) = store.load();
+    let r2 = scan(&mut index);
+    assert!(!r2.changed_keys.is_empty());
+    let keys: Vec<&str> = r2.changed_keys.iter().map(String::as_str).collect();
+    store.save(&index, &keys, loaded).unwrap();
+    assert!(store.journal.exists());
+    assert_eq!(fs::read(&store.base).unwrap(), base);
+    let after = index.to_bytes();
+    assert_eq!(store.load().0.to_bytes(), after);
+    // A torn last record is ignored: the index looks as before the append.
+    let journal = fs::read(&store.journal).unwrap();
+    fs::write(&store.journal, &journal[..journal.len() - 3]).unwrap();
+    assert_eq!(store.load().0.to_bytes(), base);
+    // ... and the next save writes a new base instead of appending.
+    let (mut index, loaded) = store.load();
+    scan(&mut index);
+    store.save(&index, &[], loaded).unwrap();
+    assert!(!store.journal.exists());
+    assert_eq!(store.load().0.to_bytes(), after);
+    // A journal written for another base is ignored.
+    fs::write(&store.journal, &journal).unwrap();
+    assert_eq!(store.load().0.to_bytes(), after);
+    drop(r);
+    fs::remove_dir_all(&home).unwrap();
+    fs::remove_dir_all(&dir).unwrap();
+}
