@@ -46,6 +46,7 @@ pub mod usage_incremental;
 pub mod usage_index_store;
 pub mod usage_jsonpick;
 pub mod usage_limits;
+pub mod usage_owners;
 pub mod usage_pricing;
 pub mod usage_query;
 pub mod usage_report;

@@ -20,7 +20,7 @@ use crate::usage_row::{Agent, CodexMeta, Event, EventKind, FileParse, fnv1a};
 use crate::usage_scan;
 
 /// Bump when the index layout changes (everything is reparsed).
-pub const INDEX_VERSION: u32 = 3;
+pub const INDEX_VERSION: u32 = 4;
 /// Bump when Claude/Codex line parsing changes (that agent is reparsed).
 pub const CLAUDE_PARSER_VERSION: u32 = 1;
 pub const CODEX_PARSER_VERSION: u32 = 1;
@@ -47,25 +47,75 @@ pub struct FileEntry {
     /// The last read failed (open/read/decode error).
     pub unreadable: bool,
     pub parse: FileParse,
-    /// Encoded events not decoded yet (lazy load): `parse.events` is empty
-    /// until [`FileEntry::materialize`].
-    raw_events: Option<(u32, Vec<u8>)>,
+    /// Where the index store keeps this entry's events: segments of its
+    /// events file, oldest first (a refresh that appended to the transcript
+    /// adds one). Empty for an entry never stored.
+    pub stored: Vec<Segment>,
+    /// The events file while `parse.events` is not loaded yet (lazy load):
+    /// `parse.events` is empty until [`FileEntry::materialize`].
+    pub(crate) pending: Option<EventsFile>,
+}
+
+/// A run of encoded events in an index events file: a self-contained
+/// stream (timestamps delta-coded from zero).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    pub offset: u64,
+    pub len: u32,
+    pub count: u32,
+}
+
+/// An open events file, shared by the entries that point into it.
+#[derive(Debug, Clone)]
+pub struct EventsFile(pub std::sync::Arc<File>);
+
+impl PartialEq for EventsFile {
+    fn eq(&self, other: &EventsFile) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for EventsFile {}
+
+impl EventsFile {
+    /// The bytes of `segment`.
+    pub fn read(&self, segment: Segment) -> Option<Vec<u8>> {
+        use std::os::unix::fs::FileExt;
+        let mut raw = vec![0u8; segment.len as usize];
+        self.0.read_exact_at(&mut raw, segment.offset).ok()?;
+        Some(raw)
+    }
 }
 
 impl FileEntry {
-    /// Decodes lazily loaded events; `false` when they are corrupt (the
-    /// entry must then be reparsed).
+    /// Loads lazily stored events; `false` when they are unreadable or
+    /// corrupt (the entry must then be reparsed).
     pub fn materialize(&mut self) -> bool {
-        let Some((count, raw)) = self.raw_events.take() else {
+        let Some(file) = self.pending.take() else {
             return true;
         };
-        match decode_events(&raw, count, self.parse.strings.len()) {
-            Some(events) => {
-                self.parse.events = events;
-                true
+        let mut events = Vec::with_capacity(self.stored_count() as usize);
+        for segment in &self.stored {
+            match file
+                .read(*segment)
+                .and_then(|raw| decode_events(&raw, segment.count, self.parse.strings.len()))
+            {
+                Some(part) => events.extend(part),
+                None => return false,
             }
-            None => false,
         }
+        self.parse.events = events;
+        true
+    }
+
+    /// Events the stored segments hold.
+    pub fn stored_count(&self) -> u64 {
+        self.stored.iter().map(|s| u64::from(s.count)).sum()
+    }
+
+    /// Whether `parse.events` is loaded (else only `stored` has them).
+    pub fn is_loaded(&self) -> bool {
+        self.pending.is_none()
     }
 }
 
@@ -81,6 +131,8 @@ pub struct Candidate {
     pub path: PathBuf,
     pub agent: Agent,
     pub compressed: bool,
+    /// Its metadata when discovery already read it (else `stat`ed here).
+    pub meta: Option<Metadata>,
 }
 
 impl RefreshStats {
@@ -160,7 +212,8 @@ fn fresh_entry(c: &Candidate, meta: &Metadata) -> FileEntry {
         oversized: 0,
         unreadable: false,
         parse: FileParse::default(),
-        raw_events: None,
+        stored: Vec::new(),
+        pending: None,
     }
 }
 
@@ -245,8 +298,12 @@ pub fn refresh_tracked(
     let mut jobs: Vec<Job> = Vec::new();
     for c in candidates {
         let key = c.path.to_string_lossy().into_owned();
-        let Ok(meta) = std::fs::metadata(&c.path) else {
-            continue;
+        let meta = match &c.meta {
+            Some(meta) => meta.clone(),
+            None => match std::fs::metadata(&c.path) {
+                Ok(meta) => meta,
+                Err(_) => continue,
+            },
         };
         if mtime_ns(&meta) < window_start_ns {
             stats.skipped_old += 1;
@@ -399,6 +456,7 @@ fn run_jobs(jobs: Vec<Job>, deadline: Option<Instant>) -> JobsDone {
             Err(_) => {
                 entry.unreadable = true;
                 entry.parse = FileParse::default();
+                entry.stored.clear();
                 entry.offset = 0;
             }
         }
@@ -500,7 +558,8 @@ impl<'a> In<'a> {
 }
 
 impl Index {
-    /// Serialises the index.
+    /// The index as one self-contained byte string (events inline): what
+    /// two indexes are compared by, whatever their storage.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut o = Out(Vec::with_capacity(1 << 16));
         o.0.extend(MAGIC);
@@ -509,53 +568,152 @@ impl Index {
         o.u32(CODEX_PARSER_VERSION);
         o.u32(self.files.len() as u32);
         for (path, e) in &self.files {
-            encode_entry(&mut o, path, e);
+            encode_meta(&mut o, path, e);
+            let mut loaded = e.clone();
+            let events = if loaded.materialize() {
+                loaded.parse.events
+            } else {
+                Vec::new()
+            };
+            let raw = encode_events(&events);
+            o.u32(events.len() as u32);
+            o.u32(raw.len() as u32);
+            o.0.extend_from_slice(&raw);
         }
         o.0
     }
 
-    /// Reads an index; a corrupt or older-layout file yields an empty index
-    /// (everything is reparsed), a parser-version change drops that agent.
+    /// Reads [`Index::to_bytes`]; corrupt or another layout → empty.
     pub fn from_bytes(bytes: &[u8]) -> Index {
-        Index::decode(bytes, false).unwrap_or_default()
+        let decode = || -> Option<Index> {
+            let mut r = In { b: bytes, at: 0 };
+            let n = read_header(&mut r)?;
+            let mut files = BTreeMap::new();
+            for _ in 0..n.count {
+                let (path, mut e) = decode_meta(&mut r)?;
+                let count = r.u32()?;
+                let len = r.u32()? as usize;
+                e.parse.events = decode_events(r.take(len)?, count, e.parse.strings.len())?;
+                if n.keeps(e.agent) {
+                    files.insert(path, e);
+                }
+            }
+            (r.at == bytes.len()).then_some(Index { files })
+        };
+        decode().unwrap_or_default()
     }
 
-    /// Like [`Index::from_bytes`] but leaves events encoded until
-    /// [`Index::materialize`]: a refresh in which nothing changed never
-    /// decodes them.
-    pub fn from_bytes_lazy(bytes: &[u8]) -> Index {
-        Index::decode(bytes, true).unwrap_or_default()
-    }
-
-    /// Decodes every lazily loaded entry, dropping corrupt ones.
+    /// Loads every lazily stored entry, dropping unreadable ones.
     pub fn materialize(&mut self) {
         self.files.retain(|_, e| e.materialize());
     }
+}
 
-    fn decode(bytes: &[u8], lazy: bool) -> Option<Index> {
-        let mut r = In { b: bytes, at: 0 };
-        if r.take(4)? != MAGIC || r.u32()? != INDEX_VERSION {
-            return None;
+/// What an index header says.
+pub struct Header {
+    pub count: usize,
+    claude_ok: bool,
+    codex_ok: bool,
+}
+
+impl Header {
+    /// Whether entries of `agent` were parsed by the current parser.
+    pub fn keeps(&self, agent: Agent) -> bool {
+        match agent {
+            Agent::Claude => self.claude_ok,
+            Agent::Codex => self.codex_ok,
         }
-        let claude_ok = r.u32()? == CLAUDE_PARSER_VERSION;
-        let codex_ok = r.u32()? == CODEX_PARSER_VERSION;
-        let n = r.count(16)?;
-        let mut files = BTreeMap::new();
-        for _ in 0..n {
-            let (path, e) = decode_entry(&mut r, lazy)?;
-            let keep = match e.agent {
-                Agent::Claude => claude_ok,
-                Agent::Codex => codex_ok,
-            };
-            if keep {
-                files.insert(path, e);
-            }
-        }
-        (r.at == bytes.len()).then_some(Index { files })
     }
 }
 
-fn encode_entry(o: &mut Out, path: &str, e: &FileEntry) {
+fn read_header(r: &mut In) -> Option<Header> {
+    if r.take(4)? != MAGIC || r.u32()? != INDEX_VERSION {
+        return None;
+    }
+    let claude_ok = r.u32()? == CLAUDE_PARSER_VERSION;
+    let codex_ok = r.u32()? == CODEX_PARSER_VERSION;
+    Some(Header {
+        count: r.count(16)?,
+        claude_ok,
+        codex_ok,
+    })
+}
+
+/// The layout the index store writes: entries with segment references
+/// into an events file instead of inline events.
+pub mod stored {
+    use super::*;
+
+    /// The base file's header for `count` entries.
+    pub fn header(count: usize) -> Vec<u8> {
+        let mut o = Out(Vec::with_capacity(20));
+        o.0.extend(MAGIC);
+        o.u32(INDEX_VERSION);
+        o.u32(CLAUDE_PARSER_VERSION);
+        o.u32(CODEX_PARSER_VERSION);
+        o.u32(count as u32);
+        o.0
+    }
+
+    /// One entry (metadata and segment list).
+    pub fn entry(out: &mut Vec<u8>, path: &str, e: &FileEntry) {
+        let mut o = Out(std::mem::take(out));
+        encode_meta(&mut o, path, e);
+        o.u32(e.stored.len() as u32);
+        for s in &e.stored {
+            o.u64(s.offset);
+            o.u32(s.len);
+            o.u32(s.count);
+        }
+        *out = o.0;
+    }
+
+    /// A reader over stored bytes.
+    pub struct Reader<'a>(In<'a>);
+
+    impl<'a> Reader<'a> {
+        pub fn new(bytes: &'a [u8]) -> Reader<'a> {
+            Reader(In { b: bytes, at: 0 })
+        }
+        pub fn header(&mut self) -> Option<Header> {
+            read_header(&mut self.0)
+        }
+        pub fn u8(&mut self) -> Option<u8> {
+            self.0.u8()
+        }
+        pub fn str(&mut self) -> Option<String> {
+            self.0.str()
+        }
+        pub fn u64(&mut self) -> Option<u64> {
+            self.0.u64()
+        }
+        pub fn at_end(&self) -> bool {
+            self.0.at == self.0.b.len()
+        }
+        /// One entry, its events left in `file` until materialized.
+        pub fn entry(&mut self, file: &EventsFile) -> Option<(String, FileEntry)> {
+            let r = &mut self.0;
+            let (path, mut e) = decode_meta(r)?;
+            let n = r.count(16)?;
+            for _ in 0..n {
+                e.stored.push(Segment {
+                    offset: r.u64()?,
+                    len: r.u32()?,
+                    count: r.u32()?,
+                });
+            }
+            e.pending = Some(file.clone());
+            Some((path, e))
+        }
+    }
+
+    /// `events` in the events file's encoding.
+    pub fn events(events: &[Event]) -> Vec<u8> {
+        encode_events(events)
+    }
+}
+
+fn encode_meta(o: &mut Out, path: &str, e: &FileEntry) {
     o.str(path);
     o.u8(match e.agent {
         Agent::Claude => 0,
@@ -586,22 +744,9 @@ fn encode_entry(o: &mut Out, path: &str, e: &FileEntry) {
     o.u32(m.tier);
     o.str(&m.rate_limits);
     o.i64(m.rate_limits_ts);
-    match &e.raw_events {
-        Some((count, raw)) => {
-            o.u32(*count);
-            o.u32(raw.len() as u32);
-            o.0.extend_from_slice(raw);
-        }
-        None => {
-            let raw = encode_events(&p.events);
-            o.u32(p.events.len() as u32);
-            o.u32(raw.len() as u32);
-            o.0.extend_from_slice(&raw);
-        }
-    }
 }
 
-fn decode_entry(r: &mut In, lazy: bool) -> Option<(String, FileEntry)> {
+fn decode_meta(r: &mut In) -> Option<(String, FileEntry)> {
     let path = r.str()?;
     let agent = match r.u8()? {
         0 => Agent::Claude,
@@ -622,7 +767,8 @@ fn decode_entry(r: &mut In, lazy: bool) -> Option<(String, FileEntry)> {
         offset: r.u64()?,
         oversized: r.u64()?,
         parse: FileParse::default(),
-        raw_events: None,
+        stored: Vec::new(),
+        pending: None,
     };
     e.parse.malformed = r.u64()?;
     let ns = r.count(4)?;
@@ -641,14 +787,6 @@ fn decode_entry(r: &mut In, lazy: bool) -> Option<(String, FileEntry)> {
         rate_limits: r.str()?,
         rate_limits_ts: r.i64()?,
     };
-    let ne = r.u32()?;
-    let len = r.u32()? as usize;
-    let raw = r.take(len)?;
-    if lazy {
-        e.raw_events = Some((ne, raw.to_vec()));
-    } else {
-        e.parse.events = decode_events(raw, ne, e.parse.strings.len())?;
-    }
     Some((path, e))
 }
 
@@ -751,38 +889,5 @@ impl Index {
             }
         }
         fnv1a(&[b"index", &bytes])
-    }
-}
-
-impl Index {
-    /// A journal payload for `key`: its entry, or a tombstone when absent.
-    pub fn journal_record(&self, key: &str) -> Vec<u8> {
-        let mut o = Out(Vec::new());
-        match self.files.get(key) {
-            Some(e) => {
-                o.u8(1);
-                encode_entry(&mut o, key, e);
-            }
-            None => {
-                o.u8(0);
-                o.str(key);
-            }
-        }
-        o.0
-    }
-
-    /// Applies a payload of [`Index::journal_record`]; `false` if damaged.
-    pub fn apply_journal_record(&mut self, payload: &[u8]) -> bool {
-        let mut r = In { b: payload, at: 0 };
-        let applied = match r.u8() {
-            Some(1) => decode_entry(&mut r, true).map(|(path, e)| {
-                self.files.insert(path, e);
-            }),
-            Some(0) => r.str().map(|path| {
-                self.files.remove(&path);
-            }),
-            _ => None,
-        };
-        applied.is_some() && r.at == payload.len()
     }
 }

@@ -15,25 +15,26 @@
 //! the index) falls back to the full aggregation, which rebuilds the state.
 
 use std::collections::BTreeMap;
+use std::io;
+use std::path::Path;
 
 use crate::usage_aggregate::{
     self, Detailed, FileRef, ParentLookup, SlotAcc, SlotKey, tag, tagged, thread_hash,
 };
 use crate::usage_cache::{Change, FileEntry, Index};
+use crate::usage_owners::{Owners, owner_of};
 use crate::usage_pricing::PriceTable;
-use crate::usage_row::{Agent, FileParse, Tokens, fnv1a};
+use crate::usage_row::{Agent, FileParse, Tokens};
 
 const MAGIC: &[u8; 4] = b"HUAG";
 /// Bump when the state layout or the aggregation rules change.
 pub const STATE_VERSION: u32 = 1;
-/// Owner of an identifier several files have.
-const SHARED: u64 = u64::MAX;
 /// More changed files than this: aggregate from scratch (cheaper than many
 /// isolated passes, and a cold scan changes everything anyway).
 pub const MAX_CHANGES: usize = 64;
 
 /// The aggregate kept beside the index.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct State {
     /// [`Index::fingerprint`] of the index this state aggregates.
     pub fingerprint: u64,
@@ -42,29 +43,8 @@ pub struct State {
     /// The price table's source hash.
     pub pricing: String,
     pub detailed: Detailed,
-    /// (tagged identifier, owner path hash or [`SHARED`]), sorted.
-    owners: Vec<(u64, u64)>,
-}
-
-/// The owner hash of a file.
-fn owner_of(path: &str) -> u64 {
-    match fnv1a(&[b"path", path.as_bytes()]) {
-        SHARED => 1,
-        h => h,
-    }
-}
-
-fn build_owners(mut ids: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
-    ids.sort_unstable();
-    ids.dedup();
-    let mut out: Vec<(u64, u64)> = Vec::with_capacity(ids.len());
-    for (id, owner) in ids {
-        match out.last_mut() {
-            Some(last) if last.0 == id => last.1 = SHARED,
-            _ => out.push((id, owner)),
-        }
-    }
-    out
+    /// Who owns each identifier files can share.
+    pub owners: Owners,
 }
 
 fn parent_in<'a>(index: &'a Index) -> impl Fn(&str) -> Option<&'a FileParse> {
@@ -92,7 +72,7 @@ impl State {
         let mut ids = Vec::new();
         let detailed =
             usage_aggregate::aggregate_detailed(&files, prices, since, None, Some(&mut ids));
-        let owners = build_owners(
+        let owners = Owners::new(
             ids.into_iter()
                 .map(|(id, fi)| (id, owner_of(keys[fi])))
                 .collect(),
@@ -104,13 +84,6 @@ impl State {
             detailed,
             owners,
         }
-    }
-
-    fn owner(&self, id: u64) -> Option<u64> {
-        self.owners
-            .binary_search_by_key(&id, |&(i, _)| i)
-            .ok()
-            .map(|i| self.owners[i].1)
     }
 
     /// Brings the state from the index it was built for to `index` (after
@@ -167,38 +140,47 @@ impl State {
             counters: [d.duplicates_claude, d.duplicates_codex, d.forks_unresolved],
             slots: BTreeMap::new(),
         };
-        let mut removed: Vec<u64> = Vec::new();
-        let mut added: Vec<(u64, u64)> = Vec::new();
-        // Identifiers each changed file claims (two changed files must not
-        // share one either).
-        let mut claimed: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
         let mut parts = Vec::with_capacity(changes.len());
         for c in changes.iter() {
-            let owner = owner_of(&c.key);
             let old = contribution(c.old.as_ref(), prices, since, &lookup);
             let new = contribution(index.files.get(&c.key), prices, since, &lookup);
-            for &id in old.ids.iter().chain(&new.ids) {
-                if self.owner(id).is_some_and(|o| o != owner)
-                    || *claimed.entry(id).or_insert(owner) != owner
-                {
-                    return false;
-                }
-            }
-            parts.push((c, owner, old, new));
-        }
-        for (c, owner, old, new) in &parts {
             // A fork whose parent is this file depends on it.
-            let threads = c
+            let parent_ids: Vec<u64> = c
                 .old
                 .iter()
                 .chain(index.files.get(&c.key))
                 .map(|e| &e.parse.codex.thread_id)
-                .filter(|t| !t.is_empty());
-            for t in threads {
-                let parent_id = tagged(tag::CODEX_PARENT, thread_hash(t));
-                if self.owner(parent_id).is_some() || claimed.contains_key(&parent_id) {
+                .filter(|t| !t.is_empty())
+                .map(|t| tagged(tag::CODEX_PARENT, thread_hash(t)))
+                .collect();
+            parts.push((c, owner_of(&c.key), old, new, parent_ids));
+        }
+        let wanted: Vec<u64> = parts
+            .iter()
+            .flat_map(|(_, _, old, new, parents)| old.ids.iter().chain(&new.ids).chain(parents))
+            .copied()
+            .collect();
+        let Ok(owners) = self.owners.resolve(&wanted) else {
+            return false;
+        };
+        // Identifiers each changed file claims (two changed files must not
+        // share one either).
+        let mut claimed: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+        for (_, owner, old, new, _) in &parts {
+            for &id in old.ids.iter().chain(&new.ids) {
+                if owners.get(&id).is_some_and(|o| o != owner)
+                    || *claimed.entry(id).or_insert(*owner) != *owner
+                {
                     return false;
                 }
+            }
+        }
+        for (_, _, old, new, parents) in &parts {
+            if parents
+                .iter()
+                .any(|p| owners.contains_key(p) || claimed.contains_key(p))
+            {
+                return false;
             }
             if self
                 .replace(&mut pending, &old.detailed, &new.detailed)
@@ -206,8 +188,6 @@ impl State {
             {
                 return false;
             }
-            removed.extend(&old.ids);
-            added.extend(new.ids.iter().map(|&id| (id, *owner)));
         }
         let d = &mut self.detailed;
         [d.duplicates_claude, d.duplicates_codex, d.forks_unresolved] = pending.counters;
@@ -222,13 +202,14 @@ impl State {
             }
         }
         self.prune(since);
-        removed.sort_unstable();
-        removed.dedup();
-        self.owners
-            .retain(|(id, _)| removed.binary_search(id).is_err());
-        added.sort_unstable();
-        added.dedup();
-        self.owners = merge(std::mem::take(&mut self.owners), added);
+        for (_, owner, old, new, _) in &parts {
+            for &id in &old.ids {
+                self.owners.remove(id);
+            }
+            for &id in &new.ids {
+                self.owners.set(id, *owner);
+            }
+        }
         self.fingerprint = index.fingerprint();
         true
     }
@@ -308,42 +289,6 @@ fn combine(a: Option<SlotAcc>, b: Option<&SlotAcc>) -> Option<SlotAcc> {
     }
 }
 
-fn merge(a: Vec<(u64, u64)>, b: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
-    let mut out: Vec<(u64, u64)> = Vec::with_capacity(a.len() + b.len());
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() || j < b.len() {
-        let next = match (a.get(i), b.get(j)) {
-            (Some(x), Some(y)) if x.0 < y.0 => {
-                i += 1;
-                *x
-            }
-            (Some(x), Some(y)) if x.0 == y.0 => {
-                i += 1;
-                j += 1;
-                if x.1 == y.1 { *x } else { (x.0, SHARED) }
-            }
-            (Some(x), None) => {
-                i += 1;
-                *x
-            }
-            (_, Some(y)) => {
-                j += 1;
-                *y
-            }
-            (None, None) => break,
-        };
-        match out.last_mut() {
-            Some(last) if last.0 == next.0 => {
-                if last.1 != next.1 {
-                    last.1 = SHARED;
-                }
-            }
-            _ => out.push(next),
-        }
-    }
-    out
-}
-
 struct Contribution {
     detailed: Detailed,
     ids: Vec<u64>,
@@ -414,9 +359,27 @@ impl<'a> Reader<'a> {
 }
 
 impl State {
-    /// `aggregate-v1.bin`.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        let mut o = Vec::with_capacity(64 + self.owners.len() * 16);
+    /// Writes the state to `path` (`aggregate-v1.bin`), and the owners
+    /// table beside it when it is new or has outgrown its delta. A cache:
+    /// atomic, not `fsync`ed.
+    pub fn save(&mut self, path: &Path) -> io::Result<()> {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        self.owners.save(dir)?;
+        let bytes = self
+            .to_bytes()
+            .ok_or_else(|| io::Error::other("owners table not saved"))?;
+        crate::atomic_file::write_unsynced(path, &bytes, 0o600)
+    }
+
+    /// Reads the state at `path`; `None` when it or the owners table it
+    /// names is missing, corrupt or of another layout.
+    pub fn load(path: &Path) -> Option<State> {
+        let bytes = std::fs::read(path).ok()?;
+        State::from_bytes(&bytes, path.parent().unwrap_or(Path::new(".")))
+    }
+
+    fn to_bytes(&self) -> Option<Vec<u8>> {
+        let mut o = Vec::with_capacity(1 << 20);
         o.extend(MAGIC);
         o.extend(STATE_VERSION.to_le_bytes());
         put_u64(&mut o, self.fingerprint);
@@ -463,17 +426,11 @@ impl State {
                 put_u64(&mut o, n);
             }
         }
-        put_u64(&mut o, self.owners.len() as u64);
-        for (id, owner) in &self.owners {
-            put_u64(&mut o, *id);
-            put_u64(&mut o, *owner);
-        }
-        o
+        self.owners.encode_ref(&mut o)?;
+        Some(o)
     }
 
-    /// Reads `aggregate-v1.bin`; `None` when missing, corrupt or of
-    /// another layout.
-    pub fn from_bytes(bytes: &[u8]) -> Option<State> {
+    fn from_bytes(bytes: &[u8], dir: &Path) -> Option<State> {
         let mut r = Reader { b: bytes, at: 0 };
         if r.take(4)? != MAGIC || u32::from_le_bytes(r.take(4)?.try_into().ok()?) != STATE_VERSION {
             return None;
@@ -523,12 +480,9 @@ impl State {
                 },
             );
         }
-        let no = r.count(16)?;
-        let mut owners = Vec::with_capacity(no);
-        for _ in 0..no {
-            owners.push((r.u64()?, r.u64()?));
-        }
-        if r.at != bytes.len() || !owners.windows(2).all(|w| w[0].0 < w[1].0) {
+        let mut at = r.at;
+        let owners = Owners::decode_ref(bytes, &mut at, dir)?;
+        if at != bytes.len() {
             return None;
         }
         Some(State {
@@ -546,20 +500,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn owners_merge_marks_ids_of_two_files_shared() {
-        let merged = merge(
-            vec![(1, 10), (3, 10), (5, SHARED)],
-            vec![(2, 20), (3, 20), (5, 20)],
-        );
-        assert_eq!(merged, vec![(1, 10), (2, 20), (3, SHARED), (5, SHARED)]);
-        assert_eq!(
-            build_owners(vec![(4, 1), (4, 1), (2, 1), (4, 2)]),
-            vec![(2, 1), (4, SHARED)]
-        );
-    }
-
-    #[test]
     fn state_round_trips_and_refuses_damage() {
+        let dir = std::env::temp_dir().join(format!("heeler-state-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("aggregate-v1.bin");
         let mut d = Detailed {
             duplicates_claude: 3,
             ..Detailed::default()
@@ -574,16 +518,31 @@ mod tests {
                 ..SlotAcc::default()
             },
         );
-        let s = State {
+        let mut s = State {
             fingerprint: 9,
             since: 0,
             pricing: "ab".into(),
             detailed: d,
-            owners: vec![(1, 2), (3, SHARED)],
+            owners: Owners::new(vec![(1, 2), (3, 4), (3, 5)]),
         };
-        let bytes = s.to_bytes();
-        assert_eq!(State::from_bytes(&bytes), Some(s));
-        assert_eq!(State::from_bytes(&bytes[..bytes.len() - 1]), None);
-        assert_eq!(State::from_bytes(b"HUAG"), None);
+        s.owners.remove(1);
+        s.save(&path).unwrap();
+        s.owners.set(7, 8);
+        s.save(&path).unwrap();
+        let back = State::load(&path).unwrap();
+        assert_eq!(
+            (back.fingerprint, back.since, &back.pricing, &back.detailed),
+            (s.fingerprint, s.since, &s.pricing, &s.detailed)
+        );
+        assert_eq!(
+            back.owners.rows().unwrap(),
+            vec![(3, crate::usage_owners::SHARED), (7, 8)]
+        );
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
+        assert!(State::load(&path).is_none());
+        std::fs::write(&path, b"HUAG").unwrap();
+        assert!(State::load(&path).is_none());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,50 +1,85 @@
-//! Where the per-file cache lives on disk: a base file plus an append-only
-//! journal, so a refresh that changed a few files writes those entries, not
-//! the whole index (tens of MB on a busy Host).
+//! Where the per-file cache lives on disk, laid out so that a refresh in
+//! which a few transcripts changed reads and writes little more than those
+//! files' entries (a busy Host's index holds tens of MB of events).
 //!
-//! `index-v1.bin` is the base (replaced atomically). `index-v1.journal`
-//! starts with a header naming the base it extends (device, inode, size,
-//! mtime and the layout/parser versions) and holds records `[u32 length]
-//! [u64 FNV-1a of the payload][payload]`, each an entry or a tombstone. On
-//! load the valid records are replayed over the base; a torn or damaged
-//! record ends the replay, and a journal of another base is ignored (the
-//! index then simply looks older, and the files are reparsed or the
-//! aggregate rebuilt as for any change). Once the journal outgrows a
-//! quarter of the base, the next save writes a new base and removes it.
+//! Three files, all in the usage directory:
+//! - `index-v1.bin`, the base (replaced atomically): every entry's metadata
+//!   and the segments of the events file that hold its events;
+//! - `index-v1.<id>.events`, the events file the base names: encoded event
+//!   streams, appended to and never rewritten in place. A refresh that read
+//!   new lines of a transcript appends only those lines' events as a new
+//!   segment of its entry;
+//! - `index-v1.journal`, append-only: a header naming the base it extends
+//!   (device, inode, size, mtime and the layout/parser versions), then
+//!   records `[u32 length][u64 FNV-1a of the payload][payload]`, each an
+//!   entry or a tombstone. On load the valid records are replayed over the
+//!   base; a torn or damaged record ends the replay, and a journal of
+//!   another base is ignored (the index then simply looks older, and the
+//!   files are reparsed or the aggregate rebuilt as for any change).
+//!
+//! Loading reads the base and the journal only; an entry's events are read
+//! from the events file when something needs them
+//! ([`FileEntry::materialize`]). Once the journal outgrows a quarter of the
+//! base, or the events file holds more dead bytes than live ones, the next
+//! save compacts: a new events file (new id, one segment per entry), a new
+//! base naming it, then the journal and the old events file are removed —
+//! in that order, so a crash at any point leaves a base whose events file
+//! exists. These files are a cache of the transcripts: they are replaced
+//! atomically but not `fsync`ed (a crash may cost a rescan, never a wrong
+//! total: every file is checked by magic, id, length and checksum).
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::PathBuf;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use crate::usage_cache::{self, Index};
+use crate::usage_cache::{self, EventsFile, FileEntry, Index, Segment, stored};
 use crate::usage_row::fnv1a;
 
-const MAGIC: &[u8; 4] = b"HUIJ";
+const JOURNAL_MAGIC: &[u8; 4] = b"HUIJ";
+const EVENTS_MAGIC: &[u8; 4] = b"HUIE";
 /// The journal may grow to this share of the base (and at least
 /// [`MIN_JOURNAL`]) before the base is rewritten.
 const JOURNAL_SHARE: u64 = 4;
 const MIN_JOURNAL: u64 = 1 << 20;
+/// Dead bytes tolerated in an events file before compaction (besides as
+/// many as are live).
+const MIN_DEAD: u64 = 8 << 20;
+/// Segments of one entry before they are merged into one.
+const MAX_SEGMENTS: usize = 32;
 
-/// The two files of an index.
+/// The files of an index, and when to compact them.
 #[derive(Debug, Clone)]
 pub struct Store {
     pub base: PathBuf,
     pub journal: PathBuf,
+    /// The journal may always grow to this many bytes.
+    pub min_journal: u64,
+    /// The events file may always hold this many dead bytes.
+    pub min_dead: u64,
+}
+
+/// The events file a loaded index points into.
+#[derive(Debug, Clone)]
+struct Events {
+    id: u64,
+    file: EventsFile,
 }
 
 /// What [`Store::load`] found, needed to append later.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Loaded {
     /// The journal extends the loaded base (append to it).
     journal_valid: bool,
     base_len: u64,
     journal_len: u64,
+    events: Option<Events>,
 }
 
-fn header(meta: &fs::Metadata) -> Vec<u8> {
+fn journal_header(meta: &fs::Metadata) -> Vec<u8> {
     let mut h = Vec::with_capacity(64);
-    h.extend(MAGIC);
+    h.extend(JOURNAL_MAGIC);
     for n in [
         meta.dev(),
         meta.ino(),
@@ -61,38 +96,80 @@ fn header(meta: &fs::Metadata) -> Vec<u8> {
     h
 }
 
+fn events_header(id: u64) -> Vec<u8> {
+    let mut h = EVENTS_MAGIC.to_vec();
+    h.extend(id.to_le_bytes());
+    h
+}
+
 impl Store {
-    /// Reads the base (lazily) and replays the journal over it.
+    /// The index in `dir` (`index-v1.bin`, `index-v1.journal`, events files).
+    pub fn in_dir(dir: &Path) -> Store {
+        Store {
+            base: dir.join("index-v1.bin"),
+            journal: dir.join("index-v1.journal"),
+            min_journal: MIN_JOURNAL,
+            min_dead: MIN_DEAD,
+        }
+    }
+
+    /// The events file of id `id`.
+    fn events_path(&self, id: u64) -> PathBuf {
+        let stem = self
+            .base
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        self.base.with_file_name(format!("{stem}.{id:016x}.events"))
+    }
+
+    fn open_events(&self, id: u64) -> Option<Events> {
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(self.events_path(id))
+            .ok()?;
+        let mut head = [0u8; 12];
+        file.read_exact(&mut head).ok()?;
+        (head[..] == events_header(id)[..]).then(|| Events {
+            id,
+            file: EventsFile(Arc::new(file)),
+        })
+    }
+
+    /// Reads the base and replays the journal over it; events stay in the
+    /// events file until an entry is materialized.
     pub fn load(&self) -> (Index, Loaded) {
+        let empty = || (Index::default(), Loaded::default());
         let Ok(mut file) = File::open(&self.base) else {
-            return (Index::default(), Loaded::default());
+            return empty();
         };
         let mut bytes = Vec::new();
-        let meta = match (
-            io::Read::read_to_end(&mut file, &mut bytes),
-            file.metadata(),
-        ) {
+        let meta = match (file.read_to_end(&mut bytes), file.metadata()) {
             (Ok(_), Ok(meta)) => meta,
-            _ => return (Index::default(), Loaded::default()),
+            _ => return empty(),
         };
-        let mut index = Index::from_bytes_lazy(&bytes);
+        let Some((index, events)) = self.decode_base(&bytes) else {
+            return empty();
+        };
+        let mut index = index;
         let mut loaded = Loaded {
             journal_valid: false,
             base_len: bytes.len() as u64,
             journal_len: 0,
+            events: Some(events.clone()),
         };
-        drop(bytes);
         let Ok(journal) = fs::read(&self.journal) else {
             return (index, loaded);
         };
         loaded.journal_len = journal.len() as u64;
-        let head = header(&meta);
+        let head = journal_header(&meta);
         if !journal.starts_with(&head) {
             return (index, loaded);
         }
         let mut at = head.len();
         while let Some(payload) = record(&journal, at) {
-            if !index.apply_journal_record(payload) {
+            if !apply_record(&mut index, payload, &events.file) {
                 break;
             }
             at += 12 + payload.len();
@@ -101,46 +178,240 @@ impl Store {
         (index, loaded)
     }
 
-    /// Persists `index` after a refresh that changed the entries `keys`
-    /// (present: written; absent: a tombstone): appended to the journal
-    /// when it extends the base and stays small, else a new base.
-    pub fn save(&self, index: &Index, keys: &[&str], loaded: Loaded) -> io::Result<()> {
-        let mut records = Vec::new();
-        for key in keys {
-            let payload = index.journal_record(key);
-            records.extend((payload.len() as u32).to_le_bytes());
-            records.extend(fnv1a(&[&payload]).to_le_bytes());
-            records.extend(payload);
+    fn decode_base(&self, bytes: &[u8]) -> Option<(Index, Events)> {
+        let mut r = stored::Reader::new(bytes);
+        let header = r.header()?;
+        let events = self.open_events(r.u64()?)?;
+        let mut index = Index::default();
+        for _ in 0..header.count {
+            let (path, e) = r.entry(&events.file)?;
+            if header.keeps(e.agent) {
+                index.files.insert(path, e);
+            }
         }
-        let limit = (loaded.base_len / JOURNAL_SHARE).max(MIN_JOURNAL);
-        let journal_fits = loaded.journal_len + records.len() as u64 <= limit;
-        // A journal that does not fully extend the base is never appended
-        // to (its valid records are in `index`; a new base keeps them).
-        let appendable = loaded.journal_valid || loaded.journal_len == 0;
-        if loaded.base_len > 0 && appendable && journal_fits && fs::metadata(&self.base).is_ok() {
-            if records.is_empty() {
+        r.at_end().then_some((index, events))
+    }
+
+    /// Persists `index` after a refresh that changed the entries `keys`
+    /// (present: written; absent: a tombstone): new events appended to the
+    /// events file and the entries to the journal when the base can be
+    /// extended, else a compaction. Entries' segment lists are updated.
+    pub fn save(&self, index: &mut Index, keys: &[&str], loaded: Loaded) -> io::Result<()> {
+        let appendable = loaded.base_len > 0
+            && (loaded.journal_valid || loaded.journal_len == 0)
+            && fs::metadata(&self.base).is_ok();
+        if let (true, Some(events)) = (appendable, &loaded.events) {
+            let end = events.file.0.metadata()?.len();
+            // Plan on copies: nothing changes unless the append is taken.
+            let mut blob = Vec::new();
+            let mut planned: Vec<(&str, Option<FileEntry>)> = Vec::with_capacity(keys.len());
+            for key in keys {
+                let entry = index.files.get(*key).map(|e| {
+                    let mut e = e.clone();
+                    plan_segments(&mut e, end, &mut blob);
+                    e
+                });
+                planned.push((key, entry));
+            }
+            let mut records = Vec::new();
+            for (key, entry) in &planned {
+                let payload = record_payload(key, entry.as_ref());
+                records.extend((payload.len() as u32).to_le_bytes());
+                records.extend(fnv1a(&[&payload]).to_le_bytes());
+                records.extend(payload);
+            }
+            let limit = (loaded.base_len / JOURNAL_SHARE).max(self.min_journal);
+            let journal_fits = loaded.journal_len + records.len() as u64 <= limit;
+            let live: u64 = index
+                .files
+                .values()
+                .flat_map(|e| &e.stored)
+                .map(|s| u64::from(s.len))
+                .sum::<u64>()
+                + blob.len() as u64;
+            let dead = (end + blob.len() as u64).saturating_sub(live);
+            if journal_fits && dead <= live.max(self.min_dead) {
+                if records.is_empty() {
+                    return Ok(());
+                }
+                events.file.0.write_all_at(&blob, end)?;
+                let fresh = loaded.journal_len == 0;
+                let mut file = OpenOptions::new()
+                    .create(true)
+                    .write(true)
+                    .append(!fresh)
+                    .truncate(fresh)
+                    .mode(0o600)
+                    .open(&self.journal)?;
+                if fresh {
+                    file.write_all(&journal_header(&fs::metadata(&self.base)?))?;
+                }
+                file.write_all(&records)?;
+                for (key, entry) in planned {
+                    if let (Some(new), Some(e)) = (entry, index.files.get_mut(key)) {
+                        e.stored = new.stored;
+                    }
+                }
                 return Ok(());
             }
-            let fresh = loaded.journal_len == 0;
-            let mut file = OpenOptions::new()
-                .create(true)
-                .write(true)
-                .append(!fresh)
-                .truncate(fresh)
-                .mode(0o600)
-                .open(&self.journal)?;
-            if fresh {
-                file.write_all(&header(&fs::metadata(&self.base)?))?;
-            }
-            file.write_all(&records)?;
-            return file.sync_all();
         }
-        crate::atomic_file::write(&self.base, &index.to_bytes(), 0o600)?;
+        self.compact(index, loaded.events.as_ref().map(|e| e.id))
+    }
+
+    /// Writes a new events file and base for `index` and removes the
+    /// journal and the old events file.
+    fn compact(&self, index: &mut Index, old: Option<u64>) -> io::Result<()> {
+        let id = new_id(old);
+        let mut blob = events_header(id);
+        let mut out = stored::header(index.files.len());
+        out.extend(id.to_le_bytes());
+        let mut lost = Vec::new();
+        for (path, e) in index.files.iter_mut() {
+            // One segment per entry: copied as is, or re-encoded.
+            let copied = match (&e.pending, e.stored.as_slice()) {
+                (Some(file), [one]) => Some(file.read(*one).map(|raw| (raw, one.count))),
+                _ => None,
+            };
+            let raw = match copied {
+                Some(copy) => copy,
+                None if e.materialize() => Some((
+                    stored::events(&e.parse.events),
+                    e.parse.events.len() as u32,
+                )),
+                None => None,
+            };
+            let Some((raw, count)) = raw else {
+                lost.push(path.clone());
+                continue;
+            };
+            e.stored.clear();
+            if count > 0 {
+                e.stored.push(Segment {
+                    offset: blob.len() as u64,
+                    len: raw.len() as u32,
+                    count,
+                });
+                blob.extend(raw);
+            }
+        }
+        // An entry whose events cannot be read is dropped (reparsed next).
+        for path in lost {
+            index.files.remove(&path);
+        }
+        let count_fix = stored::header(index.files.len());
+        out[..count_fix.len()].copy_from_slice(&count_fix);
+        for (path, e) in &index.files {
+            stored::entry(&mut out, path, e);
+        }
+        let events_path = self.events_path(id);
+        crate::atomic_file::write_unsynced(&events_path, &blob, 0o600)?;
+        let file = EventsFile(Arc::new(File::open(&events_path)?));
+        for e in index.files.values_mut() {
+            if e.pending.is_some() {
+                e.pending = Some(file.clone());
+            }
+        }
+        crate::atomic_file::write_unsynced(&self.base, &out, 0o600)?;
         match fs::remove_file(&self.journal) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-            _ => Ok(()),
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        self.remove_other_events(id);
+        Ok(())
+    }
+
+    /// Removes events files other than `keep` (an older compaction's).
+    fn remove_other_events(&self, keep: u64) {
+        let dir = self.base.parent().unwrap_or(Path::new("."));
+        let keep = self.events_path(keep);
+        let stem = self
+            .base
+            .file_stem()
+            .map(|s| format!("{}.", s.to_string_lossy()))
+            .unwrap_or_default();
+        let Ok(entries) = fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with(&stem) && name.ends_with(".events") && entry.path() != keep {
+                let _ = fs::remove_file(entry.path());
+            }
         }
     }
+}
+
+/// A fresh events-file id (never the previous one).
+fn new_id(old: Option<u64>) -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let id = fnv1a(&[
+        &nanos.to_le_bytes(),
+        &std::process::id().to_le_bytes(),
+        &old.unwrap_or(0).to_le_bytes(),
+    ]);
+    if Some(id) == old { id ^ 1 } else { id }
+}
+
+/// Decides which of `e`'s events go to the events file (appended to
+/// `blob`, which will start at `end`): only those after its stored ones
+/// when the stored ones are a prefix of its events, else all of them.
+fn plan_segments(e: &mut FileEntry, end: u64, blob: &mut Vec<u8>) {
+    if !e.is_loaded() {
+        return;
+    }
+    let stored = e.stored_count() as usize;
+    let events = &e.parse.events;
+    let from = if stored > 0 && stored <= events.len() && e.stored.len() < MAX_SEGMENTS {
+        stored
+    } else {
+        e.stored.clear();
+        0
+    };
+    if from == events.len() {
+        return;
+    }
+    let raw = stored::events(&events[from..]);
+    e.stored.push(Segment {
+        offset: end + blob.len() as u64,
+        len: raw.len() as u32,
+        count: (events.len() - from) as u32,
+    });
+    blob.extend(raw);
+}
+
+/// A journal payload: the entry, or a tombstone when absent.
+fn record_payload(key: &str, entry: Option<&FileEntry>) -> Vec<u8> {
+    let mut out = Vec::new();
+    match entry {
+        Some(e) => {
+            out.push(1);
+            stored::entry(&mut out, key, e);
+        }
+        None => {
+            out.push(0);
+            out.extend((key.len() as u32).to_le_bytes());
+            out.extend(key.as_bytes());
+        }
+    }
+    out
+}
+
+/// Applies a journal payload; `false` if damaged.
+fn apply_record(index: &mut Index, payload: &[u8], file: &EventsFile) -> bool {
+    let mut r = stored::Reader::new(payload);
+    let applied = match r.u8() {
+        Some(1) => r.entry(file).map(|(path, e)| {
+            index.files.insert(path, e);
+        }),
+        Some(0) => r.str().map(|path| {
+            index.files.remove(&path);
+        }),
+        _ => None,
+    };
+    applied.is_some() && r.at_end()
 }
 
 /// The payload of the record at `at`, if complete and intact.

@@ -132,7 +132,16 @@ impl Roots {
     }
 }
 
-fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+/// Regular files under `dir` that `wanted` accepts by name, each with its
+/// metadata read through the directory entry (`fstatat` relative to the
+/// open directory: no second path walk per file, which on a Host with
+/// thousands of transcripts is most of a refresh that finds nothing new).
+fn walk(
+    dir: &Path,
+    depth: usize,
+    wanted: &dyn Fn(&std::ffi::OsStr) -> bool,
+    out: &mut Vec<(PathBuf, fs::Metadata)>,
+) {
     if depth > 12 {
         return;
     }
@@ -143,47 +152,45 @@ fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
         let Ok(kind) = entry.file_type() else {
             continue;
         };
-        let path = entry.path();
         if kind.is_dir() {
-            walk(&path, depth + 1, out);
-        } else if kind.is_file() {
-            out.push(path);
+            walk(&entry.path(), depth + 1, wanted, out);
+        } else if kind.is_file()
+            && wanted(&entry.file_name())
+            && let Ok(meta) = entry.metadata()
+        {
+            out.push((entry.path(), meta));
         }
     }
 }
 
-/// Every transcript under the roots, sorted by path (deterministic dedupe).
-/// A `.jsonl.zst` with a plain `.jsonl` sibling is left out (Codex
-/// materialises archives back to plain files on resume).
+/// Every transcript under the roots with its metadata, sorted by path
+/// bytes (the index's order; deterministic dedupe). A `.jsonl.zst` with a
+/// plain `.jsonl` sibling is left out (Codex materialises archives back to
+/// plain files on resume).
 pub fn discover(roots: &Roots) -> Vec<Candidate> {
+    use std::os::unix::ffi::OsStrExt;
     let mut out = Vec::new();
+    let jsonl = |name: &std::ffi::OsStr| name.as_bytes().ends_with(b".jsonl");
     for root in &roots.claude {
         let mut files = Vec::new();
-        walk(&root.join("projects"), 0, &mut files);
-        out.extend(
-            files
-                .into_iter()
-                .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-                .map(|path| Candidate {
-                    path,
-                    agent: Agent::Claude,
-                    compressed: false,
-                }),
-        );
+        walk(&root.join("projects"), 0, &jsonl, &mut files);
+        out.extend(files.into_iter().map(|(path, meta)| Candidate {
+            path,
+            agent: Agent::Claude,
+            compressed: false,
+            meta: Some(meta),
+        }));
     }
+    let rollout = |name: &std::ffi::OsStr| {
+        name.to_str()
+            .is_some_and(crate::usage_codex::is_rollout_name)
+    };
     for root in &roots.codex {
         let mut files = Vec::new();
-        walk(&root.join("sessions"), 0, &mut files);
-        walk(&root.join("archived_sessions"), 0, &mut files);
-        for path in files {
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            if !crate::usage_codex::is_rollout_name(&name) {
-                continue;
-            }
-            let compressed = name.ends_with(".zst");
+        walk(&root.join("sessions"), 0, &rollout, &mut files);
+        walk(&root.join("archived_sessions"), 0, &rollout, &mut files);
+        for (path, meta) in files {
+            let compressed = path.as_os_str().as_bytes().ends_with(b".zst");
             if compressed && path.with_extension("").exists() {
                 continue;
             }
@@ -191,10 +198,11 @@ pub fn discover(roots: &Roots) -> Vec<Candidate> {
                 path,
                 agent: Agent::Codex,
                 compressed,
+                meta: Some(meta),
             });
         }
     }
-    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out.sort_by(|a, b| a.path.as_os_str().as_bytes().cmp(b.path.as_os_str().as_bytes()));
     out.dedup_by(|a, b| a.path == b.path);
     out
 }
@@ -258,7 +266,9 @@ pub fn scan_with_state(
     previous: &dyn Fn() -> Option<Snapshot>,
 ) -> ScanResult {
     let since = window_start(now);
+    let trace = Trace::new();
     let candidates = discover(roots);
+    trace.mark("  discover");
     let before = state.as_ref().map(|_| index.fingerprint());
     let mut changes = usage_cache::Changes::default();
     let stats = usage_cache::refresh_tracked(
@@ -268,6 +278,7 @@ pub fn scan_with_state(
         deadline,
         &mut changes,
     );
+    trace.mark("  stat and read changed files");
     // Nothing changed since a complete snapshot with the same prices: its
     // slots still hold (queries ignore slots that aged out of the window).
     if !stats.changed()
@@ -300,6 +311,7 @@ pub fn scan_with_state(
         .as_ref()
         .map(|s| s.detailed.clone())
         .unwrap_or_default();
+    trace.mark("  aggregate");
     let agg = usage_aggregate::flatten(detailed);
     let seen = |agent: Agent| candidates.iter().filter(|c| c.agent == agent).count() as u64;
     let entries = |agent: Agent| index.files.values().filter(move |e| e.agent == agent);
@@ -358,6 +370,7 @@ pub fn scan_with_state(
             ),
         )
         .with("partial", stats.partial);
+    trace.mark("  flatten and coverage");
     ScanResult {
         snapshot: Snapshot {
             generated_at: now,
@@ -468,10 +481,7 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
     let runtime = read_json(&dir.runtime());
     let roots = Roots::from_env(runtime.as_ref());
     let trace = Trace::new();
-    let store = Store {
-        base: dir.index(),
-        journal: dir.index_journal(),
-    };
+    let store = Store::in_dir(&dir.0);
     let had_base = dir.index().exists();
     let (mut index, loaded) = store.load();
     let previous = || {
@@ -480,9 +490,7 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
             .and_then(|t| Snapshot::parse(&t))
     };
     trace.mark("load index");
-    let mut state = fs::read(dir.aggregate())
-        .ok()
-        .and_then(|b| State::from_bytes(&b));
+    let mut state = State::load(&dir.aggregate());
     trace.mark("load aggregate state");
     let deadline = Instant::now() + budget();
     let result = scan_with_state(
@@ -498,25 +506,24 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
     if result.stats.changed() || !had_base {
         let keys: Vec<&str> = result.changed_keys.iter().map(String::as_str).collect();
         store
-            .save(&index, &keys, loaded)
+            .save(&mut index, &keys, loaded)
             .map_err(|e| WorkerError::Io("index-v1.bin", e))?;
     }
     trace.mark("write index");
     // A rebuilt aggregate is kept even when no file changed (it was missing
     // or stale), so the next change can be incremental.
     if result.stats.changed() || !had_base || !result.incremental {
-        if let Some(state) = &state {
-            atomic_file::write(&dir.aggregate(), &state.to_bytes(), 0o600)
+        if let Some(state) = &mut state {
+            state
+                .save(&dir.aggregate())
                 .map_err(|e| WorkerError::Io("aggregate-v1.bin", e))?;
         }
     }
     trace.mark("write aggregate state");
     let rendered = render_ahead(dir, &result.snapshot, now);
-    atomic_file::write(
-        &dir.snapshot(),
-        result.snapshot.to_json_with(&rendered).as_bytes(),
-        0o600,
-    )
+    let text = result.snapshot.to_json_with(&rendered);
+    trace.mark("render snapshot");
+    atomic_file::write_unsynced(&dir.snapshot(), text.as_bytes(), 0o600)
     .map_err(|e| WorkerError::Io("snapshot-v1.json", e))?;
     trace.mark("write snapshot");
     crate::usage_limits::refresh_due(dir, runtime.as_ref(), &index, now);

@@ -112,10 +112,10 @@ fn append(path: &Path, text: &str) {
         .unwrap();
 }
 
-fn fresh(home: &Path, now: i64) -> ScanResult {
+fn fresh_into(index: &mut Index, home: &Path, now: i64) -> ScanResult {
     let roots = Roots::resolve(home, None, None, None);
     usage_worker::scan(
-        &mut Index::default(),
+        index,
         &roots,
         &PriceTable::bundled().unwrap(),
         now,
@@ -137,11 +137,14 @@ fn run(seed: u64) -> (u64, u64) {
     }
     let roots = Roots::resolve(&home, None, None, None);
     let state_dir = temp_dir(&format!("usage-incremental-state-{seed}"));
-    let store = Store {
-        base: state_dir.join("index-v1.bin"),
-        journal: state_dir.join("index-v1.journal"),
-    };
-    let mut state_bytes = Vec::new();
+    // Odd seeds compact at every chance (tiny journal and dead-byte
+    // allowances), even ones append to the journal and events file.
+    let mut store = Store::in_dir(&state_dir);
+    if seed % 2 == 1 {
+        store.min_journal = 0;
+        store.min_dead = 0;
+    }
+    let state_path = state_dir.join("aggregate-v1.bin");
     let (mut incremental, mut steps) = (0, 0);
     for step in 0..40 {
         let n = rng.below(6);
@@ -198,7 +201,7 @@ fn run(seed: u64) -> (u64, u64) {
             }
         };
         let (mut index, loaded) = store.load();
-        let mut state = State::from_bytes(&state_bytes);
+        let mut state = State::load(&state_path);
         let result = usage_worker::scan_with_state(
             &mut index,
             &mut state,
@@ -209,14 +212,29 @@ fn run(seed: u64) -> (u64, u64) {
             &|| None,
         );
         let keys: Vec<&str> = result.changed_keys.iter().map(String::as_str).collect();
-        store.save(&index, &keys, loaded).unwrap();
+        store.save(&mut index, &keys, loaded).unwrap();
         assert_eq!(
             store.load().0.to_bytes(),
             index.to_bytes(),
             "seed {seed} step {step}: the stored index differs"
         );
-        state_bytes = state.as_ref().unwrap().to_bytes();
-        let expected = fresh(&home, now);
+        let state = state.as_mut().unwrap();
+        if seed % 2 == 1 {
+            state.owners.min_delta = 0;
+        }
+        state.save(&state_path).unwrap();
+        // The identifier table kept incrementally (base file plus delta,
+        // compacted at every chance for odd seeds) is the one a full
+        // aggregation builds.
+        let mut scratch = Index::default();
+        let expected = fresh_into(&mut scratch, &home, now);
+        scratch.materialize();
+        let rebuilt = State::full(&scratch, &prices, usage_worker::window_start(now));
+        assert_eq!(
+            State::load(&state_path).unwrap().owners.rows().unwrap(),
+            rebuilt.owners.rows().unwrap(),
+            "seed {seed} step {step} ({what}): identifier owners differ"
+        );
         assert_eq!(
             result.snapshot, expected.snapshot,
             "seed {seed} step {step} ({what}): incremental != from scratch"
@@ -249,10 +267,7 @@ fn incremental_refresh_equals_a_scan_from_scratch() {
 fn the_index_journal_survives_tears_and_foreign_bases() {
     let home = temp_dir("usage-journal");
     let dir = temp_dir("usage-journal-state");
-    let store = Store {
-        base: dir.join("index-v1.bin"),
-        journal: dir.join("index-v1.journal"),
-    };
+    let store = Store::in_dir(&dir);
     let roots = |home: &Path| Roots::resolve(home, None, None, None);
     write_tree(&home);
     let scan = |index: &mut Index| {
@@ -268,9 +283,10 @@ fn the_index_journal_survives_tears_and_foreign_bases() {
     };
     let (mut index, loaded) = store.load();
     let r = scan(&mut index);
-    store.save(&index, &[], loaded).unwrap();
+    store.save(&mut index, &[], loaded).unwrap();
     assert!(!store.journal.exists());
     let base = index.to_bytes();
+    let base_file = fs::read(&store.base).unwrap();
     // An append goes to the journal; the base is not rewritten.
     let live = home.join(".claude/projects/-home-dev-beta/s2.jsonl");
     let extra = Claude {
@@ -286,9 +302,13 @@ fn the_index_journal_survives_tears_and_foreign_bases() {
     let r2 = scan(&mut index);
     assert!(!r2.changed_keys.is_empty());
     let keys: Vec<&str> = r2.changed_keys.iter().map(String::as_str).collect();
-    store.save(&index, &keys, loaded).unwrap();
+    store.save(&mut index, &keys, loaded).unwrap();
     assert!(store.journal.exists());
-    assert_eq!(fs::read(&store.base).unwrap(), base);
+    assert_eq!(fs::read(&store.base).unwrap(), base_file);
+    // Only the appended line's events went to the events file: the entry
+    // now has two segments.
+    let key = live.to_string_lossy().into_owned();
+    assert_eq!(store.load().0.files[&key].stored.len(), 2);
     let after = index.to_bytes();
     assert_eq!(store.load().0.to_bytes(), after);
     // A torn last record is ignored: the index looks as before the append.
@@ -298,7 +318,7 @@ fn the_index_journal_survives_tears_and_foreign_bases() {
     // ... and the next save writes a new base instead of appending.
     let (mut index, loaded) = store.load();
     scan(&mut index);
-    store.save(&index, &[], loaded).unwrap();
+    store.save(&mut index, &[], loaded).unwrap();
     assert!(!store.journal.exists());
     assert_eq!(store.load().0.to_bytes(), after);
     // A journal written for another base is ignored.
