@@ -53,6 +53,7 @@ pub mod usage_report;
 pub mod usage_row;
 pub mod usage_runtime;
 pub mod usage_scan;
+pub mod usage_state_store;
 pub mod usage_time;
 pub mod usage_tz;
 pub mod usage_worker;

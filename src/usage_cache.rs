@@ -294,7 +294,11 @@ pub fn refresh_tracked(
     changes: &mut Changes,
 ) -> RefreshStats {
     let mut stats = RefreshStats::default();
-    let mut keep: BTreeMap<String, FileEntry> = BTreeMap::new();
+    // Hashing each path once beats comparing long common prefixes in the
+    // ordered map (thousands of files); the result is bulk-built sorted.
+    let mut previous: std::collections::HashMap<String, FileEntry> =
+        std::mem::take(&mut index.files).into_iter().collect();
+    let mut keep: Vec<(String, FileEntry)> = Vec::with_capacity(candidates.len());
     let mut jobs: Vec<Job> = Vec::new();
     for c in candidates {
         let key = c.path.to_string_lossy().into_owned();
@@ -309,7 +313,7 @@ pub fn refresh_tracked(
             stats.skipped_old += 1;
             continue;
         }
-        let mut old = index.files.remove(&key);
+        let mut old = previous.remove(&key);
         let mut action = match &old {
             Some(old) => plan(old, c, &meta, &c.path),
             None => Plan::Reparse,
@@ -321,14 +325,14 @@ pub fn refresh_tracked(
         match (action, old) {
             (Plan::Reuse, Some(old)) => {
                 stats.reused += 1;
-                keep.insert(key, old);
+                keep.push((key, old));
             }
             (Plan::Touch, Some(mut old)) => {
                 stats.reused += 1;
                 stats.touched += 1;
                 old.mtime_ns = mtime_ns(&meta);
                 changes.touched.push(key.clone());
-                keep.insert(key, old);
+                keep.push((key, old));
             }
             (Plan::Append, Some(old)) => {
                 stats.appended += 1;
@@ -354,8 +358,10 @@ pub fn refresh_tracked(
             }
         }
     }
-    stats.dropped = index.files.len() as u64;
-    for (key, old) in std::mem::take(&mut index.files) {
+    stats.dropped = previous.len() as u64;
+    let mut dropped: Vec<(String, FileEntry)> = previous.into_iter().collect();
+    dropped.sort_by(|a, b| a.0.cmp(&b.0));
+    for (key, old) in dropped {
         changes.files.push(Change {
             key,
             old: Some(old),
@@ -393,11 +399,12 @@ pub fn refresh_tracked(
                 });
             }
             if let Some(entry) = entry {
-                keep.insert(key, entry);
+                keep.push((key, entry));
             }
         }
     }
-    index.files = keep;
+    keep.sort_by(|a, b| a.0.cmp(&b.0));
+    index.files = keep.into_iter().collect();
     stats
 }
 

@@ -14,9 +14,7 @@
 //! changed, a span that cannot be recomputed, a state that does not match
 //! the index) falls back to the full aggregation, which rebuilds the state.
 
-use std::collections::BTreeMap;
-use std::io;
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::usage_aggregate::{
     self, Detailed, FileRef, ParentLookup, SlotAcc, SlotKey, tag, tagged, thread_hash,
@@ -24,11 +22,9 @@ use crate::usage_aggregate::{
 use crate::usage_cache::{Change, FileEntry, Index};
 use crate::usage_owners::{Owners, owner_of};
 use crate::usage_pricing::PriceTable;
-use crate::usage_row::{Agent, FileParse, Tokens};
+use crate::usage_row::{Agent, FileParse};
+pub use crate::usage_state_store::Origin;
 
-const MAGIC: &[u8; 4] = b"HUAG";
-/// Bump when the state layout or the aggregation rules change.
-pub const STATE_VERSION: u32 = 1;
 /// More changed files than this: aggregate from scratch (cheaper than many
 /// isolated passes, and a cold scan changes everything anyway).
 pub const MAX_CHANGES: usize = 64;
@@ -45,6 +41,18 @@ pub struct State {
     pub detailed: Detailed,
     /// Who owns each identifier files can share.
     pub owners: Owners,
+    /// What changed since the state was loaded (what the state store
+    /// journals); `None` for a state built from scratch (a new base).
+    pub changed: Option<Changed>,
+    /// Where the state was loaded from (to append to its journal).
+    pub origin: Option<Origin>,
+}
+
+/// Slots and owner identifiers changed since a state was loaded.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changed {
+    pub slots: BTreeSet<SlotKey>,
+    pub owners: BTreeSet<u64>,
 }
 
 fn parent_in<'a>(index: &'a Index) -> impl Fn(&str) -> Option<&'a FileParse> {
@@ -83,6 +91,8 @@ impl State {
             pricing: prices.meta.source_sha256.clone(),
             detailed,
             owners,
+            changed: None,
+            origin: None,
         }
     }
 
@@ -191,6 +201,9 @@ impl State {
         }
         let d = &mut self.detailed;
         [d.duplicates_claude, d.duplicates_codex, d.forks_unresolved] = pending.counters;
+        if let Some(changed) = &mut self.changed {
+            changed.slots.extend(pending.slots.keys().cloned());
+        }
         for (key, acc) in pending.slots {
             match acc {
                 Some(acc) => {
@@ -208,6 +221,9 @@ impl State {
             }
             for &id in &new.ids {
                 self.owners.set(id, *owner);
+            }
+            if let Some(changed) = &mut self.changed {
+                changed.owners.extend(old.ids.iter().chain(&new.ids));
             }
         }
         self.fingerprint = index.fingerprint();
@@ -263,7 +279,14 @@ impl State {
     }
 
     fn prune(&mut self, since: i64) {
-        self.detailed.slots.retain(|k, _| k.0 >= since);
+        let changed = &mut self.changed;
+        self.detailed.slots.retain(|k, _| {
+            let keep = k.0 >= since;
+            if !keep && let Some(changed) = changed.as_mut() {
+                changed.slots.insert(k.clone());
+            }
+            keep
+        });
         self.since = since;
     }
 }
@@ -320,216 +343,58 @@ fn contribution<'a>(
     Contribution { detailed, ids }
 }
 
-// ---- binary layout --------------------------------------------------------
-
-fn put_u64(o: &mut Vec<u8>, v: u64) {
-    o.extend(v.to_le_bytes());
-}
-
-fn put_str(o: &mut Vec<u8>, s: &str) {
-    put_u64(o, s.len() as u64);
-    o.extend(s.as_bytes());
-}
-
-struct Reader<'a> {
-    b: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let s = self.b.get(self.at..self.at.checked_add(n)?)?;
-        self.at += n;
-        Some(s)
-    }
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-    fn i64(&mut self) -> Option<i64> {
-        Some(self.u64()? as i64)
-    }
-    fn count(&mut self, item: usize) -> Option<usize> {
-        let n = usize::try_from(self.u64()?).ok()?;
-        (n.checked_mul(item)? <= self.b.len() - self.at).then_some(n)
-    }
-    fn str(&mut self) -> Option<String> {
-        let n = self.count(1)?;
-        String::from_utf8(self.take(n)?.to_vec()).ok()
-    }
-}
-
-impl State {
-    /// Writes the state to `path` (`aggregate-v1.bin`), and the owners
-    /// table beside it when it is new or has outgrown its delta. A cache:
-    /// atomic, not `fsync`ed.
-    pub fn save(&mut self, path: &Path) -> io::Result<()> {
-        let dir = path.parent().unwrap_or(Path::new("."));
-        self.owners.save(dir)?;
-        let bytes = self
-            .to_bytes()
-            .ok_or_else(|| io::Error::other("owners table not saved"))?;
-        crate::atomic_file::write_unsynced(path, &bytes, 0o600)
-    }
-
-    /// Reads the state at `path`; `None` when it or the owners table it
-    /// names is missing, corrupt or of another layout.
-    pub fn load(path: &Path) -> Option<State> {
-        let bytes = std::fs::read(path).ok()?;
-        State::from_bytes(&bytes, path.parent().unwrap_or(Path::new(".")))
-    }
-
-    fn to_bytes(&self) -> Option<Vec<u8>> {
-        let mut o = Vec::with_capacity(1 << 20);
-        o.extend(MAGIC);
-        o.extend(STATE_VERSION.to_le_bytes());
-        put_u64(&mut o, self.fingerprint);
-        put_u64(&mut o, self.since as u64);
-        put_str(&mut o, &self.pricing);
-        let d = &self.detailed;
-        for n in [d.duplicates_claude, d.duplicates_codex, d.forks_unresolved] {
-            put_u64(&mut o, n);
-        }
-        let mut strings: BTreeMap<&str, u64> = BTreeMap::new();
-        for (_, _, model, cwd) in d.slots.keys() {
-            for s in [model, cwd] {
-                let n = strings.len() as u64;
-                strings.entry(s.as_str()).or_insert(n);
-            }
-        }
-        let mut ordered: Vec<(&str, u64)> = strings.iter().map(|(s, n)| (*s, *n)).collect();
-        ordered.sort_by_key(|&(_, n)| n);
-        put_u64(&mut o, ordered.len() as u64);
-        for (s, _) in &ordered {
-            put_str(&mut o, s);
-        }
-        put_u64(&mut o, d.slots.len() as u64);
-        for ((slot, agent, model, cwd), a) in &d.slots {
-            let t = &a.tokens;
-            put_u64(&mut o, *slot as u64);
-            put_u64(&mut o, u64::from(*agent == Agent::Codex));
-            put_u64(&mut o, strings[model.as_str()]);
-            put_u64(&mut o, strings[cwd.as_str()]);
-            for n in [
-                a.requests,
-                t.input,
-                t.cache_read,
-                t.cache_write_5m,
-                t.cache_write_1h,
-                t.output,
-                t.reasoning,
-                a.cost_pico,
-                a.unpriced_tokens,
-                a.unpriced_requests,
-                a.first_ts as u64,
-                a.last_ts as u64,
-            ] {
-                put_u64(&mut o, n);
-            }
-        }
-        self.owners.encode_ref(&mut o)?;
-        Some(o)
-    }
-
-    fn from_bytes(bytes: &[u8], dir: &Path) -> Option<State> {
-        let mut r = Reader { b: bytes, at: 0 };
-        if r.take(4)? != MAGIC || u32::from_le_bytes(r.take(4)?.try_into().ok()?) != STATE_VERSION {
-            return None;
-        }
-        let fingerprint = r.u64()?;
-        let since = r.i64()?;
-        let pricing = r.str()?;
-        let mut d = Detailed {
-            duplicates_claude: r.u64()?,
-            duplicates_codex: r.u64()?,
-            forks_unresolved: r.u64()?,
-            ..Detailed::default()
-        };
-        let ns = r.count(8)?;
-        let strings: Vec<String> = (0..ns).map(|_| r.str()).collect::<Option<_>>()?;
-        let nslots = r.count(16 * 8)?;
-        for _ in 0..nslots {
-            let slot = r.i64()?;
-            let agent = match r.u64()? {
-                0 => Agent::Claude,
-                1 => Agent::Codex,
-                _ => return None,
-            };
-            let model = strings.get(usize::try_from(r.u64()?).ok()?)?.clone();
-            let cwd = strings.get(usize::try_from(r.u64()?).ok()?)?.clone();
-            let mut n = [0u64; 12];
-            for x in &mut n {
-                *x = r.u64()?;
-            }
-            d.slots.insert(
-                (slot, agent, model, cwd),
-                SlotAcc {
-                    requests: n[0],
-                    tokens: Tokens {
-                        input: n[1],
-                        cache_read: n[2],
-                        cache_write_5m: n[3],
-                        cache_write_1h: n[4],
-                        output: n[5],
-                        reasoning: n[6],
-                    },
-                    cost_pico: n[7],
-                    unpriced_tokens: n[8],
-                    unpriced_requests: n[9],
-                    first_ts: n[10] as i64,
-                    last_ts: n[11] as i64,
-                },
-            );
-        }
-        let mut at = r.at;
-        let owners = Owners::decode_ref(bytes, &mut at, dir)?;
-        if at != bytes.len() {
-            return None;
-        }
-        Some(State {
-            fingerprint,
-            since,
-            pricing,
-            detailed: d,
-            owners,
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::usage_state_store::StateStore;
+
+    fn acc(requests: u64) -> SlotAcc {
+        SlotAcc {
+            requests,
+            cost_pico: 7,
+            first_ts: 901,
+            last_ts: 1700,
+            ..SlotAcc::default()
+        }
+    }
 
     #[test]
-    fn state_round_trips_and_refuses_damage() {
+    fn state_round_trips_through_base_and_journal_and_refuses_damage() {
         let dir = std::env::temp_dir().join(format!("heeler-state-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("aggregate-v1.bin");
+        let store = StateStore::in_dir(&dir);
         let mut d = Detailed {
             duplicates_claude: 3,
             ..Detailed::default()
         };
-        d.slots.insert(
-            (900, Agent::Codex, "gpt-5".into(), "/p".into()),
-            SlotAcc {
-                requests: 2,
-                cost_pico: 7,
-                first_ts: 901,
-                last_ts: 1700,
-                ..SlotAcc::default()
-            },
-        );
+        let key = |slot: i64| (slot, Agent::Codex, "gpt-5".to_string(), "/p".to_string());
+        d.slots.insert(key(900), acc(2));
+        d.slots.insert(key(1800), acc(1));
         let mut s = State {
             fingerprint: 9,
             since: 0,
             pricing: "ab".into(),
             detailed: d,
             owners: Owners::new(vec![(1, 2), (3, 4), (3, 5)]),
+            changed: None,
+            origin: None,
         };
         s.owners.remove(1);
-        s.save(&path).unwrap();
+        store.save(&mut s).unwrap();
+        let base = std::fs::read(&store.base).unwrap();
+        // A loaded state journals what changed: slots and owners.
+        let mut s = store.load().unwrap();
         s.owners.set(7, 8);
-        s.save(&path).unwrap();
-        let back = State::load(&path).unwrap();
+        s.detailed.slots.insert(key(2700), acc(4));
+        s.detailed.slots.remove(&key(900));
+        s.fingerprint = 10;
+        let changed = s.changed.as_mut().unwrap();
+        changed.owners.insert(7);
+        changed.slots.extend([key(2700), key(900)]);
+        store.save(&mut s).unwrap();
+        assert_eq!(std::fs::read(&store.base).unwrap(), base);
+        assert!(store.journal.exists());
+        let back = store.load().unwrap();
         assert_eq!(
             (back.fingerprint, back.since, &back.pricing, &back.detailed),
             (s.fingerprint, s.since, &s.pricing, &s.detailed)
@@ -538,11 +403,16 @@ mod tests {
             back.owners.rows().unwrap(),
             vec![(3, crate::usage_owners::SHARED), (7, 8)]
         );
-        let bytes = std::fs::read(&path).unwrap();
-        std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
-        assert!(State::load(&path).is_none());
-        std::fs::write(&path, b"HUAG").unwrap();
-        assert!(State::load(&path).is_none());
+        assert_eq!(store.load_slots().unwrap(), (10, s.detailed.clone()));
+        // A torn journal record is ignored: the state looks as before.
+        let journal = std::fs::read(&store.journal).unwrap();
+        std::fs::write(&store.journal, &journal[..journal.len() - 1]).unwrap();
+        assert_eq!(store.load().unwrap().fingerprint, 9);
+        // A damaged base is refused.
+        std::fs::write(&store.base, &base[..base.len() - 1]).unwrap();
+        assert!(store.load().is_none());
+        std::fs::write(&store.base, b"HUAG").unwrap();
+        assert!(store.load().is_none());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

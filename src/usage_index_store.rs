@@ -182,13 +182,17 @@ impl Store {
         let mut r = stored::Reader::new(bytes);
         let header = r.header()?;
         let events = self.open_events(r.u64()?)?;
-        let mut index = Index::default();
+        // Entries are stored sorted: collected, the map is bulk-built.
+        let mut entries = Vec::with_capacity(header.count);
         for _ in 0..header.count {
             let (path, e) = r.entry(&events.file)?;
             if header.keeps(e.agent) {
-                index.files.insert(path, e);
+                entries.push((path, e));
             }
         }
+        let index = Index {
+            files: entries.into_iter().collect(),
+        };
         r.at_end().then_some((index, events))
     }
 

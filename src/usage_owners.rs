@@ -35,6 +35,15 @@ const BLOCK: usize = 256;
 const DELTA_SHARE: usize = 8;
 const MIN_DELTA: usize = 1 << 14;
 
+/// What the aggregate state stores of an owners table.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OwnersRef {
+    pub generation: u64,
+    pub count: u64,
+    /// Identifier → owner, or 0 when removed since the base.
+    pub delta: BTreeMap<u64, u64>,
+}
+
 /// The table: a base (in memory until first saved, then a file) plus the
 /// changes since.
 #[derive(Debug)]
@@ -181,48 +190,32 @@ impl Owners {
         Ok(true)
     }
 
-    /// The reference the aggregate state stores: generation, count, delta.
-    /// `None` while the base is in memory only (save first).
-    pub fn encode_ref(&self, out: &mut Vec<u8>) -> Option<()> {
+    /// What the aggregate state stores of the table: generation, size and
+    /// delta. `None` while the base is in memory only (save first).
+    pub fn reference(&self) -> Option<OwnersRef> {
         let Base::File(base) = &self.base else {
             return None;
         };
-        for n in [base.generation, base.count, self.delta.len() as u64] {
-            out.extend(n.to_le_bytes());
-        }
-        for (id, owner) in &self.delta {
-            out.extend(id.to_le_bytes());
-            out.extend(owner.to_le_bytes());
-        }
-        Some(())
+        Some(OwnersRef {
+            generation: base.generation,
+            count: base.count,
+            delta: self.delta.clone(),
+        })
     }
 
-    /// Reads [`Owners::encode_ref`] from `bytes` at `*at` and opens the base
-    /// it names in `dir`; `None` when either is missing or damaged.
-    pub fn decode_ref(bytes: &[u8], at: &mut usize, dir: &Path) -> Option<Owners> {
-        fn u64_at(bytes: &[u8], at: &mut usize) -> Option<u64> {
-            let v = u64::from_le_bytes(bytes.get(*at..at.checked_add(8)?)?.try_into().ok()?);
-            *at += 8;
-            Some(v)
-        }
-        let generation = u64_at(bytes, at)?;
-        let count = u64_at(bytes, at)?;
-        let n = usize::try_from(u64_at(bytes, at)?).ok()?;
-        if n.checked_mul(16)? > bytes.len().checked_sub(*at)? {
-            return None;
-        }
-        let mut delta = BTreeMap::new();
-        for _ in 0..n {
-            let id = u64_at(bytes, at)?;
-            let owner = u64_at(bytes, at)?;
-            delta.insert(id, owner);
-        }
-        let base = BaseFile::open(&dir.join(file_name(generation)), generation, count).ok()?;
-        Some(Owners {
-            base: Base::File(base),
-            delta,
+    /// The table a stored reference names, in `dir`.
+    pub fn open(reference: OwnersRef, dir: &Path) -> io::Result<Owners> {
+        let path = dir.join(file_name(reference.generation));
+        Ok(Owners {
+            base: Base::File(BaseFile::open(&path, reference.generation, reference.count)?),
+            delta: reference.delta,
             min_delta: MIN_DELTA,
         })
+    }
+
+    /// The raw delta entry of `id` (an owner, or 0 for removed).
+    pub fn delta_entry(&self, id: u64) -> Option<u64> {
+        self.delta.get(&id).copied()
     }
 
     /// Every (identifier, owner) row, sorted (for tests and diagnostics).

@@ -83,6 +83,25 @@ fn pending() -> Value {
 }
 
 /// Builds the answer (and starts a worker when needed).
+/// `snapshot` with its slots, read from the aggregate state it names. The
+/// worker writes the state before the snapshot, so a state newer than the
+/// snapshot read means a refresh finished meanwhile: the snapshot is read
+/// again (once; after that the newer slots are used as they are).
+fn with_slots(dir: &UsageDir, snapshot: Option<Snapshot>) -> Option<Snapshot> {
+    let mut snapshot = snapshot?;
+    let store = crate::usage_state_store::StateStore::in_dir(&dir.0);
+    let (fingerprint, detailed) = store.load_slots()?;
+    if fingerprint != snapshot.aggregate
+        && let Some(again) = std::fs::read_to_string(dir.snapshot())
+            .ok()
+            .and_then(|t| Snapshot::parse(&t))
+    {
+        snapshot = again;
+    }
+    snapshot.slots = crate::usage_aggregate::flatten(detailed).slots;
+    Some(snapshot)
+}
+
 pub fn answer(options: &Options, ctx: &Context) -> Value {
     let mut errors = Vec::new();
     let host = || usage_tz::host_zone(ctx.tz_env.as_deref(), &ctx.localtime, &ctx.zoneinfo);
@@ -111,7 +130,7 @@ pub fn answer(options: &Options, ctx: &Context) -> Value {
     let snapshot = match (&text, &ahead) {
         (Some(_), Some(_)) | (None, _) => None,
         (Some(text), None) => {
-            let parsed = Snapshot::parse(text);
+            let parsed = with_slots(&ctx.dir, Snapshot::parse(text));
             if parsed.is_none() {
                 errors.push(usage_report::error(
                     "snapshot_unreadable",

@@ -12,7 +12,7 @@ use crate::json::{self, Object, Value};
 use crate::usage_aggregate::{SlotTotals, Totals};
 use crate::usage_jsonpick::Cursor;
 use crate::usage_pricing::SourceMeta;
-use crate::usage_row::{Agent, Tokens};
+use crate::usage_row::Agent;
 use crate::usage_time::format_date;
 use crate::usage_tz::Zone;
 
@@ -31,46 +31,17 @@ pub struct Snapshot {
     pub partial: bool,
     pub pricing: SourceMeta,
     pub coverage: Value,
+    /// The fingerprint of the aggregate state (`aggregate-v1.bin`) that
+    /// holds these slots: the file carries no slots, a query for a zone
+    /// not rendered ahead reads them from that state.
+    pub aggregate: u64,
+    /// In memory only.
     pub slots: Vec<SlotTotals>,
 }
 
-fn totals_row(t: &Totals) -> Value {
-    let k = &t.tokens;
-    Value::Array(vec![
-        t.requests.into(),
-        k.input.into(),
-        k.cache_read.into(),
-        k.cache_write_5m.into(),
-        k.cache_write_1h.into(),
-        k.output.into(),
-        k.reasoning.into(),
-        // Fixed point (nano-dollars): integers parse fast and exactly.
-        ((t.cost_usd.max(0.0) * 1e9).round() as u64).into(),
-        t.unpriced_tokens.into(),
-        t.unpriced_requests.into(),
-    ])
-}
-
-fn totals_from_numbers(v: &[u64]) -> Option<Totals> {
-    let n = |i: usize| v.get(i).copied();
-    Some(Totals {
-        requests: n(0)?,
-        tokens: Tokens {
-            input: n(1)?,
-            cache_read: n(2)?,
-            cache_write_5m: n(3)?,
-            cache_write_1h: n(4)?,
-            output: n(5)?,
-            reasoning: n(6)?,
-        },
-        cost_usd: n(7)? as f64 / 1e9,
-        unpriced_tokens: n(8)?,
-        unpriced_requests: n(9)?,
-    })
-}
-
 impl Snapshot {
-    /// `snapshot-v1.json`: strings interned, one compact row per slot.
+    /// `snapshot-v1.json`: the header, and the aggregate state holding the
+    /// slots named by its fingerprint.
     pub fn to_json(&self) -> String {
         self.to_json_with(&[])
     }
@@ -78,28 +49,6 @@ impl Snapshot {
     /// [`Snapshot::to_json`] plus token members rendered ahead for some
     /// (zone, local day) pairs, so a query in one of them reads no slots.
     pub fn to_json_with(&self, rendered: &[Rendered]) -> String {
-        fn index(s: &str, strings: &mut Vec<String>) -> u64 {
-            match strings.iter().position(|x| x == s) {
-                Some(i) => i as u64,
-                None => {
-                    strings.push(s.to_string());
-                    (strings.len() - 1) as u64
-                }
-            }
-        }
-        let mut owned: Vec<String> = Vec::new();
-        let mut rows = Vec::with_capacity(self.slots.len());
-        for s in &self.slots {
-            let model = index(&s.model, &mut owned);
-            let cwd = index(&s.cwd, &mut owned);
-            rows.push(Value::Array(vec![
-                s.slot.into(),
-                s.agent.name().into(),
-                model.into(),
-                cwd.into(),
-                totals_row(&s.totals),
-            ]));
-        }
         let p = &self.pricing;
         Value::Object(
             Object::new()
@@ -119,11 +68,7 @@ impl Snapshot {
                     ),
                 )
                 .with("coverage", self.coverage.clone())
-                .with(
-                    "strings",
-                    Value::Array(owned.iter().map(|s| Value::from(s.as_str())).collect()),
-                )
-                .with("slots", Value::Array(rows))
+                .with("aggregate", format!("{:016x}", self.aggregate))
                 .with(
                     "rendered",
                     Value::Array(
@@ -144,13 +89,13 @@ impl Snapshot {
         .to_json()
     }
 
-    /// Reads `snapshot-v1.json`; `None` if it is not one.
+    /// Reads `snapshot-v1.json` (without slots: see [`Snapshot::aggregate`]);
+    /// `None` if it is not one.
     pub fn parse(text: &str) -> Option<Snapshot> {
-        // Field-picking, not a full parse: the snapshot of a busy Host holds
-        // tens of thousands of rows and a query must answer in milliseconds.
+        // Field-picking: the members rendered ahead are skipped unread.
         let mut c = Cursor::new(text.as_bytes());
         let (mut version, mut generated_at, mut partial) = (None, None, false);
-        let (mut pricing, mut coverage, mut strings_raw, mut slots_raw) = (None, None, None, None);
+        let (mut pricing, mut coverage, mut aggregate) = (None, None, None);
         c.object(|key, c| {
             match key {
                 b"v" => version = c.count()?,
@@ -158,8 +103,7 @@ impl Snapshot {
                 b"partial" => partial = c.bool()? == Some(true),
                 b"pricing" => pricing = Some(c.raw()?),
                 b"coverage" => coverage = Some(c.raw()?),
-                b"strings" => strings_raw = Some(c.raw()?),
-                b"slots" => slots_raw = Some(c.raw()?),
+                b"aggregate" => aggregate = c.string()?,
                 _ => c.skip()?,
             }
             Some(())
@@ -167,50 +111,17 @@ impl Snapshot {
         if version != Some(VERSION) || !c.at_end() {
             return None;
         }
-        let mut strings: Vec<String> = Vec::new();
-        Cursor::new(strings_raw?).array(|c| {
-            strings.push(c.string()??.into_owned());
-            Some(())
-        })?;
-        let mut slots = Vec::new();
-        Cursor::new(slots_raw?).array(|c| {
-            let mut fields: Vec<&[u8]> = Vec::with_capacity(5);
-            c.array(|c| {
-                fields.push(c.raw()?);
-                Some(())
-            })?;
-            let [slot, agent, model, cwd, totals] = fields.as_slice() else {
-                return None;
-            };
-            let agent = match *agent {
-                b"\"claude\"" => Agent::Claude,
-                b"\"codex\"" => Agent::Codex,
-                _ => return None,
-            };
-            let string = |raw: &[u8]| -> Option<String> {
-                let n = usize::try_from(Cursor::new(raw).count()??).ok()?;
-                strings.get(n).cloned()
-            };
-            let mut numbers: Vec<u64> = Vec::with_capacity(10);
-            Cursor::new(totals).array(|c| {
-                numbers.push(c.count()??);
-                Some(())
-            })?;
-            slots.push(SlotTotals {
-                slot: i64::try_from(Cursor::new(slot).count()??).ok()?,
-                agent,
-                model: string(model)?,
-                cwd: string(cwd)?,
-                totals: totals_from_numbers(&numbers)?,
-            });
-            Some(())
-        })?;
+        let aggregate = aggregate?;
+        if aggregate.len() != 16 {
+            return None;
+        }
         Some(Snapshot {
             generated_at: i64::try_from(generated_at?).ok()?,
             partial,
             pricing: pricing_from(pricing?)?,
             coverage: json::parse(std::str::from_utf8(coverage?).ok()?).ok()?,
-            slots,
+            aggregate: u64::from_str_radix(&aggregate, 16).ok()?,
+            slots: Vec::new(),
         })
     }
 }
@@ -502,20 +413,6 @@ mod tests {
     use super::*;
 
     fn snapshot() -> Snapshot {
-        let totals = Totals {
-            requests: 2,
-            tokens: Tokens {
-                input: 1,
-                cache_read: 2,
-                cache_write_5m: 3,
-                cache_write_1h: 4,
-                output: 5,
-                reasoning: 6,
-            },
-            cost_usd: 0.125,
-            unpriced_tokens: 7,
-            unpriced_requests: 1,
-        };
         Snapshot {
             generated_at: 1_795_953_600,
             partial: true,
@@ -527,30 +424,28 @@ mod tests {
                 source_sha256: "ab".into(),
                 license: "MIT".into(),
             },
-            coverage: json::parse(r#"{"claude":{"files_seen":3}}"#).unwrap(),
-            slots: vec![
-                SlotTotals {
-                    slot: 1_795_950_000,
-                    agent: Agent::Claude,
-                    model: "claude-opus-4-6".into(),
-                    cwd: "/p \"quoted\" é".into(),
-                    totals,
-                },
-                SlotTotals {
-                    slot: 1_795_950_900,
-                    agent: Agent::Codex,
-                    model: "gpt-5.5".into(),
-                    cwd: "".into(),
-                    totals,
-                },
-            ],
+            coverage: json::parse(r#"{"claude":{"files_seen":3,"roots":["/p \"q\" é"]}}"#)
+                .unwrap(),
+            aggregate: 0xfedc_ba98_7654_3210,
+            slots: Vec::new(),
         }
     }
 
     #[test]
-    fn snapshot_round_trips() {
+    fn snapshot_round_trips_without_slots() {
         let s = snapshot();
-        assert_eq!(Snapshot::parse(&s.to_json()), Some(s));
+        assert_eq!(Snapshot::parse(&s.to_json()), Some(s.clone()));
+        let with_slots = Snapshot {
+            slots: vec![SlotTotals {
+                slot: 1_795_950_000,
+                agent: Agent::Claude,
+                model: "claude-opus-4-6".into(),
+                cwd: "/p".into(),
+                totals: Totals::default(),
+            }],
+            ..s.clone()
+        };
+        assert_eq!(with_slots.to_json(), s.to_json(), "slots stay in the state");
     }
 
     #[test]
@@ -559,9 +454,10 @@ mod tests {
         assert_eq!(Snapshot::parse(&text[..text.len() - 2]), None);
         assert_eq!(Snapshot::parse(&text.replace("\"v\":1", "\"v\":2")), None);
         assert_eq!(
-            Snapshot::parse(&text.replace("\"codex\"", "\"other\"")),
+            Snapshot::parse(&text.replace("fedcba9876543210", "fedcba987654321")),
             None
         );
+        assert_eq!(Snapshot::parse(&text.replace("\"aggregate\"", "\"other\"")), None);
         assert_eq!(Snapshot::parse(""), None);
     }
 }

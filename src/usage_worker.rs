@@ -17,6 +17,7 @@ use crate::json::{self, Object, Value};
 use crate::usage_aggregate;
 use crate::usage_cache::{self, Candidate, Index};
 use crate::usage_incremental::State;
+use crate::usage_state_store::StateStore;
 use crate::usage_index_store::Store;
 use crate::usage_pricing::PriceTable;
 use crate::usage_report::Snapshot;
@@ -240,11 +241,17 @@ pub fn scan(
     prices: &PriceTable,
     now: i64,
     deadline: Option<Instant>,
-    previous: Option<&Snapshot>,
 ) -> ScanResult {
-    scan_with_state(index, &mut None, roots, prices, now, deadline, &|| {
-        previous.cloned()
-    })
+    let candidates = discover(roots);
+    scan_with_state(
+        index,
+        &mut None,
+        roots,
+        candidates,
+        prices,
+        now,
+        deadline,
+    )
 }
 
 /// The first slot of the window at `now` (slot-aligned, so a slot is in
@@ -253,22 +260,23 @@ pub fn window_start(now: i64) -> i64 {
     (now - WINDOW_SECONDS).div_euclid(usage_aggregate::SLOT) * usage_aggregate::SLOT
 }
 
-/// [`scan`] that updates `state` (the aggregate kept beside the index)
-/// incrementally when it matches `index`, and rebuilds it otherwise.
-/// `previous` reads the last snapshot (only when nothing changed).
+/// [`scan`] over `candidates` (what [`discover`] found under `roots`) that
+/// updates `state` (the aggregate kept beside the index) incrementally
+/// when it matches `index`, and rebuilds it otherwise (a refresh that
+/// found nothing new applies no change: as cheap as reusing the last
+/// snapshot, and its slots come out right for the new window).
+#[allow(clippy::too_many_arguments)]
 pub fn scan_with_state(
     index: &mut Index,
     state: &mut Option<State>,
     roots: &Roots,
+    candidates: Vec<Candidate>,
     prices: &PriceTable,
     now: i64,
     deadline: Option<Instant>,
-    previous: &dyn Fn() -> Option<Snapshot>,
 ) -> ScanResult {
     let since = window_start(now);
     let trace = Trace::new();
-    let candidates = discover(roots);
-    trace.mark("  discover");
     let before = state.as_ref().map(|_| index.fingerprint());
     let mut changes = usage_cache::Changes::default();
     let stats = usage_cache::refresh_tracked(
@@ -279,24 +287,6 @@ pub fn scan_with_state(
         &mut changes,
     );
     trace.mark("  stat and read changed files");
-    // Nothing changed since a complete snapshot with the same prices: its
-    // slots still hold (queries ignore slots that aged out of the window).
-    if !stats.changed()
-        && !stats.partial
-        && let Some(prev) = previous()
-        && !prev.partial
-        && prev.pricing == prices.meta
-    {
-        return ScanResult {
-            snapshot: Snapshot {
-                generated_at: now,
-                ..prev
-            },
-            stats,
-            incremental: true,
-            changed_keys: Vec::new(),
-        };
-    }
     let incremental = match (state.as_mut(), before) {
         (Some(s), Some(before)) => s.apply(before, index, &mut changes.files, prices, since),
         _ => false,
@@ -377,6 +367,7 @@ pub fn scan_with_state(
             partial: stats.partial,
             pricing: prices.meta.clone(),
             coverage: Value::Object(coverage),
+            aggregate: state.as_ref().map_or(0, |s| s.fingerprint),
             slots: agg.slots,
         },
         stats,
@@ -481,26 +472,30 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
     let runtime = read_json(&dir.runtime());
     let roots = Roots::from_env(runtime.as_ref());
     let trace = Trace::new();
+    // Walking the transcript trees waits on the kernel; loading the cache
+    // is work for the other core.
+    let (candidates, (mut index, loaded, mut state)) = std::thread::scope(|scope| {
+        let walker = scope.spawn(|| discover(&roots));
+        let store = Store::in_dir(&dir.0);
+        let (index, loaded) = store.load();
+        trace.mark("load index");
+        let state = StateStore::in_dir(&dir.0).load();
+        trace.mark("load aggregate state");
+        let candidates = walker.join().unwrap_or_else(|_| discover(&roots));
+        trace.mark("discover (in parallel)");
+        (candidates, (index, loaded, state))
+    });
     let store = Store::in_dir(&dir.0);
     let had_base = dir.index().exists();
-    let (mut index, loaded) = store.load();
-    let previous = || {
-        fs::read_to_string(dir.snapshot())
-            .ok()
-            .and_then(|t| Snapshot::parse(&t))
-    };
-    trace.mark("load index");
-    let mut state = State::load(&dir.aggregate());
-    trace.mark("load aggregate state");
     let deadline = Instant::now() + budget();
     let result = scan_with_state(
         &mut index,
         &mut state,
         &roots,
+        candidates,
         &prices,
         now,
         Some(deadline),
-        &previous,
     );
     trace.mark("scan and aggregate");
     if result.stats.changed() || !had_base {
@@ -514,8 +509,8 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
     // or stale), so the next change can be incremental.
     if result.stats.changed() || !had_base || !result.incremental {
         if let Some(state) = &mut state {
-            state
-                .save(&dir.aggregate())
+            StateStore::in_dir(&dir.0)
+                .save(state)
                 .map_err(|e| WorkerError::Io("aggregate-v1.bin", e))?;
         }
     }

@@ -31,7 +31,6 @@ fn scan_fixture(home: &Path) -> (Index, heeler::usage_worker::ScanResult) {
         &PriceTable::bundled().unwrap(),
         NOW,
         None,
-        None,
     );
     (index, result)
 }
@@ -516,7 +515,6 @@ fn dst_days_have_23_and_25_hours() {
         &PriceTable::bundled().unwrap(),
         now,
         None,
-        None,
     );
     let zone = Zone::load("America/New_York", &zoneinfo).unwrap();
     let mut env = envelope_without_limits();
@@ -585,7 +583,6 @@ fn an_unchanged_tree_reuses_the_previous_snapshot() {
         &prices,
         NOW + 60,
         None,
-        Some(&first.snapshot),
     );
     assert!(!second.stats.changed());
     assert_eq!(second.snapshot.generated_at, NOW + 60);
@@ -601,7 +598,6 @@ fn an_unchanged_tree_reuses_the_previous_snapshot() {
         &prices,
         NOW + 120,
         None,
-        Some(&second.snapshot),
     );
     assert!(third.stats.changed());
     let requests = |s: &heeler::usage_report::Snapshot| -> u64 {
@@ -620,7 +616,7 @@ fn a_cold_backfill_out_of_time_is_partial_and_resumes() {
     let mut index = Index::default();
     let expired = std::time::Instant::now();
     std::thread::sleep(Duration::from_millis(2));
-    let first = usage_worker::scan(&mut index, &roots, &prices, NOW, Some(expired), None);
+    let first = usage_worker::scan(&mut index, &roots, &prices, NOW, Some(expired));
     assert!(first.stats.partial && first.snapshot.partial);
     assert!(first.snapshot.slots.is_empty());
     assert_eq!(
@@ -635,7 +631,6 @@ fn a_cold_backfill_out_of_time_is_partial_and_resumes() {
         &prices,
         NOW,
         None,
-        Some(&first.snapshot),
     );
     assert!(!second.snapshot.partial);
     let (_, complete) = scan_fixture(&home);

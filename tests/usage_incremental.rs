@@ -16,6 +16,7 @@ use heeler::usage_cache::Index;
 use heeler::usage_incremental::State;
 use heeler::usage_index_store::Store;
 use heeler::usage_pricing::PriceTable;
+use heeler::usage_state_store::StateStore;
 use heeler::usage_worker::{self, Roots, ScanResult};
 use usage_fixture::*;
 
@@ -120,7 +121,6 @@ fn fresh_into(index: &mut Index, home: &Path, now: i64) -> ScanResult {
         &PriceTable::bundled().unwrap(),
         now,
         None,
-        None,
     )
 }
 
@@ -140,11 +140,12 @@ fn run(seed: u64) -> (u64, u64) {
     // Odd seeds compact at every chance (tiny journal and dead-byte
     // allowances), even ones append to the journal and events file.
     let mut store = Store::in_dir(&state_dir);
+    let mut state_store = StateStore::in_dir(&state_dir);
     if seed % 2 == 1 {
         store.min_journal = 0;
         store.min_dead = 0;
+        state_store.min_journal = 0;
     }
-    let state_path = state_dir.join("aggregate-v1.bin");
     let (mut incremental, mut steps) = (0, 0);
     for step in 0..40 {
         let n = rng.below(6);
@@ -201,15 +202,15 @@ fn run(seed: u64) -> (u64, u64) {
             }
         };
         let (mut index, loaded) = store.load();
-        let mut state = State::load(&state_path);
+        let mut state = state_store.load();
         let result = usage_worker::scan_with_state(
             &mut index,
             &mut state,
             &roots,
+            usage_worker::discover(&roots),
             &prices,
             now,
             None,
-            &|| None,
         );
         let keys: Vec<&str> = result.changed_keys.iter().map(String::as_str).collect();
         store.save(&mut index, &keys, loaded).unwrap();
@@ -222,16 +223,27 @@ fn run(seed: u64) -> (u64, u64) {
         if seed % 2 == 1 {
             state.owners.min_delta = 0;
         }
-        state.save(&state_path).unwrap();
+        state_store.save(state).unwrap();
         // The identifier table kept incrementally (base file plus delta,
         // compacted at every chance for odd seeds) is the one a full
         // aggregation builds.
         let mut scratch = Index::default();
-        let expected = fresh_into(&mut scratch, &home, now);
+        let mut expected = fresh_into(&mut scratch, &home, now);
         scratch.materialize();
+        // The aggregate's id names the index it was built from (entry
+        // identities, not contents): only the contents must agree.
+        expected.snapshot.aggregate = result.snapshot.aggregate;
+        // What a query reads back: the stored state's slots.
+        let (stored_id, stored) = state_store.load_slots().unwrap();
+        assert_eq!(stored_id, result.snapshot.aggregate);
+        assert_eq!(
+            heeler::usage_aggregate::flatten(stored).slots,
+            result.snapshot.slots,
+            "seed {seed} step {step} ({what}): stored slots differ"
+        );
         let rebuilt = State::full(&scratch, &prices, usage_worker::window_start(now));
         assert_eq!(
-            State::load(&state_path).unwrap().owners.rows().unwrap(),
+            state_store.load().unwrap().owners.rows().unwrap(),
             rebuilt.owners.rows().unwrap(),
             "seed {seed} step {step} ({what}): identifier owners differ"
         );
@@ -275,10 +287,10 @@ fn the_index_journal_survives_tears_and_foreign_bases() {
             index,
             &mut None,
             &roots(&home),
+            usage_worker::discover(&roots(&home)),
             &PriceTable::bundled().unwrap(),
             NOW,
             None,
-            &|| None,
         )
     };
     let (mut index, loaded) = store.load();
