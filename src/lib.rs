@@ -41,6 +41,7 @@ pub mod usage_cache;
 pub mod usage_claude;
 pub mod usage_cmd;
 pub mod usage_codex;
+pub mod usage_discover;
 pub mod usage_herdr_action;
 pub mod usage_incremental;
 pub mod usage_index_store;

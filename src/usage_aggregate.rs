@@ -227,18 +227,18 @@ pub type ParentLookup<'p, 'a> = &'p dyn Fn(&str) -> Option<&'a FileParse>;
 
 /// Deduplicates, prices and slots every request at or after `since`.
 pub fn aggregate(files: &[FileRef], prices: &PriceTable, since: i64) -> Aggregate {
-    flatten(aggregate_detailed(files, prices, since, None, None))
+    flatten(&aggregate_detailed(files, prices, since, None, None))
 }
 
 /// Turns detailed sums into the snapshot's slots and coverage spans.
-pub fn flatten(d: Detailed) -> Aggregate {
+pub fn flatten(d: &Detailed) -> Aggregate {
     let mut out = Aggregate {
         duplicates_claude: d.duplicates_claude,
         duplicates_codex: d.duplicates_codex,
         forks_unresolved: d.forks_unresolved,
         ..Aggregate::default()
     };
-    for ((slot, agent, model, cwd), acc) in d.slots {
+    for ((slot, agent, model, cwd), acc) in &d.slots {
         if acc.requests == 0 {
             continue;
         }
@@ -251,10 +251,10 @@ pub fn flatten(d: Detailed) -> Aggregate {
         }
         span.1 = span.1.max(acc.last_ts);
         out.slots.push(SlotTotals {
-            slot,
-            agent,
-            model,
-            cwd,
+            slot: *slot,
+            agent: *agent,
+            model: model.clone(),
+            cwd: cwd.clone(),
             totals: acc.totals(),
         });
     }

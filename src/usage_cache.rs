@@ -294,78 +294,99 @@ pub fn refresh_tracked(
     changes: &mut Changes,
 ) -> RefreshStats {
     let mut stats = RefreshStats::default();
-    // Hashing each path once beats comparing long common prefixes in the
-    // ordered map (thousands of files); the result is bulk-built sorted.
-    let mut previous: std::collections::HashMap<String, FileEntry> =
-        std::mem::take(&mut index.files).into_iter().collect();
-    let mut keep: Vec<(String, FileEntry)> = Vec::with_capacity(candidates.len());
+    // Candidates and entries are both in path order: one merge pass, with
+    // unchanged entries left where they are (thousands of them; moving or
+    // rehashing them would cost more than the rest of a quiet refresh).
+    let mut wanted: Vec<(String, &Candidate)> = candidates
+        .iter()
+        .map(|c| (c.path.to_string_lossy().into_owned(), c))
+        .collect();
+    wanted.sort_by(|a, b| a.0.cmp(&b.0));
+    wanted.dedup_by(|a, b| a.0 == b.0);
+    let mut gone: Vec<String> = Vec::new();
     let mut jobs: Vec<Job> = Vec::new();
-    for c in candidates {
-        let key = c.path.to_string_lossy().into_owned();
+    let mut entries = index.files.iter_mut().peekable();
+    for (key, c) in wanted {
+        while let Some((k, _)) = entries.next_if(|(k, _)| k.as_str() < key.as_str()) {
+            gone.push(k.clone());
+        }
+        let existing = entries
+            .next_if(|(k, _)| k.as_str() == key.as_str())
+            .map(|(_, e)| e);
         let meta = match &c.meta {
             Some(meta) => meta.clone(),
             None => match std::fs::metadata(&c.path) {
                 Ok(meta) => meta,
-                Err(_) => continue,
+                Err(_) => {
+                    if existing.is_some() {
+                        gone.push(key);
+                    }
+                    continue;
+                }
             },
         };
         if mtime_ns(&meta) < window_start_ns {
             stats.skipped_old += 1;
+            if existing.is_some() {
+                gone.push(key);
+            }
             continue;
         }
-        let mut old = previous.remove(&key);
-        let mut action = match &old {
-            Some(old) => plan(old, c, &meta, &c.path),
-            None => Plan::Reparse,
+        let Some(old) = existing else {
+            stats.reparsed += 1;
+            jobs.push(Job {
+                key,
+                path: c.path.clone(),
+                entry: fresh_entry(c, &meta),
+                meta,
+                old: None,
+                reparse: true,
+            });
+            continue;
         };
-        // Resuming needs the file's events decoded (lazy index load).
-        if matches!(action, Plan::Append) && !old.as_mut().is_some_and(FileEntry::materialize) {
+        let mut action = plan(old, c, &meta, &c.path);
+        // Resuming needs the file's events loaded (lazy index load).
+        if matches!(action, Plan::Append) && !old.materialize() {
             action = Plan::Reparse;
         }
-        match (action, old) {
-            (Plan::Reuse, Some(old)) => {
-                stats.reused += 1;
-                keep.push((key, old));
-            }
-            (Plan::Touch, Some(mut old)) => {
+        match action {
+            Plan::Reuse => stats.reused += 1,
+            Plan::Touch => {
                 stats.reused += 1;
                 stats.touched += 1;
                 old.mtime_ns = mtime_ns(&meta);
-                changes.touched.push(key.clone());
-                keep.push((key, old));
+                changes.touched.push(key);
             }
-            (Plan::Append, Some(old)) => {
+            Plan::Append => {
                 stats.appended += 1;
                 jobs.push(Job {
                     key,
                     path: c.path.clone(),
                     meta,
                     entry: old.clone(),
-                    old: Some(old),
+                    old: Some(old.clone()),
                     reparse: false,
                 });
             }
-            (_, old) => {
+            Plan::Reparse => {
                 stats.reparsed += 1;
                 jobs.push(Job {
                     key,
                     path: c.path.clone(),
                     entry: fresh_entry(c, &meta),
                     meta,
-                    old,
+                    old: Some(old.clone()),
                     reparse: true,
                 });
             }
         }
     }
-    stats.dropped = previous.len() as u64;
-    let mut dropped: Vec<(String, FileEntry)> = previous.into_iter().collect();
-    dropped.sort_by(|a, b| a.0.cmp(&b.0));
-    for (key, old) in dropped {
-        changes.files.push(Change {
-            key,
-            old: Some(old),
-        });
+    gone.extend(entries.map(|(k, _)| k.clone()));
+    gone.sort();
+    stats.dropped = gone.len() as u64;
+    for key in gone {
+        let old = index.files.remove(&key);
+        changes.files.push(Change { key, old });
     }
     // Parse changed files on every core, biggest first, in interleaved shares.
     jobs.sort_by_key(|j| std::cmp::Reverse(j.meta.size()));
@@ -392,19 +413,17 @@ pub fn refresh_tracked(
         stats.bytes_read += bytes;
         stats.partial |= partial;
         for (key, entry, done) in entries {
+            // A job that ran replaces the entry; one cut off by the
+            // deadline leaves it as it was.
             if let Some(old) = done {
-                changes.files.push(Change {
-                    key: key.clone(),
-                    old,
-                });
-            }
-            if let Some(entry) = entry {
-                keep.push((key, entry));
+                match entry {
+                    Some(entry) => index.files.insert(key.clone(), entry),
+                    None => index.files.remove(&key),
+                };
+                changes.files.push(Change { key, old });
             }
         }
     }
-    keep.sort_by(|a, b| a.0.cmp(&b.0));
-    index.files = keep.into_iter().collect();
     stats
 }
 
@@ -879,12 +898,23 @@ impl Index {
     /// A hash of every entry's identity and extent: what an aggregate kept
     /// beside the index (`usage_incremental`) must match to be reused.
     pub fn fingerprint(&self) -> u64 {
-        let mut bytes = Vec::with_capacity(self.files.len() * 96);
+        // Word at a time (thousands of entries, every refresh): a stable
+        // multiply-xorshift mix, not a byte-wise hash of a serialisation.
+        fn mix(h: u64, v: u64) -> u64 {
+            let h = (h ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            h ^ (h >> 29)
+        }
+        let mut h = 0x6865_656c_6572_0001_u64;
         for (path, e) in &self.files {
-            bytes.extend(path.as_bytes());
-            bytes.push(0);
-            bytes.push(u8::from(e.agent == Agent::Codex) | (u8::from(e.unreadable) << 1));
+            let bytes = path.as_bytes();
+            h = mix(h, bytes.len() as u64);
+            for chunk in bytes.chunks(8) {
+                let mut word = [0u8; 8];
+                word[..chunk.len()].copy_from_slice(chunk);
+                h = mix(h, u64::from_le_bytes(word));
+            }
             for n in [
+                u64::from(e.agent == Agent::Codex) | (u64::from(e.unreadable) << 1),
                 e.dev,
                 e.ino,
                 e.size,
@@ -892,9 +922,9 @@ impl Index {
                 e.head_hash,
                 e.offset,
             ] {
-                bytes.extend(n.to_le_bytes());
+                h = mix(h, n);
             }
         }
-        fnv1a(&[b"index", &bytes])
+        h
     }
 }

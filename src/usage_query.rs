@@ -98,7 +98,7 @@ fn with_slots(dir: &UsageDir, snapshot: Option<Snapshot>) -> Option<Snapshot> {
     {
         snapshot = again;
     }
-    snapshot.slots = crate::usage_aggregate::flatten(detailed).slots;
+    snapshot.slots = crate::usage_aggregate::flatten(&detailed).slots;
     Some(snapshot)
 }
 

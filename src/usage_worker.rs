@@ -91,122 +91,7 @@ pub fn now() -> i64 {
         .unwrap_or(0)
 }
 
-/// Where transcripts are, as the agents themselves would resolve it.
-#[derive(Debug, Clone, Default)]
-pub struct Roots {
-    pub claude: Vec<PathBuf>,
-    pub codex: Vec<PathBuf>,
-}
-
-impl Roots {
-    /// Roots from explicit environment values (the runtime record's or ours).
-    pub fn resolve(
-        home: &Path,
-        claude_config_dir: Option<&str>,
-        xdg_config_home: Option<&str>,
-        codex_home: Option<&str>,
-    ) -> Roots {
-        Roots {
-            claude: crate::usage_claude::roots(claude_config_dir, home, xdg_config_home),
-            codex: crate::usage_codex::roots(codex_home, home),
-        }
-    }
-
-    /// Roots from this process's environment, overridden by the runtime
-    /// record's `HOME`, `CLAUDE_CONFIG_DIR` and `CODEX_HOME` when present.
-    pub fn from_env(runtime: Option<&Value>) -> Roots {
-        let var = |k: &str| {
-            runtime
-                .and_then(|r| r.get("env"))
-                .and_then(|e| e.get(k))
-                .and_then(Value::as_nonempty_str)
-                .map(str::to_string)
-                .or_else(|| std::env::var(k).ok().filter(|v| !v.is_empty()))
-        };
-        let home = var("HOME").map(PathBuf::from).unwrap_or_else(home_dir);
-        Roots::resolve(
-            &home,
-            var("CLAUDE_CONFIG_DIR").as_deref(),
-            var("XDG_CONFIG_HOME").as_deref(),
-            var("CODEX_HOME").as_deref(),
-        )
-    }
-}
-
-/// Regular files under `dir` that `wanted` accepts by name, each with its
-/// metadata read through the directory entry (`fstatat` relative to the
-/// open directory: no second path walk per file, which on a Host with
-/// thousands of transcripts is most of a refresh that finds nothing new).
-fn walk(
-    dir: &Path,
-    depth: usize,
-    wanted: &dyn Fn(&std::ffi::OsStr) -> bool,
-    out: &mut Vec<(PathBuf, fs::Metadata)>,
-) {
-    if depth > 12 {
-        return;
-    }
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let Ok(kind) = entry.file_type() else {
-            continue;
-        };
-        if kind.is_dir() {
-            walk(&entry.path(), depth + 1, wanted, out);
-        } else if kind.is_file()
-            && wanted(&entry.file_name())
-            && let Ok(meta) = entry.metadata()
-        {
-            out.push((entry.path(), meta));
-        }
-    }
-}
-
-/// Every transcript under the roots with its metadata, sorted by path
-/// bytes (the index's order; deterministic dedupe). A `.jsonl.zst` with a
-/// plain `.jsonl` sibling is left out (Codex materialises archives back to
-/// plain files on resume).
-pub fn discover(roots: &Roots) -> Vec<Candidate> {
-    use std::os::unix::ffi::OsStrExt;
-    let mut out = Vec::new();
-    let jsonl = |name: &std::ffi::OsStr| name.as_bytes().ends_with(b".jsonl");
-    for root in &roots.claude {
-        let mut files = Vec::new();
-        walk(&root.join("projects"), 0, &jsonl, &mut files);
-        out.extend(files.into_iter().map(|(path, meta)| Candidate {
-            path,
-            agent: Agent::Claude,
-            compressed: false,
-            meta: Some(meta),
-        }));
-    }
-    let rollout = |name: &std::ffi::OsStr| {
-        name.to_str()
-            .is_some_and(crate::usage_codex::is_rollout_name)
-    };
-    for root in &roots.codex {
-        let mut files = Vec::new();
-        walk(&root.join("sessions"), 0, &rollout, &mut files);
-        walk(&root.join("archived_sessions"), 0, &rollout, &mut files);
-        for (path, meta) in files {
-            let compressed = path.as_os_str().as_bytes().ends_with(b".zst");
-            if compressed && path.with_extension("").exists() {
-                continue;
-            }
-            out.push(Candidate {
-                path,
-                agent: Agent::Codex,
-                compressed,
-                meta: Some(meta),
-            });
-        }
-    }
-    out.sort_by(|a, b| a.path.as_os_str().as_bytes().cmp(b.path.as_os_str().as_bytes()));
-    out.dedup_by(|a, b| a.path == b.path);
-    out
-}
+pub use crate::usage_discover::{Roots, discover};
 
 /// How far back transcripts matter: 30 days plus margins for the widest
 /// zone offsets and for a snapshot that ages before the next refresh.
@@ -297,12 +182,11 @@ pub fn scan_with_state(
         index.materialize();
         *state = Some(State::full(index, prices, since));
     }
-    let detailed = state
-        .as_ref()
-        .map(|s| s.detailed.clone())
-        .unwrap_or_default();
     trace.mark("  aggregate");
-    let agg = usage_aggregate::flatten(detailed);
+    let agg = match state.as_ref() {
+        Some(s) => usage_aggregate::flatten(&s.detailed),
+        None => usage_aggregate::flatten(&usage_aggregate::Detailed::default()),
+    };
     let seen = |agent: Agent| candidates.iter().filter(|c| c.agent == agent).count() as u64;
     let entries = |agent: Agent| index.files.values().filter(move |e| e.agent == agent);
     let unreadable = |agent: Agent, compressed: bool| {

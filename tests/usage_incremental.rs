@@ -237,7 +237,7 @@ fn run(seed: u64) -> (u64, u64) {
         let (stored_id, stored) = state_store.load_slots().unwrap();
         assert_eq!(stored_id, result.snapshot.aggregate);
         assert_eq!(
-            heeler::usage_aggregate::flatten(stored).slots,
+            heeler::usage_aggregate::flatten(&stored).slots,
             result.snapshot.slots,
             "seed {seed} step {step} ({what}): stored slots differ"
         );
