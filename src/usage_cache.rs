@@ -7,7 +7,8 @@
 //! offset only; touched (same size and head) → reused; shrunk, replaced or
 //! rewritten → reparsed; vanished or older than the window → dropped
 //! without opening. Compressed archives are cold: decoded once, reused by
-//! identity. The index is a small versioned binary file replaced atomically.
+//! identity. How the index is stored is `usage_index_store`'s concern; the
+//! entry encodings live here.
 
 use std::collections::BTreeMap;
 use std::fs::{File, Metadata};

@@ -92,7 +92,12 @@ struct Queue {
 }
 
 /// Reads one directory: wanted files into `found`, subdirectories back.
-fn read_one(dir: &Path, depth: usize, kind: Kind, found: &mut Found) -> Vec<(PathBuf, usize, Kind)> {
+fn read_one(
+    dir: &Path,
+    depth: usize,
+    kind: Kind,
+    found: &mut Found,
+) -> Vec<(PathBuf, usize, Kind)> {
     let mut subdirs = Vec::new();
     let Ok(entries) = fs::read_dir(dir) else {
         return subdirs;
@@ -195,7 +200,12 @@ pub fn discover(roots: &Roots) -> Vec<Candidate> {
             })
         })
         .collect();
-    out.sort_by(|a, b| a.path.as_os_str().as_bytes().cmp(b.path.as_os_str().as_bytes()));
+    out.sort_by(|a, b| {
+        a.path
+            .as_os_str()
+            .as_bytes()
+            .cmp(b.path.as_os_str().as_bytes())
+    });
     out.dedup_by(|a, b| a.path == b.path);
     out
 }

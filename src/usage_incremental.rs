@@ -4,9 +4,9 @@
 //! Aggregation is global only through a few identifiers: Claude dedupe keys
 //! (`message.id`, `requestId`) and message ids (sidechain replays), Codex
 //! request keys, thread ids and fork parents. The state kept beside the
-//! index (`aggregate-v1.bin`) holds the exact sums per slot (integers, cost
-//! in picodollars) and a sorted table of those identifiers with the file
-//! that owns each (or "shared" when several files have it). A changed file
+//! index (`usage_state_store`) holds the exact sums per slot (integers,
+//! cost in picodollars) and a table of those identifiers with the file
+//! that owns each, or "shared" when several files have it (`usage_owners`). A changed file
 //! whose old and new identifiers are owned by no other file contributes
 //! independently of every other file, so its old contribution is
 //! subtracted and its new one added — exactly what a from-scratch
@@ -80,9 +80,10 @@ impl State {
         let mut ids = Vec::new();
         let detailed =
             usage_aggregate::aggregate_detailed(&files, prices, since, None, Some(&mut ids));
+        let file_owners: Vec<u64> = keys.iter().map(|k| owner_of(k)).collect();
         let owners = Owners::new(
             ids.into_iter()
-                .map(|(id, fi)| (id, owner_of(keys[fi])))
+                .map(|(id, fi)| (id, file_owners[fi]))
                 .collect(),
         );
         State {

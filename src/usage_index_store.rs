@@ -278,10 +278,9 @@ impl Store {
             };
             let raw = match copied {
                 Some(copy) => copy,
-                None if e.materialize() => Some((
-                    stored::events(&e.parse.events),
-                    e.parse.events.len() as u32,
-                )),
+                None if e.materialize() => {
+                    Some((stored::events(&e.parse.events), e.parse.events.len() as u32))
+                }
                 None => None,
             };
             let Some((raw, count)) = raw else {

@@ -10,6 +10,8 @@
 
 use std::borrow::Cow;
 
+use crate::usage_scan::{bytes_below, bytes_equal, first_where};
+
 /// A position in one JSON text.
 pub struct Cursor<'a> {
     b: &'a [u8],
@@ -21,12 +23,14 @@ impl<'a> Cursor<'a> {
         Cursor { b, i: 0 }
     }
 
+    #[inline]
     fn ws(&mut self) {
         while self.i < self.b.len() && matches!(self.b[self.i], b' ' | b'\t' | b'\n' | b'\r') {
             self.i += 1;
         }
     }
 
+    #[inline]
     fn peek(&mut self) -> Option<u8> {
         self.ws();
         self.b.get(self.i).copied()
@@ -46,15 +50,22 @@ impl<'a> Cursor<'a> {
         let start = self.i + 1;
         let mut j = start;
         let mut escaped = false;
+        // Long string values (message text, tool output) are skipped a word
+        // at a time up to the next quote, backslash or control byte.
+        let special = |b: u8| b == b'"' || b == b'\\' || b < 0x20;
         loop {
-            match self.b.get(j)? {
+            j += first_where(
+                self.b.get(j..)?,
+                |v| bytes_equal(v, b'"') | bytes_equal(v, b'\\') | bytes_below(v, 0x20),
+                special,
+            )?;
+            match self.b[j] {
                 b'"' => break,
                 b'\\' => {
                     escaped = true;
                     j += 2;
                 }
-                c if *c < 0x20 => return None,
-                _ => j += 1,
+                _ => return None,
             }
         }
         self.i = j + 1;

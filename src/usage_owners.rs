@@ -162,7 +162,9 @@ impl Owners {
     }
 
     /// Writes a new base when the table is new or its delta has grown, in
-    /// `dir`, removing other generations. Returns whether it wrote one.
+    /// `dir`. Returns whether it wrote one; the previous generation stays
+    /// until [`Owners::remove_other_generations`] (once the state naming
+    /// the new one is written).
     pub fn save(&mut self, dir: &Path) -> io::Result<bool> {
         let table = match &self.base {
             Base::Memory(table) => merge(table.iter().copied(), &self.delta),
@@ -186,7 +188,6 @@ impl Owners {
         crate::atomic_file::write_unsynced(&path, &encode(generation, &table), 0o600)?;
         self.base = Base::File(BaseFile::open(&path, generation, table.len() as u64)?);
         self.delta.clear();
-        remove_other_generations(dir, generation);
         Ok(true)
     }
 
@@ -207,10 +208,21 @@ impl Owners {
     pub fn open(reference: OwnersRef, dir: &Path) -> io::Result<Owners> {
         let path = dir.join(file_name(reference.generation));
         Ok(Owners {
-            base: Base::File(BaseFile::open(&path, reference.generation, reference.count)?),
+            base: Base::File(BaseFile::open(
+                &path,
+                reference.generation,
+                reference.count,
+            )?),
             delta: reference.delta,
             min_delta: MIN_DELTA,
         })
+    }
+
+    /// Removes the tables of `dir` other than this one's.
+    pub fn remove_other_generations(&self, dir: &Path) {
+        if let Base::File(base) = &self.base {
+            remove_other_generations(dir, base.generation);
+        }
     }
 
     /// The raw delta entry of `id` (an owner, or 0 for removed).
@@ -243,7 +255,11 @@ fn merge(base: impl Iterator<Item = (u64, u64)>, delta: &BTreeMap<u64, u64>) -> 
             None => out.push((id, owner)),
         }
     }
-    out.extend(changes.filter(|(_, o)| **o != REMOVED).map(|(d, o)| (*d, *o)));
+    out.extend(
+        changes
+            .filter(|(_, o)| **o != REMOVED)
+            .map(|(d, o)| (*d, *o)),
+    );
     out
 }
 

@@ -424,8 +424,7 @@ mod tests {
                 source_sha256: "ab".into(),
                 license: "MIT".into(),
             },
-            coverage: json::parse(r#"{"claude":{"files_seen":3,"roots":["/p \"q\" é"]}}"#)
-                .unwrap(),
+            coverage: json::parse(r#"{"claude":{"files_seen":3,"roots":["/p \"q\" é"]}}"#).unwrap(),
             aggregate: 0xfedc_ba98_7654_3210,
             slots: Vec::new(),
         }
@@ -457,7 +456,10 @@ mod tests {
             Snapshot::parse(&text.replace("fedcba9876543210", "fedcba987654321")),
             None
         );
-        assert_eq!(Snapshot::parse(&text.replace("\"aggregate\"", "\"other\"")), None);
+        assert_eq!(
+            Snapshot::parse(&text.replace("\"aggregate\"", "\"other\"")),
+            None
+        );
         assert_eq!(Snapshot::parse(""), None);
     }
 }

@@ -57,19 +57,77 @@ pub fn read_zstd(path: &Path, f: impl FnMut(&[u8])) -> io::Result<Pass> {
     for_each_line(decoder, f)
 }
 
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+
+/// High bit set in each byte of `v` that is zero; below the first such
+/// byte the mask is exact (all a search needs).
+fn zero_bytes(v: u64) -> u64 {
+    v.wrapping_sub(LO) & !v & HI
+}
+
+/// High bit set in each byte of `v` below `n` (`n` ≤ 128; exact below the
+/// first such byte).
+pub fn bytes_below(v: u64, n: u8) -> u64 {
+    v.wrapping_sub(LO * u64::from(n)) & !v & HI
+}
+
+/// High bit set in each byte of `v` equal to `b` (exact below the first).
+pub fn bytes_equal(v: u64, b: u8) -> u64 {
+    zero_bytes(v ^ (LO * u64::from(b)))
+}
+
+/// The first position in `hay` whose 8-byte word `mask` flags, scanning a
+/// word at a time (transcripts are hundreds of MB: a byte loop is the
+/// cold scan's bottleneck), then the tail byte by byte with `tail`.
+pub fn first_where(
+    hay: &[u8],
+    mask: impl Fn(u64) -> u64,
+    tail: impl Fn(u8) -> bool,
+) -> Option<usize> {
+    let mut chunks = hay.chunks_exact(8);
+    let mut base = 0;
+    for chunk in &mut chunks {
+        let m = mask(u64::from_le_bytes(chunk.try_into().unwrap_or_default()));
+        if m != 0 {
+            return Some(base + (m.trailing_zeros() / 8) as usize);
+        }
+        base += 8;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&b| tail(b))
+        .map(|i| base + i)
+}
+
+/// How common a byte is in transcript JSON (higher: more common), to
+/// anchor a search on the needle's rarest byte.
+fn commonness(b: u8) -> u8 {
+    match b {
+        b'"' | b' ' | b':' | b',' => 255,
+        b'e' | b't' | b'a' | b'o' | b'i' | b'n' | b's' | b'r' => 200,
+        b'h' | b'l' | b'd' | b'c' | b'u' | b'm' | b'_' => 150,
+        b'{' | b'}' | b'[' | b']' | b'0'..=b'9' => 120,
+        b'a'..=b'z' => 100,
+        _ => 50,
+    }
+}
+
 /// Position of `needle` in `hay`.
 pub fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    let (&first, rest) = needle.split_first()?;
-    let mut start = 0;
-    while start + needle.len() <= hay.len() {
-        let at = start
-            + hay[start..=hay.len() - needle.len()]
-                .iter()
-                .position(|&b| b == first)?;
-        if hay[at + 1..at + needle.len()] == *rest {
-            return Some(at);
+    let (anchor, &rare) = needle
+        .iter()
+        .enumerate()
+        .min_by_key(|&(_, &b)| commonness(b))?;
+    let mut from = anchor;
+    while from < hay.len() {
+        let at = from + first_where(&hay[from..], |v| bytes_equal(v, rare), |b| b == rare)?;
+        let start = at - anchor;
+        if hay.get(start..start + needle.len()) == Some(needle) {
+            return Some(start);
         }
-        start = at + 1;
+        from = at + 1;
     }
     None
 }
@@ -106,6 +164,18 @@ mod tests {
         assert_eq!(find(b"xx\"usage\":{", b"\"usage\""), Some(2));
         assert_eq!(find(b"ab", b"abc"), None);
         assert_eq!(find(b"aab", b"ab"), Some(1));
+        assert_eq!(find(b"", b"ab"), None);
+        assert_eq!(find(b"ab", b""), None);
+        // Every position, inside and across 8-byte words.
+        let hay = b"0123456789abcdefghijklmnopqrstuvwxyz\"usage\":{\"assistant\"}";
+        for len in 1..=6 {
+            for start in 0..=hay.len() - len {
+                let needle = &hay[start..start + len];
+                let naive = hay.windows(len).position(|w| w == needle);
+                assert_eq!(find(hay, needle), naive, "{needle:?}");
+            }
+        }
+        assert_eq!(find(b"\"usag\"usage\"", b"\"usage\""), Some(5));
         assert_eq!(trim(b"  {} \r"), b"{}");
         assert_eq!(trim(b"   "), b"");
     }

@@ -191,6 +191,7 @@ impl StateStore {
             Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
             _ => {}
         }
+        state.owners.remove_other_generations(self.dir());
         state.origin = Some(Origin {
             base_len: bytes.len() as u64,
             journal_len: 0,

@@ -1,11 +1,13 @@
 //! `heeler usage worker`: the background refresh a query starts.
 //!
-//! One instance at a time (`flock` on `worker.lock`), it finds transcripts,
-//! brings the per-file cache up to date, re-aggregates everything with the
-//! bundled price table, writes `snapshot-v1.json` and `index-v1.bin`
-//! atomically, probes limits when due, records its status and exits. A cold
-//! backfill stops at a time budget, persists its progress and marks the
-//! snapshot partial so the next query starts another run.
+//! One instance at a time (`flock` on `worker.lock`), it finds transcripts
+//! (`usage_discover`, while this thread loads the cache), brings the
+//! per-file cache up to date, updates the aggregate incrementally (or
+//! rebuilds it), and persists the index (`usage_index_store`), the
+//! aggregate (`usage_state_store`) and then `snapshot-v1.json`, probes
+//! limits when due, records its status and exits. A cold backfill stops at
+//! a time budget, persists its progress and marks the snapshot partial so
+//! the next query starts another run.
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -17,11 +19,11 @@ use crate::json::{self, Object, Value};
 use crate::usage_aggregate;
 use crate::usage_cache::{self, Candidate, Index};
 use crate::usage_incremental::State;
-use crate::usage_state_store::StateStore;
 use crate::usage_index_store::Store;
 use crate::usage_pricing::PriceTable;
 use crate::usage_report::Snapshot;
 use crate::usage_row::Agent;
+use crate::usage_state_store::StateStore;
 
 /// Files and directories of Usage state.
 #[derive(Debug, Clone)]
@@ -128,15 +130,7 @@ pub fn scan(
     deadline: Option<Instant>,
 ) -> ScanResult {
     let candidates = discover(roots);
-    scan_with_state(
-        index,
-        &mut None,
-        roots,
-        candidates,
-        prices,
-        now,
-        deadline,
-    )
+    scan_with_state(index, &mut None, roots, candidates, prices, now, deadline)
 }
 
 /// The first slot of the window at `now` (slot-aligned, so a slot is in
@@ -176,10 +170,15 @@ pub fn scan_with_state(
         (Some(s), Some(before)) => s.apply(before, index, &mut changes.files, prices, since),
         _ => false,
     };
-    let changed_keys = changes.keys();
+    let mut changed_keys = changes.keys();
     drop(changes);
     if !incremental {
+        // An entry whose stored events cannot be read any more is dropped
+        // here and recorded as changed, so the stored index forgets it too
+        // and the next refresh reparses the file.
+        let before: Vec<String> = index.files.keys().cloned().collect();
         index.materialize();
+        changed_keys.extend(before.into_iter().filter(|k| !index.files.contains_key(k)));
         *state = Some(State::full(index, prices, since));
     }
     trace.mark("  aggregate");
@@ -403,13 +402,18 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
     let text = result.snapshot.to_json_with(&rendered);
     trace.mark("render snapshot");
     atomic_file::write_unsynced(&dir.snapshot(), text.as_bytes(), 0o600)
-    .map_err(|e| WorkerError::Io("snapshot-v1.json", e))?;
+        .map_err(|e| WorkerError::Io("snapshot-v1.json", e))?;
     trace.mark("write snapshot");
     crate::usage_limits::refresh_due(dir, runtime.as_ref(), &index, now);
     trace.mark("limits");
     if trace.on {
         eprintln!("{:?} incremental: {}", result.stats, result.incremental);
     }
+    // The process ends right after this: freeing tens of thousands of
+    // entries and slots one by one would only delay the exit.
+    std::mem::forget(index);
+    std::mem::forget(state);
+    std::mem::forget(result);
     Ok(())
 }
 

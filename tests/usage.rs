@@ -567,7 +567,11 @@ fn an_unchanged_tree_reuses_the_previous_snapshot() {
     let store = heeler::usage_index_store::Store::in_dir(&state);
     let mut saved = index.clone();
     store
-        .save(&mut saved, &[], heeler::usage_index_store::Loaded::default())
+        .save(
+            &mut saved,
+            &[],
+            heeler::usage_index_store::Loaded::default(),
+        )
         .unwrap();
     let (mut lazy, _) = store.load();
     assert!(lazy.files.values().all(|e| !e.is_loaded()));
@@ -577,13 +581,7 @@ fn an_unchanged_tree_reuses_the_previous_snapshot() {
     let (mut index, _) = store.load();
     let roots = Roots::resolve(&home, None, None, None);
     let prices = PriceTable::bundled().unwrap();
-    let second = usage_worker::scan(
-        &mut index,
-        &roots,
-        &prices,
-        NOW + 60,
-        None,
-    );
+    let second = usage_worker::scan(&mut index, &roots, &prices, NOW + 60, None);
     assert!(!second.stats.changed());
     assert_eq!(second.snapshot.generated_at, NOW + 60);
     assert_eq!(second.snapshot.slots, first.snapshot.slots);
@@ -592,13 +590,7 @@ fn an_unchanged_tree_reuses_the_previous_snapshot() {
     let mut text = fs::read_to_string(&file).unwrap();
     text.push_str(&one(NOW - 60, "msg_new", 1));
     fs::write(&file, text).unwrap();
-    let third = usage_worker::scan(
-        &mut index,
-        &roots,
-        &prices,
-        NOW + 120,
-        None,
-    );
+    let third = usage_worker::scan(&mut index, &roots, &prices, NOW + 120, None);
     assert!(third.stats.changed());
     let requests = |s: &heeler::usage_report::Snapshot| -> u64 {
         s.slots.iter().map(|x| x.totals.requests).sum()
@@ -625,13 +617,7 @@ fn a_cold_backfill_out_of_time_is_partial_and_resumes() {
     );
     // The next run (within budget) finishes the backfill; a partial snapshot
     // is never reused as-is.
-    let second = usage_worker::scan(
-        &mut index,
-        &roots,
-        &prices,
-        NOW,
-        None,
-    );
+    let second = usage_worker::scan(&mut index, &roots, &prices, NOW, None);
     assert!(!second.snapshot.partial);
     let (_, complete) = scan_fixture(&home);
     assert_eq!(second.snapshot.slots, complete.snapshot.slots);

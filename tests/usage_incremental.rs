@@ -115,13 +115,7 @@ fn append(path: &Path, text: &str) {
 
 fn fresh_into(index: &mut Index, home: &Path, now: i64) -> ScanResult {
     let roots = Roots::resolve(home, None, None, None);
-    usage_worker::scan(
-        index,
-        &roots,
-        &PriceTable::bundled().unwrap(),
-        now,
-        None,
-    )
+    usage_worker::scan(index, &roots, &PriceTable::bundled().unwrap(), now, None)
 }
 
 fn run(seed: u64) -> (u64, u64) {
