@@ -1,12 +1,12 @@
 //! The cached snapshot and the JSON v1 answer built from it.
 //!
-//! The worker stores priced totals in 15-minute UTC slots
-//! ([`Snapshot`], `snapshot-v1.json`); a query turns them into the v1
-//! document for *its* zone and *its* now (today / 7-day / 30-day windows, 30
-//! zero-filled days, models, top directories) in a few milliseconds, so the
-//! answer is correct in any zone and on any day without rescanning.
-
-use std::collections::BTreeMap;
+//! The worker keeps priced totals in 15-minute UTC slots (in the aggregate
+//! state, `usage_state_store`) and a [`Snapshot`] header beside them
+//! (`snapshot-v1.json`, with answers rendered ahead for the zones queries
+//! use); a query turns the slots into the v1 document for *its* zone and
+//! *its* now (today / 7-day / 30-day windows, 30 zero-filled days, models,
+//! top directories) in a few milliseconds, so the answer is correct in any
+//! zone and on any day without rescanning.
 
 use crate::json::{self, Object, Value};
 use crate::usage_aggregate::{SlotTotals, Totals};
@@ -15,6 +15,12 @@ use crate::usage_pricing::SourceMeta;
 use crate::usage_row::Agent;
 use crate::usage_time::format_date;
 use crate::usage_tz::Zone;
+
+type HashMap<K, V> = std::collections::HashMap<
+    K,
+    V,
+    std::hash::BuildHasherDefault<crate::usage_aggregate::QuickHasher>,
+>;
 
 /// Schema version of the query answer and the snapshot file.
 pub const VERSION: u64 = 1;
@@ -271,10 +277,21 @@ pub fn token_parts(slots: &[SlotTotals], zone: &Zone, now: i64) -> Object {
     let today = zone.local_day(now);
     let first = today - (DAYS - 1);
     let mut days = vec![ByAgent::default(); DAYS as usize];
-    let mut models: BTreeMap<(Agent, &str), Totals> = BTreeMap::new();
-    let mut dirs: BTreeMap<&str, (Totals, bool, bool)> = BTreeMap::new();
+    // Tens of thousands of slots, a few dozen models and directories: the
+    // sums go to hash maps (sorted below), and slots sharing a time (they
+    // come in time order) share one zone lookup.
+    let mut models: HashMap<(Agent, &str), Totals> = HashMap::default();
+    let mut dirs: HashMap<&str, (Totals, bool, bool)> = HashMap::default();
+    let mut last: Option<(i64, i64)> = None;
     for s in slots {
-        let day = zone.local_day(s.slot);
+        let day = match last {
+            Some((slot, day)) if slot == s.slot => day,
+            _ => {
+                let day = zone.local_day(s.slot);
+                last = Some((s.slot, day));
+                day
+            }
+        };
         if day < first || day > today {
             continue;
         }
