@@ -17,7 +17,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::usage_row::{Agent, CodexMeta, Event, EventKind, FileParse, fnv1a};
+use crate::usage_row::{Agent, CodexMeta, Event, EventKind, FileParse, fnv1a, hash_words};
 use crate::usage_scan;
 
 /// Bump when the index layout changes (everything is reparsed).
@@ -64,6 +64,9 @@ pub struct Segment {
     pub offset: u64,
     pub len: u32,
     pub count: u32,
+    /// [`hash_words`] of the bytes: a damaged events file is never read
+    /// as events.
+    pub sum: u64,
 }
 
 /// An open events file, shared by the entries that point into it.
@@ -82,9 +85,14 @@ impl EventsFile {
     /// The bytes of `segment`.
     pub fn read(&self, segment: Segment) -> Option<Vec<u8>> {
         use std::os::unix::fs::FileExt;
+        // A damaged reference must not make us allocate what is not there.
+        let end = segment.offset.checked_add(u64::from(segment.len))?;
+        if end > self.0.metadata().ok()?.len() {
+            return None;
+        }
         let mut raw = vec![0u8; segment.len as usize];
         self.0.read_exact_at(&mut raw, segment.offset).ok()?;
-        Some(raw)
+        (hash_words(&raw) == segment.sum).then_some(raw)
     }
 }
 
@@ -691,6 +699,7 @@ pub mod stored {
             o.u64(s.offset);
             o.u32(s.len);
             o.u32(s.count);
+            o.u64(s.sum);
         }
         *out = o.0;
     }
@@ -721,12 +730,13 @@ pub mod stored {
         pub fn entry(&mut self, file: &EventsFile) -> Option<(String, FileEntry)> {
             let r = &mut self.0;
             let (path, mut e) = decode_meta(r)?;
-            let n = r.count(16)?;
+            let n = r.count(24)?;
             for _ in 0..n {
                 e.stored.push(Segment {
                     offset: r.u64()?,
                     len: r.u32()?,
                     count: r.u32()?,
+                    sum: r.u64()?,
                 });
             }
             e.pending = Some(file.clone());

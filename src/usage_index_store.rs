@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::usage_cache::{self, EventsFile, FileEntry, Index, Segment, stored};
-use crate::usage_row::fnv1a;
+use crate::usage_row::{fnv1a, hash_words, seal, unseal};
 
 const JOURNAL_MAGIC: &[u8; 4] = b"HUIJ";
 const EVENTS_MAGIC: &[u8; 4] = b"HUIE";
@@ -149,7 +149,7 @@ impl Store {
             (Ok(_), Ok(meta)) => meta,
             _ => return empty(),
         };
-        let Some((index, events)) = self.decode_base(&bytes) else {
+        let Some((index, events)) = unseal(&bytes).and_then(|body| self.decode_base(body)) else {
             return empty();
         };
         let mut index = index;
@@ -293,6 +293,7 @@ impl Store {
                     offset: blob.len() as u64,
                     len: raw.len() as u32,
                     count,
+                    sum: hash_words(&raw),
                 });
                 blob.extend(raw);
             }
@@ -306,6 +307,7 @@ impl Store {
         for (path, e) in &index.files {
             stored::entry(&mut out, path, e);
         }
+        seal(&mut out);
         let events_path = self.events_path(id);
         crate::atomic_file::write_unsynced(&events_path, &blob, 0o600)?;
         let file = EventsFile(Arc::new(File::open(&events_path)?));
@@ -381,6 +383,7 @@ fn plan_segments(e: &mut FileEntry, end: u64, blob: &mut Vec<u8>) {
         offset: end + blob.len() as u64,
         len: raw.len() as u32,
         count: (events.len() - from) as u32,
+        sum: hash_words(&raw),
     });
     blob.extend(raw);
 }

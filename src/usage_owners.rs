@@ -20,14 +20,14 @@ use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use crate::usage_row::fnv1a;
+use crate::usage_row::{fnv1a, hash_words};
 
 /// Owner of an identifier several files have.
 pub const SHARED: u64 = u64::MAX;
 /// A delta entry that removes an identifier (no owner hash is 0).
 const REMOVED: u64 = 0;
 const MAGIC: &[u8; 4] = b"HUAO";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 /// Records per block.
 const BLOCK: usize = 256;
 /// The delta may grow to this share of the base (and at least
@@ -67,6 +67,7 @@ struct BaseFile {
     file: File,
     count: u64,
     fences: Vec<u64>,
+    sums: Vec<u64>,
     /// Where the records start.
     records_at: u64,
 }
@@ -263,24 +264,36 @@ fn merge(base: impl Iterator<Item = (u64, u64)>, delta: &BTreeMap<u64, u64>) -> 
     out
 }
 
-fn header_len(fences: usize) -> u64 {
-    (4 + 4 + 8 + 8 + 8 * fences) as u64
+fn header_len(blocks: usize) -> u64 {
+    (4 + 4 + 8 + 8 + 16 * blocks + 8) as u64
+}
+
+fn rows_bytes(rows: &[(u64, u64)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(rows.len() * 16);
+    for (id, owner) in rows {
+        out.extend(id.to_le_bytes());
+        out.extend(owner.to_le_bytes());
+    }
+    out
 }
 
 fn encode(generation: u64, table: &[(u64, u64)]) -> Vec<u8> {
-    let fences: Vec<u64> = table.chunks(BLOCK).map(|c| c[0].0).collect();
-    let mut out = Vec::with_capacity(header_len(fences.len()) as usize + table.len() * 16);
+    let blocks = table.len().div_ceil(BLOCK);
+    let mut out = Vec::with_capacity(header_len(blocks) as usize + table.len() * 16);
     out.extend(MAGIC);
     out.extend(VERSION.to_le_bytes());
     out.extend(generation.to_le_bytes());
     out.extend((table.len() as u64).to_le_bytes());
-    for f in &fences {
-        out.extend(f.to_le_bytes());
+    // Per block: its first identifier (the fence) and a checksum, so a
+    // lookup reads and verifies one block.
+    for chunk in table.chunks(BLOCK) {
+        out.extend(chunk[0].0.to_le_bytes());
+        out.extend(hash_words(&rows_bytes(chunk)).to_le_bytes());
     }
-    for (id, owner) in table {
-        out.extend(id.to_le_bytes());
-        out.extend(owner.to_le_bytes());
-    }
+    // The header is sealed too: a damaged fence would send a lookup to
+    // the wrong (intact) block.
+    crate::usage_row::seal(&mut out);
+    out.extend(rows_bytes(table));
     out
 }
 
@@ -319,34 +332,52 @@ impl BaseFile {
         if file.metadata()?.len() != expected {
             return Err(bad());
         }
-        let mut raw = vec![0u8; blocks * 8];
-        file.read_exact(&mut raw)?;
-        let fences = raw
-            .chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
-            .collect();
+        let mut header = head.to_vec();
+        header.resize(records_at as usize, 0);
+        file.read_exact(&mut header[24..])?;
+        let raw = crate::usage_row::unseal(&header)
+            .map(|h| &h[24..])
+            .ok_or_else(bad)?;
+        let word = |c: &[u8]| u64::from_le_bytes(c.try_into().unwrap_or_default());
+        let (fences, sums) = raw
+            .chunks_exact(16)
+            .map(|c| (word(&c[..8]), word(&c[8..])))
+            .unzip();
         Ok(BaseFile {
             generation,
             file,
             count,
             fences,
+            sums,
             records_at,
         })
     }
 
+    /// Block `b`'s rows, verified against its fence and checksum.
     fn block(&self, b: usize) -> io::Result<Vec<(u64, u64)>> {
+        let bad = || io::Error::new(io::ErrorKind::InvalidData, "owners block damaged");
         let first = (b * BLOCK) as u64;
         let n = (self.count - first).min(BLOCK as u64) as usize;
         let mut raw = vec![0u8; n * 16];
         self.file
             .read_exact_at(&mut raw, self.records_at + first * 16)?;
-        Ok(rows_from(&raw))
+        let rows = rows_from(&raw);
+        let sorted = rows.windows(2).all(|w| w[0].0 < w[1].0);
+        if Some(hash_words(&raw)) != self.sums.get(b).copied()
+            || rows.first().map(|r| r.0) != self.fences.get(b).copied()
+            || !sorted
+        {
+            return Err(bad());
+        }
+        Ok(rows)
     }
 
     fn all(&self) -> io::Result<Vec<(u64, u64)>> {
-        let mut raw = vec![0u8; self.count as usize * 16];
-        self.file.read_exact_at(&mut raw, self.records_at)?;
-        Ok(rows_from(&raw))
+        let mut rows = Vec::with_capacity(self.count as usize);
+        for b in 0..self.fences.len() {
+            rows.extend(self.block(b)?);
+        }
+        Ok(rows)
     }
 }
 

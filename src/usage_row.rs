@@ -187,6 +187,33 @@ impl Tokens {
     }
 }
 
+/// A stable word-at-a-time checksum of cache bytes (megabytes per refresh:
+/// a byte-wise hash would cost more than the rest of reading them).
+pub fn hash_words(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0x6865_656c_6572_6373 ^ bytes.len() as u64;
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let v = u64::from_le_bytes(c.try_into().unwrap_or_default());
+        h = (h.rotate_left(23) ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    let mut tail = [0u8; 8];
+    tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    h = (h.rotate_left(23) ^ u64::from_le_bytes(tail)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    h ^ (h >> 32)
+}
+
+/// Appends the [`hash_words`] of `bytes` to them.
+pub fn seal(bytes: &mut Vec<u8>) {
+    let sum = hash_words(bytes);
+    bytes.extend(sum.to_le_bytes());
+}
+
+/// `bytes` without their trailing [`seal`], if it matches.
+pub fn unseal(bytes: &[u8]) -> Option<&[u8]> {
+    let (body, sum) = bytes.split_at_checked(bytes.len().checked_sub(8)?)?;
+    (hash_words(body).to_le_bytes() == *sum).then_some(body)
+}
+
 /// FNV-1a 64: the stable hash of dedupe keys and file heads (stored in the
 /// cache, so it must not change between runs the way `DefaultHasher` may).
 pub fn fnv1a(parts: &[&[u8]]) -> u64 {

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use crate::usage_aggregate::{Detailed, SlotAcc, SlotKey};
 use crate::usage_incremental::{Changed, State};
 use crate::usage_owners::{Owners, OwnersRef};
-use crate::usage_row::{Agent, Tokens, fnv1a};
+use crate::usage_row::{Agent, Tokens, fnv1a, seal, unseal};
 
 const MAGIC: &[u8; 4] = b"HUAG";
 const JOURNAL_MAGIC: &[u8; 4] = b"HUAJ";
@@ -99,7 +99,7 @@ impl StateStore {
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).ok()?;
         let meta = file.metadata().ok()?;
-        let mut parts = decode_base(&bytes)?;
+        let mut parts = decode_base(unseal(&bytes)?)?;
         let mut origin = Origin {
             base_len: bytes.len() as u64,
             journal_len: 0,
@@ -351,6 +351,7 @@ fn encode_base<'a>(state: &'a State) -> Option<Vec<u8>> {
         put_u64(&mut o, *id);
         put_u64(&mut o, *owner);
     }
+    seal(&mut o);
     Some(o)
 }
 

@@ -158,7 +158,7 @@ pub fn scan_with_state(
     let trace = Trace::new();
     let before = state.as_ref().map(|_| index.fingerprint());
     let mut changes = usage_cache::Changes::default();
-    let stats = usage_cache::refresh_tracked(
+    let mut stats = usage_cache::refresh_tracked(
         index,
         &candidates,
         since.saturating_mul(1_000_000_000),
@@ -173,12 +173,26 @@ pub fn scan_with_state(
     let mut changed_keys = changes.keys();
     drop(changes);
     if !incremental {
-        // An entry whose stored events cannot be read any more is dropped
-        // here and recorded as changed, so the stored index forgets it too
-        // and the next refresh reparses the file.
+        // An entry whose stored events cannot be read (a damaged events
+        // file) is dropped and its file read again now, as a new one.
         let before: Vec<String> = index.files.keys().cloned().collect();
         index.materialize();
-        changed_keys.extend(before.into_iter().filter(|k| !index.files.contains_key(k)));
+        if index.files.len() < before.len() {
+            changed_keys.extend(before.into_iter().filter(|k| !index.files.contains_key(k)));
+            let mut again = usage_cache::Changes::default();
+            let more = usage_cache::refresh_tracked(
+                index,
+                &candidates,
+                since.saturating_mul(1_000_000_000),
+                deadline,
+                &mut again,
+            );
+            stats.reparsed += more.reparsed;
+            stats.bytes_read += more.bytes_read;
+            stats.partial |= more.partial;
+            changed_keys.extend(again.keys());
+            index.materialize();
+        }
         *state = Some(State::full(index, prices, since));
     }
     trace.mark("  aggregate");

@@ -334,3 +334,104 @@ fn the_index_journal_survives_tears_and_foreign_bases() {
     fs::remove_dir_all(&home).unwrap();
     fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Damaged cache files (a disk error, a user's editor, a torn write) are
+/// never trusted and never crash the worker: every load either refuses
+/// them or yields something a refresh then corrects, and the snapshot after
+/// that refresh is the one a scan from scratch gives.
+#[test]
+fn damaged_cache_files_are_refused_or_repaired_never_trusted() {
+    let home = temp_dir("usage-damage");
+    let dir = temp_dir("usage-damage-state");
+    let prices = PriceTable::bundled().unwrap();
+    let mut rng = Rng(0xdead_beef);
+    for n in 0..4 {
+        write(&claude_path(&home, n), &claude_lines(&mut rng, NOW, 6));
+    }
+    for n in 0..2 {
+        write(&codex_path(&home, n), &codex_text(&mut rng, NOW, n, 4));
+    }
+    // Roots are the directories that exist.
+    let roots = Roots::resolve(&home, None, None, None);
+    let refresh = |store: &Store, states: &StateStore| {
+        let (mut index, loaded) = store.load();
+        let mut state = states.load();
+        let result = usage_worker::scan_with_state(
+            &mut index,
+            &mut state,
+            &roots,
+            usage_worker::discover(&roots),
+            &prices,
+            NOW,
+            None,
+        );
+        let keys: Vec<&str> = result.changed_keys.iter().map(String::as_str).collect();
+        store.save(&mut index, &keys, loaded).unwrap();
+        states.save(state.as_mut().unwrap()).unwrap();
+        result
+    };
+    let expected = fresh_into(&mut Index::default(), &home, NOW).snapshot;
+    let (mut damaged, mut rounds) = (0, 0);
+    // Appends below stay at NOW, so the expected totals move with them.
+    for round in 0..60u64 {
+        let store = Store::in_dir(&dir);
+        let states = StateStore::in_dir(&dir);
+        refresh(&store, &states);
+        // An append so that journals and segments exist too.
+        append(
+            &claude_path(&home, round % 4),
+            &claude_lines(&mut rng, NOW, 1),
+        );
+        refresh(&store, &states);
+        // The cache's files (the snapshot is rewritten by every refresh).
+        let mut files: Vec<PathBuf> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                ["index-v1", "aggregate-v1", "owners-v1"]
+                    .iter()
+                    .any(|prefix| name.starts_with(prefix))
+            })
+            .collect();
+        files.sort();
+        let victim = &files[rng.below(files.len() as u64) as usize];
+        let mut bytes = fs::read(victim).unwrap();
+        if bytes.is_empty() {
+            continue;
+        }
+        match rng.below(3) {
+            0 => {
+                let at = rng.below(bytes.len() as u64) as usize;
+                bytes[at] ^= 1 << rng.below(8);
+            }
+            1 => bytes.truncate(rng.below(bytes.len() as u64) as usize),
+            _ => {
+                let at = rng.below(bytes.len() as u64) as usize;
+                let len = (bytes.len() - at).min(8);
+                bytes[at..at + len].fill(0xff);
+            }
+        }
+        fs::write(victim, &bytes).unwrap();
+        damaged += 1;
+        // Loading whatever is left must not panic, materialising included.
+        let (mut index, _) = store.load();
+        index.materialize();
+        let _ = states.load_slots();
+        // One refresh later the totals are exactly a fresh scan's.
+        let full = refresh(&store, &states);
+        let result = full.snapshot;
+        let want = fresh_into(&mut Index::default(), &home, NOW).snapshot;
+        assert_eq!(
+            result.slots, want.slots,
+            "round {round}: {victim:?} {:?} {}",
+            full.stats, full.incremental
+        );
+        assert_eq!(result.coverage, want.coverage, "round {round}: {victim:?}");
+        rounds += 1;
+    }
+    assert!(expected.slots.len() > 3);
+    println!("{damaged} damaged cache files over {rounds} rounds, all repaired");
+    let _ = fs::remove_dir_all(&home);
+    let _ = fs::remove_dir_all(&dir);
+}
