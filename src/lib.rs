@@ -45,6 +45,7 @@ pub mod usage_discover;
 pub mod usage_herdr_action;
 pub mod usage_incremental;
 pub mod usage_index_store;
+pub mod usage_journal;
 pub mod usage_jsonpick;
 pub mod usage_limits;
 pub mod usage_owners;

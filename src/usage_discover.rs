@@ -42,14 +42,7 @@ impl Roots {
     /// Roots from this process's environment, overridden by the runtime
     /// record's `HOME`, `CLAUDE_CONFIG_DIR` and `CODEX_HOME` when present.
     pub fn from_env(runtime: Option<&Value>) -> Roots {
-        let var = |k: &str| {
-            runtime
-                .and_then(|r| r.get("env"))
-                .and_then(|e| e.get(k))
-                .and_then(Value::as_nonempty_str)
-                .map(str::to_string)
-                .or_else(|| std::env::var(k).ok().filter(|v| !v.is_empty()))
-        };
+        let var = |k: &str| crate::usage_runtime::env_var(runtime, k);
         let home = var("HOME").map(PathBuf::from).unwrap_or_else(home_dir);
         Roots::resolve(
             &home,

@@ -29,12 +29,13 @@
 //! total: every file is checked by magic, id, length and checksum).
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::io::{self, Read};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::usage_cache::{self, EventsFile, FileEntry, Index, Segment, stored};
+use crate::usage_journal;
 use crate::usage_row::{fnv1a, hash_words, seal, unseal};
 
 const JOURNAL_MAGIC: &[u8; 4] = b"HUIJ";
@@ -78,22 +79,15 @@ pub struct Loaded {
 }
 
 fn journal_header(meta: &fs::Metadata) -> Vec<u8> {
-    let mut h = Vec::with_capacity(64);
-    h.extend(JOURNAL_MAGIC);
-    for n in [
-        meta.dev(),
-        meta.ino(),
-        meta.size(),
-        (meta.mtime() as u64)
-            .wrapping_mul(1_000_000_000)
-            .wrapping_add(meta.mtime_nsec() as u64),
-        u64::from(usage_cache::INDEX_VERSION),
-        u64::from(usage_cache::CLAUDE_PARSER_VERSION),
-        u64::from(usage_cache::CODEX_PARSER_VERSION),
-    ] {
-        h.extend(n.to_le_bytes());
-    }
-    h
+    usage_journal::header(
+        JOURNAL_MAGIC,
+        meta,
+        &[
+            u64::from(usage_cache::INDEX_VERSION),
+            u64::from(usage_cache::CLAUDE_PARSER_VERSION),
+            u64::from(usage_cache::CODEX_PARSER_VERSION),
+        ],
+    )
 }
 
 fn events_header(id: u64) -> Vec<u8> {
@@ -163,18 +157,15 @@ impl Store {
             return (index, loaded);
         };
         loaded.journal_len = journal.len() as u64;
-        let head = journal_header(&meta);
-        if !journal.starts_with(&head) {
-            return (index, loaded);
-        }
-        let mut at = head.len();
-        while let Some(payload) = record(&journal, at) {
+        let (records, whole) = usage_journal::records(&journal, &journal_header(&meta));
+        let mut applied = 0;
+        for payload in &records {
             if !apply_record(&mut index, payload, &events.file) {
                 break;
             }
-            at += 12 + payload.len();
+            applied += 1;
         }
-        loaded.journal_valid = at == journal.len();
+        loaded.journal_valid = whole && applied == records.len();
         (index, loaded)
     }
 
@@ -219,10 +210,7 @@ impl Store {
             }
             let mut records = Vec::new();
             for (key, entry) in &planned {
-                let payload = record_payload(key, entry.as_ref());
-                records.extend((payload.len() as u32).to_le_bytes());
-                records.extend(fnv1a(&[&payload]).to_le_bytes());
-                records.extend(payload);
+                usage_journal::frame(&record_payload(key, entry.as_ref()), &mut records);
             }
             let limit = (loaded.base_len / JOURNAL_SHARE).max(self.min_journal);
             let journal_fits = loaded.journal_len + records.len() as u64 <= limit;
@@ -239,18 +227,11 @@ impl Store {
                     return Ok(());
                 }
                 events.file.0.write_all_at(&blob, end)?;
-                let fresh = loaded.journal_len == 0;
-                let mut file = OpenOptions::new()
-                    .create(true)
-                    .write(true)
-                    .append(!fresh)
-                    .truncate(fresh)
-                    .mode(0o600)
-                    .open(&self.journal)?;
-                if fresh {
-                    file.write_all(&journal_header(&fs::metadata(&self.base)?))?;
-                }
-                file.write_all(&records)?;
+                let header = match loaded.journal_len {
+                    0 => Some(journal_header(&fs::metadata(&self.base)?)),
+                    _ => None,
+                };
+                usage_journal::append(&self.journal, header.as_deref(), &records)?;
                 for (key, entry) in planned {
                     if let (Some(new), Some(e)) = (entry, index.files.get_mut(key)) {
                         e.stored = new.stored;
@@ -418,12 +399,4 @@ fn apply_record(index: &mut Index, payload: &[u8], file: &EventsFile) -> bool {
         _ => None,
     };
     applied.is_some() && r.at_end()
-}
-
-/// The payload of the record at `at`, if complete and intact.
-fn record(journal: &[u8], at: usize) -> Option<&[u8]> {
-    let len = u32::from_le_bytes(journal.get(at..at + 4)?.try_into().ok()?) as usize;
-    let sum = u64::from_le_bytes(journal.get(at + 4..at + 12)?.try_into().ok()?);
-    let payload = journal.get(at + 12..(at + 12).checked_add(len)?)?;
-    (fnv1a(&[payload]) == sum).then_some(payload)
 }

@@ -39,14 +39,7 @@ pub struct ProbeEnv {
 
 impl ProbeEnv {
     pub fn from_runtime(runtime: Option<&Value>) -> ProbeEnv {
-        let var = |k: &str| {
-            runtime
-                .and_then(|r| r.get("env"))
-                .and_then(|e| e.get(k))
-                .and_then(Value::as_nonempty_str)
-                .map(str::to_string)
-                .or_else(|| std::env::var(k).ok().filter(|v| !v.is_empty()))
-        };
+        let var = |k: &str| crate::usage_runtime::env_var(runtime, k);
         ProbeEnv {
             path: var("PATH"),
             home: var("HOME").map(PathBuf::from),

@@ -75,6 +75,17 @@ pub fn record_runtime(state_dir: &Path) -> io::Result<()> {
     atomic_file::write(&path, value.to_json().as_bytes(), 0o600)
 }
 
+/// `key` of the environment the runtime record saw (herdr's), else of this
+/// process; empty values count as unset.
+pub fn env_var(record: Option<&Value>, key: &str) -> Option<String> {
+    record
+        .and_then(|r| r.get("env"))
+        .and_then(|e| e.get(key))
+        .and_then(Value::as_nonempty_str)
+        .map(str::to_string)
+        .or_else(|| std::env::var(key).ok().filter(|v| !v.is_empty()))
+}
+
 /// The `runtime` object of a query answer.
 pub fn state_of(record: Option<&Value>) -> Value {
     match record.filter(|r| r.get("v").and_then(Value::as_i64) == Some(1)) {

@@ -19,15 +19,15 @@
 //! zone the worker did not render ahead ([`StateStore::load_slots`]),
 //! without the owners table. A cache: atomic, not `fsync`ed.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::fs::{self, File};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use crate::usage_aggregate::{Detailed, SlotAcc, SlotKey};
 use crate::usage_incremental::{Changed, State};
+use crate::usage_journal;
 use crate::usage_owners::{Owners, OwnersRef};
-use crate::usage_row::{Agent, Tokens, fnv1a, seal, unseal};
+use crate::usage_row::{Agent, Tokens, seal, unseal};
 
 const MAGIC: &[u8; 4] = b"HUAG";
 const JOURNAL_MAGIC: &[u8; 4] = b"HUAJ";
@@ -56,19 +56,7 @@ pub struct Origin {
 }
 
 fn journal_header(meta: &fs::Metadata) -> Vec<u8> {
-    let mut h = JOURNAL_MAGIC.to_vec();
-    for n in [
-        meta.dev(),
-        meta.ino(),
-        meta.size(),
-        (meta.mtime() as u64)
-            .wrapping_mul(1_000_000_000)
-            .wrapping_add(meta.mtime_nsec() as u64),
-        u64::from(STATE_VERSION),
-    ] {
-        h.extend(n.to_le_bytes());
-    }
-    h
+    usage_journal::header(JOURNAL_MAGIC, meta, &[u64::from(STATE_VERSION)])
 }
 
 /// What a base or journal holds besides the owners table.
@@ -110,17 +98,15 @@ impl StateStore {
             return Some((parts, origin));
         };
         origin.journal_len = journal.len() as u64;
-        if !journal.starts_with(&origin.header) {
-            return Some((parts, origin));
-        }
-        let mut at = origin.header.len();
-        while let Some(payload) = record(&journal, at) {
+        let (records, whole) = usage_journal::records(&journal, &origin.header);
+        let mut applied = 0;
+        for payload in &records {
             if apply_record(&mut parts, payload).is_none() {
                 break;
             }
-            at += 12 + payload.len();
+            applied += 1;
         }
-        origin.journal_valid = at == journal.len();
+        origin.journal_valid = whole && applied == records.len();
         Some((parts, origin))
     }
 
@@ -163,22 +149,13 @@ impl StateStore {
         if let (Some(payload), Some(origin)) = (payload, &mut state.origin) {
             let limit = (origin.base_len / 4).max(self.min_journal);
             if origin.journal_len + 12 + payload.len() as u64 <= limit {
-                let fresh = origin.journal_len == 0;
-                let mut file = OpenOptions::new()
-                    .create(true)
-                    .write(true)
-                    .append(!fresh)
-                    .truncate(fresh)
-                    .mode(0o600)
-                    .open(&self.journal)?;
-                let mut out = Vec::with_capacity(payload.len() + 64);
-                if fresh {
-                    out.extend(&origin.header);
+                let mut out = Vec::with_capacity(payload.len() + 12);
+                usage_journal::frame(&payload, &mut out);
+                let header = (origin.journal_len == 0).then(|| origin.header.clone());
+                usage_journal::append(&self.journal, header.as_deref(), &out)?;
+                if let Some(header) = header {
+                    origin.journal_len += header.len() as u64;
                 }
-                out.extend((payload.len() as u32).to_le_bytes());
-                out.extend(fnv1a(&[&payload]).to_le_bytes());
-                out.extend(payload);
-                file.write_all(&out)?;
                 origin.journal_len += out.len() as u64;
                 origin.journal_valid = true;
                 state.changed = Some(Changed::default());
@@ -477,12 +454,4 @@ fn apply_record(parts: &mut Parts, payload: &[u8]) -> Option<()> {
     }
     parts.owners.delta.extend(owners);
     Some(())
-}
-
-/// The payload of the record at `at`, if complete and intact.
-fn record(journal: &[u8], at: usize) -> Option<&[u8]> {
-    let len = u32::from_le_bytes(journal.get(at..at + 4)?.try_into().ok()?) as usize;
-    let sum = u64::from_le_bytes(journal.get(at + 4..at + 12)?.try_into().ok()?);
-    let payload = journal.get(at + 12..(at + 12).checked_add(len)?)?;
-    (fnv1a(&[payload]) == sum).then_some(payload)
 }
