@@ -597,6 +597,7 @@ fn an_unchanged_tree_reuses_the_previous_snapshot() {
     };
     assert_eq!(requests(&third.snapshot), requests(&first.snapshot) + 1);
     fs::remove_dir_all(&home).unwrap();
+    fs::remove_dir_all(&state).unwrap();
 }
 
 #[test]
