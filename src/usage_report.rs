@@ -55,24 +55,12 @@ impl Snapshot {
     /// [`Snapshot::to_json`] plus token members rendered ahead for some
     /// (zone, local day) pairs, so a query in one of them reads no slots.
     pub fn to_json_with(&self, rendered: &[Rendered]) -> String {
-        let p = &self.pricing;
         Value::Object(
             Object::new()
                 .with("v", VERSION)
                 .with("generated_at", self.generated_at)
                 .with("partial", self.partial)
-                .with(
-                    "pricing",
-                    Value::Object(
-                        Object::new()
-                            .with("source", p.source.as_str())
-                            .with("version", p.version.as_str())
-                            .with("date", p.date.as_str())
-                            .with("source_url", p.source_url.as_str())
-                            .with("sha256", p.source_sha256.as_str())
-                            .with("license", p.license.as_str()),
-                    ),
-                )
+                .with("pricing", pricing_value(&self.pricing))
                 .with("coverage", self.coverage.clone())
                 .with("aggregate", format!("{:016x}", self.aggregate))
                 .with(
@@ -98,10 +86,38 @@ impl Snapshot {
     /// Reads `snapshot-v1.json` (without slots: see [`Snapshot::aggregate`]);
     /// `None` if it is not one.
     pub fn parse(text: &str) -> Option<Snapshot> {
-        // Field-picking: the members rendered ahead are skipped unread.
+        let file = SnapshotFile::read(text)?;
+        let aggregate = file.aggregate?;
+        if aggregate.len() != 16 {
+            return None;
+        }
+        Some(Snapshot {
+            generated_at: file.generated_at,
+            partial: file.partial,
+            pricing: file.pricing,
+            coverage: file.coverage,
+            aggregate: u64::from_str_radix(&aggregate, 16).ok()?,
+            slots: Vec::new(),
+        })
+    }
+}
+
+/// The members of `snapshot-v1.json`, picked without a full parse (the
+/// members rendered ahead stay raw until a zone is looked for).
+struct SnapshotFile<'a> {
+    generated_at: i64,
+    partial: bool,
+    pricing: SourceMeta,
+    coverage: Value,
+    aggregate: Option<String>,
+    rendered: Option<&'a [u8]>,
+}
+
+impl<'a> SnapshotFile<'a> {
+    fn read(text: &'a str) -> Option<SnapshotFile<'a>> {
         let mut c = Cursor::new(text.as_bytes());
         let (mut version, mut generated_at, mut partial) = (None, None, false);
-        let (mut pricing, mut coverage, mut aggregate) = (None, None, None);
+        let (mut pricing, mut coverage, mut aggregate, mut rendered) = (None, None, None, None);
         c.object(|key, c| {
             match key {
                 b"v" => version = c.count()?,
@@ -110,6 +126,7 @@ impl Snapshot {
                 b"pricing" => pricing = Some(c.raw()?),
                 b"coverage" => coverage = Some(c.raw()?),
                 b"aggregate" => aggregate = c.string()?,
+                b"rendered" => rendered = Some(c.raw()?),
                 _ => c.skip()?,
             }
             Some(())
@@ -117,17 +134,13 @@ impl Snapshot {
         if version != Some(VERSION) || !c.at_end() {
             return None;
         }
-        let aggregate = aggregate?;
-        if aggregate.len() != 16 {
-            return None;
-        }
-        Some(Snapshot {
+        Some(SnapshotFile {
             generated_at: i64::try_from(generated_at?).ok()?,
             partial,
             pricing: pricing_from(pricing?)?,
             coverage: json::parse(std::str::from_utf8(coverage?).ok()?).ok()?,
-            aggregate: u64::from_str_radix(&aggregate, 16).ok()?,
-            slots: Vec::new(),
+            aggregate: aggregate.map(|a| a.into_owned()),
+            rendered,
         })
     }
 }
@@ -167,26 +180,9 @@ impl Prerendered {
     /// Reads `snapshot-v1.json` when it holds members rendered for `tz` on
     /// local day `day`; `None` otherwise (read the slots then).
     pub fn read(text: &str, tz: &str, day: i64) -> Option<Prerendered> {
-        let mut c = Cursor::new(text.as_bytes());
-        let (mut version, mut generated_at, mut partial) = (None, None, false);
-        let (mut pricing, mut coverage, mut rendered) = (None, None, None);
-        c.object(|key, c| {
-            match key {
-                b"v" => version = c.count()?,
-                b"generated_at" => generated_at = c.count()?,
-                b"partial" => partial = c.bool()? == Some(true),
-                b"pricing" => pricing = Some(c.raw()?),
-                b"coverage" => coverage = Some(c.raw()?),
-                b"rendered" => rendered = Some(c.raw()?),
-                _ => c.skip()?,
-            }
-            Some(())
-        })?;
-        if version != Some(VERSION) || !c.at_end() {
-            return None;
-        }
+        let file = SnapshotFile::read(text)?;
         let mut found = None;
-        Cursor::new(rendered?).array(|c| {
+        Cursor::new(file.rendered?).array(|c| {
             let raw = c.raw()?;
             if found.is_none() {
                 let entry = json::parse(std::str::from_utf8(raw).ok()?).ok()?;
@@ -199,10 +195,10 @@ impl Prerendered {
             Some(())
         })?;
         Some(Prerendered {
-            generated_at: i64::try_from(generated_at?).ok()?,
-            partial,
-            pricing: pricing_from(pricing?)?,
-            coverage: json::parse(std::str::from_utf8(coverage?).ok()?).ok()?,
+            generated_at: file.generated_at,
+            partial: file.partial,
+            pricing: file.pricing,
+            coverage: file.coverage,
             parts: found?,
         })
     }
