@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use heeler::sidebar::{self, Action, SourceEnv};
+use heeler::sidebar::snapshot::{self, Action, SourceEnv};
 
 const ITERATIONS: u32 = 20_000;
 const BUDGET: Duration = Duration::from_micros(300);
@@ -31,16 +31,16 @@ fn main() {
         herdr_config_path: Some(source.clone().into()),
         ..SourceEnv::default()
     };
-    let first = sidebar::refresh(&config_dir, &env, 1).unwrap();
+    let first = snapshot::refresh(&config_dir, &env, 1).unwrap();
     assert_eq!(first.action, Action::Written);
 
     // Warm up, then measure the unchanged path.
     for _ in 0..1_000 {
-        sidebar::refresh(&config_dir, &env, 2).unwrap();
+        snapshot::refresh(&config_dir, &env, 2).unwrap();
     }
     let start = Instant::now();
     for _ in 0..ITERATIONS {
-        let refresh = sidebar::refresh(&config_dir, &env, 2).unwrap();
+        let refresh = snapshot::refresh(&config_dir, &env, 2).unwrap();
         assert_eq!(refresh.action, Action::Reused);
     }
     let unchanged = start.elapsed() / ITERATIONS;
@@ -55,7 +55,7 @@ fn main() {
         )
         .unwrap();
         drop(file);
-        let refresh = sidebar::refresh(&config_dir, &env, 3).unwrap();
+        let refresh = snapshot::refresh(&config_dir, &env, 3).unwrap();
         assert_eq!(refresh.action, Action::Written);
     }
     let changed = start.elapsed() / changed_iterations as u32;

@@ -5,10 +5,7 @@
 
 use std::process::ExitCode;
 
-use heeler::{
-    accept, activity_hook, cli, doctor, exit, notify_hook, pair, pair_action, popup, sidebar,
-    usage_cmd, wire,
-};
+use heeler::{cli, doctor, exit, hooks, pair, sidebar, usage, wire};
 
 fn main() -> ExitCode {
     let args: cli::Args = argh::from_env();
@@ -17,15 +14,17 @@ fn main() -> ExitCode {
             println!("heeler {}", env!("CARGO_PKG_VERSION"));
             Ok(())
         }
-        Some(cli::Command::Wire(wire_args)) => wire::run(wire_args),
-        Some(cli::Command::Accept(accept_args)) => return accept::run(accept_args),
-        Some(cli::Command::Pair(pair_args)) if !pair_args.no_ui => popup::run(pair_args),
-        Some(cli::Command::Pair(pair_args)) => pair::run(pair_args),
-        Some(cli::Command::NotifyHook(hook_args)) => notify_hook::run(hook_args),
-        Some(cli::Command::ActivityHook(hook_args)) => activity_hook::run(hook_args),
-        Some(cli::Command::SidebarHook(hook_args)) => sidebar::run(hook_args),
-        Some(cli::Command::Usage(usage_args)) => usage_cmd::run(usage_args),
-        Some(cli::Command::PairAction(_)) => pair_action::run(),
+        Some(cli::Command::Wire(wire_args)) => wire::command::run(wire_args),
+        Some(cli::Command::Accept(accept_args)) => return pair::accept::run(accept_args),
+        Some(cli::Command::Pair(pair_args)) if !pair_args.no_ui => {
+            pair::popup::event_loop::run(pair_args)
+        }
+        Some(cli::Command::Pair(pair_args)) => pair::headless::run(pair_args),
+        Some(cli::Command::NotifyHook(hook_args)) => hooks::notify::run(hook_args),
+        Some(cli::Command::ActivityHook(hook_args)) => hooks::activity::run(hook_args),
+        Some(cli::Command::SidebarHook(hook_args)) => sidebar::snapshot::run(hook_args),
+        Some(cli::Command::Usage(usage_args)) => usage::command::run(usage_args),
+        Some(cli::Command::PairAction(_)) => pair::action::run(),
         Some(cli::Command::Doctor(doctor_args)) => doctor::run(doctor_args),
         None => Err(exit::Failure::new(
             "heeler: no command given; see `heeler --help`",

@@ -4,9 +4,9 @@
 
 mod support;
 
-use heeler::envelope::NotificationKey;
-use heeler::json::{self, Value};
-use heeler::live_activity::Content;
+use heeler::base::json::{self, Value};
+use heeler::wire::envelope::NotificationKey;
+use heeler::wire::live_activity::Content;
 use support::*;
 
 const AGENTS: &str = r#"[
@@ -180,7 +180,7 @@ fn update_decrypts_with_an_independent_aes_gcm() {
         "HERDR-ACTIVITY:1",
         body.get("envelope").unwrap().as_str().unwrap(),
     );
-    let host = heeler::activity_hook::short_host_name();
+    let host = heeler::hooks::activity::short_host_name();
     assert_eq!(
         plaintext,
         format!(
@@ -546,8 +546,8 @@ fn hook_output_matches_the_inventory_vectors() {
         assert!(output.status.success(), "{}", stderr(&output));
         let body = f.relay.requests()[0].json();
         assert_eq!(body.get("counts"), vector.get("counts"));
-        let plaintext = heeler::envelope::open(
-            heeler::envelope::Domain::Activity,
+        let plaintext = heeler::wire::envelope::open(
+            heeler::wire::envelope::Domain::Activity,
             &NotificationKey::from_base64url(key).unwrap(),
             body.get("envelope").unwrap().as_str().unwrap(),
         )
@@ -555,7 +555,7 @@ fn hook_output_matches_the_inventory_vectors() {
         let mut expected = vector.get("payload").unwrap().clone();
         expected.as_object_mut().unwrap().insert(
             "host",
-            Value::from(heeler::activity_hook::short_host_name()),
+            Value::from(heeler::hooks::activity::short_host_name()),
         );
         assert_eq!(
             String::from_utf8(plaintext).unwrap(),

@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-use heeler::authorized_keys::{self, EditError, Location};
-use heeler::bootstrap_key::BootstrapKey;
+use heeler::pair::authorized_keys::{self, EditError, Location};
+use heeler::pair::bootstrap_key::BootstrapKey;
 
 const ROLE_ENV: &str = "HEELER_STRESS_ROLE";
 const HOME_ENV: &str = "HEELER_STRESS_HOME";
@@ -136,7 +136,7 @@ fn run_worker(home: &Path, worker: usize, operations: usize) {
     for n in 0..operations {
         let id = format!("w{worker}-{}", rng.below(4));
         let blob = format!("AAAAworker{worker}x{}", rng.below(4));
-        let now = heeler::ceremony::unix_now();
+        let now = heeler::pair::ceremony::unix_now();
         timeouts += match rng.below(5) {
             0 => {
                 let exp = if rng.below(2) == 0 {
@@ -301,12 +301,12 @@ fn concurrent_accepts_enroll_exactly_once() {
     for round in 0..rounds {
         let home = temp_home(&format!("accept{round}"));
         let state = home.join("state");
-        let config = heeler::ceremony::CeremonyConfig::new(
+        let config = heeler::pair::ceremony::CeremonyConfig::new(
             &home,
             &state,
             Path::new(env!("CARGO_BIN_EXE_heeler")),
         );
-        let ceremony = heeler::ceremony::begin(&config).unwrap();
+        let ceremony = heeler::pair::ceremony::begin(&config).unwrap();
         let lines: Vec<String> = (0..2u8)
             .map(|i| {
                 let key = BootstrapKey::from_seed([round as u8 * 2 + i + 1; 32]).unwrap();
@@ -381,12 +381,12 @@ fn an_expiry_racing_accept_never_loses_an_enrollment() {
     for round in 0..rounds {
         let home = temp_home(&format!("race{round}"));
         let state = home.join("state");
-        let config = heeler::ceremony::CeremonyConfig::new(
+        let config = heeler::pair::ceremony::CeremonyConfig::new(
             &home,
             &state,
             Path::new(env!("CARGO_BIN_EXE_heeler")),
         );
-        let ceremony = heeler::ceremony::begin(&config).unwrap();
+        let ceremony = heeler::pair::ceremony::begin(&config).unwrap();
         let line = format!(
             "{} racer",
             BootstrapKey::from_seed([round as u8 + 1; 32])

@@ -9,7 +9,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use heeler::json::{self, Value};
+use heeler::base::json::{self, Value};
 
 const TOKEN: &str = "a1b2c3d4e5f60718293a4b5c6d7e8f90";
 const KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8";

@@ -24,7 +24,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use heeler::pairing_code;
+use heeler::wire::pairing_code;
 
 /// useradd/userdel lock /etc/passwd; tests in this file take turns.
 static ACCOUNTS: Mutex<()> = Mutex::new(());
@@ -682,7 +682,7 @@ fn expiry_through_sshd() {
         .spawn()
         .unwrap();
     rig.wait_for_accepts(&id, 1);
-    while heeler::ceremony::unix_now() <= exp {
+    while heeler::pair::ceremony::unix_now() <= exp {
         std::thread::sleep(Duration::from_millis(100));
     }
     let (_, device_line) = rig.device_key("device", "late-phone");
@@ -767,7 +767,7 @@ fn bootstrap_public_line_equals_ssh_keygen_y() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     for round in 0..5 {
-        let key = heeler::bootstrap_key::BootstrapKey::generate().unwrap();
+        let key = heeler::pair::bootstrap_key::BootstrapKey::generate().unwrap();
         let file = dir.join(format!("k{round}"));
         write_openssh_private_key(key.seed(), &file);
         let derived = run_ok(Command::new("ssh-keygen").arg("-y").arg("-f").arg(&file));
@@ -800,7 +800,7 @@ fn host_fingerprint_equals_ssh_keygen_lf() {
                 .arg(&file),
         );
         // The newest file written wins the order ed25519 > ecdsa > rsa.
-        let found = heeler::host_key::find(&dir).unwrap().unwrap();
+        let found = heeler::pair::host_key::find(&dir).unwrap().unwrap();
         assert_eq!(
             found.path,
             file.with_file_name(format!("ssh_host_{key_type}_key.pub"))

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use heeler::json::{self, Value};
+use heeler::base::json::{self, Value};
 
 struct Herdr {
     binary: PathBuf,

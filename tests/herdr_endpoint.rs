@@ -6,7 +6,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use heeler::herdr_endpoint::{Launcher, prepare, test_launcher};
+use heeler::pair::endpoint::{Launcher, prepare, test_launcher};
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("heeler-endpoint-{name}-{}", std::process::id()));

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use heeler::envelope::NotificationKey;
-use heeler::json::{self, Value};
-use heeler::notification::Notification;
+use heeler::base::json::{self, Value};
+use heeler::wire::envelope::NotificationKey;
+use heeler::wire::notification::Notification;
 use support::*;
 
 struct Herdr {

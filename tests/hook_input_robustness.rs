@@ -10,11 +10,14 @@ use fuzz_support::Rng;
 use std::collections::HashMap;
 use std::path::Path;
 
-use heeler::activity_rows::{self, RowContext};
-use heeler::json::{self, Value};
-use heeler::live_activity::{self, BuildContext};
-use heeler::session::Session;
-use heeler::{hook_env, notify_settings, registration, relay};
+use heeler::base::json::{self, Value};
+use heeler::herdr::session::Session;
+use heeler::hooks::env;
+use heeler::hooks::registration;
+use heeler::hooks::relay;
+use heeler::hooks::row_layout::{self, RowContext};
+use heeler::hooks::settings;
+use heeler::wire::live_activity::{self, BuildContext};
 
 const ROUNDS: usize = 20_000;
 
@@ -94,7 +97,7 @@ fn event_json_never_panics() {
     let mut rng = Rng(1);
     let (mut ok, mut err) = (0, 0);
     for _ in 0..ROUNDS {
-        match hook_env::parse_event(&mutate(&mut rng, seed)) {
+        match env::parse_event(&mutate(&mut rng, seed)) {
             Ok(event) => {
                 ok += 1;
                 assert!(!event.pane.is_empty() && !event.status.is_empty());
@@ -141,7 +144,7 @@ fn notify_settings_never_panic() {
     let seed = r#"{"relay_url":" https://herdr-apns.bybee.dev/ ","debounce_ms":5000,"activity_debounce_ms":1500,"retry_delay_ms":1000,"relay_ca_file":"ca.pem"}"#;
     let mut urls = 0;
     let (parsed, _) = json_mutations(seed, 3, &mut |value| {
-        let settings = notify_settings::from_value(value, Path::new("/cfg"));
+        let settings = settings::from_value(value, Path::new("/cfg"));
         assert!(!settings.relay_url.ends_with('/'));
         if relay::check_url(&settings.relay_url).is_ok() {
             urls += 1;
@@ -155,11 +158,10 @@ fn row_layouts_and_herdr_answers_never_panic() {
     let layout_seed = r##"{"rows":[[{"token":"workspace","bold":true,"fg":"#AbC"},{"token":"tab"},{"token":"pane"}],[{"token":"$note","dim":true},{"token":"terminal_title_stripped"}],[{"token":"directory"},{"token":"host"},{"token":"status"}]]}"##;
     let inventory_seed = r#"[{"pane_id":"w1:p1","workspace_id":"w1","tab_id":"w1:t1","agent":"claude","name":"n","display_agent":"d","agent_status":"working","terminal_title":"⠋ x","cwd":" /w ","title":"p","tokens":{"note":"n"}},{"pane_id":"w1:p2","workspace_id":"w1","tab_id":"w1:t2","agent_status":"Blocked"}]"#;
     let tabs_seed = r#"[{"tab_id":"w1:t1","workspace_id":"w1","label":"1"},{"tab_id":"w1:t2","workspace_id":"w1","label":"two"},{"tab_id":"w1:t1","workspace_id":"w1","label":"again"}]"#;
-    let layouts: Vec<activity_rows::RowLayout> = {
-        let mut found =
-            vec![activity_rows::parse_layout(&json::parse(layout_seed).unwrap()).unwrap()];
+    let layouts: Vec<row_layout::RowLayout> = {
+        let mut found = vec![row_layout::parse_layout(&json::parse(layout_seed).unwrap()).unwrap()];
         json_mutations(layout_seed, 4, &mut |value| {
-            if let Some(layout) = activity_rows::parse_layout(value) {
+            if let Some(layout) = row_layout::parse_layout(value) {
                 if found.len() < 64 {
                     found.push(layout);
                 }
@@ -177,13 +179,12 @@ fn row_layouts_and_herdr_answers_never_panic() {
             ..RowContext::default()
         };
         if let Ok(Value::Array(tabs)) = json::parse(&mutate(&mut rng, tabs_seed)) {
-            activity_rows::add_tabs(&mut context, "w1", &tabs);
-            activity_rows::add_panes(&mut context, "w1", &tabs);
+            row_layout::add_tabs(&mut context, "w1", &tabs);
+            row_layout::add_panes(&mut context, "w1", &tabs);
         }
         let layout = &layouts[rng.below(layouts.len())];
         let agents = inventory.as_array().unwrap_or(&[]);
-        let render =
-            |agent: &Value| Some(activity_rows::render(layout, agent, &context, Some(" x ")));
+        let render = |agent: &Value| Some(row_layout::render(layout, agent, &context, Some(" x ")));
         let (counts, content) = live_activity::build(
             agents,
             &BuildContext {

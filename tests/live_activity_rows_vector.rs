@@ -6,11 +6,11 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use heeler::activity_rows::{self, RowContext};
-use heeler::base64;
-use heeler::envelope::NotificationKey;
-use heeler::json::{self, Value};
-use heeler::live_activity::{self, BuildContext};
+use heeler::base::base64;
+use heeler::base::json::{self, Value};
+use heeler::hooks::row_layout::{self, RowContext};
+use heeler::wire::envelope::NotificationKey;
+use heeler::wire::live_activity::{self, BuildContext};
 
 fn vectors_dir() -> PathBuf {
     std::env::var_os("HEELER_VECTORS_DIR").map_or_else(
@@ -47,7 +47,7 @@ fn three_configured_rows_vector_is_reproduced() {
         .try_into()
         .unwrap();
 
-    let layout = activity_rows::parse_layout(
+    let layout = row_layout::parse_layout(
         &json::parse(
             r##"{"rows":[[{"token":"workspace","bold":true,"fg":"#AbC"},{"token":"state_icon"},{"token":"agent"}],[{"token":"$note","dim":true},{"token":"$blank"}],[{"token":"directory","dim":false,"bold":null}]]}"##,
         )
@@ -64,7 +64,7 @@ fn three_configured_rows_vector_is_reproduced() {
         host: "studio".into(),
         ..RowContext::default()
     };
-    let render = |agent: &Value| Some(activity_rows::render(&layout, agent, &context, None));
+    let render = |agent: &Value| Some(row_layout::render(&layout, agent, &context, None));
     let (_, content) = live_activity::build(
         inventory.as_array().unwrap(),
         &BuildContext {

@@ -246,7 +246,7 @@ fn version_agrees_across_cargo_manifest_vector_and_binary() {
 
     let vector_text =
         std::fs::read_to_string(root().join("test-vectors/plugin-version-v1.json")).unwrap();
-    let vector = heeler::json::parse(&vector_text).unwrap();
+    let vector = heeler::base::json::parse(&vector_text).unwrap();
     let vector_version = vector.get("version").and_then(|v| v.as_str()).unwrap();
     assert!(vector.get("description").and_then(|v| v.as_str()).is_some());
 

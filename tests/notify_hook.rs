@@ -4,9 +4,9 @@
 
 mod support;
 
-use heeler::envelope::{NotificationKey, collapse_key};
-use heeler::json::{self, Value};
-use heeler::notification::Notification;
+use heeler::base::json::{self, Value};
+use heeler::wire::envelope::{NotificationKey, collapse_key};
+use heeler::wire::notification::Notification;
 use support::*;
 
 const AGENT_BLOCKED: &str = r#"[{"pane_id":"w1:p1","workspace_id":"w1","tab_id":"w1:t1","agent":"claude","agent_status":"blocked","terminal_title":"⠋ Fix the bug","terminal_title_stripped":"Fix the bug","revision":3}]"#;
@@ -20,7 +20,7 @@ fn blocked_host(name: &str) -> Fixture {
 }
 
 fn marker(f: &Fixture, state_dir: &std::path::Path) -> Option<String> {
-    let path = heeler::notify_hook::marker_path(state_dir, "w1:p1");
+    let path = heeler::hooks::notify::marker_path(state_dir, "w1:p1");
     let _ = f;
     std::fs::read_to_string(path).ok()
 }
@@ -126,7 +126,7 @@ fn debounce_aborts_when_the_status_moved_on() {
 fn a_gone_agent_clears_the_marker_and_sends_nothing() {
     let f = blocked_host("gone");
     f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
-    let marker_path = heeler::notify_hook::marker_path(&f.state, "w1:p9");
+    let marker_path = heeler::hooks::notify::marker_path(&f.state, "w1:p9");
     std::fs::create_dir_all(marker_path.parent().unwrap()).unwrap();
     std::fs::write(
         &marker_path,
@@ -414,7 +414,7 @@ fn garbage_settings_mean_defaults() {
     let f = blocked_host("badsettings");
     // Defaults would sleep 5 s and use the production relay; with a marker
     // already holding the status the hook must exit before either.
-    let marker_path = heeler::notify_hook::marker_path(&f.state, "w1:p1");
+    let marker_path = heeler::hooks::notify::marker_path(&f.state, "w1:p1");
     std::fs::create_dir_all(marker_path.parent().unwrap()).unwrap();
     std::fs::write(
         &marker_path,
@@ -428,8 +428,8 @@ fn garbage_settings_mean_defaults() {
         assert!(output.status.success());
         assert_eq!(stderr(&output), "");
     }
-    let s = heeler::notify_settings::load(&f.config);
-    assert_eq!(s, heeler::notify_settings::NotifySettings::default());
+    let s = heeler::hooks::settings::load(&f.config);
+    assert_eq!(s, heeler::hooks::settings::NotifySettings::default());
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use heeler::pairing_code;
+use heeler::wire::pairing_code;
 
 struct Dirs {
     root: PathBuf,

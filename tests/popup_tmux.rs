@@ -15,12 +15,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use heeler::base64;
-use heeler::bootstrap_key::{BootstrapKey, ed25519_blob};
-use heeler::host_key;
-use heeler::json;
-use heeler::pairing_code::{self, Payload};
-use heeler::qr;
+use heeler::base::base64;
+use heeler::base::json;
+use heeler::pair::bootstrap_key::{BootstrapKey, ed25519_blob};
+use heeler::pair::host_key;
+use heeler::pair::popup::qr;
+use heeler::wire::pairing_code::{self, Payload};
 
 const HEELER: &str = env!("CARGO_BIN_EXE_heeler");
 const WAIT: Duration = Duration::from_secs(15);

@@ -7,7 +7,7 @@ mod support;
 
 use std::os::unix::fs::PermissionsExt;
 
-use heeler::registration;
+use heeler::hooks::registration;
 use support::*;
 
 #[test]

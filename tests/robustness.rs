@@ -11,11 +11,12 @@ use fuzz_support::Rng;
 
 use std::path::Path;
 
-use heeler::envelope::{self, Domain, NotificationKey};
-use heeler::json::{self, Value};
-use heeler::live_activity::Content;
-use heeler::notification::Notification;
-use heeler::{base64, pairing_code};
+use heeler::base::base64;
+use heeler::base::json::{self, Value};
+use heeler::wire::envelope::{self, Domain, NotificationKey};
+use heeler::wire::live_activity::Content;
+use heeler::wire::notification::Notification;
+use heeler::wire::pairing_code;
 
 const ROUNDS: usize = 100_000;
 

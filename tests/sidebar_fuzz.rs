@@ -6,8 +6,8 @@
 mod fuzz_support;
 use fuzz_support::Rng;
 
-use heeler::json::{self, Value};
-use heeler::sidebar_config::{self, AGENT_IDS, BUILTIN_TOKENS, Layout, Source};
+use heeler::base::json::{self, Value};
+use heeler::sidebar::config::{self, AGENT_IDS, BUILTIN_TOKENS, Layout, Source};
 
 /// Pieces that hit the grammar's corners, mixed with noise.
 const FRAGMENTS: &[&str] = &[
@@ -187,13 +187,13 @@ fn rows_ok(rows: &Value) -> bool {
 }
 
 fn check(input: &[u8]) {
-    let parsed = sidebar_config::parse_config(input);
+    let parsed = config::parse_config(input);
     let source = Source {
         path: "/p".to_owned(),
         found: true,
         mtime_ms: Some(1.5),
     };
-    let snapshot = sidebar_config::snapshot(1, &source, &parsed);
+    let snapshot = config::snapshot(1, &source, &parsed);
     let text = snapshot.to_json();
     let reparsed = json::parse(&text).expect("snapshot is JSON");
     assert_eq!(reparsed.get("v").and_then(Value::as_i64), Some(1));
@@ -238,7 +238,7 @@ fn random_toml_never_panics_and_yields_valid_snapshots() {
             structured_input(&mut rng)
         };
         check(&input);
-        if sidebar_config::parse_config(&input).diagnostics.is_empty() {
+        if config::parse_config(&input).diagnostics.is_empty() {
             clean += 1;
         } else {
             diagnosed += 1;

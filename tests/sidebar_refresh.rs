@@ -12,8 +12,8 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime};
 
-use heeler::json::{self, Value};
-use heeler::sidebar::{self, Action, SourceEnv};
+use heeler::base::json::{self, Value};
+use heeler::sidebar::snapshot::{self, Action, SourceEnv};
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
@@ -112,18 +112,18 @@ fn source_path_precedence() {
         home: Some("/home/u".into()),
         tmpdir: "/tmp".into(),
     };
-    assert_eq!(sidebar::source_path(&env), Path::new("/x/explicit.toml"));
+    assert_eq!(snapshot::source_path(&env), Path::new("/x/explicit.toml"));
     let empty_explicit = SourceEnv {
         herdr_config_path: Some(OsString::new()),
         ..env.clone()
     };
-    assert_eq!(sidebar::source_path(&empty_explicit), Path::new(""));
+    assert_eq!(snapshot::source_path(&empty_explicit), Path::new(""));
     let xdg = SourceEnv {
         herdr_config_path: None,
         ..env.clone()
     };
     assert_eq!(
-        sidebar::source_path(&xdg),
+        snapshot::source_path(&xdg),
         Path::new("/xdg/herdr/config.toml")
     );
     let home = SourceEnv {
@@ -131,7 +131,7 @@ fn source_path_precedence() {
         ..xdg.clone()
     };
     assert_eq!(
-        sidebar::source_path(&home),
+        snapshot::source_path(&home),
         Path::new("/home/u/.config/herdr/config.toml")
     );
     let nothing = SourceEnv {
@@ -139,7 +139,7 @@ fn source_path_precedence() {
         ..home.clone()
     };
     assert_eq!(
-        sidebar::source_path(&nothing),
+        snapshot::source_path(&nothing),
         Path::new("/tmp/herdr/config.toml")
     );
     // Node's path.join normalizes the joined forms.
@@ -148,7 +148,7 @@ fn source_path_precedence() {
         ..xdg.clone()
     };
     assert_eq!(
-        sidebar::source_path(&messy),
+        snapshot::source_path(&messy),
         Path::new("/a/b/herdr/config.toml")
     );
     let empty_xdg = SourceEnv {
@@ -156,7 +156,7 @@ fn source_path_precedence() {
         ..xdg
     };
     assert_eq!(
-        sidebar::source_path(&empty_xdg),
+        snapshot::source_path(&empty_xdg),
         Path::new("herdr/config.toml")
     );
 }
@@ -171,17 +171,17 @@ fn node_tmpdir_rules() {
                 .map(|(_, v)| OsString::from(v))
         }
     };
-    assert_eq!(sidebar::node_tmpdir(env(&[])), Path::new("/tmp"));
+    assert_eq!(snapshot::node_tmpdir(env(&[])), Path::new("/tmp"));
     assert_eq!(
-        sidebar::node_tmpdir(env(&[("TMPDIR", ""), ("TMP", "/t/")])),
+        snapshot::node_tmpdir(env(&[("TMPDIR", ""), ("TMP", "/t/")])),
         Path::new("/t")
     );
     assert_eq!(
-        sidebar::node_tmpdir(env(&[("TEMP", "/e"), ("TMPDIR", "/d")])),
+        snapshot::node_tmpdir(env(&[("TEMP", "/e"), ("TMPDIR", "/d")])),
         Path::new("/d")
     );
     assert_eq!(
-        sidebar::node_tmpdir(env(&[("TMPDIR", "/")])),
+        snapshot::node_tmpdir(env(&[("TMPDIR", "/")])),
         Path::new("/")
     );
 }
@@ -191,7 +191,7 @@ fn missing_source_gives_defaults_and_is_reused() {
     let root = TempDir::new();
     let config_dir = root.path().join("config");
     let env = explicit(&root.path().join("absent.toml"));
-    let first = sidebar::refresh(&config_dir, &env, 100).unwrap();
+    let first = snapshot::refresh(&config_dir, &env, 100).unwrap();
     assert_eq!(first.action, Action::Written);
     let snapshot = on_disk(&config_dir);
     let source = snapshot.get("source").unwrap();
@@ -200,7 +200,7 @@ fn missing_source_gives_defaults_and_is_reused() {
     assert!(diagnostics(&snapshot).is_empty());
     assert_eq!(snapshot.get("generated_at").unwrap().as_i64(), Some(100));
     let before = identity(&config_dir);
-    let second = sidebar::refresh(&config_dir, &env, 200).unwrap();
+    let second = snapshot::refresh(&config_dir, &env, 200).unwrap();
     assert_eq!(second.action, Action::Reused);
     assert_eq!(identity(&config_dir), before, "no write when unchanged");
     assert_eq!(
@@ -221,7 +221,7 @@ fn clean_snapshot_reused_until_mtime_changes() {
     );
     let env = explicit(&source);
     assert_eq!(
-        sidebar::refresh(&config_dir, &env, 10).unwrap().action,
+        snapshot::refresh(&config_dir, &env, 10).unwrap().action,
         Action::Written
     );
     let snapshot = on_disk(&config_dir);
@@ -237,7 +237,7 @@ fn clean_snapshot_reused_until_mtime_changes() {
     );
     let before = identity(&config_dir);
     for now in [11, 12, 13] {
-        let again = sidebar::refresh(&config_dir, &env, now).unwrap();
+        let again = snapshot::refresh(&config_dir, &env, now).unwrap();
         assert_eq!(again.action, Action::Reused);
         assert_eq!(again.snapshot, snapshot);
     }
@@ -251,14 +251,14 @@ fn clean_snapshot_reused_until_mtime_changes() {
         1_700_000_000,
     );
     assert_eq!(
-        sidebar::refresh(&config_dir, &env, 14).unwrap().action,
+        snapshot::refresh(&config_dir, &env, 14).unwrap().action,
         Action::Reused
     );
     assert_eq!(identity(&config_dir), before);
 
     // A new mtime is a new source: parsed and rewritten.
     set_mtime(&source, 1_700_000_001);
-    let changed = sidebar::refresh(&config_dir, &env, 15).unwrap();
+    let changed = snapshot::refresh(&config_dir, &env, 15).unwrap();
     assert_eq!(changed.action, Action::Written);
     let snapshot = on_disk(&config_dir);
     assert_eq!(sort(&snapshot), "spaces");
@@ -278,7 +278,7 @@ fn fractional_mtime_round_trips_through_the_snapshot() {
         .unwrap();
     drop(file);
     let env = explicit(&source);
-    sidebar::refresh(&config_dir, &env, 1).unwrap();
+    snapshot::refresh(&config_dir, &env, 1).unwrap();
     let meta = fs::metadata(&source).unwrap();
     let expected = meta.mtime() as f64 * 1000.0 + meta.mtime_nsec() as f64 / 1e6;
     let recorded = on_disk(&config_dir)
@@ -294,7 +294,7 @@ fn fractional_mtime_round_trips_through_the_snapshot() {
         println!("SKIPPED: fractional part (file system keeps whole-second mtimes)");
     }
     assert_eq!(
-        sidebar::refresh(&config_dir, &env, 2).unwrap().action,
+        snapshot::refresh(&config_dir, &env, 2).unwrap().action,
         Action::Reused
     );
 }
@@ -324,16 +324,16 @@ fn many_fractional_mtimes_are_reused() {
         file.set_modified(SystemTime::UNIX_EPOCH + Duration::new(secs, nanos))
             .unwrap();
         drop(file);
-        sidebar::refresh(&config_dir, &env, 1).unwrap();
-        let again = sidebar::refresh(&config_dir, &env, 2).unwrap();
+        snapshot::refresh(&config_dir, &env, 1).unwrap();
+        let again = snapshot::refresh(&config_dir, &env, 2).unwrap();
         assert_eq!(again.action, Action::Reused, "mtime {secs}.{nanos:09}");
         // A diagnosed snapshot with the same mtime is re-parsed and kept.
         let file = fs::File::options().write(true).open(&broken).unwrap();
         file.set_modified(SystemTime::UNIX_EPOCH + Duration::new(secs, nanos))
             .unwrap();
         drop(file);
-        sidebar::refresh(&diagnosed_dir, &broken_env, 1).unwrap();
-        let again = sidebar::refresh(&diagnosed_dir, &broken_env, 2).unwrap();
+        snapshot::refresh(&diagnosed_dir, &broken_env, 1).unwrap();
+        let again = snapshot::refresh(&diagnosed_dir, &broken_env, 2).unwrap();
         assert_eq!(again.action, Action::Unchanged, "mtime {secs}.{nanos:09}");
         checked += 1;
     }
@@ -348,12 +348,12 @@ fn diagnosed_snapshot_is_reparsed_and_rewritten_only_on_change() {
     write_source(&source, "[ui\n", 1_700_000_000);
     let env = explicit(&source);
     assert_eq!(
-        sidebar::refresh(&config_dir, &env, 10).unwrap().action,
+        snapshot::refresh(&config_dir, &env, 10).unwrap().action,
         Action::Written
     );
     assert_eq!(diagnostics(&on_disk(&config_dir)), ["parse_error"]);
     let before = identity(&config_dir);
-    let again = sidebar::refresh(&config_dir, &env, 20).unwrap();
+    let again = snapshot::refresh(&config_dir, &env, 20).unwrap();
     assert_eq!(again.action, Action::Unchanged, "re-parsed, same result");
     assert_eq!(identity(&config_dir), before, "not rewritten");
     assert_eq!(
@@ -374,7 +374,7 @@ fn diagnosed_snapshot_is_reparsed_and_rewritten_only_on_change() {
         Value::Array(vec![Value::from("invalid_token")]),
     );
     fs::write(config_dir.join("sidebar.json"), older.to_json() + "\n").unwrap();
-    let replaced = sidebar::refresh(&config_dir, &env, 30).unwrap();
+    let replaced = snapshot::refresh(&config_dir, &env, 30).unwrap();
     assert_eq!(replaced.action, Action::Written);
     let snapshot = on_disk(&config_dir);
     assert!(diagnostics(&snapshot).is_empty());
@@ -383,7 +383,7 @@ fn diagnosed_snapshot_is_reparsed_and_rewritten_only_on_change() {
         r#"{"agents":{"row_gap":0,"rows":[[{"token":"machine"}]],"rows_by_agent":{"letta":[[{"token":"agent"}]]}}}"#
     );
     assert_eq!(
-        sidebar::refresh(&config_dir, &env, 40).unwrap().action,
+        snapshot::refresh(&config_dir, &env, 40).unwrap().action,
         Action::Reused
     );
 }
@@ -399,7 +399,7 @@ fn missing_corrupt_or_unsupported_snapshots_are_rebuilt() {
         1_700_000_000,
     );
     let env = explicit(&source);
-    sidebar::refresh(&config_dir, &env, 1).unwrap();
+    snapshot::refresh(&config_dir, &env, 1).unwrap();
     let good = on_disk(&config_dir);
     let destination = config_dir.join("sidebar.json");
     let mut unsupported = good.clone();
@@ -434,7 +434,7 @@ fn missing_corrupt_or_unsupported_snapshots_are_rebuilt() {
             None => fs::remove_file(&destination).unwrap(),
             Some(text) => fs::write(&destination, text).unwrap(),
         }
-        let refreshed = sidebar::refresh(&config_dir, &env, 2).unwrap();
+        let refreshed = snapshot::refresh(&config_dir, &env, 2).unwrap();
         assert_eq!(refreshed.action, Action::Written, "{broken:?}");
         assert_eq!(sort(&on_disk(&config_dir)), "priority");
     }
@@ -446,7 +446,7 @@ fn creation_deletion_and_path_changes_invalidate() {
     let config_dir = root.path().join("config");
     let source = root.path().join("config.toml");
     let env = explicit(&source);
-    sidebar::refresh(&config_dir, &env, 1).unwrap();
+    snapshot::refresh(&config_dir, &env, 1).unwrap();
     assert_eq!(sort(&on_disk(&config_dir)), "spaces");
     write_source(
         &source,
@@ -454,7 +454,7 @@ fn creation_deletion_and_path_changes_invalidate() {
         1_700_000_000,
     );
     assert_eq!(
-        sidebar::refresh(&config_dir, &env, 2).unwrap().action,
+        snapshot::refresh(&config_dir, &env, 2).unwrap().action,
         Action::Written
     );
     assert_eq!(sort(&on_disk(&config_dir)), "priority");
@@ -465,17 +465,17 @@ fn creation_deletion_and_path_changes_invalidate() {
         1_700_000_000,
     );
     assert_eq!(
-        sidebar::refresh(&config_dir, &explicit(&other), 3)
+        snapshot::refresh(&config_dir, &explicit(&other), 3)
             .unwrap()
             .action,
         Action::Written
     );
     assert_eq!(sort(&on_disk(&config_dir)), "spaces");
-    sidebar::refresh(&config_dir, &env, 4).unwrap();
+    snapshot::refresh(&config_dir, &env, 4).unwrap();
     assert_eq!(sort(&on_disk(&config_dir)), "priority");
     fs::remove_file(&source).unwrap();
     assert_eq!(
-        sidebar::refresh(&config_dir, &env, 5).unwrap().action,
+        snapshot::refresh(&config_dir, &env, 5).unwrap().action,
         Action::Written
     );
     let snapshot = on_disk(&config_dir);
@@ -494,7 +494,7 @@ fn read_errors_are_diagnosed_and_retried() {
     let source = root.path().join("config.toml");
     fs::create_dir(&source).unwrap();
     let env = explicit(&source);
-    sidebar::refresh(&config_dir, &env, 1).unwrap();
+    snapshot::refresh(&config_dir, &env, 1).unwrap();
     let snapshot = on_disk(&config_dir);
     assert_eq!(diagnostics(&snapshot), ["read_error"]);
     let recorded = snapshot.get("source").unwrap();
@@ -507,7 +507,7 @@ fn read_errors_are_diagnosed_and_retried() {
         "[ui]\nagent_panel_sort = \"priority\"\n",
         1_700_000_000,
     );
-    sidebar::refresh(&config_dir, &env, 2).unwrap();
+    snapshot::refresh(&config_dir, &env, 2).unwrap();
     let snapshot = on_disk(&config_dir);
     assert!(diagnostics(&snapshot).is_empty());
     assert_eq!(sort(&snapshot), "priority");
@@ -516,7 +516,7 @@ fn read_errors_are_diagnosed_and_retried() {
     let fifo = root.path().join("fifo.toml");
     let made = Command::new("mkfifo").arg(&fifo).status();
     if made.is_ok_and(|status| status.success()) {
-        sidebar::refresh(&config_dir, &explicit(&fifo), 3).unwrap();
+        snapshot::refresh(&config_dir, &explicit(&fifo), 3).unwrap();
         let snapshot = on_disk(&config_dir);
         assert_eq!(diagnostics(&snapshot), ["read_error"]);
         assert_eq!(
@@ -527,14 +527,14 @@ fn read_errors_are_diagnosed_and_retried() {
         println!("SKIPPED: FIFO source (mkfifo is not available)");
     }
     // /dev/null is a readable empty config.
-    sidebar::refresh(&config_dir, &explicit(Path::new("/dev/null")), 3).unwrap();
+    snapshot::refresh(&config_dir, &explicit(Path::new("/dev/null")), 3).unwrap();
     assert!(diagnostics(&on_disk(&config_dir)).is_empty());
 
     // A stat failure other than ENOENT: not found, no mtime, read_error.
     let blocked = root.path().join("file-not-dir");
     fs::write(&blocked, "").unwrap();
     let env = explicit(&blocked.join("config.toml"));
-    sidebar::refresh(&config_dir, &env, 3).unwrap();
+    snapshot::refresh(&config_dir, &env, 3).unwrap();
     let snapshot = on_disk(&config_dir);
     assert_eq!(diagnostics(&snapshot), ["read_error"]);
     let recorded = snapshot.get("source").unwrap();
@@ -543,7 +543,7 @@ fn read_errors_are_diagnosed_and_retried() {
     // Nothing changed: retried, same result, not rewritten.
     let before = identity(&config_dir);
     assert_eq!(
-        sidebar::refresh(&config_dir, &env, 4).unwrap().action,
+        snapshot::refresh(&config_dir, &env, 4).unwrap().action,
         Action::Unchanged
     );
     assert_eq!(identity(&config_dir), before);
@@ -554,7 +554,7 @@ fn file_and_directory_modes() {
     let root = TempDir::new();
     let config_dir = root.path().join("new/plugin-config");
     let env = explicit(&root.path().join("absent.toml"));
-    sidebar::refresh(&config_dir, &env, 1).unwrap();
+    snapshot::refresh(&config_dir, &env, 1).unwrap();
     let dir_mode = fs::metadata(&config_dir).unwrap().permissions().mode() & 0o777;
     let parent_mode = fs::metadata(root.path().join("new"))
         .unwrap()
@@ -569,13 +569,13 @@ fn file_and_directory_modes() {
     // A wider existing snapshot is replaced by a 0600 one.
     fs::write(&destination, "corrupt").unwrap();
     fs::set_permissions(&destination, fs::Permissions::from_mode(0o644)).unwrap();
-    sidebar::refresh(&config_dir, &env, 2).unwrap();
+    snapshot::refresh(&config_dir, &env, 2).unwrap();
     let file_mode = fs::metadata(&destination).unwrap().permissions().mode() & 0o777;
     assert_eq!(file_mode, 0o600);
     // An existing config dir keeps its mode.
     fs::set_permissions(&config_dir, fs::Permissions::from_mode(0o750)).unwrap();
     fs::remove_file(&destination).unwrap();
-    sidebar::refresh(&config_dir, &env, 3).unwrap();
+    snapshot::refresh(&config_dir, &env, 3).unwrap();
     let dir_mode = fs::metadata(&config_dir).unwrap().permissions().mode() & 0o777;
     assert_eq!(dir_mode, 0o750);
     no_temp_files(&config_dir);
@@ -587,7 +587,7 @@ fn write_failure_is_an_error_with_an_errno_code() {
     let not_a_dir = root.path().join("plain-file");
     fs::write(&not_a_dir, "x").unwrap();
     let error =
-        sidebar::refresh(&not_a_dir, &explicit(&root.path().join("a.toml")), 1).unwrap_err();
+        snapshot::refresh(&not_a_dir, &explicit(&root.path().join("a.toml")), 1).unwrap_err();
     assert!(
         ["EEXIST", "ENOTDIR"].contains(&error.code()),
         "{}",

@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use heeler::json::{self, Value};
-use heeler::sidebar_config::{self, Diagnostic, Source};
+use heeler::base::json::{self, Value};
+use heeler::sidebar::config::{self, Diagnostic, Source};
 
 /// Upstream cases whose expectation the spec's 0.6.1 rules overturn, with
 /// the reason and the diagnostic the spec wants instead (`None` = valid).
@@ -52,8 +52,8 @@ fn run_file(vectors: &Value, superseded: &[(&str, &str, Option<Diagnostic>)]) ->
             let toml = case.get("toml").unwrap().as_str().unwrap();
             let expected = case.get("snapshot").unwrap();
             let (generated_at, source) = source_of(expected);
-            let parsed = sidebar_config::parse_config_str(toml);
-            let actual = sidebar_config::snapshot(generated_at, &source, &parsed);
+            let parsed = config::parse_config_str(toml);
+            let actual = config::snapshot(generated_at, &source, &parsed);
             if let Some((_, reason, spec)) = superseded.iter().find(|(n, _, _)| *n == name) {
                 println!("superseded: {name:?} ({reason})");
                 assert_eq!(parsed.diagnostics, spec.iter().copied().collect::<Vec<_>>());
@@ -71,7 +71,7 @@ fn run_file(vectors: &Value, superseded: &[(&str, &str, Option<Diagnostic>)]) ->
                 let error = case.get("error").unwrap().as_str().unwrap();
                 let names: Vec<&str> = parsed.diagnostics.iter().map(|d| d.as_str()).collect();
                 assert_eq!(names, [error], "{name:?}");
-                assert_eq!(parsed.layout, sidebar_config::Layout::default(), "{name:?}");
+                assert_eq!(parsed.layout, config::Layout::default(), "{name:?}");
                 counts.1 += 1;
             }
         }

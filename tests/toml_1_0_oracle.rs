@@ -7,8 +7,8 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use heeler::json::{self, Value};
-use heeler::toml_1_0;
+use heeler::base::json::{self, Value};
+use heeler::sidebar::toml_1_0;
 use toml::de::DeTable;
 
 struct Rng(u64);

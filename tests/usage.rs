@@ -9,23 +9,23 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use heeler::json::{self, Object, Value};
-use heeler::usage_cache::Index;
-use heeler::usage_pricing::PriceTable;
-use heeler::usage_report::{self, Envelope};
-use heeler::usage_tz::Zone;
-use heeler::usage_worker::{self, Roots};
+use heeler::base::json::{self, Object, Value};
+use heeler::usage::cache::Index;
+use heeler::usage::pricing::PriceTable;
+use heeler::usage::report::{self, Envelope};
+use heeler::usage::tz::Zone;
+use heeler::usage::worker::{self, Roots};
 use usage_fixture::*;
 
 fn zoneinfo() -> Option<PathBuf> {
-    let dir = heeler::usage_tz::zoneinfo_dir();
+    let dir = heeler::usage::tz::zoneinfo_dir();
     dir.join("Asia/Shanghai").exists().then_some(dir)
 }
 
-fn scan_fixture(home: &Path) -> (Index, heeler::usage_worker::ScanResult) {
+fn scan_fixture(home: &Path) -> (Index, heeler::usage::worker::ScanResult) {
     let roots = Roots::resolve(home, None, None, None);
     let mut index = Index::default();
-    let result = usage_worker::scan(
+    let result = worker::scan(
         &mut index,
         &roots,
         &PriceTable::bundled().unwrap(),
@@ -36,7 +36,7 @@ fn scan_fixture(home: &Path) -> (Index, heeler::usage_worker::ScanResult) {
 }
 
 fn envelope(index: &Index) -> Envelope {
-    let (limits, at) = heeler::usage_limits::newest_rollout_limits(index).unwrap();
+    let (limits, at) = heeler::usage::limits::newest_rollout_limits(index).unwrap();
     Envelope {
         now: NOW,
         refresh: json::parse(
@@ -50,7 +50,7 @@ fn envelope(index: &Index) -> Envelope {
                 .with("claude", json::parse(r#"{"state":"disabled"}"#).unwrap())
                 .with(
                     "codex",
-                    Value::Object(heeler::usage_limits::codex_from_rollout(&limits, at)),
+                    Value::Object(heeler::usage::limits::codex_from_rollout(&limits, at)),
                 ),
         ),
         errors: Vec::new(),
@@ -67,8 +67,8 @@ fn n(v: &Value, path: &[&str]) -> i64 {
         .unwrap_or_else(|| panic!("{path:?}"))
 }
 
-fn render_utc(result: &heeler::usage_worker::ScanResult, index: &Index) -> Value {
-    usage_report::render(Some(&result.snapshot), &Zone::utc(), &envelope(index))
+fn render_utc(result: &heeler::usage::worker::ScanResult, index: &Index) -> Value {
+    report::render(Some(&result.snapshot), &Zone::utc(), &envelope(index))
 }
 
 #[test]
@@ -109,11 +109,11 @@ fn claude_quirks_are_counted_once() {
     let table = PriceTable::bundled().unwrap();
     let a1 = table
         .cost(
-            heeler::usage_row::Agent::Claude,
+            heeler::usage::event::Agent::Claude,
             "claude-opus-4-6",
             "standard",
             0,
-            &heeler::usage_row::Tokens {
+            &heeler::usage::event::Tokens {
                 input: 10,
                 cache_read: 1000,
                 cache_write_5m: 100,
@@ -132,11 +132,11 @@ fn claude_quirks_are_counted_once() {
     let opus_cost = path_of(opus, &["totals", "cost_usd"]).as_f64().unwrap();
     let b1 = table
         .cost(
-            heeler::usage_row::Agent::Claude,
+            heeler::usage::event::Agent::Claude,
             "claude-opus-4-6",
             "standard",
             0,
-            &heeler::usage_row::Tokens {
+            &heeler::usage::event::Tokens {
                 input: 1000,
                 cache_write_1h: 5000,
                 output: 100,
@@ -206,7 +206,7 @@ fn fixture_tree_matches_the_v1_vector() {
     write_tree(&home);
     let (index, result) = scan_fixture(&home);
     let zone = Zone::load("Asia/Shanghai", &zoneinfo).unwrap();
-    let answer = usage_report::render(Some(&result.snapshot), &zone, &envelope(&index));
+    let answer = report::render(Some(&result.snapshot), &zone, &envelope(&index));
     let text = answer
         .to_json()
         .replace(&home.to_string_lossy().into_owned(), "/FIXTURE-HOME");
@@ -269,29 +269,29 @@ fn one(at: i64, msg: &str, output: u64) -> String {
 }
 
 fn claude_output(index: &Index) -> u64 {
-    let files: Vec<heeler::usage_aggregate::FileRef> = index
+    let files: Vec<heeler::usage::aggregate::FileRef> = index
         .files
         .values()
-        .map(|e| heeler::usage_aggregate::FileRef {
+        .map(|e| heeler::usage::aggregate::FileRef {
             agent: e.agent,
             parse: &e.parse,
         })
         .collect();
-    let agg = heeler::usage_aggregate::aggregate(
+    let agg = heeler::usage::aggregate::aggregate(
         &files,
         &PriceTable::bundled().unwrap(),
-        NOW - usage_worker::WINDOW_SECONDS,
+        NOW - worker::WINDOW_SECONDS,
     );
     agg.slots.iter().map(|s| s.totals.tokens.output).sum()
 }
 
-fn refresh(index: &mut Index, home: &Path) -> heeler::usage_cache::RefreshStats {
+fn refresh(index: &mut Index, home: &Path) -> heeler::usage::cache::RefreshStats {
     let roots = Roots::resolve(home, None, None, None);
-    let candidates = usage_worker::discover(&roots);
-    heeler::usage_cache::refresh(
+    let candidates = worker::discover(&roots);
+    heeler::usage::cache::refresh(
         index,
         &candidates,
-        (NOW - usage_worker::WINDOW_SECONDS) * 1_000_000_000,
+        (NOW - worker::WINDOW_SECONDS) * 1_000_000_000,
         None,
     )
 }
@@ -404,7 +404,7 @@ fn codex_append_resumes_with_parser_state() {
     let entry = index.files.values().next().unwrap();
     // The model from the first pass applies to lines read in the second.
     assert_eq!(entry.parse.string(entry.parse.events[2].model), "gpt-5.5");
-    let counted = heeler::usage_codex::requests(&entry.parse, None);
+    let counted = heeler::usage::parse::codex::requests(&entry.parse, None);
     let total: u64 = counted.requests.iter().map(|r| r.tokens.total()).sum();
     assert_eq!(total, 330);
     fs::remove_dir_all(&home).unwrap();
@@ -500,7 +500,7 @@ fn dst_days_have_23_and_25_hours() {
     let home = temp_dir("usage-dst");
     // One request per UTC hour from 2026-10-30 to 2026-11-03 (New York
     // leaves DST on 2026-11-01).
-    let start = heeler::usage_time::parse_timestamp("2026-10-30T00:00:00Z").unwrap();
+    let start = heeler::usage::time::parse_timestamp("2026-10-30T00:00:00Z").unwrap();
     let mut text = String::new();
     for h in 0..(5 * 24) {
         text.push_str(&one(start + h * HOUR, &format!("m{h}"), 1));
@@ -508,8 +508,8 @@ fn dst_days_have_23_and_25_hours() {
     write(&claude_file(&home), &text);
     let mut index = Index::default();
     let roots = Roots::resolve(&home, None, None, None);
-    let now = heeler::usage_time::parse_timestamp("2026-11-05T12:00:00Z").unwrap();
-    let result = usage_worker::scan(
+    let now = heeler::usage::time::parse_timestamp("2026-11-05T12:00:00Z").unwrap();
+    let result = worker::scan(
         &mut index,
         &roots,
         &PriceTable::bundled().unwrap(),
@@ -519,7 +519,7 @@ fn dst_days_have_23_and_25_hours() {
     let zone = Zone::load("America/New_York", &zoneinfo).unwrap();
     let mut env = envelope_without_limits();
     env.now = now;
-    let answer = usage_report::render(Some(&result.snapshot), &zone, &env);
+    let answer = report::render(Some(&result.snapshot), &zone, &env);
     let daily = path_of(&answer, &["daily"]).as_array().unwrap();
     let day = |date: &str| {
         let d = daily
@@ -533,7 +533,7 @@ fn dst_days_have_23_and_25_hours() {
     assert_eq!(day("2026-11-02"), 24);
     // Europe/Berlin springs forward on 2026-03-29: a 23-hour day.
     let berlin = Zone::load("Europe/Berlin", &zoneinfo).unwrap();
-    let d = heeler::usage_time::days_from_civil(2026, 3, 29);
+    let d = heeler::usage::time::days_from_civil(2026, 3, 29);
     let hours = (-48..72)
         .map(|h| d * DAY + h * HOUR)
         .filter(|&t| berlin.local_day(t) == d)
@@ -564,13 +564,13 @@ fn an_unchanged_tree_reuses_the_previous_snapshot() {
     // The worker's path: the index saved by its store and loaded lazily
     // (events left in the events file), nothing changed.
     let state = temp_dir("usage-unchanged-state");
-    let store = heeler::usage_index_store::Store::in_dir(&state);
+    let store = heeler::usage::store::index::Store::in_dir(&state);
     let mut saved = index.clone();
     store
         .save(
             &mut saved,
             &[],
-            heeler::usage_index_store::Loaded::default(),
+            heeler::usage::store::index::Loaded::default(),
         )
         .unwrap();
     let (mut lazy, _) = store.load();
@@ -581,7 +581,7 @@ fn an_unchanged_tree_reuses_the_previous_snapshot() {
     let (mut index, _) = store.load();
     let roots = Roots::resolve(&home, None, None, None);
     let prices = PriceTable::bundled().unwrap();
-    let second = usage_worker::scan(&mut index, &roots, &prices, NOW + 60, None);
+    let second = worker::scan(&mut index, &roots, &prices, NOW + 60, None);
     assert!(!second.stats.changed());
     assert_eq!(second.snapshot.generated_at, NOW + 60);
     assert_eq!(second.snapshot.slots, first.snapshot.slots);
@@ -590,9 +590,9 @@ fn an_unchanged_tree_reuses_the_previous_snapshot() {
     let mut text = fs::read_to_string(&file).unwrap();
     text.push_str(&one(NOW - 60, "msg_new", 1));
     fs::write(&file, text).unwrap();
-    let third = usage_worker::scan(&mut index, &roots, &prices, NOW + 120, None);
+    let third = worker::scan(&mut index, &roots, &prices, NOW + 120, None);
     assert!(third.stats.changed());
-    let requests = |s: &heeler::usage_report::Snapshot| -> u64 {
+    let requests = |s: &heeler::usage::report::Snapshot| -> u64 {
         s.slots.iter().map(|x| x.totals.requests).sum()
     };
     assert_eq!(requests(&third.snapshot), requests(&first.snapshot) + 1);
@@ -609,7 +609,7 @@ fn a_cold_backfill_out_of_time_is_partial_and_resumes() {
     let mut index = Index::default();
     let expired = std::time::Instant::now();
     std::thread::sleep(Duration::from_millis(2));
-    let first = usage_worker::scan(&mut index, &roots, &prices, NOW, Some(expired));
+    let first = worker::scan(&mut index, &roots, &prices, NOW, Some(expired));
     assert!(first.stats.partial && first.snapshot.partial);
     assert!(first.snapshot.slots.is_empty());
     assert_eq!(
@@ -618,7 +618,7 @@ fn a_cold_backfill_out_of_time_is_partial_and_resumes() {
     );
     // The next run (within budget) finishes the backfill; a partial snapshot
     // is never reused as-is.
-    let second = usage_worker::scan(&mut index, &roots, &prices, NOW, None);
+    let second = worker::scan(&mut index, &roots, &prices, NOW, None);
     assert!(!second.snapshot.partial);
     let (_, complete) = scan_fixture(&home);
     assert_eq!(second.snapshot.slots, complete.snapshot.slots);

@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use heeler::json;
-use heeler::usage_herdr_action::{ACTION_ID, TriggerError, invoke};
+use heeler::base::json;
+use heeler::usage::limits::herdr_action::{ACTION_ID, TriggerError, invoke};
 use usage_fixture::*;
 
 /// A stand-in herdr: appends "<args>|<HERDR_SOCKET_PATH>" to `calls`.
@@ -132,7 +132,7 @@ fn the_worker_triggers_the_action_once_per_back_off() {
         std::thread::sleep(Duration::from_millis(50));
     }
     // Wait for that worker to finish.
-    while heeler::usage_worker::is_running(&heeler::usage_worker::UsageDir(state.join("usage"))) {
+    while heeler::usage::worker::is_running(&heeler::usage::worker::UsageDir(state.join("usage"))) {
         assert!(Instant::now() < deadline);
         std::thread::sleep(Duration::from_millis(50));
     }

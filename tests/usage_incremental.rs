@@ -12,12 +12,12 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use heeler::usage_cache::Index;
-use heeler::usage_incremental::State;
-use heeler::usage_index_store::Store;
-use heeler::usage_pricing::PriceTable;
-use heeler::usage_state_store::StateStore;
-use heeler::usage_worker::{self, Roots, ScanResult};
+use heeler::usage::aggregate::incremental::State;
+use heeler::usage::cache::Index;
+use heeler::usage::pricing::PriceTable;
+use heeler::usage::store::index::Store;
+use heeler::usage::store::state::StateStore;
+use heeler::usage::worker::{self, Roots, ScanResult};
 use usage_fixture::*;
 
 struct Rng(u64);
@@ -115,7 +115,7 @@ fn append(path: &Path, text: &str) {
 
 fn fresh_into(index: &mut Index, home: &Path, now: i64) -> ScanResult {
     let roots = Roots::resolve(home, None, None, None);
-    usage_worker::scan(index, &roots, &PriceTable::bundled().unwrap(), now, None)
+    worker::scan(index, &roots, &PriceTable::bundled().unwrap(), now, None)
 }
 
 fn run(seed: u64) -> (u64, u64) {
@@ -197,11 +197,11 @@ fn run(seed: u64) -> (u64, u64) {
         };
         let (mut index, loaded) = store.load();
         let mut state = state_store.load();
-        let result = usage_worker::scan_with_state(
+        let result = worker::scan_with_state(
             &mut index,
             &mut state,
             &roots,
-            usage_worker::discover(&roots),
+            worker::discover(&roots),
             &prices,
             now,
             None,
@@ -231,11 +231,11 @@ fn run(seed: u64) -> (u64, u64) {
         let (stored_id, stored) = state_store.load_slots().unwrap();
         assert_eq!(stored_id, result.snapshot.aggregate);
         assert_eq!(
-            heeler::usage_aggregate::flatten(&stored).slots,
+            heeler::usage::aggregate::flatten(&stored).slots,
             result.snapshot.slots,
             "seed {seed} step {step} ({what}): stored slots differ"
         );
-        let rebuilt = State::full(&scratch, &prices, usage_worker::window_start(now));
+        let rebuilt = State::full(&scratch, &prices, worker::window_start(now));
         assert_eq!(
             state_store.load().unwrap().owners.rows().unwrap(),
             rebuilt.owners.rows().unwrap(),
@@ -277,11 +277,11 @@ fn the_index_journal_survives_tears_and_foreign_bases() {
     let roots = |home: &Path| Roots::resolve(home, None, None, None);
     write_tree(&home);
     let scan = |index: &mut Index| {
-        usage_worker::scan_with_state(
+        worker::scan_with_state(
             index,
             &mut None,
             &roots(&home),
-            usage_worker::discover(&roots(&home)),
+            worker::discover(&roots(&home)),
             &PriceTable::bundled().unwrap(),
             NOW,
             None,
@@ -356,11 +356,11 @@ fn damaged_cache_files_are_refused_or_repaired_never_trusted() {
     let refresh = |store: &Store, states: &StateStore| {
         let (mut index, loaded) = store.load();
         let mut state = states.load();
-        let result = usage_worker::scan_with_state(
+        let result = worker::scan_with_state(
             &mut index,
             &mut state,
             &roots,
-            usage_worker::discover(&roots),
+            worker::discover(&roots),
             &prices,
             NOW,
             None,

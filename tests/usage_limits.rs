@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use heeler::json::{self, Value};
-use heeler::usage_limits::{ProbeEnv, probe_claude, probe_codex};
+use heeler::base::json::{self, Value};
+use heeler::usage::limits::{ProbeEnv, probe_claude, probe_codex};
 use usage_fixture::*;
 
 fn python() -> bool {
@@ -101,7 +101,7 @@ fn stand_in(dir: &Path, name: &str, script: &str, mode: &str) -> ProbeEnv {
     }
 }
 
-fn field<'a>(o: &'a heeler::json::Object, k: &str) -> &'a Value {
+fn field<'a>(o: &'a heeler::base::json::Object, k: &str) -> &'a Value {
     o.get(k).unwrap_or(&Value::Null)
 }
 
@@ -169,7 +169,7 @@ fn claude_get_usage_probe() {
     assert_eq!(ids, ["five_hour", "seven_day", "model:Fable"]);
     assert_eq!(
         windows[0].get("resets_at").unwrap().as_i64(),
-        heeler::usage_time::parse_timestamp("2026-11-29T15:00:00Z")
+        heeler::usage::time::parse_timestamp("2026-11-29T15:00:00Z")
     );
     assert_eq!(windows[1].get("used_percent").unwrap().as_f64(), Some(40.5));
     for (mode, state) in [
@@ -216,7 +216,7 @@ fn query_and_worker_end_to_end() {
     let env = stand_in(&home, "codex", CODEX, "ok");
     // The runtime record carries the PATH with `codex` (the SSH session's
     // own PATH does not have it).
-    let runtime = heeler::usage_runtime::record_value(
+    let runtime = heeler::usage::runtime::record_value(
         Some(&heeler_bin()),
         &|k| match k {
             "PATH" => env.path.clone(),
@@ -359,7 +359,7 @@ fn query_and_worker_end_to_end() {
 #[test]
 fn runtime_record_is_written_once_per_change() {
     let dir = temp_dir("usage-runtime");
-    heeler::usage_runtime::record_runtime(&dir).unwrap();
+    heeler::usage::runtime::record_runtime(&dir).unwrap();
     let path = dir.join("usage/runtime-v1.json");
     let record = json::parse(&fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(record.get("v").unwrap().as_i64(), Some(1));
@@ -368,10 +368,10 @@ fn runtime_record_is_written_once_per_change() {
         fs::metadata(&path).unwrap().permissions().mode() & 0o777,
         0o600
     );
-    let state = heeler::usage_runtime::state_of(Some(&record));
+    let state = heeler::usage::runtime::state_of(Some(&record));
     assert_eq!(state.get("state").unwrap().as_str(), Some("ok"));
     assert_eq!(
-        heeler::usage_runtime::state_of(None)
+        heeler::usage::runtime::state_of(None)
             .get("state")
             .unwrap()
             .as_str(),

@@ -11,8 +11,8 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-use heeler::json::{self, Value};
-use heeler::usage_report::Snapshot;
+use heeler::base::json::{self, Value};
+use heeler::usage::report::Snapshot;
 use usage_fixture::*;
 
 fn heeler(home: &Path, state: &Path, args: &[&str]) -> std::process::Output {
@@ -41,7 +41,7 @@ fn stable(out: &std::process::Output) -> Value {
 
 #[test]
 fn prerendered_answers_equal_answers_from_slots() {
-    if !heeler::usage_tz::zoneinfo_dir()
+    if !heeler::usage::tz::zoneinfo_dir()
         .join("Asia/Shanghai")
         .exists()
     {

@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use heeler::json::{self, Object, Value};
+use heeler::base::json::{self, Object, Value};
 
 struct Output {
     status: i32,
@@ -303,7 +303,7 @@ fn notification_session(path: &Path) -> usize {
         let derived = heeler(&["wire", "session", &socket], "").stdout;
         assert_eq!(derived == json::quote(name), valid, "session name {name:?}");
         assert_eq!(
-            heeler::session::is_valid_name(name),
+            heeler::herdr::session::is_valid_name(name),
             valid,
             "session name {name:?}"
         );
@@ -320,9 +320,9 @@ fn notification_session(path: &Path) -> usize {
     }
     for v in list(&file, "delivery") {
         let own = match v.get("ownSession").and_then(Value::as_str) {
-            None => heeler::session::Session::Unknown,
-            Some("") => heeler::session::Session::Default,
-            Some(name) => heeler::session::Session::Named(name.to_owned()),
+            None => heeler::herdr::session::Session::Unknown,
+            Some("") => heeler::herdr::session::Session::Default,
+            Some(name) => heeler::herdr::session::Session::Named(name.to_owned()),
         };
         let delivered: Vec<i64> = list(v, "entries")
             .iter()

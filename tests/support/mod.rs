@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use heeler::json::{self, Object, Value};
+use heeler::base::json::{self, Object, Value};
 
 /// The vector key (bytes 0..31) and a second key.
 pub const KEY_A: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8";

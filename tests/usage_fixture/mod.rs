@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use heeler::usage_time::format_timestamp;
+use heeler::usage::time::format_timestamp;
 
 /// The fixture's "now": 2026-11-29T12:00:00Z.
 pub const NOW: i64 = 1_795_953_600;

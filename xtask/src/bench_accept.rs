@@ -17,8 +17,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use heeler::bootstrap_key::BootstrapKey;
-use heeler::ceremony::{self, CeremonyConfig};
+use heeler::pair::bootstrap_key::BootstrapKey;
+use heeler::pair::ceremony::{self, CeremonyConfig};
 use xshell::{Shell, cmd};
 
 const RUNS: usize = 50;

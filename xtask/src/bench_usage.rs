@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use heeler::usage_time::format_timestamp;
+use heeler::usage::time::format_timestamp;
 
 struct Rng(u64);
 

@@ -4,13 +4,13 @@
 
 use std::path::PathBuf;
 
-use heeler::json;
-use heeler::usage_pricing::{self, SourceMeta};
+use heeler::base::json;
+use heeler::usage::pricing::{self, SourceMeta};
 
 pub fn run(args: &[String]) -> Result<(), String> {
     let input = crate::flag(args, "--input").ok_or("--input FILE is required")?;
     let date = crate::flag(args, "--date").ok_or("--date YYYY-MM-DD is required")?;
-    if heeler::usage_time::parse_date(date).is_none() {
+    if heeler::usage::time::parse_date(date).is_none() {
         return Err(format!("--date {date}: not YYYY-MM-DD"));
     }
     let source = crate::flag(args, "--source").unwrap_or("litellm");
@@ -31,12 +31,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
         version: version.to_string(),
         date: date.to_string(),
         source_url,
-        source_sha256: usage_pricing::sha256_hex(&bytes),
+        source_sha256: pricing::sha256_hex(&bytes),
         license: license.to_string(),
     };
     let table = match source {
-        "litellm" => usage_pricing::generate_litellm(&value, &meta),
-        _ => usage_pricing::generate_models_dev(&value, &meta),
+        "litellm" => pricing::generate_litellm(&value, &meta),
+        _ => pricing::generate_models_dev(&value, &meta),
     }
     .map_err(|e| format!("{input}: {e}"))?;
     let out = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../pricing.json");

@@ -1,0 +1,7 @@
+//! Foundations every area shares: files rewritten atomically, JSON, base64,
+//! and the one module that talks to the OS below `std`.
+
+pub mod atomic_file;
+pub mod base64;
+pub mod json;
+pub(crate) mod sys;

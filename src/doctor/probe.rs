@@ -1,0 +1,293 @@
+//! The effects behind `heeler doctor`: read files and path metadata, read an
+//! SSH banner over loopback TCP, run `herdr` with a timeout, and (only with
+//! `--network`) ask the Push Relay for `GET /push`. Everything it learns goes
+//! into [`Facts`]; the decisions are in `doctor/mod.rs`.
+
+use std::io::Read;
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::doctor::{self, FileRead, PathFacts, PathKind};
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+const BANNER_TIMEOUT: Duration = Duration::from_secs(3);
+const HERDR_TIMEOUT: Duration = Duration::from_secs(5);
+const RELAY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Everything the checks look at, gathered once.
+pub struct Facts {
+    pub exe: PathBuf,
+    pub exe_has_interpreter: Result<bool, String>,
+    pub ssh_port: u16,
+    pub ssh_banner: Result<String, String>,
+    pub host_keys: Vec<(PathBuf, FileRead)>,
+    pub uid: u32,
+    pub home: PathFacts,
+    pub ssh_dir: PathFacts,
+    pub authorized_keys_facts: PathFacts,
+    pub authorized_keys: FileRead,
+    pub now_unix: u64,
+    pub herdr: Option<PathBuf>,
+    pub herdr_version: Result<String, String>,
+    /// `plugin list --json` of each running session (or of the current one
+    /// when none runs), by session name.
+    pub plugin_lists: Vec<(String, Result<String, String>)>,
+    pub config_dir: PathBuf,
+    pub pair_json: FileRead,
+    pub notify_json: FileRead,
+    pub notifications_json: FileRead,
+    /// `GET <relay>/push`'s HTTP status, only with `--network`.
+    pub relay: Option<Result<u16, String>>,
+}
+
+impl Facts {
+    pub fn gather(network: bool) -> Facts {
+        let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/".into()));
+        let ssh_dir = home.join(".ssh");
+        let authorized_keys = ssh_dir.join("authorized_keys");
+        let config_dir = plugin_config_dir(&home);
+        let pair_json = read_file(&config_dir.join("pair.json"));
+        let notify_json = read_file(&config_dir.join("notify.json"));
+        let ssh_port = doctor::advertised_port(&pair_json);
+        let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("heeler"));
+        let exe_has_interpreter =
+            std::fs::read(&exe)
+                .map_err(|e| e.to_string())
+                .and_then(|bytes| {
+                    crate::doctor::static_binary::has_interpreter(&bytes).map_err(|e| e.to_string())
+                });
+        let herdr = find_herdr();
+        let (herdr_version, plugin_lists) = match &herdr {
+            Some(path) => (
+                run_with_timeout(path, &["--version"], HERDR_TIMEOUT),
+                plugin_lists(path),
+            ),
+            None => (
+                Err("herdr not found".to_owned()),
+                vec![(String::new(), Err("herdr not found".to_owned()))],
+            ),
+        };
+        let relay = network.then(|| relay_status(&doctor::relay_url(&notify_json)));
+        Facts {
+            exe,
+            exe_has_interpreter,
+            ssh_port,
+            ssh_banner: read_banner(ssh_port),
+            host_keys: doctor::HOST_KEY_FILES
+                .iter()
+                .map(|name| {
+                    let path = Path::new("/etc/ssh").join(name);
+                    let read = read_file(&path);
+                    (path, read)
+                })
+                .collect(),
+            uid: crate::base::sys::effective_uid(),
+            home: path_facts(&home),
+            ssh_dir: path_facts(&ssh_dir),
+            authorized_keys_facts: path_facts(&authorized_keys),
+            authorized_keys: read_file(&authorized_keys),
+            now_unix: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            herdr,
+            herdr_version,
+            plugin_lists,
+            notifications_json: read_file(&config_dir.join("notifications.json")),
+            config_dir,
+            pair_json,
+            notify_json,
+            relay,
+        }
+    }
+}
+
+/// Asks every running session for its plugin list; when none runs (or the
+/// session list fails), asks once without `--session` (works offline).
+fn plugin_lists(herdr: &Path) -> Vec<(String, Result<String, String>)> {
+    let sessions = run_with_timeout(herdr, &["session", "list", "--json"], HERDR_TIMEOUT)
+        .map(|text| doctor::running_sessions(&text))
+        .unwrap_or_default();
+    if sessions.is_empty() {
+        let current = std::env::var("HERDR_SESSION").unwrap_or_default();
+        let list = run_with_timeout(herdr, &["plugin", "list", "--json"], HERDR_TIMEOUT);
+        return vec![(current, list)];
+    }
+    sessions
+        .into_iter()
+        .map(|name| {
+            let list = run_with_timeout(
+                herdr,
+                &["--session", &name, "plugin", "list", "--json"],
+                HERDR_TIMEOUT,
+            );
+            (name, list)
+        })
+        .collect()
+}
+
+/// `HERDR_PLUGIN_CONFIG_DIR` when herdr runs us, else where herdr puts it:
+/// `${XDG_CONFIG_HOME:-~/.config}/herdr/plugins/config/heeler` (herdr.md §3, §7).
+fn plugin_config_dir(home: &Path) -> PathBuf {
+    if let Some(dir) = std::env::var_os("HERDR_PLUGIN_CONFIG_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    let config_home = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|d| !d.is_empty())
+        .map_or_else(|| home.join(".config"), PathBuf::from);
+    config_home.join("herdr/plugins/config/heeler")
+}
+
+pub fn read_file(path: &Path) -> FileRead {
+    match std::fs::read(path) {
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(text) => FileRead::Text(text),
+            Err(_) => FileRead::Unreadable("not UTF-8".to_owned()),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => FileRead::Missing,
+        Err(e) => FileRead::Unreadable(e.to_string()),
+    }
+}
+
+pub fn path_facts(path: &Path) -> PathFacts {
+    match std::fs::metadata(path) {
+        Ok(meta) => PathFacts {
+            path: path.to_path_buf(),
+            kind: Some(if meta.is_dir() {
+                PathKind::Directory
+            } else if meta.is_file() {
+                PathKind::File
+            } else {
+                PathKind::Other
+            }),
+            uid: meta.uid(),
+            mode: meta.mode(),
+        },
+        Err(_) => PathFacts {
+            path: path.to_path_buf(),
+            kind: None,
+            uid: 0,
+            mode: 0,
+        },
+    }
+}
+
+/// The first `SSH-` line the server on 127.0.0.1:<port> sends.
+pub fn read_banner(port: u16) -> Result<String, String> {
+    let address = SocketAddr::from(([127, 0, 0, 1], port));
+    let mut stream = TcpStream::connect_timeout(&address, CONNECT_TIMEOUT).map_err(describe)?;
+    stream
+        .set_read_timeout(Some(BANNER_TIMEOUT))
+        .map_err(describe)?;
+    let mut received = Vec::new();
+    let mut chunk = [0u8; 256];
+    while received.len() < 1024 {
+        let n = stream.read(&mut chunk).map_err(describe)?;
+        if n == 0 {
+            break;
+        }
+        received.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&received);
+        if let Some(line) = text.lines().find(|line| line.starts_with("SSH-")) {
+            if text.contains(&format!("{line}\n")) || text.contains(&format!("{line}\r")) {
+                return Ok(line.trim_end().to_owned());
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(&received);
+    match text.lines().next() {
+        Some(line) if !line.is_empty() => Ok(line.trim_end().to_owned()),
+        _ => Err("closed without a banner".to_owned()),
+    }
+}
+
+fn describe(error: std::io::Error) -> String {
+    match error.kind() {
+        std::io::ErrorKind::ConnectionRefused => "connection refused".to_owned(),
+        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => "timed out".to_owned(),
+        _ => error.to_string(),
+    }
+}
+
+/// `HERDR_BIN_PATH` (set for plugin processes), else `herdr` on PATH.
+fn find_herdr() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("HERDR_BIN_PATH").filter(|p| !p.is_empty()) {
+        let path = PathBuf::from(path);
+        if path.is_file() {
+            return Some(path);
+        }
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("herdr"))
+        .find(|candidate| {
+            std::fs::metadata(candidate).is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0)
+        })
+}
+
+/// Runs a program with stdin closed; its stdout on success, else the first
+/// line of stderr (or the exit status). Killed after `timeout`.
+pub fn run_with_timeout(
+    program: &Path,
+    args: &[&str],
+    timeout: Duration,
+) -> Result<String, String> {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let read_all = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_string(&mut text);
+            }
+            text
+        })
+    };
+    let out_reader = read_all(stdout.map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let err_reader = read_all(stderr.map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Ok(status),
+            Ok(None) if started.elapsed() >= timeout => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break Err(format!("timed out after {} s", timeout.as_secs()));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => break Err(e.to_string()),
+        }
+    };
+    let out = out_reader.join().unwrap_or_default();
+    let err = err_reader.join().unwrap_or_default();
+    match status? {
+        status if status.success() => Ok(out),
+        status => Err(err
+            .lines()
+            .find(|line| !line.trim().is_empty())
+            .map_or_else(|| status.to_string(), |line| line.trim().to_owned())),
+    }
+}
+
+/// The HTTP status of `GET <relay>/push` (the relay answers 405 to GET).
+fn relay_status(relay_url: &str) -> Result<u16, String> {
+    let config = ureq::Agent::config_builder()
+        .timeout_global(Some(RELAY_TIMEOUT))
+        .http_status_as_error(false)
+        .build();
+    let agent = ureq::Agent::new_with_config(config);
+    agent
+        .get(format!("{relay_url}/push"))
+        .call()
+        .map(|response| response.status().as_u16())
+        .map_err(|e| e.to_string())
+}

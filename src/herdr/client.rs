@@ -1,0 +1,316 @@
+//! Asking herdr about agents, workspaces, tabs and panes.
+//!
+//! A hook first talks to `HERDR_SOCKET_PATH` directly (herdr's socket API:
+//! one JSON request line per connection, one answer line), which costs a
+//! millisecond where `herdr <cmd>` costs a process start and a protocol ping.
+//! When the socket is unusable (absent, refused, timed out, garbled) it runs
+//! `HERDR_BIN_PATH` with the equivalent CLI command instead. Every failure is
+//! typed, because the hooks act differently on "agent gone" and on "herdr
+//! unreachable".
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use crate::base::json::{self, Object, Value};
+
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+pub const READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// Longest answer line accepted from the socket.
+const MAX_ANSWER_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Why herdr gave no usable answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HerdrError {
+    /// herdr answered `agent_not_found`: the pane has no agent any more.
+    AgentGone,
+    /// herdr answered with an error: a non-zero CLI exit (`origin` is
+    /// `exit <n>`, `text` its stderr or stdout) or a socket `error` object
+    /// (`origin` is the error code, `text` its message).
+    Refused { origin: String, text: String },
+    /// Neither the socket nor the binary could be used.
+    Unreachable(String),
+    /// herdr answered, but not with the documented shape.
+    Malformed(String),
+}
+
+impl HerdrError {
+    /// The hooks' log wording: `<what> failed (exit 1): <stderr>`, or
+    /// `<what> failed: <reason>` when herdr gave no answer.
+    pub fn failed(&self, what: &str) -> String {
+        match self {
+            HerdrError::Refused { .. } => format!("{what} failed {self}"),
+            _ => format!("{what} failed: {self}"),
+        }
+    }
+}
+
+impl std::fmt::Display for HerdrError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HerdrError::AgentGone => f.write_str("agent not found"),
+            HerdrError::Refused { origin, text } => write!(f, "({origin}): {text}"),
+            HerdrError::Unreachable(why) => write!(f, "herdr unreachable: {why}"),
+            HerdrError::Malformed(why) => write!(f, "unexpected herdr answer: {why}"),
+        }
+    }
+}
+
+/// How to reach one herdr server.
+#[derive(Debug, Clone)]
+pub struct HerdrClient {
+    pub socket: Option<PathBuf>,
+    pub bin: PathBuf,
+}
+
+/// A socket problem: the request may be retried through the binary.
+#[derive(Debug)]
+struct SocketUnusable(String);
+
+fn connect_with_timeout(path: &Path) -> Result<UnixStream, SocketUnusable> {
+    // std has no connect timeout for Unix sockets; a connect blocks only when
+    // the listener's backlog is full, so a helper thread bounds it.
+    let (sender, receiver) = mpsc::channel();
+    let path = path.to_path_buf();
+    std::thread::spawn(move || {
+        let _ = sender.send(UnixStream::connect(path));
+    });
+    match receiver.recv_timeout(CONNECT_TIMEOUT) {
+        Ok(Ok(stream)) => Ok(stream),
+        Ok(Err(e)) => Err(SocketUnusable(format!("connect: {e}"))),
+        Err(_) => Err(SocketUnusable("connect timed out".to_owned())),
+    }
+}
+
+fn request_line(method: &str, params: Object) -> String {
+    let id = format!("heeler:{}:{method}", crate::hooks::env::now_ms());
+    let mut line = Value::Object(
+        Object::new()
+            .with("id", id)
+            .with("method", method)
+            .with("params", params),
+    )
+    .to_json();
+    line.push('\n');
+    line
+}
+
+fn socket_call(path: &Path, method: &str, params: Object) -> Result<Value, SocketUnusable> {
+    let fail = |what: &str, e: std::io::Error| SocketUnusable(format!("{what}: {e}"));
+    let mut stream = connect_with_timeout(path)?;
+    stream
+        .set_read_timeout(Some(READ_TIMEOUT))
+        .and_then(|()| stream.set_write_timeout(Some(READ_TIMEOUT)))
+        .map_err(|e| fail("socket setup", e))?;
+    stream
+        .write_all(request_line(method, params).as_bytes())
+        .map_err(|e| fail("write", e))?;
+    let mut line = String::new();
+    BufReader::new(stream.take(MAX_ANSWER_BYTES))
+        .read_line(&mut line)
+        .map_err(|e| fail("read", e))?;
+    json::parse(line.trim_end())
+        .map_err(|_| SocketUnusable("answer is not JSON".to_owned()))
+        .and_then(|v| {
+            v.as_object()
+                .is_some()
+                .then_some(v)
+                .ok_or_else(|| SocketUnusable("answer is not an object".to_owned()))
+        })
+}
+
+fn error_of(answer: &Value) -> Option<(String, String)> {
+    let error = answer.get("error")?;
+    let text = |k| {
+        error
+            .get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    Some((text("code"), text("message")))
+}
+
+fn bin_call(bin: &Path, args: &[&str]) -> Result<Value, HerdrError> {
+    let output = Command::new(bin)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| HerdrError::Unreachable(format!("cannot run {}: {e}", bin.display())))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if output.status.success() {
+        return json::parse(stdout.trim()).map_err(|_| {
+            HerdrError::Malformed(format!("`herdr {}` printed no JSON", args.join(" ")))
+        });
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // herdr prints its error JSON on stderr (older builds on stdout).
+    for text in [stderr.trim(), stdout.trim()] {
+        if let Some((code, _)) = json::parse(text).ok().as_ref().and_then(error_of) {
+            if code == "agent_not_found" {
+                return Err(HerdrError::AgentGone);
+            }
+        }
+    }
+    let shown = if stderr.trim().is_empty() {
+        stdout.trim()
+    } else {
+        stderr.trim()
+    };
+    let code = output
+        .status
+        .code()
+        .map_or_else(|| "signal".to_owned(), |c| c.to_string());
+    Err(HerdrError::Refused {
+        origin: format!("exit {code}"),
+        text: shown.to_owned(),
+    })
+}
+
+impl HerdrClient {
+    /// One call: the socket first, the binary when the socket is unusable.
+    /// Returns the answer's `result` object.
+    pub fn call(
+        &self,
+        method: &str,
+        params: Object,
+        cli_args: &[&str],
+    ) -> Result<Value, HerdrError> {
+        let answer = match self
+            .socket
+            .as_deref()
+            .map(|s| socket_call(s, method, params))
+        {
+            Some(Ok(answer)) => answer,
+            Some(Err(SocketUnusable(why))) => {
+                bin_call(&self.bin, cli_args).map_err(|e| match e {
+                    HerdrError::Unreachable(bin) => {
+                        HerdrError::Unreachable(format!("socket {why}; {bin}"))
+                    }
+                    other => other,
+                })?
+            }
+            None => bin_call(&self.bin, cli_args)?,
+        };
+        if let Some((code, message)) = error_of(&answer) {
+            return Err(if code == "agent_not_found" {
+                HerdrError::AgentGone
+            } else {
+                HerdrError::Refused {
+                    origin: code,
+                    text: message,
+                }
+            });
+        }
+        answer
+            .get("result")
+            .filter(|r| r.as_object().is_some())
+            .cloned()
+            .ok_or_else(|| HerdrError::Malformed(format!("{method} answer has no result")))
+    }
+
+    /// `agent.get` / `herdr agent get <pane>`: the pane's AgentInfo.
+    pub fn agent_get(&self, pane: &str) -> Result<Value, HerdrError> {
+        let result = self.call(
+            "agent.get",
+            Object::new().with("target", pane),
+            &["agent", "get", pane],
+        )?;
+        result
+            .get("agent")
+            .filter(|a| a.as_object().is_some())
+            .cloned()
+            .ok_or_else(|| HerdrError::Malformed("agent.get answer has no agent".to_owned()))
+    }
+
+    /// `agent.list` / `herdr agent list`: every agent of the session.
+    pub fn agent_list(&self) -> Result<Vec<Value>, HerdrError> {
+        self.list("agent.list", Object::new(), &["agent", "list"], "agents")
+    }
+
+    /// `workspace.get` / `herdr workspace get <id>`: the workspace's label.
+    pub fn workspace_label(&self, workspace_id: &str) -> Result<Option<String>, HerdrError> {
+        let result = self.call(
+            "workspace.get",
+            Object::new().with("workspace_id", workspace_id),
+            &["workspace", "get", workspace_id],
+        )?;
+        Ok(result
+            .get("workspace")
+            .and_then(|w| w.get("label"))
+            .and_then(Value::as_nonempty_str)
+            .map(str::to_owned))
+    }
+
+    /// `workspace.list` / `herdr workspace list`.
+    pub fn workspace_list(&self) -> Result<Vec<Value>, HerdrError> {
+        self.list(
+            "workspace.list",
+            Object::new(),
+            &["workspace", "list"],
+            "workspaces",
+        )
+    }
+
+    /// `tab.list` / `herdr tab list --workspace <id>`.
+    pub fn tab_list(&self, workspace_id: &str) -> Result<Vec<Value>, HerdrError> {
+        self.list(
+            "tab.list",
+            Object::new().with("workspace_id", workspace_id),
+            &["tab", "list", "--workspace", workspace_id],
+            "tabs",
+        )
+    }
+
+    /// `pane.list` / `herdr pane list --workspace <id>`.
+    pub fn pane_list(&self, workspace_id: &str) -> Result<Vec<Value>, HerdrError> {
+        self.list(
+            "pane.list",
+            Object::new().with("workspace_id", workspace_id),
+            &["pane", "list", "--workspace", workspace_id],
+            "panes",
+        )
+    }
+
+    fn list(
+        &self,
+        method: &str,
+        params: Object,
+        cli_args: &[&str],
+        field: &str,
+    ) -> Result<Vec<Value>, HerdrError> {
+        match self.call(method, params, cli_args)?.get(field) {
+            Some(Value::Array(items)) => Ok(items.clone()),
+            _ => Err(HerdrError::Malformed(format!(
+                "{method} answer has no {field} array"
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_lines_follow_the_socket_protocol() {
+        let line = request_line("agent.get", Object::new().with("target", "w1:p1"));
+        assert!(line.starts_with(r#"{"id":"heeler:"#));
+        assert!(line.ends_with("\"params\":{\"target\":\"w1:p1\"}}\n"));
+    }
+
+    #[test]
+    fn missing_socket_falls_back_to_a_missing_binary_as_unreachable() {
+        let client = HerdrClient {
+            socket: Some(PathBuf::from("/nonexistent/heeler/herdr.sock")),
+            bin: PathBuf::from("/nonexistent/heeler/herdr"),
+        };
+        assert!(matches!(
+            client.agent_list(),
+            Err(HerdrError::Unreachable(_))
+        ));
+    }
+}

@@ -1,0 +1,206 @@
+//! The prologue both event hooks share: which herdr environment variables
+//! they need, in which order they are checked, and how the event JSON is read.
+//!
+//! herdr runs `notify-hook` and `activity-hook` as fresh processes for every
+//! `pane.agent_status_changed`; both must fail the same way on a broken
+//! environment and read the event equally leniently (herdr's payload shape
+//! carries no stability guarantee), so the rules live here once.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use crate::base::json::{self, Value};
+use crate::herdr::session::{self, Session};
+
+/// What a hook learns from its environment.
+#[derive(Debug, Clone)]
+pub struct HookEnv {
+    /// `HERDR_PLUGIN_CONFIG_DIR`: notifications.json, notify.json.
+    pub config_dir: PathBuf,
+    /// `HERDR_PLUGIN_EVENT_JSON`, unparsed.
+    pub event_json: String,
+    /// The herdr session derived from `HERDR_SOCKET_PATH`.
+    pub session: Session,
+    /// The session's own state directory (dedupe markers, claim, last-state).
+    pub state_dir: PathBuf,
+    /// `HERDR_BIN_PATH`: the fallback when the socket is unusable.
+    pub herdr_bin: PathBuf,
+    /// `HERDR_SOCKET_PATH`, when set and non-empty.
+    pub socket_path: Option<PathBuf>,
+}
+
+/// A required variable is missing or empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingEnv(pub &'static str);
+
+impl std::fmt::Display for MissingEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} is not set; this script must run as a herdr event hook",
+            self.0
+        )
+    }
+}
+
+fn required(
+    lookup: &dyn Fn(&str) -> Option<OsString>,
+    name: &'static str,
+) -> Result<OsString, MissingEnv> {
+    lookup(name)
+        .filter(|v| !v.is_empty())
+        .ok_or(MissingEnv(name))
+}
+
+/// Step 1 of both hooks: the config dir, checked before anything else.
+pub fn config_dir(lookup: &dyn Fn(&str) -> Option<OsString>) -> Result<PathBuf, MissingEnv> {
+    required(lookup, "HERDR_PLUGIN_CONFIG_DIR").map(PathBuf::from)
+}
+
+/// Step 3: the rest of the environment, in the contract's order (event JSON,
+/// session, state dir, herdr binary).
+pub fn rest(
+    config_dir: PathBuf,
+    lookup: &dyn Fn(&str) -> Option<OsString>,
+) -> Result<HookEnv, MissingEnv> {
+    let event_json = required(lookup, "HERDR_PLUGIN_EVENT_JSON")?
+        .to_string_lossy()
+        .into_owned();
+    let socket = lookup("HERDR_SOCKET_PATH").filter(|v| !v.is_empty());
+    let session =
+        session::from_socket_path(socket.as_ref().map(|s| s.to_string_lossy()).as_deref());
+    let plugin_state_dir = PathBuf::from(required(lookup, "HERDR_PLUGIN_STATE_DIR")?);
+    let herdr_bin = PathBuf::from(required(lookup, "HERDR_BIN_PATH")?);
+    Ok(HookEnv {
+        config_dir,
+        event_json,
+        state_dir: session.state_dir(&plugin_state_dir),
+        session,
+        herdr_bin,
+        socket_path: socket.map(PathBuf::from),
+    })
+}
+
+/// The process environment as a lookup function.
+pub fn process_env(name: &str) -> Option<OsString> {
+    std::env::var_os(name)
+}
+
+/// The fields of a `pane_agent_status_changed` event the hooks use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    pub pane: String,
+    /// Lowercased.
+    pub status: String,
+    /// `data.agent`, the agent kind.
+    pub kind: Option<String>,
+    pub workspace_id: Option<String>,
+    pub title: Option<String>,
+}
+
+/// Why the event JSON is unusable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventError {
+    NotJson,
+    PaneMissing,
+    StatusMissing,
+}
+
+impl std::fmt::Display for EventError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            EventError::NotJson => "HERDR_PLUGIN_EVENT_JSON is not JSON",
+            EventError::PaneMissing => "event data.pane_id missing",
+            EventError::StatusMissing => "event data.agent_status missing",
+        })
+    }
+}
+
+/// Parses the event leniently: only `data.pane_id` and `data.agent_status`
+/// are required; everything unrecognised is ignored.
+pub fn parse_event(text: &str) -> Result<Event, EventError> {
+    let value = json::parse(text).map_err(|_| EventError::NotJson)?;
+    let data = value.get("data");
+    let text_field = |key: &str| {
+        data.and_then(|d| d.get(key))
+            .and_then(Value::as_nonempty_str)
+            .map(str::to_owned)
+    };
+    let pane = text_field("pane_id").ok_or(EventError::PaneMissing)?;
+    let status = text_field("agent_status")
+        .ok_or(EventError::StatusMissing)?
+        .to_lowercase();
+    Ok(Event {
+        pane,
+        status,
+        kind: text_field("agent"),
+        workspace_id: text_field("workspace_id"),
+        title: text_field("title"),
+    })
+}
+
+/// The sidebar snapshot refresh (`sidebar/snapshot.rs`), first thing in both hooks.
+/// A failure is one log line and never fails the hook.
+pub fn refresh_sidebar_snapshot(config_dir: &Path) {
+    crate::sidebar::snapshot::refresh_for_event(config_dir);
+}
+
+/// Records the runtime (this binary, herdr's binary and socket, PATH, HOME)
+/// for `heeler usage`, which runs later from a bare SSH session. Written
+/// only when it changed; a failure is one log line and never fails the hook.
+pub fn record_usage_runtime(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) {
+    let Some(state_dir) = lookup("HERDR_PLUGIN_STATE_DIR").filter(|d| !d.is_empty()) else {
+        return;
+    };
+    if let Err(error) = crate::usage::runtime::record_runtime(Path::new(&state_dir)) {
+        eprintln!("usage: runtime record not written ({error})");
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_is_parsed_leniently_and_status_lowercased() {
+        let event = parse_event(r#"{"event":"x","data":{"pane_id":"wV:p1","agent_status":"Blocked","agent":"claude","title":"","extra":[1]}}"#).unwrap();
+        assert_eq!(event.pane, "wV:p1");
+        assert_eq!(event.status, "blocked");
+        assert_eq!(event.kind.as_deref(), Some("claude"));
+        assert_eq!(event.title, None);
+        assert_eq!(event.workspace_id, None);
+    }
+
+    #[test]
+    fn event_errors_are_typed_in_order() {
+        assert_eq!(parse_event("nope"), Err(EventError::NotJson));
+        assert_eq!(parse_event("[]"), Err(EventError::PaneMissing));
+        assert_eq!(
+            parse_event(r#"{"data":{"pane_id":"p","agent_status":7}}"#),
+            Err(EventError::StatusMissing)
+        );
+    }
+
+    #[test]
+    fn missing_env_is_reported_in_contract_order() {
+        let only_config = |name: &str| (name == "HERDR_PLUGIN_CONFIG_DIR").then(|| "/c".into());
+        let config = config_dir(&only_config).unwrap();
+        assert_eq!(
+            rest(config, &only_config).unwrap_err().to_string(),
+            "HERDR_PLUGIN_EVENT_JSON is not set; this script must run as a herdr event hook"
+        );
+        let none = |_: &str| None;
+        assert_eq!(
+            config_dir(&none),
+            Err(MissingEnv("HERDR_PLUGIN_CONFIG_DIR"))
+        );
+    }
+}

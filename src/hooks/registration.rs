@@ -1,0 +1,326 @@
+//! `notifications.json` v1: the Notification Registration file the app
+//! writes over SSH, read by both hooks and pruned by them on a 410 verdict.
+//!
+//! Reading is lenient per entry (a malformed entry is skipped, never fatal)
+//! and fails closed (a missing notify flag means no alert). Rewrites keep the
+//! parsed document, so every field and entry this plugin does not understand
+//! survives in its original order; they happen under a lock file with a fresh
+//! re-read, are atomic (temp + rename, mode kept), and are skipped entirely
+//! when nothing would change.
+
+use std::path::{Path, PathBuf};
+
+use crate::base::atomic_file::{self, LockFile, LockPolicy};
+use crate::base::json::{self, Value};
+use crate::herdr::session::Session;
+use crate::hooks::row_layout::{self, RowLayout};
+use crate::hooks::settings::read_capped;
+use crate::wire::envelope::NotificationKey;
+
+/// Registration files larger than this are not the app's: treated as absent.
+pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The file's path in the plugin config dir.
+pub fn path_in(config_dir: &Path) -> PathBuf {
+    config_dir.join("notifications.json")
+}
+
+/// The parsed file when it is a v1 document with a `devices` array; `None`
+/// ("absent") for anything else, including unreadable or oversized files.
+pub fn read(path: &Path) -> Option<Value> {
+    let text = read_capped(path, MAX_FILE_BYTES)?;
+    let value = json::parse(&text).ok()?;
+    is_v1(&value).then_some(value)
+}
+
+fn is_v1(value: &Value) -> bool {
+    value.get("v").and_then(Value::as_f64) == Some(1.0)
+        && value.get("devices").and_then(Value::as_array).is_some()
+}
+
+fn entries(file: &Value) -> &[Value] {
+    file.get("devices")
+        .and_then(Value::as_array)
+        .unwrap_or_default()
+}
+
+fn valid_env(env: Option<&Value>) -> Option<&str> {
+    env.and_then(Value::as_str)
+        .filter(|e| matches!(*e, "production" | "sandbox"))
+}
+
+/// The Notification Key of an entry. Node's base64url decoder was lenient
+/// (it skipped characters outside the alphabet and stopped at `=`), so keys
+/// the Node plugin accepted are accepted here too.
+pub fn entry_key(entry: &Value) -> Option<NotificationKey> {
+    let text = entry.get("key").and_then(Value::as_str)?;
+    if let Ok(key) = NotificationKey::from_base64url(text) {
+        return Some(key);
+    }
+    let bytes: [u8; 32] = decode_base64_lenient(text).try_into().ok()?;
+    Some(NotificationKey::from_bytes(bytes))
+}
+
+/// Node's `Buffer.from(text, "base64url")`: both alphabets, other characters
+/// skipped, decoding stops at `=`.
+pub fn decode_base64_lenient(text: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in text.bytes() {
+        let sextet = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            b'=' => break,
+            _ => continue,
+        };
+        acc = (acc << 6) | u32::from(sextet);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    out
+}
+
+/// A device that receives Agent Notifications for one status.
+#[derive(Debug, Clone)]
+pub struct AlertDevice {
+    pub token: String,
+    pub env: String,
+    pub key: NotificationKey,
+}
+
+/// The entries that get an alert for `flag` (`blocked`/`done`) from a hook
+/// of `session`, in file order.
+pub fn alert_devices(file: Option<&Value>, session: &Session, flag: &str) -> Vec<AlertDevice> {
+    let Some(file) = file else {
+        return Vec::new();
+    };
+    entries(file)
+        .iter()
+        .filter_map(|entry| {
+            entry.as_object()?;
+            let token = entry.get("token").and_then(Value::as_nonempty_str)?;
+            if !session.delivers_to(entry) {
+                return None;
+            }
+            let env = valid_env(entry.get("env"))?;
+            let wanted = entry.get("notify").and_then(|n| n.get(flag)) == Some(&Value::Bool(true));
+            if !wanted {
+                return None;
+            }
+            Some(AlertDevice {
+                token: token.to_owned(),
+                env: env.to_owned(),
+                key: entry_key(entry)?,
+            })
+        })
+        .collect()
+}
+
+/// A device that shows this Host's Live Activity.
+#[derive(Debug, Clone)]
+pub struct ActivityDevice {
+    /// The activity push token (`live_activity.token`).
+    pub token: String,
+    pub env: String,
+    pub key: NotificationKey,
+    /// `live_activity.pinned_pane_ids`, raw.
+    pub pins: Option<Value>,
+    /// `live_activity.row_layout`, when present and valid.
+    pub layout: Option<RowLayout>,
+    /// `live_activity.host_name`, when a non-empty string.
+    pub host_name: Option<String>,
+}
+
+/// A plausible activity token: 16 to 200 lowercase hex digits.
+pub fn is_activity_token(token: &str) -> bool {
+    (16..=200).contains(&token.len())
+        && token
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// The entries with a usable `live_activity` for a hook of `session`.
+pub fn activity_devices(file: Option<&Value>, session: &Session) -> Vec<ActivityDevice> {
+    let Some(file) = file else {
+        return Vec::new();
+    };
+    entries(file)
+        .iter()
+        .filter_map(|entry| {
+            entry.as_object()?;
+            if !session.delivers_to(entry) {
+                return None;
+            }
+            let live = entry.get("live_activity")?;
+            live.as_object()?;
+            let token = live
+                .get("token")
+                .and_then(Value::as_str)
+                .filter(|t| is_activity_token(t))?;
+            let env = valid_env(live.get("env")).or_else(|| valid_env(entry.get("env")))?;
+            let key = entry_key(entry)?;
+            Some(ActivityDevice {
+                token: token.to_owned(),
+                env: env.to_owned(),
+                key,
+                pins: live.get("pinned_pane_ids").cloned(),
+                layout: live.get("row_layout").and_then(row_layout::parse_layout),
+                host_name: live
+                    .get("host_name")
+                    .and_then(Value::as_nonempty_str)
+                    .map(str::to_owned),
+            })
+        })
+        .collect()
+}
+
+/// Removes every entry whose `token` is one of `tokens`, whatever its
+/// session. Returns whether anything was removed.
+pub fn remove_tokens(file: &mut Value, tokens: &[String]) -> bool {
+    let Some(Value::Array(devices)) = file.as_object_mut().and_then(|o| o.get_mut("devices"))
+    else {
+        return false;
+    };
+    let before = devices.len();
+    devices.retain(|entry| {
+        !entry
+            .get("token")
+            .and_then(Value::as_str)
+            .is_some_and(|t| tokens.iter().any(|p| p == t))
+    });
+    devices.len() != before
+}
+
+/// Deletes `live_activity` from every entry whose activity token is one of
+/// `tokens`, keeping everything else. Returns whether anything changed.
+pub fn remove_live_activities(file: &mut Value, tokens: &[String]) -> bool {
+    let Some(Value::Array(devices)) = file.as_object_mut().and_then(|o| o.get_mut("devices"))
+    else {
+        return false;
+    };
+    let mut changed = false;
+    for entry in devices.iter_mut() {
+        let Some(object) = entry.as_object_mut() else {
+            continue;
+        };
+        let matches = object
+            .get("live_activity")
+            .and_then(|l| l.get("token"))
+            .and_then(Value::as_str)
+            .is_some_and(|t| tokens.iter().any(|p| p == t));
+        if matches {
+            object.remove("live_activity");
+            changed = true;
+        }
+    }
+    changed
+}
+
+/// Why a prune could not be written.
+#[derive(Debug)]
+pub enum RewriteError {
+    Lock(atomic_file::LockError),
+    Write(PathBuf, std::io::Error),
+}
+
+impl std::fmt::Display for RewriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RewriteError::Lock(e) => write!(f, "cannot lock notifications.json: {e}"),
+            RewriteError::Write(path, e) => write!(f, "cannot rewrite {}: {e}", path.display()),
+        }
+    }
+}
+
+/// Re-reads the file under its lock, applies `edit`, and writes it back
+/// only when `edit` reports a change. A file that is no longer a v1 document
+/// is left alone. Returns whether the file was rewritten.
+pub fn rewrite(path: &Path, edit: impl FnOnce(&mut Value) -> bool) -> Result<bool, RewriteError> {
+    let lock_path = path.with_file_name("notifications.json.lock");
+    let _lock =
+        LockFile::acquire(&lock_path, LockPolicy::AUTHORIZED_KEYS).map_err(RewriteError::Lock)?;
+    let Some(mut file) = read(path) else {
+        return Ok(false);
+    };
+    if !edit(&mut file) {
+        return Ok(false);
+    }
+    atomic_file::write_keeping_mode(path, file.to_json().as_bytes(), 0o600)
+        .map_err(|e| RewriteError::Write(path.to_path_buf(), e))?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8";
+
+    fn file(devices: &str) -> Value {
+        json::parse(&format!(r#"{{"v":1,"devices":[{devices}]}}"#)).unwrap()
+    }
+
+    #[test]
+    fn alert_entries_are_filtered_one_by_one() {
+        let f = file(&format!(
+            r#"7,{{"token":"a","env":"production","key":"{KEY}","notify":{{"blocked":true}}}},
+               {{"token":"b","env":"staging","key":"{KEY}","notify":{{"blocked":true}}}},
+               {{"token":"c","env":"sandbox","key":"{KEY}","notify":{{"done":true}}}},
+               {{"token":"d","env":"sandbox","key":"short","notify":{{"blocked":true}}}},
+               {{"token":"e","env":"sandbox","key":"{KEY}","notify":{{"blocked":"yes"}}}},
+               {{"token":"f","env":"sandbox","session":"w","key":"{KEY}","notify":{{"blocked":true}}}}"#
+        ));
+        let tokens = |session: Session| {
+            alert_devices(Some(&f), &session, "blocked")
+                .into_iter()
+                .map(|d| d.token)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(tokens(Session::Default), ["a"]);
+        assert_eq!(tokens(Session::Named("w".into())), ["a", "f"]);
+        assert_eq!(tokens(Session::Unknown), ["a"]);
+    }
+
+    #[test]
+    fn lenient_key_decoding_matches_node() {
+        let padded = format!("{KEY}=");
+        let spaced = format!(" {}\n{} ", &KEY[..10], &KEY[10..]);
+        for text in [padded.as_str(), spaced.as_str()] {
+            assert_eq!(decode_base64_lenient(text).len(), 32);
+        }
+        let entry = json::parse(&format!(r#"{{"key":"{spaced}"}}"#).replace('\n', "\\n")).unwrap();
+        assert!(entry_key(&entry).is_some());
+    }
+
+    #[test]
+    fn activity_entries_need_a_hex_token_and_may_override_env() {
+        let f = file(&format!(
+            r#"{{"token":"x","env":"bogus","key":"{KEY}","live_activity":{{"token":"00112233445566ff","env":"sandbox","host_name":""}}}},
+               {{"token":"y","env":"production","key":"{KEY}","live_activity":{{"token":"00112233445566FF"}}}},
+               {{"token":"z","env":"production","key":"{KEY}","live_activity":[]}}"#
+        ));
+        let devices = activity_devices(Some(&f), &Session::Default);
+        assert_eq!(devices.len(), 1);
+        assert_eq!(devices[0].env, "sandbox");
+        assert_eq!(devices[0].host_name, None);
+    }
+
+    #[test]
+    fn removals_keep_unknown_fields_in_order() {
+        let mut f = json::parse(r#"{"v":1,"z":0,"devices":[{"token":"a","x":1},{"token":"b","live_activity":{"token":"t"},"q":[2]}],"after":true}"#).unwrap();
+        assert!(!remove_tokens(&mut f, &["nope".into()]));
+        assert!(remove_live_activities(&mut f, &["t".into()]));
+        assert!(remove_tokens(&mut f, &["a".into()]));
+        assert_eq!(
+            f.to_json(),
+            r#"{"v":1,"z":0,"devices":[{"token":"b","q":[2]}],"after":true}"#
+        );
+    }
+}

@@ -1,0 +1,316 @@
+//! The Push Relay client: `POST <relay>/push` with retries, and the verdicts
+//! the hooks act on (delivered, token gone, relay says too large, failed).
+//!
+//! The relay only ever sees sealed envelopes, but the token it forwards is
+//! the user's, so transport is strict: HTTPS verified with rustls (ring)
+//! against the bundled webpki roots (or the CA file a self-hosted relay names
+//! in notify.json), plain `http://` only to a loopback host, no redirects,
+//! proxies from the standard environment variables. Building the client is
+//! the only TLS setup a hook does, and only once it has something to send.
+//! A certificate the CA file's agent rejects is retried with the webpki
+//! agent, so the two trust stores act as one union.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::base::json::{self, Value};
+
+/// Attempts per push.
+pub const ATTEMPTS: u32 = 3;
+/// Deadline of one attempt (connect, send, answer).
+pub const ATTEMPT_TIMEOUT: Duration = Duration::from_millis(10_000);
+/// Characters of an error answer kept for the log line.
+pub const BODY_EXCERPT_CHARS: usize = 200;
+const MAX_ANSWER_BYTES: u64 = 16 * 1024;
+
+/// Why no client could be built for the configured relay URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RelayConfigError {
+    /// Not an `https://` or `http://` URL with a host.
+    BadUrl(String),
+    /// `http://` to a host that is not loopback.
+    PlainHttp(String),
+    /// The `relay_ca_file` could not be read or holds no certificate.
+    CaFile(PathBuf, String),
+}
+
+impl std::fmt::Display for RelayConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RelayConfigError::BadUrl(url) => write!(f, "relay_url {url:?} is not an https URL"),
+            RelayConfigError::PlainHttp(host) => write!(
+                f,
+                "relay_url uses plain http to {host}; only loopback relays may skip https"
+            ),
+            RelayConfigError::CaFile(path, why) => {
+                write!(f, "relay_ca_file {}: {why}", path.display())
+            }
+        }
+    }
+}
+
+/// The scheme and bare host of a URL (`[::1]` → `::1`).
+pub fn scheme_and_host(url: &str) -> Option<(&str, &str)> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
+    let host = if let Some(v6) = authority.strip_prefix('[') {
+        v6.split_once(']')?.0
+    } else {
+        authority.split(':').next()?
+    };
+    (!host.is_empty()).then_some((scheme, host))
+}
+
+/// Hosts plain HTTP may reach: `localhost`, 127.0.0.0/8 and `::1`.
+pub fn is_loopback_host(host: &str) -> bool {
+    if host.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    host.parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Checks the relay URL's transport rule.
+pub fn check_url(url: &str) -> Result<(), RelayConfigError> {
+    match scheme_and_host(url) {
+        Some((scheme, _)) if scheme.eq_ignore_ascii_case("https") => Ok(()),
+        Some((scheme, host)) if scheme.eq_ignore_ascii_case("http") => {
+            if is_loopback_host(host) {
+                Ok(())
+            } else {
+                Err(RelayConfigError::PlainHttp(host.to_owned()))
+            }
+        }
+        _ => Err(RelayConfigError::BadUrl(url.to_owned())),
+    }
+}
+
+/// How one relay answer is treated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Any 2xx.
+    Delivered,
+    /// 410: the token is unregistered.
+    Gone,
+    /// A relay-origin 413 (`{"error":…}`): the body was too large for it.
+    TooLarge(String),
+    /// 429 or 5xx: try again.
+    Retry(String),
+    /// Any other status: final.
+    Final(String),
+}
+
+/// The first 200 characters of an answer body.
+pub fn excerpt(body: &str) -> String {
+    body.chars().take(BODY_EXCERPT_CHARS).collect()
+}
+
+/// Classifies one HTTP answer (pure: the relay contract in one place).
+pub fn classify(status: u16, body: &str) -> Verdict {
+    let answered = || format!("relay answered {status}: {}", excerpt(body));
+    match status {
+        200..=299 => Verdict::Delivered,
+        410 => Verdict::Gone,
+        413 if relay_origin_error(body) => Verdict::TooLarge(answered()),
+        429 | 500.. => Verdict::Retry(answered()),
+        _ => Verdict::Final(answered()),
+    }
+}
+
+/// A relay-origin error body carries a string `error`; a relayed APNs
+/// verdict carries `reason` instead.
+fn relay_origin_error(body: &str) -> bool {
+    json::parse(body)
+        .ok()
+        .and_then(|v| v.get("error").and_then(Value::as_str).map(|_| ()))
+        .is_some()
+}
+
+/// The result of a push after its retries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Delivered,
+    Gone,
+    TooLarge(String),
+    /// Gave up; the last failure (`relay unreachable: …` or
+    /// `relay answered <status>: …`).
+    Failed(String),
+}
+
+/// A client for one relay base URL.
+pub struct RelayClient {
+    /// Tried in order while the server's certificate is rejected: the
+    /// extra-CA agent (when `relay_ca_file` is set), then the webpki one.
+    /// Together they trust the union of both sets of roots.
+    agents: Vec<ureq::Agent>,
+    push_url: String,
+    retry_delay: Duration,
+}
+
+/// Whether an error is the server certificate failing verification (as
+/// opposed to a network failure), so another trust store may accept it.
+pub fn is_certificate_rejection(error: &ureq::Error) -> bool {
+    let rejected = |e: &rustls::Error| matches!(e, rustls::Error::InvalidCertificate(_));
+    match error {
+        ureq::Error::Rustls(e) => rejected(e),
+        ureq::Error::Io(e) => e
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+            .is_some_and(rejected),
+        _ => false,
+    }
+}
+
+fn agent_trusting(roots: ureq::tls::RootCerts) -> ureq::Agent {
+    let tls = ureq::tls::TlsConfig::builder()
+        .provider(ureq::tls::TlsProvider::Rustls)
+        .root_certs(roots)
+        .build();
+    let config = ureq::Agent::config_builder()
+        .tls_config(tls)
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .timeout_global(Some(ATTEMPT_TIMEOUT))
+        .user_agent(concat!("heeler/", env!("CARGO_PKG_VERSION")))
+        .build();
+    ureq::Agent::new_with_config(config)
+}
+
+fn load_ca_file(path: &Path) -> Result<Vec<ureq::tls::Certificate<'static>>, RelayConfigError> {
+    let fail = |why: String| RelayConfigError::CaFile(path.to_path_buf(), why);
+    let pem = std::fs::read(path).map_err(|e| fail(e.to_string()))?;
+    let certs = ureq::tls::parse_pem(&pem)
+        .filter_map(|item| match item {
+            Ok(ureq::tls::PemItem::Certificate(cert)) => Some(cert),
+            _ => None,
+        })
+        .collect::<Vec<_>>();
+    if certs.is_empty() {
+        return Err(fail("no PEM certificate in it".to_owned()));
+    }
+    Ok(certs)
+}
+
+impl RelayClient {
+    /// A client for `base_url` (no trailing `/`), trusting the bundled
+    /// webpki roots plus the certificates in `ca_file` when one is set.
+    pub fn new(
+        base_url: &str,
+        ca_file: Option<&Path>,
+        retry_delay: Duration,
+    ) -> Result<RelayClient, RelayConfigError> {
+        check_url(base_url)?;
+        let mut agents = Vec::with_capacity(2);
+        if let Some(path) = ca_file {
+            let certs = load_ca_file(path)?;
+            agents.push(agent_trusting(ureq::tls::RootCerts::new_with_certs(&certs)));
+        }
+        agents.push(agent_trusting(ureq::tls::RootCerts::WebPki));
+        Ok(RelayClient {
+            agents,
+            push_url: format!("{base_url}/push"),
+            retry_delay,
+        })
+    }
+
+    fn send(&self, body: &str) -> Result<ureq::http::Response<ureq::Body>, ureq::Error> {
+        let mut result = Err(ureq::Error::ConnectionFailed);
+        for agent in &self.agents {
+            result = agent
+                .post(&self.push_url)
+                .header("content-type", "application/json")
+                .send(body);
+            match &result {
+                Err(e) if is_certificate_rejection(e) => continue,
+                _ => break,
+            }
+        }
+        result
+    }
+
+    fn attempt(&self, body: &str) -> Verdict {
+        match self.send(body) {
+            Err(e) => Verdict::Retry(format!("relay unreachable: {e}")),
+            Ok(response) => {
+                let status = response.status().as_u16();
+                let mut bytes = Vec::new();
+                let read = response
+                    .into_body()
+                    .into_reader()
+                    .take(MAX_ANSWER_BYTES)
+                    .read_to_end(&mut bytes);
+                if let Err(e) = read {
+                    if (200..300).contains(&status) || status == 410 {
+                        return classify(status, "");
+                    }
+                    return Verdict::Retry(format!("relay unreachable: {e}"));
+                }
+                classify(status, &String::from_utf8_lossy(&bytes))
+            }
+        }
+    }
+
+    /// POSTs `body` to `/push`: up to three attempts, `retry_delay` before
+    /// the second and third.
+    pub fn push(&self, body: &str) -> Outcome {
+        let mut last = String::new();
+        for attempt in 1..=ATTEMPTS {
+            if attempt > 1 {
+                std::thread::sleep(self.retry_delay);
+            }
+            match self.attempt(body) {
+                Verdict::Delivered => return Outcome::Delivered,
+                Verdict::Gone => return Outcome::Gone,
+                Verdict::TooLarge(message) => return Outcome::TooLarge(message),
+                Verdict::Final(message) => return Outcome::Failed(message),
+                Verdict::Retry(message) => last = message,
+            }
+        }
+        Outcome::Failed(last)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classification_follows_the_relay_contract() {
+        assert_eq!(classify(204, ""), Verdict::Delivered);
+        assert_eq!(classify(410, r#"{"reason":"Unregistered"}"#), Verdict::Gone);
+        assert!(matches!(
+            classify(413, r#"{"error":"payload_too_large"}"#),
+            Verdict::TooLarge(_)
+        ));
+        assert_eq!(
+            classify(413, r#"{"reason":"PayloadTooLarge"}"#),
+            Verdict::Final(r#"relay answered 413: {"reason":"PayloadTooLarge"}"#.into())
+        );
+        assert!(matches!(classify(429, ""), Verdict::Retry(_)));
+        assert!(matches!(classify(503, ""), Verdict::Retry(_)));
+        assert!(matches!(classify(400, "x"), Verdict::Final(_)));
+        let long = "é".repeat(300);
+        assert_eq!(
+            classify(400, &long),
+            Verdict::Final(format!("relay answered 400: {}", "é".repeat(200)))
+        );
+    }
+
+    #[test]
+    fn plain_http_only_to_loopback() {
+        assert!(check_url("https://heeler-apns.bybee.dev").is_ok());
+        assert!(check_url("http://127.0.0.1:8080").is_ok());
+        assert!(check_url("http://[::1]:1/x").is_ok());
+        assert!(check_url("http://localhost").is_ok());
+        assert!(check_url("http://user@127.0.0.2:9").is_ok());
+        assert_eq!(
+            check_url("http://relay.example"),
+            Err(RelayConfigError::PlainHttp("relay.example".into()))
+        );
+        assert!(check_url("http://127.0.0.1.evil.example").is_err());
+        assert!(check_url("ftp://x").is_err());
+        assert!(check_url("nope").is_err());
+    }
+}

@@ -1,0 +1,414 @@
+//! `heeler accept`: the Enrollment entrypoint sshd runs as the Bootstrap
+//! Key's forced command.
+//!
+//! The app writes its Device Key public line on stdin; we answer with
+//! exactly one stdout line, `HERDR-ENROLL:OK:<SHA256:…>` (exit 0) or
+//! `HERDR-ENROLL:ERR:<unknown_pairing|expired|invalid_key|no_input>`
+//! (exit 1), with a human-readable detail on stderr. The enrollment itself
+//! (append the Device Key, drop the bootstrap line, record `enrolled/`,
+//! drop `pending/`) happens inside the authorized_keys lock, so it is single
+//! use even against a concurrent `accept` or a racing expiry.
+//!
+//! sshd runs us with a minimal environment and no PATH: nothing here looks
+//! anything up on PATH. `HOME` comes from the environment; when it is
+//! missing (only under `env -i`, sshd always sets it) we deliberately use
+//! the passwd home of the effective uid instead of refusing, which the Node
+//! plugin did.
+//!
+//! An internal failure that fits none of the protocol's codes (the lock
+//! timed out, the disk is full) prints no protocol line — like the Node
+//! plugin's uncaught exception — only the detail on stderr, exit 1.
+
+use std::io::{Read, Write};
+use std::os::fd::AsFd;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use crate::base::sys;
+use crate::cli::AcceptArgs;
+use crate::pair::authorized_keys::{self, Location};
+use crate::pair::ceremony;
+use crate::pair::device_key::{self, DeviceKey};
+use crate::pair::state::{EnrolledRecord, StateDir};
+
+/// Stop reading stdin after this many characters without a newline.
+pub const MAX_INPUT_CHARS: usize = 4096;
+/// Stop waiting for stdin after this long.
+pub const INPUT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Why an enrollment was refused; [`AcceptError::code`] is the wire code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AcceptError {
+    MissingArguments,
+    NoPendingPairing(String),
+    AlreadyUsed(String),
+    Expired(String),
+    NoInput,
+    InvalidKey(device_key::DeviceKeyError),
+    /// Not a protocol answer: nothing goes to stdout.
+    Internal(String),
+}
+
+impl AcceptError {
+    /// The `HERDR-ENROLL:ERR:` code, or `None` for internal failures.
+    pub fn code(&self) -> Option<&'static str> {
+        match self {
+            AcceptError::MissingArguments
+            | AcceptError::NoPendingPairing(_)
+            | AcceptError::AlreadyUsed(_) => Some("unknown_pairing"),
+            AcceptError::Expired(_) => Some("expired"),
+            AcceptError::NoInput => Some("no_input"),
+            AcceptError::InvalidKey(_) => Some("invalid_key"),
+            AcceptError::Internal(_) => None,
+        }
+    }
+
+    /// The stderr detail.
+    pub fn detail(&self) -> String {
+        match self {
+            AcceptError::MissingArguments => {
+                "accept requires --state-dir, --pairing-id, and HOME".into()
+            }
+            AcceptError::NoPendingPairing(id) => format!("no pending pairing {id}"),
+            AcceptError::AlreadyUsed(id) => format!("pairing {id} was already used"),
+            AcceptError::Expired(id) => {
+                format!("pairing {id} expired; regenerate the Pairing Code")
+            }
+            AcceptError::NoInput => "expected a Device Key public line on stdin".into(),
+            AcceptError::InvalidKey(reason) => format!("rejected Device Key line: {reason}"),
+            AcceptError::Internal(message) => format!("enrollment failed: {message}"),
+        }
+    }
+}
+
+/// What `accept` works on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub state_dir: Option<PathBuf>,
+    pub pairing_id: Option<String>,
+    pub home: Option<PathBuf>,
+}
+
+/// The command: reads stdin, prints the protocol line, returns the status.
+pub fn run(args: AcceptArgs) -> ExitCode {
+    let request = Request {
+        state_dir: args.state_dir.map(PathBuf::from),
+        pairing_id: args.pairing_id,
+        home: home_dir(),
+    };
+    let outcome = accept(
+        &request,
+        std::io::stdin(),
+        INPUT_TIMEOUT,
+        &ceremony::unix_now,
+    );
+    let (stdout_line, stderr_line, status) = match outcome {
+        Ok(key) => (
+            Some(format!("HERDR-ENROLL:OK:{}", key.fingerprint)),
+            format!("enrolled Device Key {}", key.fingerprint),
+            ExitCode::SUCCESS,
+        ),
+        Err(error) => (
+            error.code().map(|code| format!("HERDR-ENROLL:ERR:{code}")),
+            error.detail(),
+            ExitCode::FAILURE,
+        ),
+    };
+    // Write errors (the client went away) are ignored: never panic here.
+    if let Some(line) = stdout_line {
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "{line}");
+        let _ = stdout.flush();
+    }
+    let _ = writeln!(std::io::stderr().lock(), "{stderr_line}");
+    status
+}
+
+/// `$HOME` when set and non-empty, else the passwd home of the euid.
+pub fn home_dir() -> Option<PathBuf> {
+    match std::env::var_os("HOME") {
+        Some(home) if !home.is_empty() => Some(PathBuf::from(home)),
+        _ => crate::pair::host_key::passwd_home().ok(),
+    }
+}
+
+/// The whole enrollment, with stdin, its timeout and the clock injected.
+pub fn accept(
+    request: &Request,
+    stdin: impl Read + AsFd,
+    timeout: Duration,
+    now: &dyn Fn() -> i64,
+) -> Result<DeviceKey, AcceptError> {
+    let (Some(state_dir), Some(pairing_id), Some(home)) =
+        (&request.state_dir, &request.pairing_id, &request.home)
+    else {
+        return Err(AcceptError::MissingArguments);
+    };
+    if !authorized_keys::is_valid_pairing_id(pairing_id) {
+        return Err(AcceptError::NoPendingPairing(pairing_id.clone()));
+    }
+    let state = StateDir::new(state_dir);
+    let location = Location::for_home(home);
+    let Some(pending) = state.read_pending(pairing_id) else {
+        let _ = ceremony::end_pairing(&location, &state, pairing_id);
+        return Err(AcceptError::NoPendingPairing(pairing_id.clone()));
+    };
+    if now() > pending.expires_at {
+        let _ = ceremony::end_pairing(&location, &state, pairing_id);
+        return Err(AcceptError::Expired(pairing_id.clone()));
+    }
+    let submitted = read_submission(stdin, timeout);
+    if submitted.trim().is_empty() {
+        return Err(AcceptError::NoInput);
+    }
+    let key = device_key::parse(&submitted).map_err(AcceptError::InvalidKey)?;
+    enroll(&location, &state, pairing_id, pending.expires_at, &key, now)?;
+    Ok(key)
+}
+
+/// The locked step: single use, expiry re-checked, Device Key appended once.
+fn enroll(
+    location: &Location,
+    state: &StateDir,
+    pairing_id: &str,
+    expires_at: i64,
+    key: &DeviceKey,
+    now: &dyn Fn() -> i64,
+) -> Result<(), AcceptError> {
+    let internal = |e: &dyn std::fmt::Display| AcceptError::Internal(e.to_string());
+    let locked = authorized_keys::Locked::acquire(location).map_err(|e| internal(&e))?;
+    if !state.pending_exists(pairing_id) {
+        return Err(AcceptError::AlreadyUsed(pairing_id.to_owned()));
+    }
+    let lines = locked.read().map_err(|e| internal(&e))?;
+    let without_bootstrap = authorized_keys::remove_pairing(&lines, pairing_id);
+    let changed = without_bootstrap.is_some();
+    let without_bootstrap = without_bootstrap.unwrap_or(lines);
+    if now() > expires_at {
+        if changed {
+            locked.write(&without_bootstrap).map_err(|e| internal(&e))?;
+        }
+        state.remove_pending(pairing_id).map_err(|e| internal(&e))?;
+        return Err(AcceptError::Expired(pairing_id.to_owned()));
+    }
+    let new_lines = if authorized_keys::has_blob(&without_bootstrap, &key.blob_base64) {
+        without_bootstrap
+    } else {
+        let mut lines = without_bootstrap;
+        lines.push(key.line.as_bytes().to_vec());
+        lines
+    };
+    // The record first: if the popup's expiry runs right after we release
+    // the lock it must find it. If the key file write fails, undo it.
+    state
+        .write_enrolled(&EnrolledRecord {
+            pairing_id: pairing_id.to_owned(),
+            expires_at,
+            fingerprint: key.fingerprint.clone(),
+            line: key.line.clone(),
+        })
+        .map_err(|e| internal(&e))?;
+    if let Err(e) = locked.write(&new_lines) {
+        let _ = state.remove_enrolled(pairing_id);
+        return Err(internal(&e));
+    }
+    state.remove_pending(pairing_id).map_err(|e| internal(&e))?;
+    Ok(())
+}
+
+/// Reads stdin until the first newline, [`MAX_INPUT_CHARS`] characters,
+/// EOF, an error, or `timeout`, whichever comes first, and returns the text
+/// before the first newline. Each read is preceded by `poll`, so a silent
+/// client cannot hold us past the deadline.
+pub fn read_submission(mut input: impl Read + AsFd, timeout: Duration) -> String {
+    let deadline = Instant::now() + timeout;
+    let mut bytes = Vec::new();
+    let mut buffer = [0u8; 4096];
+    loop {
+        if bytes.contains(&b'\n') {
+            break;
+        }
+        if String::from_utf8_lossy(&bytes).encode_utf16().count() >= MAX_INPUT_CHARS {
+            break;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        match sys::wait_readable(input.as_fd(), left) {
+            Ok(true) => {}
+            Ok(false) | Err(_) => break,
+        }
+        match input.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => bytes.extend_from_slice(&buffer[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    text.split('\n').next().unwrap_or_default().to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pair::bootstrap_key::BootstrapKey;
+    use crate::pair::ceremony::CeremonyConfig;
+    use std::path::Path;
+
+    /// A socket that yields `bytes` and then EOF.
+    fn piped(bytes: &[u8]) -> std::os::unix::net::UnixStream {
+        let (mut writer, reader) = std::os::unix::net::UnixStream::pair().unwrap();
+        writer.write_all(bytes).unwrap();
+        writer.shutdown(std::net::Shutdown::Write).unwrap();
+        reader
+    }
+
+    fn setup(name: &str) -> (PathBuf, CeremonyConfig) {
+        let root =
+            std::env::temp_dir().join(format!("heeler-accept-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("home")).unwrap();
+        let config = CeremonyConfig::new(&root.join("home"), &root.join("state"), Path::new("/h"));
+        (root, config)
+    }
+
+    fn request(config: &CeremonyConfig, id: &str) -> Request {
+        Request {
+            state_dir: Some(config.state_dir.clone()),
+            pairing_id: Some(id.into()),
+            home: Some(config.home.clone()),
+        }
+    }
+
+    fn device_line() -> String {
+        format!(
+            "{} iPhone",
+            BootstrapKey::from_seed([3; 32]).unwrap().public_line()
+        )
+    }
+
+    fn submit(
+        config: &CeremonyConfig,
+        id: &str,
+        input: &str,
+        now: i64,
+    ) -> Result<DeviceKey, AcceptError> {
+        let input = piped(input.as_bytes());
+        accept(
+            &request(config, id),
+            input,
+            Duration::from_secs(5),
+            &move || now,
+        )
+    }
+
+    fn authorized(config: &CeremonyConfig) -> String {
+        std::fs::read_to_string(config.home.join(".ssh/authorized_keys")).unwrap_or_default()
+    }
+
+    #[test]
+    fn enrolls_once_after_bad_submissions() {
+        let (root, config) = setup("once");
+        let ceremony = ceremony::begin_at(&config, 1000).unwrap();
+        let id = ceremony.pairing_id().to_owned();
+        assert_eq!(
+            submit(&config, &id, "", 1001).unwrap_err().code(),
+            Some("no_input")
+        );
+        assert_eq!(
+            submit(&config, &id, "  \n", 1001).unwrap_err().code(),
+            Some("no_input")
+        );
+        assert_eq!(
+            submit(&config, &id, "ssh-rsa AAAA\n", 1001)
+                .unwrap_err()
+                .code(),
+            Some("invalid_key")
+        );
+        assert!(
+            authorized(&config).contains(&id),
+            "bad input keeps the line"
+        );
+        let key = submit(&config, &id, &format!("{}\nignored", device_line()), 1120).unwrap();
+        assert_eq!(authorized(&config), format!("{}\n", device_line()));
+        assert_eq!(
+            ceremony.poll_enrolled().unwrap().fingerprint,
+            key.fingerprint
+        );
+        assert_eq!(
+            submit(&config, &id, &device_line(), 1001)
+                .unwrap_err()
+                .code(),
+            Some("unknown_pairing")
+        );
+        std::fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn expiry_unknown_and_idempotent_reenrollment() {
+        let (root, config) = setup("expiry");
+        let ceremony = ceremony::begin_at(&config, 1000).unwrap();
+        let id = ceremony.pairing_id().to_owned();
+        assert_eq!(
+            submit(&config, &id, &device_line(), 1121)
+                .unwrap_err()
+                .code(),
+            Some("expired")
+        );
+        assert_eq!(authorized(&config), "");
+        assert_eq!(
+            submit(&config, &id, &device_line(), 1000)
+                .unwrap_err()
+                .code(),
+            Some("unknown_pairing")
+        );
+        assert_eq!(
+            submit(&config, "../x", &device_line(), 1000)
+                .unwrap_err()
+                .code(),
+            Some("unknown_pairing")
+        );
+        let missing = Request {
+            home: None,
+            ..request(&config, &id)
+        };
+        assert_eq!(
+            accept(&missing, piped(b""), Duration::from_secs(1), &|| 0).unwrap_err(),
+            AcceptError::MissingArguments
+        );
+        // Already authorized: OK, and the key is not duplicated.
+        std::fs::write(
+            config.home.join(".ssh/authorized_keys"),
+            format!("{}\n", device_line()),
+        )
+        .unwrap();
+        let again = ceremony::begin_at(&config, 1000).unwrap();
+        submit(&config, again.pairing_id(), &device_line(), 1000).unwrap();
+        assert_eq!(authorized(&config), format!("{}\n", device_line()));
+        std::fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn reads_are_bounded() {
+        let long = "x".repeat(10_000);
+        let read = read_submission(piped(long.as_bytes()), Duration::from_secs(5));
+        assert!(read.len() >= MAX_INPUT_CHARS && read.len() <= MAX_INPUT_CHARS + 4096);
+        // A line that arrives in pieces, the stream staying open.
+        let (mut writer, reader) = std::os::unix::net::UnixStream::pair().unwrap();
+        let slow = std::thread::spawn(move || {
+            writer.write_all(b"ssh-ed25519 ").unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+            writer.write_all(b"AAAA label\nmore").unwrap();
+            writer
+        });
+        assert_eq!(
+            read_submission(reader, Duration::from_secs(5)),
+            "ssh-ed25519 AAAA label"
+        );
+        drop(slow.join().unwrap());
+        let (_keep, pipe) = std::os::unix::net::UnixStream::pair().unwrap();
+        let started = Instant::now();
+        assert_eq!(read_submission(pipe, Duration::from_millis(100)), "");
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+}

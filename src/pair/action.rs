@@ -1,0 +1,194 @@
+//! `heeler pair-action`: the `pair` action. herdr actions run headless, so
+//! the action asks herdr to open the plugin's `pair` popup pane, where
+//! `heeler pair` runs.
+//!
+//! It sends `plugin.pane.open` over `HERDR_SOCKET_PATH` (documented and a
+//! process spawn cheaper); when that socket cannot be reached it runs
+//! `$HERDR_BIN_PATH plugin pane open --plugin <id> --entrypoint pair` and
+//! exits with that command's status.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::process::Command;
+use std::time::Duration;
+
+use crate::base::json::{self, Object, Value};
+use crate::exit::Failure;
+
+/// The plugin id when herdr does not say (`HERDR_PLUGIN_ID`).
+pub const DEFAULT_PLUGIN_ID: &str = "heeler";
+/// The `[[panes]]` entry that runs the popup.
+pub const ENTRYPOINT: &str = "pair";
+const SOCKET_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why the popup could not be opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PairActionError {
+    /// herdr answered the request with an error.
+    Refused { code: String, message: String },
+    /// herdr's answer was not a response line.
+    BadResponse(String),
+    /// The request reached the socket but no answer came.
+    Io(String),
+    /// The herdr CLI could not be started.
+    Spawn(String),
+    /// The herdr CLI exited unsuccessfully.
+    Cli(u8),
+}
+
+impl From<PairActionError> for Failure {
+    fn from(error: PairActionError) -> Failure {
+        match error {
+            PairActionError::Refused { code, message } => Failure::new(
+                format!("herdr could not open the pairing popup: {code}: {message}"),
+                1,
+            ),
+            PairActionError::BadResponse(text) => {
+                Failure::new(format!("unexpected answer from herdr: {text}"), 1)
+            }
+            PairActionError::Io(text) => Failure::new(format!("herdr socket: {text}"), 1),
+            PairActionError::Spawn(text) => Failure::new(format!("failed to run herdr: {text}"), 1),
+            PairActionError::Cli(status) => Failure::new(
+                format!("herdr plugin pane open exited with status {status}"),
+                status,
+            ),
+        }
+    }
+}
+
+/// The request line for the popup.
+pub fn open_request(plugin_id: &str) -> String {
+    let params = Object::new()
+        .with("plugin_id", plugin_id)
+        .with("entrypoint", ENTRYPOINT)
+        .with("env", Object::new());
+    let request = Object::new()
+        .with("id", "heeler:pair-action")
+        .with("method", "plugin.pane.open")
+        .with("params", params);
+    let mut line = Value::Object(request).to_json();
+    line.push('\n');
+    line
+}
+
+/// Reads herdr's response line: `Ok` for a result, the error otherwise.
+pub fn interpret_response(line: &str) -> Result<(), PairActionError> {
+    let value =
+        json::parse(line.trim_end()).map_err(|_| PairActionError::BadResponse(line.to_owned()))?;
+    if value.get("result").is_some() {
+        return Ok(());
+    }
+    let error = value
+        .get("error")
+        .ok_or_else(|| PairActionError::BadResponse(line.trim_end().to_owned()))?;
+    let field = |key| {
+        error
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    Err(PairActionError::Refused {
+        code: field("code"),
+        message: field("message"),
+    })
+}
+
+/// Opens the popup; `Err(None)` when the socket could not be reached at all
+/// (the caller falls back to the CLI).
+fn open_through_socket(path: &str, plugin_id: &str) -> Result<(), Option<PairActionError>> {
+    let mut stream = UnixStream::connect(path).map_err(|_| None)?;
+    let io = |e: std::io::Error| Some(PairActionError::Io(e.to_string()));
+    stream.set_read_timeout(Some(SOCKET_TIMEOUT)).map_err(io)?;
+    stream.set_write_timeout(Some(SOCKET_TIMEOUT)).map_err(io)?;
+    stream
+        .write_all(open_request(plugin_id).as_bytes())
+        .map_err(io)?;
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line).map_err(io)?;
+    interpret_response(&line).map_err(Some)
+}
+
+fn open_through_cli(plugin_id: &str) -> Result<(), PairActionError> {
+    let herdr = std::env::var("HERDR_BIN_PATH")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "herdr".to_owned());
+    let status = Command::new(herdr)
+        .args([
+            "plugin",
+            "pane",
+            "open",
+            "--plugin",
+            plugin_id,
+            "--entrypoint",
+            ENTRYPOINT,
+        ])
+        .status()
+        .map_err(|e| PairActionError::Spawn(e.to_string()))?;
+    if status.success() {
+        return Ok(());
+    }
+    let code = status
+        .code()
+        .and_then(|c| u8::try_from(c).ok())
+        .filter(|c| *c != 0)
+        .unwrap_or(1);
+    Err(PairActionError::Cli(code))
+}
+
+pub fn run() -> Result<(), Failure> {
+    let plugin_id = std::env::var("HERDR_PLUGIN_ID")
+        .ok()
+        .filter(|id| !id.is_empty())
+        .unwrap_or_else(|| DEFAULT_PLUGIN_ID.to_owned());
+    if let Some(path) = std::env::var("HERDR_SOCKET_PATH")
+        .ok()
+        .filter(|p| !p.is_empty())
+    {
+        match open_through_socket(&path, &plugin_id) {
+            Ok(()) => return Ok(()),
+            Err(Some(error)) => return Err(error.into()),
+            Err(None) => {}
+        }
+    }
+    open_through_cli(&plugin_id).map_err(Failure::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_shape() {
+        assert_eq!(
+            open_request("heeler"),
+            "{\"id\":\"heeler:pair-action\",\"method\":\"plugin.pane.open\",\"params\":{\"plugin_id\":\"heeler\",\"entrypoint\":\"pair\",\"env\":{}}}\n"
+        );
+    }
+
+    #[test]
+    fn responses() {
+        assert_eq!(
+            interpret_response("{\"id\":\"x\",\"result\":{\"type\":\"ok\"}}\n"),
+            Ok(())
+        );
+        assert_eq!(
+            interpret_response(
+                "{\"id\":\"x\",\"error\":{\"code\":\"plugin_pane_open_failed\",\"message\":\"popup already open\"}}"
+            ),
+            Err(PairActionError::Refused {
+                code: "plugin_pane_open_failed".into(),
+                message: "popup already open".into()
+            })
+        );
+        assert!(matches!(
+            interpret_response(""),
+            Err(PairActionError::BadResponse(_))
+        ));
+        assert!(matches!(
+            interpret_response("{}"),
+            Err(PairActionError::BadResponse(_))
+        ));
+    }
+}

@@ -1,0 +1,395 @@
+//! Every edit heeler makes to `~/.ssh/authorized_keys`, through one door.
+//!
+//! That file is the user's, and losing a line locks them out of their own
+//! machine, so every edit is: take the exclusive lock file
+//! `~/.ssh/authorized_keys.herdr-pairing.lock` (stale-lock takeover, the
+//! Node plugin's policy, so the two interoperate), read, apply a pure edit
+//! to the list of lines, and only if it changed write a temp file and
+//! rename it over the original with the original's mode (0600 for a new
+//! file), so sshd's StrictModes keeps accepting it. `~/.ssh` is created 0700
+//! when missing.
+//!
+//! Lines are bytes, not text: a line we do not touch is written back
+//! byte-for-byte, whatever its encoding. The file splits on `\n` with one
+//! trailing empty element dropped, and is written back as the lines joined
+//! by `\n` plus a final `\n` (or empty when no line is left): a missing
+//! final newline is added, blank lines are kept.
+//!
+//! The edits themselves (`append`, `remove_pairing`, `sweep_expired`,
+//! `revoke_blob`) are pure functions over the lines; [`edit`] is the only
+//! effect.
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::base::atomic_file::{self, LockError, LockFile, LockPolicy};
+
+/// The marker prefix every bootstrap line's comment starts with.
+pub const MARKER_PREFIX: &str = "herdr-pairing:";
+
+/// The files an edit touches, all under `<home>/.ssh`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    pub ssh_dir: PathBuf,
+    pub file: PathBuf,
+    pub lock: PathBuf,
+}
+
+impl Location {
+    /// `<home>/.ssh/authorized_keys` and its lock file.
+    pub fn for_home(home: &Path) -> Location {
+        let ssh_dir = home.join(".ssh");
+        Location {
+            file: ssh_dir.join("authorized_keys"),
+            lock: ssh_dir.join("authorized_keys.herdr-pairing.lock"),
+            ssh_dir,
+        }
+    }
+}
+
+/// Why an edit did not happen. The file is untouched in every case.
+#[derive(Debug)]
+pub enum EditError {
+    CreateDir(PathBuf, io::Error),
+    Lock(LockError),
+    Read(PathBuf, io::Error),
+    Write(PathBuf, io::Error),
+}
+
+impl fmt::Display for EditError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EditError::CreateDir(path, e) => write!(f, "cannot create {}: {e}", path.display()),
+            EditError::Lock(LockError::TimedOut(path)) => write!(
+                f,
+                "timed out waiting for authorized_keys lock {}",
+                path.display()
+            ),
+            EditError::Lock(e) => write!(f, "{e}"),
+            EditError::Read(path, e) => write!(f, "cannot read {}: {e}", path.display()),
+            EditError::Write(path, e) => write!(f, "cannot write {}: {e}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for EditError {}
+
+/// The outcome of a pure edit: new lines, or "leave the file alone".
+pub type Edited = Option<Vec<Vec<u8>>>;
+
+/// Splits a file into lines: on `\n`, dropping one trailing empty element.
+pub fn split_lines(contents: &[u8]) -> Vec<Vec<u8>> {
+    if contents.is_empty() {
+        return Vec::new();
+    }
+    let mut lines: Vec<Vec<u8>> = contents
+        .split(|&b| b == b'\n')
+        .map(<[u8]>::to_vec)
+        .collect();
+    if lines.last().is_some_and(Vec::is_empty) {
+        lines.pop();
+    }
+    lines
+}
+
+/// Joins lines back: each followed by `\n`; no lines is an empty file.
+pub fn join_lines(lines: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
+    for line in lines {
+        out.extend_from_slice(line);
+        out.push(b'\n');
+    }
+    out
+}
+
+/// A bootstrap line's marker: `herdr-pairing:<id>:exp:<unix>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Marker {
+    pub pairing_id: String,
+    /// Unix seconds; saturates for absurdly long digit strings.
+    pub expires_at: u64,
+}
+
+/// The marker a line ends with, if any: the last whitespace-separated word
+/// must be exactly `herdr-pairing:<[A-Za-z0-9-]+>:exp:<digits>`. A trailing
+/// `\r` (or anything else) after the digits means "no marker".
+pub fn marker_of(line: &[u8]) -> Option<Marker> {
+    let start = line
+        .iter()
+        .rposition(|b| b.is_ascii_whitespace() || *b == 0x0b)
+        .map_or(0, |i| i + 1);
+    let word = std::str::from_utf8(&line[start..]).ok()?;
+    let rest = word.strip_prefix(MARKER_PREFIX)?;
+    let (id, exp) = rest.split_once(":exp:")?;
+    if !is_valid_pairing_id(id) || exp.is_empty() || !exp.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let expires_at = exp.parse::<u64>().unwrap_or(u64::MAX);
+    Some(Marker {
+        pairing_id: id.to_owned(),
+        expires_at,
+    })
+}
+
+/// The marker grammar for pairing ids: `[A-Za-z0-9-]+`.
+pub fn is_valid_pairing_id(id: &str) -> bool {
+    !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
+fn starts_like_key_type(word: &[u8]) -> bool {
+    word.starts_with(b"ssh-") || word.starts_with(b"ecdsa-") || word.starts_with(b"sk-")
+}
+
+/// Splits off the first field of a line the way sshd reads an options
+/// field: up to the first blank outside double quotes (`\"` escapes).
+fn split_first_field(line: &[u8]) -> (&[u8], &[u8]) {
+    let mut quoted = false;
+    let mut i = 0;
+    while i < line.len() {
+        match line[i] {
+            b'\\' if quoted && i + 1 < line.len() => i += 1,
+            b'"' => quoted = !quoted,
+            b' ' | b'\t' if !quoted => return (&line[..i], &line[i..]),
+            _ => {}
+        }
+        i += 1;
+    }
+    (line, &[])
+}
+
+fn trim_blanks(bytes: &[u8]) -> &[u8] {
+    let start = bytes
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(start, |i| i + 1);
+    &bytes[start..end]
+}
+
+/// The base64 key blob of a key line: the second word of a bare line
+/// (`<type> <blob> …`), or the word after the type when the line starts
+/// with an options field (which may contain quoted blanks). `None` for
+/// blank lines, comments and lines without a blob.
+pub fn key_blob_of(line: &[u8]) -> Option<&[u8]> {
+    let line = trim_blanks(line);
+    if line.is_empty() || line.starts_with(b"#") {
+        return None;
+    }
+    let (first, rest) = split_first_field(line);
+    let after_type = if starts_like_key_type(first) {
+        rest
+    } else {
+        let (key_type, rest) = split_first_field(trim_blanks(rest));
+        if key_type.is_empty() {
+            return None;
+        }
+        rest
+    };
+    let (blob, _) = split_first_field(trim_blanks(after_type));
+    if blob.is_empty() { None } else { Some(blob) }
+}
+
+/// Appends `line` (an edit that always changes the file).
+pub fn append(lines: &[Vec<u8>], line: &str) -> Edited {
+    let mut out = lines.to_vec();
+    out.push(line.as_bytes().to_vec());
+    Some(out)
+}
+
+/// Drops the bootstrap line(s) of one pairing id.
+pub fn remove_pairing(lines: &[Vec<u8>], pairing_id: &str) -> Edited {
+    keep_only(lines, |line| {
+        marker_of(line).is_none_or(|m| m.pairing_id != pairing_id)
+    })
+}
+
+/// Drops every marked line whose expiry is `<= now`.
+pub fn sweep_expired(lines: &[Vec<u8>], now: i64) -> Edited {
+    let now = u64::try_from(now).unwrap_or(0);
+    keep_only(lines, |line| {
+        marker_of(line).is_none_or(|m| m.expires_at > now)
+    })
+}
+
+/// Drops every key line whose blob is `blob` (comments are ignored).
+pub fn revoke_blob(lines: &[Vec<u8>], blob: &str) -> Edited {
+    keep_only(lines, |line| key_blob_of(line) != Some(blob.as_bytes()))
+}
+
+/// Whether any key line already carries `blob`.
+pub fn has_blob(lines: &[Vec<u8>], blob: &str) -> bool {
+    lines
+        .iter()
+        .any(|line| key_blob_of(line) == Some(blob.as_bytes()))
+}
+
+fn keep_only(lines: &[Vec<u8>], keep: impl Fn(&[u8]) -> bool) -> Edited {
+    let kept: Vec<Vec<u8>> = lines.iter().filter(|l| keep(l)).cloned().collect();
+    if kept.len() == lines.len() {
+        None
+    } else {
+        Some(kept)
+    }
+}
+
+/// Holds the authorized_keys lock; the file can be read and replaced while
+/// it lives. Other state that must change atomically with the file (the
+/// pairing state files) is written while a `Locked` is alive.
+#[derive(Debug)]
+pub struct Locked {
+    location: Location,
+    _lock: LockFile,
+}
+
+impl Locked {
+    /// Creates `~/.ssh` (0700) if needed and takes the lock.
+    pub fn acquire(location: &Location) -> Result<Locked, EditError> {
+        Locked::acquire_with(location, LockPolicy::AUTHORIZED_KEYS)
+    }
+
+    /// [`Locked::acquire`] with another lock policy (tests).
+    pub fn acquire_with(location: &Location, policy: LockPolicy) -> Result<Locked, EditError> {
+        atomic_file::create_dir_all(&location.ssh_dir, 0o700)
+            .map_err(|e| EditError::CreateDir(location.ssh_dir.clone(), e))?;
+        let lock = LockFile::acquire(&location.lock, policy).map_err(EditError::Lock)?;
+        Ok(Locked {
+            location: location.clone(),
+            _lock: lock,
+        })
+    }
+
+    /// The current lines (a missing file has none).
+    pub fn read(&self) -> Result<Vec<Vec<u8>>, EditError> {
+        match std::fs::read(&self.location.file) {
+            Ok(contents) => Ok(split_lines(&contents)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(EditError::Read(self.location.file.clone(), e)),
+        }
+    }
+
+    /// Atomically replaces the file with `lines`, keeping its mode.
+    pub fn write(&self, lines: &[Vec<u8>]) -> Result<(), EditError> {
+        atomic_file::write_keeping_mode(&self.location.file, &join_lines(lines), 0o600)
+            .map_err(|e| EditError::Write(self.location.file.clone(), e))
+    }
+}
+
+/// One locked read-edit-write cycle. Returns whether the file changed.
+pub fn edit(
+    location: &Location,
+    change: impl FnOnce(&[Vec<u8>]) -> Edited,
+) -> Result<bool, EditError> {
+    let locked = Locked::acquire(location)?;
+    let lines = locked.read()?;
+    match change(&lines) {
+        Some(new_lines) => {
+            locked.write(&new_lines)?;
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(text: &str) -> Vec<Vec<u8>> {
+        split_lines(text.as_bytes())
+    }
+
+    const BOOT: &str = "restrict,command=\"'/h' accept --state-dir '/s' --pairing-id ab12\" ssh-ed25519 AAAAboot herdr-pairing:ab12:exp:100";
+
+    #[test]
+    fn split_and_join_follow_the_newline_rules() {
+        assert!(split_lines(b"").is_empty());
+        assert_eq!(split_lines(b"a"), vec![b"a".to_vec()]);
+        assert_eq!(join_lines(&split_lines(b"a")), b"a\n");
+        assert_eq!(join_lines(&split_lines(b"a\n\n")), b"a\n\n");
+        assert_eq!(join_lines(&split_lines(b"\n")), b"\n");
+        assert_eq!(join_lines(&split_lines(b"a\r\nb\n")), b"a\r\nb\n");
+        assert_eq!(join_lines(&[]), b"");
+    }
+
+    #[test]
+    fn markers_must_end_the_line() {
+        let m = marker_of(BOOT.as_bytes()).unwrap();
+        assert_eq!(m.pairing_id, "ab12");
+        assert_eq!(m.expires_at, 100);
+        assert!(marker_of(b"herdr-pairing:x-Y9:exp:5").is_some());
+        assert!(marker_of(format!("{BOOT}\r").as_bytes()).is_none());
+        assert!(marker_of(b"ssh-ed25519 AAAA xherdr-pairing:a:exp:1").is_none());
+        assert!(marker_of(b"ssh-ed25519 AAAA herdr-pairing:a_b:exp:1").is_none());
+        assert!(marker_of(b"ssh-ed25519 AAAA herdr-pairing:a:exp:").is_none());
+        assert!(marker_of(b"ssh-ed25519 AAAA herdr-pairing:a:exp:1x").is_none());
+        assert_eq!(
+            marker_of(b"k herdr-pairing:a:exp:99999999999999999999999")
+                .unwrap()
+                .expires_at,
+            u64::MAX
+        );
+    }
+
+    #[test]
+    fn key_blobs_skip_options_with_quoted_blanks() {
+        assert_eq!(key_blob_of(b"ssh-ed25519 AAAAx c d"), Some(&b"AAAAx"[..]));
+        assert_eq!(key_blob_of(BOOT.as_bytes()), Some(&b"AAAAboot"[..]));
+        assert_eq!(
+            key_blob_of(b"  from=\"a b\",no-pty  ecdsa-sha2-nistp256   BBBB  "),
+            Some(&b"BBBB"[..])
+        );
+        assert_eq!(key_blob_of(b"# ssh-ed25519 AAAA"), None);
+        assert_eq!(key_blob_of(b""), None);
+        assert_eq!(key_blob_of(b"restrict"), None);
+    }
+
+    #[test]
+    fn edits_keep_every_other_line() {
+        let file = format!("# mine\n\nssh-rsa AAAArsa me@x\n{BOOT}\nnot utf8 \u{fffd}\n");
+        let before = lines(&file);
+        let removed = remove_pairing(&before, "ab12").unwrap();
+        assert_eq!(
+            join_lines(&removed),
+            b"# mine\n\nssh-rsa AAAArsa me@x\nnot utf8 \xef\xbf\xbd\n"
+        );
+        assert_eq!(remove_pairing(&removed, "ab12"), None);
+        assert_eq!(remove_pairing(&before, "ab1"), None);
+        assert_eq!(sweep_expired(&before, 99), None);
+        assert_eq!(sweep_expired(&before, 100), Some(removed.clone()));
+        let revoked = revoke_blob(&before, "AAAArsa").unwrap();
+        assert_eq!(revoked.len(), before.len() - 1);
+        assert!(has_blob(&before, "AAAArsa"));
+        assert!(!has_blob(&revoked, "AAAArsa"));
+        let appended = append(&removed, "ssh-ed25519 AAAAnew").unwrap();
+        assert_eq!(appended[..removed.len()], removed[..]);
+    }
+
+    #[test]
+    fn edit_creates_ssh_dir_and_keeps_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let home = std::env::temp_dir().join(format!("heeler-ak-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&home);
+        std::fs::create_dir_all(&home).unwrap();
+        let location = Location::for_home(&home);
+        assert!(!edit(&location, |l| remove_pairing(l, "x")).unwrap());
+        assert!(!location.file.exists(), "no change writes nothing");
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&location.ssh_dir), 0o700);
+        assert!(edit(&location, |l| append(l, BOOT)).unwrap());
+        assert_eq!(mode(&location.file), 0o600);
+        std::fs::set_permissions(&location.file, std::fs::Permissions::from_mode(0o640)).unwrap();
+        assert!(edit(&location, |l| append(l, "ssh-ed25519 AAAAx")).unwrap());
+        assert_eq!(mode(&location.file), 0o640);
+        assert!(edit(&location, |l| remove_pairing(l, "ab12")).unwrap());
+        assert_eq!(
+            std::fs::read(&location.file).unwrap(),
+            b"ssh-ed25519 AAAAx\n"
+        );
+        assert!(!location.lock.exists());
+        std::fs::remove_dir_all(&home).unwrap();
+    }
+}

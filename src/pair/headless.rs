@@ -1,0 +1,224 @@
+//! `heeler pair --no-ui`: the pairing ceremony without the popup, for
+//! headless servers and scripts.
+//!
+//! Prints the Pairing Code as the only stdout line, then waits: when a
+//! device enrolls it prints `enrolled SHA256:… [<label>]` and exits 0; when
+//! the code expires it cleans up and exits 1; SIGINT, SIGTERM and SIGHUP
+//! remove the bootstrap line before exiting (128 + signal). Progress and
+//! hints go to stderr. `--config-only` prints a code without a Bootstrap
+//! Key and exits at once.
+//!
+//! Test-only environment (never set these in production):
+//! `HEELER_TEST_PAIRING_TTL_SECONDS` shortens the Bootstrap Key's TTL, and
+//! `HEELER_TEST_HOST_KEY_DIR` replaces `/etc/ssh` as the host key directory.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::base::sys;
+use crate::cli::PairArgs;
+use crate::exit::Failure;
+use crate::pair::addresses;
+use crate::pair::ceremony::{self, CeremonyConfig};
+use crate::pair::config;
+use crate::pair::host_key;
+use crate::wire::pairing_code::{self, Payload};
+
+/// The plugin id: names the default herdr config and state directories.
+pub const PLUGIN_ID: &str = "heeler";
+/// How often the wait loop looks for an enrollment or a signal.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(200);
+/// Test-only: overrides the Bootstrap Key TTL (seconds).
+pub const TEST_TTL_ENV: &str = "HEELER_TEST_PAIRING_TTL_SECONDS";
+/// Test-only: overrides the host key directory.
+pub const TEST_HOST_KEY_DIR_ENV: &str = "HEELER_TEST_HOST_KEY_DIR";
+
+fn fail(line: impl Into<String>) -> Failure {
+    Failure::new(format!("heeler pair: {}", line.into()), 1)
+}
+
+fn env_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// `HERDR_PLUGIN_STATE_DIR`, else herdr's default
+/// (`$XDG_STATE_HOME/herdr/plugins/heeler`, `~/.local/state/herdr/plugins/heeler`).
+pub fn state_dir(home: &Path) -> PathBuf {
+    env_path("HERDR_PLUGIN_STATE_DIR").unwrap_or_else(|| {
+        env_path("XDG_STATE_HOME")
+            .unwrap_or_else(|| home.join(".local/state"))
+            .join("herdr/plugins")
+            .join(PLUGIN_ID)
+    })
+}
+
+/// `HERDR_PLUGIN_CONFIG_DIR`, else herdr's default
+/// (`$XDG_CONFIG_HOME/herdr/plugins/config/heeler`, `~/.config/herdr/plugins/config/heeler`).
+pub fn config_dir(home: &Path) -> PathBuf {
+    env_path("HERDR_PLUGIN_CONFIG_DIR").unwrap_or_else(|| {
+        env_path("XDG_CONFIG_HOME")
+            .unwrap_or_else(|| home.join(".config"))
+            .join("herdr/plugins/config")
+            .join(PLUGIN_ID)
+    })
+}
+
+/// Writes one stdout line; a closed stdout is not worth a panic.
+fn print_line(line: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{line}");
+    let _ = stdout.flush();
+}
+
+fn note(line: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+/// The command (`heeler pair --no-ui`; without `--no-ui`, `main` runs the
+/// popup instead).
+pub fn run(args: PairArgs) -> Result<(), Failure> {
+    let home = crate::pair::accept::home_dir()
+        .ok_or_else(|| fail("cannot determine the home directory"))?;
+    let host_key_dir =
+        env_path(TEST_HOST_KEY_DIR_ENV).unwrap_or_else(|| PathBuf::from(host_key::DEFAULT_DIR));
+    let host_key = host_key::find(&host_key_dir)
+        .map_err(|e| fail(e.to_string()))?
+        .ok_or_else(|| {
+            fail(format!(
+                "no SSH host key found under {}; run `sudo ssh-keygen -A`",
+                host_key_dir.display()
+            ))
+        })?;
+    let user =
+        host_key::username().map_err(|e| fail(format!("cannot determine the user name: {e}")))?;
+    let config = config::read(Some(&config_dir(&home)));
+    for warning in config.warning_lines() {
+        note(&warning);
+    }
+    let port = config.ssh_port;
+    let addrs = if args.address.is_empty() {
+        // The popup's pre-checked candidates: pair.json `addresses`, else the
+        // best likely address of the primary interface.
+        let interfaces: Vec<addresses::InterfaceAddress> = sys::interface_addresses()
+            .map_err(|e| fail(format!("cannot list network interfaces: {e}")))?
+            .into_iter()
+            .map(Into::into)
+            .collect();
+        let checked: Vec<String> = addresses::candidates(
+            &interfaces,
+            addresses::primary_interface(),
+            &config.addresses,
+        )
+        .into_iter()
+        .filter(|c| c.pre_checked)
+        .map(|c| c.address)
+        .collect();
+        if checked.is_empty() {
+            return Err(fail(
+                "No routable network address found. Connect to a LAN or VPN and retry, or pass --address.",
+            ));
+        }
+        checked
+    } else {
+        args.address.clone()
+    };
+    let mut payload = Payload {
+        addrs,
+        port,
+        user,
+        fp: host_key.fingerprint,
+        bootstrap: None,
+    };
+    if args.config_only {
+        let code = pairing_code::encode_v1(&payload)
+            .map_err(|e| fail(format!("invalid Pairing Code: {e}")))?;
+        print_line(&code);
+        return Ok(());
+    }
+
+    let state_dir = std::path::absolute(state_dir(&home)).map_err(|e| fail(e.to_string()))?;
+    let mut config = CeremonyConfig::new(
+        &home,
+        &state_dir,
+        &ceremony::current_exe().map_err(|e| fail(e.to_string()))?,
+    );
+    if let Some(ttl) = std::env::var(TEST_TTL_ENV)
+        .ok()
+        .and_then(|t| t.parse::<i64>().ok())
+    {
+        config.ttl_seconds = ttl.max(1);
+    }
+    sys::catch_termination_signals().map_err(|e| fail(format!("cannot catch signals: {e}")))?;
+    ceremony::sweep(&home, &state_dir, ceremony::unix_now())
+        .map_err(|e| fail(format!("sweep failed: {e}")))?;
+    let ceremony =
+        ceremony::begin(&config).map_err(|e| fail(format!("Could not start pairing: {e}")))?;
+    payload.bootstrap = Some(ceremony.bootstrap());
+    let code = match pairing_code::encode_v1(&payload) {
+        Ok(code) => code,
+        Err(e) => {
+            let _ = ceremony.end();
+            return Err(fail(format!("invalid Pairing Code: {e}")));
+        }
+    };
+    print_line(&code);
+    note(&format!(
+        "{} on port {}, host key {}; code valid for {} s, single use",
+        payload.user, payload.port, payload.fp, config.ttl_seconds
+    ));
+    wait(&ceremony)
+}
+
+fn report_enrolled(
+    ceremony: &ceremony::Ceremony,
+    enrolled: &ceremony::Enrolled,
+) -> Result<(), Failure> {
+    match &enrolled.comment {
+        Some(comment) => print_line(&format!("enrolled {} {comment}", enrolled.fingerprint)),
+        None => print_line(&format!("enrolled {}", enrolled.fingerprint)),
+    }
+    ceremony
+        .end()
+        .map_err(|e| fail(format!("enrolled, but cleanup failed: {e}")))
+}
+
+fn wait(ceremony: &ceremony::Ceremony) -> Result<(), Failure> {
+    loop {
+        if let Some(signal) = sys::termination_signal() {
+            let cleanup = ceremony.end();
+            let status = u8::try_from(128 + signal).unwrap_or(1);
+            return Err(match cleanup {
+                Ok(()) => Failure::new(
+                    format!(
+                        "heeler pair: stopped by signal {signal}; the Bootstrap Key was removed"
+                    ),
+                    status,
+                ),
+                Err(e) => Failure::new(
+                    format!("heeler pair: stopped by signal {signal}; cleanup failed: {e}"),
+                    status,
+                ),
+            });
+        }
+        if let Some(enrolled) = ceremony.poll_enrolled() {
+            return report_enrolled(ceremony, &enrolled);
+        }
+        if ceremony::unix_now() >= ceremony.expires_at() {
+            return match ceremony.expire() {
+                Ok(Some(enrolled)) => report_enrolled(ceremony, &enrolled),
+                Ok(None) => {
+                    let _ = ceremony.end();
+                    Err(fail("Pairing Code expired; the Bootstrap Key was removed"))
+                }
+                Err(e) => {
+                    let _ = ceremony.end();
+                    Err(fail(format!("expiry failed: {e}")))
+                }
+            };
+        }
+        std::thread::sleep(POLL_INTERVAL);
+    }
+}

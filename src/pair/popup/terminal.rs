@@ -1,0 +1,119 @@
+//! The popup's terminal: raw mode on the alternate screen with the cursor
+//! hidden, keys from a reader thread, and a guard that puts everything back.
+//!
+//! The guard restores the terminal when it is dropped, so every way out of
+//! the popup (a key, a signal, an error) leaves the user's terminal as it
+//! was; a panic hook does the same where no destructor runs (release builds
+//! abort on panic). The alternate screen keeps an ordinary terminal's scrollback intact
+//! when `heeler pair` runs outside herdr.
+
+use std::io::{self, Read, Stdout, Write};
+use std::os::fd::AsFd;
+use std::sync::OnceLock;
+use std::sync::mpsc::{self, Receiver};
+
+use termion::raw::{IntoRawMode, RawTerminal};
+use termion::screen::{AlternateScreen, IntoAlternateScreen};
+
+use crate::base::sys::{self, TerminalModes};
+
+/// Clears the screen and its scrollback, cursor home.
+const CLEAR: &str = "\x1b[2J\x1b[3J\x1b[H";
+/// Styles off, cursor shown, main screen back.
+const RESTORE: &str = "\x1b[0m\x1b[?25h\x1b[?1049l";
+
+/// The terminal's modes before the popup changed them, for the panic hook.
+static ORIGINAL_MODES: OnceLock<TerminalModes> = OnceLock::new();
+
+/// On a panic: put the terminal back first, then report as usual.
+fn install_panic_hook() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let mut out = io::stdout();
+        let _ = out.write_all(RESTORE.as_bytes());
+        let _ = out.flush();
+        if let Some(modes) = ORIGINAL_MODES.get() {
+            let _ = sys::restore_terminal_modes(out.as_fd(), modes);
+        }
+        previous(info);
+    }));
+}
+
+/// The terminal in popup mode; dropping it restores the cursor and modes.
+pub struct PopupTerminal {
+    out: AlternateScreen<RawTerminal<Stdout>>,
+}
+
+impl PopupTerminal {
+    /// Enters raw mode and the alternate screen and hides the cursor.
+    pub fn enter() -> io::Result<PopupTerminal> {
+        if let Ok(modes) = sys::terminal_modes(io::stdout().as_fd()) {
+            if ORIGINAL_MODES.set(modes).is_ok() {
+                install_panic_hook();
+            }
+        }
+        let raw = io::stdout().into_raw_mode()?;
+        let mut out = raw.into_alternate_screen()?;
+        write!(out, "{}", termion::cursor::Hide)?;
+        out.flush()?;
+        Ok(PopupTerminal { out })
+    }
+
+    /// `(rows, columns)`, or a conventional 24×80 if the size is unknown.
+    pub fn size() -> (usize, usize) {
+        termion::terminal_size()
+            .map(|(columns, rows)| (usize::from(rows), usize::from(columns)))
+            .unwrap_or((24, 80))
+    }
+
+    /// Replaces the screen with `lines` (no final newline, so nothing
+    /// scrolls).
+    pub fn paint(&mut self, lines: &[String]) -> io::Result<()> {
+        let mut frame = String::from(CLEAR);
+        frame.push_str(&lines.join("\r\n"));
+        self.out.write_all(frame.as_bytes())?;
+        self.out.flush()
+    }
+
+    /// Writes raw bytes (an OSC request) without repainting.
+    pub fn send(&mut self, text: &str) -> io::Result<()> {
+        self.out.write_all(text.as_bytes())?;
+        self.out.flush()
+    }
+}
+
+impl Drop for PopupTerminal {
+    fn drop(&mut self) {
+        // Best effort: the terminal may already be gone.
+        let _ = write!(self.out, "\x1b[0m{CLEAR}{}", termion::cursor::Show);
+        let _ = self.out.flush();
+        // `out` drops next: alternate screen off, then raw mode off.
+    }
+}
+
+/// Spawns the thread that reads stdin; each message is one read's bytes.
+/// The channel disconnects when stdin reaches its end or fails.
+pub fn key_reader() -> Receiver<Vec<u8>> {
+    let (sender, receiver) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut stdin = io::stdin();
+        let mut buffer = [0u8; 256];
+        loop {
+            match stdin.read(&mut buffer) {
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if sender.send(buffer[..n].to_vec()).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    receiver
+}
+
+/// Whether both stdin and stdout are terminals.
+pub fn is_terminal() -> bool {
+    termion::is_tty(&io::stdin()) && termion::is_tty(&io::stdout())
+}

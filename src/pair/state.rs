@@ -1,0 +1,313 @@
+//! The ceremony's state files under `HERDR_PLUGIN_STATE_DIR`, shared by the
+//! process that starts a ceremony (popup or `heeler pair`) and the forced
+//! command sshd runs (`heeler accept`).
+//!
+//! * `pending/<id>.json` — `{"pairingId","expiresAt","publicLine"}`: a
+//!   ceremony is open; `accept` refuses any id without one.
+//! * `enrolled/<id>.json` — `{"pairingId","expiresAt","fingerprint","line"}`:
+//!   a device enrolled; the starter polls for it.
+//!
+//! Directories are 0700, files 0600, each file compact JSON plus `\n` with
+//! the keys in exactly that order (the Node plugin's files, so a plugin
+//! upgrade mid-ceremony still works).
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use crate::base::atomic_file;
+use crate::base::json::{self, Object, Value};
+
+/// How long an enrolled record outlives its ceremony's expiry, and an
+/// unreadable state file its mtime (plus the TTL), before a sweep removes it.
+pub const SWEEP_GRACE_SECONDS: i64 = 120;
+
+/// An open ceremony.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pending {
+    pub pairing_id: String,
+    pub expires_at: i64,
+    pub public_line: String,
+}
+
+/// A finished Enrollment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnrolledRecord {
+    pub pairing_id: String,
+    pub expires_at: i64,
+    pub fingerprint: String,
+    pub line: String,
+}
+
+/// A state file could not be written or removed.
+#[derive(Debug)]
+pub struct StateError {
+    pub path: PathBuf,
+    pub error: io::Error,
+}
+
+impl fmt::Display for StateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.error)
+    }
+}
+
+impl std::error::Error for StateError {}
+
+/// The two state directories of one plugin state dir.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateDir {
+    pub root: PathBuf,
+}
+
+impl StateDir {
+    pub fn new(root: &Path) -> StateDir {
+        StateDir {
+            root: root.to_path_buf(),
+        }
+    }
+
+    pub fn pending_dir(&self) -> PathBuf {
+        self.root.join("pending")
+    }
+
+    pub fn enrolled_dir(&self) -> PathBuf {
+        self.root.join("enrolled")
+    }
+
+    pub fn pending_path(&self, pairing_id: &str) -> PathBuf {
+        self.pending_dir().join(format!("{pairing_id}.json"))
+    }
+
+    pub fn enrolled_path(&self, pairing_id: &str) -> PathBuf {
+        self.enrolled_dir().join(format!("{pairing_id}.json"))
+    }
+
+    pub fn write_pending(&self, pending: &Pending) -> Result<(), StateError> {
+        write_record(&self.pending_path(&pending.pairing_id), &pending.to_json())
+    }
+
+    pub fn write_enrolled(&self, record: &EnrolledRecord) -> Result<(), StateError> {
+        write_record(&self.enrolled_path(&record.pairing_id), &record.to_json())
+    }
+
+    /// The pending record, `None` when missing or unreadable.
+    pub fn read_pending(&self, pairing_id: &str) -> Option<Pending> {
+        Pending::from_json(&read_json(&self.pending_path(pairing_id))?)
+    }
+
+    /// The enrolled record, `None` when missing or unreadable.
+    pub fn read_enrolled(&self, pairing_id: &str) -> Option<EnrolledRecord> {
+        EnrolledRecord::from_json(&read_json(&self.enrolled_path(pairing_id))?)
+    }
+
+    pub fn pending_exists(&self, pairing_id: &str) -> bool {
+        self.pending_path(pairing_id).exists()
+    }
+
+    pub fn remove_pending(&self, pairing_id: &str) -> Result<(), StateError> {
+        remove_if_present(&self.pending_path(pairing_id))
+    }
+
+    pub fn remove_enrolled(&self, pairing_id: &str) -> Result<(), StateError> {
+        remove_if_present(&self.enrolled_path(pairing_id))
+    }
+
+    /// Removes finished state: pending records whose `expiresAt <= now`,
+    /// enrolled records whose `expiresAt + 120 <= now`, and unreadable
+    /// files once `mtime + 240 <= now`. Missing directories are fine;
+    /// per-file failures are skipped (the next sweep retries).
+    pub fn sweep(&self, now: i64) {
+        sweep_dir(&self.pending_dir(), now, |v| {
+            Pending::from_json(v).map(|p| p.expires_at)
+        });
+        sweep_dir(&self.enrolled_dir(), now, |v| {
+            EnrolledRecord::from_json(v).map(|r| r.expires_at.saturating_add(SWEEP_GRACE_SECONDS))
+        });
+    }
+}
+
+fn sweep_dir(dir: &Path, now: i64, deadline_of: impl Fn(&Value) -> Option<i64>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let deadline = match read_json(&path).as_ref().and_then(&deadline_of) {
+            Some(deadline) => deadline,
+            None => match mtime_seconds(&path) {
+                Some(mtime) => mtime.saturating_add(2 * SWEEP_GRACE_SECONDS),
+                None => continue, // vanished meanwhile
+            },
+        };
+        if deadline <= now {
+            let _ = remove_if_present(&path);
+        }
+    }
+}
+
+fn mtime_seconds(path: &Path) -> Option<i64> {
+    let modified = std::fs::metadata(path).ok()?.modified().ok()?;
+    let seconds = modified
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .ok()?
+        .as_secs();
+    i64::try_from(seconds).ok()
+}
+
+fn write_record(path: &Path, object: &Object) -> Result<(), StateError> {
+    let fail = |error| StateError {
+        path: path.to_path_buf(),
+        error,
+    };
+    if let Some(dir) = path.parent() {
+        atomic_file::create_dir_all(dir, 0o700).map_err(fail)?;
+    }
+    let mut text = Value::Object(object.clone()).to_json();
+    text.push('\n');
+    // Ephemeral state: atomic, not durable (see atomic_file::write_unsynced).
+    atomic_file::write_unsynced(path, text.as_bytes(), 0o600).map_err(fail)
+}
+
+fn read_json(path: &Path) -> Option<Value> {
+    let text = std::fs::read_to_string(path).ok()?;
+    json::parse(&text).ok()
+}
+
+fn remove_if_present(path: &Path) -> Result<(), StateError> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(error) => Err(StateError {
+            path: path.to_path_buf(),
+            error,
+        }),
+    }
+}
+
+fn string_field(value: &Value, key: &str) -> Option<String> {
+    value.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+impl Pending {
+    pub fn to_json(&self) -> Object {
+        Object::new()
+            .with("pairingId", self.pairing_id.as_str())
+            .with("expiresAt", self.expires_at)
+            .with("publicLine", self.public_line.as_str())
+    }
+
+    pub fn from_json(value: &Value) -> Option<Pending> {
+        Some(Pending {
+            pairing_id: string_field(value, "pairingId")?,
+            expires_at: value.get("expiresAt")?.as_i64()?,
+            public_line: string_field(value, "publicLine")?,
+        })
+    }
+}
+
+impl EnrolledRecord {
+    pub fn to_json(&self) -> Object {
+        Object::new()
+            .with("pairingId", self.pairing_id.as_str())
+            .with("expiresAt", self.expires_at)
+            .with("fingerprint", self.fingerprint.as_str())
+            .with("line", self.line.as_str())
+    }
+
+    pub fn from_json(value: &Value) -> Option<EnrolledRecord> {
+        Some(EnrolledRecord {
+            pairing_id: string_field(value, "pairingId")?,
+            expires_at: value.get("expiresAt")?.as_i64()?,
+            fingerprint: string_field(value, "fingerprint")?,
+            line: string_field(value, "line")?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn state(name: &str) -> StateDir {
+        let root = std::env::temp_dir().join(format!("heeler-state-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        StateDir::new(&root)
+    }
+
+    #[test]
+    fn records_have_contract_bytes_and_modes() {
+        let state = state("bytes");
+        let pending = Pending {
+            pairing_id: "0a1b2c3d4e5f".into(),
+            expires_at: 1_753_305_600,
+            public_line: "ssh-ed25519 AAAA".into(),
+        };
+        state.write_pending(&pending).unwrap();
+        let path = state.pending_path("0a1b2c3d4e5f");
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\"pairingId\":\"0a1b2c3d4e5f\",\"expiresAt\":1753305600,\"publicLine\":\"ssh-ed25519 AAAA\"}\n"
+        );
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(&state.pending_dir()), 0o700);
+        assert_eq!(state.read_pending("0a1b2c3d4e5f"), Some(pending));
+        let record = EnrolledRecord {
+            pairing_id: "0a1b2c3d4e5f".into(),
+            expires_at: 5,
+            fingerprint: "SHA256:x".into(),
+            line: "ssh-ed25519 BBBB phone".into(),
+        };
+        state.write_enrolled(&record).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(state.enrolled_path("0a1b2c3d4e5f")).unwrap(),
+            "{\"pairingId\":\"0a1b2c3d4e5f\",\"expiresAt\":5,\"fingerprint\":\"SHA256:x\",\"line\":\"ssh-ed25519 BBBB phone\"}\n"
+        );
+        assert_eq!(state.read_enrolled("0a1b2c3d4e5f"), Some(record));
+        state.remove_pending("0a1b2c3d4e5f").unwrap();
+        state.remove_pending("0a1b2c3d4e5f").unwrap();
+        assert!(!state.pending_exists("0a1b2c3d4e5f"));
+        std::fs::remove_dir_all(&state.root).unwrap();
+    }
+
+    #[test]
+    fn sweep_removes_only_finished_state() {
+        let state = state("sweep");
+        state.sweep(0); // missing directories are fine
+        let pending = |id: &str, exp| Pending {
+            pairing_id: id.into(),
+            expires_at: exp,
+            public_line: "l".into(),
+        };
+        state.write_pending(&pending("old", 100)).unwrap();
+        state.write_pending(&pending("new", 101)).unwrap();
+        let enrolled = EnrolledRecord {
+            pairing_id: "done".into(),
+            expires_at: 0,
+            fingerprint: "f".into(),
+            line: "l".into(),
+        };
+        state.write_enrolled(&enrolled).unwrap();
+        std::fs::write(state.pending_dir().join("junk.json"), "{").unwrap();
+        state.sweep(100);
+        assert!(!state.pending_exists("old"));
+        assert!(state.pending_exists("new"));
+        assert!(
+            state.read_enrolled("done").is_some(),
+            "enrolled grace 120 s"
+        );
+        assert!(
+            state.pending_dir().join("junk.json").exists(),
+            "junk keeps 240 s"
+        );
+        state.sweep(120);
+        assert!(state.read_enrolled("done").is_none());
+        let far = mtime_seconds(&state.pending_dir().join("junk.json")).unwrap() + 240;
+        state.sweep(far);
+        assert!(!state.pending_dir().join("junk.json").exists());
+        std::fs::remove_dir_all(&state.root).unwrap();
+    }
+}

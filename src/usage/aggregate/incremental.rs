@@ -1,0 +1,418 @@
+//! Incremental aggregation: a refresh in which a few files changed updates
+//! the previous totals instead of re-aggregating every cached event.
+//!
+//! Aggregation is global only through a few identifiers: Claude dedupe keys
+//! (`message.id`, `requestId`) and message ids (sidechain replays), Codex
+//! request keys, thread ids and fork parents. The state kept beside the
+//! index (`usage::store::state`) holds the exact sums per slot (integers,
+//! cost in picodollars) and a table of those identifiers with the file
+//! that owns each, or "shared" when several files have it (`usage::store::owners`). A changed file
+//! whose old and new identifiers are owned by no other file contributes
+//! independently of every other file, so its old contribution is
+//! subtracted and its new one added — exactly what a from-scratch
+//! aggregation gives. Anything else (a shared key, a fork parent that
+//! changed, a span that cannot be recomputed, a state that does not match
+//! the index) falls back to the full aggregation, which rebuilds the state.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::usage::aggregate::{
+    self, Detailed, FileRef, ParentLookup, SlotAcc, SlotKey, tag, tagged, thread_hash,
+};
+use crate::usage::cache::{Change, FileEntry, Index};
+use crate::usage::event::{Agent, FileParse};
+use crate::usage::pricing::PriceTable;
+use crate::usage::store::owners::{Owners, owner_of};
+pub use crate::usage::store::state::Origin;
+
+/// More changed files than this: aggregate from scratch (cheaper than many
+/// isolated passes, and a cold scan changes everything anyway).
+pub const MAX_CHANGES: usize = 64;
+
+/// The aggregate kept beside the index.
+#[derive(Debug)]
+pub struct State {
+    /// [`Index::fingerprint`] of the index this state aggregates.
+    pub fingerprint: u64,
+    /// Requests before this (UTC seconds, slot-aligned) are not counted.
+    pub since: i64,
+    /// The price table's source hash.
+    pub pricing: String,
+    pub detailed: Detailed,
+    /// Who owns each identifier files can share.
+    pub owners: Owners,
+    /// What changed since the state was loaded (what the state store
+    /// journals); `None` for a state built from scratch (a new base).
+    pub changed: Option<Changed>,
+    /// Where the state was loaded from (to append to its journal).
+    pub origin: Option<Origin>,
+}
+
+/// Slots and owner identifiers changed since a state was loaded.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changed {
+    pub slots: BTreeSet<SlotKey>,
+    pub owners: BTreeSet<u64>,
+}
+
+fn parent_in<'a>(index: &'a Index) -> impl Fn(&str) -> Option<&'a FileParse> {
+    move |thread: &str| {
+        index
+            .files
+            .values()
+            .find(|e| e.agent == Agent::Codex && e.parse.codex.thread_id == thread)
+            .map(|e| &e.parse)
+    }
+}
+
+impl State {
+    /// Aggregates every file of `index` from scratch.
+    pub fn full(index: &Index, prices: &PriceTable, since: i64) -> State {
+        let keys: Vec<&String> = index.files.keys().collect();
+        let files: Vec<FileRef> = index
+            .files
+            .values()
+            .map(|e| FileRef {
+                agent: e.agent,
+                parse: &e.parse,
+            })
+            .collect();
+        let mut ids = Vec::new();
+        let detailed = aggregate::aggregate_detailed(&files, prices, since, None, Some(&mut ids));
+        let file_owners: Vec<u64> = keys.iter().map(|k| owner_of(k)).collect();
+        let owners = Owners::new(
+            ids.into_iter()
+                .map(|(id, fi)| (id, file_owners[fi]))
+                .collect(),
+        );
+        State {
+            fingerprint: index.fingerprint(),
+            since,
+            pricing: prices.meta.source_sha256.clone(),
+            detailed,
+            owners,
+            changed: None,
+            origin: None,
+        }
+    }
+
+    /// Brings the state from the index it was built for to `index` (after
+    /// a refresh that made `changes`). `false` when that cannot be done
+    /// exactly; the state must then be rebuilt with [`State::full`].
+    /// `before` is the fingerprint of the index as loaded.
+    pub fn apply(
+        &mut self,
+        before: u64,
+        index: &mut Index,
+        changes: &mut [Change],
+        prices: &PriceTable,
+        since: i64,
+    ) -> bool {
+        if self.fingerprint != before
+            || self.pricing != prices.meta.source_sha256
+            || since < self.since
+            || changes.len() > MAX_CHANGES
+        {
+            return false;
+        }
+        // Decode what the contributions need: the old entries, and fork
+        // parents (their events set a fork's baseline).
+        for c in changes.iter_mut() {
+            if let Some(old) = c.old.as_mut()
+                && !old.materialize()
+            {
+                return false;
+            }
+        }
+        let mut parents: Vec<String> = Vec::new();
+        for c in changes.iter() {
+            let new = index.files.get(&c.key);
+            for e in c.old.iter().chain(new) {
+                if !e.parse.codex.forked_from.is_empty() {
+                    parents.push(e.parse.codex.forked_from.clone());
+                }
+            }
+        }
+        if !parents.is_empty() {
+            for e in index.files.values_mut() {
+                if e.agent == Agent::Codex
+                    && parents.contains(&e.parse.codex.thread_id)
+                    && !e.materialize()
+                {
+                    return false;
+                }
+            }
+        }
+        let index: &Index = index;
+        let lookup = parent_in(index);
+        let d = &self.detailed;
+        let mut pending = Pending {
+            counters: [d.duplicates_claude, d.duplicates_codex, d.forks_unresolved],
+            slots: BTreeMap::new(),
+        };
+        let mut parts = Vec::with_capacity(changes.len());
+        for c in changes.iter() {
+            let old = contribution(c.old.as_ref(), prices, since, &lookup);
+            let new = contribution(index.files.get(&c.key), prices, since, &lookup);
+            // A fork whose parent is this file depends on it.
+            let parent_ids: Vec<u64> = c
+                .old
+                .iter()
+                .chain(index.files.get(&c.key))
+                .map(|e| &e.parse.codex.thread_id)
+                .filter(|t| !t.is_empty())
+                .map(|t| tagged(tag::CODEX_PARENT, thread_hash(t)))
+                .collect();
+            parts.push((c, owner_of(&c.key), old, new, parent_ids));
+        }
+        let wanted: Vec<u64> = parts
+            .iter()
+            .flat_map(|(_, _, old, new, parents)| old.ids.iter().chain(&new.ids).chain(parents))
+            .copied()
+            .collect();
+        let Ok(owners) = self.owners.resolve(&wanted) else {
+            return false;
+        };
+        // Identifiers each changed file claims (two changed files must not
+        // share one either).
+        let mut claimed: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+        for (_, owner, old, new, _) in &parts {
+            for &id in old.ids.iter().chain(&new.ids) {
+                if owners.get(&id).is_some_and(|o| o != owner)
+                    || *claimed.entry(id).or_insert(*owner) != *owner
+                {
+                    return false;
+                }
+            }
+        }
+        for (_, _, old, new, parents) in &parts {
+            if parents
+                .iter()
+                .any(|p| owners.contains_key(p) || claimed.contains_key(p))
+            {
+                return false;
+            }
+            if self
+                .replace(&mut pending, &old.detailed, &new.detailed)
+                .is_none()
+            {
+                return false;
+            }
+        }
+        let d = &mut self.detailed;
+        [d.duplicates_claude, d.duplicates_codex, d.forks_unresolved] = pending.counters;
+        if let Some(changed) = &mut self.changed {
+            changed.slots.extend(pending.slots.keys().cloned());
+        }
+        for (key, acc) in pending.slots {
+            match acc {
+                Some(acc) => {
+                    d.slots.insert(key, acc);
+                }
+                None => {
+                    d.slots.remove(&key);
+                }
+            }
+        }
+        self.prune(since);
+        for (_, owner, old, new, _) in &parts {
+            for &id in &old.ids {
+                self.owners.remove(id);
+            }
+            for &id in &new.ids {
+                self.owners.set(id, *owner);
+            }
+            if let Some(changed) = &mut self.changed {
+                changed.owners.extend(old.ids.iter().chain(&new.ids));
+            }
+        }
+        self.fingerprint = index.fingerprint();
+        true
+    }
+
+    /// Subtracts `old` and adds `new` (one file's contributions) into
+    /// `pending` (changes over this state, committed only when every file
+    /// succeeded); `None` when the result cannot be known exactly.
+    fn replace(&self, pending: &mut Pending, old: &Detailed, new: &Detailed) -> Option<()> {
+        for (i, (o, n)) in [
+            (old.duplicates_claude, new.duplicates_claude),
+            (old.duplicates_codex, new.duplicates_codex),
+            (old.forks_unresolved, new.forks_unresolved),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            pending.counters[i] = pending.counters[i].checked_sub(o)? + n;
+        }
+        for key in old.slots.keys().chain(new.slots.keys()) {
+            let (o, n) = (old.slots.get(key), new.slots.get(key));
+            let current = match pending.slots.get(key) {
+                Some(overlay) => *overlay,
+                None => self.detailed.slots.get(key).copied(),
+            };
+            let merged = match (current, o) {
+                (None, Some(_)) => return None,
+                (cur, None) => combine(cur, n),
+                (Some(cur), Some(o)) => {
+                    let mut rest = cur;
+                    rest.sub_counts(o)?;
+                    if rest.requests == 0 {
+                        n.copied()
+                    } else {
+                        // The others' span is known unless `o` held an end.
+                        let first_known = o.first_ts > cur.first_ts
+                            || n.is_some_and(|n| n.first_ts <= o.first_ts);
+                        let last_known =
+                            o.last_ts < cur.last_ts || n.is_some_and(|n| n.last_ts >= o.last_ts);
+                        if !first_known || !last_known {
+                            return None;
+                        }
+                        combine(Some(rest), n)
+                    }
+                }
+            };
+            pending
+                .slots
+                .insert(key.clone(), merged.filter(|acc| acc.requests > 0));
+        }
+        Some(())
+    }
+
+    fn prune(&mut self, since: i64) {
+        let changed = &mut self.changed;
+        self.detailed.slots.retain(|k, _| {
+            let keep = k.0 >= since;
+            if !keep && let Some(changed) = changed.as_mut() {
+                changed.slots.insert(k.clone());
+            }
+            keep
+        });
+        self.since = since;
+    }
+}
+
+/// Changes over a [`State`] not committed yet: the three counters and
+/// the slots touched (`None`: removed).
+struct Pending {
+    counters: [u64; 3],
+    slots: BTreeMap<SlotKey, Option<SlotAcc>>,
+}
+
+/// `a` plus `b`, spans widened (a's span stands for what remains of it).
+fn combine(a: Option<SlotAcc>, b: Option<&SlotAcc>) -> Option<SlotAcc> {
+    match (a, b) {
+        (a, None) => a,
+        (None, Some(b)) => Some(*b),
+        (Some(mut a), Some(b)) => {
+            a.add_counts(b);
+            a.first_ts = a.first_ts.min(b.first_ts);
+            a.last_ts = a.last_ts.max(b.last_ts);
+            Some(a)
+        }
+    }
+}
+
+struct Contribution {
+    detailed: Detailed,
+    ids: Vec<u64>,
+}
+
+/// One file's results aggregated alone.
+fn contribution<'a>(
+    entry: Option<&'a FileEntry>,
+    prices: &PriceTable,
+    since: i64,
+    lookup: ParentLookup<'_, 'a>,
+) -> Contribution {
+    let Some(e) = entry else {
+        return Contribution {
+            detailed: Detailed::default(),
+            ids: Vec::new(),
+        };
+    };
+    let files = [FileRef {
+        agent: e.agent,
+        parse: &e.parse,
+    }];
+    let mut ids = Vec::new();
+    let detailed =
+        aggregate::aggregate_detailed(&files, prices, since, Some(lookup), Some(&mut ids));
+    let mut ids: Vec<u64> = ids.into_iter().map(|(id, _)| id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    Contribution { detailed, ids }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::usage::store::state::StateStore;
+
+    fn acc(requests: u64) -> SlotAcc {
+        SlotAcc {
+            requests,
+            cost_pico: 7,
+            first_ts: 901,
+            last_ts: 1700,
+            ..SlotAcc::default()
+        }
+    }
+
+    #[test]
+    fn state_round_trips_through_base_and_journal_and_refuses_damage() {
+        let dir = std::env::temp_dir().join(format!("heeler-state-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let store = StateStore::in_dir(&dir);
+        let mut d = Detailed {
+            duplicates_claude: 3,
+            ..Detailed::default()
+        };
+        let key = |slot: i64| (slot, Agent::Codex, "gpt-5".to_string(), "/p".to_string());
+        d.slots.insert(key(900), acc(2));
+        d.slots.insert(key(1800), acc(1));
+        let mut s = State {
+            fingerprint: 9,
+            since: 0,
+            pricing: "ab".into(),
+            detailed: d,
+            owners: Owners::new(vec![(1, 2), (3, 4), (3, 5)]),
+            changed: None,
+            origin: None,
+        };
+        s.owners.remove(1);
+        store.save(&mut s).unwrap();
+        let base = std::fs::read(&store.base).unwrap();
+        // A loaded state journals what changed: slots and owners.
+        let mut s = store.load().unwrap();
+        s.owners.set(7, 8);
+        s.detailed.slots.insert(key(2700), acc(4));
+        s.detailed.slots.remove(&key(900));
+        s.fingerprint = 10;
+        let changed = s.changed.as_mut().unwrap();
+        changed.owners.insert(7);
+        changed.slots.extend([key(2700), key(900)]);
+        store.save(&mut s).unwrap();
+        assert_eq!(std::fs::read(&store.base).unwrap(), base);
+        assert!(store.journal.exists());
+        let back = store.load().unwrap();
+        assert_eq!(
+            (back.fingerprint, back.since, &back.pricing, &back.detailed),
+            (s.fingerprint, s.since, &s.pricing, &s.detailed)
+        );
+        assert_eq!(
+            back.owners.rows().unwrap(),
+            vec![(3, crate::usage::store::owners::SHARED), (7, 8)]
+        );
+        assert_eq!(store.load_slots().unwrap(), (10, s.detailed.clone()));
+        // A torn journal record is ignored: the state looks as before.
+        let journal = std::fs::read(&store.journal).unwrap();
+        std::fs::write(&store.journal, &journal[..journal.len() - 1]).unwrap();
+        assert_eq!(store.load().unwrap().fingerprint, 9);
+        // A damaged base is refused.
+        std::fs::write(&store.base, &base[..base.len() - 1]).unwrap();
+        assert!(store.load().is_none());
+        std::fs::write(&store.base, b"HUAG").unwrap();
+        assert!(store.load().is_none());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,580 @@
+//! From parsed files to priced, deduplicated totals in 15-minute UTC slots.
+//!
+//! Dedupe is global (resumed sessions and sidechains repeat records across
+//! files): Claude keeps one record per (`message.id`, `requestId`), the one
+//! with the largest total, then drops sidechain replays of a message the
+//! main chain already has; Codex applies its per-file counting rule
+//! (`codex::requests`, with fork parents resolved across files) and
+//! keeps the first request per key. Slots are 15 minutes because every real
+//! UTC offset is a multiple of 15 minutes, so a query can re-bucket the same
+//! slots into the local days of any zone without rescanning.
+
+pub mod incremental;
+
+use std::collections::BTreeMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A multiply-rotate hasher for the aggregation's maps: their keys are
+/// hashes already, or short strings; SipHash's flood protection buys
+/// nothing here and costs a third of a full aggregation.
+#[derive(Default, Clone, Copy)]
+pub struct QuickHasher(u64);
+
+impl Hasher for QuickHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.write_u64(u64::from_le_bytes(c.try_into().unwrap_or_default()));
+        }
+        let mut tail = [0u8; 8];
+        tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+        self.write_u64(u64::from_le_bytes(tail) ^ (bytes.len() as u64) << 56);
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn write_u8(&mut self, n: u8) {
+        self.write_u64(u64::from(n));
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<QuickHasher>>;
+type HashSet<K> = std::collections::HashSet<K, BuildHasherDefault<QuickHasher>>;
+
+use crate::base::json::{Object, Value};
+use crate::usage::event::{Agent, EventKind, FileParse, Tokens, flags};
+use crate::usage::parse::codex;
+use crate::usage::pricing::PriceTable;
+
+/// Slot length in seconds.
+pub const SLOT: i64 = 900;
+
+/// Sums of requests.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Totals {
+    pub requests: u64,
+    pub tokens: Tokens,
+    pub cost_usd: f64,
+    pub unpriced_tokens: u64,
+    pub unpriced_requests: u64,
+}
+
+impl Totals {
+    pub fn add(&mut self, other: &Totals) {
+        self.requests += other.requests;
+        self.tokens.add(&other.tokens);
+        self.cost_usd += other.cost_usd;
+        self.unpriced_tokens += other.unpriced_tokens;
+        self.unpriced_requests += other.unpriced_requests;
+    }
+
+    /// The v1 totals object.
+    pub fn to_value(&self) -> Value {
+        let t = &self.tokens;
+        Value::Object(
+            Object::new()
+                .with("requests", self.requests)
+                .with("input", t.input)
+                .with("cache_read", t.cache_read)
+                .with("cache_write_5m", t.cache_write_5m)
+                .with("cache_write_1h", t.cache_write_1h)
+                .with("output", t.output)
+                .with("reasoning", t.reasoning)
+                .with("total", t.total())
+                .with("cost_usd", round_usd(self.cost_usd))
+                .with("unpriced_tokens", self.unpriced_tokens)
+                .with("unpriced_requests", self.unpriced_requests),
+        )
+    }
+}
+
+/// Costs are reported to a millionth of a dollar (stable output, no float
+/// noise like `0.30000000000000004`).
+pub fn round_usd(cost: f64) -> f64 {
+    (cost * 1e6).round() / 1e6
+}
+
+/// Totals of one (slot, agent, model, directory).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlotTotals {
+    pub slot: i64,
+    pub agent: Agent,
+    pub model: String,
+    pub cwd: String,
+    pub totals: Totals,
+}
+
+/// A file as aggregation sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct FileRef<'a> {
+    pub agent: Agent,
+    pub parse: &'a FileParse,
+}
+
+/// What aggregation found besides the slots.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Aggregate {
+    pub slots: Vec<SlotTotals>,
+    pub duplicates_claude: u64,
+    pub duplicates_codex: u64,
+    pub forks_unresolved: u64,
+    /// Earliest/latest counted request per agent (UTC seconds), 0 if none.
+    pub span_claude: (i64, i64),
+    pub span_codex: (i64, i64),
+}
+
+struct Request<'a> {
+    agent: Agent,
+    ts: i64,
+    model: &'a str,
+    cwd: &'a str,
+    tier: &'a str,
+    bits: u8,
+    tokens: Tokens,
+}
+
+fn claude_tokens(t: [u64; 6]) -> Tokens {
+    Tokens {
+        input: t[0],
+        cache_read: t[1],
+        cache_write_5m: t[2],
+        cache_write_1h: t[3],
+        output: t[4],
+        reasoning: 0,
+    }
+}
+
+/// One (slot, agent, model, directory) being summed: exact integers (cost in
+/// picodollars) so totals can be subtracted and re-added without drift,
+/// plus the first and last counted request (coverage spans).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SlotAcc {
+    pub requests: u64,
+    pub tokens: Tokens,
+    pub cost_pico: u64,
+    pub unpriced_tokens: u64,
+    pub unpriced_requests: u64,
+    pub first_ts: i64,
+    pub last_ts: i64,
+}
+
+impl SlotAcc {
+    fn add_request(&mut self, ts: i64, tokens: &Tokens, cost: Option<f64>) {
+        if self.requests == 0 || ts < self.first_ts {
+            self.first_ts = ts;
+        }
+        if self.requests == 0 || ts > self.last_ts {
+            self.last_ts = ts;
+        }
+        self.requests += 1;
+        self.tokens.add(tokens);
+        match cost {
+            Some(c) => self.cost_pico += to_pico(c),
+            None => {
+                self.unpriced_requests += 1;
+                self.unpriced_tokens += tokens.total();
+            }
+        }
+    }
+
+    /// Sums everything but the span (callers decide the span).
+    pub fn add_counts(&mut self, o: &SlotAcc) {
+        self.requests += o.requests;
+        self.tokens.add(&o.tokens);
+        self.cost_pico += o.cost_pico;
+        self.unpriced_tokens += o.unpriced_tokens;
+        self.unpriced_requests += o.unpriced_requests;
+    }
+
+    /// Removes `o`'s counts; `None` if `o` was never added (state mismatch).
+    pub fn sub_counts(&mut self, o: &SlotAcc) -> Option<()> {
+        let t = &mut self.tokens;
+        let u = &o.tokens;
+        self.requests = self.requests.checked_sub(o.requests)?;
+        t.input = t.input.checked_sub(u.input)?;
+        t.cache_read = t.cache_read.checked_sub(u.cache_read)?;
+        t.cache_write_5m = t.cache_write_5m.checked_sub(u.cache_write_5m)?;
+        t.cache_write_1h = t.cache_write_1h.checked_sub(u.cache_write_1h)?;
+        t.output = t.output.checked_sub(u.output)?;
+        t.reasoning = t.reasoning.checked_sub(u.reasoning)?;
+        self.cost_pico = self.cost_pico.checked_sub(o.cost_pico)?;
+        self.unpriced_tokens = self.unpriced_tokens.checked_sub(o.unpriced_tokens)?;
+        self.unpriced_requests = self.unpriced_requests.checked_sub(o.unpriced_requests)?;
+        Some(())
+    }
+
+    pub fn totals(&self) -> Totals {
+        Totals {
+            requests: self.requests,
+            tokens: self.tokens,
+            cost_usd: self.cost_pico as f64 / 1e12,
+            unpriced_tokens: self.unpriced_tokens,
+            unpriced_requests: self.unpriced_requests,
+        }
+    }
+}
+
+/// A request's cost in picodollars (exact integer sums; reports round to
+/// a millionth of a dollar, far above this resolution).
+fn to_pico(cost: f64) -> u64 {
+    (cost.max(0.0) * 1e12).round() as u64
+}
+
+/// Slot identity: (slot start, agent, model, directory).
+pub type SlotKey = (i64, Agent, String, String);
+
+/// What aggregation computes, before it is flattened into an [`Aggregate`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Detailed {
+    pub slots: BTreeMap<SlotKey, SlotAcc>,
+    pub duplicates_claude: u64,
+    pub duplicates_codex: u64,
+    pub forks_unresolved: u64,
+}
+
+/// Tags of the identifiers through which files interact during
+/// aggregation (see [`Detailed`] and `usage::aggregate::incremental`).
+pub mod tag {
+    pub const CLAUDE_KEY: u64 = 1;
+    pub const CLAUDE_GROUP: u64 = 2;
+    pub const CODEX_KEY: u64 = 3;
+    pub const CODEX_THREAD: u64 = 4;
+    pub const CODEX_PARENT: u64 = 5;
+}
+
+/// A tagged identifier (never 0). `id` is already a hash: a multiply-
+/// xorshift mix with the tag is enough (this runs for every request).
+pub fn tagged(tag: u64, id: u64) -> u64 {
+    let h = (id ^ tag.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    match h ^ (h >> 31) {
+        0 => 1,
+        h => h,
+    }
+}
+
+/// The hash of a Codex thread id.
+pub fn thread_hash(id: &str) -> u64 {
+    crate::usage::event::fnv1a(&[id.as_bytes()])
+}
+
+/// Finds a Codex fork parent's parse by thread id.
+pub type ParentLookup<'p, 'a> = &'p dyn Fn(&str) -> Option<&'a FileParse>;
+
+/// Deduplicates, prices and slots every request at or after `since`.
+pub fn aggregate(files: &[FileRef], prices: &PriceTable, since: i64) -> Aggregate {
+    flatten(&aggregate_detailed(files, prices, since, None, None))
+}
+
+/// Turns detailed sums into the snapshot's slots and coverage spans.
+pub fn flatten(d: &Detailed) -> Aggregate {
+    let mut out = Aggregate {
+        duplicates_claude: d.duplicates_claude,
+        duplicates_codex: d.duplicates_codex,
+        forks_unresolved: d.forks_unresolved,
+        ..Aggregate::default()
+    };
+    for ((slot, agent, model, cwd), acc) in &d.slots {
+        if acc.requests == 0 {
+            continue;
+        }
+        let span = match agent {
+            Agent::Claude => &mut out.span_claude,
+            Agent::Codex => &mut out.span_codex,
+        };
+        if span.0 == 0 || acc.first_ts < span.0 {
+            span.0 = acc.first_ts;
+        }
+        span.1 = span.1.max(acc.last_ts);
+        out.slots.push(SlotTotals {
+            slot: *slot,
+            agent: *agent,
+            model: model.clone(),
+            cwd: cwd.clone(),
+            totals: acc.totals(),
+        });
+    }
+    out
+}
+
+/// [`aggregate`] with its sums kept exact. `parent` resolves Codex fork
+/// parents (default: the first of `files` with that thread id); `ids`, when
+/// given, receives every (tagged identifier, index into `files`) through
+/// which files can affect each other's results.
+pub fn aggregate_detailed<'a>(
+    files: &[FileRef<'a>],
+    prices: &PriceTable,
+    since: i64,
+    parent: Option<ParentLookup<'_, 'a>>,
+    mut ids: Option<&mut Vec<(u64, usize)>>,
+) -> Detailed {
+    let mut out = Detailed::default();
+    let mut requests: Vec<Request> = Vec::new();
+
+    // Claude: best record per (message.id, requestId).
+    let mut best: HashMap<u64, (usize, usize)> = HashMap::default();
+    let mut kept: Vec<(usize, usize)> = Vec::new();
+    for (fi, f) in files.iter().enumerate() {
+        if f.agent != Agent::Claude {
+            continue;
+        }
+        for (ei, e) in f.parse.events.iter().enumerate() {
+            if e.kind != EventKind::Claude {
+                continue;
+            }
+            if let Some(ids) = ids.as_deref_mut() {
+                if e.key != 0 {
+                    ids.push((tagged(tag::CLAUDE_KEY, e.key), fi));
+                }
+                if e.group != 0 {
+                    ids.push((tagged(tag::CLAUDE_GROUP, e.group), fi));
+                }
+            }
+            if e.key == 0 {
+                kept.push((fi, ei));
+                continue;
+            }
+            match best.get_mut(&e.key) {
+                None => {
+                    best.insert(e.key, (fi, ei));
+                }
+                Some(slot) => {
+                    out.duplicates_claude += 1;
+                    let old = &files[slot.0].parse.events[slot.1];
+                    let (new_total, old_total) =
+                        (claude_tokens(e.t).total(), claude_tokens(old.t).total());
+                    if new_total > old_total
+                        || (new_total == old_total
+                            && e.flags & flags::HAS_SPEED != 0
+                            && old.flags & flags::HAS_SPEED == 0)
+                    {
+                        *slot = (fi, ei);
+                    }
+                }
+            }
+        }
+    }
+    let mut by_key: Vec<(usize, usize)> = best.into_values().collect();
+    by_key.sort_unstable();
+    kept.extend(by_key);
+    kept.sort_unstable();
+    // Sidechain replays: a message the main chain has is not counted again.
+    let main_chain: HashSet<u64> = kept
+        .iter()
+        .map(|&(fi, ei)| &files[fi].parse.events[ei])
+        .filter(|e| e.group != 0 && e.flags & flags::SIDECHAIN == 0)
+        .map(|e| e.group)
+        .collect();
+    for (fi, ei) in kept {
+        let fp = files[fi].parse;
+        let e = &fp.events[ei];
+        if e.flags & flags::SIDECHAIN != 0 && main_chain.contains(&e.group) {
+            out.duplicates_claude += 1;
+            continue;
+        }
+        requests.push(Request {
+            agent: Agent::Claude,
+            ts: e.ts,
+            model: fp.string(e.model),
+            cwd: fp.string(e.cwd),
+            tier: fp.string(e.tier),
+            bits: e.flags,
+            tokens: claude_tokens(e.t),
+        });
+    }
+
+    // Codex: per-file counting with fork parents, then first key wins.
+    let mut threads: HashMap<&str, usize> = HashMap::default();
+    for (fi, f) in files.iter().enumerate() {
+        if f.agent == Agent::Codex && !f.parse.codex.thread_id.is_empty() {
+            threads
+                .entry(f.parse.codex.thread_id.as_str())
+                .or_insert(fi);
+        }
+    }
+    let mut seen: HashSet<u64> = HashSet::default();
+    for (fi, f) in files.iter().enumerate() {
+        if f.agent != Agent::Codex {
+            continue;
+        }
+        let meta = &f.parse.codex;
+        if let Some(ids) = ids.as_deref_mut() {
+            if !meta.thread_id.is_empty() {
+                ids.push((tagged(tag::CODEX_THREAD, thread_hash(&meta.thread_id)), fi));
+            }
+            if !meta.forked_from.is_empty() {
+                ids.push((
+                    tagged(tag::CODEX_PARENT, thread_hash(&meta.forked_from)),
+                    fi,
+                ));
+            }
+        }
+        let baseline = if meta.forked_from.is_empty() {
+            None
+        } else {
+            let found = match parent {
+                Some(lookup) => lookup(&meta.forked_from),
+                None => threads
+                    .get(meta.forked_from.as_str())
+                    .map(|&p| files[p].parse),
+            };
+            match found {
+                Some(parent) => Some(codex::totals_at(parent, meta.meta_ts)),
+                None => {
+                    out.forks_unresolved += 1;
+                    None
+                }
+            }
+        };
+        let counted = codex::requests(f.parse, baseline);
+        out.duplicates_codex += counted.duplicates;
+        for r in counted.requests {
+            if let Some(ids) = ids.as_deref_mut() {
+                ids.push((tagged(tag::CODEX_KEY, r.key), fi));
+            }
+            if !seen.insert(r.key) {
+                out.duplicates_codex += 1;
+                continue;
+            }
+            let model = match f.parse.string(r.model) {
+                "" => "unknown",
+                m => m,
+            };
+            requests.push(Request {
+                agent: Agent::Codex,
+                ts: r.ts,
+                model,
+                cwd: f.parse.string(r.cwd),
+                tier: f.parse.string(r.tier),
+                bits: 0,
+                tokens: r.tokens,
+            });
+        }
+    }
+
+    let mut slots: HashMap<(i64, Agent, &str, &str), SlotAcc> = HashMap::default();
+    let mut lookups: HashMap<&str, Option<&crate::usage::pricing::ModelPrice>> = HashMap::default();
+    for r in requests.iter().filter(|r| r.ts >= since) {
+        let price = *lookups
+            .entry(r.model)
+            .or_insert_with(|| prices.lookup(r.model));
+        let cost = price
+            .and_then(|p| crate::usage::pricing::cost_with(p, r.agent, r.tier, r.bits, &r.tokens));
+        let slot = r.ts.div_euclid(SLOT) * SLOT;
+        slots
+            .entry((slot, r.agent, r.model, r.cwd))
+            .or_default()
+            .add_request(r.ts, &r.tokens, cost);
+    }
+    out.slots = slots
+        .into_iter()
+        .map(|((slot, agent, model, cwd), acc)| {
+            ((slot, agent, model.to_string(), cwd.to_string()), acc)
+        })
+        .collect();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claude(lines: &[String]) -> FileParse {
+        let mut fp = FileParse::default();
+        for l in lines {
+            crate::usage::parse::claude::parse_line(&mut fp, l.as_bytes());
+        }
+        fp
+    }
+
+    fn rec(msg: &str, req: &str, side: bool, output: u64, read: u64) -> String {
+        format!(
+            r#"{{"type":"assistant","timestamp":"2026-11-29T10:00:00Z","isSidechain":{side},"cwd":"/p","requestId":"{req}","message":{{"id":"{msg}","model":"claude-opus-4-6","usage":{{"input_tokens":1,"output_tokens":{output},"cache_read_input_tokens":{read}}}}}}}"#
+        )
+    }
+
+    fn table() -> PriceTable {
+        PriceTable::bundled().unwrap()
+    }
+
+    #[test]
+    fn claude_keeps_the_largest_block_record_once_across_files() {
+        let a = claude(&[rec("m1", "r1", false, 1, 10), rec("m1", "r1", false, 9, 10)]);
+        let b = claude(&[rec("m1", "r1", false, 5, 10), rec("m2", "r2", false, 2, 0)]);
+        let files = [
+            FileRef {
+                agent: Agent::Claude,
+                parse: &a,
+            },
+            FileRef {
+                agent: Agent::Claude,
+                parse: &b,
+            },
+        ];
+        let agg = aggregate(&files, &table(), 0);
+        let mut t = Totals::default();
+        for s in &agg.slots {
+            t.add(&s.totals);
+        }
+        assert_eq!(t.requests, 2);
+        assert_eq!(t.tokens.output, 9 + 2);
+        assert_eq!(t.tokens.cache_read, 10);
+        assert_eq!(agg.duplicates_claude, 2);
+        assert!(t.cost_usd > 0.0);
+        assert_eq!(t.unpriced_requests, 0);
+    }
+
+    #[test]
+    fn sidechain_replays_are_dropped_but_own_sidechain_messages_count() {
+        let main = claude(&[rec("m1", "r1", false, 4, 100)]);
+        let side = claude(&[rec("m1", "r9", true, 4, 100), rec("m7", "r7", true, 3, 0)]);
+        let files = [
+            FileRef {
+                agent: Agent::Claude,
+                parse: &side,
+            },
+            FileRef {
+                agent: Agent::Claude,
+                parse: &main,
+            },
+        ];
+        let agg = aggregate(&files, &table(), 0);
+        let requests: u64 = agg.slots.iter().map(|s| s.totals.requests).sum();
+        let output: u64 = agg.slots.iter().map(|s| s.totals.tokens.output).sum();
+        assert_eq!(requests, 2);
+        assert_eq!(output, 7);
+        assert_eq!(agg.duplicates_claude, 1);
+    }
+
+    #[test]
+    fn unknown_models_are_unpriced_and_the_window_applies() {
+        let mut fp = claude(&[rec("m1", "r1", false, 4, 0)]);
+        fp.strings[fp.events[0].model as usize] = "claude-mystery-9".into();
+        let old =
+            claude(&[rec("m0", "r0", false, 4, 0)
+                .replace("2026-11-29T10:00:00Z", "2026-10-01T10:00:00Z")]);
+        let files = [
+            FileRef {
+                agent: Agent::Claude,
+                parse: &fp,
+            },
+            FileRef {
+                agent: Agent::Claude,
+                parse: &old,
+            },
+        ];
+        let since = crate::usage::time::parse_timestamp("2026-11-01T00:00:00Z").unwrap();
+        let agg = aggregate(&files, &table(), since);
+        assert_eq!(agg.slots.len(), 1);
+        let t = agg.slots[0].totals;
+        assert_eq!(t.unpriced_requests, 1);
+        assert_eq!(t.unpriced_tokens, 5);
+        assert_eq!(t.cost_usd, 0.0);
+        assert_eq!(agg.slots[0].slot % SLOT, 0);
+    }
+}

@@ -1,0 +1,182 @@
+//! Asking herdr's session to run the `usage-claude-limits` action.
+//!
+//! On macOS Claude Code keeps its sign-in in the login keychain, which a
+//! bare SSH session cannot unlock, so the Claude limits probe must run
+//! inside herdr's session. The worker (never the query: it must answer at
+//! once) asks the herdr server named in the runtime record to run the
+//! plugin's action with `herdr plugin action invoke
+//! heeler.usage-claude-limits` (`HERDR_SOCKET_PATH` set to the recorded
+//! socket, so the CLI reaches that server). herdr answers at once and runs
+//! the action in the background; the action (`heeler usage claude-limits`)
+//! writes `limits-claude.json`, which later queries report. The invoke has
+//! a timeout, and attempts are spaced ([`RETRIGGER_AFTER`]) and recorded in
+//! `claude-limits-trigger.json`.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::base::json::{Object, Value};
+use crate::usage::worker::{UsageDir, read_json};
+
+/// The qualified id of the action (plugin id `heeler`).
+pub const ACTION_ID: &str = "heeler.usage-claude-limits";
+/// Longest an invoke may take (herdr answers at once; the CLI first pings).
+pub const INVOKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Seconds between two triggers while no fresh limits arrived.
+pub const RETRIGGER_AFTER: i64 = crate::usage::limits::TTL;
+/// Longest output kept from the CLI (its answer is one JSON line).
+const MAX_OUTPUT: u64 = 64 * 1024;
+
+/// Why an invoke did not succeed.
+#[derive(Debug)]
+pub enum TriggerError {
+    /// The runtime record names no herdr binary.
+    NoLauncher,
+    /// The binary could not be started.
+    Spawn(std::io::Error),
+    /// No answer within the timeout (the process was killed).
+    TimedOut,
+    /// herdr answered with an error (exit status and its error text).
+    Refused(String),
+}
+
+impl std::fmt::Display for TriggerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TriggerError::NoLauncher => write!(f, "no herdr binary recorded"),
+            TriggerError::Spawn(e) => write!(f, "cannot run herdr: {e}"),
+            TriggerError::TimedOut => write!(f, "herdr did not answer in time"),
+            TriggerError::Refused(text) => write!(f, "herdr refused: {text}"),
+        }
+    }
+}
+
+/// herdr's binary and socket from the runtime record.
+pub fn launcher(runtime: Option<&Value>) -> Option<(PathBuf, Option<PathBuf>)> {
+    let text = |k: &str| {
+        runtime
+            .and_then(|r| r.get(k))
+            .and_then(Value::as_nonempty_str)
+            .map(PathBuf::from)
+    };
+    Some((text("herdr_bin")?, text("herdr_socket")))
+}
+
+/// Whether to trigger now: the stored Claude limits are due and the last
+/// trigger (if any) is older than [`RETRIGGER_AFTER`].
+pub fn is_due(trigger: Option<&Value>, limits: Option<&Value>, now: i64) -> bool {
+    let last = trigger
+        .and_then(|t| t.get("at"))
+        .and_then(Value::as_i64)
+        .unwrap_or(i64::MIN / 2);
+    crate::usage::limits::is_due(limits, now) && now - last >= RETRIGGER_AFTER
+}
+
+fn read_capped(mut from: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = (&mut from).take(MAX_OUTPUT).read_to_end(&mut bytes);
+        // Drain the rest so the child never blocks on a full pipe.
+        let _ = std::io::copy(&mut from, &mut std::io::sink());
+        String::from_utf8_lossy(&bytes).trim().to_string()
+    })
+}
+
+/// Runs `herdr plugin action invoke heeler.usage-claude-limits`.
+pub fn invoke(bin: &Path, socket: Option<&Path>, timeout: Duration) -> Result<(), TriggerError> {
+    let mut command = Command::new(bin);
+    command
+        .args(["plugin", "action", "invoke", ACTION_ID])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(socket) = socket {
+        command.env("HERDR_SOCKET_PATH", socket);
+    }
+    let mut child = command.spawn().map_err(TriggerError::Spawn)?;
+    let stdout = child.stdout.take().map(read_capped);
+    let stderr = child.stderr.take().map(read_capped);
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(TriggerError::TimedOut);
+            }
+        }
+    };
+    let join = |h: Option<std::thread::JoinHandle<String>>| {
+        h.and_then(|h| h.join().ok()).unwrap_or_default()
+    };
+    let (out, err) = (join(stdout), join(stderr));
+    if status.success() {
+        return Ok(());
+    }
+    let code = status
+        .code()
+        .map_or_else(|| "signal".to_string(), |c| c.to_string());
+    let text = if err.is_empty() { out } else { err };
+    Err(TriggerError::Refused(format!("exit {code}: {text}")))
+}
+
+/// The worker's step on a Host whose Claude sign-in needs herdr's session:
+/// trigger the action when due and record the attempt.
+pub fn trigger_if_due(dir: &UsageDir, runtime: Option<&Value>, now: i64) {
+    let record = read_json(&dir.claude_limits_trigger());
+    let limits = read_json(&dir.limits(crate::usage::event::Agent::Claude));
+    if !is_due(record.as_ref(), limits.as_ref(), now) {
+        return;
+    }
+    let result = match launcher(runtime) {
+        Some((bin, socket)) => invoke(&bin, socket.as_deref(), INVOKE_TIMEOUT),
+        None => Err(TriggerError::NoLauncher),
+    };
+    let error = match &result {
+        Ok(()) => Value::Null,
+        Err(e) => Value::from(e.to_string()),
+    };
+    let record = Object::new()
+        .with("at", now)
+        .with("ok", result.is_ok())
+        .with("error", error);
+    let _ = crate::base::atomic_file::write(
+        &dir.claude_limits_trigger(),
+        Value::Object(record).to_json().as_bytes(),
+        0o600,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::json;
+
+    #[test]
+    fn due_only_when_limits_are_and_the_last_trigger_is_old() {
+        let fresh = json::parse(r#"{"state":"ok","attempted_at":1000}"#).unwrap();
+        let recent = json::parse(r#"{"at":1000,"ok":true,"error":null}"#).unwrap();
+        assert!(is_due(None, None, 1000));
+        assert!(!is_due(None, Some(&fresh), 1010));
+        assert!(!is_due(Some(&recent), None, 1000 + RETRIGGER_AFTER - 1));
+        assert!(is_due(Some(&recent), None, 1000 + RETRIGGER_AFTER));
+    }
+
+    #[test]
+    fn launcher_comes_from_the_runtime_record() {
+        let r = json::parse(r#"{"herdr_bin":"/opt/herdr","herdr_socket":"/s.sock"}"#).unwrap();
+        assert_eq!(
+            launcher(Some(&r)),
+            Some((PathBuf::from("/opt/herdr"), Some(PathBuf::from("/s.sock"))))
+        );
+        let none = json::parse(r#"{"herdr_bin":null,"herdr_socket":"/s.sock"}"#).unwrap();
+        assert_eq!(launcher(Some(&none)), None);
+        assert_eq!(launcher(None), None);
+    }
+}

@@ -1,0 +1,272 @@
+//! Claude Code transcripts: where they live and what one line contributes.
+//!
+//! Claude Code writes one assistant record per content block, repeating the
+//! response's `usage` on each, and sidechains may replay parent messages;
+//! this module only extracts facts per line (dedupe is global, in
+//! `usage::aggregate`). Directories come from the record's `cwd`, never from
+//! the lossy project key.
+
+use std::path::{Path, PathBuf};
+
+use std::borrow::Cow;
+
+use crate::usage::event::{Event, EventKind, FileParse, flags, fnv1a};
+use crate::usage::parse::jsonpick::Cursor;
+use crate::usage::parse::scan::{find, trim};
+
+/// Claude Code roots that exist and hold `projects/`: every entry of a
+/// comma-separated `CLAUDE_CONFIG_DIR`, then `~/.claude`, then
+/// `$XDG_CONFIG_HOME/claude` (default `~/.config/claude`). Duplicates removed.
+pub fn roots(config_dir: Option<&str>, home: &Path, xdg_config: Option<&str>) -> Vec<PathBuf> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(dirs) = config_dir {
+        candidates.extend(
+            dirs.split(',')
+                .map(str::trim)
+                .filter(|d| !d.is_empty())
+                .map(PathBuf::from),
+        );
+    }
+    candidates.push(home.join(".claude"));
+    match xdg_config.filter(|x| !x.is_empty()) {
+        Some(xdg) => candidates.push(Path::new(xdg).join("claude")),
+        None => candidates.push(home.join(".config").join("claude")),
+    }
+    let mut roots: Vec<PathBuf> = Vec::new();
+    for c in candidates {
+        let canonical = std::fs::canonicalize(&c).unwrap_or(c.clone());
+        if canonical.join("projects").is_dir()
+            && !roots
+                .iter()
+                .any(|r| std::fs::canonicalize(r).unwrap_or(r.clone()) == canonical)
+        {
+            roots.push(c);
+        }
+    }
+    roots
+}
+
+/// Parses one complete line of a Claude Code transcript into `fp`.
+pub fn parse_line(fp: &mut FileParse, line: &[u8]) {
+    let line = trim(line);
+    if line.is_empty() {
+        return;
+    }
+    if line[0] != b'{' || line[line.len() - 1] != b'}' {
+        fp.malformed += 1;
+        return;
+    }
+    if find(line, b"\"usage\"").is_none() || find(line, b"\"assistant\"").is_none() {
+        return;
+    }
+    let Some(fields) = pick(line) else {
+        fp.malformed += 1;
+        return;
+    };
+    if let Some(event) = event_of(fp, &fields) {
+        fp.events.push(event);
+    }
+}
+
+/// The members of an assistant record that Usage reads.
+#[derive(Default)]
+struct Fields<'a> {
+    kind: Option<Cow<'a, str>>,
+    timestamp: Option<Cow<'a, str>>,
+    cwd: Option<Cow<'a, str>>,
+    request_id: Option<Cow<'a, str>>,
+    sidechain: bool,
+    message_id: Option<Cow<'a, str>>,
+    model: Option<Cow<'a, str>>,
+    has_usage: bool,
+    input: u64,
+    output: u64,
+    cache_read: u64,
+    cache_write: u64,
+    split: Option<(u64, u64)>,
+    tier: Option<Cow<'a, str>>,
+    speed: Option<Cow<'a, str>>,
+    geo: Option<Cow<'a, str>>,
+}
+
+fn pick(line: &[u8]) -> Option<Fields<'_>> {
+    let mut f = Fields::default();
+    let mut c = Cursor::new(line);
+    c.object(|key, c| {
+        match key {
+            b"type" => f.kind = c.string()?,
+            b"timestamp" => f.timestamp = c.string()?,
+            b"cwd" => f.cwd = c.string()?,
+            b"requestId" => f.request_id = c.string()?,
+            b"isSidechain" => f.sidechain = c.bool()? == Some(true),
+            b"message" if !c.raw_is_object() => c.skip()?,
+            b"message" => c.object(|key, c| {
+                match key {
+                    b"id" => f.message_id = c.string()?,
+                    b"model" => f.model = c.string()?,
+                    b"usage" => {
+                        f.has_usage = true;
+                        return pick_usage(c, &mut f);
+                    }
+                    _ => c.skip()?,
+                }
+                Some(())
+            })?,
+            _ => c.skip()?,
+        }
+        Some(())
+    })?;
+    c.at_end().then_some(f)
+}
+
+fn pick_usage<'a>(c: &mut Cursor<'a>, f: &mut Fields<'a>) -> Option<()> {
+    if c.raw_is_object() {
+        c.object(|key, c| {
+            match key {
+                b"input_tokens" => f.input = c.count()?.unwrap_or(0),
+                b"output_tokens" => f.output = c.count()?.unwrap_or(0),
+                b"cache_read_input_tokens" => f.cache_read = c.count()?.unwrap_or(0),
+                b"cache_creation_input_tokens" => f.cache_write = c.count()?.unwrap_or(0),
+                b"service_tier" => f.tier = c.string()?,
+                b"speed" => f.speed = c.string()?,
+                b"inference_geo" => f.geo = c.string()?,
+                b"cache_creation" if c.raw_is_object() => {
+                    let (mut five, mut hour) = (0, 0);
+                    c.object(|key, c| {
+                        match key {
+                            b"ephemeral_5m_input_tokens" => five = c.count()?.unwrap_or(0),
+                            b"ephemeral_1h_input_tokens" => hour = c.count()?.unwrap_or(0),
+                            _ => c.skip()?,
+                        }
+                        Some(())
+                    })?;
+                    f.split = Some((five, hour));
+                }
+                _ => c.skip()?,
+            }
+            Some(())
+        })
+    } else {
+        f.has_usage = false;
+        c.skip()
+    }
+}
+
+fn event_of(fp: &mut FileParse, f: &Fields) -> Option<Event> {
+    if f.kind.as_deref() != Some("assistant") || !f.has_usage {
+        return None;
+    }
+    let ts = crate::usage::time::parse_timestamp(f.timestamp.as_deref()?)?;
+    let model = f.model.as_deref().filter(|m| !m.is_empty())?;
+    if model == "<synthetic>" {
+        return None;
+    }
+    let (input, output, cache_read, cache_write) = (f.input, f.output, f.cache_read, f.cache_write);
+    let (mut write_5m, mut write_1h) = (cache_write, 0);
+    if let Some((five, hour)) = f.split {
+        write_1h = hour.min(cache_write.max(five + hour));
+        write_5m = cache_write.max(five + hour) - write_1h;
+    }
+    let t = [input, cache_read, write_5m, write_1h, output, 0];
+    if t.iter().all(|&n| n == 0) {
+        return None;
+    }
+    let mut bits = 0;
+    if f.sidechain {
+        bits |= flags::SIDECHAIN;
+    }
+    match f.speed.as_deref() {
+        Some("fast") => bits |= flags::FAST | flags::HAS_SPEED,
+        Some(_) => bits |= flags::HAS_SPEED,
+        None => {}
+    }
+    if f.geo.as_deref() == Some("us") {
+        bits |= flags::GEO_US;
+    }
+    let message_id = f.message_id.as_deref().filter(|s| !s.is_empty());
+    let request_id = f.request_id.as_deref().filter(|s| !s.is_empty());
+    let (key, group) = match (message_id, request_id) {
+        (Some(m), Some(r)) => (fnv1a(&[m.as_bytes(), r.as_bytes()]), fnv1a(&[m.as_bytes()])),
+        (Some(m), None) => (0, fnv1a(&[m.as_bytes()])),
+        _ => (0, 0),
+    };
+    Some(Event {
+        kind: EventKind::Claude,
+        ts,
+        model: fp.intern(model),
+        cwd: fp.intern(f.cwd.as_deref().unwrap_or("")),
+        tier: fp.intern(f.tier.as_deref().unwrap_or("")),
+        flags: bits,
+        key,
+        group,
+        t,
+        last: [0; 6],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(lines: &[&str]) -> FileParse {
+        let mut fp = FileParse::default();
+        for l in lines {
+            parse_line(&mut fp, l.as_bytes());
+        }
+        fp
+    }
+
+    #[test]
+    fn extracts_usage_with_the_one_hour_split() {
+        let fp = parse(&[
+            r#"{"type":"assistant","timestamp":"2026-11-29T10:00:00.000Z","cwd":"/p","requestId":"req_1","message":{"id":"msg_1","model":"claude-opus-4-6","usage":{"input_tokens":3,"output_tokens":10,"cache_read_input_tokens":100,"cache_creation_input_tokens":50,"cache_creation":{"ephemeral_5m_input_tokens":20,"ephemeral_1h_input_tokens":30},"service_tier":"standard","speed":"fast","inference_geo":"us"}}}"#,
+        ]);
+        let e = &fp.events[0];
+        assert_eq!(e.t, [3, 100, 20, 30, 10, 0]);
+        assert_eq!(fp.string(e.model), "claude-opus-4-6");
+        assert_eq!(fp.string(e.cwd), "/p");
+        assert_eq!(fp.string(e.tier), "standard");
+        assert_eq!(e.flags, flags::FAST | flags::HAS_SPEED | flags::GEO_US);
+        assert_ne!(e.key, 0);
+    }
+
+    #[test]
+    fn writes_without_a_split_are_five_minute_writes() {
+        let fp = parse(&[
+            r#"{"type":"assistant","timestamp":"2026-11-29T10:00:00Z","message":{"model":"m","usage":{"input_tokens":1,"cache_creation_input_tokens":7}}}"#,
+        ]);
+        assert_eq!(fp.events[0].t, [1, 0, 7, 0, 0, 0]);
+        assert_eq!(fp.events[0].key, 0);
+    }
+
+    #[test]
+    fn other_lines_skipped_and_malformed_counted() {
+        let fp = parse(&[
+            r#"{"type":"user","message":{"content":"usage assistant"}}"#,
+            r#"{"type":"assistant","timestamp":"2026-11-29T10:00:00Z","message":{"model":"<synthetic>","usage":{"input_tokens":0}}}"#,
+            r#"{"type":"assistant","usage": oops}"#,
+            "not json at all",
+            "",
+            r#"{"type":"assistant","timestamp":"bad","message":{"model":"m","usage":{"input_tokens":1}}}"#,
+        ]);
+        assert!(fp.events.is_empty());
+        assert_eq!(fp.malformed, 2);
+    }
+
+    #[test]
+    fn roots_are_found_once() {
+        let dir = std::env::temp_dir().join(format!("heeler-claude-roots-{}", std::process::id()));
+        let home = dir.join("home");
+        std::fs::create_dir_all(home.join(".claude/projects")).unwrap();
+        std::fs::create_dir_all(home.join(".config/claude/projects")).unwrap();
+        std::fs::create_dir_all(dir.join("custom/projects")).unwrap();
+        let custom = dir.join("custom");
+        let both = format!("{},{}", custom.display(), home.join(".claude").display());
+        let found = roots(Some(&both), &home, None);
+        assert_eq!(
+            found,
+            vec![custom, home.join(".claude"), home.join(".config/claude")]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

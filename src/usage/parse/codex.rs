@@ -1,0 +1,591 @@
+//! Codex rollouts: where they live, what each line contributes, and the
+//! counting rule that turns re-emitted cumulative totals into requests.
+//!
+//! Codex re-emits `token_count` events with unchanged cumulative totals and
+//! forked/subagent rollouts replay their parent's history, so summing
+//! `last_token_usage` double counts. The parser keeps the facts per line
+//! (resumable: the latest model/cwd/tier live in [`CodexMeta`]); the rule
+//! in [`requests`] turns one file's events into counted deltas: per-response
+//! `token_usage_record`s when the file has them, else positive deltas of
+//! the cumulative totals over a never-lowered watermark that starts at the
+//! fork parent's totals.
+
+use std::path::{Path, PathBuf};
+
+use std::borrow::Cow;
+
+use crate::usage::event::{Event, EventKind, FileParse, Tokens, fnv1a};
+use crate::usage::parse::jsonpick::Cursor;
+use crate::usage::parse::scan::{find, trim};
+
+/// Codex homes (comma-separated `CODEX_HOME`, else `~/.codex`) and, in
+/// each, the directories holding rollouts.
+pub fn roots(codex_home: Option<&str>, home: &Path) -> Vec<PathBuf> {
+    let homes: Vec<PathBuf> = match codex_home.filter(|h| !h.trim().is_empty()) {
+        Some(list) => list
+            .split(',')
+            .map(str::trim)
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .collect(),
+        None => vec![home.join(".codex")],
+    };
+    let mut out = Vec::new();
+    for h in homes {
+        if (h.join("sessions").is_dir() || h.join("archived_sessions").is_dir())
+            && !out.contains(&h)
+        {
+            out.push(h);
+        }
+    }
+    out
+}
+
+/// Whether a file name is a rollout (`rollout-*.jsonl` or `.jsonl.zst`).
+pub fn is_rollout_name(name: &str) -> bool {
+    name.starts_with("rollout-") && (name.ends_with(".jsonl") || name.ends_with(".jsonl.zst"))
+}
+
+fn top_type(line: &[u8]) -> Option<&[u8]> {
+    // The envelope's own "type" precedes "payload" (first ~99 bytes).
+    let window = &line[..line.len().min(512)];
+    let at = find(window, b"\"type\":\"")? + 8;
+    let end = window[at..].iter().position(|&b| b == b'"')?;
+    Some(&window[at..at + end])
+}
+
+/// A usage object in Codex order, or `None` when the value is not an object.
+fn counters(c: &mut Cursor) -> Option<Option<[u64; 6]>> {
+    if !c.raw_is_object() {
+        c.skip()?;
+        return Some(None);
+    }
+    let mut out = [0u64; 6];
+    c.object(|key, c| {
+        let slot = match key {
+            b"input_tokens" => 0,
+            b"cached_input_tokens" => 1,
+            b"cache_write_input_tokens" => 2,
+            b"output_tokens" => 3,
+            b"reasoning_output_tokens" => 4,
+            b"total_tokens" => 5,
+            _ => return c.skip(),
+        };
+        out[slot] = c.count()?.unwrap_or(0);
+        Some(())
+    })?;
+    Some(Some(out))
+}
+
+/// Parses one complete line of a rollout into `fp`.
+pub fn parse_line(fp: &mut FileParse, line: &[u8]) {
+    let line = trim(line);
+    if line.is_empty() {
+        return;
+    }
+    if line[0] != b'{' || line[line.len() - 1] != b'}' {
+        fp.malformed += 1;
+        return;
+    }
+    let Some(kind) = top_type(line) else {
+        return;
+    };
+    let wanted = match kind {
+        b"session_meta" | b"turn_context" | b"token_usage_record" => true,
+        b"event_msg" => {
+            let head = &line[..line.len().min(512)];
+            find(head, b"\"token_count\"").is_some()
+                || find(head, b"\"thread_settings_applied\"").is_some()
+        }
+        _ => false,
+    };
+    if !wanted {
+        return;
+    }
+    if apply(fp, line).is_none() {
+        fp.malformed += 1;
+    }
+}
+
+type Text<'a> = Option<Cow<'a, str>>;
+
+/// Payload members Usage reads, across all line types.
+#[derive(Default)]
+struct Payload<'a> {
+    kind: Text<'a>,
+    id: Text<'a>,
+    timestamp: Text<'a>,
+    cwd: Text<'a>,
+    model: Text<'a>,
+    forked_from: Text<'a>,
+    spawn_parent: bool,
+    service_tier: Text<'a>,
+    settings_tier: Text<'a>,
+    settings_model: Text<'a>,
+    has_info: bool,
+    total: Option<[u64; 6]>,
+    last: Option<[u64; 6]>,
+    rate_limits: Option<&'a [u8]>,
+    response_id: Text<'a>,
+    usage: Option<[u64; 6]>,
+}
+
+fn pick_source(c: &mut Cursor, p: &mut Payload) -> Option<()> {
+    // source: {"subagent":{"thread_spawn":{"parent_thread_id":…}}} or a string.
+    if !c.raw_is_object() {
+        return c.skip();
+    }
+    c.object(|key, c| {
+        if key != b"subagent" || !c.raw_is_object() {
+            return c.skip();
+        }
+        c.object(|key, c| {
+            if key != b"thread_spawn" || !c.raw_is_object() {
+                return c.skip();
+            }
+            c.object(|key, c| {
+                if key == b"parent_thread_id" {
+                    p.spawn_parent = c.string()?.is_some_and(|s| !s.is_empty());
+                    return Some(());
+                }
+                c.skip()
+            })
+        })
+    })
+}
+
+fn pick_payload<'a>(raw: &'a [u8]) -> Option<Payload<'a>> {
+    let mut p = Payload::default();
+    let mut c = Cursor::new(raw);
+    c.object(|key, c| {
+        match key {
+            b"type" => p.kind = c.string()?,
+            b"id" => p.id = c.string()?,
+            b"timestamp" => p.timestamp = c.string()?,
+            b"cwd" => p.cwd = c.string()?,
+            b"model" => p.model = c.string()?,
+            b"forked_from_id" => p.forked_from = c.string()?,
+            b"source" => pick_source(c, &mut p)?,
+            b"service_tier" => p.service_tier = c.string()?,
+            b"response_id" => p.response_id = c.string()?,
+            b"usage" => p.usage = counters(c)?,
+            b"thread_settings" if c.raw_is_object() => c.object(|key, c| {
+                match key {
+                    b"service_tier" => p.settings_tier = c.string()?,
+                    b"model" => p.settings_model = c.string()?,
+                    _ => c.skip()?,
+                }
+                Some(())
+            })?,
+            b"info" if c.raw_is_object() => {
+                p.has_info = true;
+                c.object(|key, c| {
+                    match key {
+                        b"total_token_usage" => p.total = counters(c)?,
+                        b"last_token_usage" => p.last = counters(c)?,
+                        _ => c.skip()?,
+                    }
+                    Some(())
+                })?
+            }
+            b"rate_limits" if c.raw_is_object() => p.rate_limits = Some(c.raw()?),
+            _ => c.skip()?,
+        }
+        Some(())
+    })?;
+    Some(p)
+}
+
+/// The `limit_id` of a raw `rate_limits` object.
+fn limit_id(raw: &[u8]) -> Option<Option<String>> {
+    let mut id = None;
+    Cursor::new(raw).object(|key, c| {
+        if key == b"limit_id" {
+            id = c.string()?.map(|s| s.into_owned());
+            return Some(());
+        }
+        c.skip()
+    })?;
+    Some(id)
+}
+
+fn apply(fp: &mut FileParse, line: &[u8]) -> Option<()> {
+    let (mut ts_text, mut kind, mut payload_raw): (Text, Text, Option<&[u8]>) = (None, None, None);
+    let mut c = Cursor::new(line);
+    c.object(|key, c| {
+        match key {
+            b"timestamp" => ts_text = c.string()?,
+            b"type" => kind = c.string()?,
+            b"payload" => payload_raw = Some(c.raw()?),
+            _ => c.skip()?,
+        }
+        Some(())
+    })?;
+    if !c.at_end() {
+        return None;
+    }
+    let ts = ts_text
+        .as_deref()
+        .and_then(crate::usage::time::parse_timestamp);
+    let Some(raw) = payload_raw else {
+        return Some(());
+    };
+    let p = pick_payload(raw)?;
+    let nonempty = |t: &Text| t.as_deref().filter(|s| !s.is_empty()).map(str::to_owned);
+    match kind.as_deref() {
+        Some("session_meta") => {
+            if !fp.codex.thread_id.is_empty() {
+                return Some(()); // Later session_meta lines are a parent's, replayed.
+            }
+            fp.codex.thread_id = nonempty(&p.id).unwrap_or_default();
+            fp.codex.meta_ts = p
+                .timestamp
+                .as_deref()
+                .and_then(crate::usage::time::parse_timestamp)
+                .or(ts)
+                .unwrap_or(0);
+            fp.codex.subagent = p.spawn_parent;
+            fp.codex.forked_from = nonempty(&p.forked_from).unwrap_or_default();
+            if let Some(cwd) = nonempty(&p.cwd)
+                && fp.codex.cwd == 0
+            {
+                fp.codex.cwd = fp.intern(&cwd);
+            }
+        }
+        Some("turn_context") => {
+            if let Some(model) = nonempty(&p.model) {
+                fp.codex.model = fp.intern(&model);
+            }
+            if let Some(cwd) = nonempty(&p.cwd) {
+                fp.codex.cwd = fp.intern(&cwd);
+            }
+        }
+        Some("event_msg") => match p.kind.as_deref() {
+            Some("thread_settings_applied") => {
+                if let Some(tier) = nonempty(&p.settings_tier).or_else(|| nonempty(&p.service_tier))
+                {
+                    fp.codex.tier = fp.intern(&tier);
+                }
+                if let Some(model) = nonempty(&p.settings_model)
+                    && fp.codex.model == 0
+                {
+                    fp.codex.model = fp.intern(&model);
+                }
+            }
+            Some("token_count") => {
+                let Some(ts) = ts else { return Some(()) };
+                if let Some(raw) = p.rate_limits {
+                    let id = limit_id(raw)?;
+                    if (id.is_none() || id.as_deref() == Some("codex"))
+                        && ts >= fp.codex.rate_limits_ts
+                    {
+                        fp.codex.rate_limits = String::from_utf8_lossy(raw).into_owned();
+                        fp.codex.rate_limits_ts = ts;
+                    }
+                }
+                if !p.has_info {
+                    return Some(());
+                }
+                let (kind, t, last) = match (p.total, p.last) {
+                    (Some(t), l) => (EventKind::CodexTotals, t, l.unwrap_or([0; 6])),
+                    (None, Some(l)) => (EventKind::CodexLast, [0; 6], l),
+                    (None, None) => return Some(()),
+                };
+                fp.events.push(Event {
+                    kind,
+                    ts,
+                    model: fp.codex.model,
+                    cwd: fp.codex.cwd,
+                    tier: fp.codex.tier,
+                    flags: 0,
+                    key: 0,
+                    group: 0,
+                    t,
+                    last,
+                });
+            }
+            _ => {}
+        },
+        Some("token_usage_record") => {
+            let (Some(ts), Some(usage)) = (ts, p.usage) else {
+                return Some(());
+            };
+            let key = nonempty(&p.response_id)
+                .map(|id| fnv1a(&[b"codex-response", id.as_bytes()]))
+                .unwrap_or(0);
+            fp.events.push(Event {
+                kind: EventKind::CodexRecord,
+                ts,
+                model: fp.codex.model,
+                cwd: fp.codex.cwd,
+                tier: fp.codex.tier,
+                flags: 0,
+                key,
+                group: 0,
+                t: usage,
+                last: [0; 6],
+            });
+        }
+        _ => {}
+    }
+    Some(())
+}
+
+/// One counted Codex request (a delta or a record), before pricing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub ts: i64,
+    pub model: u32,
+    pub cwd: u32,
+    pub tier: u32,
+    pub tokens: Tokens,
+    /// Global dedupe key: `response_id`, else (ts, model, counters).
+    pub key: u64,
+}
+
+/// Codex counters (inclusive semantics) to disjoint Claude-style buckets.
+pub fn normalise(c: [u64; 6]) -> Tokens {
+    let [input, cached, write, output, reasoning, _] = c;
+    let cached = cached.min(input);
+    let write = write.min(input - cached);
+    Tokens {
+        input: input - cached - write,
+        cache_read: cached,
+        cache_write_5m: write,
+        cache_write_1h: 0,
+        output,
+        reasoning: reasoning.min(output),
+    }
+}
+
+fn max6(a: [u64; 6], b: [u64; 6]) -> [u64; 6] {
+    std::array::from_fn(|i| a[i].max(b[i]))
+}
+
+/// The highest cumulative totals of `fp` observed at or before `at`.
+pub fn totals_at(fp: &FileParse, at: i64) -> [u64; 6] {
+    fp.events
+        .iter()
+        .filter(|e| e.kind == EventKind::CodexTotals && e.ts <= at)
+        .fold([0; 6], |acc, e| max6(acc, e.t))
+}
+
+/// Outcome of [`requests`] for one file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counted {
+    pub requests: Vec<Request>,
+    /// Events that contributed nothing (re-emitted totals, replays).
+    pub duplicates: u64,
+}
+
+/// Applies the counting rule to one file. `baseline` is the fork parent's
+/// cumulative totals at the fork point (`None` when there is no parent or
+/// it could not be found).
+pub fn requests(fp: &FileParse, baseline: Option<[u64; 6]>) -> Counted {
+    let mut out = Counted::default();
+    let push = |out: &mut Counted, e: &Event, c: [u64; 6], key: u64| {
+        let tokens = normalise(c);
+        if tokens.total() == 0 {
+            out.duplicates += 1;
+            return;
+        }
+        let key = if key != 0 {
+            key
+        } else {
+            let mut bytes = Vec::with_capacity(64);
+            bytes.extend(e.ts.to_le_bytes());
+            for n in c {
+                bytes.extend(n.to_le_bytes());
+            }
+            fnv1a(&[b"codex-delta", fp.string(e.model).as_bytes(), &bytes])
+        };
+        out.requests.push(Request {
+            ts: e.ts,
+            model: e.model,
+            cwd: e.cwd,
+            tier: e.tier,
+            tokens,
+            key,
+        });
+    };
+    if fp.events.iter().any(|e| e.kind == EventKind::CodexRecord) {
+        for e in &fp.events {
+            match e.kind {
+                EventKind::CodexRecord => push(&mut out, e, e.t, e.key),
+                _ => out.duplicates += 1,
+            }
+        }
+        return out;
+    }
+    let mut watermark = baseline.unwrap_or([0; 6]);
+    let mut skip_burst_second = None;
+    if baseline.is_none() && (fp.codex.subagent || !fp.codex.forked_from.is_empty()) {
+        // Replay burst: the first token_count events sharing one second carry
+        // the parent's totals; they set the baseline and are not counted.
+        let totals: Vec<&Event> = fp
+            .events
+            .iter()
+            .filter(|e| e.kind == EventKind::CodexTotals)
+            .collect();
+        if totals.len() >= 2 && totals[0].ts == totals[1].ts {
+            skip_burst_second = Some(totals[0].ts);
+        }
+    }
+    let mut interleaved = false;
+    let mut saw_totals = false;
+    for e in &fp.events {
+        match e.kind {
+            EventKind::CodexTotals => {
+                saw_totals = true;
+                if Some(e.ts) == skip_burst_second {
+                    watermark = max6(watermark, e.t);
+                    out.duplicates += 1;
+                    continue;
+                }
+                skip_burst_second = None;
+                if (0..6).any(|i| e.t[i] < watermark[i]) {
+                    interleaved = true;
+                }
+                let mut delta: [u64; 6] =
+                    std::array::from_fn(|i| e.t[i].saturating_sub(watermark[i]));
+                if interleaved && e.last.iter().any(|&n| n > 0) {
+                    delta = std::array::from_fn(|i| delta[i].min(e.last[i]));
+                }
+                watermark = max6(watermark, e.t);
+                push(&mut out, e, delta, 0);
+            }
+            EventKind::CodexLast if !saw_totals => push(&mut out, e, e.last, 0),
+            _ => out.duplicates += 1,
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tc(ts: &str, total: [u64; 3], last: [u64; 3]) -> String {
+        format!(
+            r#"{{"timestamp":"{ts}","type":"event_msg","payload":{{"type":"token_count","info":{{"total_token_usage":{{"input_tokens":{},"cached_input_tokens":{},"output_tokens":{},"reasoning_output_tokens":0,"total_tokens":{}}},"last_token_usage":{{"input_tokens":{},"cached_input_tokens":{},"output_tokens":{},"reasoning_output_tokens":0,"total_tokens":{}}}}},"rate_limits":null}}}}"#,
+            total[0],
+            total[1],
+            total[2],
+            total[0] + total[2],
+            last[0],
+            last[1],
+            last[2],
+            last[0] + last[2]
+        )
+    }
+
+    fn parse(lines: &[String]) -> FileParse {
+        let mut fp = FileParse::default();
+        for l in lines {
+            parse_line(&mut fp, l.as_bytes());
+        }
+        fp
+    }
+
+    const META: &str = r#"{"timestamp":"2026-11-29T09:00:00Z","type":"session_meta","payload":{"id":"t1","cwd":"/meta","timestamp":"2026-11-29T09:00:00Z"}}"#;
+    const CTX: &str = r#"{"timestamp":"2026-11-29T09:00:01Z","type":"turn_context","payload":{"model":"gpt-5.5","cwd":"/work"}}"#;
+
+    #[test]
+    fn re_emitted_totals_count_once() {
+        let fp = parse(&[
+            META.into(),
+            CTX.into(),
+            tc("2026-11-29T10:00:00Z", [100, 40, 10], [100, 40, 10]),
+            tc("2026-11-29T10:00:01Z", [100, 40, 10], [100, 40, 10]),
+            tc("2026-11-29T10:01:00Z", [250, 140, 30], [150, 100, 20]),
+        ]);
+        let counted = requests(&fp, None);
+        assert_eq!(counted.requests.len(), 2);
+        assert_eq!(counted.duplicates, 1);
+        let sum = counted.requests.iter().fold(Tokens::default(), |mut a, r| {
+            a.add(&r.tokens);
+            a
+        });
+        assert_eq!(sum.input + sum.cache_read, 250);
+        assert_eq!(sum.cache_read, 140);
+        assert_eq!(sum.output, 30);
+        assert_eq!(fp.string(counted.requests[0].model), "gpt-5.5");
+        assert_eq!(fp.string(counted.requests[0].cwd), "/work");
+        assert_eq!(fp.codex.thread_id, "t1");
+    }
+
+    #[test]
+    fn fork_starts_from_parent_totals() {
+        let fp = parse(&[
+            r#"{"timestamp":"2026-11-29T11:00:00Z","type":"session_meta","payload":{"id":"child","forked_from_id":"t1","cwd":"/c"}}"#.into(),
+            tc("2026-11-29T10:01:00Z", [250, 140, 30], [150, 100, 20]),
+            tc("2026-11-29T11:05:00Z", [300, 150, 35], [50, 10, 5]),
+        ]);
+        assert_eq!(fp.codex.forked_from, "t1");
+        let counted = requests(&fp, Some([250, 140, 0, 30, 0, 280]));
+        assert_eq!(counted.requests.len(), 1);
+        assert_eq!(counted.requests[0].tokens.input, 40);
+        assert_eq!(counted.requests[0].tokens.cache_read, 10);
+        assert_eq!(counted.requests[0].tokens.output, 5);
+    }
+
+    #[test]
+    fn records_win_over_totals() {
+        let fp = parse(&[
+            CTX.into(),
+            tc("2026-11-29T10:00:00Z", [100, 0, 10], [100, 0, 10]),
+            r#"{"timestamp":"2026-11-29T10:00:00Z","type":"token_usage_record","payload":{"response_id":"resp_1","usage":{"input_tokens":100,"cached_input_tokens":20,"output_tokens":10,"reasoning_output_tokens":4,"total_tokens":110}}}"#.into(),
+            r#"{"timestamp":"2026-11-29T10:00:00Z","type":"compacted","payload":{"latest_token_usage_record":{"response_id":"resp_0","usage":{"input_tokens":999}}}}"#.into(),
+        ]);
+        let counted = requests(&fp, None);
+        assert_eq!(counted.requests.len(), 1);
+        assert_eq!(counted.requests[0].tokens.reasoning, 4);
+        assert_eq!(counted.requests[0].tokens.input, 80);
+        assert_eq!(
+            counted.requests[0].key,
+            fnv1a(&[b"codex-response", b"resp_1"])
+        );
+    }
+
+    #[test]
+    fn interleaved_lineages_never_exceed_the_maximum() {
+        let fp = parse(&[
+            CTX.into(),
+            tc("2026-11-29T10:00:00Z", [1000, 0, 100], [1000, 0, 100]),
+            tc("2026-11-29T10:00:05Z", [200, 0, 20], [200, 0, 20]),
+            tc("2026-11-29T10:00:09Z", [1100, 0, 110], [100, 0, 10]),
+        ]);
+        let counted = requests(&fp, None);
+        let total: u64 = counted.requests.iter().map(|r| r.tokens.total()).sum();
+        assert_eq!(total, 1210);
+    }
+
+    #[test]
+    fn unresolved_subagent_skips_the_replay_burst() {
+        let fp = parse(&[
+            r#"{"timestamp":"2026-11-29T10:00:00Z","type":"session_meta","payload":{"id":"sub","source":{"subagent":{"thread_spawn":{"parent_thread_id":"t1"}}}}}"#.into(),
+            CTX.into(),
+            tc("2026-11-29T10:00:00Z", [100, 0, 10], [100, 0, 10]),
+            tc("2026-11-29T10:00:00Z", [250, 0, 30], [150, 0, 20]),
+            tc("2026-11-29T10:02:00Z", [300, 0, 35], [50, 0, 5]),
+        ]);
+        assert!(fp.codex.subagent);
+        let counted = requests(&fp, None);
+        assert_eq!(counted.requests.len(), 1);
+        assert_eq!(counted.requests[0].tokens.total(), 55);
+    }
+
+    #[test]
+    fn tier_rate_limits_and_malformed() {
+        let fp = parse(&[
+            r#"{"timestamp":"2026-11-29T10:00:00Z","type":"event_msg","payload":{"type":"thread_settings_applied","thread_settings":{"service_tier":"priority","model":"gpt-5.4"}}}"#.into(),
+            r#"{"timestamp":"2026-11-29T10:00:02Z","type":"event_msg","payload":{"type":"token_count","info":null,"rate_limits":{"limit_id":"codex","primary":{"used_percent":12.0,"window_minutes":300,"resets_at":1764470000}}}}"#.into(),
+            r#"{"timestamp":"2026-11-29T10:00:03Z","type":"event_msg","payload":{"type":"token_count", broken"#.into(),
+            r#"{"timestamp":"2026-11-29T10:00:03Z","type":"response_item","payload":{}}"#.into(),
+        ]);
+        assert_eq!(fp.string(fp.codex.tier), "priority");
+        assert_eq!(fp.string(fp.codex.model), "gpt-5.4");
+        assert!(fp.codex.rate_limits.contains("\"used_percent\":12"));
+        assert_eq!(fp.malformed, 1);
+    }
+}

@@ -1,0 +1,334 @@
+//! Picking a few fields out of a large JSON line without building it.
+//!
+//! A transcript line that carries usage also carries the response's text,
+//! tool output or base instructions (kilobytes to megabytes); Usage needs a
+//! dozen numbers and strings from it. This walker visits an object's
+//! members, lets the caller read the ones it wants, and skips everything
+//! else by scanning brackets and strings, allocating only for the strings
+//! it returns. Structural errors (a torn or garbled line) make it return
+//! `None`, which the parsers count as malformed.
+
+use std::borrow::Cow;
+
+use crate::usage::parse::scan::{bytes_below, bytes_equal, first_where};
+
+/// A position in one JSON text.
+pub struct Cursor<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Cursor<'a> {
+    pub fn new(b: &'a [u8]) -> Cursor<'a> {
+        Cursor { b, i: 0 }
+    }
+
+    #[inline]
+    fn ws(&mut self) {
+        while self.i < self.b.len() && matches!(self.b[self.i], b' ' | b'\t' | b'\n' | b'\r') {
+            self.i += 1;
+        }
+    }
+
+    #[inline]
+    fn peek(&mut self) -> Option<u8> {
+        self.ws();
+        self.b.get(self.i).copied()
+    }
+
+    /// Whether only whitespace remains.
+    pub fn at_end(&mut self) -> bool {
+        self.peek().is_none()
+    }
+
+    /// Skips a string starting at `"`; returns its raw contents (escapes
+    /// undecoded) and whether it has escapes.
+    fn raw_string(&mut self) -> Option<(&'a [u8], bool)> {
+        if self.b.get(self.i) != Some(&b'"') {
+            return None;
+        }
+        let start = self.i + 1;
+        let mut j = start;
+        let mut escaped = false;
+        // Long string values (message text, tool output) are skipped a word
+        // at a time up to the next quote, backslash or control byte.
+        let special = |b: u8| b == b'"' || b == b'\\' || b < 0x20;
+        loop {
+            j += first_where(
+                self.b.get(j..)?,
+                |v| bytes_equal(v, b'"') | bytes_equal(v, b'\\') | bytes_below(v, 0x20),
+                special,
+            )?;
+            match self.b[j] {
+                b'"' => break,
+                b'\\' => {
+                    escaped = true;
+                    j += 2;
+                }
+                _ => return None,
+            }
+        }
+        self.i = j + 1;
+        Some((&self.b[start..j], escaped))
+    }
+
+    /// Skips one value of any kind.
+    pub fn skip(&mut self) -> Option<()> {
+        match self.peek()? {
+            b'"' => self.raw_string().map(|_| ()),
+            b'{' | b'[' => {
+                let mut depth = 0usize;
+                loop {
+                    match self.b.get(self.i)? {
+                        b'{' | b'[' => {
+                            depth += 1;
+                            self.i += 1;
+                        }
+                        b'}' | b']' => {
+                            depth -= 1;
+                            self.i += 1;
+                            if depth == 0 {
+                                return Some(());
+                            }
+                        }
+                        b'"' => {
+                            self.raw_string()?;
+                        }
+                        _ => self.i += 1,
+                    }
+                }
+            }
+            _ => {
+                let start = self.i;
+                while self.i < self.b.len()
+                    && !matches!(
+                        self.b[self.i],
+                        b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'
+                    )
+                {
+                    self.i += 1;
+                }
+                let token = &self.b[start..self.i];
+                let ok = matches!(token, b"true" | b"false" | b"null")
+                    || (!token.is_empty()
+                        && token.iter().all(|c| {
+                            c.is_ascii_digit() || matches!(c, b'-' | b'+' | b'.' | b'e' | b'E')
+                        }));
+                ok.then_some(())
+            }
+        }
+    }
+
+    /// Visits every member of the object at the cursor. `f` gets the raw key
+    /// and must consume the value (read it or [`Cursor::skip`] it).
+    pub fn object(
+        &mut self,
+        mut f: impl FnMut(&[u8], &mut Cursor<'a>) -> Option<()>,
+    ) -> Option<()> {
+        if self.peek()? != b'{' {
+            return None;
+        }
+        self.i += 1;
+        if self.peek()? == b'}' {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            self.ws();
+            let (key, _) = self.raw_string()?;
+            if self.peek()? != b':' {
+                return None;
+            }
+            self.i += 1;
+            self.ws();
+            f(key, self)?;
+            match self.peek()? {
+                b',' => self.i += 1,
+                b'}' => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// Visits every element of the array at the cursor; `f` must consume it.
+    pub fn array(&mut self, mut f: impl FnMut(&mut Cursor<'a>) -> Option<()>) -> Option<()> {
+        if self.peek()? != b'[' {
+            return None;
+        }
+        self.i += 1;
+        if self.peek()? == b']' {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            self.ws();
+            f(self)?;
+            match self.peek()? {
+                b',' => self.i += 1,
+                b']' => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// Whether the value at the cursor is an object.
+    pub fn raw_is_object(&mut self) -> bool {
+        self.peek() == Some(b'{')
+    }
+
+    /// The raw text of the value at the cursor (then skipped).
+    pub fn raw(&mut self) -> Option<&'a [u8]> {
+        self.ws();
+        let start = self.i;
+        self.skip()?;
+        Some(&self.b[start..self.i])
+    }
+
+    /// A string value (decoded), or `None` for any other value (skipped).
+    pub fn string(&mut self) -> Option<Option<Cow<'a, str>>> {
+        if self.peek()? != b'"' {
+            self.skip()?;
+            return Some(None);
+        }
+        let (raw, escaped) = self.raw_string()?;
+        if !escaped {
+            return Some(std::str::from_utf8(raw).ok().map(Cow::Borrowed));
+        }
+        // Rare: decode escapes through the full parser.
+        let mut quoted = Vec::with_capacity(raw.len() + 2);
+        quoted.push(b'"');
+        quoted.extend_from_slice(raw);
+        quoted.push(b'"');
+        let text = std::str::from_utf8(&quoted).ok()?;
+        match crate::base::json::parse(text) {
+            Ok(crate::base::json::Value::String(s)) => Some(Some(Cow::Owned(s))),
+            _ => None,
+        }
+    }
+
+    /// A non-negative integer (JS `Number.isInteger` semantics, so `12.0`
+    /// counts), or `None` for any other value (skipped).
+    pub fn count(&mut self) -> Option<Option<u64>> {
+        // Fast path: plain digits followed by a delimiter.
+        self.ws();
+        let start = self.i;
+        let mut n: u64 = 0;
+        while let Some(d) = self.b.get(self.i).filter(|c| c.is_ascii_digit()) {
+            match n
+                .checked_mul(10)
+                .and_then(|n| n.checked_add(u64::from(d - b'0')))
+            {
+                Some(v) => n = v,
+                None => break,
+            }
+            self.i += 1;
+        }
+        if self.i > start
+            && matches!(
+                self.b.get(self.i),
+                None | Some(b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t')
+            )
+        {
+            return Some(Some(n));
+        }
+        self.i = start;
+        let raw = self.raw()?;
+        if raw.first().is_some_and(u8::is_ascii_digit) {
+            if raw.iter().all(u8::is_ascii_digit) {
+                return Some(std::str::from_utf8(raw).ok().and_then(|s| s.parse().ok()));
+            }
+            let f: Option<f64> = std::str::from_utf8(raw).ok().and_then(|s| s.parse().ok());
+            return Some(
+                f.filter(|f| f.fract() == 0.0 && *f < 9.0e18)
+                    .map(|f| f as u64),
+            );
+        }
+        Some(None)
+    }
+
+    /// A boolean, or `None` for any other value (skipped).
+    pub fn bool(&mut self) -> Option<Option<bool>> {
+        let raw = self.raw()?;
+        Some(match raw {
+            b"true" => Some(true),
+            b"false" => Some(false),
+            _ => None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn picks_members_and_skips_the_rest() {
+        let text = br#"{"a":{"x":[1,{"y":"}]\"{"}],"n":12.0},"s":"h\u00e9\n","t":true,"z":null,"big":-1.5e3}"#;
+        let mut c = Cursor::new(text);
+        let (mut n, mut s, mut t) = (None, None, None);
+        c.object(|k, c| match k {
+            b"a" => c.object(|k, c| match k {
+                b"n" => {
+                    n = c.count()?;
+                    Some(())
+                }
+                _ => c.skip(),
+            }),
+            b"s" => {
+                s = c.string()?.map(|s| s.into_owned());
+                Some(())
+            }
+            b"t" => {
+                t = c.bool()?;
+                Some(())
+            }
+            _ => c.skip(),
+        })
+        .unwrap();
+        assert!(c.at_end());
+        assert_eq!(n, Some(12));
+        assert_eq!(s.as_deref(), Some("hé\n"));
+        assert_eq!(t, Some(true));
+    }
+
+    #[test]
+    fn counts_in_arrays() {
+        let mut got = Vec::new();
+        Cursor::new(b"[ 0, 12 ,7.0, 99999999999999999999, -3, \"9\", 1e3]")
+            .array(|c| {
+                got.push(c.count()?);
+                Some(())
+            })
+            .unwrap();
+        assert_eq!(
+            got,
+            vec![Some(0), Some(12), Some(7), None, None, None, Some(1000)]
+        );
+    }
+
+    #[test]
+    fn torn_and_garbled_lines_fail() {
+        for bad in [
+            &br#"{"a":1"#[..],
+            br#"{"a":[1,2}"#,
+            br#"{"a" 1}"#,
+            br#"{"a":"unterminated}"#,
+            br#"{"a":tru}"#,
+            br#"{a:1}"#,
+        ] {
+            let mut c = Cursor::new(bad);
+            assert_eq!(
+                c.object(|_, c| c.skip()),
+                None,
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+}

@@ -1,0 +1,6 @@
+//! Transcript parsing.
+
+pub mod claude;
+pub mod codex;
+pub mod jsonpick;
+pub mod scan;

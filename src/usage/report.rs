@@ -1,0 +1,478 @@
+//! The cached snapshot and the JSON v1 answer built from it.
+//!
+//! The worker keeps priced totals in 15-minute UTC slots (in the aggregate
+//! state, `usage::store::state`) and a [`Snapshot`] header beside them
+//! (`snapshot-v1.json`, with answers rendered ahead for the zones queries
+//! use); a query turns the slots into the v1 document for *its* zone and
+//! *its* now (today / 7-day / 30-day windows, 30 zero-filled days, models,
+//! top directories) in a few milliseconds, so the answer is correct in any
+//! zone and on any day without rescanning.
+
+use crate::base::json::{self, Object, Value};
+use crate::usage::aggregate::{SlotTotals, Totals};
+use crate::usage::event::Agent;
+use crate::usage::parse::jsonpick::Cursor;
+use crate::usage::pricing::SourceMeta;
+use crate::usage::time::format_date;
+use crate::usage::tz::Zone;
+
+type HashMap<K, V> = std::collections::HashMap<
+    K,
+    V,
+    std::hash::BuildHasherDefault<crate::usage::aggregate::QuickHasher>,
+>;
+
+/// Schema version of the query answer and the snapshot file.
+pub const VERSION: u64 = 1;
+/// Days in the longest window.
+pub const DAYS: i64 = 30;
+/// Directories listed by name.
+pub const TOP_DIRECTORIES: usize = 10;
+
+/// What the worker leaves for queries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    pub generated_at: i64,
+    /// The worker stopped at its budget; another run continues the backfill.
+    pub partial: bool,
+    pub pricing: SourceMeta,
+    pub coverage: Value,
+    /// The fingerprint of the aggregate state (`aggregate-v1.bin`) that
+    /// holds these slots: the file carries no slots, a query for a zone
+    /// not rendered ahead reads them from that state.
+    pub aggregate: u64,
+    /// In memory only.
+    pub slots: Vec<SlotTotals>,
+}
+
+impl Snapshot {
+    /// `snapshot-v1.json`: the header, and the aggregate state holding the
+    /// slots named by its fingerprint.
+    pub fn to_json(&self) -> String {
+        self.to_json_with(&[])
+    }
+
+    /// [`Snapshot::to_json`] plus token members rendered ahead for some
+    /// (zone, local day) pairs, so a query in one of them reads no slots.
+    pub fn to_json_with(&self, rendered: &[Rendered]) -> String {
+        Value::Object(
+            Object::new()
+                .with("v", VERSION)
+                .with("generated_at", self.generated_at)
+                .with("partial", self.partial)
+                .with("pricing", pricing_value(&self.pricing))
+                .with("coverage", self.coverage.clone())
+                .with("aggregate", format!("{:016x}", self.aggregate))
+                .with(
+                    "rendered",
+                    Value::Array(
+                        rendered
+                            .iter()
+                            .map(|r| {
+                                Value::Object(
+                                    Object::new()
+                                        .with("tz", r.tz.as_str())
+                                        .with("day", r.day)
+                                        .with("parts", Value::Object(r.parts.clone())),
+                                )
+                            })
+                            .collect(),
+                    ),
+                ),
+        )
+        .to_json()
+    }
+
+    /// Reads `snapshot-v1.json` (without slots: see [`Snapshot::aggregate`]);
+    /// `None` if it is not one.
+    pub fn parse(text: &str) -> Option<Snapshot> {
+        let file = SnapshotFile::read(text)?;
+        let aggregate = file.aggregate?;
+        if aggregate.len() != 16 {
+            return None;
+        }
+        Some(Snapshot {
+            generated_at: file.generated_at,
+            partial: file.partial,
+            pricing: file.pricing,
+            coverage: file.coverage,
+            aggregate: u64::from_str_radix(&aggregate, 16).ok()?,
+            slots: Vec::new(),
+        })
+    }
+}
+
+/// The members of `snapshot-v1.json`, picked without a full parse (the
+/// members rendered ahead stay raw until a zone is looked for).
+struct SnapshotFile<'a> {
+    generated_at: i64,
+    partial: bool,
+    pricing: SourceMeta,
+    coverage: Value,
+    aggregate: Option<String>,
+    rendered: Option<&'a [u8]>,
+}
+
+impl<'a> SnapshotFile<'a> {
+    fn read(text: &'a str) -> Option<SnapshotFile<'a>> {
+        let mut c = Cursor::new(text.as_bytes());
+        let (mut version, mut generated_at, mut partial) = (None, None, false);
+        let (mut pricing, mut coverage, mut aggregate, mut rendered) = (None, None, None, None);
+        c.object(|key, c| {
+            match key {
+                b"v" => version = c.count()?,
+                b"generated_at" => generated_at = c.count()?,
+                b"partial" => partial = c.bool()? == Some(true),
+                b"pricing" => pricing = Some(c.raw()?),
+                b"coverage" => coverage = Some(c.raw()?),
+                b"aggregate" => aggregate = c.string()?,
+                b"rendered" => rendered = Some(c.raw()?),
+                _ => c.skip()?,
+            }
+            Some(())
+        })?;
+        if version != Some(VERSION) || !c.at_end() {
+            return None;
+        }
+        Some(SnapshotFile {
+            generated_at: i64::try_from(generated_at?).ok()?,
+            partial,
+            pricing: pricing_from(pricing?)?,
+            coverage: json::parse(std::str::from_utf8(coverage?).ok()?).ok()?,
+            aggregate: aggregate.map(|a| a.into_owned()),
+            rendered,
+        })
+    }
+}
+
+fn pricing_from(raw: &[u8]) -> Option<SourceMeta> {
+    let p = json::parse(std::str::from_utf8(raw).ok()?).ok()?;
+    let ps = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    Some(SourceMeta {
+        source: ps("source"),
+        version: ps("version"),
+        date: ps("date"),
+        source_url: ps("source_url"),
+        source_sha256: ps("sha256"),
+        license: ps("license"),
+    })
+}
+
+/// Token members rendered ahead for one zone and local day.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    pub tz: String,
+    pub day: i64,
+    pub parts: Object,
+}
+
+/// A snapshot read for one zone and day without its slots.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prerendered {
+    pub generated_at: i64,
+    pub partial: bool,
+    pub pricing: SourceMeta,
+    pub coverage: Value,
+    pub parts: Object,
+}
+
+impl Prerendered {
+    /// Reads `snapshot-v1.json` when it holds members rendered for `tz` on
+    /// local day `day`; `None` otherwise (read the slots then).
+    pub fn read(text: &str, tz: &str, day: i64) -> Option<Prerendered> {
+        let file = SnapshotFile::read(text)?;
+        let mut found = None;
+        Cursor::new(file.rendered?).array(|c| {
+            let raw = c.raw()?;
+            if found.is_none() {
+                let entry = json::parse(std::str::from_utf8(raw).ok()?).ok()?;
+                if entry.get("tz").and_then(Value::as_str) == Some(tz)
+                    && entry.get("day").and_then(Value::as_i64) == Some(day)
+                {
+                    found = entry.get("parts").and_then(Value::as_object).cloned();
+                }
+            }
+            Some(())
+        })?;
+        Some(Prerendered {
+            generated_at: file.generated_at,
+            partial: file.partial,
+            pricing: file.pricing,
+            coverage: file.coverage,
+            parts: found?,
+        })
+    }
+}
+
+/// The pricing object of an answer.
+pub fn pricing_value(p: &SourceMeta) -> Value {
+    Value::Object(
+        Object::new()
+            .with("source", p.source.as_str())
+            .with("version", p.version.as_str())
+            .with("date", p.date.as_str())
+            .with("source_url", p.source_url.as_str())
+            .with("sha256", p.source_sha256.as_str())
+            .with("license", p.license.as_str()),
+    )
+}
+
+/// Everything a v1 answer says besides the token totals.
+#[derive(Debug, Clone)]
+pub struct Envelope {
+    pub now: i64,
+    pub refresh: Value,
+    pub runtime: Value,
+    pub pricing: SourceMeta,
+    pub limits: Value,
+    pub errors: Vec<Value>,
+}
+
+#[derive(Default, Clone, Copy)]
+struct ByAgent {
+    claude: Totals,
+    codex: Totals,
+}
+
+impl ByAgent {
+    fn add(&mut self, agent: Agent, t: &Totals) {
+        match agent {
+            Agent::Claude => self.claude.add(t),
+            Agent::Codex => self.codex.add(t),
+        }
+    }
+    fn all(&self) -> Totals {
+        let mut all = self.claude;
+        all.add(&self.codex);
+        all
+    }
+}
+
+fn by_total_then_cost(a: &Totals, b: &Totals) -> std::cmp::Ordering {
+    b.tokens
+        .total()
+        .cmp(&a.tokens.total())
+        .then(b.cost_usd.total_cmp(&a.cost_usd))
+}
+
+/// Builds the v1 answer.
+pub fn render(snapshot: Option<&Snapshot>, zone: &Zone, env: &Envelope) -> Value {
+    let parts = token_parts(
+        snapshot.map(|s| s.slots.as_slice()).unwrap_or(&[]),
+        zone,
+        env.now,
+    );
+    let header = snapshot.map(|s| (s.generated_at, s.coverage.clone()));
+    assemble(header, parts, zone, env)
+}
+
+/// The token members of an answer (`windows`, `daily`, `models`,
+/// `directories`), which depend only on the slots, the zone and the local
+/// day of `now`: the worker renders them ahead for the zones queries use.
+pub fn token_parts(slots: &[SlotTotals], zone: &Zone, now: i64) -> Object {
+    let today = zone.local_day(now);
+    let first = today - (DAYS - 1);
+    let mut days = vec![ByAgent::default(); DAYS as usize];
+    // Tens of thousands of slots, a few dozen models and directories: the
+    // sums go to hash maps (sorted below), and slots sharing a time (they
+    // come in time order) share one zone lookup.
+    let mut models: HashMap<(Agent, &str), Totals> = HashMap::default();
+    let mut dirs: HashMap<&str, (Totals, bool, bool)> = HashMap::default();
+    let mut last: Option<(i64, i64)> = None;
+    for s in slots {
+        let day = match last {
+            Some((slot, day)) if slot == s.slot => day,
+            _ => {
+                let day = zone.local_day(s.slot);
+                last = Some((s.slot, day));
+                day
+            }
+        };
+        if day < first || day > today {
+            continue;
+        }
+        days[(day - first) as usize].add(s.agent, &s.totals);
+        models
+            .entry((s.agent, &s.model))
+            .or_default()
+            .add(&s.totals);
+        let d = dirs.entry(s.cwd.as_str()).or_default();
+        d.0.add(&s.totals);
+        match s.agent {
+            Agent::Claude => d.1 = true,
+            Agent::Codex => d.2 = true,
+        }
+    }
+    let window = |n: i64| {
+        let mut sum = ByAgent::default();
+        for d in &days[(DAYS - n) as usize..] {
+            sum.add(Agent::Claude, &d.claude);
+            sum.add(Agent::Codex, &d.codex);
+        }
+        Value::Object(
+            Object::new()
+                .with("start", format_date(today - (n - 1)))
+                .with("end", format_date(today))
+                .with("all", sum.all().to_value())
+                .with("claude", sum.claude.to_value())
+                .with("codex", sum.codex.to_value()),
+        )
+    };
+    let windows = Object::new()
+        .with("today", window(1))
+        .with("d7", window(7))
+        .with("d30", window(DAYS));
+    let daily: Vec<Value> = days
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            Value::Object(
+                Object::new()
+                    .with("date", format_date(first + i as i64))
+                    .with("claude", d.claude.to_value())
+                    .with("codex", d.codex.to_value()),
+            )
+        })
+        .collect();
+    let mut model_list: Vec<((Agent, &str), Totals)> = models.into_iter().collect();
+    model_list.sort_by(|a, b| {
+        b.1.cost_usd
+            .total_cmp(&a.1.cost_usd)
+            .then(b.1.tokens.total().cmp(&a.1.tokens.total()))
+            .then(a.0.cmp(&b.0))
+    });
+    let models: Vec<Value> = model_list
+        .iter()
+        .map(|((agent, model), t)| {
+            Value::Object(
+                Object::new()
+                    .with("agent", agent.name())
+                    .with("model", *model)
+                    .with("priced", t.unpriced_requests == 0)
+                    .with("totals", t.to_value()),
+            )
+        })
+        .collect();
+    let mut dir_list: Vec<(&str, (Totals, bool, bool))> = dirs.into_iter().collect();
+    dir_list.sort_by(|a, b| by_total_then_cost(&a.1.0, &b.1.0).then(a.0.cmp(b.0)));
+    let mut other = Totals::default();
+    let mut top = Vec::new();
+    for (i, (path, (t, claude, codex))) in dir_list.iter().enumerate() {
+        if i >= TOP_DIRECTORIES {
+            other.add(t);
+            continue;
+        }
+        let mut agents = Vec::new();
+        if *claude {
+            agents.push(Value::from("claude"));
+        }
+        if *codex {
+            agents.push(Value::from("codex"));
+        }
+        top.push(Value::Object(
+            Object::new()
+                .with("path", *path)
+                .with("agents", Value::Array(agents))
+                .with("totals", t.to_value()),
+        ));
+    }
+    Object::new()
+        .with("windows", Value::Object(windows))
+        .with("daily", Value::Array(daily))
+        .with("models", Value::Array(models))
+        .with(
+            "directories",
+            Value::Object(
+                Object::new()
+                    .with("top", Value::Array(top))
+                    .with("other", other.to_value()),
+            ),
+        )
+}
+
+/// The whole answer from the snapshot's `generated_at` and coverage (when
+/// there is a snapshot) and the token members of [`token_parts`].
+pub fn assemble(header: Option<(i64, Value)>, parts: Object, zone: &Zone, env: &Envelope) -> Value {
+    let (generated_at, coverage) = match header {
+        Some((at, coverage)) => (Value::from(at), coverage),
+        None => (Value::Null, Value::Object(Object::new())),
+    };
+    let mut out = Object::new()
+        .with("v", VERSION)
+        .with("now", env.now)
+        .with("generated_at", generated_at)
+        .with("tz", zone.name.as_str())
+        .with("refresh", env.refresh.clone())
+        .with("runtime", env.runtime.clone())
+        .with("pricing", pricing_value(&env.pricing));
+    let mut parts = parts;
+    for key in ["windows", "daily", "models", "directories"] {
+        out.insert(key, parts.remove(key).unwrap_or(Value::Null));
+    }
+    Value::Object(
+        out.with("coverage", coverage)
+            .with("limits", env.limits.clone())
+            .with("errors", Value::Array(env.errors.clone())),
+    )
+}
+
+/// An entry of `errors`: a stable code and a human sentence.
+pub fn error(code: &str, message: &str) -> Value {
+    Value::Object(Object::new().with("code", code).with("message", message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot() -> Snapshot {
+        Snapshot {
+            generated_at: 1_795_953_600,
+            partial: true,
+            pricing: SourceMeta {
+                source: "litellm".into(),
+                version: "1".into(),
+                date: "2026-11-20".into(),
+                source_url: "u".into(),
+                source_sha256: "ab".into(),
+                license: "MIT".into(),
+            },
+            coverage: json::parse(r#"{"claude":{"files_seen":3,"roots":["/p \"q\" é"]}}"#).unwrap(),
+            aggregate: 0xfedc_ba98_7654_3210,
+            slots: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn snapshot_round_trips_without_slots() {
+        let s = snapshot();
+        assert_eq!(Snapshot::parse(&s.to_json()), Some(s.clone()));
+        let with_slots = Snapshot {
+            slots: vec![SlotTotals {
+                slot: 1_795_950_000,
+                agent: Agent::Claude,
+                model: "claude-opus-4-6".into(),
+                cwd: "/p".into(),
+                totals: Totals::default(),
+            }],
+            ..s.clone()
+        };
+        assert_eq!(with_slots.to_json(), s.to_json(), "slots stay in the state");
+    }
+
+    #[test]
+    fn damaged_snapshots_are_refused() {
+        let text = snapshot().to_json();
+        assert_eq!(Snapshot::parse(&text[..text.len() - 2]), None);
+        assert_eq!(Snapshot::parse(&text.replace("\"v\":1", "\"v\":2")), None);
+        assert_eq!(
+            Snapshot::parse(&text.replace("fedcba9876543210", "fedcba987654321")),
+            None
+        );
+        assert_eq!(
+            Snapshot::parse(&text.replace("\"aggregate\"", "\"other\"")),
+            None
+        );
+        assert_eq!(Snapshot::parse(""), None);
+    }
+}

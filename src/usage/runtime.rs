@@ -1,0 +1,98 @@
+//! The runtime record: how a bare SSH session finds what herdr's session has.
+//!
+//! Queries arrive over SSH with a minimal environment; `claude`/`codex` may
+//! not be on that `PATH` and `CLAUDE_CONFIG_DIR`/`CODEX_HOME` may be unset.
+//! herdr's hooks run with the server's environment, so they record it here
+//! (`usage/runtime-v1.json`): this binary's path, herdr's binary and socket,
+//! and the variables that locate the agents and their transcripts. Nothing
+//! secret is recorded.
+
+use std::io;
+use std::path::Path;
+
+use crate::base::atomic_file;
+use crate::base::json::{Object, Value};
+
+/// Variables copied from the environment into the record.
+pub const RECORDED_VARS: &[&str] = &[
+    "PATH",
+    "HOME",
+    "CLAUDE_CONFIG_DIR",
+    "XDG_CONFIG_HOME",
+    "CODEX_HOME",
+];
+
+/// Builds the record from explicit values (pure; tests use it directly).
+pub fn record_value(
+    binary: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+    recorded_at: i64,
+) -> Value {
+    let text = |v: Option<String>| v.map_or(Value::Null, Value::from);
+    let mut vars = Object::new();
+    for k in RECORDED_VARS {
+        if let Some(v) = env(k).filter(|v| !v.is_empty()) {
+            vars.insert(*k, Value::from(v));
+        }
+    }
+    Value::Object(
+        Object::new()
+            .with("v", 1u64)
+            .with("recorded_at", recorded_at)
+            .with(
+                "binary",
+                text(binary.map(|b| b.to_string_lossy().into_owned())),
+            )
+            .with("herdr_bin", text(env("HERDR_BIN_PATH")))
+            .with("herdr_socket", text(env("HERDR_SOCKET_PATH")))
+            .with("env", Value::Object(vars)),
+    )
+}
+
+/// Writes `<state_dir>/usage/runtime-v1.json` from this process's
+/// environment (called by the hooks, which run in herdr's environment).
+pub fn record_runtime(state_dir: &Path) -> io::Result<()> {
+    let dir = state_dir.join("usage");
+    atomic_file::create_dir_all(&dir, 0o700)?;
+    let exe = std::env::current_exe().ok();
+    let value = record_value(
+        exe.as_deref(),
+        &|k| std::env::var(k).ok(),
+        crate::usage::worker::now(),
+    );
+    let path = dir.join("runtime-v1.json");
+    // Unchanged (apart from the time): leave the file alone.
+    if let Some(old) = crate::usage::worker::read_json(&path) {
+        let strip = |v: &Value| {
+            let mut o = v.as_object().cloned().unwrap_or_default();
+            o.remove("recorded_at");
+            o
+        };
+        if strip(&old) == strip(&value) {
+            return Ok(());
+        }
+    }
+    atomic_file::write(&path, value.to_json().as_bytes(), 0o600)
+}
+
+/// `key` of the environment the runtime record saw (herdr's), else of this
+/// process; empty values count as unset.
+pub fn env_var(record: Option<&Value>, key: &str) -> Option<String> {
+    record
+        .and_then(|r| r.get("env"))
+        .and_then(|e| e.get(key))
+        .and_then(Value::as_nonempty_str)
+        .map(str::to_string)
+        .or_else(|| std::env::var(key).ok().filter(|v| !v.is_empty()))
+}
+
+/// The `runtime` object of a query answer.
+pub fn state_of(record: Option<&Value>) -> Value {
+    match record.filter(|r| r.get("v").and_then(Value::as_i64) == Some(1)) {
+        Some(r) => Value::Object(Object::new().with("state", "ok").with(
+            "recorded_at",
+            r.get("recorded_at").cloned().unwrap_or(Value::Null),
+        )),
+        None => Value::Object(Object::new().with("state", "missing")),
+    }
+}

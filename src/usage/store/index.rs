@@ -1,0 +1,402 @@
+//! Where the per-file cache lives on disk, laid out so that a refresh in
+//! which a few transcripts changed reads and writes little more than those
+//! files' entries (a busy Host's index holds tens of MB of events).
+//!
+//! Three files, all in the usage directory:
+//! - `index-v1.bin`, the base (replaced atomically): every entry's metadata
+//!   and the segments of the events file that hold its events;
+//! - `index-v1.<id>.events`, the events file the base names: encoded event
+//!   streams, appended to and never rewritten in place. A refresh that read
+//!   new lines of a transcript appends only those lines' events as a new
+//!   segment of its entry;
+//! - `index-v1.journal`, append-only: a header naming the base it extends
+//!   (device, inode, size, mtime and the layout/parser versions), then
+//!   records `[u32 length][u64 FNV-1a of the payload][payload]`, each an
+//!   entry or a tombstone. On load the valid records are replayed over the
+//!   base; a torn or damaged record ends the replay, and a journal of
+//!   another base is ignored (the index then simply looks older, and the
+//!   files are reparsed or the aggregate rebuilt as for any change).
+//!
+//! Loading reads the base and the journal only; an entry's events are read
+//! from the events file when something needs them
+//! ([`FileEntry::materialize`]). Once the journal outgrows a quarter of the
+//! base, or the events file holds more dead bytes than live ones, the next
+//! save compacts: a new events file (new id, one segment per entry), a new
+//! base naming it, then the journal and the old events file are removed —
+//! in that order, so a crash at any point leaves a base whose events file
+//! exists. These files are a cache of the transcripts: they are replaced
+//! atomically but not `fsync`ed (a crash may cost a rescan, never a wrong
+//! total: every file is checked by magic, id, length and checksum).
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::usage::cache::{self, EventsFile, FileEntry, Index, Segment, stored};
+use crate::usage::event::{fnv1a, hash_words, seal, unseal};
+use crate::usage::store::journal;
+
+const JOURNAL_MAGIC: &[u8; 4] = b"HUIJ";
+const EVENTS_MAGIC: &[u8; 4] = b"HUIE";
+/// The journal may grow to this share of the base (and at least
+/// [`MIN_JOURNAL`]) before the base is rewritten.
+const JOURNAL_SHARE: u64 = 4;
+const MIN_JOURNAL: u64 = 1 << 20;
+/// Dead bytes tolerated in an events file before compaction (besides as
+/// many as are live).
+const MIN_DEAD: u64 = 8 << 20;
+/// Segments of one entry before they are merged into one.
+const MAX_SEGMENTS: usize = 32;
+
+/// The files of an index, and when to compact them.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pub base: PathBuf,
+    pub journal: PathBuf,
+    /// The journal may always grow to this many bytes.
+    pub min_journal: u64,
+    /// The events file may always hold this many dead bytes.
+    pub min_dead: u64,
+}
+
+/// The events file a loaded index points into.
+#[derive(Debug, Clone)]
+struct Events {
+    id: u64,
+    file: EventsFile,
+}
+
+/// What [`Store::load`] found, needed to append later.
+#[derive(Debug, Clone, Default)]
+pub struct Loaded {
+    /// The journal extends the loaded base (append to it).
+    journal_valid: bool,
+    base_len: u64,
+    journal_len: u64,
+    events: Option<Events>,
+}
+
+fn journal_header(meta: &fs::Metadata) -> Vec<u8> {
+    journal::header(
+        JOURNAL_MAGIC,
+        meta,
+        &[
+            u64::from(cache::INDEX_VERSION),
+            u64::from(cache::CLAUDE_PARSER_VERSION),
+            u64::from(cache::CODEX_PARSER_VERSION),
+        ],
+    )
+}
+
+fn events_header(id: u64) -> Vec<u8> {
+    let mut h = EVENTS_MAGIC.to_vec();
+    h.extend(id.to_le_bytes());
+    h
+}
+
+impl Store {
+    /// The index in `dir` (`index-v1.bin`, `index-v1.journal`, events files).
+    pub fn in_dir(dir: &Path) -> Store {
+        Store {
+            base: dir.join("index-v1.bin"),
+            journal: dir.join("index-v1.journal"),
+            min_journal: MIN_JOURNAL,
+            min_dead: MIN_DEAD,
+        }
+    }
+
+    /// The events file of id `id`.
+    fn events_path(&self, id: u64) -> PathBuf {
+        let stem = self
+            .base
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        self.base.with_file_name(format!("{stem}.{id:016x}.events"))
+    }
+
+    fn open_events(&self, id: u64) -> Option<Events> {
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(self.events_path(id))
+            .ok()?;
+        let mut head = [0u8; 12];
+        file.read_exact(&mut head).ok()?;
+        (head[..] == events_header(id)[..]).then(|| Events {
+            id,
+            file: EventsFile(Arc::new(file)),
+        })
+    }
+
+    /// Reads the base and replays the journal over it; events stay in the
+    /// events file until an entry is materialized.
+    pub fn load(&self) -> (Index, Loaded) {
+        let empty = || (Index::default(), Loaded::default());
+        let Ok(mut file) = File::open(&self.base) else {
+            return empty();
+        };
+        let mut bytes = Vec::new();
+        let meta = match (file.read_to_end(&mut bytes), file.metadata()) {
+            (Ok(_), Ok(meta)) => meta,
+            _ => return empty(),
+        };
+        let Some((index, events)) = unseal(&bytes).and_then(|body| self.decode_base(body)) else {
+            return empty();
+        };
+        let mut index = index;
+        let mut loaded = Loaded {
+            journal_valid: false,
+            base_len: bytes.len() as u64,
+            journal_len: 0,
+            events: Some(events.clone()),
+        };
+        let Ok(journal) = fs::read(&self.journal) else {
+            return (index, loaded);
+        };
+        loaded.journal_len = journal.len() as u64;
+        let (records, whole) = journal::records(&journal, &journal_header(&meta));
+        let mut applied = 0;
+        for payload in &records {
+            if !apply_record(&mut index, payload, &events.file) {
+                break;
+            }
+            applied += 1;
+        }
+        loaded.journal_valid = whole && applied == records.len();
+        (index, loaded)
+    }
+
+    fn decode_base(&self, bytes: &[u8]) -> Option<(Index, Events)> {
+        let mut r = stored::Reader::new(bytes);
+        let header = r.header()?;
+        let events = self.open_events(r.u64()?)?;
+        // Entries are stored sorted: collected, the map is bulk-built.
+        let mut entries = Vec::with_capacity(header.count);
+        for _ in 0..header.count {
+            let (path, e) = r.entry(&events.file)?;
+            if header.keeps(e.agent) {
+                entries.push((path, e));
+            }
+        }
+        let index = Index {
+            files: entries.into_iter().collect(),
+        };
+        r.at_end().then_some((index, events))
+    }
+
+    /// Persists `index` after a refresh that changed the entries `keys`
+    /// (present: written; absent: a tombstone): new events appended to the
+    /// events file and the entries to the journal when the base can be
+    /// extended, else a compaction. Entries' segment lists are updated.
+    pub fn save(&self, index: &mut Index, keys: &[&str], loaded: Loaded) -> io::Result<()> {
+        let appendable = loaded.base_len > 0
+            && (loaded.journal_valid || loaded.journal_len == 0)
+            && fs::metadata(&self.base).is_ok();
+        if let (true, Some(events)) = (appendable, &loaded.events) {
+            let end = events.file.0.metadata()?.len();
+            // Plan on copies: nothing changes unless the append is taken.
+            let mut blob = Vec::new();
+            let mut planned: Vec<(&str, Option<FileEntry>)> = Vec::with_capacity(keys.len());
+            for key in keys {
+                let entry = index.files.get(*key).map(|e| {
+                    let mut e = e.clone();
+                    plan_segments(&mut e, end, &mut blob);
+                    e
+                });
+                planned.push((key, entry));
+            }
+            let mut records = Vec::new();
+            for (key, entry) in &planned {
+                journal::frame(&record_payload(key, entry.as_ref()), &mut records);
+            }
+            let limit = (loaded.base_len / JOURNAL_SHARE).max(self.min_journal);
+            let journal_fits = loaded.journal_len + records.len() as u64 <= limit;
+            let live: u64 = index
+                .files
+                .values()
+                .flat_map(|e| &e.stored)
+                .map(|s| u64::from(s.len))
+                .sum::<u64>()
+                + blob.len() as u64;
+            let dead = (end + blob.len() as u64).saturating_sub(live);
+            if journal_fits && dead <= live.max(self.min_dead) {
+                if records.is_empty() {
+                    return Ok(());
+                }
+                events.file.0.write_all_at(&blob, end)?;
+                let header = match loaded.journal_len {
+                    0 => Some(journal_header(&fs::metadata(&self.base)?)),
+                    _ => None,
+                };
+                journal::append(&self.journal, header.as_deref(), &records)?;
+                for (key, entry) in planned {
+                    if let (Some(new), Some(e)) = (entry, index.files.get_mut(key)) {
+                        e.stored = new.stored;
+                    }
+                }
+                return Ok(());
+            }
+        }
+        self.compact(index, loaded.events.as_ref().map(|e| e.id))
+    }
+
+    /// Writes a new events file and base for `index` and removes the
+    /// journal and the old events file.
+    fn compact(&self, index: &mut Index, old: Option<u64>) -> io::Result<()> {
+        let id = new_id(old);
+        let mut blob = events_header(id);
+        let mut out = stored::header(index.files.len());
+        out.extend(id.to_le_bytes());
+        let mut lost = Vec::new();
+        for (path, e) in index.files.iter_mut() {
+            // One segment per entry: copied as is, or re-encoded.
+            let copied = match (&e.pending, e.stored.as_slice()) {
+                (Some(file), [one]) => Some(file.read(*one).map(|raw| (raw, one.count))),
+                _ => None,
+            };
+            let raw = match copied {
+                Some(copy) => copy,
+                None if e.materialize() => {
+                    Some((stored::events(&e.parse.events), e.parse.events.len() as u32))
+                }
+                None => None,
+            };
+            let Some((raw, count)) = raw else {
+                lost.push(path.clone());
+                continue;
+            };
+            e.stored.clear();
+            if count > 0 {
+                e.stored.push(Segment {
+                    offset: blob.len() as u64,
+                    len: raw.len() as u32,
+                    count,
+                    sum: hash_words(&raw),
+                });
+                blob.extend(raw);
+            }
+        }
+        // An entry whose events cannot be read is dropped (reparsed next).
+        for path in lost {
+            index.files.remove(&path);
+        }
+        let count_fix = stored::header(index.files.len());
+        out[..count_fix.len()].copy_from_slice(&count_fix);
+        for (path, e) in &index.files {
+            stored::entry(&mut out, path, e);
+        }
+        seal(&mut out);
+        let events_path = self.events_path(id);
+        crate::base::atomic_file::write_unsynced(&events_path, &blob, 0o600)?;
+        let file = EventsFile(Arc::new(File::open(&events_path)?));
+        for e in index.files.values_mut() {
+            if e.pending.is_some() {
+                e.pending = Some(file.clone());
+            }
+        }
+        crate::base::atomic_file::write_unsynced(&self.base, &out, 0o600)?;
+        match fs::remove_file(&self.journal) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        self.remove_other_events(id);
+        Ok(())
+    }
+
+    /// Removes events files other than `keep` (an older compaction's).
+    fn remove_other_events(&self, keep: u64) {
+        let dir = self.base.parent().unwrap_or(Path::new("."));
+        let keep = self.events_path(keep);
+        let stem = self
+            .base
+            .file_stem()
+            .map(|s| format!("{}.", s.to_string_lossy()))
+            .unwrap_or_default();
+        let Ok(entries) = fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with(&stem) && name.ends_with(".events") && entry.path() != keep {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
+/// A fresh events-file id (never the previous one).
+fn new_id(old: Option<u64>) -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let id = fnv1a(&[
+        &nanos.to_le_bytes(),
+        &std::process::id().to_le_bytes(),
+        &old.unwrap_or(0).to_le_bytes(),
+    ]);
+    if Some(id) == old { id ^ 1 } else { id }
+}
+
+/// Decides which of `e`'s events go to the events file (appended to
+/// `blob`, which will start at `end`): only those after its stored ones
+/// when the stored ones are a prefix of its events, else all of them.
+fn plan_segments(e: &mut FileEntry, end: u64, blob: &mut Vec<u8>) {
+    if !e.is_loaded() {
+        return;
+    }
+    let stored = e.stored_count() as usize;
+    let events = &e.parse.events;
+    let from = if stored > 0 && stored <= events.len() && e.stored.len() < MAX_SEGMENTS {
+        stored
+    } else {
+        e.stored.clear();
+        0
+    };
+    if from == events.len() {
+        return;
+    }
+    let raw = stored::events(&events[from..]);
+    e.stored.push(Segment {
+        offset: end + blob.len() as u64,
+        len: raw.len() as u32,
+        count: (events.len() - from) as u32,
+        sum: hash_words(&raw),
+    });
+    blob.extend(raw);
+}
+
+/// A journal payload: the entry, or a tombstone when absent.
+fn record_payload(key: &str, entry: Option<&FileEntry>) -> Vec<u8> {
+    let mut out = Vec::new();
+    match entry {
+        Some(e) => {
+            out.push(1);
+            stored::entry(&mut out, key, e);
+        }
+        None => {
+            out.push(0);
+            out.extend((key.len() as u32).to_le_bytes());
+            out.extend(key.as_bytes());
+        }
+    }
+    out
+}
+
+/// Applies a journal payload; `false` if damaged.
+fn apply_record(index: &mut Index, payload: &[u8], file: &EventsFile) -> bool {
+    let mut r = stored::Reader::new(payload);
+    let applied = match r.u8() {
+        Some(1) => r.entry(file).map(|(path, e)| {
+            index.files.insert(path, e);
+        }),
+        Some(0) => r.str().map(|path| {
+            index.files.remove(&path);
+        }),
+        _ => None,
+    };
+    applied.is_some() && r.at_end()
+}

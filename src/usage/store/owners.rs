@@ -1,0 +1,437 @@
+//! The identifiers through which transcripts affect each other's totals
+//! (Claude dedupe keys and message ids, Codex request keys, thread ids and
+//! fork parents) and the file that owns each — the table that lets a
+//! refresh prove a changed file independent of every other, without
+//! reading or rewriting the whole table (hundreds of thousands of entries
+//! on a busy Host) each time.
+//!
+//! A base file `owners-v1.<gen>.bin` holds the table sorted by identifier
+//! in blocks of [`BLOCK`] records, with each block's first identifier (its
+//! fence) up front: a lookup reads the fences once and then one block.
+//! Changes since the base are a small delta that the aggregate state
+//! stores (`usage::aggregate::incremental`); once the delta outgrows an eighth of the
+//! base, the next save merges both into a new generation. The base is a
+//! cache like the rest of the usage state: written atomically, checked by
+//! magic, generation and length, not `fsync`ed.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::{self, File};
+use std::io::{self, Read};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use crate::usage::event::{fnv1a, hash_words};
+
+/// Owner of an identifier several files have.
+pub const SHARED: u64 = u64::MAX;
+/// A delta entry that removes an identifier (no owner hash is 0).
+const REMOVED: u64 = 0;
+const MAGIC: &[u8; 4] = b"HUAO";
+const VERSION: u32 = 2;
+/// Records per block.
+const BLOCK: usize = 256;
+/// The delta may grow to this share of the base (and at least
+/// [`MIN_DELTA`] entries) before a new base is written.
+const DELTA_SHARE: usize = 8;
+const MIN_DELTA: usize = 1 << 14;
+
+/// What the aggregate state stores of an owners table.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OwnersRef {
+    pub generation: u64,
+    pub count: u64,
+    /// Identifier → owner, or 0 when removed since the base.
+    pub delta: BTreeMap<u64, u64>,
+}
+
+/// The table: a base (in memory until first saved, then a file) plus the
+/// changes since.
+#[derive(Debug)]
+pub struct Owners {
+    base: Base,
+    delta: BTreeMap<u64, u64>,
+    /// The delta may always hold this many entries before a new base
+    /// (0: a new base whenever there is a delta).
+    pub min_delta: usize,
+}
+
+#[derive(Debug)]
+enum Base {
+    Memory(Vec<(u64, u64)>),
+    File(BaseFile),
+}
+
+#[derive(Debug)]
+struct BaseFile {
+    generation: u64,
+    file: File,
+    count: u64,
+    fences: Vec<u64>,
+    sums: Vec<u64>,
+    /// Where the records start.
+    records_at: u64,
+}
+
+/// The owner hash of a file (never [`SHARED`] or 0).
+pub fn owner_of(path: &str) -> u64 {
+    match fnv1a(&[b"path", path.as_bytes()]) {
+        SHARED => 1,
+        h => h,
+    }
+}
+
+/// `ids` (identifier, owner) as a table: sorted, one row per identifier,
+/// [`SHARED`] where several owners have it.
+pub fn build(mut ids: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    ids.sort_unstable();
+    ids.dedup();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(ids.len());
+    for (id, owner) in ids {
+        match out.last_mut() {
+            Some(last) if last.0 == id => last.1 = SHARED,
+            _ => out.push((id, owner)),
+        }
+    }
+    out
+}
+
+fn file_name(generation: u64) -> String {
+    format!("owners-v1.{generation:016x}.bin")
+}
+
+impl Owners {
+    /// A table built from every file's identifiers.
+    pub fn new(ids: Vec<(u64, u64)>) -> Owners {
+        Owners {
+            base: Base::Memory(build(ids)),
+            delta: BTreeMap::new(),
+            min_delta: MIN_DELTA,
+        }
+    }
+
+    /// The owners of those of `ids` that anyone owns.
+    pub fn resolve(&self, ids: &[u64]) -> io::Result<HashMap<u64, u64>> {
+        let mut out = HashMap::with_capacity(ids.len());
+        let mut wanted: Vec<u64> = Vec::with_capacity(ids.len());
+        for &id in ids {
+            match self.delta.get(&id) {
+                Some(&REMOVED) => {}
+                Some(&owner) => {
+                    out.insert(id, owner);
+                }
+                None => wanted.push(id),
+            }
+        }
+        wanted.sort_unstable();
+        wanted.dedup();
+        match &self.base {
+            Base::Memory(table) => {
+                for id in wanted {
+                    if let Ok(i) = table.binary_search_by_key(&id, |r| r.0) {
+                        out.insert(id, table[i].1);
+                    }
+                }
+            }
+            Base::File(base) => {
+                let mut block: Option<(usize, Vec<(u64, u64)>)> = None;
+                for id in wanted {
+                    let Some(b) = base.fences.partition_point(|&f| f <= id).checked_sub(1) else {
+                        continue;
+                    };
+                    if block.as_ref().is_none_or(|(n, _)| *n != b) {
+                        block = Some((b, base.block(b)?));
+                    }
+                    if let Some((_, rows)) = &block
+                        && let Ok(i) = rows.binary_search_by_key(&id, |r| r.0)
+                    {
+                        out.insert(id, rows[i].1);
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Records that no file owns `id` any more.
+    pub fn remove(&mut self, id: u64) {
+        self.delta.insert(id, REMOVED);
+    }
+
+    /// Records `owner` as `id`'s owner.
+    pub fn set(&mut self, id: u64, owner: u64) {
+        self.delta.insert(id, owner);
+    }
+
+    /// Writes a new base when the table is new or its delta has grown, in
+    /// `dir`. Returns whether it wrote one; the previous generation stays
+    /// until [`Owners::remove_other_generations`] (once the state naming
+    /// the new one is written).
+    pub fn save(&mut self, dir: &Path) -> io::Result<bool> {
+        let table = match &self.base {
+            Base::Memory(table) => merge(table.iter().copied(), &self.delta),
+            Base::File(base) => {
+                let limit = match self.min_delta {
+                    0 => 0,
+                    min => (base.count as usize / DELTA_SHARE).max(min),
+                };
+                if self.delta.len() <= limit {
+                    return Ok(false);
+                }
+                merge(base.all()?.into_iter(), &self.delta)
+            }
+        };
+        let previous = match &self.base {
+            Base::File(base) => base.generation,
+            Base::Memory(_) => 0,
+        };
+        let generation = new_generation(previous);
+        let path = dir.join(file_name(generation));
+        crate::base::atomic_file::write_unsynced(&path, &encode(generation, &table), 0o600)?;
+        self.base = Base::File(BaseFile::open(&path, generation, table.len() as u64)?);
+        self.delta.clear();
+        Ok(true)
+    }
+
+    /// What the aggregate state stores of the table: generation, size and
+    /// delta. `None` while the base is in memory only (save first).
+    pub fn reference(&self) -> Option<OwnersRef> {
+        let Base::File(base) = &self.base else {
+            return None;
+        };
+        Some(OwnersRef {
+            generation: base.generation,
+            count: base.count,
+            delta: self.delta.clone(),
+        })
+    }
+
+    /// The table a stored reference names, in `dir`.
+    pub fn open(reference: OwnersRef, dir: &Path) -> io::Result<Owners> {
+        let path = dir.join(file_name(reference.generation));
+        Ok(Owners {
+            base: Base::File(BaseFile::open(
+                &path,
+                reference.generation,
+                reference.count,
+            )?),
+            delta: reference.delta,
+            min_delta: MIN_DELTA,
+        })
+    }
+
+    /// Removes the tables of `dir` other than this one's.
+    pub fn remove_other_generations(&self, dir: &Path) {
+        if let Base::File(base) = &self.base {
+            remove_other_generations(dir, base.generation);
+        }
+    }
+
+    /// The raw delta entry of `id` (an owner, or 0 for removed).
+    pub fn delta_entry(&self, id: u64) -> Option<u64> {
+        self.delta.get(&id).copied()
+    }
+
+    /// Every (identifier, owner) row, sorted (for tests and diagnostics).
+    pub fn rows(&self) -> io::Result<Vec<(u64, u64)>> {
+        Ok(match &self.base {
+            Base::Memory(table) => merge(table.iter().copied(), &self.delta),
+            Base::File(base) => merge(base.all()?.into_iter(), &self.delta),
+        })
+    }
+}
+
+/// `base` with `delta` applied.
+fn merge(base: impl Iterator<Item = (u64, u64)>, delta: &BTreeMap<u64, u64>) -> Vec<(u64, u64)> {
+    let mut out = Vec::with_capacity(delta.len());
+    let mut changes = delta.iter().peekable();
+    for (id, owner) in base {
+        while let Some((&d, &o)) = changes.next_if(|(d, _)| **d < id) {
+            if o != REMOVED {
+                out.push((d, o));
+            }
+        }
+        match changes.next_if(|(d, _)| **d == id) {
+            Some((_, &REMOVED)) => {}
+            Some((_, &o)) => out.push((id, o)),
+            None => out.push((id, owner)),
+        }
+    }
+    out.extend(
+        changes
+            .filter(|(_, o)| **o != REMOVED)
+            .map(|(d, o)| (*d, *o)),
+    );
+    out
+}
+
+fn header_len(blocks: usize) -> u64 {
+    (4 + 4 + 8 + 8 + 16 * blocks + 8) as u64
+}
+
+fn rows_bytes(rows: &[(u64, u64)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(rows.len() * 16);
+    for (id, owner) in rows {
+        out.extend(id.to_le_bytes());
+        out.extend(owner.to_le_bytes());
+    }
+    out
+}
+
+fn encode(generation: u64, table: &[(u64, u64)]) -> Vec<u8> {
+    let blocks = table.len().div_ceil(BLOCK);
+    let mut out = Vec::with_capacity(header_len(blocks) as usize + table.len() * 16);
+    out.extend(MAGIC);
+    out.extend(VERSION.to_le_bytes());
+    out.extend(generation.to_le_bytes());
+    out.extend((table.len() as u64).to_le_bytes());
+    // Per block: its first identifier (the fence) and a checksum, so a
+    // lookup reads and verifies one block.
+    for chunk in table.chunks(BLOCK) {
+        out.extend(chunk[0].0.to_le_bytes());
+        out.extend(hash_words(&rows_bytes(chunk)).to_le_bytes());
+    }
+    // The header is sealed too: a damaged fence would send a lookup to
+    // the wrong (intact) block.
+    crate::usage::event::seal(&mut out);
+    out.extend(rows_bytes(table));
+    out
+}
+
+fn rows_from(bytes: &[u8]) -> Vec<(u64, u64)> {
+    bytes
+        .chunks_exact(16)
+        .map(|c| {
+            let (id, owner) = c.split_at(8);
+            (
+                u64::from_le_bytes(id.try_into().unwrap_or_default()),
+                u64::from_le_bytes(owner.try_into().unwrap_or_default()),
+            )
+        })
+        .collect()
+}
+
+impl BaseFile {
+    fn open(path: &Path, generation: u64, count: u64) -> io::Result<BaseFile> {
+        let bad = || io::Error::new(io::ErrorKind::InvalidData, "owners table damaged");
+        let mut file = File::open(path)?;
+        let mut head = [0u8; 24];
+        file.read_exact(&mut head)?;
+        let stored_count = u64::from_le_bytes(head[16..24].try_into().map_err(|_| bad())?);
+        if &head[..4] != MAGIC
+            || head[4..8] != VERSION.to_le_bytes()
+            || head[8..16] != generation.to_le_bytes()
+            || stored_count != count
+        {
+            return Err(bad());
+        }
+        let blocks = usize::try_from(count.div_ceil(BLOCK as u64)).map_err(|_| bad())?;
+        let records_at = header_len(blocks);
+        let expected = records_at
+            .checked_add(count.checked_mul(16).ok_or_else(bad)?)
+            .ok_or_else(bad)?;
+        if file.metadata()?.len() != expected {
+            return Err(bad());
+        }
+        let mut header = head.to_vec();
+        header.resize(records_at as usize, 0);
+        file.read_exact(&mut header[24..])?;
+        let raw = crate::usage::event::unseal(&header)
+            .map(|h| &h[24..])
+            .ok_or_else(bad)?;
+        let word = |c: &[u8]| u64::from_le_bytes(c.try_into().unwrap_or_default());
+        let (fences, sums) = raw
+            .chunks_exact(16)
+            .map(|c| (word(&c[..8]), word(&c[8..])))
+            .unzip();
+        Ok(BaseFile {
+            generation,
+            file,
+            count,
+            fences,
+            sums,
+            records_at,
+        })
+    }
+
+    /// Block `b`'s rows, verified against its fence and checksum.
+    fn block(&self, b: usize) -> io::Result<Vec<(u64, u64)>> {
+        let bad = || io::Error::new(io::ErrorKind::InvalidData, "owners block damaged");
+        let first = (b * BLOCK) as u64;
+        let n = (self.count - first).min(BLOCK as u64) as usize;
+        let mut raw = vec![0u8; n * 16];
+        self.file
+            .read_exact_at(&mut raw, self.records_at + first * 16)?;
+        let rows = rows_from(&raw);
+        let sorted = rows.windows(2).all(|w| w[0].0 < w[1].0);
+        if Some(hash_words(&raw)) != self.sums.get(b).copied()
+            || rows.first().map(|r| r.0) != self.fences.get(b).copied()
+            || !sorted
+        {
+            return Err(bad());
+        }
+        Ok(rows)
+    }
+
+    fn all(&self) -> io::Result<Vec<(u64, u64)>> {
+        let mut rows = Vec::with_capacity(self.count as usize);
+        for b in 0..self.fences.len() {
+            rows.extend(self.block(b)?);
+        }
+        Ok(rows)
+    }
+}
+
+fn new_generation(previous: u64) -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let generation = fnv1a(&[
+        b"owners",
+        &nanos.to_le_bytes(),
+        &std::process::id().to_le_bytes(),
+        &previous.to_le_bytes(),
+    ]);
+    if generation == previous {
+        generation ^ 1
+    } else {
+        generation
+    }
+}
+
+fn remove_other_generations(dir: &Path, keep: u64) {
+    let keep = file_name(keep);
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with("owners-v1.") && name.ends_with(".bin") && name != keep {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_marks_ids_of_two_files_shared() {
+        assert_eq!(
+            build(vec![(4, 1), (4, 1), (2, 1), (4, 2)]),
+            vec![(2, 1), (4, SHARED)]
+        );
+    }
+
+    #[test]
+    fn delta_merges_over_the_base() {
+        let mut delta = BTreeMap::new();
+        delta.insert(1, REMOVED);
+        delta.insert(2, 20);
+        delta.insert(5, 50);
+        delta.insert(9, 90);
+        let merged = merge([(1, 10), (3, 30), (5, 51)].into_iter(), &delta);
+        assert_eq!(merged, vec![(2, 20), (3, 30), (5, 50), (9, 90)]);
+    }
+}

@@ -1,0 +1,538 @@
+//! Time zones for Usage days: a small TZif (RFC 8536) reader and POSIX TZ
+//! rule evaluator over the system's zoneinfo.
+//!
+//! Token Usage buckets requests into the *local* days of the zone the app
+//! names (`--tz Asia/Shanghai`), the Host's zone by default. A day is
+//! whatever the zone says it is: 23 or 25 hours across a DST change, never a
+//! fixed 24-hour slice shifted by today's offset. Reading the system's
+//! `/usr/share/zoneinfo` keeps us current with tzdata without bundling it.
+//! Slim TZif files stop listing transitions once a POSIX rule (the footer)
+//! describes the future, so the footer is evaluated too.
+
+use std::path::{Path, PathBuf};
+
+use crate::usage::time::{civil_from_days, days_from_civil};
+
+/// A zone: its name as reported and the rules to find its UTC offset.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Zone {
+    pub name: String,
+    transitions: Vec<(i64, usize)>,
+    types: Vec<i32>,
+    /// Offset before the first transition (RFC 8536: local time type 0).
+    initial: i32,
+    footer: Option<PosixTz>,
+}
+
+/// Why a zone cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TzError {
+    /// The name is not a plausible IANA name (e.g. contains `..`).
+    BadName,
+    /// No such zone in the zoneinfo directory.
+    Unknown,
+    /// The file is not valid TZif.
+    Corrupt,
+}
+
+impl TzError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            TzError::BadName => "bad_tz",
+            TzError::Unknown => "unknown_tz",
+            TzError::Corrupt => "corrupt_tz",
+        }
+    }
+}
+
+impl Zone {
+    /// Coordinated Universal Time.
+    pub fn utc() -> Zone {
+        Zone {
+            name: "UTC".into(),
+            transitions: Vec::new(),
+            types: vec![0],
+            initial: 0,
+            footer: None,
+        }
+    }
+
+    /// Seconds east of UTC in effect at `unix` seconds.
+    pub fn offset_at(&self, unix: i64) -> i32 {
+        let idx = self.transitions.partition_point(|(at, _)| *at <= unix);
+        if idx == 0 {
+            if self.transitions.is_empty()
+                && let Some(rule) = &self.footer
+            {
+                return rule.offset_at(unix);
+            }
+            return self.initial;
+        }
+        if idx == self.transitions.len()
+            && let Some(rule) = &self.footer
+        {
+            return rule.offset_at(unix);
+        }
+        let (_, ty) = self.transitions[idx - 1];
+        self.types.get(ty).copied().unwrap_or(self.initial)
+    }
+
+    /// The local day number (days since 1970-01-01 in this zone) of an instant.
+    pub fn local_day(&self, unix: i64) -> i64 {
+        (unix + i64::from(self.offset_at(unix))).div_euclid(86_400)
+    }
+
+    /// Parses TZif bytes (v1, v2 or v3).
+    pub fn from_tzif(name: &str, bytes: &[u8]) -> Result<Zone, TzError> {
+        parse_tzif(name, bytes)
+    }
+
+    /// Loads a named zone from `zoneinfo_dir` (normally `/usr/share/zoneinfo`).
+    pub fn load(name: &str, zoneinfo_dir: &Path) -> Result<Zone, TzError> {
+        if name == "UTC" || name == "Etc/UTC" {
+            if let Ok(bytes) = std::fs::read(zoneinfo_dir.join(name)) {
+                return Zone::from_tzif(name, &bytes);
+            }
+            return Ok(Zone {
+                name: name.into(),
+                ..Zone::utc()
+            });
+        }
+        if !is_valid_name(name) {
+            return Err(TzError::BadName);
+        }
+        let bytes = std::fs::read(zoneinfo_dir.join(name)).map_err(|_| TzError::Unknown)?;
+        Zone::from_tzif(name, &bytes)
+    }
+}
+
+/// IANA names: `Area/Location`, letters, digits, `_`, `-`, `+`, no `..`.
+pub fn is_valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with('/')
+        && name.split('/').all(|part| {
+            !part.is_empty()
+                && part != "."
+                && part != ".."
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'+'))
+        })
+}
+
+/// The zoneinfo directory: `TZDIR` or `/usr/share/zoneinfo`.
+pub fn zoneinfo_dir() -> PathBuf {
+    std::env::var_os("TZDIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/share/zoneinfo"))
+}
+
+/// The Host's zone: `TZ` (`:Name`, `Name`, or an absolute TZif path), else
+/// `/etc/localtime` (named by its symlink target when it is one), else UTC.
+pub fn host_zone(tz_env: Option<&str>, localtime: &Path, zoneinfo: &Path) -> Zone {
+    if let Some(tz) = tz_env.map(|t| t.strip_prefix(':').unwrap_or(t))
+        && !tz.is_empty()
+    {
+        if tz.starts_with('/') {
+            if let Ok(bytes) = std::fs::read(tz)
+                && let Ok(zone) = Zone::from_tzif(&name_from_path(Path::new(tz)), &bytes)
+            {
+                return zone;
+            }
+        } else if let Ok(zone) = Zone::load(tz, zoneinfo) {
+            return zone;
+        } else if let Some(rule) = PosixTz::parse(tz) {
+            return Zone {
+                name: tz.into(),
+                transitions: Vec::new(),
+                types: vec![rule.std_offset],
+                initial: rule.std_offset,
+                footer: Some(rule),
+            };
+        }
+    }
+    match std::fs::read(localtime) {
+        Ok(bytes) => {
+            let name = std::fs::read_link(localtime)
+                .map(|target| name_from_path(&target))
+                .unwrap_or_else(|_| "localtime".into());
+            Zone::from_tzif(&name, &bytes).unwrap_or_else(|_| Zone::utc())
+        }
+        Err(_) => Zone::utc(),
+    }
+}
+
+fn name_from_path(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    match text.find("zoneinfo/") {
+        Some(at) => text[at + "zoneinfo/".len()..].to_string(),
+        None => text.into_owned(),
+    }
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], TzError> {
+        let end = self.at.checked_add(n).ok_or(TzError::Corrupt)?;
+        let slice = self.bytes.get(self.at..end).ok_or(TzError::Corrupt)?;
+        self.at = end;
+        Ok(slice)
+    }
+    fn be(&mut self, n: usize) -> Result<i64, TzError> {
+        let slice = self.take(n)?;
+        let mut v: i64 = if slice[0] & 0x80 != 0 { -1 } else { 0 };
+        for b in slice {
+            v = (v << 8) | i64::from(*b);
+        }
+        Ok(v)
+    }
+}
+
+struct Header {
+    version: u8,
+    isutcnt: usize,
+    isstdcnt: usize,
+    leapcnt: usize,
+    timecnt: usize,
+    typecnt: usize,
+    charcnt: usize,
+}
+
+fn header(r: &mut Reader) -> Result<Header, TzError> {
+    if r.take(4)? != b"TZif" {
+        return Err(TzError::Corrupt);
+    }
+    let version = r.take(1)?[0];
+    r.take(15)?;
+    let mut counts = [0usize; 6];
+    for c in &mut counts {
+        *c = usize::try_from(r.be(4)?).map_err(|_| TzError::Corrupt)?;
+    }
+    Ok(Header {
+        version,
+        isutcnt: counts[0],
+        isstdcnt: counts[1],
+        leapcnt: counts[2],
+        timecnt: counts[3],
+        typecnt: counts[4],
+        charcnt: counts[5],
+    })
+}
+
+fn parse_tzif(name: &str, bytes: &[u8]) -> Result<Zone, TzError> {
+    let mut r = Reader { bytes, at: 0 };
+    let mut h = header(&mut r)?;
+    let mut time_size = 4;
+    if h.version >= b'2' {
+        // Skip the v1 block; the v2 block has 64-bit times.
+        let v1 = h.timecnt * 5 + h.typecnt * 6 + h.charcnt + h.leapcnt * 8 + h.isstdcnt + h.isutcnt;
+        r.take(v1)?;
+        h = header(&mut r)?;
+        time_size = 8;
+    }
+    if h.typecnt == 0 {
+        return Err(TzError::Corrupt);
+    }
+    let mut times = Vec::with_capacity(h.timecnt);
+    for _ in 0..h.timecnt {
+        times.push(r.be(time_size)?);
+    }
+    let indices = r.take(h.timecnt)?.to_vec();
+    let mut types = Vec::with_capacity(h.typecnt);
+    for _ in 0..h.typecnt {
+        let offset = i32::try_from(r.be(4)?).map_err(|_| TzError::Corrupt)?;
+        r.take(2)?;
+        types.push(offset);
+    }
+    r.take(h.charcnt + h.leapcnt * (time_size + 4) + h.isstdcnt + h.isutcnt)?;
+    let mut transitions = Vec::with_capacity(times.len());
+    for (at, ty) in times.into_iter().zip(indices) {
+        let ty = usize::from(ty);
+        if ty >= types.len() {
+            return Err(TzError::Corrupt);
+        }
+        transitions.push((at, ty));
+    }
+    let footer = if h.version >= b'2' {
+        let rest = &bytes[r.at.min(bytes.len())..];
+        let text = std::str::from_utf8(rest).unwrap_or("");
+        let text = text.strip_prefix('\n').unwrap_or("");
+        text.split('\n').next().and_then(PosixTz::parse)
+    } else {
+        None
+    };
+    Ok(Zone {
+        name: name.into(),
+        transitions,
+        initial: types[0],
+        types,
+        footer,
+    })
+}
+
+/// A POSIX TZ rule (`CET-1CEST,M3.5.0,M10.5.0/3`): the footer of a TZif file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PosixTz {
+    std_offset: i32,
+    dst: Option<DstRule>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct DstRule {
+    offset: i32,
+    start: (RuleDay, i32),
+    end: (RuleDay, i32),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum RuleDay {
+    /// `Jn`: day 1..=365, February 29 never counted.
+    Julian1(u32),
+    /// `n`: day 0..=365, February 29 counted.
+    Julian0(u32),
+    /// `Mm.w.d`: weekday d of week w (5 = last) of month m.
+    Month(u32, u32, u32),
+}
+
+impl PosixTz {
+    /// Parses a POSIX TZ string; `None` when it is not one we can evaluate.
+    pub fn parse(text: &str) -> Option<PosixTz> {
+        let mut p = Cursor {
+            b: text.as_bytes(),
+            at: 0,
+        };
+        p.name()?;
+        let std_offset = -p.offset()?;
+        if p.done() {
+            return Some(PosixTz {
+                std_offset,
+                dst: None,
+            });
+        }
+        p.name()?;
+        let dst_offset = if p.peek() != Some(b',') && !p.done() {
+            -p.offset()?
+        } else {
+            std_offset + 3600
+        };
+        let (start, end) = if p.done() {
+            (
+                (RuleDay::Month(3, 2, 0), 7200),
+                (RuleDay::Month(11, 1, 0), 7200),
+            )
+        } else {
+            p.expect(b',')?;
+            let start = p.rule()?;
+            p.expect(b',')?;
+            let end = p.rule()?;
+            (start, end)
+        };
+        if !p.done() {
+            return None;
+        }
+        Some(PosixTz {
+            std_offset,
+            dst: Some(DstRule {
+                offset: dst_offset,
+                start,
+                end,
+            }),
+        })
+    }
+
+    fn offset_at(&self, unix: i64) -> i32 {
+        let Some(dst) = &self.dst else {
+            return self.std_offset;
+        };
+        let year = civil_from_days((unix + i64::from(self.std_offset)).div_euclid(86_400)).0;
+        // Check the neighbouring years too so instants near New Year are right.
+        let mut in_dst = false;
+        for y in [year - 1, year, year + 1] {
+            let start = rule_instant(y, dst.start, self.std_offset);
+            let end = rule_instant(y, dst.end, dst.offset);
+            if start < end {
+                if unix >= start && unix < end {
+                    in_dst = true;
+                }
+            } else if y == year {
+                // Southern hemisphere: DST spans New Year.
+                in_dst = !(unix >= end && unix < start);
+            }
+        }
+        if in_dst { dst.offset } else { self.std_offset }
+    }
+}
+
+fn rule_instant(year: i64, (day, time): (RuleDay, i32), offset: i32) -> i64 {
+    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    let jan1 = days_from_civil(year, 1, 1);
+    let days = match day {
+        RuleDay::Julian1(n) => {
+            let n = i64::from(n);
+            jan1 + n - 1 + i64::from(leap && n >= 60)
+        }
+        RuleDay::Julian0(n) => jan1 + i64::from(n),
+        RuleDay::Month(m, w, d) => {
+            let first = days_from_civil(year, m, 1);
+            // 1970-01-01 was a Thursday (weekday 4).
+            let first_wd = (first + 4).rem_euclid(7);
+            let mut day = first + (i64::from(d) - first_wd).rem_euclid(7) + 7 * (i64::from(w) - 1);
+            let next_month = if m == 12 {
+                days_from_civil(year + 1, 1, 1)
+            } else {
+                days_from_civil(year, m + 1, 1)
+            };
+            while day >= next_month {
+                day -= 7;
+            }
+            day
+        }
+    };
+    days * 86_400 + i64::from(time) - i64::from(offset)
+}
+
+struct Cursor<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl Cursor<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.at).copied()
+    }
+    fn done(&self) -> bool {
+        self.at >= self.b.len()
+    }
+    fn expect(&mut self, c: u8) -> Option<()> {
+        (self.peek()? == c).then(|| self.at += 1)
+    }
+    fn name(&mut self) -> Option<()> {
+        let start = self.at;
+        if self.peek() == Some(b'<') {
+            while self.peek()? != b'>' {
+                self.at += 1;
+            }
+            self.at += 1;
+            return (self.at - start >= 5).then_some(());
+        }
+        while self.peek().is_some_and(|c| c.is_ascii_alphabetic()) {
+            self.at += 1;
+        }
+        (self.at - start >= 3).then_some(())
+    }
+    fn number(&mut self) -> Option<i32> {
+        let start = self.at;
+        let mut n: i32 = 0;
+        while let Some(c) = self.peek().filter(u8::is_ascii_digit) {
+            n = n.checked_mul(10)?.checked_add(i32::from(c - b'0'))?;
+            self.at += 1;
+        }
+        (self.at > start).then_some(n)
+    }
+    /// `[+-]hh[:mm[:ss]]` in seconds (POSIX sign: positive is west).
+    fn offset(&mut self) -> Option<i32> {
+        let sign = match self.peek() {
+            Some(b'-') => {
+                self.at += 1;
+                -1
+            }
+            Some(b'+') => {
+                self.at += 1;
+                1
+            }
+            _ => 1,
+        };
+        let mut seconds = self.number()?.checked_mul(3600)?;
+        if self.peek() == Some(b':') {
+            self.at += 1;
+            seconds += self.number()? * 60;
+            if self.peek() == Some(b':') {
+                self.at += 1;
+                seconds += self.number()?;
+            }
+        }
+        Some(sign * seconds)
+    }
+    fn rule(&mut self) -> Option<(RuleDay, i32)> {
+        let day = match self.peek()? {
+            b'J' => {
+                self.at += 1;
+                RuleDay::Julian1(u32::try_from(self.number()?).ok()?)
+            }
+            b'M' => {
+                self.at += 1;
+                let m = u32::try_from(self.number()?).ok()?;
+                self.expect(b'.')?;
+                let w = u32::try_from(self.number()?).ok()?;
+                self.expect(b'.')?;
+                let d = u32::try_from(self.number()?).ok()?;
+                if !(1..=12).contains(&m) || !(1..=5).contains(&w) || d > 6 {
+                    return None;
+                }
+                RuleDay::Month(m, w, d)
+            }
+            _ => RuleDay::Julian0(u32::try_from(self.number()?).ok()?),
+        };
+        let time = if self.peek() == Some(b'/') {
+            self.at += 1;
+            self.offset()?
+        } else {
+            7200
+        };
+        Some((day, time))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn posix_rules_for_both_hemispheres() {
+        let berlin = PosixTz::parse("CET-1CEST,M3.5.0,M10.5.0/3").unwrap();
+        // 2026-03-29 01:00 UTC: clocks go 02:00 -> 03:00 local.
+        let change = days_from_civil(2026, 3, 29) * 86_400 + 3600;
+        assert_eq!(berlin.offset_at(change - 1), 3600);
+        assert_eq!(berlin.offset_at(change), 7200);
+        let back = days_from_civil(2026, 10, 25) * 86_400 + 3600;
+        assert_eq!(berlin.offset_at(back - 1), 7200);
+        assert_eq!(berlin.offset_at(back), 3600);
+        let sydney = PosixTz::parse("AEST-10AEDT,M10.1.0,M4.1.0/3").unwrap();
+        assert_eq!(
+            sydney.offset_at(days_from_civil(2026, 1, 15) * 86_400),
+            39600
+        );
+        assert_eq!(
+            sydney.offset_at(days_from_civil(2026, 7, 15) * 86_400),
+            36000
+        );
+        let fixed = PosixTz::parse("<+0545>-5:45").unwrap();
+        assert_eq!(fixed.offset_at(0), 20700);
+        assert_eq!(PosixTz::parse("nonsense,"), None);
+    }
+
+    #[test]
+    fn names_are_checked() {
+        assert!(is_valid_name("America/Argentina/Buenos_Aires"));
+        assert!(is_valid_name("Etc/GMT+5"));
+        for bad in ["", "/etc/passwd", "../x", "a//b", "Europe/../../etc", "a b"] {
+            assert!(!is_valid_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn garbage_is_corrupt_not_a_panic() {
+        assert_eq!(Zone::from_tzif("x", b"TZif2"), Err(TzError::Corrupt));
+        assert_eq!(Zone::from_tzif("x", b"nope"), Err(TzError::Corrupt));
+        let mut bytes = b"TZif2".to_vec();
+        bytes.extend([0u8; 15]);
+        bytes.extend([0xffu8; 24]);
+        assert_eq!(Zone::from_tzif("x", &bytes), Err(TzError::Corrupt));
+    }
+}

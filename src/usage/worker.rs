@@ -1,0 +1,534 @@
+//! `heeler usage worker`: the background refresh a query starts.
+//!
+//! One instance at a time (`flock` on `worker.lock`), it finds transcripts
+//! (`usage::discover`, while this thread loads the cache), brings the
+//! per-file cache up to date, updates the aggregate incrementally (or
+//! rebuilds it), and persists the index (`usage::store::index`), the
+//! aggregate (`usage::store::state`) and then `snapshot-v1.json`, probes
+//! limits when due, records its status and exits. A cold backfill stops at
+//! a time budget, persists its progress and marks the snapshot partial so
+//! the next query starts another run.
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::base::atomic_file;
+use crate::base::json::{self, Object, Value};
+use crate::usage::aggregate;
+use crate::usage::aggregate::incremental::State;
+use crate::usage::cache::{self, Candidate, Index};
+use crate::usage::event::Agent;
+use crate::usage::pricing::PriceTable;
+use crate::usage::report::Snapshot;
+use crate::usage::store::index::Store;
+use crate::usage::store::state::StateStore;
+
+/// Files and directories of Usage state.
+#[derive(Debug, Clone)]
+pub struct UsageDir(pub PathBuf);
+
+impl UsageDir {
+    /// `$HERDR_PLUGIN_STATE_DIR/usage`, else
+    /// `~/.local/state/herdr/plugins/heeler/usage`.
+    pub fn from_env() -> UsageDir {
+        let state = std::env::var_os("HERDR_PLUGIN_STATE_DIR")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| home_dir().join(".local/state/herdr/plugins/heeler"));
+        UsageDir(state.join("usage"))
+    }
+    pub fn snapshot(&self) -> PathBuf {
+        self.0.join("snapshot-v1.json")
+    }
+    pub fn index(&self) -> PathBuf {
+        self.0.join("index-v1.bin")
+    }
+    pub fn aggregate(&self) -> PathBuf {
+        self.0.join("aggregate-v1.bin")
+    }
+    pub fn index_journal(&self) -> PathBuf {
+        self.0.join("index-v1.journal")
+    }
+    pub fn lock(&self) -> PathBuf {
+        self.0.join("worker.lock")
+    }
+    pub fn log(&self) -> PathBuf {
+        self.0.join("worker.log")
+    }
+    pub fn status(&self) -> PathBuf {
+        self.0.join("status-v1.json")
+    }
+    pub fn runtime(&self) -> PathBuf {
+        self.0.join("runtime-v1.json")
+    }
+    pub fn limits(&self, agent: Agent) -> PathBuf {
+        self.0.join(format!("limits-{}.json", agent.name()))
+    }
+    pub fn claude_limits_trigger(&self) -> PathBuf {
+        self.0.join("claude-limits-trigger.json")
+    }
+    pub fn zones_wanted(&self) -> PathBuf {
+        self.0.join("zones-wanted")
+    }
+    pub fn claude_limits_wanted(&self) -> PathBuf {
+        self.0.join("claude-limits.wanted")
+    }
+}
+
+/// `HOME`, or `/` when unset.
+pub fn home_dir() -> PathBuf {
+    std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"))
+}
+
+/// Current Unix seconds.
+pub fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+pub use crate::usage::discover::{Roots, discover};
+
+/// How far back transcripts matter: 30 days plus margins for the widest
+/// zone offsets and for a snapshot that ages before the next refresh.
+pub const WINDOW_SECONDS: i64 = 32 * 86_400;
+
+/// The outcome of one scan (also used by the benchmark).
+#[derive(Debug, Clone)]
+pub struct ScanResult {
+    pub snapshot: Snapshot,
+    pub stats: cache::RefreshStats,
+    /// Whether the previous aggregate was reused or updated rather than
+    /// rebuilt from every cached event.
+    pub incremental: bool,
+    /// Index keys whose entries changed (what the index journal records).
+    pub changed_keys: Vec<String>,
+}
+
+fn root_list(roots: &[PathBuf]) -> Value {
+    Value::Array(
+        roots
+            .iter()
+            .map(|r| Value::from(r.to_string_lossy().into_owned()))
+            .collect(),
+    )
+}
+
+/// Refreshes `index` from `roots` and aggregates a snapshot at `now`
+/// (from scratch: no incremental state).
+pub fn scan(
+    index: &mut Index,
+    roots: &Roots,
+    prices: &PriceTable,
+    now: i64,
+    deadline: Option<Instant>,
+) -> ScanResult {
+    let candidates = discover(roots);
+    scan_with_state(index, &mut None, roots, candidates, prices, now, deadline)
+}
+
+/// The first slot of the window at `now` (slot-aligned, so a slot is in
+/// the window exactly when its requests are).
+pub fn window_start(now: i64) -> i64 {
+    (now - WINDOW_SECONDS).div_euclid(aggregate::SLOT) * aggregate::SLOT
+}
+
+/// [`scan`] over `candidates` (what [`discover`] found under `roots`) that
+/// updates `state` (the aggregate kept beside the index) incrementally
+/// when it matches `index`, and rebuilds it otherwise (a refresh that
+/// found nothing new applies no change: as cheap as reusing the last
+/// snapshot, and its slots come out right for the new window).
+#[allow(clippy::too_many_arguments)]
+pub fn scan_with_state(
+    index: &mut Index,
+    state: &mut Option<State>,
+    roots: &Roots,
+    candidates: Vec<Candidate>,
+    prices: &PriceTable,
+    now: i64,
+    deadline: Option<Instant>,
+) -> ScanResult {
+    let since = window_start(now);
+    let trace = Trace::new();
+    let before = state.as_ref().map(|_| index.fingerprint());
+    let mut changes = cache::Changes::default();
+    let mut stats = cache::refresh_tracked(
+        index,
+        &candidates,
+        since.saturating_mul(1_000_000_000),
+        deadline,
+        &mut changes,
+    );
+    trace.mark("  stat and read changed files");
+    let incremental = match (state.as_mut(), before) {
+        (Some(s), Some(before)) => s.apply(before, index, &mut changes.files, prices, since),
+        _ => false,
+    };
+    let mut changed_keys = changes.keys();
+    drop(changes);
+    if !incremental {
+        // An entry whose stored events cannot be read (a damaged events
+        // file) is dropped and its file read again now, as a new one.
+        let before: Vec<String> = index.files.keys().cloned().collect();
+        index.materialize();
+        if index.files.len() < before.len() {
+            changed_keys.extend(before.into_iter().filter(|k| !index.files.contains_key(k)));
+            let mut again = cache::Changes::default();
+            let more = cache::refresh_tracked(
+                index,
+                &candidates,
+                since.saturating_mul(1_000_000_000),
+                deadline,
+                &mut again,
+            );
+            stats.reparsed += more.reparsed;
+            stats.bytes_read += more.bytes_read;
+            stats.partial |= more.partial;
+            changed_keys.extend(again.keys());
+            index.materialize();
+        }
+        *state = Some(State::full(index, prices, since));
+    }
+    trace.mark("  aggregate");
+    let agg = match state.as_ref() {
+        Some(s) => aggregate::flatten(&s.detailed),
+        None => aggregate::flatten(&aggregate::Detailed::default()),
+    };
+    let seen = |agent: Agent| candidates.iter().filter(|c| c.agent == agent).count() as u64;
+    let entries = |agent: Agent| index.files.values().filter(move |e| e.agent == agent);
+    let unreadable = |agent: Agent, compressed: bool| {
+        entries(agent)
+            .filter(|e| e.unreadable && e.compressed == compressed)
+            .count() as u64
+    };
+    let malformed = |agent: Agent| {
+        entries(agent)
+            .map(|e| e.parse.malformed + e.oversized)
+            .sum::<u64>()
+    };
+    let span = |s: (i64, i64)| {
+        if s.0 == 0 {
+            (Value::Null, Value::Null)
+        } else {
+            (Value::from(s.0), Value::from(s.1))
+        }
+    };
+    let (c_first, c_last) = span(agg.span_claude);
+    let (x_first, x_last) = span(agg.span_codex);
+    let coverage = Object::new()
+        .with(
+            "claude",
+            Value::Object(
+                Object::new()
+                    .with("roots", root_list(&roots.claude))
+                    .with("files_seen", seen(Agent::Claude))
+                    .with("files_in_window", entries(Agent::Claude).count() as u64)
+                    .with("files_unreadable", unreadable(Agent::Claude, false))
+                    .with("lines_malformed", malformed(Agent::Claude))
+                    .with("duplicates_dropped", agg.duplicates_claude)
+                    .with("earliest", c_first)
+                    .with("latest", c_last),
+            ),
+        )
+        .with(
+            "codex",
+            Value::Object(
+                Object::new()
+                    .with("roots", root_list(&roots.codex))
+                    .with("files_seen", seen(Agent::Codex))
+                    .with("files_in_window", entries(Agent::Codex).count() as u64)
+                    .with(
+                        "files_compressed",
+                        entries(Agent::Codex).filter(|e| e.compressed).count() as u64,
+                    )
+                    .with("files_compressed_skipped", unreadable(Agent::Codex, true))
+                    .with("files_unreadable", unreadable(Agent::Codex, false))
+                    .with("lines_malformed", malformed(Agent::Codex))
+                    .with("duplicates_dropped", agg.duplicates_codex)
+                    .with("forks_unresolved", agg.forks_unresolved)
+                    .with("earliest", x_first)
+                    .with("latest", x_last),
+            ),
+        )
+        .with("partial", stats.partial);
+    trace.mark("  flatten and coverage");
+    ScanResult {
+        snapshot: Snapshot {
+            generated_at: now,
+            partial: stats.partial,
+            pricing: prices.meta.clone(),
+            coverage: Value::Object(coverage),
+            aggregate: state.as_ref().map_or(0, |s| s.fingerprint),
+            slots: agg.slots,
+        },
+        stats,
+        incremental,
+        changed_keys,
+    }
+}
+
+/// Why the worker failed (recorded in the status file).
+#[derive(Debug)]
+pub enum WorkerError {
+    Io(&'static str, io::Error),
+    Pricing,
+}
+
+impl std::fmt::Display for WorkerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WorkerError::Io(what, e) => write!(f, "{what}: {e}"),
+            WorkerError::Pricing => write!(f, "the bundled price table does not load"),
+        }
+    }
+}
+
+/// Opens the lock file and takes the lock; `None` when another worker
+/// holds it.
+pub fn take_lock(dir: &UsageDir) -> io::Result<Option<File>> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.lock())?;
+    for _ in 0..5 {
+        if crate::base::sys::try_lock_exclusive(&file)? {
+            return Ok(Some(file));
+        }
+        // A query may be testing the lock this very moment.
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(None)
+}
+
+/// Whether a worker holds the lock right now.
+pub fn is_running(dir: &UsageDir) -> bool {
+    let Ok(file) = OpenOptions::new().write(true).open(dir.lock()) else {
+        return false;
+    };
+    matches!(crate::base::sys::try_lock_exclusive(&file), Ok(false))
+}
+
+/// Reads a JSON file, `None` when missing or invalid.
+pub fn read_json(path: &Path) -> Option<Value> {
+    json::parse(&fs::read_to_string(path).ok()?).ok()
+}
+
+fn write_status(dir: &UsageDir, status: &Object) -> io::Result<()> {
+    atomic_file::write(
+        &dir.status(),
+        Value::Object(status.clone()).to_json().as_bytes(),
+        0o600,
+    )
+}
+
+/// The worker's time budget (`HEELER_USAGE_BUDGET_MS`, default 20 s).
+fn budget() -> Duration {
+    std::env::var("HEELER_USAGE_BUDGET_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map(Duration::from_millis)
+        .unwrap_or(Duration::from_secs(20))
+}
+
+/// Runs one refresh. Returns `Ok(false)` when another worker is running.
+pub fn run_once(dir: &UsageDir) -> Result<bool, WorkerError> {
+    atomic_file::create_dir_all(&dir.0, 0o700).map_err(|e| WorkerError::Io("usage dir", e))?;
+    let Some(_lock) = take_lock(dir).map_err(|e| WorkerError::Io("worker.lock", e))? else {
+        return Ok(false);
+    };
+    let started = now();
+    let mut status = read_json(&dir.status())
+        .and_then(|v| v.as_object().cloned())
+        .unwrap_or_default();
+    status.insert("started_at", Value::from(started));
+    let _ = write_status(dir, &status);
+    let result = refresh_with_lock(dir, started);
+    status.insert("finished_at", Value::from(now()));
+    match &result {
+        Ok(()) => {
+            status.insert("last_success_at", Value::from(started));
+            status.insert("last_error", Value::Null);
+        }
+        Err(e) => {
+            status.insert("last_error", Value::from(e.to_string()));
+        }
+    }
+    let _ = write_status(dir, &status);
+    result.map(|()| true)
+}
+
+fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
+    let prices = PriceTable::bundled().map_err(|_| WorkerError::Pricing)?;
+    let runtime = read_json(&dir.runtime());
+    let roots = Roots::from_env(runtime.as_ref());
+    let trace = Trace::new();
+    // Walking the transcript trees waits on the kernel; loading the cache
+    // is work for the other core.
+    let (candidates, (mut index, loaded, mut state)) = std::thread::scope(|scope| {
+        let walker = scope.spawn(|| discover(&roots));
+        let store = Store::in_dir(&dir.0);
+        let (index, loaded) = store.load();
+        trace.mark("load index");
+        let state = StateStore::in_dir(&dir.0).load();
+        trace.mark("load aggregate state");
+        let candidates = walker.join().unwrap_or_else(|_| discover(&roots));
+        trace.mark("discover (in parallel)");
+        (candidates, (index, loaded, state))
+    });
+    let store = Store::in_dir(&dir.0);
+    let had_base = dir.index().exists();
+    let deadline = Instant::now() + budget();
+    let result = scan_with_state(
+        &mut index,
+        &mut state,
+        &roots,
+        candidates,
+        &prices,
+        now,
+        Some(deadline),
+    );
+    trace.mark("scan and aggregate");
+    if result.stats.changed() || !had_base {
+        let keys: Vec<&str> = result.changed_keys.iter().map(String::as_str).collect();
+        store
+            .save(&mut index, &keys, loaded)
+            .map_err(|e| WorkerError::Io("index-v1.bin", e))?;
+    }
+    trace.mark("write index");
+    // A rebuilt aggregate is kept even when no file changed (it was missing
+    // or stale), so the next change can be incremental.
+    if result.stats.changed() || !had_base || !result.incremental {
+        if let Some(state) = &mut state {
+            StateStore::in_dir(&dir.0)
+                .save(state)
+                .map_err(|e| WorkerError::Io("aggregate-v1.bin", e))?;
+        }
+    }
+    trace.mark("write aggregate state");
+    let rendered = render_ahead(dir, &result.snapshot, now);
+    let text = result.snapshot.to_json_with(&rendered);
+    trace.mark("render snapshot");
+    atomic_file::write_unsynced(&dir.snapshot(), text.as_bytes(), 0o600)
+        .map_err(|e| WorkerError::Io("snapshot-v1.json", e))?;
+    trace.mark("write snapshot");
+    crate::usage::limits::refresh_due(dir, runtime.as_ref(), &index, now);
+    trace.mark("limits");
+    if trace.on {
+        eprintln!("{:?} incremental: {}", result.stats, result.incremental);
+    }
+    // The process ends right after this: freeing tens of thousands of
+    // entries and slots one by one would only delay the exit.
+    std::mem::forget(index);
+    std::mem::forget(state);
+    std::mem::forget(result);
+    Ok(())
+}
+
+/// Most zones rendered ahead (the Host's plus those queries asked for).
+pub const ZONES_AHEAD: usize = 4;
+
+/// Remembers that a query asked for `zone` (rendered ahead from the next
+/// refresh on); the newest [`ZONES_AHEAD`] names are kept.
+pub fn want_zone(dir: &UsageDir, zone: &str) {
+    let text = fs::read_to_string(dir.zones_wanted()).unwrap_or_default();
+    if text.lines().any(|l| l == zone) {
+        return;
+    }
+    let mut names: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
+    names.push(zone);
+    let keep = &names[names.len().saturating_sub(ZONES_AHEAD)..];
+    let _ = atomic_file::create_dir_all(&dir.0, 0o700).and_then(|()| {
+        atomic_file::write(
+            &dir.zones_wanted(),
+            (keep.join("\n") + "\n").as_bytes(),
+            0o600,
+        )
+    });
+}
+
+/// Token members for the Host's zone and the wanted zones, on their local
+/// day at `now`.
+fn render_ahead(
+    dir: &UsageDir,
+    snapshot: &Snapshot,
+    now: i64,
+) -> Vec<crate::usage::report::Rendered> {
+    let zoneinfo = crate::usage::tz::zoneinfo_dir();
+    let host = crate::usage::tz::host_zone(
+        std::env::var("TZ").ok().as_deref(),
+        Path::new("/etc/localtime"),
+        &zoneinfo,
+    );
+    let mut zones = vec![host];
+    let wanted = fs::read_to_string(dir.zones_wanted()).unwrap_or_default();
+    for name in wanted.lines().take(ZONES_AHEAD) {
+        if zones.iter().any(|z| z.name == name) {
+            continue;
+        }
+        if let Ok(zone) = crate::usage::tz::Zone::load(name, &zoneinfo) {
+            zones.push(zone);
+        }
+    }
+    zones
+        .iter()
+        .map(|zone| crate::usage::report::Rendered {
+            tz: zone.name.clone(),
+            day: zone.local_day(now),
+            parts: crate::usage::report::token_parts(&snapshot.slots, zone, now),
+        })
+        .collect()
+}
+
+/// Starts `heeler usage worker` detached, stdio to `worker.log` (kept under
+/// 1 MiB by starting over).
+pub fn spawn(dir: &UsageDir, exe: &Path) -> io::Result<()> {
+    atomic_file::create_dir_all(&dir.0, 0o700)?;
+    let log_path = dir.log();
+    let too_big = fs::metadata(&log_path).is_ok_and(|m| m.len() > 1 << 20);
+    let log = OpenOptions::new()
+        .create(true)
+        .append(!too_big)
+        .write(true)
+        .truncate(too_big)
+        .open(&log_path)?;
+    let mut command = std::process::Command::new(exe);
+    command
+        .args(["usage", "worker"])
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    crate::base::sys::detach_on_spawn(&mut command);
+    command.spawn().map(|_| ())
+}
+
+/// Phase timings on stderr (the worker log) when `HEELER_USAGE_TRACE` is set.
+struct Trace {
+    on: bool,
+    last: std::cell::Cell<Instant>,
+}
+
+impl Trace {
+    fn new() -> Trace {
+        Trace {
+            on: std::env::var_os("HEELER_USAGE_TRACE").is_some(),
+            last: std::cell::Cell::new(Instant::now()),
+        }
+    }
+    fn mark(&self, what: &str) {
+        if self.on {
+            let now = Instant::now();
+            eprintln!(
+                "{what}: {:.1} ms",
+                (now - self.last.get()).as_secs_f64() * 1000.0
+            );
+            self.last.set(now);
+        }
+    }
+}
