@@ -136,7 +136,7 @@ fn run_worker(home: &Path, worker: usize, operations: usize) {
     for n in 0..operations {
         let id = format!("w{worker}-{}", rng.below(4));
         let blob = format!("AAAAworker{worker}x{}", rng.below(4));
-        let now = heeler::pair::ceremony::unix_now();
+        let now = heeler::base::clock::unix_seconds();
         timeouts += match rng.below(5) {
             0 => {
                 let exp = if rng.below(2) == 0 {

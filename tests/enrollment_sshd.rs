@@ -682,7 +682,7 @@ fn expiry_through_sshd() {
         .spawn()
         .unwrap();
     rig.wait_for_accepts(&id, 1);
-    while heeler::pair::ceremony::unix_now() <= exp {
+    while heeler::base::clock::unix_seconds() <= exp {
         std::thread::sleep(Duration::from_millis(100));
     }
     let (_, device_line) = rig.device_key("device", "late-phone");

@@ -132,7 +132,7 @@ fn the_worker_triggers_the_action_once_per_back_off() {
         std::thread::sleep(Duration::from_millis(50));
     }
     // Wait for that worker to finish.
-    while heeler::usage::worker::is_running(&heeler::usage::worker::UsageDir(state.join("usage"))) {
+    while heeler::usage::worker::is_running(&heeler::usage::paths::UsageDir(state.join("usage"))) {
         assert!(Instant::now() < deadline);
         std::thread::sleep(Duration::from_millis(50));
     }

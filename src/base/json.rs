@@ -236,6 +236,13 @@ impl Value {
     }
 }
 
+/// Reads and parses a JSON file: `None` when it is missing, unreadable,
+/// not UTF-8 or not valid JSON. For state heeler itself wrote, where any of
+/// those means "start over".
+pub fn read_file(path: &std::path::Path) -> Option<Value> {
+    parse(&std::fs::read_to_string(path).ok()?).ok()
+}
+
 /// Parses one JSON document (RFC 8259; surrounding white space allowed).
 pub fn parse(text: &str) -> Result<Value, ParseError> {
     let mut parser = Parser {

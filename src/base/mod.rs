@@ -3,5 +3,7 @@
 
 pub mod atomic_file;
 pub mod base64;
+pub mod clock;
+pub mod dirs;
 pub mod json;
 pub(crate) mod sys;

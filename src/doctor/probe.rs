@@ -8,7 +8,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use crate::doctor::{self, FileRead, PathFacts, PathKind};
 
@@ -45,10 +45,13 @@ pub struct Facts {
 
 impl Facts {
     pub fn gather(network: bool) -> Facts {
-        let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/".into()));
+        // The one rule every command uses; with no home at all, the paths
+        // below name nothing and every check of them reports it missing.
+        let dirs = crate::base::dirs::Env::process();
+        let home = dirs.home().unwrap_or_default();
         let ssh_dir = home.join(".ssh");
         let authorized_keys = ssh_dir.join("authorized_keys");
-        let config_dir = plugin_config_dir(&home);
+        let config_dir = dirs.plugin_config_dir().unwrap_or_default();
         let pair_json = read_file(&config_dir.join("pair.json"));
         let notify_json = read_file(&config_dir.join("notify.json"));
         let ssh_port = doctor::advertised_port(&pair_json);
@@ -89,9 +92,7 @@ impl Facts {
             ssh_dir: path_facts(&ssh_dir),
             authorized_keys_facts: path_facts(&authorized_keys),
             authorized_keys: read_file(&authorized_keys),
-            now_unix: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
+            now_unix: crate::base::clock::unix_seconds().max(0) as u64,
             herdr,
             herdr_version,
             plugin_lists,
@@ -126,18 +127,6 @@ fn plugin_lists(herdr: &Path) -> Vec<(String, Result<String, String>)> {
             (name, list)
         })
         .collect()
-}
-
-/// `HERDR_PLUGIN_CONFIG_DIR` when herdr runs us, else where herdr puts it:
-/// `${XDG_CONFIG_HOME:-~/.config}/herdr/plugins/config/heeler` (herdr.md §3, §7).
-fn plugin_config_dir(home: &Path) -> PathBuf {
-    if let Some(dir) = std::env::var_os("HERDR_PLUGIN_CONFIG_DIR").filter(|d| !d.is_empty()) {
-        return PathBuf::from(dir);
-    }
-    let config_home = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|d| !d.is_empty())
-        .map_or_else(|| home.join(".config"), PathBuf::from);
-    config_home.join("herdr/plugins/config/heeler")
 }
 
 pub fn read_file(path: &Path) -> FileRead {

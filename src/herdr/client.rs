@@ -86,7 +86,7 @@ fn connect_with_timeout(path: &Path) -> Result<UnixStream, SocketUnusable> {
 }
 
 fn request_line(method: &str, params: Object) -> String {
-    let id = format!("heeler:{}:{method}", crate::hooks::env::now_ms());
+    let id = format!("heeler:{}:{method}", crate::base::clock::unix_millis());
     let mut line = Value::Object(
         Object::new()
             .with("id", id)

@@ -152,7 +152,7 @@ pub fn write_claim(path: &Path, pid: u32) -> std::io::Result<u64> {
         .and_then(|v| v.get("claimed_at_ms").and_then(Value::as_f64))
         .filter(|ms| ms.is_finite() && *ms >= 0.0)
         .map_or(0, |ms| ms as u64);
-    let now = env::now_ms();
+    let now = crate::base::clock::unix_millis();
     // Never behind a claim that is at most a second ahead of our clock.
     let claimed_at_ms = if previous >= now && previous - now < 1_000 {
         previous + 1
@@ -396,7 +396,7 @@ fn activity_dir(state_dir: &Path) -> PathBuf {
 pub fn run_with(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Result<(), ActivityError> {
     let config_dir = env::config_dir(lookup)?;
     env::refresh_sidebar_snapshot(&config_dir);
-    env::record_usage_runtime(lookup);
+    crate::usage::runtime::record_for_hook(lookup);
     let env = env::rest(config_dir, lookup)?;
     let event = env::parse_event(&env.event_json)?;
     let registration_path = registration::path_in(&env.config_dir);
@@ -459,7 +459,7 @@ pub fn run_with(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Result<(
     let newly_blocked = statuses.iter().any(|(pane, s)| {
         s == "blocked" && previous.get(pane).map(String::as_str) != Some("blocked")
     });
-    let timestamp = (env::now_ms() / 1000) as i64;
+    let timestamp = crate::base::clock::unix_seconds();
     let relay = RelayClient::new(
         &settings.relay_url,
         settings.relay_ca_file.as_deref(),
@@ -526,7 +526,7 @@ pub fn run_with(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Result<(
         }
         let state = Value::Object(
             Object::new()
-                .with("sent_at_ms", env::now_ms())
+                .with("sent_at_ms", crate::base::clock::unix_millis())
                 .with("statuses", status_object)
                 .with("preferences", preferences)
                 .with("ended", empty),

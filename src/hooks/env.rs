@@ -145,26 +145,6 @@ pub fn refresh_sidebar_snapshot(config_dir: &Path) {
     crate::sidebar::snapshot::refresh_for_event(config_dir);
 }
 
-/// Records the runtime (this binary, herdr's binary and socket, PATH, HOME)
-/// for `heeler usage`, which runs later from a bare SSH session. Written
-/// only when it changed; a failure is one log line and never fails the hook.
-pub fn record_usage_runtime(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) {
-    let Some(state_dir) = lookup("HERDR_PLUGIN_STATE_DIR").filter(|d| !d.is_empty()) else {
-        return;
-    };
-    if let Err(error) = crate::usage::runtime::record_runtime(Path::new(&state_dir)) {
-        eprintln!("usage: runtime record not written ({error})");
-    }
-}
-
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -137,10 +137,10 @@ fn text_of(agent: &Value, keys: &[&str]) -> Option<String> {
 pub fn run_with(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Result<(), NotifyError> {
     let config_dir = env::config_dir(lookup)?;
     env::refresh_sidebar_snapshot(&config_dir);
-    env::record_usage_runtime(lookup);
+    crate::usage::runtime::record_for_hook(lookup);
     let env = env::rest(config_dir, lookup)?;
     let event = env::parse_event(&env.event_json)?;
-    let ts = (env::now_ms() / 1000) as i64;
+    let ts = crate::base::clock::unix_seconds();
     let settings = settings::load(&env.config_dir);
     let flag = notify_flag(&event.status);
     let marker = marker_path(&env.state_dir, &event.pane);

@@ -95,13 +95,13 @@ pub fn run(args: AcceptArgs) -> ExitCode {
     let request = Request {
         state_dir: args.state_dir.map(PathBuf::from),
         pairing_id: args.pairing_id,
-        home: home_dir(),
+        home: crate::base::dirs::Env::process().home().ok(),
     };
     let outcome = accept(
         &request,
         std::io::stdin(),
         INPUT_TIMEOUT,
-        &ceremony::unix_now,
+        &crate::base::clock::unix_seconds,
     );
     let (stdout_line, stderr_line, status) = match outcome {
         Ok(key) => (
@@ -123,14 +123,6 @@ pub fn run(args: AcceptArgs) -> ExitCode {
     }
     let _ = writeln!(std::io::stderr().lock(), "{stderr_line}");
     status
-}
-
-/// `$HOME` when set and non-empty, else the passwd home of the euid.
-pub fn home_dir() -> Option<PathBuf> {
-    match std::env::var_os("HOME") {
-        Some(home) if !home.is_empty() => Some(PathBuf::from(home)),
-        _ => crate::pair::host_key::passwd_home().ok(),
-    }
 }
 
 /// The whole enrollment, with stdin, its timeout and the clock injected.

@@ -7,9 +7,10 @@
 //!
 //! ```no_run
 //! # use heeler::pair::ceremony::{self, CeremonyConfig};
+//! # use heeler::base::clock::unix_seconds;
 //! # fn demo(home: &std::path::Path, state: &std::path::Path) -> Result<(), ceremony::CeremonyError> {
 //! let config = CeremonyConfig::new(home, state, &ceremony::current_exe()?);
-//! ceremony::sweep(home, state, ceremony::unix_now())?;   // once at start-up
+//! ceremony::sweep(home, state, unix_seconds())?;          // once at start-up
 //! let ceremony = ceremony::begin(&config)?;               // pending file + bootstrap line
 //! let bootstrap = ceremony.bootstrap();                   // seed + exp for the Pairing Code
 //! # let _ = bootstrap;
@@ -19,7 +20,7 @@
 //!         // optionally: ceremony::revoke_device(home, &enrolled)?;
 //!         break;
 //!     }
-//!     if ceremony::unix_now() >= ceremony.expires_at() {
+//!     if unix_seconds() >= ceremony.expires_at() {
 //!         match ceremony.expire()? {                      // locked: never races accept
 //!             Some(enrolled) => { /* enrolled at the last moment */ let _ = enrolled; }
 //!             None => { /* expired: the line is gone */ }
@@ -48,7 +49,6 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
 
 use crate::pair::authorized_keys::{self, EditError, Location};
 use crate::pair::bootstrap_key::{BootstrapKey, RandomUnavailable};
@@ -142,13 +142,6 @@ impl From<RandomUnavailable> for CeremonyError {
     }
 }
 
-/// Unix seconds now (0 if the clock is before 1970).
-pub fn unix_now() -> i64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-}
-
 /// The absolute path of the running binary, for the forced command.
 pub fn current_exe() -> Result<PathBuf, CeremonyError> {
     let exe = std::env::current_exe().map_err(CeremonyError::CurrentExe)?;
@@ -238,7 +231,7 @@ pub struct Ceremony {
 
 /// Starts a ceremony now. See the module doc for the sequence.
 pub fn begin(config: &CeremonyConfig) -> Result<Ceremony, CeremonyError> {
-    begin_at(config, unix_now())
+    begin_at(config, crate::base::clock::unix_seconds())
 }
 
 /// [`begin`] at a given clock reading (tests).

@@ -13,9 +13,10 @@
 //! `HEELER_TEST_HOST_KEY_DIR` replaces `/etc/ssh` as the host key directory.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::base::dirs;
 use crate::base::sys;
 use crate::cli::PairArgs;
 use crate::exit::Failure;
@@ -25,8 +26,6 @@ use crate::pair::config;
 use crate::pair::host_key;
 use crate::wire::pairing_code::{self, Payload};
 
-/// The plugin id: names the default herdr config and state directories.
-pub const PLUGIN_ID: &str = "heeler";
 /// How often the wait loop looks for an enrollment or a signal.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(200);
 /// Test-only: overrides the Bootstrap Key TTL (seconds).
@@ -44,28 +43,6 @@ fn env_path(name: &str) -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-/// `HERDR_PLUGIN_STATE_DIR`, else herdr's default
-/// (`$XDG_STATE_HOME/herdr/plugins/heeler`, `~/.local/state/herdr/plugins/heeler`).
-pub fn state_dir(home: &Path) -> PathBuf {
-    env_path("HERDR_PLUGIN_STATE_DIR").unwrap_or_else(|| {
-        env_path("XDG_STATE_HOME")
-            .unwrap_or_else(|| home.join(".local/state"))
-            .join("herdr/plugins")
-            .join(PLUGIN_ID)
-    })
-}
-
-/// `HERDR_PLUGIN_CONFIG_DIR`, else herdr's default
-/// (`$XDG_CONFIG_HOME/herdr/plugins/config/heeler`, `~/.config/herdr/plugins/config/heeler`).
-pub fn config_dir(home: &Path) -> PathBuf {
-    env_path("HERDR_PLUGIN_CONFIG_DIR").unwrap_or_else(|| {
-        env_path("XDG_CONFIG_HOME")
-            .unwrap_or_else(|| home.join(".config"))
-            .join("herdr/plugins/config")
-            .join(PLUGIN_ID)
-    })
-}
-
 /// Writes one stdout line; a closed stdout is not worth a panic.
 fn print_line(line: &str) {
     let mut stdout = std::io::stdout().lock();
@@ -80,8 +57,10 @@ fn note(line: &str) {
 /// The command (`heeler pair --no-ui`; without `--no-ui`, `main` runs the
 /// popup instead).
 pub fn run(args: PairArgs) -> Result<(), Failure> {
-    let home = crate::pair::accept::home_dir()
-        .ok_or_else(|| fail("cannot determine the home directory"))?;
+    let dirs = dirs::Env::process();
+    let home = dirs.home().map_err(|e| fail(e.to_string()))?;
+    let config_dir = dirs.plugin_config_dir().map_err(|e| fail(e.to_string()))?;
+    let state_dir = dirs.plugin_state_dir().map_err(|e| fail(e.to_string()))?;
     let host_key_dir =
         env_path(TEST_HOST_KEY_DIR_ENV).unwrap_or_else(|| PathBuf::from(host_key::DEFAULT_DIR));
     let host_key = host_key::find(&host_key_dir)
@@ -94,7 +73,7 @@ pub fn run(args: PairArgs) -> Result<(), Failure> {
         })?;
     let user =
         host_key::username().map_err(|e| fail(format!("cannot determine the user name: {e}")))?;
-    let config = config::read(Some(&config_dir(&home)));
+    let config = config::read(Some(&config_dir));
     for warning in config.warning_lines() {
         note(&warning);
     }
@@ -139,7 +118,7 @@ pub fn run(args: PairArgs) -> Result<(), Failure> {
         return Ok(());
     }
 
-    let state_dir = std::path::absolute(state_dir(&home)).map_err(|e| fail(e.to_string()))?;
+    let state_dir = std::path::absolute(state_dir).map_err(|e| fail(e.to_string()))?;
     let mut config = CeremonyConfig::new(
         &home,
         &state_dir,
@@ -152,7 +131,7 @@ pub fn run(args: PairArgs) -> Result<(), Failure> {
         config.ttl_seconds = ttl.max(1);
     }
     sys::catch_termination_signals().map_err(|e| fail(format!("cannot catch signals: {e}")))?;
-    ceremony::sweep(&home, &state_dir, ceremony::unix_now())
+    ceremony::sweep(&home, &state_dir, crate::base::clock::unix_seconds())
         .map_err(|e| fail(format!("sweep failed: {e}")))?;
     let ceremony =
         ceremony::begin(&config).map_err(|e| fail(format!("Could not start pairing: {e}")))?;
@@ -206,7 +185,7 @@ fn wait(ceremony: &ceremony::Ceremony) -> Result<(), Failure> {
         if let Some(enrolled) = ceremony.poll_enrolled() {
             return report_enrolled(ceremony, &enrolled);
         }
-        if ceremony::unix_now() >= ceremony.expires_at() {
+        if crate::base::clock::unix_seconds() >= ceremony.expires_at() {
             return match ceremony.expire() {
                 Ok(Some(enrolled)) => report_enrolled(ceremony, &enrolled),
                 Ok(None) => {

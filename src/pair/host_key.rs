@@ -110,17 +110,6 @@ pub fn username() -> io::Result<String> {
     })
 }
 
-/// The home directory of the effective uid, from the passwd database.
-pub fn passwd_home() -> io::Result<PathBuf> {
-    let uid = sys::effective_uid();
-    sys::passwd_entry(uid)?.map(|e| e.home).ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::NotFound,
-            format!("no passwd entry for uid {uid}"),
-        )
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,6 +152,5 @@ mod tests {
     fn username_comes_from_passwd() {
         let name = username().unwrap();
         assert!(!name.is_empty());
-        assert!(passwd_home().unwrap().is_absolute());
     }
 }

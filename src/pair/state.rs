@@ -14,7 +14,6 @@
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
 
 use crate::base::atomic_file;
 use crate::base::json::{self, Object, Value};
@@ -94,12 +93,12 @@ impl StateDir {
 
     /// The pending record, `None` when missing or unreadable.
     pub fn read_pending(&self, pairing_id: &str) -> Option<Pending> {
-        Pending::from_json(&read_json(&self.pending_path(pairing_id))?)
+        Pending::from_json(&json::read_file(&self.pending_path(pairing_id))?)
     }
 
     /// The enrolled record, `None` when missing or unreadable.
     pub fn read_enrolled(&self, pairing_id: &str) -> Option<EnrolledRecord> {
-        EnrolledRecord::from_json(&read_json(&self.enrolled_path(pairing_id))?)
+        EnrolledRecord::from_json(&json::read_file(&self.enrolled_path(pairing_id))?)
     }
 
     pub fn pending_exists(&self, pairing_id: &str) -> bool {
@@ -134,7 +133,7 @@ fn sweep_dir(dir: &Path, now: i64, deadline_of: impl Fn(&Value) -> Option<i64>) 
     };
     for entry in entries.flatten() {
         let path = entry.path();
-        let deadline = match read_json(&path).as_ref().and_then(&deadline_of) {
+        let deadline = match json::read_file(&path).as_ref().and_then(&deadline_of) {
             Some(deadline) => deadline,
             None => match mtime_seconds(&path) {
                 Some(mtime) => mtime.saturating_add(2 * SWEEP_GRACE_SECONDS),
@@ -149,11 +148,7 @@ fn sweep_dir(dir: &Path, now: i64, deadline_of: impl Fn(&Value) -> Option<i64>) 
 
 fn mtime_seconds(path: &Path) -> Option<i64> {
     let modified = std::fs::metadata(path).ok()?.modified().ok()?;
-    let seconds = modified
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .ok()?
-        .as_secs();
-    i64::try_from(seconds).ok()
+    crate::base::clock::seconds_of(modified)
 }
 
 fn write_record(path: &Path, object: &Object) -> Result<(), StateError> {
@@ -168,11 +163,6 @@ fn write_record(path: &Path, object: &Object) -> Result<(), StateError> {
     text.push('\n');
     // Ephemeral state: atomic, not durable (see atomic_file::write_unsynced).
     atomic_file::write_unsynced(path, text.as_bytes(), 0o600).map_err(fail)
-}
-
-fn read_json(path: &Path) -> Option<Value> {
-    let text = std::fs::read_to_string(path).ok()?;
-    json::parse(&text).ok()
 }
 
 fn remove_if_present(path: &Path) -> Result<(), StateError> {

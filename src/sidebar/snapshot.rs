@@ -17,7 +17,6 @@ use std::fs;
 use std::io;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::base::atomic_file;
 use crate::base::json::{self, Value};
@@ -352,18 +351,13 @@ pub fn refresh(config_dir: &Path, env: &SourceEnv, now_unix: i64) -> Result<Refr
     })
 }
 
-/// The current Unix time in whole seconds (`Math.floor(Date.now() / 1000)`).
-pub fn unix_now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| {
-            i64::try_from(elapsed.as_secs()).unwrap_or(i64::MAX)
-        })
-}
-
 /// [`refresh`] with the process environment and clock.
 pub fn refresh_from_process_env(config_dir: &Path) -> Result<Refresh, SidebarError> {
-    refresh(config_dir, &SourceEnv::from_process_env(), unix_now())
+    refresh(
+        config_dir,
+        &SourceEnv::from_process_env(),
+        crate::base::clock::unix_seconds(),
+    )
 }
 
 /// The event hooks' prologue: refresh, and turn a failure into one log line
@@ -380,7 +374,7 @@ pub fn run(_args: SidebarHookArgs) -> Result<(), Failure> {
         .filter(|dir| !dir.is_empty())
         .ok_or_else(|| Failure::new("sidebar-hook: HERDR_PLUGIN_CONFIG_DIR is not set", 1))?;
     // herdr (re)started: the moment to record its runtime for `heeler usage`.
-    crate::hooks::env::record_usage_runtime(&|name| std::env::var_os(name));
+    crate::usage::runtime::record_for_hook(&|name| std::env::var_os(name));
     refresh_from_process_env(Path::new(&config_dir))
         .map(|_| ())
         .map_err(|error| Failure::new(format!("sidebar-hook: {}", error.code()), 1))

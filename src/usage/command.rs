@@ -10,14 +10,16 @@ use crate::base::json::Value;
 use crate::cli::{UsageArgs, UsageCommand};
 use crate::exit::Failure;
 use crate::usage::event::Agent;
+use crate::usage::paths::UsageDir;
 use crate::usage::query::{self, Context, Options, RefreshMode};
 use crate::usage::report;
-use crate::usage::worker::{self, UsageDir};
+use crate::usage::worker;
 
 pub fn run(args: UsageArgs) -> Result<(), Failure> {
     match args.command {
         UsageCommand::Query(q) => {
-            let ctx = Context::from_env();
+            let ctx = Context::from_env()
+                .map_err(|e| Failure::new(format!("heeler usage query: {e}"), 1))?;
             let mut errors = Vec::new();
             let refresh = match q.refresh.as_deref() {
                 None => RefreshMode::Auto,
@@ -58,16 +60,18 @@ pub fn run(args: UsageArgs) -> Result<(), Failure> {
             Ok(())
         }
         UsageCommand::Worker(_) => {
-            let dir = UsageDir::from_env();
+            let dir = UsageDir::from_env()
+                .map_err(|e| Failure::new(format!("heeler usage worker: {e}"), 1))?;
             worker::run_once(&dir)
                 .map(|_| ())
                 .map_err(|e| Failure::new(format!("heeler usage worker: {e}"), 1))
         }
         UsageCommand::ClaudeLimits(_) => {
-            let dir = UsageDir::from_env();
+            let dir = UsageDir::from_env()
+                .map_err(|e| Failure::new(format!("heeler usage claude-limits: {e}"), 1))?;
             crate::base::atomic_file::create_dir_all(&dir.0, 0o700)
                 .map_err(|e| Failure::new(format!("heeler usage claude-limits: {e}"), 1))?;
-            let now = worker::now();
+            let now = crate::base::clock::unix_seconds();
             let env = crate::usage::limits::ProbeEnv::from_runtime(None);
             let limits =
                 crate::usage::limits::probe_claude(&env, now, crate::usage::limits::PROBE_TIMEOUT);

@@ -16,7 +16,6 @@ use std::sync::{Condvar, Mutex};
 use crate::base::json::Value;
 use crate::usage::cache::Candidate;
 use crate::usage::event::Agent;
-use crate::usage::worker::home_dir;
 
 /// Where transcripts are, as the agents themselves would resolve it.
 #[derive(Debug, Clone, Default)]
@@ -43,7 +42,10 @@ impl Roots {
     /// record's `HOME`, `CLAUDE_CONFIG_DIR` and `CODEX_HOME` when present.
     pub fn from_env(runtime: Option<&Value>) -> Roots {
         let var = |k: &str| crate::usage::runtime::env_var(runtime, k);
-        let home = var("HOME").map(PathBuf::from).unwrap_or_else(home_dir);
+        let home = var("HOME")
+            .map(PathBuf::from)
+            .or_else(|| crate::base::dirs::Env::process().home().ok())
+            .unwrap_or_default();
         Roots::resolve(
             &home,
             var("CLAUDE_CONFIG_DIR").as_deref(),

@@ -7,6 +7,7 @@ pub mod discover;
 pub mod event;
 pub mod limits;
 pub mod parse;
+pub mod paths;
 pub mod pricing;
 pub mod query;
 pub mod report;

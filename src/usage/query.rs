@@ -8,12 +8,15 @@
 
 use std::path::PathBuf;
 
+use crate::base::dirs::NoHome;
+use crate::base::json::read_file as read_json;
 use crate::base::json::{Object, Value};
 use crate::usage::event::Agent;
+use crate::usage::paths::UsageDir;
 use crate::usage::pricing::PriceTable;
 use crate::usage::report::{self, Envelope, Prerendered, Snapshot};
 use crate::usage::tz::{self, TzError, Zone};
-use crate::usage::worker::{self, UsageDir, read_json};
+use crate::usage::worker;
 
 /// A snapshot older than this is refreshed.
 pub const SNAPSHOT_TTL: i64 = 60;
@@ -60,15 +63,15 @@ pub struct Context {
 }
 
 impl Context {
-    pub fn from_env() -> Context {
-        Context {
-            dir: UsageDir::from_env(),
-            now: worker::now(),
+    pub fn from_env() -> Result<Context, NoHome> {
+        Ok(Context {
+            dir: UsageDir::from_env()?,
+            now: crate::base::clock::unix_seconds(),
             zoneinfo: tz::zoneinfo_dir(),
             tz_env: std::env::var("TZ").ok(),
             localtime: PathBuf::from("/etc/localtime"),
             exe: std::env::current_exe().ok(),
-        }
+        })
     }
 }
 

@@ -58,11 +58,11 @@ pub fn record_runtime(state_dir: &Path) -> io::Result<()> {
     let value = record_value(
         exe.as_deref(),
         &|k| std::env::var(k).ok(),
-        crate::usage::worker::now(),
+        crate::base::clock::unix_seconds(),
     );
     let path = dir.join("runtime-v1.json");
     // Unchanged (apart from the time): leave the file alone.
-    if let Some(old) = crate::usage::worker::read_json(&path) {
+    if let Some(old) = crate::base::json::read_file(&path) {
         let strip = |v: &Value| {
             let mut o = v.as_object().cloned().unwrap_or_default();
             o.remove("recorded_at");
@@ -94,5 +94,17 @@ pub fn state_of(record: Option<&Value>) -> Value {
             r.get("recorded_at").cloned().unwrap_or(Value::Null),
         )),
         None => Value::Object(Object::new().with("state", "missing")),
+    }
+}
+
+/// Records the runtime (this binary, herdr's binary and socket, PATH, HOME)
+/// for `heeler usage`, which runs later from a bare SSH session. Written
+/// only when it changed; a failure is one log line and never fails the hook.
+pub fn record_for_hook(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) {
+    let Some(state_dir) = lookup("HERDR_PLUGIN_STATE_DIR").filter(|d| !d.is_empty()) else {
+        return;
+    };
+    if let Err(error) = record_runtime(Path::new(&state_dir)) {
+        eprintln!("usage: runtime record not written ({error})");
     }
 }

@@ -12,7 +12,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use crate::base::atomic_file;
 use crate::base::json::{self, Object, Value};
@@ -20,78 +20,11 @@ use crate::usage::aggregate;
 use crate::usage::aggregate::incremental::State;
 use crate::usage::cache::{self, Candidate, Index};
 use crate::usage::event::Agent;
+use crate::usage::paths::UsageDir;
 use crate::usage::pricing::PriceTable;
 use crate::usage::report::Snapshot;
 use crate::usage::store::index::Store;
 use crate::usage::store::state::StateStore;
-
-/// Files and directories of Usage state.
-#[derive(Debug, Clone)]
-pub struct UsageDir(pub PathBuf);
-
-impl UsageDir {
-    /// `$HERDR_PLUGIN_STATE_DIR/usage`, else
-    /// `~/.local/state/herdr/plugins/heeler/usage`.
-    pub fn from_env() -> UsageDir {
-        let state = std::env::var_os("HERDR_PLUGIN_STATE_DIR")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .unwrap_or_else(|| home_dir().join(".local/state/herdr/plugins/heeler"));
-        UsageDir(state.join("usage"))
-    }
-    pub fn snapshot(&self) -> PathBuf {
-        self.0.join("snapshot-v1.json")
-    }
-    pub fn index(&self) -> PathBuf {
-        self.0.join("index-v1.bin")
-    }
-    pub fn aggregate(&self) -> PathBuf {
-        self.0.join("aggregate-v1.bin")
-    }
-    pub fn index_journal(&self) -> PathBuf {
-        self.0.join("index-v1.journal")
-    }
-    pub fn lock(&self) -> PathBuf {
-        self.0.join("worker.lock")
-    }
-    pub fn log(&self) -> PathBuf {
-        self.0.join("worker.log")
-    }
-    pub fn status(&self) -> PathBuf {
-        self.0.join("status-v1.json")
-    }
-    pub fn runtime(&self) -> PathBuf {
-        self.0.join("runtime-v1.json")
-    }
-    pub fn limits(&self, agent: Agent) -> PathBuf {
-        self.0.join(format!("limits-{}.json", agent.name()))
-    }
-    pub fn claude_limits_trigger(&self) -> PathBuf {
-        self.0.join("claude-limits-trigger.json")
-    }
-    pub fn zones_wanted(&self) -> PathBuf {
-        self.0.join("zones-wanted")
-    }
-    pub fn claude_limits_wanted(&self) -> PathBuf {
-        self.0.join("claude-limits.wanted")
-    }
-}
-
-/// `HOME`, or `/` when unset.
-pub fn home_dir() -> PathBuf {
-    std::env::var_os("HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/"))
-}
-
-/// Current Unix seconds.
-pub fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
-}
 
 pub use crate::usage::discover::{Roots, discover};
 
@@ -315,11 +248,6 @@ pub fn is_running(dir: &UsageDir) -> bool {
     matches!(crate::base::sys::try_lock_exclusive(&file), Ok(false))
 }
 
-/// Reads a JSON file, `None` when missing or invalid.
-pub fn read_json(path: &Path) -> Option<Value> {
-    json::parse(&fs::read_to_string(path).ok()?).ok()
-}
-
 fn write_status(dir: &UsageDir, status: &Object) -> io::Result<()> {
     atomic_file::write(
         &dir.status(),
@@ -343,14 +271,17 @@ pub fn run_once(dir: &UsageDir) -> Result<bool, WorkerError> {
     let Some(_lock) = take_lock(dir).map_err(|e| WorkerError::Io("worker.lock", e))? else {
         return Ok(false);
     };
-    let started = now();
-    let mut status = read_json(&dir.status())
+    let started = crate::base::clock::unix_seconds();
+    let mut status = json::read_file(&dir.status())
         .and_then(|v| v.as_object().cloned())
         .unwrap_or_default();
     status.insert("started_at", Value::from(started));
     let _ = write_status(dir, &status);
     let result = refresh_with_lock(dir, started);
-    status.insert("finished_at", Value::from(now()));
+    status.insert(
+        "finished_at",
+        Value::from(crate::base::clock::unix_seconds()),
+    );
     match &result {
         Ok(()) => {
             status.insert("last_success_at", Value::from(started));
@@ -366,7 +297,7 @@ pub fn run_once(dir: &UsageDir) -> Result<bool, WorkerError> {
 
 fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
     let prices = PriceTable::bundled().map_err(|_| WorkerError::Pricing)?;
-    let runtime = read_json(&dir.runtime());
+    let runtime = json::read_file(&dir.runtime());
     let roots = Roots::from_env(runtime.as_ref());
     let trace = Trace::new();
     // Walking the transcript trees waits on the kernel; loading the cache

@@ -177,7 +177,7 @@ fn plugin_id() -> String {
     std::env::var("HERDR_PLUGIN_ID")
         .ok()
         .filter(|id| !id.is_empty())
-        .unwrap_or_else(|| headless::PLUGIN_ID.to_owned())
+        .unwrap_or_else(|| crate::base::dirs::PLUGIN_ID.to_owned())
 }
 
 /// A fatal screen before anything started: wait for a key, exit 1.
@@ -211,11 +211,13 @@ fn gather(command_line: &[String]) -> Result<(Setup, Vec<Candidate>), Vec<String
             "--address {bad:?} is not an address without whitespace."
         )]);
     }
-    let home = crate::pair::accept::home_dir()
-        .ok_or_else(|| vec!["Cannot determine the home directory.".to_owned()])?;
-    let state_dir = std::path::absolute(headless::state_dir(&home))
+    let dirs = crate::base::dirs::Env::process();
+    let no_home = |_| vec!["Cannot determine the home directory.".to_owned()];
+    let home = dirs.home().map_err(no_home)?;
+    let state_dir = dirs.plugin_state_dir().map_err(no_home)?;
+    let config_dir = dirs.plugin_config_dir().map_err(no_home)?;
+    let state_dir = std::path::absolute(state_dir)
         .map_err(|e| vec![format!("Cannot resolve the plugin state directory: {e}")])?;
-    let config_dir = headless::config_dir(&home);
     let host_key_dir = std::env::var_os(headless::TEST_HOST_KEY_DIR_ENV)
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
@@ -242,7 +244,7 @@ fn gather(command_line: &[String]) -> Result<(Setup, Vec<Candidate>), Vec<String
     }
     // A killed popup's line dies with its TTL; sweep it now. A failure here
     // shows up again, with its reason, when the ceremony starts.
-    let _ = ceremony::sweep(&home, &state_dir, ceremony::unix_now());
+    let _ = ceremony::sweep(&home, &state_dir, crate::base::clock::unix_seconds());
     let ttl_override = std::env::var(headless::TEST_TTL_ENV)
         .ok()
         .and_then(|t| t.parse::<i64>().ok())
@@ -428,7 +430,7 @@ impl Popup {
                 if let Some(enrolled) = ceremony.poll_enrolled() {
                     self.phase = Phase::Enrolled(enrolled);
                     dirty = true;
-                } else if ceremony::unix_now() >= ceremony.expires_at() {
+                } else if crate::base::clock::unix_seconds() >= ceremony.expires_at() {
                     self.phase = match ceremony.expire() {
                         Ok(Some(enrolled)) => Phase::Enrolled(enrolled),
                         Ok(None) => Phase::Expired,

@@ -17,8 +17,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::base::json::read_file as read_json;
 use crate::base::json::{Object, Value};
-use crate::usage::worker::{UsageDir, read_json};
+use crate::usage::paths::UsageDir;
 
 /// The qualified id of the action (plugin id `heeler`).
 pub const ACTION_ID: &str = "heeler.usage-claude-limits";

@@ -19,10 +19,11 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::base::atomic_file;
+use crate::base::json::read_file as read_json;
 use crate::base::json::{self, Object, Value};
 use crate::usage::cache::Index;
 use crate::usage::event::Agent;
-use crate::usage::worker::{UsageDir, read_json};
+use crate::usage::paths::UsageDir;
 
 /// Limits are re-read after this many seconds.
 pub const TTL: i64 = 300;

@@ -1,0 +1,58 @@
+//! The wall clock, read in one place.
+//!
+//! Every "now" heeler needs is a whole number of Unix seconds, milliseconds
+//! or nanoseconds. A clock set before 1970 reads as 0 and one past the
+//! representable range saturates, so no caller handles a clock error.
+//! Decisions take the time as a value; only effect loops call these.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+fn since_epoch() -> Duration {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+}
+
+/// Whole Unix seconds now (`Math.floor(Date.now() / 1000)`).
+pub fn unix_seconds() -> i64 {
+    i64::try_from(since_epoch().as_secs()).unwrap_or(i64::MAX)
+}
+
+/// Unix milliseconds now (`Date.now()`).
+pub fn unix_millis() -> u64 {
+    u64::try_from(since_epoch().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Unix nanoseconds now, for ids that must differ between two calls.
+pub fn unix_nanos() -> u64 {
+    u64::try_from(since_epoch().as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Whole Unix seconds of a file time (modification time), `None` before 1970.
+pub fn seconds_of(time: SystemTime) -> Option<i64> {
+    let since = time.duration_since(UNIX_EPOCH).ok()?;
+    i64::try_from(since.as_secs()).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_three_units_read_the_same_instant() {
+        let seconds = unix_seconds();
+        let millis = unix_millis();
+        let nanos = unix_nanos();
+        // Read in order within a few seconds of each other.
+        assert!(seconds > 1_600_000_000);
+        assert!((millis / 1000) as i64 - seconds <= 2);
+        assert!(nanos / 1_000_000 >= millis);
+    }
+
+    #[test]
+    fn file_times_before_1970_have_no_seconds() {
+        let before = UNIX_EPOCH - Duration::from_secs(1);
+        assert_eq!(seconds_of(before), None);
+        assert_eq!(seconds_of(UNIX_EPOCH + Duration::from_secs(7)), Some(7));
+    }
+}
