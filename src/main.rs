@@ -5,7 +5,7 @@
 
 use std::process::ExitCode;
 
-use heeler::{cli, doctor, exit, hooks, pair, sidebar, usage, wire};
+use heeler::{cli, doctor, exit, hooks, pair, usage, wire};
 
 fn main() -> ExitCode {
     let args: cli::Args = argh::from_env();
@@ -22,7 +22,7 @@ fn main() -> ExitCode {
         Some(cli::Command::Pair(pair_args)) => pair::headless::run(pair_args),
         Some(cli::Command::NotifyHook(hook_args)) => hooks::notify::run(hook_args),
         Some(cli::Command::ActivityHook(hook_args)) => hooks::activity::run(hook_args),
-        Some(cli::Command::SidebarHook(hook_args)) => sidebar::snapshot::run(hook_args),
+        Some(cli::Command::SidebarHook(hook_args)) => hooks::startup::run(hook_args),
         Some(cli::Command::Usage(usage_args)) => usage::command::run(usage_args),
         Some(cli::Command::PairAction(_)) => pair::action::run(),
         Some(cli::Command::Doctor(doctor_args)) => doctor::run(doctor_args),

@@ -7,3 +7,4 @@ pub mod registration;
 pub mod relay;
 pub mod row_layout;
 pub mod settings;
+pub mod startup;

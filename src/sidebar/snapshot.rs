@@ -1,6 +1,7 @@
 //! Keeping `<HERDR_PLUGIN_CONFIG_DIR>/sidebar.json` in step with herdr's
-//! `config.toml`: the `heeler sidebar-hook` startup command and the refresh
-//! both event hooks run before their gates.
+//! `config.toml`: the refresh behind the `heeler sidebar-hook` startup
+//! command (`hooks::startup`) and the one both event hooks run before their
+//! gates.
 //!
 //! Why it is careful about doing nothing: every Agent Status transition runs
 //! a fresh hook process that calls [`refresh`] first. When the source path,
@@ -20,8 +21,6 @@ use std::path::{Path, PathBuf};
 
 use crate::base::atomic_file;
 use crate::base::json::{self, Value};
-use crate::cli::SidebarHookArgs;
-use crate::exit::Failure;
 use crate::sidebar::config::{self, Diagnostic, Parsed, Source};
 
 /// The snapshot's file name inside the plugin config dir.
@@ -366,18 +365,6 @@ pub fn refresh_for_event(config_dir: &Path) {
     if let Err(error) = refresh_from_process_env(config_dir) {
         eprintln!("sidebar-hook: snapshot refresh failed ({})", error.code());
     }
-}
-
-/// `heeler sidebar-hook`: the manifest's `[[startup]]` command.
-pub fn run(_args: SidebarHookArgs) -> Result<(), Failure> {
-    let config_dir = std::env::var_os("HERDR_PLUGIN_CONFIG_DIR")
-        .filter(|dir| !dir.is_empty())
-        .ok_or_else(|| Failure::new("sidebar-hook: HERDR_PLUGIN_CONFIG_DIR is not set", 1))?;
-    // herdr (re)started: the moment to record its runtime for `heeler usage`.
-    crate::usage::runtime::record_for_hook(&|name| std::env::var_os(name));
-    refresh_from_process_env(Path::new(&config_dir))
-        .map(|_| ())
-        .map_err(|error| Failure::new(format!("sidebar-hook: {}", error.code()), 1))
 }
 
 #[cfg(test)]
