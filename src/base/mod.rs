@@ -1,5 +1,19 @@
-//! Foundations every area shares: files rewritten atomically, JSON, base64,
-//! and the one module that talks to the OS below `std`.
+//! Foundations every area shares, and the only code that talks to the
+//! operating system below `std`.
+//!
+//! - `atomic_file.rs`: every file heeler rewrites (temp file, sync, rename,
+//!   exact modes) and the `LockFile` around read-modify-write cycles.
+//! - `json.rs`: the insertion-ordered JSON value, an exact parser and a
+//!   printer byte-identical to `JSON.stringify`.
+//! - `base64.rs`: strict unpadded base64url and OpenSSH's standard base64.
+//! - `clock.rs`: the one wall clock (Unix seconds, milliseconds, nanoseconds).
+//! - `dirs.rs`: the one rule for the home directory, the XDG base dirs and
+//!   the plugin's config and state directories.
+//! - `sys.rs`: every `unsafe` block of the crate, each with a `// SAFETY:`.
+//!
+//! Architecture invariants: `base` imports nothing else from the crate, so
+//! every other area may use it. It knows no wire format, no herdr concept and
+//! no command: only bytes, files, time, directories and the OS.
 
 pub mod atomic_file;
 pub mod base64;

@@ -1,4 +1,12 @@
-//! herdr itself: its socket API (with the CLI as fallback) and its session rules.
+//! herdr itself, as heeler sees it from a plugin process.
+//!
+//! - `client.rs`: herdr's socket API (one request line per connection, hard
+//!   timeouts), with `HERDR_BIN_PATH`'s CLI as the fallback; typed errors.
+//! - `session.rs`: which herdr session a process serves (derived from
+//!   `HERDR_SOCKET_PATH`), the session name rule and the delivery rule.
+//!
+//! Architecture invariants: only `base` below it. Nothing here writes a
+//! file; every call into herdr is bounded in time.
 
 pub mod client;
 pub mod session;

@@ -1,4 +1,25 @@
-//! The event hooks: Agent Notifications and Live Activity.
+//! The commands herdr runs on its events: Agent Notifications, Live
+//! Activity, and the startup hook.
+//!
+//! - `env.rs`: the shared prologue: required environment in contract
+//!   order, the lenient event parse, the sidebar-refresh call site.
+//! - `settings.rs`: `notify.json` (relay URL and its legacy mapping, delays,
+//!   `relay_ca_file`), the default relay; never fails.
+//! - `registration.rs`: `notifications.json` v1: alert and activity devices
+//!   (lenient per entry, fail closed), 410 prunes under a lock, rewritten
+//!   only on change with unknown fields kept in order.
+//! - `relay.rs`: the Push Relay client (rustls, loopback-only plain HTTP, no
+//!   redirects, 3 attempts) and the verdicts.
+//! - `row_layout.rs`: the Live Activity `row_layout` and its row spans.
+//! - `notify.rs`, `activity.rs`: the two event hooks: cheap exits first, then
+//!   debounce or claim, herdr, seal, push, prune, state.
+//! - `startup.rs`: `heeler sidebar-hook`, the `[[startup]]` command.
+//!
+//! Architecture invariants: a hook runs as a fresh process per agent status
+//! change, so the cheap exits (no registration, a dedupe marker) come before
+//! any herdr query, parse or TLS handshake. A hook never fails herdr for a
+//! side task (sidebar, usage runtime record): those are one log line.
+//! `notifications.json` is never truncated or reordered.
 
 pub mod activity;
 pub mod env;

@@ -1,4 +1,37 @@
-//! Pairing: the ceremony, the forced command, the popup and the action.
+//! Pairing: the server side of the ceremony that enrolls a phone's Device
+//! Key in `~/.ssh/authorized_keys`, and its front ends.
+//!
+//! - `ceremony.rs`: begin / poll / expire / end / revoke / sweep, the API
+//!   both front ends use; expiry and enrollment serialise on the
+//!   authorized_keys lock.
+//! - `authorized_keys.rs`: the only door to `authorized_keys`: pure line
+//!   edits (append, remove by pairing id, sweep, revoke by blob), the
+//!   bootstrap marker grammar, and one locked temp+rename write cycle.
+//! - `state.rs`: the `pending/` and `enrolled/` state files and their sweep.
+//! - `bootstrap_key.rs`: the per-ceremony Ed25519 key, its public line and
+//!   pairing ids.
+//! - `device_key.rs`: validation and canonical form of a submitted Device Key.
+//! - `host_key.rs`: the pinned host key fingerprint, the host-key file
+//!   names, the passwd user name.
+//! - `accept.rs`: `heeler accept`, the forced command sshd runs (the
+//!   HERDR-ENROLL protocol).
+//! - `headless.rs`: `heeler pair --no-ui`, the ceremony without a popup.
+//! - `config.rs`: `pair.json` (`ssh_port`, `addresses`, `launcher`) and a
+//!   warning for every value it cannot honour.
+//! - `addresses.rs`: candidate addresses: filter, rank, de-duplicate.
+//! - `endpoint.rs`: v1 or v2 for this herdr (a pure plan) and the v2
+//!   launcher, written staged and tested before it is moved in place.
+//! - `tailscale.rs`: whether Tailscale serves SSH on a checked address.
+//! - `action.rs`: the `pair` action: `plugin.pane.open` on herdr's socket,
+//!   the herdr CLI as fallback.
+//! - `popup/`: the pairing popup (`heeler pair`).
+//!
+//! Architecture invariants: `authorized_keys` is edited only through
+//! `authorized_keys.rs`, under its lock, by temp file and rename, keeping
+//! every line it did not add. A Bootstrap Key is authorized for exactly one
+//! forced command and lives until its expiry at most; every way out of a
+//! ceremony removes it. Seeds never reach stdout/stderr except inside the
+//! Pairing Code.
 
 pub mod accept;
 pub mod action;

@@ -1,4 +1,31 @@
-//! Usage: Claude Code and Codex tokens, cost and limits.
+//! Usage: Claude Code and Codex tokens, cost and limits, answered over SSH
+//! in milliseconds from a cache a background worker keeps.
+//!
+//! - `command.rs`: `heeler usage query|worker|claude-limits` arguments.
+//! - `query.rs`: the instant answer: snapshot, limits and status to the v1
+//!   JSON; starts the worker when the snapshot is stale.
+//! - `worker.rs`: the single-instance refresh: lock, discovery, the per-file
+//!   cache, the aggregate, the stores, the snapshot, the limit probes.
+//! - `discover.rs`: transcript roots and the directory walk.
+//! - `paths.rs`: the name of every file of Usage state.
+//! - `event.rs`: the cached event and token types every stage shares.
+//! - `parse/`: transcripts to events (Claude Code, Codex).
+//! - `cache/`: the per-file cache and the refresh plan per file.
+//! - `store/`: the cache on disk (its format's one home).
+//! - `aggregate/`: global dedupe, pricing, 15-minute slots, kept
+//!   incrementally.
+//! - `limits/`: the subscription limit probes and the macOS trigger.
+//! - `report.rs`: the snapshot file and the v1 rendering.
+//! - `pricing.rs`: the bundled price table and request pricing.
+//! - `tz.rs`, `time.rs`: TZif/POSIX zones and civil dates.
+//! - `runtime.rs`: the runtime record the hooks write for `heeler usage`.
+//!
+//! Architecture invariants: a query never scans a transcript and never
+//! fails (its problems are in `errors`); only the worker writes the cache,
+//! one at a time. Everything cached is derived: checksummed, replaced
+//! atomically, and a damaged entry is reparsed, never trusted. Sums are
+//! exact integers (tokens, picodollars), so an incremental refresh equals a
+//! scan from scratch; rounding happens only when an answer is rendered.
 
 pub mod aggregate;
 pub mod cache;

@@ -1,4 +1,20 @@
-//! The pairing popup (`heeler pair`).
+//! The pairing popup (`heeler pair`): a checklist, then the QR Pairing Code,
+//! then the enrolled device, in herdr's popup pane.
+//!
+//! - `event_loop.rs`: the effect loop: gathers the host key, user and
+//!   addresses, runs the ceremony behind the screens, polls enrollment,
+//!   expiry, signals and resizes, and always ends the ceremony on the way out.
+//! - `checklist.rs`: the checklist's rows, checks, cursor and key rules.
+//! - `screen.rs`: every screen as lines, with its exact wording.
+//! - `qr.rs`: the Pairing Code as half-block QR lines, black on white.
+//! - `keys.rs`: raw terminal bytes to keys.
+//! - `terminal.rs`: raw mode and alternate screen guard, the key reader.
+//! - `clipboard.rs`: pbcopy on macOS, OSC 52 elsewhere.
+//!
+//! Architecture invariants: screens and key rules are pure (values in,
+//! lines or decisions out); only the loop and `terminal.rs` touch the
+//! terminal. Whatever ends the popup (a key, a signal, an error) ends the
+//! ceremony first.
 
 pub mod checklist;
 pub mod clipboard;

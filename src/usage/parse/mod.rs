@@ -1,4 +1,15 @@
-//! Transcript parsing.
+//! Transcripts to usage events, one line at a time, without building a JSON
+//! tree of a large line.
+//!
+//! - `scan.rs`: complete lines from an offset, plain or zstd.
+//! - `jsonpick.rs`: allocation-free picking of the members a parser needs.
+//! - `claude.rs`: Claude Code roots and per-line extraction.
+//! - `codex.rs`: Codex roots, per-line extraction and the counting rule
+//!   (records, watermark deltas, fork baselines).
+//!
+//! Architecture invariants: parsers are pure over bytes and a resumable
+//! parser state, so a file can be read again from its last complete line;
+//! a malformed line is counted and skipped, never fatal.
 
 pub mod claude;
 pub mod codex;
