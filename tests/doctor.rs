@@ -376,7 +376,10 @@ fn doctor_with_an_empty_home_reads_pair_json_under_xdg_config_home() {
     );
     let (code, report, _) = home.doctor_in(
         &[],
-        &[("HOME", OsStr::new("")), ("XDG_CONFIG_HOME", xdg.as_os_str())],
+        &[
+            ("HOME", OsStr::new("")),
+            ("XDG_CONFIG_HOME", xdg.as_os_str()),
+        ],
     );
     assert_exit_matches_report(code, &report);
     assert_eq!(
@@ -395,5 +398,8 @@ fn doctor_with_an_empty_home_reads_pair_json_under_xdg_config_home() {
         .iter()
         .map(|c| c.get("id").and_then(Value::as_str).unwrap())
         .collect();
-    assert!(ids.contains(&"ssh_modes") && !ids.contains(&"home"), "{ids:?}");
+    assert!(
+        ids.contains(&"ssh_modes") && !ids.contains(&"home"),
+        "{ids:?}"
+    );
 }

@@ -333,7 +333,10 @@ mod tests {
 
     #[test]
     fn pair_json_rules() {
-        assert_eq!(pair_json_of(Err(io::ErrorKind::NotFound.into())), PairJson::Missing);
+        assert_eq!(
+            pair_json_of(Err(io::ErrorKind::NotFound.into())),
+            PairJson::Missing
+        );
         let denied = pair_json_of(Err(io::Error::from_raw_os_error(libc::EACCES)));
         assert!(matches!(denied, PairJson::Unreadable(_)), "{denied:?}");
         assert_eq!(check_pair_json(&denied).status, Status::Fail);
@@ -386,7 +389,10 @@ mod tests {
     }
 
     fn notify(text: &str) -> String {
-        relay_url(Some(&files(PairJson::Missing, FileRead::Text(text.to_owned()))))
+        relay_url(Some(&files(
+            PairJson::Missing,
+            FileRead::Text(text.to_owned()),
+        )))
     }
 
     #[test]
@@ -425,7 +431,10 @@ mod tests {
             check_notify_json(&text("{\"relay_url\":\"http://x\"}"), "http://x").status,
             Status::Warn
         );
-        assert_eq!(check_notify_json(&text("nope"), default).status, Status::Warn);
+        assert_eq!(
+            check_notify_json(&text("nope"), default).status,
+            Status::Warn
+        );
     }
 
     #[test]
@@ -434,7 +443,10 @@ mod tests {
         for (raw, expected) in [
             ("\u{feff}", settings::DEFAULT_RELAY_URL),
             ("\u{feff}https://relay.example/", "https://relay.example"),
-            ("\u{feff}https://herdr-apns.bybee.dev", settings::DEFAULT_RELAY_URL),
+            (
+                "\u{feff}https://herdr-apns.bybee.dev",
+                settings::DEFAULT_RELAY_URL,
+            ),
         ] {
             let text = Value::Object(json::Object::new().with("relay_url", raw)).to_json();
             let hooks = settings::from_value(&json::parse(&text).unwrap(), Path::new("/cfg"));

@@ -14,7 +14,6 @@ use crate::doctor::report::{Check, Status, printable};
 /// The oldest herdr with everything the manifest uses ([[startup]]).
 pub const MIN_HERDR_VERSION: (u64, u64, u64) = (0, 7, 5);
 
-
 /// `X.Y.Z` from `herdr --version` output such as `herdr 0.8.0`.
 pub fn parse_version(text: &str) -> Option<(u64, u64, u64)> {
     text.split_whitespace().find_map(|word| {

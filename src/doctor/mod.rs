@@ -81,10 +81,7 @@ pub fn decide(facts: &Facts, os: &str, version: &str) -> Vec<Check> {
         checks.push(config::check_notifications_json(&files.notifications_json));
     }
     if let Some(relay) = &facts.relay {
-        checks.push(config::check_relay(
-            &config::relay_url(config.ok()),
-            relay,
-        ));
+        checks.push(config::check_relay(&config::relay_url(config.ok()), relay));
     }
     checks
 }
@@ -232,7 +229,14 @@ mod tests {
         let checks = decide(&facts(Err(NoHome), Err(NoHome)), "linux", "0.8.0");
         assert_eq!(
             ids(&checks),
-            ["binary", "ssh_server", "host_keys", "home", "herdr", "plugin"]
+            [
+                "binary",
+                "ssh_server",
+                "host_keys",
+                "home",
+                "herdr",
+                "plugin"
+            ]
         );
         let home = &checks[3];
         assert_eq!(home.status, Status::Fail);
@@ -241,7 +245,10 @@ mod tests {
                 .starts_with("cannot determine the home directory"),
             "{home:?}"
         );
-        assert!(home.summary.contains("plugin config files were not checked"));
+        assert!(
+            home.summary
+                .contains("plugin config files were not checked")
+        );
         assert_eq!(home.fix.as_deref(), Some("set HOME to your home directory"));
         // No check looked at a relative .ssh or authorized_keys: the only
         // mention is the home check's own "~/.ssh".
@@ -272,6 +279,10 @@ mod tests {
                 "notifications_json"
             ]
         );
-        assert!(checks[3].summary.ends_with("~/.ssh and authorized_keys were not checked"));
+        assert!(
+            checks[3]
+                .summary
+                .ends_with("~/.ssh and authorized_keys were not checked")
+        );
     }
 }

@@ -84,9 +84,7 @@ fn home_facts(home: &Path) -> HomeFacts {
 fn config_facts(dir: &Path) -> ConfigFacts {
     ConfigFacts {
         dir: dir.to_path_buf(),
-        pair_json: config::pair_json_of(std::fs::read(
-            dir.join(crate::pair::config::FILE_NAME),
-        )),
+        pair_json: config::pair_json_of(std::fs::read(dir.join(crate::pair::config::FILE_NAME))),
         notify_json: read_file(&dir.join(crate::hooks::settings::FILE_NAME)),
         notifications_json: read_file(&crate::hooks::registration::path_in(dir)),
     }

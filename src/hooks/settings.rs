@@ -92,10 +92,7 @@ pub fn from_value(value: &Value, config_dir: &Path) -> NotifySettings {
 /// Reads `<config_dir>/notify.json`; never fails.
 pub fn load(config_dir: &Path) -> NotifySettings {
     let path = config_dir.join(FILE_NAME);
-    from_text(
-        read_capped(&path, MAX_FILE_BYTES).as_deref(),
-        config_dir,
-    )
+    from_text(read_capped(&path, MAX_FILE_BYTES).as_deref(), config_dir)
 }
 
 /// Settings from the file's text (`None` when it is absent or unreadable):
@@ -150,7 +147,10 @@ mod tests {
         assert_eq!(from_text(Some(custom), dir).relay_url, "https://r.example");
         assert_eq!(from_text(None, dir), NotifySettings::default());
         assert_eq!(from_text(Some("{nope"), dir), NotifySettings::default());
-        let at_cap = format!("{custom}{}", " ".repeat(MAX_FILE_BYTES as usize - custom.len()));
+        let at_cap = format!(
+            "{custom}{}",
+            " ".repeat(MAX_FILE_BYTES as usize - custom.len())
+        );
         assert_eq!(from_text(Some(&at_cap), dir).relay_url, "https://r.example");
         let over_cap = format!("{at_cap} ");
         assert_eq!(from_text(Some(&over_cap), dir), NotifySettings::default());
