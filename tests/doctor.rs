@@ -3,6 +3,7 @@
 //! files holding tokens and keys that must never appear in the report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::ffi::OsStr;
 use std::io::Write;
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
@@ -101,22 +102,41 @@ impl Home {
     }
 
     fn doctor_with(&self, extra: &[&str]) -> (i32, Value, String) {
+        let home = self.root.join("home");
+        let config = self.root.join("config");
+        self.doctor_in(
+            extra,
+            &[
+                ("HOME", home.as_os_str()),
+                ("HERDR_PLUGIN_CONFIG_DIR", config.as_os_str()),
+            ],
+        )
+    }
+
+    /// Runs `heeler doctor --json` with only PATH (the fake herdr first) and
+    /// `env` set.
+    fn doctor_in(&self, extra: &[&str], env: &[(&str, &OsStr)]) -> (i32, Value, String) {
         let output = Command::new(env!("CARGO_BIN_EXE_heeler"))
             .args(["doctor", "--json"])
             .args(extra)
             .env_clear()
-            .env("HOME", self.root.join("home"))
             .env(
                 "PATH",
                 format!("{}:/usr/bin:/bin", self.root.join("bin").display()),
             )
-            .env("HERDR_PLUGIN_CONFIG_DIR", self.root.join("config"))
+            .envs(env.iter().copied())
             .output()
             .unwrap();
         let stdout = String::from_utf8(output.stdout).unwrap();
         println!("{stdout}{}", String::from_utf8_lossy(&output.stderr));
         let report = json::parse(&stdout).expect("doctor --json prints one JSON object");
         (output.status.code().unwrap(), report, stdout)
+    }
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
     }
 }
 
@@ -314,4 +334,72 @@ fn doctor_network_asks_the_relay_with_a_get_only() {
         .unwrap();
     assert_eq!(request, "GET /push HTTP/1.1");
     assert!(requests.try_recv().is_err(), "exactly one request");
+}
+
+#[test]
+fn doctor_reads_a_bom_pair_json_as_the_popup_does() {
+    let port = banner_server("SSH-2.0-OpenSSH_9.2p1\r\n");
+    let home = Home::new("bom", port, true);
+    write_mode(
+        &home.root.join("config/pair.json"),
+        &format!("\u{feff}{{\"ssh_port\":{port}}}"),
+        0o600,
+    );
+    let (code, report, _) = home.doctor();
+    assert_exit_matches_report(code, &report);
+    // The popup strips the BOM and advertises this port, so doctor probes it.
+    assert_eq!(status(&report, "ssh_server"), "pass");
+    assert_eq!(
+        summary(&report, "ssh_server"),
+        format!("OpenSSH_9.2p1 answers on 127.0.0.1:{port}")
+    );
+    assert_eq!(status(&report, "pair_json"), "pass");
+    assert_eq!(
+        summary(&report, "pair_json"),
+        format!("pair.json is valid: SSH port {port}")
+    );
+}
+
+#[test]
+fn doctor_with_an_empty_home_reads_pair_json_under_xdg_config_home() {
+    let port = banner_server("SSH-2.0-OpenSSH_9.2p1\r\n");
+    let home = Home::new("xdg", port, true);
+    // Only XDG_CONFIG_HOME names the config: pair.json with the banner's
+    // port lives in herdr's plugin config directory below it.
+    let xdg = home.root.join("xdg");
+    let config = xdg.join("herdr/plugins/config/heeler");
+    std::fs::create_dir_all(&config).unwrap();
+    write_mode(
+        &config.join("pair.json"),
+        &format!("{{\"ssh_port\":{port}}}"),
+        0o600,
+    );
+    let (code, report, _) = home.doctor_in(
+        &[],
+        &[
+            ("HOME", OsStr::new("")),
+            ("XDG_CONFIG_HOME", xdg.as_os_str()),
+        ],
+    );
+    assert_exit_matches_report(code, &report);
+    assert_eq!(
+        summary(&report, "ssh_server"),
+        format!("OpenSSH_9.2p1 answers on 127.0.0.1:{port}")
+    );
+    assert_eq!(
+        summary(&report, "pair_json"),
+        format!("pair.json is valid: SSH port {port}")
+    );
+    // An empty HOME falls back to the passwd home: the ~/.ssh checks run.
+    let ids: Vec<&str> = report
+        .get("checks")
+        .and_then(Value::as_array)
+        .unwrap()
+        .iter()
+        .map(|c| c.get("id").and_then(Value::as_str).unwrap())
+        .collect();
+    assert!(
+        ids.contains(&"ssh_modes") && !ids.contains(&"home"),
+        "{ids:?}"
+    );
 }

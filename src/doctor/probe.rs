@@ -1,7 +1,11 @@
 //! The effects behind `heeler doctor`: read files and path metadata, read an
 //! SSH banner over loopback TCP, run `herdr` with a timeout, and (only with
 //! `--network`) ask the Push Relay for `GET /push`. Everything it learns goes
-//! into [`Facts`]; the decisions are in `doctor/mod.rs`.
+//! into [`Facts`]; the decisions are in the check files.
+//!
+//! Invariants: the home and config directories come from `base::dirs` (the
+//! rule every command uses); when it cannot name them, nothing under them
+//! is probed, so no path is ever resolved against the current directory.
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpStream};
@@ -10,98 +14,79 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::doctor::{self, FileRead, PathFacts, PathKind};
+use crate::base::dirs;
+use crate::doctor::facts::{ConfigFacts, Facts, FileRead, HomeFacts, PathFacts, PathKind};
+use crate::doctor::{binary, config, herdr, ssh};
+use crate::pair::authorized_keys;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 const BANNER_TIMEOUT: Duration = Duration::from_secs(3);
 const HERDR_TIMEOUT: Duration = Duration::from_secs(5);
 const RELAY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Everything the checks look at, gathered once.
-pub struct Facts {
-    pub exe: PathBuf,
-    pub exe_has_interpreter: Result<bool, String>,
-    pub ssh_port: u16,
-    pub ssh_banner: Result<String, String>,
-    pub host_keys: Vec<(PathBuf, FileRead)>,
-    pub uid: u32,
-    pub home: PathFacts,
-    pub ssh_dir: PathFacts,
-    pub authorized_keys_facts: PathFacts,
-    pub authorized_keys: FileRead,
-    pub now_unix: u64,
-    pub herdr: Option<PathBuf>,
-    pub herdr_version: Result<String, String>,
-    /// `plugin list --json` of each running session (or of the current one
-    /// when none runs), by session name.
-    pub plugin_lists: Vec<(String, Result<String, String>)>,
-    pub config_dir: PathBuf,
-    pub pair_json: FileRead,
-    pub notify_json: FileRead,
-    pub notifications_json: FileRead,
-    /// `GET <relay>/push`'s HTTP status, only with `--network`.
-    pub relay: Option<Result<u16, String>>,
+/// Gathers every fact once, from this process's environment.
+pub fn gather(network: bool) -> Facts {
+    let env = dirs::Env::process();
+    let home = env.home().map(|home| home_facts(&home));
+    let config = env.plugin_config_dir().map(|dir| config_facts(&dir));
+    let ssh_port = config::advertised_port(config.as_ref().ok());
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("heeler"));
+    let exe_has_interpreter = std::fs::read(&exe)
+        .map_err(|e| e.to_string())
+        .and_then(|bytes| binary::has_interpreter(&bytes).map_err(|e| e.to_string()));
+    let herdr = find_herdr();
+    let (herdr_version, plugin_lists) = match &herdr {
+        Some(path) => (
+            run_with_timeout(path, &["--version"], HERDR_TIMEOUT),
+            plugin_lists(path),
+        ),
+        None => (
+            Err("herdr not found".to_owned()),
+            vec![(String::new(), Err("herdr not found".to_owned()))],
+        ),
+    };
+    let relay = network.then(|| relay_status(&config::relay_url(config.as_ref().ok())));
+    Facts {
+        exe,
+        exe_has_interpreter,
+        ssh_port,
+        ssh_banner: read_banner(ssh_port),
+        host_keys: ssh::host_key_paths()
+            .into_iter()
+            .map(|path| {
+                let read = read_file(&path);
+                (path, read)
+            })
+            .collect(),
+        uid: crate::base::sys::effective_uid(),
+        home,
+        now_unix: crate::base::clock::unix_seconds().max(0) as u64,
+        herdr,
+        herdr_version,
+        plugin_lists,
+        config,
+        relay,
+    }
 }
 
-impl Facts {
-    pub fn gather(network: bool) -> Facts {
-        // The one rule every command uses; with no home at all, the paths
-        // below name nothing and every check of them reports it missing.
-        let dirs = crate::base::dirs::Env::process();
-        let home = dirs.home().unwrap_or_default();
-        let ssh_dir = home.join(".ssh");
-        let authorized_keys = ssh_dir.join("authorized_keys");
-        let config_dir = dirs.plugin_config_dir().unwrap_or_default();
-        let pair_json = read_file(&config_dir.join("pair.json"));
-        let notify_json = read_file(&config_dir.join("notify.json"));
-        let ssh_port = doctor::advertised_port(&pair_json);
-        let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("heeler"));
-        let exe_has_interpreter =
-            std::fs::read(&exe)
-                .map_err(|e| e.to_string())
-                .and_then(|bytes| {
-                    crate::doctor::static_binary::has_interpreter(&bytes).map_err(|e| e.to_string())
-                });
-        let herdr = find_herdr();
-        let (herdr_version, plugin_lists) = match &herdr {
-            Some(path) => (
-                run_with_timeout(path, &["--version"], HERDR_TIMEOUT),
-                plugin_lists(path),
-            ),
-            None => (
-                Err("herdr not found".to_owned()),
-                vec![(String::new(), Err("herdr not found".to_owned()))],
-            ),
-        };
-        let relay = network.then(|| relay_status(&doctor::relay_url(&notify_json)));
-        Facts {
-            exe,
-            exe_has_interpreter,
-            ssh_port,
-            ssh_banner: read_banner(ssh_port),
-            host_keys: doctor::HOST_KEY_FILES
-                .iter()
-                .map(|name| {
-                    let path = Path::new("/etc/ssh").join(name);
-                    let read = read_file(&path);
-                    (path, read)
-                })
-                .collect(),
-            uid: crate::base::sys::effective_uid(),
-            home: path_facts(&home),
-            ssh_dir: path_facts(&ssh_dir),
-            authorized_keys_facts: path_facts(&authorized_keys),
-            authorized_keys: read_file(&authorized_keys),
-            now_unix: crate::base::clock::unix_seconds().max(0) as u64,
-            herdr,
-            herdr_version,
-            plugin_lists,
-            notifications_json: read_file(&config_dir.join("notifications.json")),
-            config_dir,
-            pair_json,
-            notify_json,
-            relay,
-        }
+/// The home directory, `~/.ssh` and authorized_keys, where pairing puts them.
+fn home_facts(home: &Path) -> HomeFacts {
+    let location = authorized_keys::Location::for_home(home);
+    HomeFacts {
+        home: path_facts(home),
+        ssh_dir: path_facts(&location.ssh_dir),
+        authorized_keys_facts: path_facts(&location.file),
+        authorized_keys: read_file(&location.file),
+    }
+}
+
+/// The plugin config files.
+fn config_facts(dir: &Path) -> ConfigFacts {
+    ConfigFacts {
+        dir: dir.to_path_buf(),
+        pair_json: config::pair_json_of(std::fs::read(dir.join(crate::pair::config::FILE_NAME))),
+        notify_json: read_file(&dir.join(crate::hooks::settings::FILE_NAME)),
+        notifications_json: read_file(&crate::hooks::registration::path_in(dir)),
     }
 }
 
@@ -109,7 +94,7 @@ impl Facts {
 /// session list fails), asks once without `--session` (works offline).
 fn plugin_lists(herdr: &Path) -> Vec<(String, Result<String, String>)> {
     let sessions = run_with_timeout(herdr, &["session", "list", "--json"], HERDR_TIMEOUT)
-        .map(|text| doctor::running_sessions(&text))
+        .map(|text| herdr::running_sessions(&text))
         .unwrap_or_default();
     if sessions.is_empty() {
         let current = std::env::var("HERDR_SESSION").unwrap_or_default();

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 
 use crate::base::json::{self, Value};
 
+/// The file's name in the plugin config dir.
+pub const FILE_NAME: &str = "notify.json";
 /// The production Push Relay.
 pub const DEFAULT_RELAY_URL: &str = "https://heeler-apns.bybee.dev";
 /// Relay origins older plugins and apps wrote; both mean the default.
@@ -89,10 +91,15 @@ pub fn from_value(value: &Value, config_dir: &Path) -> NotifySettings {
 
 /// Reads `<config_dir>/notify.json`; never fails.
 pub fn load(config_dir: &Path) -> NotifySettings {
-    let path = config_dir.join("notify.json");
-    let text = read_capped(&path, MAX_FILE_BYTES);
+    let path = config_dir.join(FILE_NAME);
+    from_text(read_capped(&path, MAX_FILE_BYTES).as_deref(), config_dir)
+}
+
+/// Settings from the file's text (`None` when it is absent or unreadable):
+/// text over [`MAX_FILE_BYTES`] or not JSON means the defaults.
+pub fn from_text(text: Option<&str>, config_dir: &Path) -> NotifySettings {
     let value = text
-        .as_deref()
+        .filter(|t| t.len() as u64 <= MAX_FILE_BYTES)
         .and_then(|t| json::parse(t).ok())
         .unwrap_or(Value::Null);
     from_value(&value, config_dir)
@@ -131,6 +138,22 @@ mod tests {
             settings(r#"{"relay_url":"   "}"#).relay_url,
             DEFAULT_RELAY_URL
         );
+    }
+
+    #[test]
+    fn text_over_the_cap_or_not_json_means_the_defaults() {
+        let dir = Path::new("/cfg");
+        let custom = r#"{"relay_url":"https://r.example"}"#;
+        assert_eq!(from_text(Some(custom), dir).relay_url, "https://r.example");
+        assert_eq!(from_text(None, dir), NotifySettings::default());
+        assert_eq!(from_text(Some("{nope"), dir), NotifySettings::default());
+        let at_cap = format!(
+            "{custom}{}",
+            " ".repeat(MAX_FILE_BYTES as usize - custom.len())
+        );
+        assert_eq!(from_text(Some(&at_cap), dir).relay_url, "https://r.example");
+        let over_cap = format!("{at_cap} ");
+        assert_eq!(from_text(Some(&over_cap), dir), NotifySettings::default());
     }
 
     #[test]

@@ -111,6 +111,14 @@ pub struct Marker {
     pub expires_at: u64,
 }
 
+impl Marker {
+    /// Whether the Bootstrap Key has expired at `now` (unix seconds): its
+    /// expiry is `now` or earlier.
+    pub fn has_expired(&self, now: u64) -> bool {
+        self.expires_at <= now
+    }
+}
+
 /// The marker a line ends with, if any: the last whitespace-separated word
 /// must be exactly `herdr-pairing:<[A-Za-z0-9-]+>:exp:<digits>`. A trailing
 /// `\r` (or anything else) after the digits means "no marker".
@@ -211,7 +219,7 @@ pub fn remove_pairing(lines: &[Vec<u8>], pairing_id: &str) -> Edited {
 pub fn sweep_expired(lines: &[Vec<u8>], now: i64) -> Edited {
     let now = u64::try_from(now).unwrap_or(0);
     keep_only(lines, |line| {
-        marker_of(line).is_none_or(|m| m.expires_at > now)
+        marker_of(line).is_none_or(|m| !m.has_expired(now))
     })
 }
 

@@ -23,6 +23,9 @@ pub struct PairConfig {
     pub ssh_port: u16,
     /// Why `ssh_port` fell back to 22 (also covers an unreadable file).
     pub port_warning: Option<String>,
+    /// The same reason as a value, for callers that grade it (`heeler
+    /// doctor`); `port_warning` is its [`PortFallback::warning`] text.
+    pub port_fallback: Option<PortFallback>,
     /// `addresses`, listed first and pre-checked. Empty when absent/invalid.
     pub addresses: Vec<String>,
     pub addresses_warning: Option<String>,
@@ -36,10 +39,47 @@ impl Default for PairConfig {
         PairConfig {
             ssh_port: DEFAULT_SSH_PORT,
             port_warning: None,
+            port_fallback: None,
             addresses: Vec::new(),
             addresses_warning: None,
             launcher: None,
             launcher_warning: None,
+        }
+    }
+}
+
+/// Why the advertised port is 22 although pair.json exists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PortFallback {
+    /// The file exists but could not be read: Node's error code (or the
+    /// message).
+    Unreadable(String),
+    /// The bytes are not UTF-8 JSON.
+    NotJson,
+    NotObject,
+    /// `ssh_port` is not an integer 1..65535: the value as JSON.
+    InvalidPort(String),
+}
+
+impl PortFallback {
+    /// The checklist sentence for this reason.
+    pub fn warning(&self) -> String {
+        match self {
+            PortFallback::Unreadable(code) => format!("pair.json could not be read ({code})."),
+            PortFallback::NotJson => "pair.json is not valid JSON.".to_owned(),
+            PortFallback::NotObject => "pair.json is not a JSON object.".to_owned(),
+            PortFallback::InvalidPort(value) => {
+                format!("pair.json ssh_port {value} is not an integer 1..65535.")
+            }
+        }
+    }
+
+    /// The config with the default port, for this reason.
+    fn into_config(self) -> PairConfig {
+        PairConfig {
+            port_warning: Some(self.warning()),
+            port_fallback: Some(self),
+            ..PairConfig::default()
         }
     }
 }
@@ -71,13 +111,7 @@ pub fn from_read(result: io::Result<Vec<u8>>) -> PairConfig {
     match result {
         Ok(bytes) => from_contents(&bytes),
         Err(error) if error.kind() == io::ErrorKind::NotFound => PairConfig::default(),
-        Err(error) => PairConfig {
-            port_warning: Some(format!(
-                "pair.json could not be read ({}).",
-                error_code(&error)
-            )),
-            ..PairConfig::default()
-        },
+        Err(error) => PortFallback::Unreadable(error_code(&error)).into_config(),
     }
 }
 
@@ -100,19 +134,15 @@ fn error_code(error: &io::Error) -> String {
 
 /// The config from the file's bytes.
 pub fn from_contents(bytes: &[u8]) -> PairConfig {
-    let file_warning = |text: &str| PairConfig {
-        port_warning: Some(text.to_owned()),
-        ..PairConfig::default()
-    };
     let Ok(text) = std::str::from_utf8(bytes) else {
-        return file_warning("pair.json is not valid JSON.");
+        return PortFallback::NotJson.into_config();
     };
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let Ok(value) = json::parse(text) else {
-        return file_warning("pair.json is not valid JSON.");
+        return PortFallback::NotJson.into_config();
     };
     let Some(object) = value.as_object() else {
-        return file_warning("pair.json is not a JSON object.");
+        return PortFallback::NotObject.into_config();
     };
     let mut config = PairConfig::default();
     if let Some(port) = object.get("ssh_port") {
@@ -123,10 +153,9 @@ pub fn from_contents(bytes: &[u8]) -> PairConfig {
         {
             Some(p) => config.ssh_port = p,
             None => {
-                config.port_warning = Some(format!(
-                    "pair.json ssh_port {} is not an integer 1..65535.",
-                    port.to_json()
-                ));
+                let fallback = PortFallback::InvalidPort(port.to_json());
+                config.port_warning = Some(fallback.warning());
+                config.port_fallback = Some(fallback);
             }
         }
     }
@@ -251,6 +280,34 @@ mod tests {
         assert_eq!(
             unreadable.warning_lines(),
             vec!["pair.json could not be read (EACCES). Advertising 22.".to_string()]
+        );
+    }
+
+    #[test]
+    fn the_port_warning_is_the_text_of_its_reason() {
+        let cases: [(&[u8], Option<PortFallback>); 6] = [
+            (b"{}", None),
+            (b"{\"ssh_port\":2222}", None),
+            (b"{nope", Some(PortFallback::NotJson)),
+            (b"\xff", Some(PortFallback::NotJson)),
+            (b"[]", Some(PortFallback::NotObject)),
+            (
+                b"{\"ssh_port\":\"x\"}",
+                Some(PortFallback::InvalidPort("\"x\"".to_owned())),
+            ),
+        ];
+        for (bytes, fallback) in cases {
+            let config = from_contents(bytes);
+            assert_eq!(config.port_fallback, fallback, "{bytes:?}");
+            assert_eq!(
+                config.port_warning,
+                config.port_fallback.as_ref().map(PortFallback::warning)
+            );
+        }
+        let unreadable = from_read(Err(io::Error::from_raw_os_error(libc::EACCES)));
+        assert_eq!(
+            unreadable.port_fallback,
+            Some(PortFallback::Unreadable("EACCES".to_owned()))
         );
     }
 

@@ -1,11 +1,16 @@
-//! Whether an ELF executable needs a dynamic loader (a `PT_INTERP` program
-//! header), read from its bytes.
+//! Is the installed heeler the static release build: the `binary` check,
+//! and whether an ELF executable needs a dynamic loader (a `PT_INTERP`
+//! program header), read from its bytes.
 //!
 //! heeler ships as a static musl binary so it runs on any Linux host without
 //! a matching libc; `heeler doctor` reads its own executable to confirm the
 //! installed file is that build and not, say, a glibc development build.
 //! Pure: callers pass the bytes (only the header and program headers are
 //! read).
+
+use std::path::Path;
+
+use crate::doctor::report::Check;
 
 /// `p_type` of the program header naming the dynamic loader.
 const PT_INTERP: u32 = 3;
@@ -78,9 +83,44 @@ pub fn has_interpreter(bytes: &[u8]) -> Result<bool, ElfError> {
     Ok(false)
 }
 
+pub fn check_binary(
+    os: &str,
+    path: &Path,
+    has_interpreter: &Result<bool, String>,
+    version: &str,
+) -> Check {
+    const ID: &str = "binary";
+    let shown = path.display();
+    if os != "linux" {
+        return Check::pass(
+            ID,
+            format!(
+                "heeler {version} at {shown} ({os} binaries link the system library dynamically by design)"
+            ),
+        );
+    }
+    match has_interpreter {
+        Ok(false) => Check::pass(
+            ID,
+            format!("heeler {version} at {shown} is statically linked"),
+        ),
+        Ok(true) => Check::warn(
+            ID,
+            format!("heeler {version} at {shown} is dynamically linked (a development build?)"),
+            "install the static release binary: sh install.sh in the plugin checkout",
+        ),
+        Err(why) => Check::warn(
+            ID,
+            format!("heeler {version} at {shown}: could not read its ELF headers ({why})"),
+            "reinstall: sh install.sh in the plugin checkout",
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::doctor::report::Status;
 
     /// A minimal little-endian ELF64 header with the given program header types.
     fn elf64(types: &[u32]) -> Vec<u8> {
@@ -149,5 +189,26 @@ mod tests {
         } else {
             assert_eq!(has_interpreter(&bytes), Err(ElfError::NotElf));
         }
+    }
+
+    #[test]
+    fn the_binary_must_be_static_on_linux() {
+        let path = Path::new("/p/bin/heeler");
+        assert_eq!(
+            check_binary("linux", path, &Ok(false), "0.8.0").status,
+            Status::Pass
+        );
+        assert_eq!(
+            check_binary("linux", path, &Ok(true), "0.8.0").status,
+            Status::Warn
+        );
+        assert_eq!(
+            check_binary("linux", path, &Err("x".into()), "0.8.0").status,
+            Status::Warn
+        );
+        assert_eq!(
+            check_binary("macos", path, &Err("not an ELF file".into()), "0.8.0").status,
+            Status::Pass
+        );
     }
 }

@@ -1,0 +1,87 @@
+//! What `heeler doctor` looks at, as plain values: the facts `probe.rs`
+//! gathers and every check reads.
+//!
+//! This file holds types only, so that the check files and the probe can
+//! both depend on it without depending on each other. Invariants: a path
+//! here is never relative by accident; when the home directory (or the
+//! config directory derived from it) cannot be determined, the facts that
+//! live under it are absent (`Err(NoHome)`) instead of probed somewhere
+//! else.
+
+use std::path::PathBuf;
+
+use crate::base::dirs::NoHome;
+use crate::pair::config::PairConfig;
+
+/// A file as read: absent, unreadable (with the reason), or its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileRead {
+    Missing,
+    Unreadable(String),
+    Text(String),
+}
+
+/// What sshd's StrictModes looks at for one path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathFacts {
+    pub path: PathBuf,
+    /// None when the path does not exist.
+    pub kind: Option<PathKind>,
+    pub uid: u32,
+    pub mode: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathKind {
+    File,
+    Directory,
+    Other,
+}
+
+/// pair.json as the pairing popup reads it: absent, unreadable (with the
+/// reason), or what `pair::config` made of its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PairJson {
+    Missing,
+    Unreadable(String),
+    Read(PairConfig),
+}
+
+/// The facts under the home directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HomeFacts {
+    pub home: PathFacts,
+    pub ssh_dir: PathFacts,
+    pub authorized_keys_facts: PathFacts,
+    pub authorized_keys: FileRead,
+}
+
+/// The plugin config directory and the files in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigFacts {
+    pub dir: PathBuf,
+    pub pair_json: PairJson,
+    pub notify_json: FileRead,
+    pub notifications_json: FileRead,
+}
+
+/// Everything the checks look at, gathered once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Facts {
+    pub exe: PathBuf,
+    pub exe_has_interpreter: Result<bool, String>,
+    pub ssh_port: u16,
+    pub ssh_banner: Result<String, String>,
+    pub host_keys: Vec<(PathBuf, FileRead)>,
+    pub uid: u32,
+    pub home: Result<HomeFacts, NoHome>,
+    pub now_unix: u64,
+    pub herdr: Option<PathBuf>,
+    pub herdr_version: Result<String, String>,
+    /// `plugin list --json` of each running session (or of the current one
+    /// when none runs), by session name.
+    pub plugin_lists: Vec<(String, Result<String, String>)>,
+    pub config: Result<ConfigFacts, NoHome>,
+    /// `GET <relay>/push`'s HTTP status, only with `--network`.
+    pub relay: Option<Result<u16, String>>,
+}

@@ -1,0 +1,485 @@
+//! The SSH side of pairing: does OpenSSH answer on the advertised port,
+//! which host key the Pairing Code pins, would sshd's StrictModes accept
+//! authorized_keys, and are expired Bootstrap Key lines left in it.
+//!
+//! Invariants: the rules of pairing are not restated here. The host key
+//! files, their order and their parsing are `pair::host_key`'s; the
+//! authorized_keys line split, the Bootstrap Key marker and its expiry are
+//! `pair::authorized_keys`'s. Key blobs never reach the report: lines are
+//! counted, not shown.
+
+use std::path::PathBuf;
+
+use crate::doctor::facts::{FileRead, PathFacts, PathKind};
+use crate::doctor::report::{Check, printable};
+use crate::pair::{authorized_keys, host_key};
+
+/// Classify what answered on 127.0.0.1:<port>: the first banner line, or why
+/// none came.
+pub fn check_ssh_server(port: u16, banner: &Result<String, String>) -> Check {
+    const ID: &str = "ssh_server";
+    let start_fix = format!(
+        "start OpenSSH on port {port} (Linux: sudo systemctl enable --now ssh; macOS: System Settings > General > Sharing > Remote Login), or set ssh_port in pair.json to its port"
+    );
+    match banner {
+        Err(reason) => Check::fail(
+            ID,
+            format!("no SSH server answers on 127.0.0.1:{port} ({reason})"),
+            start_fix,
+        ),
+        Ok(line) if line.starts_with("SSH-2.0-Tailscale") => Check::fail(
+            ID,
+            format!(
+                "Tailscale SSH answers on port {port}, not OpenSSH; enrollment needs OpenSSH's forced command"
+            ),
+            format!(
+                "turn Tailscale SSH off (tailscale set --ssh=false) or run OpenSSH on another port and set ssh_port in pair.json (now {port})"
+            ),
+        ),
+        Ok(line) if line.starts_with("SSH-2.0-OpenSSH") => {
+            let software = line.trim_start_matches("SSH-2.0-");
+            Check::pass(ID, format!("{software} answers on 127.0.0.1:{port}"))
+        }
+        Ok(line) if line.starts_with("SSH-") => Check::warn(
+            ID,
+            format!(
+                "an SSH server that is not OpenSSH answers on port {port} ({})",
+                printable(line)
+            ),
+            "pairing needs OpenSSH (authorized_keys forced commands); use OpenSSH or set ssh_port in pair.json to its port",
+        ),
+        Ok(line) => Check::fail(
+            ID,
+            format!(
+                "port {port} answers, but not with SSH ({})",
+                printable(line)
+            ),
+            start_fix,
+        ),
+    }
+}
+
+/// The host key files the pairing popup considers, in its order.
+pub fn host_key_paths() -> Vec<PathBuf> {
+    host_key::FILE_NAMES
+        .iter()
+        .map(|name| PathBuf::from(host_key::DEFAULT_DIR).join(name))
+        .collect()
+}
+
+/// The first readable host key, parsed as the pairing popup does; its
+/// SHA-256 fingerprint is what the Pairing Code pins.
+pub fn check_host_keys(candidates: &[(PathBuf, FileRead)]) -> Check {
+    const ID: &str = "host_keys";
+    for (path, read) in candidates {
+        let FileRead::Text(text) = read else {
+            continue;
+        };
+        return match host_key::parse_public_line(text) {
+            Some((kind, blob)) => Check::pass(
+                ID,
+                format!(
+                    "{} ({kind}) {}",
+                    path.display(),
+                    host_key::fingerprint(&blob)
+                ),
+            ),
+            None => Check::fail(
+                ID,
+                format!("{} is not an OpenSSH public key", path.display()),
+                "regenerate the host keys: sudo ssh-keygen -A",
+            ),
+        };
+    }
+    let unreadable: Vec<String> = candidates
+        .iter()
+        .filter_map(|(path, read)| match read {
+            FileRead::Unreadable(why) => Some(format!("{}: {why}", path.display())),
+            _ => None,
+        })
+        .collect();
+    let summary = if unreadable.is_empty() {
+        format!(
+            "no ssh_host_{{ed25519,ecdsa,rsa}}_key.pub under {}",
+            host_key::DEFAULT_DIR
+        )
+    } else {
+        format!("no readable host key ({})", unreadable.join("; "))
+    };
+    Check::fail(ID, summary, "generate the host keys: sudo ssh-keygen -A")
+}
+
+/// sshd (StrictModes yes, the default) ignores authorized_keys when it, ~/.ssh
+/// or the home directory is owned by someone other than the user or root, or
+/// is writable by group or others.
+pub fn check_ssh_modes(
+    user_uid: u32,
+    home: &PathFacts,
+    ssh_dir: &PathFacts,
+    authorized_keys: &PathFacts,
+) -> Check {
+    const ID: &str = "ssh_modes";
+    let mut problems = Vec::new();
+    let mut fixes = Vec::new();
+    for (facts, want, chmod) in [
+        (home, PathKind::Directory, "go-w"),
+        (ssh_dir, PathKind::Directory, "700"),
+        (authorized_keys, PathKind::File, "600"),
+    ] {
+        let Some(kind) = facts.kind else { continue };
+        let shown = facts.path.display();
+        if kind != want {
+            problems.push(format!(
+                "{shown} is not a {}",
+                match want {
+                    PathKind::Directory => "directory",
+                    _ => "regular file",
+                }
+            ));
+            fixes.push(format!("replace {shown}"));
+            continue;
+        }
+        if facts.uid != user_uid && facts.uid != 0 {
+            problems.push(format!("{shown} is owned by uid {}", facts.uid));
+            fixes.push(format!("chown {user_uid} {shown}"));
+        }
+        if facts.mode & 0o022 != 0 {
+            problems.push(format!(
+                "{shown} is group/world-writable ({:04o})",
+                facts.mode & 0o7777
+            ));
+            fixes.push(format!("chmod {chmod} {shown}"));
+        }
+    }
+    if !problems.is_empty() {
+        return Check::fail(
+            ID,
+            format!(
+                "sshd's StrictModes would ignore authorized_keys: {}",
+                problems.join("; ")
+            ),
+            fixes.join(" && "),
+        );
+    }
+    match (ssh_dir.kind, authorized_keys.kind) {
+        (None, _) => Check::pass(
+            ID,
+            format!(
+                "{} does not exist yet; pairing creates it with mode 0700",
+                ssh_dir.path.display()
+            ),
+        ),
+        (Some(_), None) => Check::pass(
+            ID,
+            format!(
+                "{} ({:04o}) is fine; authorized_keys does not exist yet",
+                ssh_dir.path.display(),
+                ssh_dir.mode & 0o7777
+            ),
+        ),
+        (Some(_), Some(_)) => Check::pass(
+            ID,
+            format!(
+                "{} ({:04o}) and authorized_keys ({:04o}) pass sshd's StrictModes",
+                ssh_dir.path.display(),
+                ssh_dir.mode & 0o7777,
+                authorized_keys.mode & 0o7777
+            ),
+        ),
+    }
+}
+
+/// How many Bootstrap Key lines authorized_keys holds: (expired, live), by
+/// the pairing code's own marker and expiry rules.
+pub fn bootstrap_line_counts(text: &str, now_unix: u64) -> (usize, usize) {
+    let mut counts = (0usize, 0usize);
+    for line in authorized_keys::split_lines(text.as_bytes()) {
+        match authorized_keys::marker_of(&line) {
+            Some(marker) if marker.has_expired(now_unix) => counts.0 += 1,
+            Some(_) => counts.1 += 1,
+            None => {}
+        }
+    }
+    counts
+}
+
+pub fn check_bootstrap_lines(authorized_keys: &FileRead, now_unix: u64) -> Check {
+    const ID: &str = "bootstrap_lines";
+    let text = match authorized_keys {
+        FileRead::Missing => return Check::pass(ID, "no authorized_keys, so no bootstrap lines"),
+        FileRead::Unreadable(why) => {
+            return Check::warn(
+                ID,
+                format!("authorized_keys could not be read ({why})"),
+                "make ~/.ssh/authorized_keys readable by its owner",
+            );
+        }
+        FileRead::Text(text) => text,
+    };
+    match bootstrap_line_counts(text, now_unix) {
+        (0, 0) => Check::pass(ID, "no Bootstrap Key lines in authorized_keys"),
+        (0, live) => Check::pass(
+            ID,
+            format!("{live} unexpired Bootstrap Key line(s): a pairing is in progress"),
+        ),
+        (expired, _) => Check::warn(
+            ID,
+            format!("{expired} expired Bootstrap Key line(s) left in authorized_keys"),
+            "open the pairing popup once (herdr plugin action invoke heeler.pair), which sweeps them, or delete the lines ending in herdr-pairing:<id>:exp:<time>",
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doctor::report::Status;
+
+    fn text(s: &str) -> FileRead {
+        FileRead::Text(s.to_owned())
+    }
+
+    fn facts(path: &str, kind: Option<PathKind>, uid: u32, mode: u32) -> PathFacts {
+        PathFacts {
+            path: PathBuf::from(path),
+            kind,
+            uid,
+            mode,
+        }
+    }
+
+    #[test]
+    fn ssh_banners_are_classified() {
+        let openssh = check_ssh_server(22, &Ok("SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3".into()));
+        assert_eq!(openssh.status, Status::Pass);
+        assert!(openssh.summary.contains("OpenSSH_9.2p1"));
+
+        let tailscale = check_ssh_server(22, &Ok("SSH-2.0-Tailscale".into()));
+        assert_eq!(tailscale.status, Status::Fail);
+        assert!(tailscale.summary.contains("Tailscale SSH"));
+        assert!(tailscale.fix.unwrap().contains("ssh_port"));
+
+        let dropbear = check_ssh_server(2222, &Ok("SSH-2.0-dropbear_2022.83".into()));
+        assert_eq!(dropbear.status, Status::Warn);
+
+        let http = check_ssh_server(8080, &Ok("HTTP/1.1 400 Bad Request".into()));
+        assert_eq!(http.status, Status::Fail);
+        assert!(http.summary.contains("not with SSH"));
+
+        let refused = check_ssh_server(22, &Err("connection refused".into()));
+        assert_eq!(refused.status, Status::Fail);
+        assert!(refused.fix.unwrap().contains("Remote Login"));
+    }
+
+    #[test]
+    fn host_key_fingerprint_matches_ssh_keygen() {
+        // `ssh-keygen -lf` of this key prints
+        // 256 SHA256:HkyxQAhtVSGIP6RoalJXeBTOriq8IuHIOdMHkLDFRLY root@host (ED25519)
+        let key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHbwd/9sGXkY0u6tt8f3EOO9Ul5pvWW6bIdVyF2bl+sU root@host\n";
+        let expected = "HkyxQAhtVSGIP6RoalJXeBTOriq8IuHIOdMHkLDFRLY";
+        let check = check_host_keys(&[
+            (
+                PathBuf::from("/etc/ssh/ssh_host_ed25519_key.pub"),
+                FileRead::Missing,
+            ),
+            (PathBuf::from("/etc/ssh/ssh_host_ecdsa_key.pub"), text(key)),
+            (
+                PathBuf::from("/etc/ssh/ssh_host_rsa_key.pub"),
+                text("garbage"),
+            ),
+        ]);
+        assert_eq!(check.status, Status::Pass);
+        assert!(check.summary.contains("ssh_host_ecdsa_key.pub"));
+        assert!(
+            check.summary.ends_with(&format!("SHA256:{expected}")),
+            "{}",
+            check.summary
+        );
+    }
+
+    #[test]
+    fn host_keys_missing_or_garbage_fail_with_ssh_keygen_a() {
+        let none = check_host_keys(&[
+            (
+                PathBuf::from("/etc/ssh/ssh_host_ed25519_key.pub"),
+                FileRead::Missing,
+            ),
+            (
+                PathBuf::from("/etc/ssh/ssh_host_rsa_key.pub"),
+                FileRead::Unreadable("Permission denied".into()),
+            ),
+        ]);
+        assert_eq!(none.status, Status::Fail);
+        assert!(none.summary.contains("Permission denied"));
+        assert!(none.fix.unwrap().contains("ssh-keygen -A"));
+        // The first readable file wins, even when it is garbage (as the popup does).
+        let garbage = check_host_keys(&[
+            (
+                PathBuf::from("/etc/ssh/ssh_host_ed25519_key.pub"),
+                text("not-a-key AAAA"),
+            ),
+            (
+                PathBuf::from("/etc/ssh/ssh_host_rsa_key.pub"),
+                text("ssh-rsa AAAAB3NzaC1yc2E="),
+            ),
+        ]);
+        assert_eq!(garbage.status, Status::Fail);
+    }
+
+    #[test]
+    fn strict_modes_are_checked_on_home_ssh_and_authorized_keys() {
+        let home = facts("/home/u", Some(PathKind::Directory), 1000, 0o40755);
+        let ssh = facts("/home/u/.ssh", Some(PathKind::Directory), 1000, 0o40700);
+        let keys = facts(
+            "/home/u/.ssh/authorized_keys",
+            Some(PathKind::File),
+            1000,
+            0o100600,
+        );
+        assert_eq!(
+            check_ssh_modes(1000, &home, &ssh, &keys).status,
+            Status::Pass
+        );
+
+        let root_owned_home = facts("/home/u", Some(PathKind::Directory), 0, 0o40755);
+        assert_eq!(
+            check_ssh_modes(1000, &root_owned_home, &ssh, &keys).status,
+            Status::Pass
+        );
+
+        let writable_ssh = facts("/home/u/.ssh", Some(PathKind::Directory), 1000, 0o40775);
+        let check = check_ssh_modes(1000, &home, &writable_ssh, &keys);
+        assert_eq!(check.status, Status::Fail);
+        assert!(check.fix.unwrap().contains("chmod 700 /home/u/.ssh"));
+
+        let foreign_keys = facts(
+            "/home/u/.ssh/authorized_keys",
+            Some(PathKind::File),
+            1001,
+            0o100644,
+        );
+        let check = check_ssh_modes(1000, &home, &ssh, &foreign_keys);
+        assert_eq!(check.status, Status::Fail);
+        assert!(check.summary.contains("owned by uid 1001"));
+
+        let world_writable_home = facts("/home/u", Some(PathKind::Directory), 1000, 0o40777);
+        assert_eq!(
+            check_ssh_modes(1000, &world_writable_home, &ssh, &keys).status,
+            Status::Fail
+        );
+
+        let keys_dir = facts(
+            "/home/u/.ssh/authorized_keys",
+            Some(PathKind::Directory),
+            1000,
+            0o40700,
+        );
+        assert_eq!(
+            check_ssh_modes(1000, &home, &ssh, &keys_dir).status,
+            Status::Fail
+        );
+
+        let missing = facts("/home/u/.ssh", None, 0, 0);
+        let missing_keys = facts("/home/u/.ssh/authorized_keys", None, 0, 0);
+        let check = check_ssh_modes(1000, &home, &missing, &missing_keys);
+        assert_eq!(check.status, Status::Pass);
+        assert!(check.summary.contains("does not exist yet"));
+    }
+
+    #[test]
+    fn leftover_bootstrap_lines_are_counted_never_shown() {
+        let now = 1_800_000_000;
+        let file = format!(
+            "ssh-ed25519 AAAAsecretblob phone\nrestrict ssh-ed25519 AAAAold herdr-pairing:aa:exp:{}\nrestrict ssh-ed25519 AAAAold2 herdr-pairing:bb:exp:{now}\n",
+            now - 500
+        );
+        let check = check_bootstrap_lines(&text(&file), now);
+        assert_eq!(check.status, Status::Warn);
+        assert!(check.summary.starts_with("2 expired"));
+        assert!(!check.summary.contains("AAAA"));
+        let live = format!("x ssh-ed25519 AAAA herdr-pairing:cc:exp:{}\n", now + 60);
+        let check = check_bootstrap_lines(&text(&live), now);
+        assert_eq!(check.status, Status::Pass);
+        assert!(check.summary.contains("in progress"));
+        assert_eq!(
+            check_bootstrap_lines(&text("ssh-ed25519 AAAA me\n"), now).status,
+            Status::Pass
+        );
+        assert_eq!(
+            check_bootstrap_lines(&FileRead::Missing, now).status,
+            Status::Pass
+        );
+    }
+
+    #[test]
+    fn host_keys_are_looked_up_where_and_in_the_order_pairing_does() {
+        assert_eq!(
+            host_key_paths(),
+            [
+                PathBuf::from("/etc/ssh/ssh_host_ed25519_key.pub"),
+                PathBuf::from("/etc/ssh/ssh_host_ecdsa_key.pub"),
+                PathBuf::from("/etc/ssh/ssh_host_rsa_key.pub"),
+            ]
+        );
+    }
+
+    /// Lines on which a hand-written marker parser could go either way: the
+    /// vertical tab, form feed and carriage return as separators, digits
+    /// past u64, and the usual non-markers.
+    const MARKER_EDGE_LINES: &[&str] = &[
+        "restrict,command=\"x\" ssh-ed25519 AAAA herdr-pairing:0a1b2c:exp:1700000000",
+        "herdr-pairing:a-b:exp:5",
+        "ssh-ed25519 AAAA\u{b}herdr-pairing:vt:exp:5",
+        "ssh-ed25519 AAAA\u{c}herdr-pairing:ff:exp:5",
+        "ssh-ed25519 AAAA\rherdr-pairing:cr:exp:5",
+        "ssh-ed25519 AAAA herdr-pairing:big:exp:99999999999999999999999",
+        "ssh-ed25519 AAAA herdr-pairing:abc:exp:17\r",
+        "ssh-ed25519 AAAA herdr-pairing:abc:exp:17\u{b}",
+        "ssh-ed25519 AAAA xherdr-pairing:abc:exp:17",
+        "ssh-ed25519 AAAA herdr-pairing:abc:exp:17 more",
+        "ssh-ed25519 AAAA herdr-pairing:a_c:exp:17",
+        "ssh-ed25519 AAAA herdr-pairing::exp:17",
+        "ssh-ed25519 AAAA herdr-pairing:abc:exp:",
+        "ssh-ed25519 AAAA user@host",
+        "",
+    ];
+
+    #[test]
+    fn a_line_is_a_leftover_exactly_when_pairing_finds_its_marker() {
+        let now = 1_800_000_000;
+        for line in MARKER_EDGE_LINES {
+            let (expired, live) = bootstrap_line_counts(line, now);
+            let marker = authorized_keys::marker_of(line.as_bytes());
+            assert_eq!(expired + live, usize::from(marker.is_some()), "{line:?}");
+            assert_eq!(
+                expired == 1,
+                marker.is_some_and(|m| m.has_expired(now)),
+                "{line:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_vertical_tab_separates_the_marker_and_long_digits_never_expire() {
+        let now = 1_800_000_000;
+        // sshd splits words on any blank, and the popup's sweep with it: a
+        // marker after a vertical tab is a Bootstrap Key line (expired at 5).
+        assert_eq!(
+            bootstrap_line_counts("ssh-ed25519 AAAA\u{b}herdr-pairing:vt:exp:5\n", now),
+            (1, 0)
+        );
+        // An expiry past u64 saturates: the line is live, never swept.
+        assert_eq!(
+            bootstrap_line_counts(
+                "ssh-ed25519 AAAA herdr-pairing:big:exp:99999999999999999999999\n",
+                now
+            ),
+            (0, 1)
+        );
+        let file = MARKER_EDGE_LINES.join("\n");
+        let lines = authorized_keys::split_lines(file.as_bytes());
+        let swept = authorized_keys::sweep_expired(&lines, now as i64)
+            .map_or(0, |kept| lines.len() - kept.len());
+        assert_eq!(bootstrap_line_counts(&file, now).0, swept);
+    }
+}
