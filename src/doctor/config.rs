@@ -14,6 +14,7 @@ use std::io;
 use crate::base::json::{self, Value};
 use crate::doctor::facts::{ConfigFacts, FileRead, PairJson};
 use crate::doctor::report::{Check, printable};
+use crate::hooks::registration;
 use crate::hooks::settings;
 use crate::pair::config::{self as pair_config, PairConfig, PortFallback};
 
@@ -175,33 +176,35 @@ pub fn check_notifications_json(read: &FileRead) -> Check {
         }
         FileRead::Text(text) => text,
     };
+    if text.len() as u64 > registration::MAX_FILE_BYTES {
+        return Check::fail(
+            ID,
+            "notifications.json is larger than 4 MiB: the hooks treat it as absent",
+            fix_by_app,
+        );
+    }
     let Ok(value) = json::parse(text) else {
         return Check::fail(ID, "notifications.json is not valid JSON", fix_by_app);
     };
-    if value.get("v").and_then(Value::as_i64) != Some(1) {
+    if value.get("v").and_then(Value::as_f64) != Some(1.0) {
         return Check::fail(
             ID,
             "notifications.json is not version 1 (\"v\": 1)",
             fix_by_app,
         );
     }
-    let Some(devices) = value.get("devices").and_then(Value::as_array) else {
+    if !registration::is_v1(&value) {
         return Check::fail(ID, "notifications.json has no devices array", fix_by_app);
-    };
+    }
+    let devices = value
+        .get("devices")
+        .and_then(Value::as_array)
+        .unwrap_or_default();
     // session label -> (devices, with notifications, with Live Activity)
     let mut sessions: BTreeMap<String, (usize, usize, usize)> = BTreeMap::new();
     let mut malformed = 0usize;
     for device in devices {
-        let token_ok = device
-            .get("token")
-            .and_then(Value::as_nonempty_str)
-            .is_some();
-        let key_ok = device
-            .get("key")
-            .and_then(Value::as_str)
-            .and_then(|key| crate::base::base64::decode_url(key).ok())
-            .is_some_and(|bytes| bytes.len() == 32);
-        if device.as_object().is_none() || !token_ok || !key_ok {
+        if !registration::is_usable_entry(device) {
             malformed += 1;
             continue;
         }
@@ -513,6 +516,61 @@ mod tests {
         );
         assert_eq!(
             check_notifications_json(&FileRead::Missing).status,
+            Status::Warn
+        );
+    }
+
+    #[test]
+    fn doctor_counts_the_devices_the_hooks_deliver_to() {
+        // Legacy entries (no session) that differ only in what the hooks
+        // accept: a key in Node's lenient form (standard alphabet, padded),
+        // an unknown env, a 31-byte key, no env at all.
+        let entries = [
+            format!(
+                r#"{{"token":"{TOKEN}","key":"{KEY}=","env":"production","notify":{{"blocked":true}}}}"#
+            ),
+            format!(
+                r#"{{"token":"{TOKEN}","key":"{KEY}","env":"staging","notify":{{"blocked":true}}}}"#
+            ),
+            format!(
+                r#"{{"token":"{TOKEN}","key":"{}","env":"sandbox","notify":{{"blocked":true}}}}"#,
+                &KEY[..41]
+            ),
+            format!(r#"{{"token":"{TOKEN}","key":"{KEY}","notify":{{"blocked":true}}}}"#),
+            format!(
+                r#"{{"token":"{TOKEN}","key":"{KEY}","env":"sandbox","notify":{{"blocked":true}}}}"#
+            ),
+        ];
+        let file = format!(r#"{{"v":1,"devices":[{}]}}"#, entries.join(","));
+        let parsed = json::parse(&file).unwrap();
+        let session = crate::herdr::session::from_socket_path(None);
+        let delivered = registration::alert_devices(Some(&parsed), &session, "blocked").len();
+        assert_eq!(
+            delivered, 2,
+            "the hooks deliver to the lenient key and the sandbox entry"
+        );
+        let check = check_notifications_json(&text(&file));
+        assert!(
+            check
+                .summary
+                .contains(&format!("every session (legacy): {delivered} device(s)")),
+            "{check:?}"
+        );
+        assert!(
+            check
+                .summary
+                .contains(&format!("{} malformed", entries.len() - delivered))
+        );
+        // A file the hooks treat as absent is not reported as valid.
+        let huge = format!(
+            r#"{{"v":1,"devices":[],"pad":"{}"}}"#,
+            "x".repeat(4 * 1024 * 1024)
+        );
+        assert_eq!(registration::MAX_FILE_BYTES, 4 * 1024 * 1024);
+        assert_eq!(check_notifications_json(&text(&huge)).status, Status::Fail);
+        // `1.0` is version 1 to the hooks (JavaScript numbers), so to doctor too.
+        assert_eq!(
+            check_notifications_json(&text("{\"v\":1.0,\"devices\":[]}")).status,
             Status::Warn
         );
     }

@@ -33,7 +33,8 @@ pub fn read(path: &Path) -> Option<Value> {
     is_v1(&value).then_some(value)
 }
 
-fn is_v1(value: &Value) -> bool {
+/// Whether a parsed file is a v1 document with a `devices` array.
+pub fn is_v1(value: &Value) -> bool {
     value.get("v").and_then(Value::as_f64) == Some(1.0)
         && value.get("devices").and_then(Value::as_array).is_some()
 }
@@ -47,6 +48,20 @@ fn entries(file: &Value) -> &[Value] {
 fn valid_env(env: Option<&Value>) -> Option<&str> {
     env.and_then(Value::as_str)
         .filter(|e| matches!(*e, "production" | "sandbox"))
+}
+
+/// Whether an entry can receive anything at all: an object with a non-empty
+/// `token`, a known `env` and a usable Notification Key. The hooks' device
+/// lists (below) require exactly this before their own flags; doctor counts
+/// the entries that fail it.
+pub fn is_usable_entry(entry: &Value) -> bool {
+    entry.as_object().is_some()
+        && entry
+            .get("token")
+            .and_then(Value::as_nonempty_str)
+            .is_some()
+        && valid_env(entry.get("env")).is_some()
+        && entry_key(entry).is_some()
 }
 
 /// The Notification Key of an entry. Node's base64url decoder was lenient
