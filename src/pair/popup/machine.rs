@@ -436,3 +436,582 @@ impl Popup {
         vec![Effect::Repaint]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Expected transitions follow the popup's keys and screens as the spec
+    //! (the pairing popup checklist and QR paragraphs) and the contract's
+    //! popup section (c.4 Keys, c.7 Copy) describe them.
+
+    use super::*;
+    use crate::pair::addresses::{Candidate, Origin};
+
+    const CODE: &str = "HERDR-PAIR:1:abc";
+    const EXPIRES_AT: i64 = 1_000_120;
+
+    fn row(address: &str, pre_checked: bool) -> Candidate {
+        Candidate {
+            address: address.into(),
+            origin: Origin::Interface("eth0".into()),
+            pre_checked,
+        }
+    }
+
+    /// The checklist of two rows, the first pre-checked, for a v1 herdr.
+    fn popup() -> Popup {
+        Popup::new(
+            Checklist::new(vec![row("10.0.0.1", true), row("10.0.0.2", false)]),
+            EndpointStatus::V1(None),
+            (40, 100),
+        )
+    }
+
+    fn endpoint() -> Endpoint {
+        Endpoint {
+            sock: "/run/herdr/api.sock".into(),
+            herdr: "/home/u/.config/h2/launcher".into(),
+        }
+    }
+
+    fn qr_state() -> Box<QrState> {
+        let details = QrDetails {
+            user: "u".into(),
+            port: 22,
+            fingerprint: "SHA256:host".into(),
+            addresses: vec!["10.0.0.1".into()],
+            valid_until: "12:00:00".into(),
+            endpoint: None,
+        };
+        let qr = Qr::encode(CODE).expect("a short code fits a QR");
+        Box::new(QrState::new(CODE.into(), qr, details, EXPIRES_AT))
+    }
+
+    fn enrolled() -> Enrolled {
+        Enrolled {
+            pairing_id: "p1".into(),
+            expires_at: EXPIRES_AT,
+            fingerprint: "SHA256:device".into(),
+            line: "ssh-ed25519 AAAA phone".into(),
+            comment: Some("phone".into()),
+        }
+    }
+
+    /// The popup on the QR screen of a ceremony confirmed for 10.0.0.1.
+    fn on_qr() -> Popup {
+        let mut popup = popup();
+        popup.step(Input::Key(Key::Enter));
+        popup.step(Input::CeremonyStarted(Ok(qr_state())));
+        assert!(matches!(popup.phase, Phase::Qr(_)));
+        popup
+    }
+
+    fn in_phase(phase: Phase) -> Popup {
+        let mut popup = popup();
+        popup.phase = phase;
+        popup
+    }
+
+    fn start_for(addresses: &[&str], endpoint: Option<Endpoint>) -> Vec<Effect> {
+        vec![Effect::StartCeremony {
+            addresses: addresses.iter().map(|a| (*a).to_owned()).collect(),
+            endpoint,
+        }]
+    }
+
+    fn qr_of(popup: &Popup) -> &QrState {
+        match &popup.phase {
+            Phase::Qr(state) => state,
+            other => panic!("not on the QR screen: {other:?}"),
+        }
+    }
+
+    const QUIT_KEYS: [Key; 3] = [Key::Char('q'), Key::Escape, Key::CtrlC];
+
+    #[test]
+    fn quit_keys_close_every_screen_but_the_fatal_one() {
+        let screens = [
+            Phase::Select,
+            Phase::Qr(qr_state()),
+            Phase::Expired,
+            Phase::Enrolled(enrolled()),
+            Phase::Revoked("SHA256:device".into()),
+            Phase::RevokeFailed("locked".into()),
+        ];
+        for phase in screens {
+            for key in QUIT_KEYS {
+                let mut popup = in_phase(phase.clone());
+                assert_eq!(popup.step(Input::Key(key)), vec![Effect::Close], "{phase:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn q_on_the_success_screen_closes_without_revoking() {
+        let mut popup = in_phase(Phase::Enrolled(enrolled()));
+        assert_eq!(popup.step(Input::Key(Key::Char('q'))), vec![Effect::Close]);
+        assert_eq!(popup.phase, Phase::Enrolled(enrolled()));
+    }
+
+    #[test]
+    fn any_key_on_the_fatal_screen_fails_with_its_message() {
+        let message = vec!["Could not start pairing: lock timeout".to_owned()];
+        for key in [Key::Char('q'), Key::Enter, Key::Char('x'), Key::Other] {
+            let mut popup = in_phase(Phase::Fatal(message.clone()));
+            assert_eq!(popup.step(Input::Key(key)), vec![Effect::Fail(message.clone())]);
+        }
+    }
+
+    #[test]
+    fn keys_are_ignored_while_an_effect_is_in_flight() {
+        let phases = [
+            Phase::AwaitingLauncher(vec!["10.0.0.1".into()]),
+            Phase::Starting,
+            Phase::Expiring(qr_state()),
+            Phase::Revoking(enrolled()),
+        ];
+        for phase in phases {
+            for key in [Key::Char('q'), Key::Enter, Key::Char('r'), Key::Char('c')] {
+                let mut popup = in_phase(phase.clone());
+                assert_eq!(popup.step(Input::Key(key)), Vec::new(), "{phase:?}");
+                assert_eq!(popup.phase, phase);
+            }
+        }
+    }
+
+    #[test]
+    fn checklist_keys_move_toggle_and_repaint() {
+        let mut popup = popup();
+        assert_eq!(popup.step(Input::Key(Key::Down)), vec![Effect::Repaint]);
+        assert_eq!(popup.list.cursor, 1);
+        assert_eq!(popup.step(Input::Key(Key::Char('j'))), vec![Effect::Repaint]);
+        assert_eq!(popup.list.cursor, 1, "clamped at the last row");
+        assert_eq!(popup.step(Input::Key(Key::Space)), vec![Effect::Repaint]);
+        assert_eq!(popup.list.selected(), vec!["10.0.0.1", "10.0.0.2"]);
+        assert_eq!(popup.step(Input::Key(Key::Char('a'))), vec![Effect::Repaint]);
+        assert_eq!(popup.list.selected(), Vec::<String>::new(), "all were checked");
+        assert_eq!(popup.step(Input::Key(Key::Char('k'))), vec![Effect::Repaint]);
+        assert_eq!(popup.step(Input::Key(Key::Up)), vec![Effect::Repaint]);
+        assert_eq!(popup.list.cursor, 0, "clamped at the first row");
+        assert_eq!(popup.phase, Phase::Select);
+    }
+
+    #[test]
+    fn other_checklist_keys_are_ignored_without_a_repaint() {
+        let mut popup = popup();
+        for key in [Key::Char('x'), Key::Char('c'), Key::Char('r'), Key::Other] {
+            assert_eq!(popup.step(Input::Key(key)), Vec::new());
+        }
+        assert_eq!(popup, self::popup());
+    }
+
+    #[test]
+    fn enter_with_nothing_checked_asks_for_an_address_until_the_next_change() {
+        let mut popup = popup();
+        popup.step(Input::Key(Key::Space));
+        assert_eq!(popup.step(Input::Key(Key::Enter)), vec![Effect::Repaint]);
+        assert_eq!(popup.phase, Phase::Select);
+        assert_eq!(popup.message.as_deref(), Some("Select at least one address."));
+        popup.step(Input::Key(Key::Space));
+        assert_eq!(popup.message, None);
+    }
+
+    #[test]
+    fn enter_starts_pairing_with_the_checked_addresses() {
+        let mut popup = popup();
+        popup.step(Input::Key(Key::Down));
+        popup.step(Input::Key(Key::Space));
+        assert_eq!(
+            popup.step(Input::Key(Key::Enter)),
+            start_for(&["10.0.0.1", "10.0.0.2"], None)
+        );
+        assert_eq!(popup.phase, Phase::Starting);
+        assert_eq!(popup.confirmed, vec!["10.0.0.1", "10.0.0.2"]);
+        assert_eq!(
+            popup.step(Input::CeremonyStarted(Ok(qr_state()))),
+            vec![Effect::Repaint]
+        );
+        assert_eq!(popup.phase, Phase::Qr(qr_state()));
+    }
+
+    #[test]
+    fn a_ready_endpoint_goes_into_the_code() {
+        let mut popup = popup();
+        popup.endpoint = EndpointStatus::Ready(endpoint());
+        assert_eq!(
+            popup.step(Input::Key(Key::Enter)),
+            start_for(&["10.0.0.1"], Some(endpoint()))
+        );
+    }
+
+    #[test]
+    fn a_refused_endpoint_offers_no_code() {
+        let mut popup = popup();
+        popup.endpoint = EndpointStatus::Refused("The state home is shared.".into());
+        assert_eq!(popup.step(Input::Key(Key::Enter)), vec![Effect::Repaint]);
+        assert_eq!(popup.phase, Phase::Select);
+        assert_eq!(
+            popup.message.as_deref(),
+            Some("No Pairing Code can be offered for this herdr (see above).")
+        );
+        assert!(popup.confirmed.is_empty());
+    }
+
+    #[test]
+    fn enter_during_the_launcher_test_waits_for_it_then_pairs_v2() {
+        let mut popup = popup();
+        popup.endpoint = EndpointStatus::Testing {
+            line: "Endpoint s via l".into(),
+        };
+        assert_eq!(
+            popup.step(Input::Key(Key::Enter)),
+            vec![Effect::Repaint, Effect::AwaitLauncher]
+        );
+        assert_eq!(popup.message.as_deref(), Some("Testing the launcher…"));
+        assert_eq!(
+            popup.step(Input::LauncherTested(Ok(endpoint()))),
+            start_for(&["10.0.0.1"], Some(endpoint()))
+        );
+        assert_eq!(popup.message, None);
+        assert_eq!(popup.endpoint, EndpointStatus::Ready(endpoint()));
+        assert_eq!(popup.phase, Phase::Starting);
+    }
+
+    #[test]
+    fn a_launcher_test_that_fails_after_enter_offers_no_code() {
+        let mut popup = popup();
+        popup.endpoint = EndpointStatus::Testing { line: "E".into() };
+        popup.step(Input::Key(Key::Enter));
+        assert_eq!(
+            popup.step(Input::LauncherTested(Err("stderr was not empty".into()))),
+            vec![Effect::Repaint]
+        );
+        assert_eq!(
+            popup.endpoint,
+            EndpointStatus::Refused("stderr was not empty".into())
+        );
+        assert_eq!(popup.phase, Phase::Select);
+        assert_eq!(
+            popup.message.as_deref(),
+            Some("No Pairing Code can be offered for this herdr (see above).")
+        );
+    }
+
+    #[test]
+    fn background_answers_repaint_only_the_checklist() {
+        let serving = TailscaleSsh {
+            enabled: true,
+            ..TailscaleSsh::default()
+        };
+        let mut popup = popup();
+        assert_eq!(
+            popup.step(Input::TailscaleAnswered(serving.clone())),
+            vec![Effect::Repaint]
+        );
+        assert_eq!(popup.tailscale, serving);
+        popup.endpoint = EndpointStatus::Testing { line: "E".into() };
+        assert_eq!(
+            popup.step(Input::LauncherTested(Ok(endpoint()))),
+            vec![Effect::Repaint]
+        );
+
+        let mut popup = on_qr();
+        assert_eq!(popup.step(Input::TailscaleAnswered(serving)), Vec::new());
+        assert_eq!(
+            popup.step(Input::LauncherTested(Err("late".into()))),
+            Vec::new()
+        );
+        assert!(matches!(popup.phase, Phase::Qr(_)));
+    }
+
+    #[test]
+    fn a_ceremony_that_cannot_start_is_fatal_and_any_key_then_fails() {
+        let mut popup = popup();
+        popup.step(Input::Key(Key::Enter));
+        let message = vec!["Could not start pairing: lock timeout".to_owned()];
+        assert_eq!(
+            popup.step(Input::CeremonyStarted(Err(message.clone()))),
+            vec![Effect::Repaint]
+        );
+        assert_eq!(popup.phase, Phase::Fatal(message.clone()));
+        assert_eq!(
+            popup.step(Input::Key(Key::Char('q'))),
+            vec![Effect::Fail(message)]
+        );
+    }
+
+    #[test]
+    fn c_copies_the_exact_code_and_any_other_key_closes_the_qr() {
+        let mut popup = on_qr();
+        assert_eq!(
+            popup.step(Input::Key(Key::Char('c'))),
+            vec![Effect::CopyCode(CODE.into())]
+        );
+        for key in [Key::Char('C'), Key::Enter, Key::Space, Key::Char('r'), Key::Other] {
+            assert_eq!(on_qr().step(Input::Key(key)), vec![Effect::Close], "{key:?}");
+        }
+    }
+
+    #[test]
+    fn a_copy_shows_copied_for_1500_ms() {
+        let start = Instant::now();
+        let mut popup = on_qr();
+        popup.step(Input::Key(Key::Char('c')));
+        assert_eq!(
+            popup.step(Input::CodeCopied {
+                copied: true,
+                now: start
+            }),
+            vec![Effect::Repaint]
+        );
+        assert_eq!(qr_of(&popup).copied_until, Some(start + Duration::from_millis(1500)));
+        assert!(!qr_of(&popup).show_code);
+        let tick = |at: u64| Input::Tick {
+            now: start + Duration::from_millis(at),
+            size: (40, 100),
+        };
+        assert_eq!(popup.step(tick(1499)), vec![Effect::PollEnrollment]);
+        assert!(qr_of(&popup).copied_until.is_some());
+        assert_eq!(
+            popup.step(tick(1500)),
+            vec![Effect::Repaint, Effect::PollEnrollment]
+        );
+        assert_eq!(qr_of(&popup).copied_until, None, "back to the scan hint");
+    }
+
+    #[test]
+    fn a_copy_that_reaches_no_clipboard_shows_the_code() {
+        let mut popup = on_qr();
+        popup.step(Input::Key(Key::Char('c')));
+        let effects = popup.step(Input::CodeCopied {
+            copied: false,
+            now: Instant::now(),
+        });
+        // OSC 52 with the code's standard base64 (`printf %s CODE | base64`).
+        assert_eq!(
+            effects,
+            vec![
+                Effect::SendToTerminal("\x1b]52;c;SEVSRFItUEFJUjoxOmFiYw==\x07".into()),
+                Effect::Repaint
+            ]
+        );
+        assert!(qr_of(&popup).show_code);
+        assert_eq!(qr_of(&popup).copied_until, None);
+    }
+
+    #[test]
+    fn a_resize_repaints_every_screen_and_the_same_size_does_not() {
+        let now = Instant::now();
+        let phases = [
+            Phase::Select,
+            Phase::Expired,
+            Phase::Enrolled(enrolled()),
+            Phase::Fatal(vec!["x".into()]),
+        ];
+        for phase in phases {
+            let mut popup = in_phase(phase.clone());
+            let same = Input::Tick {
+                now,
+                size: (40, 100),
+            };
+            assert_eq!(popup.step(same), Vec::new(), "{phase:?}");
+            let resized = Input::Tick {
+                now,
+                size: (20, 60),
+            };
+            assert_eq!(popup.step(resized), vec![Effect::Repaint], "{phase:?}");
+            assert_eq!(popup.size, (20, 60));
+        }
+        let mut popup = on_qr();
+        let resized = Input::Tick {
+            now,
+            size: (10, 30),
+        };
+        assert_eq!(
+            popup.step(resized),
+            vec![Effect::Repaint, Effect::PollEnrollment]
+        );
+    }
+
+    #[test]
+    fn only_the_qr_screen_polls_for_an_enrollment() {
+        let tick = Input::Tick {
+            now: Instant::now(),
+            size: (40, 100),
+        };
+        assert_eq!(on_qr().step(tick.clone()), vec![Effect::PollEnrollment]);
+        for phase in [
+            Phase::Select,
+            Phase::Expired,
+            Phase::Enrolled(enrolled()),
+            Phase::Expiring(qr_state()),
+        ] {
+            assert_eq!(in_phase(phase.clone()).step(tick.clone()), Vec::new(), "{phase:?}");
+        }
+    }
+
+    #[test]
+    fn an_enrollment_replaces_the_qr_with_the_success_screen() {
+        let mut popup = on_qr();
+        let polled = Input::EnrollmentPolled {
+            enrolled: Some(enrolled()),
+            unix: EXPIRES_AT - 60,
+        };
+        assert_eq!(popup.step(polled), vec![Effect::Repaint]);
+        assert_eq!(popup.phase, Phase::Enrolled(enrolled()));
+    }
+
+    #[test]
+    fn nothing_happens_before_the_ttl_runs_out() {
+        let mut popup = on_qr();
+        let polled = Input::EnrollmentPolled {
+            enrolled: None,
+            unix: EXPIRES_AT - 1,
+        };
+        assert_eq!(popup.step(polled), Vec::new());
+        assert_eq!(popup.phase, Phase::Qr(qr_state()));
+    }
+
+    #[test]
+    fn at_the_ttl_the_locked_expiry_runs_then_the_expired_screen() {
+        let mut popup = on_qr();
+        let polled = Input::EnrollmentPolled {
+            enrolled: None,
+            unix: EXPIRES_AT,
+        };
+        assert_eq!(popup.step(polled), vec![Effect::ExpireCeremony]);
+        assert_eq!(popup.phase, Phase::Expiring(qr_state()));
+        assert_eq!(
+            popup.step(Input::CeremonyExpired(Ok(None))),
+            vec![Effect::EndCeremony, Effect::Repaint]
+        );
+        assert_eq!(popup.phase, Phase::Expired);
+    }
+
+    #[test]
+    fn an_enrollment_seen_at_the_last_poll_wins_over_the_expiry() {
+        let mut popup = on_qr();
+        let polled = Input::EnrollmentPolled {
+            enrolled: Some(enrolled()),
+            unix: EXPIRES_AT + 1,
+        };
+        assert_eq!(popup.step(polled), vec![Effect::Repaint]);
+        assert_eq!(popup.phase, Phase::Enrolled(enrolled()));
+    }
+
+    #[test]
+    fn an_enrollment_found_by_the_expiry_shows_the_success_screen() {
+        let mut popup = on_qr();
+        popup.step(Input::EnrollmentPolled {
+            enrolled: None,
+            unix: EXPIRES_AT,
+        });
+        assert_eq!(
+            popup.step(Input::CeremonyExpired(Ok(Some(enrolled())))),
+            vec![Effect::Repaint],
+            "the ceremony is not ended: the success screen drives the revoke"
+        );
+        assert_eq!(popup.phase, Phase::Enrolled(enrolled()));
+    }
+
+    #[test]
+    fn an_expiry_that_fails_is_fatal() {
+        let mut popup = on_qr();
+        popup.step(Input::EnrollmentPolled {
+            enrolled: None,
+            unix: EXPIRES_AT,
+        });
+        assert_eq!(
+            popup.step(Input::CeremonyExpired(Err("lock timeout".into()))),
+            vec![Effect::Repaint]
+        );
+        assert_eq!(
+            popup.phase,
+            Phase::Fatal(vec!["Could not expire the code: lock timeout".into()])
+        );
+    }
+
+    #[test]
+    fn enter_after_expiry_starts_a_fresh_code_with_the_same_addresses() {
+        let mut popup = popup();
+        popup.step(Input::Key(Key::Down));
+        popup.step(Input::Key(Key::Space));
+        popup.step(Input::Key(Key::Enter));
+        popup.step(Input::CeremonyStarted(Ok(qr_state())));
+        popup.step(Input::EnrollmentPolled {
+            enrolled: None,
+            unix: EXPIRES_AT,
+        });
+        popup.step(Input::CeremonyExpired(Ok(None)));
+        // The checklist changing afterwards does not change the fresh code.
+        popup.list.checked = vec![false, false];
+        assert_eq!(
+            popup.step(Input::Key(Key::Enter)),
+            start_for(&["10.0.0.1", "10.0.0.2"], None)
+        );
+        assert_eq!(popup.phase, Phase::Starting);
+        for key in [Key::Char('r'), Key::Space, Key::Char('c')] {
+            assert_eq!(
+                in_phase(Phase::Expired).step(Input::Key(key)),
+                vec![Effect::Close]
+            );
+        }
+    }
+
+    #[test]
+    fn r_after_an_enrollment_revokes_that_device() {
+        let mut popup = in_phase(Phase::Enrolled(enrolled()));
+        assert_eq!(
+            popup.step(Input::Key(Key::Char('r'))),
+            vec![Effect::RevokeDevice(enrolled())]
+        );
+        assert_eq!(popup.phase, Phase::Revoking(enrolled()));
+        assert_eq!(popup.step(Input::DeviceRevoked(Ok(()))), vec![Effect::Repaint]);
+        assert_eq!(popup.phase, Phase::Revoked("SHA256:device".into()));
+        for key in [Key::Char('r'), Key::Enter, Key::Other] {
+            let mut done = in_phase(popup.phase.clone());
+            assert_eq!(done.step(Input::Key(key)), vec![Effect::Close]);
+        }
+    }
+
+    #[test]
+    fn a_revoke_that_fails_says_why_and_any_key_closes() {
+        let mut popup = in_phase(Phase::Enrolled(enrolled()));
+        popup.step(Input::Key(Key::Char('r')));
+        assert_eq!(
+            popup.step(Input::DeviceRevoked(Err("lock timeout".into()))),
+            vec![Effect::Repaint]
+        );
+        assert_eq!(popup.phase, Phase::RevokeFailed("lock timeout".into()));
+        assert_eq!(popup.step(Input::Key(Key::Char('r'))), vec![Effect::Close]);
+    }
+
+    #[test]
+    fn other_keys_close_the_success_screen_keeping_the_device() {
+        for key in [Key::Enter, Key::Char('R'), Key::Space, Key::Other] {
+            let mut popup = in_phase(Phase::Enrolled(enrolled()));
+            assert_eq!(popup.step(Input::Key(key)), vec![Effect::Close], "{key:?}");
+        }
+    }
+
+    #[test]
+    fn outcomes_for_another_phase_change_nothing() {
+        let stray = [
+            Input::CeremonyStarted(Ok(qr_state())),
+            Input::EnrollmentPolled {
+                enrolled: Some(enrolled()),
+                unix: EXPIRES_AT,
+            },
+            Input::CeremonyExpired(Ok(None)),
+            Input::CodeCopied {
+                copied: true,
+                now: Instant::now(),
+            },
+            Input::DeviceRevoked(Ok(())),
+        ];
+        for input in stray {
+            let mut popup = in_phase(Phase::Expired);
+            assert_eq!(popup.step(input.clone()), Vec::new(), "{input:?}");
+            assert_eq!(popup.phase, Phase::Expired);
+        }
+    }
+}
