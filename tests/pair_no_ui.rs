@@ -234,3 +234,198 @@ fn start_up_sweep_removes_a_killed_ceremony_line() {
     kill("TERM", &child);
     child.wait().unwrap();
 }
+
+/// The pairing id in the bootstrap line of `authorized_keys`
+/// (`… herdr-pairing:<id>:exp:<unix>`).
+fn pairing_id_of(authorized_keys: &str) -> String {
+    let marker = authorized_keys
+        .split_whitespace()
+        .find_map(|word| word.strip_prefix("herdr-pairing:"))
+        .expect("a bootstrap line");
+    marker.split(':').next().unwrap().to_owned()
+}
+
+fn file_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn config_only_without_home_reads_pair_json_from_xdg_config_home() {
+    // `--config-only` writes nothing, so the passwd home (as root: /root)
+    // is resolved but never touched.
+    let dirs = Dirs::new("nohome-config");
+    let xdg_config = dirs.root.join("xdg-config");
+    let config_dir = xdg_config.join("herdr/plugins/config/heeler");
+    std::fs::create_dir_all(&config_dir).unwrap();
+    std::fs::write(config_dir.join("pair.json"), "{\"ssh_port\":2222}").unwrap();
+    for home in [Some(""), None] {
+        let mut cmd = dirs.command(&["pair", "--no-ui", "--config-only", "--address", "10.0.0.1"]);
+        cmd.env_remove("HERDR_PLUGIN_CONFIG_DIR")
+            .env_remove("HERDR_PLUGIN_STATE_DIR")
+            .env("XDG_CONFIG_HOME", &xdg_config);
+        match home {
+            Some(value) => cmd.env("HOME", value),
+            None => cmd.env_remove("HOME"),
+        };
+        let output = cmd.output().unwrap();
+        assert!(output.status.success(), "HOME={home:?}: {output:?}");
+        let payload =
+            pairing_code::decode(String::from_utf8_lossy(&output.stdout).trim()).unwrap();
+        assert_eq!(payload.port, 2222, "HOME={home:?}");
+        assert_eq!(String::from_utf8_lossy(&output.stderr), "", "HOME={home:?}");
+    }
+}
+
+/// A fresh unprivileged user whose passwd home is a temp dir, so a
+/// ceremony without `HOME` writes there and never into root's home.
+/// Removed (with its files) on drop.
+struct PasswdUser {
+    name: String,
+    uid: u32,
+    gid: u32,
+    root: PathBuf,
+}
+
+impl Drop for PasswdUser {
+    fn drop(&mut self) {
+        let _ = Command::new("userdel").arg(&self.name).output();
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn id_of(flag: &str, user: &str) -> u32 {
+    let output = Command::new("id").args([flag, user]).output().unwrap();
+    String::from_utf8_lossy(&output.stdout).trim().parse().unwrap()
+}
+
+impl PasswdUser {
+    /// `None` (and the reason printed) unless running as root with useradd.
+    fn create(tag: &str) -> Option<PasswdUser> {
+        let uid = Command::new("id").arg("-u").output().unwrap();
+        if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+            println!("SKIPPED: not running as root (needed to create a user)");
+            return None;
+        }
+        if !Path::new("/usr/sbin/useradd").exists() {
+            println!("SKIPPED: /usr/sbin/useradd is missing");
+            return None;
+        }
+        use std::os::unix::fs::PermissionsExt;
+        let root = std::env::temp_dir().join(format!("heeler-pair-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let name = format!("hlrp{tag}{}", std::process::id() % 100_000);
+        let home = root.join("home");
+        let _ = Command::new("userdel").arg(&name).output();
+        let added = Command::new("useradd")
+            .args(["-M", "-d", home.to_str().unwrap(), "-s", "/bin/sh", &name])
+            .output()
+            .unwrap();
+        assert!(added.status.success(), "useradd: {added:?}");
+        let user = PasswdUser {
+            uid: id_of("-u", &name),
+            gid: id_of("-g", &name),
+            name,
+            root,
+        };
+        std::fs::create_dir_all(&home).unwrap();
+        user.own(&home);
+        Some(user)
+    }
+
+    fn home(&self) -> PathBuf {
+        self.root.join("home")
+    }
+
+    fn own(&self, path: &Path) {
+        std::os::unix::fs::chown(path, Some(self.uid), Some(self.gid)).unwrap();
+    }
+
+    /// A directory the user owns.
+    fn dir(&self, name: &str) -> PathBuf {
+        let dir = self.root.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        self.own(&dir);
+        dir
+    }
+}
+
+#[test]
+fn a_ceremony_without_home_uses_the_passwd_home_and_the_xdg_dirs() {
+    let Some(user) = PasswdUser::create("xdg") else {
+        return;
+    };
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    // The binary under target/ may sit below directories the user cannot
+    // traverse; a copy beside the user's files is readable by everyone.
+    let heeler = user.root.join("heeler");
+    std::fs::copy(env!("CARGO_BIN_EXE_heeler"), &heeler).unwrap();
+    std::fs::set_permissions(&heeler, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let host_keys = user.dir("hostkeys");
+    std::fs::write(
+        host_keys.join("ssh_host_ecdsa_key.pub"),
+        "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBLcfUSSSNIBQAj/hJRedw91OfYBl8cH3TmBZbnAqRk3IF+DE3Qat5MuqssEA1NUWbqSSbGIRRcp0ckbz/p0pI18= root@host\n",
+    )
+    .unwrap();
+    let xdg_state = user.dir("xdg-state");
+    let xdg_config = user.dir("xdg-config");
+    let config_dir = xdg_config.join("herdr/plugins/config/heeler");
+    std::fs::create_dir_all(&config_dir).unwrap();
+    std::fs::write(config_dir.join("pair.json"), "{\"ssh_port\":2222}").unwrap();
+
+    // With XDG_STATE_HOME the state lands under it; without, under the
+    // passwd home's ~/.local/state. Either way pair.json comes from
+    // XDG_CONFIG_HOME and the bootstrap line goes to the passwd home.
+    let cases = [
+        (Some(""), Some(&xdg_state), xdg_state.join("herdr/plugins/heeler")),
+        (None, None, user.home().join(".local/state/herdr/plugins/heeler")),
+    ];
+    for (home, state_home, state_dir) in cases {
+        let mut cmd = Command::new(&heeler);
+        cmd.args(["pair", "--no-ui", "--address", "192.0.2.7"])
+            .env_clear()
+            .env("HEELER_TEST_HOST_KEY_DIR", &host_keys)
+            .env("XDG_CONFIG_HOME", &xdg_config)
+            .uid(user.uid)
+            .gid(user.gid)
+            .current_dir("/")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(value) = home {
+            cmd.env("HOME", value);
+        }
+        if let Some(dir) = state_home {
+            cmd.env("XDG_STATE_HOME", dir);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut code = String::new();
+        stdout.read_line(&mut code).unwrap();
+        let payload = pairing_code::decode(code.trim())
+            .unwrap_or_else(|e| panic!("HOME={home:?}: {e:?} / {}", stderr_of(&mut child)));
+        assert_eq!(payload.port, 2222, "HOME={home:?}");
+        let authorized_keys =
+            std::fs::read_to_string(user.home().join(".ssh/authorized_keys")).unwrap();
+        let id = pairing_id_of(&authorized_keys);
+        assert_eq!(
+            file_names(&state_dir.join("pending")),
+            [format!("{id}.json")],
+            "HOME={home:?}"
+        );
+        kill("TERM", &child);
+        assert_eq!(child.wait().unwrap().code(), Some(128 + 15));
+        assert_eq!(file_names(&state_dir.join("pending")), Vec::<String>::new());
+        assert_eq!(
+            std::fs::read_to_string(user.home().join(".ssh/authorized_keys")).unwrap(),
+            ""
+        );
+    }
+}
