@@ -277,8 +277,7 @@ fn config_only_without_home_reads_pair_json_from_xdg_config_home() {
         };
         let output = cmd.output().unwrap();
         assert!(output.status.success(), "HOME={home:?}: {output:?}");
-        let payload =
-            pairing_code::decode(String::from_utf8_lossy(&output.stdout).trim()).unwrap();
+        let payload = pairing_code::decode(String::from_utf8_lossy(&output.stdout).trim()).unwrap();
         assert_eq!(payload.port, 2222, "HOME={home:?}");
         assert_eq!(String::from_utf8_lossy(&output.stderr), "", "HOME={home:?}");
     }
@@ -308,7 +307,10 @@ impl Drop for PasswdUser {
 
 fn id_of(flag: &str, user: &str) -> u32 {
     let output = Command::new("id").args([flag, user]).output().unwrap();
-    String::from_utf8_lossy(&output.stdout).trim().parse().unwrap()
+    String::from_utf8_lossy(&output.stdout)
+        .trim()
+        .parse()
+        .unwrap()
 }
 
 impl PasswdUser {
@@ -350,8 +352,7 @@ impl PasswdUser {
         // The binary under target/ may sit below directories the user
         // cannot traverse; a copy beside the user's files is readable.
         std::fs::copy(env!("CARGO_BIN_EXE_heeler"), user.heeler()).unwrap();
-        std::fs::set_permissions(user.heeler(), std::fs::Permissions::from_mode(0o755))
-            .unwrap();
+        std::fs::set_permissions(user.heeler(), std::fs::Permissions::from_mode(0o755)).unwrap();
         std::fs::write(
             user.dir("hostkeys").join("ssh_host_ecdsa_key.pub"),
             "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBLcfUSSSNIBQAj/hJRedw91OfYBl8cH3TmBZbnAqRk3IF+DE3Qat5MuqssEA1NUWbqSSbGIRRcp0ckbz/p0pI18= root@host\n",

@@ -226,10 +226,7 @@ fn gather(command_line: &[String]) -> Result<(Setup, Vec<Candidate>), Vec<String
 fn start_endpoint(
     plan: Plan,
     home: &Path,
-) -> (
-    EndpointStatus,
-    Option<Receiver<Result<Endpoint, String>>>,
-) {
+) -> (EndpointStatus, Option<Receiver<Result<Endpoint, String>>>) {
     match plan {
         Plan::V1 => (EndpointStatus::V1(None), None),
         Plan::V1Warning(warning) => (EndpointStatus::V1(Some(warning)), None),
@@ -484,14 +481,14 @@ impl Session {
     ) -> Result<Box<QrState>, Vec<String>> {
         self.end_ceremony();
         let port = config::read(Some(&self.setup.config_dir)).ssh_port;
-        let exe = ceremony::current_exe()
-            .map_err(|e| vec![format!("Could not start pairing: {e}")])?;
+        let exe =
+            ceremony::current_exe().map_err(|e| vec![format!("Could not start pairing: {e}")])?;
         let mut config = CeremonyConfig::new(&self.setup.home, &self.setup.state_dir, &exe);
         if let Some(ttl) = self.setup.ttl_override {
             config.ttl_seconds = ttl;
         }
-        let ceremony = ceremony::begin(&config)
-            .map_err(|e| vec![format!("Could not start pairing: {e}")])?;
+        let ceremony =
+            ceremony::begin(&config).map_err(|e| vec![format!("Could not start pairing: {e}")])?;
         let payload = Payload {
             addrs: addresses.clone(),
             port,

@@ -540,7 +540,11 @@ mod tests {
         for phase in screens {
             for key in QUIT_KEYS {
                 let mut popup = in_phase(phase.clone());
-                assert_eq!(popup.step(Input::Key(key)), vec![Effect::Close], "{phase:?}");
+                assert_eq!(
+                    popup.step(Input::Key(key)),
+                    vec![Effect::Close],
+                    "{phase:?}"
+                );
             }
         }
     }
@@ -557,7 +561,10 @@ mod tests {
         let message = vec!["Could not start pairing: lock timeout".to_owned()];
         for key in [Key::Char('q'), Key::Enter, Key::Char('x'), Key::Other] {
             let mut popup = in_phase(Phase::Fatal(message.clone()));
-            assert_eq!(popup.step(Input::Key(key)), vec![Effect::Fail(message.clone())]);
+            assert_eq!(
+                popup.step(Input::Key(key)),
+                vec![Effect::Fail(message.clone())]
+            );
         }
     }
 
@@ -583,13 +590,26 @@ mod tests {
         let mut popup = popup();
         assert_eq!(popup.step(Input::Key(Key::Down)), vec![Effect::Repaint]);
         assert_eq!(popup.list.cursor, 1);
-        assert_eq!(popup.step(Input::Key(Key::Char('j'))), vec![Effect::Repaint]);
+        assert_eq!(
+            popup.step(Input::Key(Key::Char('j'))),
+            vec![Effect::Repaint]
+        );
         assert_eq!(popup.list.cursor, 1, "clamped at the last row");
         assert_eq!(popup.step(Input::Key(Key::Space)), vec![Effect::Repaint]);
         assert_eq!(popup.list.selected(), vec!["10.0.0.1", "10.0.0.2"]);
-        assert_eq!(popup.step(Input::Key(Key::Char('a'))), vec![Effect::Repaint]);
-        assert_eq!(popup.list.selected(), Vec::<String>::new(), "all were checked");
-        assert_eq!(popup.step(Input::Key(Key::Char('k'))), vec![Effect::Repaint]);
+        assert_eq!(
+            popup.step(Input::Key(Key::Char('a'))),
+            vec![Effect::Repaint]
+        );
+        assert_eq!(
+            popup.list.selected(),
+            Vec::<String>::new(),
+            "all were checked"
+        );
+        assert_eq!(
+            popup.step(Input::Key(Key::Char('k'))),
+            vec![Effect::Repaint]
+        );
         assert_eq!(popup.step(Input::Key(Key::Up)), vec![Effect::Repaint]);
         assert_eq!(popup.list.cursor, 0, "clamped at the first row");
         assert_eq!(popup.phase, Phase::Select);
@@ -610,7 +630,10 @@ mod tests {
         popup.step(Input::Key(Key::Space));
         assert_eq!(popup.step(Input::Key(Key::Enter)), vec![Effect::Repaint]);
         assert_eq!(popup.phase, Phase::Select);
-        assert_eq!(popup.message.as_deref(), Some("Select at least one address."));
+        assert_eq!(
+            popup.message.as_deref(),
+            Some("Select at least one address.")
+        );
         popup.step(Input::Key(Key::Space));
         assert_eq!(popup.message, None);
     }
@@ -746,8 +769,18 @@ mod tests {
             popup.step(Input::Key(Key::Char('c'))),
             vec![Effect::CopyCode(CODE.into())]
         );
-        for key in [Key::Char('C'), Key::Enter, Key::Space, Key::Char('r'), Key::Other] {
-            assert_eq!(on_qr().step(Input::Key(key)), vec![Effect::Close], "{key:?}");
+        for key in [
+            Key::Char('C'),
+            Key::Enter,
+            Key::Space,
+            Key::Char('r'),
+            Key::Other,
+        ] {
+            assert_eq!(
+                on_qr().step(Input::Key(key)),
+                vec![Effect::Close],
+                "{key:?}"
+            );
         }
     }
 
@@ -763,7 +796,10 @@ mod tests {
             }),
             vec![Effect::Repaint]
         );
-        assert_eq!(qr_of(&popup).copied_until, Some(start + Duration::from_millis(1500)));
+        assert_eq!(
+            qr_of(&popup).copied_until,
+            Some(start + Duration::from_millis(1500))
+        );
         assert!(!qr_of(&popup).show_code);
         let tick = |at: u64| Input::Tick {
             now: start + Duration::from_millis(at),
@@ -845,7 +881,11 @@ mod tests {
             Phase::Enrolled(enrolled()),
             Phase::Expiring(qr_state()),
         ] {
-            assert_eq!(in_phase(phase.clone()).step(tick.clone()), Vec::new(), "{phase:?}");
+            assert_eq!(
+                in_phase(phase.clone()).step(tick.clone()),
+                Vec::new(),
+                "{phase:?}"
+            );
         }
     }
 
@@ -965,7 +1005,10 @@ mod tests {
             vec![Effect::RevokeDevice(enrolled())]
         );
         assert_eq!(popup.phase, Phase::Revoking(enrolled()));
-        assert_eq!(popup.step(Input::DeviceRevoked(Ok(()))), vec![Effect::Repaint]);
+        assert_eq!(
+            popup.step(Input::DeviceRevoked(Ok(()))),
+            vec![Effect::Repaint]
+        );
         assert_eq!(popup.phase, Phase::Revoked("SHA256:device".into()));
         for key in [Key::Char('r'), Key::Enter, Key::Other] {
             let mut done = in_phase(popup.phase.clone());
