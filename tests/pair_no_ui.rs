@@ -1,9 +1,12 @@
 //! `heeler pair --no-ui` as a process: the code it prints, expiry, and the
 //! signals that must remove the bootstrap line before it exits. Runs as any
 //! user: HOME, the state and config dirs and the host key dir are temp dirs.
+//! The tests without HOME (which falls back to the passwd home) run, as
+//! root, as a throwaway user whose passwd home is a temp dir, so nothing
+//! touches root's own home; without root they print `SKIPPED` and return.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
@@ -233,4 +236,284 @@ fn start_up_sweep_removes_a_killed_ceremony_line() {
     assert!(now_text.contains(&format!(":exp:{}", payload.bootstrap.unwrap().expires_at)));
     kill("TERM", &child);
     child.wait().unwrap();
+}
+
+/// The pairing id in the bootstrap line of `authorized_keys`
+/// (`… herdr-pairing:<id>:exp:<unix>`).
+fn pairing_id_of(authorized_keys: &str) -> String {
+    let marker = authorized_keys
+        .split_whitespace()
+        .find_map(|word| word.strip_prefix("herdr-pairing:"))
+        .expect("a bootstrap line");
+    marker.split(':').next().unwrap().to_owned()
+}
+
+fn file_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn config_only_without_home_reads_pair_json_from_xdg_config_home() {
+    // `--config-only` writes nothing, so the passwd home (as root: /root)
+    // is resolved but never touched.
+    let dirs = Dirs::new("nohome-config");
+    let xdg_config = dirs.root.join("xdg-config");
+    let config_dir = xdg_config.join("herdr/plugins/config/heeler");
+    std::fs::create_dir_all(&config_dir).unwrap();
+    std::fs::write(config_dir.join("pair.json"), "{\"ssh_port\":2222}").unwrap();
+    for home in [Some(""), None] {
+        let mut cmd = dirs.command(&["pair", "--no-ui", "--config-only", "--address", "10.0.0.1"]);
+        cmd.env_remove("HERDR_PLUGIN_CONFIG_DIR")
+            .env_remove("HERDR_PLUGIN_STATE_DIR")
+            .env("XDG_CONFIG_HOME", &xdg_config);
+        match home {
+            Some(value) => cmd.env("HOME", value),
+            None => cmd.env_remove("HOME"),
+        };
+        let output = cmd.output().unwrap();
+        assert!(output.status.success(), "HOME={home:?}: {output:?}");
+        let payload = pairing_code::decode(String::from_utf8_lossy(&output.stdout).trim()).unwrap();
+        assert_eq!(payload.port, 2222, "HOME={home:?}");
+        assert_eq!(String::from_utf8_lossy(&output.stderr), "", "HOME={home:?}");
+    }
+}
+
+/// useradd/userdel lock /etc/passwd; tests in this file take turns.
+static ACCOUNTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A fresh unprivileged user whose passwd home is a temp dir, so a
+/// ceremony without `HOME` writes there and never into root's home; with
+/// a copy of heeler it can run and a host key dir it can read. Removed
+/// (with its files) on drop.
+struct PasswdUser {
+    name: String,
+    uid: u32,
+    gid: u32,
+    root: PathBuf,
+}
+
+impl Drop for PasswdUser {
+    fn drop(&mut self) {
+        let _guard = ACCOUNTS.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = Command::new("userdel").arg(&self.name).output();
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn id_of(flag: &str, user: &str) -> u32 {
+    let output = Command::new("id").args([flag, user]).output().unwrap();
+    String::from_utf8_lossy(&output.stdout)
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+impl PasswdUser {
+    /// `None` (and the reason printed) unless running as root with useradd.
+    fn create(tag: &str) -> Option<PasswdUser> {
+        use std::os::unix::fs::PermissionsExt;
+        let uid = Command::new("id").arg("-u").output().unwrap();
+        if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+            println!("SKIPPED: not running as root (needed to create a user)");
+            return None;
+        }
+        if !Path::new("/usr/sbin/useradd").exists() {
+            println!("SKIPPED: /usr/sbin/useradd is missing");
+            return None;
+        }
+        let root = std::env::temp_dir().join(format!("heeler-pair-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let name = format!("hlrp{tag}{}", std::process::id() % 100_000);
+        let home = root.join("home");
+        {
+            let _guard = ACCOUNTS.lock().unwrap_or_else(|e| e.into_inner());
+            let _ = Command::new("userdel").arg(&name).output();
+            let added = Command::new("useradd")
+                .args(["-M", "-d", home.to_str().unwrap(), "-s", "/bin/sh", &name])
+                .output()
+                .unwrap();
+            assert!(added.status.success(), "useradd: {added:?}");
+        }
+        let user = PasswdUser {
+            uid: id_of("-u", &name),
+            gid: id_of("-g", &name),
+            name,
+            root,
+        };
+        std::fs::create_dir_all(&home).unwrap();
+        user.own(&home);
+        // The binary under target/ may sit below directories the user
+        // cannot traverse; a copy beside the user's files is readable.
+        std::fs::copy(env!("CARGO_BIN_EXE_heeler"), user.heeler()).unwrap();
+        std::fs::set_permissions(user.heeler(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(
+            user.dir("hostkeys").join("ssh_host_ecdsa_key.pub"),
+            "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBLcfUSSSNIBQAj/hJRedw91OfYBl8cH3TmBZbnAqRk3IF+DE3Qat5MuqssEA1NUWbqSSbGIRRcp0ckbz/p0pI18= root@host\n",
+        )
+        .unwrap();
+        Some(user)
+    }
+
+    fn home(&self) -> PathBuf {
+        self.root.join("home")
+    }
+
+    fn heeler(&self) -> PathBuf {
+        self.root.join("heeler")
+    }
+
+    fn authorized_keys(&self) -> String {
+        std::fs::read_to_string(self.home().join(".ssh/authorized_keys")).unwrap_or_default()
+    }
+
+    fn own(&self, path: &Path) {
+        std::os::unix::fs::chown(path, Some(self.uid), Some(self.gid)).unwrap();
+    }
+
+    /// A directory the user owns.
+    fn dir(&self, name: &str) -> PathBuf {
+        let dir = self.root.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        self.own(&dir);
+        dir
+    }
+
+    /// heeler as this user, from `/`, with only the test host key dir and
+    /// `vars` in its environment.
+    fn command(&self, args: &[&str], vars: &[(&str, &Path)]) -> Command {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = Command::new(self.heeler());
+        cmd.args(args)
+            .env_clear()
+            .env("HEELER_TEST_HOST_KEY_DIR", self.root.join("hostkeys"))
+            .envs(vars.iter().copied())
+            .uid(self.uid)
+            .gid(self.gid)
+            .current_dir("/")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    }
+
+    /// Starts `heeler pair --no-ui`; returns the child, its stdout and the
+    /// decoded code.
+    fn start_pairing(
+        &self,
+        vars: &[(&str, &Path)],
+    ) -> (
+        Child,
+        BufReader<std::process::ChildStdout>,
+        pairing_code::Payload,
+    ) {
+        let mut child = self
+            .command(&["pair", "--no-ui", "--address", "192.0.2.7"], vars)
+            .spawn()
+            .unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut code = String::new();
+        stdout.read_line(&mut code).unwrap();
+        let payload = pairing_code::decode(code.trim())
+            .unwrap_or_else(|e| panic!("{e:?} / {}", stderr_of(&mut child)));
+        (child, stdout, payload)
+    }
+}
+
+#[test]
+fn a_ceremony_without_home_uses_the_passwd_home_and_the_xdg_dirs() {
+    let Some(user) = PasswdUser::create("xdg") else {
+        return;
+    };
+    let xdg_state = user.dir("xdg-state");
+    let xdg_config = user.dir("xdg-config");
+    let config_dir = xdg_config.join("herdr/plugins/config/heeler");
+    std::fs::create_dir_all(&config_dir).unwrap();
+    std::fs::write(config_dir.join("pair.json"), "{\"ssh_port\":2222}").unwrap();
+    let empty = Path::new("");
+
+    // With XDG_STATE_HOME the state lands under it; without, under the
+    // passwd home's ~/.local/state. Either way pair.json comes from
+    // XDG_CONFIG_HOME and the bootstrap line goes to the passwd home.
+    let cases = [
+        (
+            "HOME empty",
+            vec![
+                ("HOME", empty),
+                ("XDG_STATE_HOME", xdg_state.as_path()),
+                ("XDG_CONFIG_HOME", xdg_config.as_path()),
+            ],
+            xdg_state.join("herdr/plugins/heeler"),
+        ),
+        (
+            "HOME unset",
+            vec![("XDG_CONFIG_HOME", xdg_config.as_path())],
+            user.home().join(".local/state/herdr/plugins/heeler"),
+        ),
+    ];
+    for (case, vars, state_dir) in cases {
+        let (mut child, _stdout, payload) = user.start_pairing(&vars);
+        assert_eq!(payload.port, 2222, "{case}");
+        let id = pairing_id_of(&user.authorized_keys());
+        assert_eq!(
+            file_names(&state_dir.join("pending")),
+            [format!("{id}.json")],
+            "{case}"
+        );
+        kill("TERM", &child);
+        assert_eq!(child.wait().unwrap().code(), Some(128 + 15), "{case}");
+        assert_eq!(file_names(&state_dir.join("pending")), Vec::<String>::new());
+        assert_eq!(user.authorized_keys(), "", "{case}");
+    }
+}
+
+#[test]
+fn accept_with_an_empty_home_enrolls_into_the_passwd_home() {
+    let Some(user) = PasswdUser::create("acc") else {
+        return;
+    };
+    let empty = Path::new("");
+    let (mut pairing, mut stdout, _) = user.start_pairing(&[("HOME", empty)]);
+    let id = pairing_id_of(&user.authorized_keys());
+    let state_dir = user.home().join(".local/state/herdr/plugins/heeler");
+    let device_line = format!(
+        "{} empty-home",
+        heeler::pair::bootstrap_key::BootstrapKey::from_seed([7; 32])
+            .unwrap()
+            .public_line()
+    );
+    // What sshd would run, but with HOME set and empty.
+    let mut accept = user
+        .command(
+            &["accept", "--state-dir", state_dir.to_str().unwrap()],
+            &[("HOME", empty)],
+        )
+        .args(["--pairing-id", &id])
+        .spawn()
+        .unwrap();
+    accept
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(format!("{device_line}\n").as_bytes())
+        .unwrap();
+    let output = accept.wait_with_output().unwrap();
+    let answer = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        answer.starts_with("HERDR-ENROLL:OK:SHA256:"),
+        "{answer} / {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(pairing.wait().unwrap().code(), Some(0));
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    assert!(rest.starts_with("enrolled SHA256:"), "{rest}");
+    assert!(rest.ends_with(" empty-home\n"), "{rest}");
+    assert_eq!(user.authorized_keys(), format!("{device_line}\n"));
 }

@@ -25,6 +25,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use crate::base::dirs;
 use crate::base::sys;
 use crate::cli::AcceptArgs;
 use crate::pair::authorized_keys::{self, Location};
@@ -90,13 +91,21 @@ pub struct Request {
     pub home: Option<PathBuf>,
 }
 
+impl Request {
+    /// The request of a command line, with the home `dirs` resolves (no
+    /// home at all is a missing argument, reported by [`accept`]).
+    pub fn new(args: AcceptArgs, dirs: &dirs::Env) -> Request {
+        Request {
+            state_dir: args.state_dir.map(PathBuf::from),
+            pairing_id: args.pairing_id,
+            home: dirs.home().ok(),
+        }
+    }
+}
+
 /// The command: reads stdin, prints the protocol line, returns the status.
 pub fn run(args: AcceptArgs) -> ExitCode {
-    let request = Request {
-        state_dir: args.state_dir.map(PathBuf::from),
-        pairing_id: args.pairing_id,
-        home: crate::base::dirs::Env::process().home().ok(),
-    };
+    let request = Request::new(args, &dirs::Env::process());
     let outcome = accept(
         &request,
         std::io::stdin(),
@@ -378,6 +387,30 @@ mod tests {
         submit(&config, again.pairing_id(), &device_line(), 1000).unwrap();
         assert_eq!(authorized(&config), format!("{}\n", device_line()));
         std::fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn the_home_is_home_else_the_passwd_home_else_missing() {
+        let args = || AcceptArgs {
+            state_dir: Some("/s".into()),
+            pairing_id: Some("p".into()),
+        };
+        let home_of = |home: Option<&str>, passwd: Option<&str>| {
+            let var = move |name: &str| (name == "HOME").then(|| home.map(Into::into)).flatten();
+            let passwd_home = move || passwd.map(PathBuf::from);
+            let dirs = dirs::Env {
+                var: &var,
+                passwd_home: &passwd_home,
+            };
+            Request::new(args(), &dirs).home
+        };
+        assert_eq!(home_of(Some("/h"), Some("/pw")), Some("/h".into()));
+        assert_eq!(home_of(Some(""), Some("/pw")), Some("/pw".into()));
+        assert_eq!(home_of(None, Some("/pw")), Some("/pw".into()));
+        assert_eq!(home_of(Some(""), None), None);
+        let request = Request::new(args(), &dirs::Env::process());
+        assert_eq!(request.state_dir, Some("/s".into()));
+        assert_eq!(request.pairing_id.as_deref(), Some("p"));
     }
 
     #[test]

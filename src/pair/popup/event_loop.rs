@@ -3,12 +3,16 @@
 //! Device Key that enrolled (and can revoke it).
 //!
 //! herdr runs it in a popup pane; it also runs in any terminal, using
-//! herdr's default directories. Decisions live in pure modules (addresses,
-//! pair_config, checklist, popup_screen, qr, herdr_endpoint,
-//! tailscale_probe); this module is the loop that ties them to the ceremony,
-//! the terminal, the clock and the signals. Whatever way it ends, the active
+//! herdr's default directories. Every decision is pure and lives elsewhere:
+//! what an input does to the popup in `machine`, the screens in `screen`,
+//! the checklist in `checklist`, and the addresses, pair.json, endpoint and
+//! Tailscale rules in their `pair` modules. This module is the thin loop
+//! that gathers the inputs (keys, ticks, background answers), feeds them to
+//! the machine and performs the effects it returns on the ceremony, the
+//! terminal, the clipboard and the clock. Whatever way it ends, the active
 //! Bootstrap Key is removed and the terminal restored.
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
@@ -17,14 +21,15 @@ use crate::base::sys;
 use crate::cli::PairArgs;
 use crate::exit::Failure;
 use crate::pair::addresses::{self, Candidate, InterfaceAddress};
-use crate::pair::ceremony::{self, Ceremony, CeremonyConfig, Enrolled};
+use crate::pair::ceremony::{self, Ceremony, CeremonyConfig};
 use crate::pair::config::{self, PairConfig};
 use crate::pair::endpoint::{self, HerdrEnv, Plan};
 use crate::pair::headless;
 use crate::pair::host_key;
-use crate::pair::popup::checklist::{self, Checklist};
+use crate::pair::popup::checklist::Checklist;
 use crate::pair::popup::clipboard;
-use crate::pair::popup::keys::{self, Key};
+use crate::pair::popup::keys;
+use crate::pair::popup::machine::{Effect, EndpointStatus, Input, Phase, Popup, QrState};
 use crate::pair::popup::qr::Qr;
 use crate::pair::popup::screen::{self, ChecklistNotes, Hint, QrDetails};
 use crate::pair::popup::terminal::{self, PopupTerminal};
@@ -35,8 +40,8 @@ use crate::wire::pairing_code::{self, Endpoint, Payload};
 /// enrolled file, signals and the terminal size again. Enrollment shows
 /// within this (well under the 0.5 s the popup promises).
 const TICK: Duration = Duration::from_millis(100);
-/// How long the `copied` hint stays.
-const COPIED_HINT: Duration = Duration::from_millis(1500);
+/// What a launcher test that vanished without an answer reads as.
+const LAUNCHER_TEST_STOPPED: &str = "The launcher test stopped unexpectedly.";
 
 /// Everything gathered once when the popup opens.
 struct Setup {
@@ -51,70 +56,26 @@ struct Setup {
     ttl_override: Option<i64>,
 }
 
-/// Where the v2 endpoint stands.
-enum EndpointState {
-    /// The user's own herdr: v1, maybe with a warning line.
-    V1(Option<String>),
-    /// The launcher is being tested.
-    Testing {
-        line: String,
-        result: Receiver<Result<Endpoint, String>>,
-    },
-    Ready(Endpoint),
-    /// No code can be offered; the reason.
-    Refused(String),
-}
-
-impl EndpointState {
-    fn lines(&self) -> Vec<String> {
-        match self {
-            EndpointState::V1(None) => Vec::new(),
-            EndpointState::V1(Some(warning)) => vec![screen::bold(warning)],
-            EndpointState::Testing { line, .. } => vec![format!("{line} (testing the launcher…)")],
-            EndpointState::Ready(endpoint) => vec![endpoint::endpoint_line(endpoint)],
-            EndpointState::Refused(why) => vec![screen::bold(why)],
-        }
-    }
-}
-
-/// The QR screen's state.
-struct QrState {
-    code: String,
-    qr: Qr,
-    details: QrDetails,
-    copied_until: Option<Instant>,
-    show_code: bool,
-}
-
-enum Phase {
-    Fatal(Vec<String>),
-    Select,
-    Qr(Box<QrState>),
-    Expired,
-    Enrolled(Enrolled),
-    Revoked(String),
-    RevokeFailed(String),
-}
-
-/// What the loop does after a key.
-enum Next {
-    Stay,
+/// How the loop ends.
+enum Ending {
+    /// Exit 0.
     Close,
-    Fail,
+    /// Exit 1 with the fatal screen's message.
+    Fail(Vec<String>),
 }
 
-struct Popup {
+/// The open popup: the machine's state and the effects' handles.
+struct Session {
     setup: Setup,
     terminal: PopupTerminal,
-    list: Checklist,
-    message: Option<String>,
-    endpoint: EndpointState,
+    popup: Popup,
+    /// The Tailscale probe's answer, until it arrives.
     tailscale: Option<Receiver<TailscaleSsh>>,
-    tailscale_answer: TailscaleSsh,
-    confirmed: Vec<String>,
+    /// The launcher test's outcome, until it arrives.
+    launcher: Option<Receiver<Result<Endpoint, String>>>,
     ceremony: Option<Ceremony>,
-    phase: Phase,
-    size: (usize, usize),
+    /// A repaint was asked for and not yet done.
+    dirty: bool,
 }
 
 fn fatal_failure(message: &[String]) -> Failure {
@@ -143,33 +104,29 @@ pub fn run(args: PairArgs) -> Result<(), Failure> {
         &HerdrEnv::from_process(setup.home.clone(), plugin_id().as_str()),
         setup.opened_config.launcher.as_deref(),
     );
-    let endpoint = start_endpoint(plan, &setup.home);
+    let (endpoint, launcher) = start_endpoint(plan, &setup.home);
     let may_be_tailnet = candidates
         .iter()
         .any(|c| tailscale::may_be_tailnet(&c.address));
-    let mut popup = Popup {
+    let mut session = Session {
         setup,
         terminal,
-        list: Checklist::new(candidates),
-        message: None,
-        endpoint,
+        popup: Popup::new(Checklist::new(candidates), endpoint, PopupTerminal::size()),
         tailscale: None,
-        tailscale_answer: TailscaleSsh::default(),
-        confirmed: Vec::new(),
+        launcher,
         ceremony: None,
-        phase: Phase::Select,
-        size: PopupTerminal::size(),
+        dirty: false,
     };
-    popup.repaint();
+    session.repaint();
     if may_be_tailnet {
         let (sender, receiver) = mpsc::channel();
         std::thread::spawn(move || {
             let _ = sender.send(tailscale::probe());
         });
-        popup.tailscale = Some(receiver);
+        session.tailscale = Some(receiver);
     }
-    let result = popup.run_loop(&keys);
-    popup.close();
+    let result = session.run_loop(&keys);
+    session.close();
     result
 }
 
@@ -264,12 +221,16 @@ fn gather(command_line: &[String]) -> Result<(Setup, Vec<Candidate>), Vec<String
     ))
 }
 
-/// Starts testing a v2 launcher in the background (it may take 5 s).
-fn start_endpoint(plan: Plan, home: &Path) -> EndpointState {
+/// Starts testing a v2 launcher in the background (it may take 5 s); the
+/// receiver brings its outcome.
+fn start_endpoint(
+    plan: Plan,
+    home: &Path,
+) -> (EndpointStatus, Option<Receiver<Result<Endpoint, String>>>) {
     match plan {
-        Plan::V1 => EndpointState::V1(None),
-        Plan::V1Warning(warning) => EndpointState::V1(Some(warning)),
-        Plan::Refused(why) => EndpointState::Refused(why),
+        Plan::V1 => (EndpointStatus::V1(None), None),
+        Plan::V1Warning(warning) => (EndpointStatus::V1(Some(warning)), None),
+        Plan::Refused(why) => (EndpointStatus::Refused(why), None),
         Plan::V2 {
             sock,
             config_dir,
@@ -283,7 +244,7 @@ fn start_endpoint(plan: Plan, home: &Path) -> EndpointState {
                 let outcome = endpoint::prepare(&sock, &config_dir, &launcher, &id, &home);
                 let _ = sender.send(outcome);
             });
-            EndpointState::Testing { line, result }
+            (EndpointStatus::Testing { line }, Some(result))
         }
     }
 }
@@ -295,7 +256,18 @@ fn local_time(unix: i64) -> String {
     }
 }
 
-impl Popup {
+/// The checklist's lines about the endpoint.
+fn endpoint_lines(status: &EndpointStatus) -> Vec<String> {
+    match status {
+        EndpointStatus::V1(None) => Vec::new(),
+        EndpointStatus::V1(Some(warning)) => vec![screen::bold(warning)],
+        EndpointStatus::Testing { line } => vec![format!("{line} (testing the launcher…)")],
+        EndpointStatus::Ready(endpoint) => vec![endpoint::endpoint_line(endpoint)],
+        EndpointStatus::Refused(why) => vec![screen::bold(why)],
+    }
+}
+
+impl Session {
     fn notes(&self) -> ChecklistNotes {
         let current = config::read(Some(&self.setup.config_dir));
         let mut warnings = Vec::new();
@@ -304,24 +276,29 @@ impl Popup {
         }
         warnings.extend(self.setup.opened_config.addresses_warning.iter().cloned());
         warnings.extend(self.setup.opened_config.launcher_warning.iter().cloned());
-        let selected = self.list.selected();
+        let selected = self.popup.list.selected();
         let selected: Vec<&str> = selected.iter().map(String::as_str).collect();
-        let conflict = tailscale::conflict(&self.tailscale_answer, &selected, current.ssh_port);
+        let conflict = tailscale::conflict(&self.popup.tailscale, &selected, current.ssh_port);
         ChecklistNotes {
             machine: self.setup.machine.clone(),
             port: current.ssh_port,
             warnings,
             tailscale: tailscale::warning_lines(&conflict),
-            endpoint: self.endpoint.lines(),
-            message: self.message.clone(),
+            endpoint: endpoint_lines(&self.popup.endpoint),
+            message: self.popup.message.clone(),
         }
     }
 
+    /// The screen of the current phase. A phase that waits for an effect
+    /// shows the screen it came from (the outcome normally arrives before
+    /// the next paint).
     fn lines(&self) -> Vec<String> {
-        match &self.phase {
+        match &self.popup.phase {
             Phase::Fatal(message) => screen::fatal(message),
-            Phase::Select => screen::checklist(&self.list, &self.notes()),
-            Phase::Qr(state) => {
+            Phase::Select | Phase::AwaitingLauncher(_) | Phase::Starting => {
+                screen::checklist(&self.popup.list, &self.notes())
+            }
+            Phase::Qr(state) | Phase::Expiring(state) => {
                 let hint = if state.copied_until.is_some() {
                     Hint::Copied
                 } else {
@@ -333,11 +310,11 @@ impl Popup {
                     &state.details,
                     hint,
                     state.show_code,
-                    self.size,
+                    self.popup.size,
                 )
             }
             Phase::Expired => screen::expired(),
-            Phase::Enrolled(enrolled) => screen::enrolled(
+            Phase::Enrolled(enrolled) | Phase::Revoking(enrolled) => screen::enrolled(
                 &self.setup.machine,
                 &enrolled.fingerprint,
                 enrolled.comment.as_deref(),
@@ -348,226 +325,176 @@ impl Popup {
     }
 
     fn repaint(&mut self) {
+        self.dirty = false;
         let lines = self.lines();
         // A terminal that went away is noticed by the key reader.
         let _ = self.terminal.paint(&lines);
     }
 
+    /// Paints once if any effect since the last paint asked for it.
+    fn flush(&mut self) {
+        if self.dirty {
+            self.repaint();
+        }
+    }
+
     fn run_loop(&mut self, keys: &Receiver<Vec<u8>>) -> Result<(), Failure> {
-        loop {
+        let ending = loop {
             if sys::termination_signal().is_some() {
-                return Ok(());
+                break Ending::Close;
             }
             match keys.recv_timeout(TICK) {
                 Ok(bytes) => {
                     for key in keys::decode(&bytes) {
-                        match self.handle_key(key) {
-                            Next::Stay => {}
-                            Next::Close => return Ok(()),
-                            Next::Fail => {
-                                let message = match &self.phase {
-                                    Phase::Fatal(message) => message.clone(),
-                                    _ => Vec::new(),
-                                };
-                                return Err(fatal_failure(&message));
-                            }
+                        if let Some(ending) = self.feed(Input::Key(key)) {
+                            return finish(ending);
                         }
+                        self.flush();
                     }
                     // Keys typed while a revoke or an expiry ran are dropped.
                     while keys.try_recv().is_ok() {}
                 }
                 Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => return Ok(()),
+                Err(RecvTimeoutError::Disconnected) => break Ending::Close,
             }
-            self.tick();
-        }
+            if let Some(ending) = self.tick() {
+                break ending;
+            }
+        };
+        finish(ending)
     }
 
-    /// Everything that changes without a key.
-    fn tick(&mut self) {
-        let mut dirty = false;
-        let size = PopupTerminal::size();
-        if size != self.size {
-            self.size = size;
-            dirty = true;
-        }
+    /// Everything that changes without a key: background answers, the
+    /// clock and the terminal size; one paint at the end if needed.
+    fn tick(&mut self) -> Option<Ending> {
+        let mut inputs = Vec::new();
         if let Some(receiver) = &self.tailscale {
             match receiver.try_recv() {
                 Ok(answer) => {
-                    self.tailscale_answer = answer;
+                    inputs.push(Input::TailscaleAnswered(answer));
                     self.tailscale = None;
-                    dirty |= matches!(self.phase, Phase::Select);
                 }
                 Err(TryRecvError::Disconnected) => self.tailscale = None,
                 Err(TryRecvError::Empty) => {}
             }
         }
-        if let EndpointState::Testing { result, .. } = &self.endpoint {
-            let outcome = match result.try_recv() {
+        if let Some(receiver) = &self.launcher {
+            let outcome = match receiver.try_recv() {
                 Ok(outcome) => Some(outcome),
-                Err(TryRecvError::Disconnected) => {
-                    Some(Err("The launcher test stopped unexpectedly.".to_owned()))
-                }
+                Err(TryRecvError::Disconnected) => Some(Err(LAUNCHER_TEST_STOPPED.to_owned())),
                 Err(TryRecvError::Empty) => None,
             };
             if let Some(outcome) = outcome {
-                self.endpoint = match outcome {
-                    Ok(endpoint) => EndpointState::Ready(endpoint),
-                    Err(why) => EndpointState::Refused(why),
-                };
-                dirty |= matches!(self.phase, Phase::Select);
+                inputs.push(Input::LauncherTested(outcome));
+                self.launcher = None;
             }
         }
-        if let Phase::Qr(state) = &mut self.phase {
-            if state
-                .copied_until
-                .is_some_and(|until| Instant::now() >= until)
-            {
-                state.copied_until = None;
-                dirty = true;
+        inputs.push(Input::Tick {
+            now: Instant::now(),
+            size: PopupTerminal::size(),
+        });
+        for input in inputs {
+            if let Some(ending) = self.feed(input) {
+                return Some(ending);
             }
-            if let Some(ceremony) = &self.ceremony {
-                if let Some(enrolled) = ceremony.poll_enrolled() {
-                    self.phase = Phase::Enrolled(enrolled);
-                    dirty = true;
-                } else if crate::base::clock::unix_seconds() >= ceremony.expires_at() {
-                    self.phase = match ceremony.expire() {
-                        Ok(Some(enrolled)) => Phase::Enrolled(enrolled),
-                        Ok(None) => Phase::Expired,
-                        Err(e) => Phase::Fatal(vec![format!("Could not expire the code: {e}")]),
-                    };
-                    if matches!(self.phase, Phase::Expired) {
-                        self.end_ceremony();
+        }
+        self.flush();
+        None
+    }
+
+    /// Steps the machine with `input`, performs the effects, and feeds each
+    /// effect's outcome back before anything else. A paint is only noted;
+    /// the caller flushes it.
+    fn feed(&mut self, input: Input) -> Option<Ending> {
+        let mut inputs = VecDeque::from([input]);
+        while let Some(input) = inputs.pop_front() {
+            for effect in self.popup.step(input) {
+                match effect {
+                    Effect::Repaint => self.dirty = true,
+                    Effect::Close => return Some(Ending::Close),
+                    Effect::Fail(message) => return Some(Ending::Fail(message)),
+                    Effect::AwaitLauncher => {
+                        self.flush();
+                        inputs.push_back(Input::LauncherTested(self.await_launcher()));
                     }
-                    dirty = true;
+                    Effect::StartCeremony {
+                        addresses,
+                        endpoint,
+                    } => {
+                        let started = self.start_ceremony(addresses, endpoint);
+                        inputs.push_back(Input::CeremonyStarted(started));
+                    }
+                    Effect::PollEnrollment => {
+                        if let Some(ceremony) = &self.ceremony {
+                            let enrolled = ceremony.poll_enrolled();
+                            inputs.push_back(Input::EnrollmentPolled {
+                                enrolled,
+                                unix: crate::base::clock::unix_seconds(),
+                            });
+                        }
+                    }
+                    Effect::ExpireCeremony => {
+                        let outcome = match &self.ceremony {
+                            Some(ceremony) => ceremony.expire().map_err(|e| e.to_string()),
+                            None => Ok(None),
+                        };
+                        inputs.push_back(Input::CeremonyExpired(outcome));
+                    }
+                    Effect::EndCeremony => self.end_ceremony(),
+                    Effect::CopyCode(code) => {
+                        let copied = clipboard::copy_with_pbcopy(&code);
+                        inputs.push_back(Input::CodeCopied {
+                            copied,
+                            now: Instant::now(),
+                        });
+                    }
+                    Effect::SendToTerminal(text) => {
+                        let _ = self.terminal.send(&text);
+                    }
+                    Effect::RevokeDevice(enrolled) => {
+                        let outcome = ceremony::revoke_device(&self.setup.home, &enrolled)
+                            .map(|_| ())
+                            .map_err(|e| e.to_string());
+                        inputs.push_back(Input::DeviceRevoked(outcome));
+                    }
                 }
             }
         }
-        if dirty {
-            self.repaint();
+        None
+    }
+
+    /// Blocks until the launcher test answers.
+    fn await_launcher(&mut self) -> Result<Endpoint, String> {
+        let stopped = || Err(LAUNCHER_TEST_STOPPED.to_owned());
+        match self.launcher.take() {
+            Some(receiver) => receiver.recv().unwrap_or_else(|_| stopped()),
+            None => stopped(),
         }
     }
 
-    fn handle_key(&mut self, key: Key) -> Next {
-        if matches!(self.phase, Phase::Fatal(_)) {
-            return Next::Fail;
-        }
-        if matches!(key, Key::Char('q') | Key::Escape | Key::CtrlC) {
-            return Next::Close;
-        }
-        match &mut self.phase {
-            Phase::Fatal(_) => Next::Fail,
-            Phase::Select => {
-                match self.list.handle(key) {
-                    checklist::Outcome::Ignored => return Next::Stay,
-                    checklist::Outcome::Changed => self.message = None,
-                    checklist::Outcome::NothingSelected => {
-                        self.message = Some(screen::SELECT_AT_LEAST_ONE.to_owned());
-                    }
-                    checklist::Outcome::Confirmed(addresses) => {
-                        self.message = None;
-                        self.confirm(addresses);
-                    }
-                }
-                self.repaint();
-                Next::Stay
-            }
-            Phase::Qr(state) => {
-                if key != Key::Char('c') {
-                    return Next::Close;
-                }
-                if clipboard::copy_with_pbcopy(&state.code) {
-                    state.copied_until = Some(Instant::now() + COPIED_HINT);
-                    state.show_code = false;
-                } else {
-                    state.show_code = true;
-                    let request = clipboard::osc52(&state.code);
-                    let _ = self.terminal.send(&request);
-                }
-                self.repaint();
-                Next::Stay
-            }
-            Phase::Expired => {
-                if key != Key::Enter {
-                    return Next::Close;
-                }
-                let addresses = self.confirmed.clone();
-                self.start_ceremony(addresses);
-                self.repaint();
-                Next::Stay
-            }
-            Phase::Enrolled(enrolled) => {
-                if key != Key::Char('r') {
-                    return Next::Close;
-                }
-                self.phase = match ceremony::revoke_device(&self.setup.home, enrolled) {
-                    Ok(_) => Phase::Revoked(enrolled.fingerprint.clone()),
-                    Err(e) => Phase::RevokeFailed(e.to_string()),
-                };
-                self.repaint();
-                Next::Stay
-            }
-            Phase::Revoked(_) | Phase::RevokeFailed(_) => Next::Close,
-        }
-    }
-
-    /// Enter on the checklist: a code, unless this herdr cannot have one.
-    fn confirm(&mut self, addresses: Vec<String>) {
-        if let EndpointState::Testing { .. } = &self.endpoint {
-            self.message = Some("Testing the launcher…".to_owned());
-            self.repaint();
-            if let EndpointState::Testing { result, .. } = &self.endpoint {
-                let outcome = result
-                    .recv()
-                    .unwrap_or_else(|_| Err("The launcher test stopped unexpectedly.".to_owned()));
-                self.endpoint = match outcome {
-                    Ok(endpoint) => EndpointState::Ready(endpoint),
-                    Err(why) => EndpointState::Refused(why),
-                };
-            }
-            self.message = None;
-        }
-        if let EndpointState::Refused(_) = &self.endpoint {
-            self.message =
-                Some("No Pairing Code can be offered for this herdr (see above).".to_owned());
-            return;
-        }
-        self.confirmed = addresses.clone();
-        self.start_ceremony(addresses);
-    }
-
-    /// Mints a Bootstrap Key and shows its QR (or the fatal screen).
-    fn start_ceremony(&mut self, addresses: Vec<String>) {
+    /// Mints a Bootstrap Key (ending any running ceremony first) and builds
+    /// its QR screen; an error is the fatal screen's message.
+    fn start_ceremony(
+        &mut self,
+        addresses: Vec<String>,
+        endpoint: Option<Endpoint>,
+    ) -> Result<Box<QrState>, Vec<String>> {
         self.end_ceremony();
         let port = config::read(Some(&self.setup.config_dir)).ssh_port;
-        let exe = match ceremony::current_exe() {
-            Ok(exe) => exe,
-            Err(e) => {
-                self.phase = Phase::Fatal(vec![format!("Could not start pairing: {e}")]);
-                return;
-            }
-        };
+        let exe =
+            ceremony::current_exe().map_err(|e| vec![format!("Could not start pairing: {e}")])?;
         let mut config = CeremonyConfig::new(&self.setup.home, &self.setup.state_dir, &exe);
         if let Some(ttl) = self.setup.ttl_override {
             config.ttl_seconds = ttl;
         }
-        let ceremony = match ceremony::begin(&config) {
-            Ok(ceremony) => ceremony,
-            Err(e) => {
-                self.phase = Phase::Fatal(vec![format!("Could not start pairing: {e}")]);
-                return;
-            }
-        };
+        let ceremony =
+            ceremony::begin(&config).map_err(|e| vec![format!("Could not start pairing: {e}")])?;
         let payload = Payload {
             addrs: addresses.clone(),
             port,
             user: self.setup.user.clone(),
             fp: self.setup.fingerprint.clone(),
             bootstrap: Some(ceremony.bootstrap()),
-        };
-        let endpoint = match &self.endpoint {
-            EndpointState::Ready(endpoint) => Some(endpoint.clone()),
-            _ => None,
         };
         let encoded = match &endpoint {
             Some(endpoint) => pairing_code::encode_v2(&payload, endpoint),
@@ -579,33 +506,26 @@ impl Popup {
             Ok(code) => code,
             Err(e) => {
                 self.end_ceremony();
-                self.phase = Phase::Fatal(vec![format!(
+                return Err(vec![format!(
                     "Could not start pairing: the Pairing Code is invalid ({e})"
                 )]);
-                return;
             }
         };
         let Ok(qr) = Qr::encode(&code) else {
             self.end_ceremony();
-            self.phase = Phase::Fatal(vec![
+            return Err(vec![
                 "Could not start pairing: the Pairing Code is too long for a QR.".to_owned(),
             ]);
-            return;
         };
-        self.phase = Phase::Qr(Box::new(QrState {
-            details: QrDetails {
-                user: payload.user,
-                port,
-                fingerprint: payload.fp,
-                addresses,
-                valid_until: local_time(expires_at),
-                endpoint: endpoint.as_ref().map(endpoint::endpoint_line),
-            },
-            code,
-            qr,
-            copied_until: None,
-            show_code: false,
-        }));
+        let details = QrDetails {
+            user: payload.user,
+            port,
+            fingerprint: payload.fp,
+            addresses,
+            valid_until: local_time(expires_at),
+            endpoint: endpoint.as_ref().map(endpoint::endpoint_line),
+        };
+        Ok(Box::new(QrState::new(code, qr, details, expires_at)))
     }
 
     fn end_ceremony(&mut self) {
@@ -619,5 +539,12 @@ impl Popup {
     /// Removes the Bootstrap Key; the terminal is restored when `self` drops.
     fn close(mut self) {
         self.end_ceremony();
+    }
+}
+
+fn finish(ending: Ending) -> Result<(), Failure> {
+    match ending {
+        Ending::Close => Ok(()),
+        Ending::Fail(message) => Err(fatal_failure(&message)),
     }
 }
