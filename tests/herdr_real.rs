@@ -1,6 +1,7 @@
 //! Opt-in: both hooks inside a real, private, headless herdr (0.8 or newer).
 //! Set `HEELER_TEST_HERDR` to the herdr binary to run it; without it the test
-//! says it was skipped. Recipe: ../shared/reference/herdr.md §8.
+//! says it was skipped. The recipe is in README.md, "Testing against a real
+//! herdr".
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;

@@ -96,7 +96,7 @@ fn document(rng: &mut Rng) -> String {
         }
         used.push(key);
         text.push_str(&format!("{key} = {}\n", value(rng, 0)));
-        if rng.next() % 4 == 0 {
+        if rng.next().is_multiple_of(4) {
             text.push_str("# comment {a=1,\n");
         }
     }

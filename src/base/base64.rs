@@ -88,7 +88,7 @@ pub fn encode_standard_unpadded(bytes: &[u8]) -> String {
 pub fn decode_standard(text: &str) -> Result<Vec<u8>, DecodeError> {
     let trimmed = text.trim_end_matches('=');
     let pad = text.len() - trimmed.len();
-    if pad > 2 || (pad > 0 && text.len() % 4 != 0) {
+    if pad > 2 || (pad > 0 && !text.len().is_multiple_of(4)) {
         return Err(DecodeError);
     }
     decode_with(STANDARD, trimmed)

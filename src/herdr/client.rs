@@ -149,10 +149,10 @@ fn bin_call(bin: &Path, args: &[&str]) -> Result<Value, HerdrError> {
     let stderr = String::from_utf8_lossy(&output.stderr);
     // herdr prints its error JSON on stderr (older builds on stdout).
     for text in [stderr.trim(), stdout.trim()] {
-        if let Some((code, _)) = json::parse(text).ok().as_ref().and_then(error_of) {
-            if code == "agent_not_found" {
-                return Err(HerdrError::AgentGone);
-            }
+        if let Some((code, _)) = json::parse(text).ok().as_ref().and_then(error_of)
+            && code == "agent_not_found"
+        {
+            return Err(HerdrError::AgentGone);
         }
     }
     let shown = if stderr.trim().is_empty() {

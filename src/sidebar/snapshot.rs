@@ -315,13 +315,11 @@ pub fn refresh(config_dir: &Path, env: &SourceEnv, now_unix: i64) -> Result<Refr
             .is_some_and(<[Value]>::is_empty);
         !stat_failed && clean && same_source(previous, &source)
     });
-    if reusable {
-        if let Some(previous) = previous {
-            return Ok(Refresh {
-                snapshot: previous,
-                action: Action::Reused,
-            });
-        }
+    if reusable && let Some(previous) = previous {
+        return Ok(Refresh {
+            snapshot: previous,
+            action: Action::Reused,
+        });
     }
     let parsed = match stat {
         SourceStat::Failed | SourceStat::Unreadable(_) => {
@@ -331,13 +329,13 @@ pub fn refresh(config_dir: &Path, env: &SourceEnv, now_unix: i64) -> Result<Refr
         SourceStat::Missing => Parsed::fallback(None),
     };
     let fresh = config::snapshot(now_unix, &source, &parsed);
-    if let Some(previous) = previous {
-        if same_result(&previous, &fresh) {
-            return Ok(Refresh {
-                snapshot: previous,
-                action: Action::Unchanged,
-            });
-        }
+    if let Some(previous) = previous
+        && same_result(&previous, &fresh)
+    {
+        return Ok(Refresh {
+            snapshot: previous,
+            action: Action::Unchanged,
+        });
     }
     atomic_file::create_dir_all(config_dir, CONFIG_DIR_MODE).map_err(SidebarError::CreateDir)?;
     let mut contents = fresh.to_json();

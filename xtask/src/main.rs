@@ -27,8 +27,8 @@ tasks:
   bench-popup     start to first painted checklist of `heeler pair` (release build; --debug, --runs N)
   bench-usage     usage cold scan, warm query and one-file append on a synthetic corpus [--scale 1.0]
   pricing         regenerate pricing.json: --input FILE --date YYYY-MM-DD [--source litellm|models-dev] [--version V]
-  static          build x86_64-unknown-linux-musl statically here (toolchain.md §3.1) and
-                  check it [--target <arch>-unknown-linux-musl]";
+  static          build x86_64-unknown-linux-musl statically here (README.md: Static build)
+                  and check it [--target <arch>-unknown-linux-musl]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

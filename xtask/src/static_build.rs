@@ -2,7 +2,7 @@
 //! fully static musl binary, without rustup's musl targets (which cannot be
 //! downloaded here).
 //!
-//! The recipe is toolchain.md §3.1 ("route B"): Debian's `rustc-web` 1.96 with
+//! The recipe (README.md, "Static build"): Debian's `rustc-web` 1.96 with
 //! `rust-web-src` builds std from source (`RUSTC_BOOTSTRAP=1 -Zbuild-std`), and
 //! zig from PyPI (`ziglang` + `cargo-zigbuild`) supplies musl libc, the crt
 //! objects, libunwind and a C compiler for ring. rustup's `~/.cargo/bin`

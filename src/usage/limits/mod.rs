@@ -107,10 +107,10 @@ impl Conversation {
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                if let Ok(v) = json::parse(line.trim()) {
-                    if tx.send(v).is_err() {
-                        break;
-                    }
+                if let Ok(v) = json::parse(line.trim())
+                    && tx.send(v).is_err()
+                {
+                    break;
                 }
             }
         });

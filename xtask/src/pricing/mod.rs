@@ -1,11 +1,16 @@
 //! `cargo xtask pricing`: regenerate `pricing.json` offline from saved
 //! source bytes (LiteLLM's `model_prices_and_context_window_backup.json`
 //! from the `litellm` PyPI wheel, or models.dev's `api.json`).
+//!
+//! This file reads the flags and the source file and writes the table; the
+//! conversion itself is [`generate`], which does no I/O.
+
+mod generate;
 
 use std::path::PathBuf;
 
 use heeler::base::json;
-use heeler::usage::pricing::{self, SourceMeta};
+use heeler::usage::pricing::SourceMeta;
 
 pub fn run(args: &[String]) -> Result<(), String> {
     let input = crate::flag(args, "--input").ok_or("--input FILE is required")?;
@@ -31,12 +36,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
         version: version.to_string(),
         date: date.to_string(),
         source_url,
-        source_sha256: pricing::sha256_hex(&bytes),
+        source_sha256: generate::sha256_hex(&bytes),
         license: license.to_string(),
     };
     let table = match source {
-        "litellm" => pricing::generate_litellm(&value, &meta),
-        _ => pricing::generate_models_dev(&value, &meta),
+        "litellm" => generate::from_litellm(&value, &meta),
+        _ => generate::from_models_dev(&value, &meta),
     }
     .map_err(|e| format!("{input}: {e}"))?;
     let out = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../pricing.json");
