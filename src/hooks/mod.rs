@@ -1,6 +1,7 @@
 //! The event hooks: Agent Notifications and Live Activity.
 
 pub mod activity;
+pub mod delivery;
 pub mod env;
 pub mod notify;
 pub mod registration;
