@@ -10,6 +10,11 @@ use crate::base::json::{self, Object, Value};
 use crate::hooks::delivery::write_state_file;
 use crate::hooks::settings::read_capped;
 
+/// The stored claim; missing or corrupt means none (and is never superseded).
+pub fn read_claim(path: &Path) -> Option<Value> {
+    read_capped(path, 64 * 1024).and_then(|t| json::parse(&t).ok())
+}
+
 /// Whether a claim read back after the debounce belongs to a newer hook.
 pub fn superseded(stored: &Value, pid: u32, claimed_at_ms: u64) -> bool {
     let Some(stored_at) = stored.get("claimed_at_ms").and_then(Value::as_f64) else {
@@ -36,8 +41,7 @@ pub fn write_claim(path: &Path, pid: u32) -> std::io::Result<u64> {
         atomic_file::create_dir_all(dir, 0o700)?;
     }
     let _lock = LockFile::acquire(&path.with_file_name("claim.lock"), CLAIM_LOCK).ok();
-    let previous = read_capped(path, 64 * 1024)
-        .and_then(|t| json::parse(&t).ok())
+    let previous = read_claim(path)
         .and_then(|v| v.get("claimed_at_ms").and_then(Value::as_f64))
         .filter(|ms| ms.is_finite() && *ms >= 0.0)
         .map_or(0, |ms| ms as u64);

@@ -20,12 +20,12 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::base::json::{self, Value};
+use crate::base::json;
 use crate::cli::ActivityHookArgs;
 use crate::exit::Failure;
 use crate::herdr::client::{HerdrClient, HerdrError};
 use crate::hooks::activity::budget::{push_body, seal_within_budget, step_after_too_large};
-use crate::hooks::activity::claim::{superseded, write_claim};
+use crate::hooks::activity::claim::{read_claim, superseded, write_claim};
 use crate::hooks::activity::plan::{
     ContextNeeds, Decision, LastState, Payload, decide, worth_claiming,
 };
@@ -72,22 +72,11 @@ pub fn run(_args: ActivityHookArgs) -> Result<(), Failure> {
     run_with(&env::process_env).map_err(|e| Failure::new(format!("activity-hook: {e}"), 1))
 }
 
+/// Reads `activity/last-state.json`; missing or corrupt means none.
 pub fn read_last_state(path: &Path) -> LastState {
-    let Some(value) = read_capped(path, 1024 * 1024).and_then(|t| json::parse(&t).ok()) else {
-        return LastState::default();
-    };
-    LastState {
-        statuses: value.get("statuses").and_then(Value::as_object).map(|o| {
-            o.iter()
-                .filter_map(|(k, v)| Some((k.to_owned(), v.as_str()?.to_owned())))
-                .collect()
-        }),
-        preferences: value
-            .get("preferences")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        ended: value.get("ended") == Some(&Value::Bool(true)),
-    }
+    read_capped(path, 1024 * 1024)
+        .and_then(|t| json::parse(&t).ok())
+        .map_or_else(LastState::default, |value| LastState::from_value(&value))
 }
 
 /// The first DNS label of the host name, display-trimmed ("" when unknown).
@@ -165,6 +154,8 @@ pub fn run_with(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Result<(
         let file = registration::read(&registration_path);
         registration::activity_devices(file.as_ref(), &env.session)
     };
+    // The devices come first, so a Host without a Live Activity reads no
+    // activity state at all.
     let has_devices = !devices_now().is_empty();
     let dir = activity_dir(&env.state_dir);
     let last_state_path = dir.join("last-state.json");
@@ -184,8 +175,7 @@ pub fn run_with(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Result<(
     let claimed_at_ms = write_claim(&claim_path, pid)
         .map_err(|e| ActivityError::Claim(format!("cannot write {}: {e}", claim_path.display())))?;
     std::thread::sleep(Duration::from_millis(settings.activity_debounce_ms));
-    let stored = read_capped(&claim_path, 64 * 1024).and_then(|t| json::parse(&t).ok());
-    if stored.is_some_and(|s| superseded(&s, pid, claimed_at_ms)) {
+    if read_claim(&claim_path).is_some_and(|stored| superseded(&stored, pid, claimed_at_ms)) {
         return Ok(());
     }
 

@@ -36,6 +36,24 @@ pub struct LastState {
     pub ended: bool,
 }
 
+impl LastState {
+    /// The fields the hook reads; anything malformed counts as absent.
+    pub fn from_value(value: &Value) -> LastState {
+        LastState {
+            statuses: value.get("statuses").and_then(Value::as_object).map(|o| {
+                o.iter()
+                    .filter_map(|(k, v)| Some((k.to_owned(), v.as_str()?.to_owned())))
+                    .collect()
+            }),
+            preferences: value
+                .get("preferences")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            ended: value.get("ended") == Some(&Value::Bool(true)),
+        }
+    }
+}
+
 /// The device-preferences hash: SHA-256 hex of the devices' token, env,
 /// pins, parsed layout and host name, sorted by token.
 pub fn preferences_hash(devices: &[ActivityDevice]) -> String {
@@ -572,5 +590,19 @@ mod tests {
                 .to_json()
                 .ends_with(r#""ended":true}"#)
         );
+    }
+
+    #[test]
+    fn last_state_reads_what_it_can_and_ignores_the_rest() {
+        let read = |text: &str| LastState::from_value(&json::parse(text).unwrap());
+        assert_eq!(
+            read(r#"{"sent_at_ms":1,"statuses":{"w1:p1":"working","w1:p2":7},"ended":true}"#),
+            last(Some(&[("w1:p1", "working")]), None, true)
+        );
+        assert_eq!(
+            read(r#"{"statuses":[],"preferences":"ab","ended":"true"}"#),
+            last(None, Some("ab".into()), false)
+        );
+        assert_eq!(read("[]"), LastState::default());
     }
 }
