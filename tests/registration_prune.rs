@@ -12,8 +12,8 @@ use support::*;
 
 #[test]
 fn concurrent_prunes_all_land_and_keep_unknown_fields() {
-    let dir = temp_dir("prune-race");
-    let path = dir.join("notifications.json");
+    let dir = TempDir::new("prune-race");
+    let path = dir.path.join("notifications.json");
     let tokens: Vec<String> = (0..8).map(|i| format!("tok{i:013}")).collect();
     let mut entries: Vec<String> = tokens
         .iter()
@@ -43,7 +43,7 @@ fn concurrent_prunes_all_land_and_keep_unknown_fields() {
     let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o640, "mode kept");
     assert_eq!(
-        std::fs::read_dir(&dir).unwrap().count(),
+        std::fs::read_dir(&dir.path).unwrap().count(),
         1,
         "no temp or lock files left"
     );

@@ -10,6 +10,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use crate::base::json::{self, Value};
+use crate::herdr::client::HerdrClient;
 use crate::herdr::session::{self, Session};
 
 /// What a hook learns from its environment.
@@ -27,6 +28,16 @@ pub struct HookEnv {
     pub herdr_bin: PathBuf,
     /// `HERDR_SOCKET_PATH`, when set and non-empty.
     pub socket_path: Option<PathBuf>,
+}
+
+impl HookEnv {
+    /// The herdr client of this hook's session: its socket, then its binary.
+    pub fn herdr(&self) -> HerdrClient {
+        HerdrClient {
+            socket: self.socket_path.clone(),
+            bin: self.herdr_bin.clone(),
+        }
+    }
 }
 
 /// A required variable is missing or empty.
@@ -137,6 +148,46 @@ pub fn parse_event(text: &str) -> Result<Event, EventError> {
         workspace_id: text_field("workspace_id"),
         title: text_field("title"),
     })
+}
+
+/// Why a hook stopped before doing anything of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StartError {
+    Env(MissingEnv),
+    Event(EventError),
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::Env(e) => write!(f, "{e}"),
+            StartError::Event(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl From<MissingEnv> for StartError {
+    fn from(e: MissingEnv) -> StartError {
+        StartError::Env(e)
+    }
+}
+
+impl From<EventError> for StartError {
+    fn from(e: EventError) -> StartError {
+        StartError::Event(e)
+    }
+}
+
+/// The start both hooks share, in the contract's order: the config dir,
+/// the sidebar snapshot refresh, the runtime record for usage queries, the
+/// rest of the environment, and the event.
+pub fn start(lookup: &dyn Fn(&str) -> Option<OsString>) -> Result<(HookEnv, Event), StartError> {
+    let config_dir = config_dir(lookup)?;
+    refresh_sidebar_snapshot(&config_dir);
+    crate::usage::runtime::record_for_hook(lookup);
+    let env = rest(config_dir, lookup)?;
+    let event = parse_event(&env.event_json)?;
+    Ok((env, event))
 }
 
 /// The sidebar snapshot refresh (`sidebar/snapshot.rs`), first thing in both hooks.

@@ -22,6 +22,7 @@
 //! `notifications.json` is never truncated or reordered.
 
 pub mod activity;
+pub mod delivery;
 pub mod env;
 pub mod notify;
 pub mod registration;

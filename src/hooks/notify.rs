@@ -10,15 +10,14 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::base::atomic_file;
 use crate::base::base64;
 use crate::base::json::{self, Object, Value};
 use crate::cli::NotifyHookArgs;
 use crate::exit::Failure;
-use crate::herdr::client::{HerdrClient, HerdrError};
-use crate::hooks::env::{self, EventError, MissingEnv};
+use crate::herdr::client::HerdrError;
+use crate::hooks::delivery::{self, DeliveryError, Registration, StateRecord};
+use crate::hooks::env::{self, Event, StartError};
 use crate::hooks::registration::{self, AlertDevice};
-use crate::hooks::relay::{Outcome, RelayClient, RelayConfigError};
 use crate::hooks::settings;
 use crate::wire::envelope::{self, collapse_key};
 use crate::wire::notification::Notification;
@@ -26,39 +25,26 @@ use crate::wire::notification::Notification;
 /// Why the hook failed (each is one `notify-hook: …` line).
 #[derive(Debug)]
 pub enum NotifyError {
-    Env(MissingEnv),
-    Event(EventError),
+    Start(StartError),
     Recheck(HerdrError),
     RecheckNoStatus,
-    Relay(RelayConfigError),
-    Nonce,
-    /// Per-device failures, joined with `; `.
-    Deliveries(Vec<String>),
+    Delivery(DeliveryError),
 }
 
 impl std::fmt::Display for NotifyError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            NotifyError::Env(e) => write!(f, "{e}"),
-            NotifyError::Event(e) => write!(f, "{e}"),
+            NotifyError::Start(e) => write!(f, "{e}"),
             NotifyError::Recheck(e) => f.write_str(&e.failed("status re-check")),
             NotifyError::RecheckNoStatus => f.write_str("status re-check returned no agent_status"),
-            NotifyError::Relay(e) => write!(f, "{e}"),
-            NotifyError::Nonce => f.write_str("no randomness for a nonce"),
-            NotifyError::Deliveries(failures) => f.write_str(&failures.join("; ")),
+            NotifyError::Delivery(e) => write!(f, "{e}"),
         }
     }
 }
 
-impl From<MissingEnv> for NotifyError {
-    fn from(e: MissingEnv) -> NotifyError {
-        NotifyError::Env(e)
-    }
-}
-
-impl From<EventError> for NotifyError {
-    fn from(e: EventError) -> NotifyError {
-        NotifyError::Event(e)
+impl From<StartError> for NotifyError {
+    fn from(e: StartError) -> NotifyError {
+        NotifyError::Start(e)
     }
 }
 
@@ -93,24 +79,57 @@ pub fn read_marker(path: &Path) -> Option<String> {
         .map(str::to_owned)
 }
 
-fn write_marker(path: &Path, pane: &str, status: &str) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        atomic_file::create_dir_all(dir, 0o700)?;
-    }
-    let body = Value::Object(
+/// The dedupe marker's content, keys in contract order.
+pub fn marker_value(pane: &str, status: &str) -> Value {
+    Value::Object(
         Object::new()
             .with("pane", pane)
             .with("last_notified_status", status),
     )
-    .to_json();
-    atomic_file::write(path, body.as_bytes(), 0o600)
 }
 
 fn clear_marker(path: &Path) {
     let _ = std::fs::remove_file(path);
 }
 
-/// The relay body of one alert, keys in contract order.
+/// The cheap exits, decided before any sleep or herdr call: a notifying
+/// status is worth a debounce unless the marker already holds it or no
+/// device wants its flag (`has_devices` is asked only then); any other
+/// status only when a marker is left to re-arm.
+pub fn worth_debouncing(
+    status: &str,
+    marker: Option<&str>,
+    has_devices: impl FnOnce(&'static str) -> bool,
+) -> bool {
+    match notify_flag(status) {
+        Some(flag) => marker != Some(status) && has_devices(flag),
+        None => marker.is_some(),
+    }
+}
+
+/// What the re-check after the debounce says about the event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recheck {
+    /// The pane's status moved on: this event is stale.
+    MovedOn,
+    /// A non-notifying status held: the pane is re-armed.
+    Rearm,
+    /// A notifying status held: notify for this flag.
+    Notify(&'static str),
+}
+
+/// Compares the event's status with the pane's current one.
+pub fn recheck(event_status: &str, current_status: &str) -> Recheck {
+    if current_status != event_status {
+        return Recheck::MovedOn;
+    }
+    match notify_flag(event_status) {
+        Some(flag) => Recheck::Notify(flag),
+        None => Recheck::Rearm,
+    }
+}
+
+/// The push body of one alert, keys in contract order.
 pub fn push_body(device: &AlertDevice, envelope: &str, collapse: &str) -> String {
     Value::Object(
         Object::new()
@@ -122,53 +141,61 @@ pub fn push_body(device: &AlertDevice, envelope: &str, collapse: &str) -> String
     .to_json()
 }
 
-/// The first 8 characters of a token, for log lines.
-pub fn token_prefix(token: &str) -> String {
-    token.chars().take(8).collect()
-}
-
 fn text_of(agent: &Value, keys: &[&str]) -> Option<String> {
     keys.iter()
         .find_map(|k| agent.get(k).and_then(Value::as_nonempty_str))
         .map(str::to_owned)
 }
 
+/// The workspace whose label names the project: the re-check's, else the
+/// event's.
+pub fn project_workspace(event: &Event, current: &Value) -> Option<String> {
+    text_of(current, &["workspace_id"]).or(event.workspace_id.clone())
+}
+
+/// The alert for a confirmed event: the kind from the event, else the
+/// re-check, else `unknown`; the title from the re-check's stripped or raw
+/// terminal title, else the event's.
+pub fn notification(
+    event: &Event,
+    current: &Value,
+    project: Option<String>,
+    ts: i64,
+) -> Notification {
+    Notification {
+        pane: event.pane.clone(),
+        kind: event
+            .kind
+            .clone()
+            .or_else(|| text_of(current, &["agent"]))
+            .unwrap_or_else(|| "unknown".to_owned()),
+        status: event.status.clone(),
+        ts,
+        project,
+        title: text_of(current, &["terminal_title_stripped", "terminal_title"])
+            .or(event.title.clone()),
+    }
+}
+
 /// The hook, with its environment given as a lookup function.
 pub fn run_with(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Result<(), NotifyError> {
-    let config_dir = env::config_dir(lookup)?;
-    env::refresh_sidebar_snapshot(&config_dir);
-    crate::usage::runtime::record_for_hook(lookup);
-    let env = env::rest(config_dir, lookup)?;
-    let event = env::parse_event(&env.event_json)?;
+    let (env, event) = env::start(lookup)?;
     let ts = crate::base::clock::unix_seconds();
     let settings = settings::load(&env.config_dir);
-    let flag = notify_flag(&event.status);
     let marker = marker_path(&env.state_dir, &event.pane);
     let registration_path = registration::path_in(&env.config_dir);
+    let devices_for = |flag: &str| {
+        let file = registration::read(&registration_path);
+        registration::alert_devices(file.as_ref(), &env.session, flag)
+    };
 
-    // Cheap exits: nothing slept, nothing asked.
-    match flag {
-        Some(flag) => {
-            if read_marker(&marker).as_deref() == Some(event.status.as_str()) {
-                return Ok(());
-            }
-            let file = registration::read(&registration_path);
-            if registration::alert_devices(file.as_ref(), &env.session, flag).is_empty() {
-                return Ok(());
-            }
-        }
-        None => {
-            if read_marker(&marker).is_none() {
-                return Ok(());
-            }
-        }
+    let has_devices = |flag: &'static str| !devices_for(flag).is_empty();
+    if !worth_debouncing(&event.status, read_marker(&marker).as_deref(), has_devices) {
+        return Ok(());
     }
 
     std::thread::sleep(Duration::from_millis(settings.debounce_ms));
-    let herdr = HerdrClient {
-        socket: env.socket_path.clone(),
-        bin: env.herdr_bin.clone(),
-    };
+    let herdr = env.herdr();
     let current = match herdr.agent_get(&event.pane) {
         Ok(agent) => agent,
         Err(HerdrError::AgentGone) => {
@@ -177,81 +204,49 @@ pub fn run_with(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Result<(
         }
         Err(e) => return Err(NotifyError::Recheck(e)),
     };
-    let status = current
+    let current_status = current
         .get("agent_status")
         .and_then(Value::as_str)
         .ok_or(NotifyError::RecheckNoStatus)?
         .to_lowercase();
-    if status != event.status {
-        return Ok(());
-    }
-    let Some(flag) = flag else {
-        // A confirmed non-notifying status re-arms the pane.
-        clear_marker(&marker);
-        return Ok(());
+    let flag = match recheck(&event.status, &current_status) {
+        Recheck::MovedOn => return Ok(()),
+        Recheck::Rearm => {
+            clear_marker(&marker);
+            return Ok(());
+        }
+        Recheck::Notify(flag) => flag,
     };
-    if read_marker(&marker).as_deref() == Some(status.as_str()) {
+    // A concurrent hook may have delivered this status while we slept.
+    if read_marker(&marker).as_deref() == Some(event.status.as_str()) {
         return Ok(());
     }
-    let file = registration::read(&registration_path);
-    let devices = registration::alert_devices(file.as_ref(), &env.session, flag);
+    let devices = devices_for(flag);
     if devices.is_empty() {
         return Ok(());
     }
 
-    let workspace_id = text_of(&current, &["workspace_id"]).or(event.workspace_id.clone());
-    let project = workspace_id.and_then(|id| herdr.workspace_label(&id).ok().flatten());
-    let notification = Notification {
-        pane: event.pane.clone(),
-        kind: event
-            .kind
-            .clone()
-            .or_else(|| text_of(&current, &["agent"]))
-            .unwrap_or_else(|| "unknown".to_owned()),
-        status: event.status.clone(),
-        ts,
-        project,
-        title: text_of(&current, &["terminal_title_stripped", "terminal_title"])
-            .or(event.title.clone()),
-    };
-
-    let relay = RelayClient::new(
-        &settings.relay_url,
-        settings.relay_ca_file.as_deref(),
-        Duration::from_millis(settings.retry_delay_ms),
+    let project = project_workspace(&event, &current)
+        .and_then(|id| herdr.workspace_label(&id).ok().flatten());
+    let alert = notification(&event, &current, project, ts);
+    delivery::deliver(
+        &settings,
+        &devices,
+        |relay, device| {
+            let sealed = alert.seal(&device.key, envelope::random_nonce()?);
+            let collapse = collapse_key(&device.key, &event.pane);
+            Ok(relay.push(&push_body(device, &sealed, &collapse)))
+        },
+        Registration {
+            path: &registration_path,
+            prune: registration::remove_tokens,
+        },
+        || StateRecord {
+            path: marker.clone(),
+            value: marker_value(&event.pane, &event.status),
+        },
     )
-    .map_err(NotifyError::Relay)?;
-    let (mut delivered, mut pruned, mut failures) = (0usize, Vec::new(), Vec::new());
-    for device in &devices {
-        let nonce = envelope::random_nonce().map_err(|_| NotifyError::Nonce)?;
-        let sealed = notification.seal(&device.key, nonce);
-        let body = push_body(device, &sealed, &collapse_key(&device.key, &event.pane));
-        match relay.push(&body) {
-            Outcome::Delivered => delivered += 1,
-            Outcome::Gone => pruned.push(device.token.clone()),
-            Outcome::TooLarge(last) | Outcome::Failed(last) => failures.push(format!(
-                "push for token {}… failed: {last}",
-                token_prefix(&device.token)
-            )),
-        }
-    }
-    if !pruned.is_empty() {
-        if let Err(e) = registration::rewrite(&registration_path, |f| {
-            registration::remove_tokens(f, &pruned)
-        }) {
-            failures.push(e.to_string());
-        }
-    }
-    if delivered > 0 {
-        if let Err(e) = write_marker(&marker, &event.pane, &event.status) {
-            failures.push(format!("cannot write {}: {e}", marker.display()));
-        }
-    }
-    if failures.is_empty() {
-        Ok(())
-    } else {
-        Err(NotifyError::Deliveries(failures))
-    }
+    .map_err(NotifyError::Delivery)
 }
 
 #[cfg(test)]
@@ -272,5 +267,80 @@ mod tests {
         assert_eq!(notify_flag("done"), Some("done"));
         assert_eq!(notify_flag("working"), None);
         assert_eq!(notify_flag("idle"), None);
+    }
+
+    #[test]
+    fn cheap_exits_follow_the_marker_and_the_devices() {
+        let some_devices = |_: &str| true;
+        let no_devices = |_: &str| false;
+        // A notifying status the marker already holds: no sleep, devices not asked.
+        assert!(!worth_debouncing(
+            "blocked",
+            Some("blocked"),
+            |_| unreachable!()
+        ));
+        // A notifying status with no device for its flag.
+        assert!(!worth_debouncing("done", Some("blocked"), no_devices));
+        assert!(worth_debouncing("done", Some("blocked"), some_devices));
+        assert!(worth_debouncing("blocked", None, some_devices));
+        // The flag asked for is the status's own.
+        assert!(worth_debouncing("done", None, |flag| flag == "done"));
+        // A non-notifying status matters only when a marker is left to re-arm.
+        assert!(!worth_debouncing("working", None, |_| unreachable!()));
+        assert!(worth_debouncing("idle", Some("done"), |_| unreachable!()));
+    }
+
+    #[test]
+    fn the_recheck_aborts_rearms_or_notifies() {
+        assert_eq!(recheck("blocked", "working"), Recheck::MovedOn);
+        assert_eq!(recheck("working", "idle"), Recheck::MovedOn);
+        assert_eq!(recheck("working", "working"), Recheck::Rearm);
+        assert_eq!(recheck("blocked", "blocked"), Recheck::Notify("blocked"));
+        assert_eq!(recheck("done", "done"), Recheck::Notify("done"));
+    }
+
+    #[test]
+    fn the_alert_prefers_the_event_kind_and_the_stripped_recheck_title() {
+        let event = Event {
+            pane: "wV:p1".into(),
+            status: "blocked".into(),
+            kind: None,
+            workspace_id: Some("wE".into()),
+            title: Some("event title".into()),
+        };
+        let current = json::parse(
+            r#"{"agent":"codex","workspace_id":"wR","terminal_title":"⠋ raw","terminal_title_stripped":"stripped"}"#,
+        )
+        .unwrap();
+        assert_eq!(project_workspace(&event, &current).as_deref(), Some("wR"));
+        let alert = notification(&event, &current, Some("Heeler".into()), 1_700_000_000);
+        assert_eq!(alert.kind, "codex");
+        assert_eq!(alert.title.as_deref(), Some("stripped"));
+        assert_eq!(alert.project.as_deref(), Some("Heeler"));
+        assert_eq!(alert.ts, 1_700_000_000);
+
+        let bare = json::parse(r#"{"terminal_title_stripped":"","terminal_title":"raw"}"#).unwrap();
+        assert_eq!(project_workspace(&event, &bare).as_deref(), Some("wE"));
+        assert_eq!(notification(&event, &bare, None, 1).kind, "unknown");
+        assert_eq!(
+            notification(&event, &bare, None, 1).title.as_deref(),
+            Some("raw")
+        );
+        let nothing = json::parse("{}").unwrap();
+        let claude = Event {
+            kind: Some("claude".into()),
+            ..event
+        };
+        let alert = notification(&claude, &nothing, None, 1);
+        assert_eq!(alert.kind, "claude");
+        assert_eq!(alert.title.as_deref(), Some("event title"));
+    }
+
+    #[test]
+    fn the_marker_holds_the_pane_then_the_status() {
+        assert_eq!(
+            marker_value("wV:p1", "done").to_json(),
+            r#"{"pane":"wV:p1","last_notified_status":"done"}"#
+        );
     }
 }

@@ -31,6 +31,26 @@ pub fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// A fresh, empty directory under the system temp dir that is removed,
+/// with everything in it, when the guard is dropped.
+pub struct TempDir {
+    pub path: PathBuf,
+}
+
+impl TempDir {
+    pub fn new(name: &str) -> TempDir {
+        TempDir {
+            path: temp_dir(name),
+        }
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
 // ---------------------------------------------------------------- relay
 
 /// What the relay stand-in answers to one request.
@@ -317,12 +337,19 @@ impl HerdrStandIn {
 // ---------------------------------------------------------------- fixture
 
 /// One Host: plugin dirs, a herdr stand-in for one session, a relay stand-in.
+/// Its root directory is removed when the fixture is dropped.
 pub struct Fixture {
     pub root: PathBuf,
     pub config: PathBuf,
     pub state: PathBuf,
     pub herdr: HerdrStandIn,
     pub relay: RelayStandIn,
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
 }
 
 /// A `pane_agent_status_changed` event.

@@ -1,0 +1,317 @@
+//! The delivery round both event hooks end with: one relay push per device,
+//! the verdicts counted, 410 tokens pruned from the registration, the hook's
+//! state file written once something was delivered, and the failures joined
+//! into the hook's one log line.
+//!
+//! The notify hook and the activity hook differ in what they seal and which
+//! registration edit a 410 calls for, never in how a round is run, so the
+//! round lives here once. Its invariants: devices are pushed in file order;
+//! a missing nonce stops the round before any prune or state write; the
+//! prune runs before the state write; the state is written only after at
+//! least one delivery; every other failure becomes one
+//! `push for token <8 chars>… failed: …` (or write) message, in that order.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::base::atomic_file;
+use crate::base::json::Value;
+use crate::hooks::registration::{self, ActivityDevice, AlertDevice};
+use crate::hooks::relay::{Outcome, RelayClient, RelayConfigError};
+use crate::hooks::settings::NotifySettings;
+
+/// A registered device as a delivery round sees it: the push token the
+/// relay forwards, the one a 410 prunes.
+pub trait PushTarget {
+    fn push_token(&self) -> &str;
+}
+
+impl PushTarget for AlertDevice {
+    fn push_token(&self) -> &str {
+        &self.token
+    }
+}
+
+impl PushTarget for ActivityDevice {
+    fn push_token(&self) -> &str {
+        &self.token
+    }
+}
+
+/// The first 8 characters of a token, for log lines.
+pub fn token_prefix(token: &str) -> String {
+    token.chars().take(8).collect()
+}
+
+/// Why a delivery round failed.
+#[derive(Debug)]
+pub enum DeliveryError {
+    /// No relay client for the configured URL or CA file.
+    Relay(RelayConfigError),
+    /// The system had no randomness for an envelope nonce.
+    Nonce,
+    /// Per-device and write failures, joined with `; `.
+    Failures(Vec<String>),
+}
+
+impl std::fmt::Display for DeliveryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeliveryError::Relay(e) => write!(f, "{e}"),
+            DeliveryError::Nonce => f.write_str("no randomness for a nonce"),
+            DeliveryError::Failures(failures) => f.write_str(&failures.join("; ")),
+        }
+    }
+}
+
+/// What the devices of one round came to.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Tally {
+    pub delivered: usize,
+    /// Tokens the relay answered 410 for, in device order.
+    pub gone: Vec<String>,
+    /// One message per device that was not delivered.
+    pub failures: Vec<String>,
+}
+
+impl Tally {
+    /// Counts one device's outcome.
+    pub fn count(&mut self, token: &str, outcome: Outcome) {
+        match outcome {
+            Outcome::Delivered => self.delivered += 1,
+            Outcome::Gone => self.gone.push(token.to_owned()),
+            Outcome::TooLarge(last) | Outcome::Failed(last) => self.failures.push(format!(
+                "push for token {}… failed: {last}",
+                token_prefix(token)
+            )),
+        }
+    }
+}
+
+/// A state file a hook records after a round that delivered something.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StateRecord {
+    pub path: PathBuf,
+    pub value: Value,
+}
+
+/// How a round treats the registration file.
+#[derive(Debug, Clone, Copy)]
+pub struct Registration<'a> {
+    /// `notifications.json`.
+    pub path: &'a Path,
+    /// The edit a 410 calls for, given the gone tokens; returns whether it
+    /// changed anything.
+    pub prune: fn(&mut Value, &[String]) -> bool,
+}
+
+/// The relay client for the settings' URL, CA file and retry delay.
+pub fn relay_client(settings: &NotifySettings) -> Result<RelayClient, RelayConfigError> {
+    RelayClient::new(
+        &settings.relay_url,
+        settings.relay_ca_file.as_deref(),
+        Duration::from_millis(settings.retry_delay_ms),
+    )
+}
+
+/// Runs one round: `push` seals and sends to one device (its retries and
+/// size ladder are its own), then the gone tokens are pruned and, when at
+/// least one device was delivered, `record` is written.
+pub fn deliver<D: PushTarget>(
+    settings: &NotifySettings,
+    devices: &[D],
+    mut push: impl FnMut(&RelayClient, &D) -> Result<Outcome, ring::error::Unspecified>,
+    registration: Registration<'_>,
+    record: impl FnOnce() -> StateRecord,
+) -> Result<(), DeliveryError> {
+    let relay = relay_client(settings).map_err(DeliveryError::Relay)?;
+    let mut tally = Tally::default();
+    for device in devices {
+        let outcome = push(&relay, device).map_err(|_| DeliveryError::Nonce)?;
+        tally.count(device.push_token(), outcome);
+    }
+    let Tally {
+        delivered,
+        gone,
+        mut failures,
+    } = tally;
+    if !gone.is_empty() {
+        if let Err(e) = registration::rewrite(registration.path, |f| (registration.prune)(f, &gone))
+        {
+            failures.push(e.to_string());
+        }
+    }
+    if delivered > 0 {
+        let StateRecord { path, value } = record();
+        if let Err(e) = write_state_file(&path, &value) {
+            failures.push(format!("cannot write {}: {e}", path.display()));
+        }
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(DeliveryError::Failures(failures))
+    }
+}
+
+/// Writes one of the hooks' state files (dedupe marker, claim, last-state):
+/// the directory made private, the file replaced atomically, owner-only.
+pub fn write_state_file(path: &Path, value: &Value) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        atomic_file::create_dir_all(dir, 0o700)?;
+    }
+    atomic_file::write(path, value.to_json().as_bytes(), 0o600)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::json::{self, Object};
+    use crate::wire::envelope::NotificationKey;
+
+    #[test]
+    fn token_prefixes_are_eight_characters() {
+        assert_eq!(token_prefix("0123456789abcdef"), "01234567");
+        assert_eq!(token_prefix("abc"), "abc");
+        assert_eq!(token_prefix("ééééééééé"), "éééééééé");
+    }
+
+    #[test]
+    fn a_tally_counts_deliveries_collects_gone_tokens_and_names_failures() {
+        let mut tally = Tally::default();
+        tally.count("aaaaaaaa1111", Outcome::Delivered);
+        tally.count("bbbbbbbb2222", Outcome::Gone);
+        tally.count(
+            "cccccccc3333",
+            Outcome::Failed("relay answered 400: {\"error\":\"bad_token\"}".into()),
+        );
+        tally.count(
+            "dddddddd4444",
+            Outcome::TooLarge("relay answered 413: x".into()),
+        );
+        tally.count("eeeeeeee5555", Outcome::Delivered);
+        assert_eq!(
+            tally,
+            Tally {
+                delivered: 2,
+                gone: vec!["bbbbbbbb2222".into()],
+                failures: vec![
+                    "push for token cccccccc… failed: relay answered 400: {\"error\":\"bad_token\"}"
+                        .into(),
+                    "push for token dddddddd… failed: relay answered 413: x".into(),
+                ],
+            }
+        );
+    }
+
+    /// A directory under the system temp dir, removed when dropped.
+    struct TempDir(PathBuf);
+
+    impl TempDir {
+        fn new(name: &str) -> TempDir {
+            let dir =
+                std::env::temp_dir().join(format!("heeler-delivery-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            TempDir(dir)
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn device(token: &str) -> AlertDevice {
+        AlertDevice {
+            token: token.into(),
+            env: "production".into(),
+            key: NotificationKey::from_bytes([1; 32]),
+        }
+    }
+
+    fn loopback_settings() -> NotifySettings {
+        NotifySettings {
+            relay_url: "http://127.0.0.1:9".into(),
+            ..NotifySettings::default()
+        }
+    }
+
+    fn run_round(dir: &Path, outcomes: Vec<Outcome>) -> Result<(), DeliveryError> {
+        let registration_path = dir.join("notifications.json");
+        let devices = [device("gone-token"), device("kept-token")];
+        let mut outcomes = outcomes.into_iter();
+        deliver(
+            &loopback_settings(),
+            &devices,
+            |_, _| Ok(outcomes.next().unwrap()),
+            Registration {
+                path: &registration_path,
+                prune: registration::remove_tokens,
+            },
+            || StateRecord {
+                path: dir.join("state/marker.json"),
+                value: Value::Object(Object::new().with("recorded", true)),
+            },
+        )
+    }
+
+    #[test]
+    fn a_round_prunes_gone_tokens_and_records_only_after_a_delivery() {
+        let dir = TempDir::new("round");
+        let registration_path = dir.0.join("notifications.json");
+        let registration_text =
+            r#"{"v":1,"devices":[{"token":"gone-token","x":1},{"token":"kept-token"}]}"#;
+        std::fs::write(&registration_path, registration_text).unwrap();
+
+        assert!(run_round(&dir.0, vec![Outcome::Gone, Outcome::Failed("down".into())]).is_err());
+        assert_eq!(
+            std::fs::read_to_string(&registration_path).unwrap(),
+            r#"{"v":1,"devices":[{"token":"kept-token"}]}"#
+        );
+        assert!(!dir.0.join("state/marker.json").exists());
+
+        let failed_then_delivered = run_round(
+            &dir.0,
+            vec![Outcome::Failed("down".into()), Outcome::Delivered],
+        );
+        assert_eq!(
+            failed_then_delivered.unwrap_err().to_string(),
+            "push for token gone-tok… failed: down"
+        );
+        let marker = std::fs::read_to_string(dir.0.join("state/marker.json")).unwrap();
+        assert_eq!(
+            json::parse(&marker).unwrap().get("recorded"),
+            Some(&Value::Bool(true))
+        );
+    }
+
+    #[test]
+    fn a_missing_nonce_stops_the_round_before_any_prune() {
+        let dir = TempDir::new("nonce");
+        let registration_path = dir.0.join("notifications.json");
+        let text = r#"{"v":1,"devices":[{"token":"gone-token"}]}"#;
+        std::fs::write(&registration_path, text).unwrap();
+        let devices = [device("gone-token"), device("kept-token")];
+        let mut first = true;
+        let result = deliver(
+            &loopback_settings(),
+            &devices,
+            |_, _| {
+                if std::mem::take(&mut first) {
+                    Ok(Outcome::Gone)
+                } else {
+                    Err(ring::error::Unspecified)
+                }
+            },
+            Registration {
+                path: &registration_path,
+                prune: registration::remove_tokens,
+            },
+            || unreachable!("nothing was delivered"),
+        );
+        assert!(matches!(result, Err(DeliveryError::Nonce)));
+        assert_eq!(std::fs::read_to_string(&registration_path).unwrap(), text);
+    }
+}
