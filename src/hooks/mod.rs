@@ -11,8 +11,10 @@
 //! - `relay.rs`: the Push Relay client (rustls, loopback-only plain HTTP, no
 //!   redirects, 3 attempts) and the verdicts.
 //! - `row_layout.rs`: the Live Activity `row_layout` and its row spans.
-//! - `notify.rs`, `activity.rs`: the two event hooks: cheap exits first, then
-//!   debounce or claim, herdr, seal, push, prune, state.
+//! - `delivery.rs`: the delivery round both event hooks end with (one push
+//!   per device, verdicts, 410 prunes, the state file, the log line).
+//! - `notify.rs`: the notify hook: cheap exits, debounce, re-check, alert.
+//! - `activity/`: the Live Activity hook: claim, plan, size ladder.
 //! - `startup.rs`: `heeler sidebar-hook`, the `[[startup]]` command.
 //!
 //! Architecture invariants: a hook runs as a fresh process per agent status
