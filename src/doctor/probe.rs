@@ -164,10 +164,10 @@ pub fn read_banner(port: u16) -> Result<String, String> {
         }
         received.extend_from_slice(&chunk[..n]);
         let text = String::from_utf8_lossy(&received);
-        if let Some(line) = text.lines().find(|line| line.starts_with("SSH-")) {
-            if text.contains(&format!("{line}\n")) || text.contains(&format!("{line}\r")) {
-                return Ok(line.trim_end().to_owned());
-            }
+        if let Some(line) = text.lines().find(|line| line.starts_with("SSH-"))
+            && (text.contains(&format!("{line}\n")) || text.contains(&format!("{line}\r")))
+        {
+            return Ok(line.trim_end().to_owned());
         }
     }
     let text = String::from_utf8_lossy(&received);

@@ -135,11 +135,10 @@ pub fn deliver<D: PushTarget>(
         gone,
         mut failures,
     } = tally;
-    if !gone.is_empty() {
-        if let Err(e) = registration::rewrite(registration.path, |f| (registration.prune)(f, &gone))
-        {
-            failures.push(e.to_string());
-        }
+    if !gone.is_empty()
+        && let Err(e) = registration::rewrite(registration.path, |f| (registration.prune)(f, &gone))
+    {
+        failures.push(e.to_string());
     }
     if delivered > 0 {
         let StateRecord { path, value } = record();

@@ -113,15 +113,15 @@ fn fetch_context(herdr: &HerdrClient, needs: &ContextNeeds, context: &mut RowCon
         context.workspace_labels = workspace_labels(herdr);
     }
     for workspace in &needs.workspaces {
-        if needs.tabs {
-            if let Ok(tabs) = herdr.tab_list(workspace) {
-                row_layout::add_tabs(context, workspace, &tabs);
-            }
+        if needs.tabs
+            && let Ok(tabs) = herdr.tab_list(workspace)
+        {
+            row_layout::add_tabs(context, workspace, &tabs);
         }
-        if needs.panes {
-            if let Ok(panes) = herdr.pane_list(workspace) {
-                row_layout::add_panes(context, workspace, &panes);
-            }
+        if needs.panes
+            && let Ok(panes) = herdr.pane_list(workspace)
+        {
+            row_layout::add_panes(context, workspace, &panes);
         }
     }
 }

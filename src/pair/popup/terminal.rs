@@ -47,10 +47,10 @@ pub struct PopupTerminal {
 impl PopupTerminal {
     /// Enters raw mode and the alternate screen and hides the cursor.
     pub fn enter() -> io::Result<PopupTerminal> {
-        if let Ok(modes) = sys::terminal_modes(io::stdout().as_fd()) {
-            if ORIGINAL_MODES.set(modes).is_ok() {
-                install_panic_hook();
-            }
+        if let Ok(modes) = sys::terminal_modes(io::stdout().as_fd())
+            && ORIGINAL_MODES.set(modes).is_ok()
+        {
+            install_panic_hook();
         }
         let raw = io::stdout().into_raw_mode()?;
         let mut out = raw.into_alternate_screen()?;
