@@ -1,32 +1,14 @@
-//! Where the per-file cache lives on disk, laid out so that a refresh in
-//! which a few transcripts changed reads and writes little more than those
-//! files' entries (a busy Host's index holds tens of MB of events).
+//! Keeps the per-file index (`usage::cache::Index`) on disk so that a
+//! refresh in which a few transcripts changed writes little more than those
+//! entries: a base, an append-only events file and a journal (their layout,
+//! checksums and compaction order are described in `usage::store`).
 //!
-//! Three files, all in the usage directory:
-//! - `index-v1.bin`, the base (replaced atomically): every entry's metadata
-//!   and the segments of the events file that hold its events;
-//! - `index-v1.<id>.events`, the events file the base names: encoded event
-//!   streams, appended to and never rewritten in place. A refresh that read
-//!   new lines of a transcript appends only those lines' events as a new
-//!   segment of its entry;
-//! - `index-v1.journal`, append-only: a header naming the base it extends
-//!   (device, inode, size, mtime and the layout/parser versions), then
-//!   records `[u32 length][u64 FNV-1a of the payload][payload]`, each an
-//!   entry or a tombstone. On load the valid records are replayed over the
-//!   base; a torn or damaged record ends the replay, and a journal of
-//!   another base is ignored (the index then simply looks older, and the
-//!   files are reparsed or the aggregate rebuilt as for any change).
-//!
-//! Loading reads the base and the journal only; an entry's events are read
-//! from the events file when something needs them
-//! ([`FileEntry::materialize`]). Once the journal outgrows a quarter of the
-//! base, or the events file holds more dead bytes than live ones, the next
-//! save compacts: a new events file (new id, one segment per entry), a new
-//! base naming it, then the journal and the old events file are removed —
-//! in that order, so a crash at any point leaves a base whose events file
-//! exists. These files are a cache of the transcripts: they are replaced
-//! atomically but not `fsync`ed (a crash may cost a rescan, never a wrong
-//! total: every file is checked by magic, id, length and checksum).
+//! Invariants: a load never trusts what it reads (a damaged base is an
+//! empty index, a damaged journal record ends the replay, a damaged events
+//! segment makes its entry unloadable, so it is reparsed); a save either
+//! appends to the events file and the journal of the loaded base, or
+//! compacts, and compaction writes the new events file before the base that
+//! names it and removes the old files only after both.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read};
@@ -34,12 +16,14 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::usage::cache::{self, EventsFile, FileEntry, Index, Segment, stored};
-use crate::usage::event::{fnv1a, hash_words, seal, unseal};
-use crate::usage::store::journal;
+use crate::base::bytes::Reader;
+use crate::usage::cache::{EventsFile, FileEntry, Index, Segment};
+use crate::usage::event::{hash_words, seal, unseal};
+use crate::usage::store::codec::{self, Record};
+use crate::usage::store::journal::{self, Origin};
+use crate::usage::store::new_generation;
 
 const JOURNAL_MAGIC: &[u8; 4] = b"HUIJ";
-const EVENTS_MAGIC: &[u8; 4] = b"HUIE";
 /// The journal may grow to this share of the base (and at least
 /// [`MIN_JOURNAL`]) before the base is rewritten.
 const JOURNAL_SHARE: u64 = 4;
@@ -71,29 +55,13 @@ struct Events {
 /// What [`Store::load`] found, needed to append later.
 #[derive(Debug, Clone, Default)]
 pub struct Loaded {
-    /// The journal extends the loaded base (append to it).
-    journal_valid: bool,
-    base_len: u64,
-    journal_len: u64,
+    /// Where the base and the journal stood.
+    origin: Origin,
     events: Option<Events>,
 }
 
 fn journal_header(meta: &fs::Metadata) -> Vec<u8> {
-    journal::header(
-        JOURNAL_MAGIC,
-        meta,
-        &[
-            u64::from(cache::INDEX_VERSION),
-            u64::from(cache::CLAUDE_PARSER_VERSION),
-            u64::from(cache::CODEX_PARSER_VERSION),
-        ],
-    )
-}
-
-fn events_header(id: u64) -> Vec<u8> {
-    let mut h = EVENTS_MAGIC.to_vec();
-    h.extend(id.to_le_bytes());
-    h
+    journal::header(JOURNAL_MAGIC, meta, &codec::versions())
 }
 
 impl Store {
@@ -125,7 +93,7 @@ impl Store {
             .ok()?;
         let mut head = [0u8; 12];
         file.read_exact(&mut head).ok()?;
-        (head[..] == events_header(id)[..]).then(|| Events {
+        (head[..] == codec::events_header(id)[..]).then(|| Events {
             id,
             file: EventsFile(Arc::new(file)),
         })
@@ -148,16 +116,19 @@ impl Store {
         };
         let mut index = index;
         let mut loaded = Loaded {
-            journal_valid: false,
-            base_len: bytes.len() as u64,
-            journal_len: 0,
+            origin: Origin {
+                base_len: bytes.len() as u64,
+                journal_len: 0,
+                journal_valid: false,
+                header: journal_header(&meta),
+            },
             events: Some(events.clone()),
         };
         let Ok(journal) = fs::read(&self.journal) else {
             return (index, loaded);
         };
-        loaded.journal_len = journal.len() as u64;
-        let (records, whole) = journal::records(&journal, &journal_header(&meta));
+        loaded.origin.journal_len = journal.len() as u64;
+        let (records, whole) = journal::records(&journal, &loaded.origin.header);
         let mut applied = 0;
         for payload in &records {
             if !apply_record(&mut index, payload, &events.file) {
@@ -165,18 +136,18 @@ impl Store {
             }
             applied += 1;
         }
-        loaded.journal_valid = whole && applied == records.len();
+        loaded.origin.journal_valid = whole && applied == records.len();
         (index, loaded)
     }
 
     fn decode_base(&self, bytes: &[u8]) -> Option<(Index, Events)> {
-        let mut r = stored::Reader::new(bytes);
-        let header = r.header()?;
+        let mut r = Reader::new(bytes);
+        let header = codec::read_header(&mut r)?;
         let events = self.open_events(r.u64()?)?;
         // Entries are stored sorted: collected, the map is bulk-built.
         let mut entries = Vec::with_capacity(header.count);
         for _ in 0..header.count {
-            let (path, e) = r.entry(&events.file)?;
+            let (path, e) = codec::read_entry(&mut r, &events.file)?;
             if header.keeps(e.agent) {
                 entries.push((path, e));
             }
@@ -192,8 +163,9 @@ impl Store {
     /// events file and the entries to the journal when the base can be
     /// extended, else a compaction. Entries' segment lists are updated.
     pub fn save(&self, index: &mut Index, keys: &[&str], loaded: Loaded) -> io::Result<()> {
-        let appendable = loaded.base_len > 0
-            && (loaded.journal_valid || loaded.journal_len == 0)
+        let origin = &loaded.origin;
+        let appendable = origin.base_len > 0
+            && origin.extendable()
             && fs::metadata(&self.base).is_ok();
         if let (true, Some(events)) = (appendable, &loaded.events) {
             let end = events.file.0.metadata()?.len();
@@ -210,10 +182,10 @@ impl Store {
             }
             let mut records = Vec::new();
             for (key, entry) in &planned {
-                journal::frame(&record_payload(key, entry.as_ref()), &mut records);
+                journal::frame(&codec::record_payload(key, entry.as_ref()), &mut records);
             }
-            let limit = (loaded.base_len / JOURNAL_SHARE).max(self.min_journal);
-            let journal_fits = loaded.journal_len + records.len() as u64 <= limit;
+            let limit = (origin.base_len / JOURNAL_SHARE).max(self.min_journal);
+            let journal_fits = origin.journal_len + records.len() as u64 <= limit;
             let live: u64 = index
                 .files
                 .values()
@@ -227,7 +199,7 @@ impl Store {
                     return Ok(());
                 }
                 events.file.0.write_all_at(&blob, end)?;
-                let header = match loaded.journal_len {
+                let header = match origin.journal_len {
                     0 => Some(journal_header(&fs::metadata(&self.base)?)),
                     _ => None,
                 };
@@ -246,9 +218,9 @@ impl Store {
     /// Writes a new events file and base for `index` and removes the
     /// journal and the old events file.
     fn compact(&self, index: &mut Index, old: Option<u64>) -> io::Result<()> {
-        let id = new_id(old);
-        let mut blob = events_header(id);
-        let mut out = stored::header(index.files.len());
+        let id = new_generation(old.unwrap_or(0));
+        let mut blob = codec::events_header(id);
+        let mut out = codec::header(index.files.len());
         out.extend(id.to_le_bytes());
         let mut lost = Vec::new();
         for (path, e) in index.files.iter_mut() {
@@ -260,7 +232,7 @@ impl Store {
             let raw = match copied {
                 Some(copy) => copy,
                 None if e.materialize() => {
-                    Some((stored::events(&e.parse.events), e.parse.events.len() as u32))
+                    Some((codec::encode_events(&e.parse.events), e.parse.events.len() as u32))
                 }
                 None => None,
             };
@@ -283,10 +255,10 @@ impl Store {
         for path in lost {
             index.files.remove(&path);
         }
-        let count_fix = stored::header(index.files.len());
+        let count_fix = codec::header(index.files.len());
         out[..count_fix.len()].copy_from_slice(&count_fix);
         for (path, e) in &index.files {
-            stored::entry(&mut out, path, e);
+            codec::write_entry(&mut out, path, e);
         }
         seal(&mut out);
         let events_path = self.events_path(id);
@@ -327,20 +299,6 @@ impl Store {
     }
 }
 
-/// A fresh events-file id (never the previous one).
-fn new_id(old: Option<u64>) -> u64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    let id = fnv1a(&[
-        &nanos.to_le_bytes(),
-        &std::process::id().to_le_bytes(),
-        &old.unwrap_or(0).to_le_bytes(),
-    ]);
-    if Some(id) == old { id ^ 1 } else { id }
-}
-
 /// Decides which of `e`'s events go to the events file (appended to
 /// `blob`, which will start at `end`): only those after its stored ones
 /// when the stored ones are a prefix of its events, else all of them.
@@ -359,7 +317,7 @@ fn plan_segments(e: &mut FileEntry, end: u64, blob: &mut Vec<u8>) {
     if from == events.len() {
         return;
     }
-    let raw = stored::events(&events[from..]);
+    let raw = codec::encode_events(&events[from..]);
     e.stored.push(Segment {
         offset: end + blob.len() as u64,
         len: raw.len() as u32,
@@ -369,34 +327,16 @@ fn plan_segments(e: &mut FileEntry, end: u64, blob: &mut Vec<u8>) {
     blob.extend(raw);
 }
 
-/// A journal payload: the entry, or a tombstone when absent.
-fn record_payload(key: &str, entry: Option<&FileEntry>) -> Vec<u8> {
-    let mut out = Vec::new();
-    match entry {
-        Some(e) => {
-            out.push(1);
-            stored::entry(&mut out, key, e);
-        }
-        None => {
-            out.push(0);
-            out.extend((key.len() as u32).to_le_bytes());
-            out.extend(key.as_bytes());
-        }
-    }
-    out
-}
-
 /// Applies a journal payload; `false` if damaged.
 fn apply_record(index: &mut Index, payload: &[u8], file: &EventsFile) -> bool {
-    let mut r = stored::Reader::new(payload);
-    let applied = match r.u8() {
-        Some(1) => r.entry(file).map(|(path, e)| {
+    match codec::read_record(payload, file) {
+        Some(Record::Entry(path, e)) => {
             index.files.insert(path, e);
-        }),
-        Some(0) => r.str().map(|path| {
+        }
+        Some(Record::Tombstone(path)) => {
             index.files.remove(&path);
-        }),
-        _ => None,
-    };
-    applied.is_some() && r.at_end()
+        }
+        None => return false,
+    }
+    true
 }
