@@ -9,94 +9,25 @@
 //! those values (`stat`, the head hash, the stored events), performs the
 //! plans and parses the changed files on every core.
 //!
-//! The entries' byte encodings, and loading an entry's stored events
-//! ([`FileEntry::materialize`]), belong to `usage::store::codec`; where the
-//! index is kept on disk to `usage::store::index`.
+//! The entries themselves ([`FileEntry`], [`Index`]) are the store's
+//! (`usage::store::entry`, re-exported here), with their encodings and the
+//! loading of stored events; the refresh only decides and parses.
 
 pub mod plan;
 
-use std::collections::BTreeMap;
 use std::fs::{File, Metadata};
 use std::io::{self, Read};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+pub use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
 use crate::usage::event::{Agent, FileParse, fnv1a};
 use crate::usage::parse::scan;
 use plan::{Decision, Events, Facts, Head, Known, Plan, Stat};
 
 /// Bytes of a file's head hashed to detect replacement.
 pub const HEAD_BYTES: usize = 4096;
-
-/// One transcript's cached state.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileEntry {
-    pub agent: Agent,
-    pub compressed: bool,
-    pub dev: u64,
-    pub ino: u64,
-    pub size: u64,
-    pub mtime_ns: i64,
-    pub head_len: u32,
-    pub head_hash: u64,
-    /// Resume offset (plain files): bytes of complete lines parsed.
-    pub offset: u64,
-    /// Lines skipped for length.
-    pub oversized: u64,
-    /// The last read failed (open/read/decode error).
-    pub unreadable: bool,
-    pub parse: FileParse,
-    /// Where the index store keeps this entry's events: segments of its
-    /// events file, oldest first (a refresh that appended to the transcript
-    /// adds one). Empty for an entry never stored.
-    pub stored: Vec<Segment>,
-    /// The events file while `parse.events` is not loaded yet (lazy load):
-    /// `parse.events` is empty until [`FileEntry::materialize`].
-    pub(crate) pending: Option<EventsFile>,
-}
-
-/// A run of encoded events in an index events file: a self-contained
-/// stream (timestamps delta-coded from zero).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Segment {
-    pub offset: u64,
-    pub len: u32,
-    pub count: u32,
-    /// [`hash_words`](crate::usage::event::hash_words) of the bytes: a damaged events file is never read
-    /// as events.
-    pub sum: u64,
-}
-
-/// An open events file, shared by the entries that point into it.
-#[derive(Debug, Clone)]
-pub struct EventsFile(pub std::sync::Arc<File>);
-
-impl PartialEq for EventsFile {
-    fn eq(&self, other: &EventsFile) -> bool {
-        std::sync::Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl Eq for EventsFile {}
-
-impl FileEntry {
-    /// Events the stored segments hold.
-    pub fn stored_count(&self) -> u64 {
-        self.stored.iter().map(|s| u64::from(s.count)).sum()
-    }
-
-    /// Whether `parse.events` is loaded (else only `stored` has them).
-    pub fn is_loaded(&self) -> bool {
-        self.pending.is_none()
-    }
-}
-
-/// All cached files, keyed by path.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Index {
-    pub files: BTreeMap<String, FileEntry>,
-}
 
 /// A file found by discovery.
 #[derive(Debug, Clone)]
@@ -495,39 +426,4 @@ fn run_jobs(jobs: Vec<Job>, deadline: Option<Instant>) -> JobsDone {
         out.push((key, Some(entry), Some(old)));
     }
     (out, bytes, partial)
-}
-
-impl Index {
-    /// A hash of every entry's identity and extent: what an aggregate kept
-    /// beside the index (`usage::aggregate::incremental`) must match to be reused.
-    pub fn fingerprint(&self) -> u64 {
-        // Word at a time (thousands of entries, every refresh): a stable
-        // multiply-xorshift mix, not a byte-wise hash of a serialisation.
-        fn mix(h: u64, v: u64) -> u64 {
-            let h = (h ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            h ^ (h >> 29)
-        }
-        let mut h = 0x6865_656c_6572_0001_u64;
-        for (path, e) in &self.files {
-            let bytes = path.as_bytes();
-            h = mix(h, bytes.len() as u64);
-            for chunk in bytes.chunks(8) {
-                let mut word = [0u8; 8];
-                word[..chunk.len()].copy_from_slice(chunk);
-                h = mix(h, u64::from_le_bytes(word));
-            }
-            for n in [
-                u64::from(e.agent == Agent::Codex) | (u64::from(e.unreadable) << 1),
-                e.dev,
-                e.ino,
-                e.size,
-                e.mtime_ns as u64,
-                e.head_hash,
-                e.offset,
-            ] {
-                h = mix(h, n);
-            }
-        }
-        h
-    }
 }

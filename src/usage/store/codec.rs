@@ -7,14 +7,14 @@
 //! against the bytes that remain (`base::bytes`), string indexes against
 //! the entry's string table, and an event stream must fill its segment
 //! exactly. Anything else is `None`, and the caller treats the entry (or
-//! the file) as absent. The entry types are `usage::cache`'s; their
-//! methods that read stored events ([`FileEntry::materialize`]) live here,
-//! beside the encoding they decode.
+//! the file) as absent. The entry types are `usage::store::entry`'s; their
+//! methods that read stored events ([`FileEntry::materialize`],
+//! [`EventsFile::read`]) live here, beside the encoding they decode.
 
 use std::collections::BTreeMap;
 
 use crate::base::bytes::Reader;
-use crate::usage::cache::{EventsFile, FileEntry, Index, Segment};
+use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
 use crate::usage::event::{Agent, CodexMeta, Event, EventKind, FileParse, hash_words};
 
 /// Bump when the index layout changes (everything is reparsed).

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::base::bytes::Reader;
-use crate::usage::cache::{EventsFile, FileEntry, Index, Segment};
+use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
 use crate::usage::event::{hash_words, seal, unseal};
 use crate::usage::store::codec::{self, Record};
 use crate::usage::store::journal::{self, Origin};
@@ -339,4 +339,260 @@ fn apply_record(index: &mut Index, payload: &[u8], file: &EventsFile) -> bool {
         None => return false,
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::usage::event::{Agent, Event, EventKind, FileParse};
+
+    /// A scratch directory removed when the test ends (pass or fail).
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(name: &str) -> Scratch {
+            let dir = std::env::temp_dir().join(format!(
+                "heeler-index-{name}-{}",
+                std::process::id()
+            ));
+            let _ = fs::remove_dir_all(&dir);
+            fs::create_dir_all(&dir).unwrap();
+            Scratch(dir)
+        }
+
+        fn events_files(&self) -> Vec<PathBuf> {
+            let mut out: Vec<PathBuf> = fs::read_dir(&self.0)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|x| x == "events"))
+                .collect();
+            out.sort();
+            out
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn event(ts: i64) -> Event {
+        Event {
+            kind: EventKind::Claude,
+            ts,
+            model: 1,
+            cwd: 0,
+            tier: 0,
+            flags: 0,
+            key: ts as u64,
+            group: 3,
+            t: [ts as u64, 2, 3, 4, 5, 0],
+            last: [0; 6],
+        }
+    }
+
+    fn entry(ino: u64, events: &[i64]) -> FileEntry {
+        FileEntry {
+            agent: Agent::Claude,
+            compressed: false,
+            dev: 1,
+            ino,
+            size: 100 * events.len() as u64,
+            mtime_ns: 5,
+            head_len: 10,
+            head_hash: 11,
+            offset: 100 * events.len() as u64,
+            oversized: 0,
+            unreadable: false,
+            parse: FileParse {
+                strings: vec![String::new(), "claude-x".into()],
+                events: events.iter().map(|&ts| event(ts)).collect(),
+                ..FileParse::default()
+            },
+            stored: Vec::new(),
+            pending: None,
+        }
+    }
+
+    fn two_files() -> Index {
+        let mut index = Index::default();
+        index.files.insert("/a".into(), entry(1, &[10, 20]));
+        index.files.insert("/b".into(), entry(2, &[]));
+        index
+    }
+
+    /// `index` saved fresh in `dir` and loaded back.
+    fn saved(store: &Store, mut index: Index) -> (Index, Loaded) {
+        store.save(&mut index, &[], Loaded::default()).unwrap();
+        store.load()
+    }
+
+    #[test]
+    fn a_first_save_compacts_and_loads_back_lazily() {
+        let dir = Scratch::new("first");
+        let store = Store::in_dir(&dir.0);
+        let index = two_files();
+        let (back, loaded) = saved(&store, index.clone());
+        assert!(store.base.exists() && !store.journal.exists());
+        assert_eq!(dir.events_files().len(), 1);
+        assert!(loaded.origin.extendable());
+        // Loaded lazily: events stay in the events file until wanted.
+        let a = &back.files["/a"];
+        assert!(!a.is_loaded() && a.parse.events.is_empty());
+        assert_eq!((a.stored.len(), a.stored_count()), (1, 2));
+        assert!(back.files["/b"].stored.is_empty());
+        assert_eq!(back.to_bytes(), index.to_bytes());
+        let mut all = back.clone();
+        all.materialize();
+        assert_eq!(all.files["/a"].parse.events, index.files["/a"].parse.events);
+    }
+
+    #[test]
+    fn a_change_appends_to_the_events_file_and_the_journal() {
+        let dir = Scratch::new("append");
+        let store = Store::in_dir(&dir.0);
+        let (mut index, loaded) = saved(&store, two_files());
+        let base = fs::read(&store.base).unwrap();
+        let events = dir.events_files();
+        let events_len = fs::metadata(&events[0]).unwrap().len();
+        // `/a` grew by one event, `/b` vanished, `/c` is new.
+        let a = index.files.get_mut("/a").unwrap();
+        assert!(a.materialize());
+        a.parse.events.push(event(30));
+        index.files.remove("/b");
+        index.files.insert("/c".into(), entry(3, &[40]));
+        store.save(&mut index, &["/a", "/b", "/c"], loaded).unwrap();
+        assert_eq!(fs::read(&store.base).unwrap(), base, "the base is kept");
+        assert!(store.journal.exists());
+        assert_eq!(dir.events_files(), events, "the same events file");
+        assert!(fs::metadata(&events[0]).unwrap().len() > events_len);
+        // Only the new event was appended, as a second segment.
+        assert_eq!(index.files["/a"].stored.len(), 2);
+        let (back, loaded) = store.load();
+        assert!(loaded.origin.journal_valid);
+        assert_eq!(back.to_bytes(), index.to_bytes());
+        assert_eq!(back.files.keys().collect::<Vec<_>>(), ["/a", "/c"]);
+    }
+
+    #[test]
+    fn a_torn_journal_replays_its_intact_records_and_is_not_appended_to() {
+        let dir = Scratch::new("torn");
+        let store = Store::in_dir(&dir.0);
+        let (mut index, loaded) = saved(&store, two_files());
+        index.files.insert("/c".into(), entry(3, &[40]));
+        store.save(&mut index, &["/c"], loaded).unwrap();
+        let (mut index, loaded) = store.load();
+        index.files.insert("/d".into(), entry(4, &[50]));
+        store.save(&mut index, &["/d"], loaded).unwrap();
+        let journal = fs::read(&store.journal).unwrap();
+        fs::write(&store.journal, &journal[..journal.len() - 1]).unwrap();
+        let (mut back, loaded) = store.load();
+        assert_eq!(back.files.keys().collect::<Vec<_>>(), ["/a", "/b", "/c"]);
+        assert!(!loaded.origin.journal_valid);
+        // The next save compacts instead of appending after the tear.
+        back.files.insert("/e".into(), entry(5, &[60]));
+        store.save(&mut back, &["/e"], loaded).unwrap();
+        assert!(!store.journal.exists());
+        let (again, _) = store.load();
+        assert_eq!(again.to_bytes(), back.to_bytes());
+    }
+
+    #[test]
+    fn an_outgrown_journal_compacts_into_a_new_events_file_and_base() {
+        let dir = Scratch::new("outgrown");
+        let mut store = Store::in_dir(&dir.0);
+        // No floor: the journal may hold a quarter of the base only.
+        store.min_journal = 0;
+        let (mut index, loaded) = saved(&store, two_files());
+        let old_events = dir.events_files();
+        let old_journal = {
+            // A journal of the old base, as a crash before its removal
+            // would leave it.
+            let mut copy = index.clone();
+            copy.files.insert("/z".into(), entry(9, &[1]));
+            let header = journal_header(&fs::metadata(&store.base).unwrap());
+            let mut records = Vec::new();
+            journal::frame(
+                &codec::record_payload("/z", copy.files.get("/z")),
+                &mut records,
+            );
+            let mut bytes = header;
+            bytes.extend(records);
+            bytes
+        };
+        let a = index.files.get_mut("/a").unwrap();
+        assert!(a.materialize());
+        a.parse.events.extend([event(30), event(31), event(32)]);
+        index.files.insert("/c".into(), entry(3, &[40, 41, 42]));
+        store.save(&mut index, &["/a", "/c"], loaded).unwrap();
+        assert!(!store.journal.exists());
+        let new_events = dir.events_files();
+        assert_eq!(new_events.len(), 1, "the old events file is removed");
+        assert_ne!(new_events, old_events);
+        assert!(index.files.values().all(|e| e.stored.len() <= 1));
+        let (back, _) = store.load();
+        assert_eq!(back.to_bytes(), index.to_bytes());
+        // The old base's journal, put back, is not replayed over the new.
+        fs::write(&store.journal, &old_journal).unwrap();
+        let (back, loaded) = store.load();
+        assert!(!back.files.contains_key("/z"));
+        assert!(!loaded.origin.journal_valid);
+    }
+
+    #[test]
+    fn dead_bytes_past_the_live_ones_compact() {
+        let dir = Scratch::new("dead");
+        let mut store = Store::in_dir(&dir.0);
+        store.min_dead = 0;
+        let (mut index, loaded) = saved(&store, two_files());
+        let old_events = dir.events_files();
+        // `/a` reparsed: a fresh entry with other events of the same size,
+        // so its old segment is dead and outweighs what is live.
+        index.files.insert("/a".into(), entry(1, &[11, 21]));
+        store.save(&mut index, &["/a"], loaded).unwrap();
+        assert!(!store.journal.exists());
+        assert_ne!(dir.events_files(), old_events);
+        let (back, _) = store.load();
+        assert_eq!(back.to_bytes(), index.to_bytes());
+    }
+
+    #[test]
+    fn damaged_files_are_refused() {
+        let dir = Scratch::new("damage");
+        let store = Store::in_dir(&dir.0);
+        let index = two_files();
+        saved(&store, index.clone());
+        let base = fs::read(&store.base).unwrap();
+        let events = dir.events_files().remove(0);
+        let events_bytes = fs::read(&events).unwrap();
+        // A flipped byte in the events: that entry cannot be loaded and
+        // drops out (to be reparsed); the others stay.
+        let mut flipped = events_bytes.clone();
+        let last = flipped.len() - 1;
+        flipped[last] ^= 1;
+        fs::write(&events, &flipped).unwrap();
+        let (mut back, _) = store.load();
+        assert_eq!(back.files.len(), 2);
+        back.materialize();
+        assert_eq!(back.files.keys().collect::<Vec<_>>(), ["/b"]);
+        // A damaged events header, a missing events file, a truncated or
+        // flipped base: nothing is loaded.
+        let mut header = events_bytes.clone();
+        header[5] ^= 1;
+        fs::write(&events, &header).unwrap();
+        assert!(store.load().0.files.is_empty());
+        fs::remove_file(&events).unwrap();
+        assert!(store.load().0.files.is_empty());
+        fs::write(&events, &events_bytes).unwrap();
+        assert_eq!(store.load().0.files.len(), 2);
+        for cut in [0, 8, base.len() / 2, base.len() - 1] {
+            fs::write(&store.base, &base[..cut]).unwrap();
+            assert!(store.load().0.files.is_empty(), "cut at {cut}");
+        }
+        let mut flipped = base.clone();
+        flipped[30] ^= 0x10;
+        fs::write(&store.base, &flipped).unwrap();
+        assert!(store.load().0.files.is_empty());
+    }
 }

@@ -8,7 +8,7 @@
 //! usage state directory (`usage::paths`), mode 0600; integers are
 //! little-endian.
 //!
-//! # The per-file index (`index`, encodings in `codec`)
+//! # The per-file index (`index`; records in `entry`, encodings in `codec`)
 //! - `index-v1.bin`, the base, replaced atomically: magic `HUIX`, the
 //!   layout version and the Claude and Codex parser versions (a `u32`
 //!   each), the entry count, the id of its events file (`u64`), then every
@@ -76,6 +76,7 @@
 //! [`hash_words`]: crate::usage::event::hash_words
 
 pub mod codec;
+pub mod entry;
 pub mod index;
 pub mod journal;
 pub mod owners;
