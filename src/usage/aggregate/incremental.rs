@@ -22,8 +22,8 @@ use crate::usage::aggregate::{
 use crate::usage::cache::{Change, FileEntry, Index};
 use crate::usage::event::{Agent, FileParse};
 use crate::usage::pricing::PriceTable;
-use crate::usage::store::owners::{Owners, owner_of};
 use crate::usage::store::journal::Origin;
+use crate::usage::store::owners::{Owners, owner_of};
 
 /// More changed files than this: aggregate from scratch (cheaper than many
 /// isolated passes, and a cold scan changes everything anyway).

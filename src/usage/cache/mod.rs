@@ -21,9 +21,9 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-pub use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
 use crate::usage::event::{Agent, FileParse, fnv1a};
 use crate::usage::parse::scan;
+pub use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
 use plan::{Decision, Events, Facts, Head, Known, Plan, Stat};
 
 /// Bytes of a file's head hashed to detect replacement.

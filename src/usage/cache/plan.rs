@@ -117,7 +117,9 @@ pub enum Plan {
 pub enum Decision {
     Do(Plan),
     /// Hash the file's first `len` bytes into [`Facts::head`].
-    ReadHead { len: u32 },
+    ReadHead {
+        len: u32,
+    },
     /// Load the entry's stored events and say how that went in
     /// [`Facts::events`].
     LoadEvents,
@@ -140,8 +142,7 @@ pub fn decide(known: Option<&Known>, facts: &Facts, window_start_ns: i64) -> Dec
     let Some(old) = known else {
         return Decision::Do(Plan::Parse);
     };
-    let same_file =
-        old.stat.dev == now.dev && old.stat.ino == now.ino && old.agent == facts.agent;
+    let same_file = old.stat.dev == now.dev && old.stat.ino == now.ino && old.agent == facts.agent;
     if same_file && old.stat.size == now.size && old.stat.mtime_ns == now.mtime_ns {
         return Decision::Do(Plan::Reuse);
     }
@@ -196,10 +197,7 @@ mod tests {
     }
 
     fn with_head(now: Stat, head: Head) -> Facts {
-        Facts {
-            head,
-            ..found(now)
-        }
+        Facts { head, ..found(now) }
     }
 
     fn plan(d: Decision) -> Plan {
@@ -305,12 +303,20 @@ mod tests {
             Decision::ReadHead { len: 400 }
         );
         assert_eq!(
-            plan(decide(Some(&known()), &with_head(now, Head::Hash(77)), WINDOW)),
+            plan(decide(
+                Some(&known()),
+                &with_head(now, Head::Hash(77)),
+                WINDOW
+            )),
             Plan::Touch
         );
         // Same size but rewritten: the head tells.
         assert_eq!(
-            plan(decide(Some(&known()), &with_head(now, Head::Hash(5)), WINDOW)),
+            plan(decide(
+                Some(&known()),
+                &with_head(now, Head::Hash(5)),
+                WINDOW
+            )),
             Plan::Reparse
         );
     }

@@ -14,8 +14,8 @@
 use std::collections::BTreeMap;
 
 use crate::base::bytes::Reader;
-use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
 use crate::usage::event::{Agent, CodexMeta, Event, EventKind, FileParse, hash_words};
+use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
 
 /// Bump when the index layout changes (everything is reparsed).
 pub const INDEX_VERSION: u32 = 4;
@@ -178,7 +178,7 @@ pub fn read_entry(r: &mut Reader, file: &EventsFile) -> Option<(String, FileEntr
 /// An index journal record: an entry written, or a path removed.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Record {
-    Entry(String, FileEntry),
+    Entry(String, Box<FileEntry>),
     Tombstone(String),
 }
 
@@ -205,7 +205,7 @@ pub fn record_payload(key: &str, entry: Option<&FileEntry>) -> Vec<u8> {
 pub fn read_record(payload: &[u8], file: &EventsFile) -> Option<Record> {
     let mut r = Reader::new(payload);
     let record = match r.u8()? {
-        1 => read_entry(&mut r, file).map(|(path, e)| Record::Entry(path, e))?,
+        1 => read_entry(&mut r, file).map(|(path, e)| Record::Entry(path, Box::new(e)))?,
         0 => Record::Tombstone(read_str(&mut r)?),
         _ => return None,
     };
@@ -514,7 +514,11 @@ mod tests {
         let full = full_event(kind, ts);
         Event {
             key: if has_key(kind) { full.key } else { 0 },
-            group: if kind == EventKind::Claude { full.group } else { 0 },
+            group: if kind == EventKind::Claude {
+                full.group
+            } else {
+                0
+            },
             last: if has_last(kind) { full.last } else { [0; 6] },
             ..full
         }
@@ -630,7 +634,7 @@ mod tests {
         expected.pending = Some(file.clone());
         assert_eq!(
             read_record(&payload, &file),
-            Some(Record::Entry("/x".into(), expected))
+            Some(Record::Entry("/x".into(), Box::new(expected)))
         );
         let tombstone = record_payload("/gone", None);
         // Kind 0, then the path as a u32 length and its bytes.

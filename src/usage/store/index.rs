@@ -17,9 +17,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::base::bytes::Reader;
-use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
 use crate::usage::event::{hash_words, seal, unseal};
 use crate::usage::store::codec::{self, Record};
+use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
 use crate::usage::store::journal::{self, Origin};
 use crate::usage::store::new_generation;
 
@@ -164,9 +164,8 @@ impl Store {
     /// extended, else a compaction. Entries' segment lists are updated.
     pub fn save(&self, index: &mut Index, keys: &[&str], loaded: Loaded) -> io::Result<()> {
         let origin = &loaded.origin;
-        let appendable = origin.base_len > 0
-            && origin.extendable()
-            && fs::metadata(&self.base).is_ok();
+        let appendable =
+            origin.base_len > 0 && origin.extendable() && fs::metadata(&self.base).is_ok();
         if let (true, Some(events)) = (appendable, &loaded.events) {
             let end = events.file.0.metadata()?.len();
             // Plan on copies: nothing changes unless the append is taken.
@@ -231,9 +230,10 @@ impl Store {
             };
             let raw = match copied {
                 Some(copy) => copy,
-                None if e.materialize() => {
-                    Some((codec::encode_events(&e.parse.events), e.parse.events.len() as u32))
-                }
+                None if e.materialize() => Some((
+                    codec::encode_events(&e.parse.events),
+                    e.parse.events.len() as u32,
+                )),
                 None => None,
             };
             let Some((raw, count)) = raw else {
@@ -331,7 +331,7 @@ fn plan_segments(e: &mut FileEntry, end: u64, blob: &mut Vec<u8>) {
 fn apply_record(index: &mut Index, payload: &[u8], file: &EventsFile) -> bool {
     match codec::read_record(payload, file) {
         Some(Record::Entry(path, e)) => {
-            index.files.insert(path, e);
+            index.files.insert(path, *e);
         }
         Some(Record::Tombstone(path)) => {
             index.files.remove(&path);
@@ -351,10 +351,8 @@ mod tests {
 
     impl Scratch {
         fn new(name: &str) -> Scratch {
-            let dir = std::env::temp_dir().join(format!(
-                "heeler-index-{name}-{}",
-                std::process::id()
-            ));
+            let dir =
+                std::env::temp_dir().join(format!("heeler-index-{name}-{}", std::process::id()));
             let _ = fs::remove_dir_all(&dir);
             fs::create_dir_all(&dir).unwrap();
             Scratch(dir)

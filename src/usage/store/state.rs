@@ -37,7 +37,6 @@ pub struct StateStore {
     pub min_journal: u64,
 }
 
-
 fn journal_header(meta: &fs::Metadata) -> Vec<u8> {
     journal::header(JOURNAL_MAGIC, meta, &[u64::from(STATE_VERSION)])
 }
@@ -430,10 +429,8 @@ mod tests {
 
     impl Scratch {
         fn new(name: &str) -> Scratch {
-            let dir = std::env::temp_dir().join(format!(
-                "heeler-state-{name}-{}",
-                std::process::id()
-            ));
+            let dir =
+                std::env::temp_dir().join(format!("heeler-state-{name}-{}", std::process::id()));
             let _ = fs::remove_dir_all(&dir);
             fs::create_dir_all(&dir).unwrap();
             Scratch(dir)
@@ -633,7 +630,10 @@ mod tests {
         let new_table = after.iter().find(|n| n.starts_with("owners-v1."));
         assert!(old_table.is_some() && new_table.is_some() && old_table != new_table);
         let back = store.load().unwrap();
-        assert_eq!(back.owners.rows().unwrap(), vec![(1, 2), (3, SHARED), (7, 8)]);
+        assert_eq!(
+            back.owners.rows().unwrap(),
+            vec![(1, 2), (3, SHARED), (7, 8)]
+        );
         // A base whose owners table is missing is refused.
         for name in &after {
             if name.starts_with("owners-v1.") {
