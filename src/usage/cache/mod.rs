@@ -157,13 +157,12 @@ fn fresh_entry(c: &Candidate, now: Stat) -> FileEntry {
 /// entry's stored events, loaded into the entry) until it decides.
 fn plan_for(
     c: &Candidate,
-    existing: Option<&mut FileEntry>,
+    mut existing: Option<&mut FileEntry>,
     now: Option<Stat>,
     window_start_ns: i64,
 ) -> Plan {
     let old = existing.as_deref().map(known);
     let mut facts = Facts::stated(c.agent, now);
-    let mut existing = existing;
     loop {
         match plan::decide(old.as_ref(), &facts, window_start_ns) {
             Decision::Do(plan) => return plan,
