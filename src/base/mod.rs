@@ -17,6 +17,7 @@
 
 pub mod atomic_file;
 pub mod base64;
+pub mod bytes;
 pub mod clock;
 pub mod dirs;
 pub mod json;

@@ -172,25 +172,23 @@ fn name_from_path(path: &Path) -> String {
     }
 }
 
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
+/// The TZif reads: every truncation is [`TzError::Corrupt`].
+struct Reader<'a>(crate::base::bytes::Reader<'a>);
 
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8], TzError> {
-        let end = self.at.checked_add(n).ok_or(TzError::Corrupt)?;
-        let slice = self.bytes.get(self.at..end).ok_or(TzError::Corrupt)?;
-        self.at = end;
-        Ok(slice)
+        self.0.take(n).ok_or(TzError::Corrupt)
     }
-    fn be(&mut self, n: usize) -> Result<i64, TzError> {
-        let slice = self.take(n)?;
-        let mut v: i64 = if slice[0] & 0x80 != 0 { -1 } else { 0 };
-        for b in slice {
-            v = (v << 8) | i64::from(*b);
+    /// A big-endian signed 32-bit integer.
+    fn be32(&mut self) -> Result<i64, TzError> {
+        self.0.i32_be().map(i64::from).ok_or(TzError::Corrupt)
+    }
+    /// A transition time: 32-bit in a version 1 block, 64-bit after.
+    fn time(&mut self, wide: bool) -> Result<i64, TzError> {
+        match wide {
+            true => self.0.i64_be().ok_or(TzError::Corrupt),
+            false => self.be32(),
         }
-        Ok(v)
     }
 }
 
@@ -212,7 +210,7 @@ fn header(r: &mut Reader) -> Result<Header, TzError> {
     r.take(15)?;
     let mut counts = [0usize; 6];
     for c in &mut counts {
-        *c = usize::try_from(r.be(4)?).map_err(|_| TzError::Corrupt)?;
+        *c = usize::try_from(r.be32()?).map_err(|_| TzError::Corrupt)?;
     }
     Ok(Header {
         version,
@@ -226,7 +224,7 @@ fn header(r: &mut Reader) -> Result<Header, TzError> {
 }
 
 fn parse_tzif(name: &str, bytes: &[u8]) -> Result<Zone, TzError> {
-    let mut r = Reader { bytes, at: 0 };
+    let mut r = Reader(crate::base::bytes::Reader::new(bytes));
     let mut h = header(&mut r)?;
     let mut time_size = 4;
     if h.version >= b'2' {
@@ -241,12 +239,12 @@ fn parse_tzif(name: &str, bytes: &[u8]) -> Result<Zone, TzError> {
     }
     let mut times = Vec::with_capacity(h.timecnt);
     for _ in 0..h.timecnt {
-        times.push(r.be(time_size)?);
+        times.push(r.time(time_size == 8)?);
     }
     let indices = r.take(h.timecnt)?.to_vec();
     let mut types = Vec::with_capacity(h.typecnt);
     for _ in 0..h.typecnt {
-        let offset = i32::try_from(r.be(4)?).map_err(|_| TzError::Corrupt)?;
+        let offset = i32::try_from(r.be32()?).map_err(|_| TzError::Corrupt)?;
         r.take(2)?;
         types.push(offset);
     }
@@ -260,7 +258,7 @@ fn parse_tzif(name: &str, bytes: &[u8]) -> Result<Zone, TzError> {
         transitions.push((at, ty));
     }
     let footer = if h.version >= b'2' {
-        let rest = &bytes[r.at.min(bytes.len())..];
+        let rest = r.0.rest();
         let text = std::str::from_utf8(rest).unwrap_or("");
         let text = text.strip_prefix('\n').unwrap_or("");
         text.split('\n').next().and_then(PosixTz::parse)

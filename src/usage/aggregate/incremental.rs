@@ -22,8 +22,8 @@ use crate::usage::aggregate::{
 use crate::usage::cache::{Change, FileEntry, Index};
 use crate::usage::event::{Agent, FileParse};
 use crate::usage::pricing::PriceTable;
+use crate::usage::store::journal::Origin;
 use crate::usage::store::owners::{Owners, owner_of};
-pub use crate::usage::store::state::Origin;
 
 /// More changed files than this: aggregate from scratch (cheaper than many
 /// isolated passes, and a cold scan changes everything anyway).
@@ -341,78 +341,4 @@ fn contribution<'a>(
     ids.sort_unstable();
     ids.dedup();
     Contribution { detailed, ids }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::usage::store::state::StateStore;
-
-    fn acc(requests: u64) -> SlotAcc {
-        SlotAcc {
-            requests,
-            cost_pico: 7,
-            first_ts: 901,
-            last_ts: 1700,
-            ..SlotAcc::default()
-        }
-    }
-
-    #[test]
-    fn state_round_trips_through_base_and_journal_and_refuses_damage() {
-        let dir = std::env::temp_dir().join(format!("heeler-state-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let store = StateStore::in_dir(&dir);
-        let mut d = Detailed {
-            duplicates_claude: 3,
-            ..Detailed::default()
-        };
-        let key = |slot: i64| (slot, Agent::Codex, "gpt-5".to_string(), "/p".to_string());
-        d.slots.insert(key(900), acc(2));
-        d.slots.insert(key(1800), acc(1));
-        let mut s = State {
-            fingerprint: 9,
-            since: 0,
-            pricing: "ab".into(),
-            detailed: d,
-            owners: Owners::new(vec![(1, 2), (3, 4), (3, 5)]),
-            changed: None,
-            origin: None,
-        };
-        s.owners.remove(1);
-        store.save(&mut s).unwrap();
-        let base = std::fs::read(&store.base).unwrap();
-        // A loaded state journals what changed: slots and owners.
-        let mut s = store.load().unwrap();
-        s.owners.set(7, 8);
-        s.detailed.slots.insert(key(2700), acc(4));
-        s.detailed.slots.remove(&key(900));
-        s.fingerprint = 10;
-        let changed = s.changed.as_mut().unwrap();
-        changed.owners.insert(7);
-        changed.slots.extend([key(2700), key(900)]);
-        store.save(&mut s).unwrap();
-        assert_eq!(std::fs::read(&store.base).unwrap(), base);
-        assert!(store.journal.exists());
-        let back = store.load().unwrap();
-        assert_eq!(
-            (back.fingerprint, back.since, &back.pricing, &back.detailed),
-            (s.fingerprint, s.since, &s.pricing, &s.detailed)
-        );
-        assert_eq!(
-            back.owners.rows().unwrap(),
-            vec![(3, crate::usage::store::owners::SHARED), (7, 8)]
-        );
-        assert_eq!(store.load_slots().unwrap(), (10, s.detailed.clone()));
-        // A torn journal record is ignored: the state looks as before.
-        let journal = std::fs::read(&store.journal).unwrap();
-        std::fs::write(&store.journal, &journal[..journal.len() - 1]).unwrap();
-        assert_eq!(store.load().unwrap().fingerprint, 9);
-        // A damaged base is refused.
-        std::fs::write(&store.base, &base[..base.len() - 1]).unwrap();
-        assert!(store.load().is_none());
-        std::fs::write(&store.base, b"HUAG").unwrap();
-        assert!(store.load().is_none());
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
 }

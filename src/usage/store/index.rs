@@ -1,32 +1,14 @@
-//! Where the per-file cache lives on disk, laid out so that a refresh in
-//! which a few transcripts changed reads and writes little more than those
-//! files' entries (a busy Host's index holds tens of MB of events).
+//! Keeps the per-file index (`usage::cache::Index`) on disk so that a
+//! refresh in which a few transcripts changed writes little more than those
+//! entries: a base, an append-only events file and a journal (their layout,
+//! checksums and compaction order are described in `usage::store`).
 //!
-//! Three files, all in the usage directory:
-//! - `index-v1.bin`, the base (replaced atomically): every entry's metadata
-//!   and the segments of the events file that hold its events;
-//! - `index-v1.<id>.events`, the events file the base names: encoded event
-//!   streams, appended to and never rewritten in place. A refresh that read
-//!   new lines of a transcript appends only those lines' events as a new
-//!   segment of its entry;
-//! - `index-v1.journal`, append-only: a header naming the base it extends
-//!   (device, inode, size, mtime and the layout/parser versions), then
-//!   records `[u32 length][u64 FNV-1a of the payload][payload]`, each an
-//!   entry or a tombstone. On load the valid records are replayed over the
-//!   base; a torn or damaged record ends the replay, and a journal of
-//!   another base is ignored (the index then simply looks older, and the
-//!   files are reparsed or the aggregate rebuilt as for any change).
-//!
-//! Loading reads the base and the journal only; an entry's events are read
-//! from the events file when something needs them
-//! ([`FileEntry::materialize`]). Once the journal outgrows a quarter of the
-//! base, or the events file holds more dead bytes than live ones, the next
-//! save compacts: a new events file (new id, one segment per entry), a new
-//! base naming it, then the journal and the old events file are removed —
-//! in that order, so a crash at any point leaves a base whose events file
-//! exists. These files are a cache of the transcripts: they are replaced
-//! atomically but not `fsync`ed (a crash may cost a rescan, never a wrong
-//! total: every file is checked by magic, id, length and checksum).
+//! Invariants: a load never trusts what it reads (a damaged base is an
+//! empty index, a damaged journal record ends the replay, a damaged events
+//! segment makes its entry unloadable, so it is reparsed); a save either
+//! appends to the events file and the journal of the loaded base, or
+//! compacts, and compaction writes the new events file before the base that
+//! names it and removes the old files only after both.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read};
@@ -34,12 +16,14 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::usage::cache::{self, EventsFile, FileEntry, Index, Segment, stored};
-use crate::usage::event::{fnv1a, hash_words, seal, unseal};
-use crate::usage::store::journal;
+use crate::base::bytes::Reader;
+use crate::usage::event::{hash_words, seal, unseal};
+use crate::usage::store::codec::{self, Record};
+use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
+use crate::usage::store::journal::{self, Origin};
+use crate::usage::store::new_generation;
 
 const JOURNAL_MAGIC: &[u8; 4] = b"HUIJ";
-const EVENTS_MAGIC: &[u8; 4] = b"HUIE";
 /// The journal may grow to this share of the base (and at least
 /// [`MIN_JOURNAL`]) before the base is rewritten.
 const JOURNAL_SHARE: u64 = 4;
@@ -71,29 +55,13 @@ struct Events {
 /// What [`Store::load`] found, needed to append later.
 #[derive(Debug, Clone, Default)]
 pub struct Loaded {
-    /// The journal extends the loaded base (append to it).
-    journal_valid: bool,
-    base_len: u64,
-    journal_len: u64,
+    /// Where the base and the journal stood.
+    origin: Origin,
     events: Option<Events>,
 }
 
 fn journal_header(meta: &fs::Metadata) -> Vec<u8> {
-    journal::header(
-        JOURNAL_MAGIC,
-        meta,
-        &[
-            u64::from(cache::INDEX_VERSION),
-            u64::from(cache::CLAUDE_PARSER_VERSION),
-            u64::from(cache::CODEX_PARSER_VERSION),
-        ],
-    )
-}
-
-fn events_header(id: u64) -> Vec<u8> {
-    let mut h = EVENTS_MAGIC.to_vec();
-    h.extend(id.to_le_bytes());
-    h
+    journal::header(JOURNAL_MAGIC, meta, &codec::versions())
 }
 
 impl Store {
@@ -125,7 +93,7 @@ impl Store {
             .ok()?;
         let mut head = [0u8; 12];
         file.read_exact(&mut head).ok()?;
-        (head[..] == events_header(id)[..]).then(|| Events {
+        (head[..] == codec::events_header(id)[..]).then(|| Events {
             id,
             file: EventsFile(Arc::new(file)),
         })
@@ -148,16 +116,19 @@ impl Store {
         };
         let mut index = index;
         let mut loaded = Loaded {
-            journal_valid: false,
-            base_len: bytes.len() as u64,
-            journal_len: 0,
+            origin: Origin {
+                base_len: bytes.len() as u64,
+                journal_len: 0,
+                journal_valid: false,
+                header: journal_header(&meta),
+            },
             events: Some(events.clone()),
         };
         let Ok(journal) = fs::read(&self.journal) else {
             return (index, loaded);
         };
-        loaded.journal_len = journal.len() as u64;
-        let (records, whole) = journal::records(&journal, &journal_header(&meta));
+        loaded.origin.journal_len = journal.len() as u64;
+        let (records, whole) = journal::records(&journal, &loaded.origin.header);
         let mut applied = 0;
         for payload in &records {
             if !apply_record(&mut index, payload, &events.file) {
@@ -165,18 +136,18 @@ impl Store {
             }
             applied += 1;
         }
-        loaded.journal_valid = whole && applied == records.len();
+        loaded.origin.journal_valid = whole && applied == records.len();
         (index, loaded)
     }
 
     fn decode_base(&self, bytes: &[u8]) -> Option<(Index, Events)> {
-        let mut r = stored::Reader::new(bytes);
-        let header = r.header()?;
+        let mut r = Reader::new(bytes);
+        let header = codec::read_header(&mut r)?;
         let events = self.open_events(r.u64()?)?;
         // Entries are stored sorted: collected, the map is bulk-built.
         let mut entries = Vec::with_capacity(header.count);
         for _ in 0..header.count {
-            let (path, e) = r.entry(&events.file)?;
+            let (path, e) = codec::read_entry(&mut r, &events.file)?;
             if header.keeps(e.agent) {
                 entries.push((path, e));
             }
@@ -192,9 +163,9 @@ impl Store {
     /// events file and the entries to the journal when the base can be
     /// extended, else a compaction. Entries' segment lists are updated.
     pub fn save(&self, index: &mut Index, keys: &[&str], loaded: Loaded) -> io::Result<()> {
-        let appendable = loaded.base_len > 0
-            && (loaded.journal_valid || loaded.journal_len == 0)
-            && fs::metadata(&self.base).is_ok();
+        let origin = &loaded.origin;
+        let appendable =
+            origin.base_len > 0 && origin.extendable() && fs::metadata(&self.base).is_ok();
         if let (true, Some(events)) = (appendable, &loaded.events) {
             let end = events.file.0.metadata()?.len();
             // Plan on copies: nothing changes unless the append is taken.
@@ -210,10 +181,10 @@ impl Store {
             }
             let mut records = Vec::new();
             for (key, entry) in &planned {
-                journal::frame(&record_payload(key, entry.as_ref()), &mut records);
+                journal::frame(&codec::record_payload(key, entry.as_ref()), &mut records);
             }
-            let limit = (loaded.base_len / JOURNAL_SHARE).max(self.min_journal);
-            let journal_fits = loaded.journal_len + records.len() as u64 <= limit;
+            let limit = (origin.base_len / JOURNAL_SHARE).max(self.min_journal);
+            let journal_fits = origin.journal_len + records.len() as u64 <= limit;
             let live: u64 = index
                 .files
                 .values()
@@ -227,7 +198,7 @@ impl Store {
                     return Ok(());
                 }
                 events.file.0.write_all_at(&blob, end)?;
-                let header = match loaded.journal_len {
+                let header = match origin.journal_len {
                     0 => Some(journal_header(&fs::metadata(&self.base)?)),
                     _ => None,
                 };
@@ -246,9 +217,9 @@ impl Store {
     /// Writes a new events file and base for `index` and removes the
     /// journal and the old events file.
     fn compact(&self, index: &mut Index, old: Option<u64>) -> io::Result<()> {
-        let id = new_id(old);
-        let mut blob = events_header(id);
-        let mut out = stored::header(index.files.len());
+        let id = new_generation(old.unwrap_or(0));
+        let mut blob = codec::events_header(id);
+        let mut out = codec::header(index.files.len());
         out.extend(id.to_le_bytes());
         let mut lost = Vec::new();
         for (path, e) in index.files.iter_mut() {
@@ -259,9 +230,10 @@ impl Store {
             };
             let raw = match copied {
                 Some(copy) => copy,
-                None if e.materialize() => {
-                    Some((stored::events(&e.parse.events), e.parse.events.len() as u32))
-                }
+                None if e.materialize() => Some((
+                    codec::encode_events(&e.parse.events),
+                    e.parse.events.len() as u32,
+                )),
                 None => None,
             };
             let Some((raw, count)) = raw else {
@@ -283,10 +255,10 @@ impl Store {
         for path in lost {
             index.files.remove(&path);
         }
-        let count_fix = stored::header(index.files.len());
+        let count_fix = codec::header(index.files.len());
         out[..count_fix.len()].copy_from_slice(&count_fix);
         for (path, e) in &index.files {
-            stored::entry(&mut out, path, e);
+            codec::write_entry(&mut out, path, e);
         }
         seal(&mut out);
         let events_path = self.events_path(id);
@@ -327,20 +299,6 @@ impl Store {
     }
 }
 
-/// A fresh events-file id (never the previous one).
-fn new_id(old: Option<u64>) -> u64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    let id = fnv1a(&[
-        &nanos.to_le_bytes(),
-        &std::process::id().to_le_bytes(),
-        &old.unwrap_or(0).to_le_bytes(),
-    ]);
-    if Some(id) == old { id ^ 1 } else { id }
-}
-
 /// Decides which of `e`'s events go to the events file (appended to
 /// `blob`, which will start at `end`): only those after its stored ones
 /// when the stored ones are a prefix of its events, else all of them.
@@ -359,7 +317,7 @@ fn plan_segments(e: &mut FileEntry, end: u64, blob: &mut Vec<u8>) {
     if from == events.len() {
         return;
     }
-    let raw = stored::events(&events[from..]);
+    let raw = codec::encode_events(&events[from..]);
     e.stored.push(Segment {
         offset: end + blob.len() as u64,
         len: raw.len() as u32,
@@ -369,34 +327,270 @@ fn plan_segments(e: &mut FileEntry, end: u64, blob: &mut Vec<u8>) {
     blob.extend(raw);
 }
 
-/// A journal payload: the entry, or a tombstone when absent.
-fn record_payload(key: &str, entry: Option<&FileEntry>) -> Vec<u8> {
-    let mut out = Vec::new();
-    match entry {
-        Some(e) => {
-            out.push(1);
-            stored::entry(&mut out, key, e);
-        }
-        None => {
-            out.push(0);
-            out.extend((key.len() as u32).to_le_bytes());
-            out.extend(key.as_bytes());
-        }
-    }
-    out
-}
-
 /// Applies a journal payload; `false` if damaged.
 fn apply_record(index: &mut Index, payload: &[u8], file: &EventsFile) -> bool {
-    let mut r = stored::Reader::new(payload);
-    let applied = match r.u8() {
-        Some(1) => r.entry(file).map(|(path, e)| {
-            index.files.insert(path, e);
-        }),
-        Some(0) => r.str().map(|path| {
+    match codec::read_record(payload, file) {
+        Some(Record::Entry(path, e)) => {
+            index.files.insert(path, *e);
+        }
+        Some(Record::Tombstone(path)) => {
             index.files.remove(&path);
-        }),
-        _ => None,
-    };
-    applied.is_some() && r.at_end()
+        }
+        None => return false,
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::usage::event::{Agent, Event, EventKind, FileParse};
+
+    /// A scratch directory removed when the test ends (pass or fail).
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(name: &str) -> Scratch {
+            let dir =
+                std::env::temp_dir().join(format!("heeler-index-{name}-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&dir);
+            fs::create_dir_all(&dir).unwrap();
+            Scratch(dir)
+        }
+
+        fn events_files(&self) -> Vec<PathBuf> {
+            let mut out: Vec<PathBuf> = fs::read_dir(&self.0)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|x| x == "events"))
+                .collect();
+            out.sort();
+            out
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn event(ts: i64) -> Event {
+        Event {
+            kind: EventKind::Claude,
+            ts,
+            model: 1,
+            cwd: 0,
+            tier: 0,
+            flags: 0,
+            key: ts as u64,
+            group: 3,
+            t: [ts as u64, 2, 3, 4, 5, 0],
+            last: [0; 6],
+        }
+    }
+
+    fn entry(ino: u64, events: &[i64]) -> FileEntry {
+        FileEntry {
+            agent: Agent::Claude,
+            compressed: false,
+            dev: 1,
+            ino,
+            size: 100 * events.len() as u64,
+            mtime_ns: 5,
+            head_len: 10,
+            head_hash: 11,
+            offset: 100 * events.len() as u64,
+            oversized: 0,
+            unreadable: false,
+            parse: FileParse {
+                strings: vec![String::new(), "claude-x".into()],
+                events: events.iter().map(|&ts| event(ts)).collect(),
+                ..FileParse::default()
+            },
+            stored: Vec::new(),
+            pending: None,
+        }
+    }
+
+    fn two_files() -> Index {
+        let mut index = Index::default();
+        index.files.insert("/a".into(), entry(1, &[10, 20]));
+        index.files.insert("/b".into(), entry(2, &[]));
+        index
+    }
+
+    /// `index` saved fresh in `dir` and loaded back.
+    fn saved(store: &Store, mut index: Index) -> (Index, Loaded) {
+        store.save(&mut index, &[], Loaded::default()).unwrap();
+        store.load()
+    }
+
+    #[test]
+    fn a_first_save_compacts_and_loads_back_lazily() {
+        let dir = Scratch::new("first");
+        let store = Store::in_dir(&dir.0);
+        let index = two_files();
+        let (back, loaded) = saved(&store, index.clone());
+        assert!(store.base.exists() && !store.journal.exists());
+        assert_eq!(dir.events_files().len(), 1);
+        assert!(loaded.origin.extendable());
+        // Loaded lazily: events stay in the events file until wanted.
+        let a = &back.files["/a"];
+        assert!(!a.is_loaded() && a.parse.events.is_empty());
+        assert_eq!((a.stored.len(), a.stored_count()), (1, 2));
+        assert!(back.files["/b"].stored.is_empty());
+        assert_eq!(back.to_bytes(), index.to_bytes());
+        let mut all = back.clone();
+        all.materialize();
+        assert_eq!(all.files["/a"].parse.events, index.files["/a"].parse.events);
+    }
+
+    #[test]
+    fn a_change_appends_to_the_events_file_and_the_journal() {
+        let dir = Scratch::new("append");
+        let store = Store::in_dir(&dir.0);
+        let (mut index, loaded) = saved(&store, two_files());
+        let base = fs::read(&store.base).unwrap();
+        let events = dir.events_files();
+        let events_len = fs::metadata(&events[0]).unwrap().len();
+        // `/a` grew by one event, `/b` vanished, `/c` is new.
+        let a = index.files.get_mut("/a").unwrap();
+        assert!(a.materialize());
+        a.parse.events.push(event(30));
+        index.files.remove("/b");
+        index.files.insert("/c".into(), entry(3, &[40]));
+        store.save(&mut index, &["/a", "/b", "/c"], loaded).unwrap();
+        assert_eq!(fs::read(&store.base).unwrap(), base, "the base is kept");
+        assert!(store.journal.exists());
+        assert_eq!(dir.events_files(), events, "the same events file");
+        assert!(fs::metadata(&events[0]).unwrap().len() > events_len);
+        // Only the new event was appended, as a second segment.
+        assert_eq!(index.files["/a"].stored.len(), 2);
+        let (back, loaded) = store.load();
+        assert!(loaded.origin.journal_valid);
+        assert_eq!(back.to_bytes(), index.to_bytes());
+        assert_eq!(back.files.keys().collect::<Vec<_>>(), ["/a", "/c"]);
+    }
+
+    #[test]
+    fn a_torn_journal_replays_its_intact_records_and_is_not_appended_to() {
+        let dir = Scratch::new("torn");
+        let store = Store::in_dir(&dir.0);
+        let (mut index, loaded) = saved(&store, two_files());
+        index.files.insert("/c".into(), entry(3, &[40]));
+        store.save(&mut index, &["/c"], loaded).unwrap();
+        let (mut index, loaded) = store.load();
+        index.files.insert("/d".into(), entry(4, &[50]));
+        store.save(&mut index, &["/d"], loaded).unwrap();
+        let journal = fs::read(&store.journal).unwrap();
+        fs::write(&store.journal, &journal[..journal.len() - 1]).unwrap();
+        let (mut back, loaded) = store.load();
+        assert_eq!(back.files.keys().collect::<Vec<_>>(), ["/a", "/b", "/c"]);
+        assert!(!loaded.origin.journal_valid);
+        // The next save compacts instead of appending after the tear.
+        back.files.insert("/e".into(), entry(5, &[60]));
+        store.save(&mut back, &["/e"], loaded).unwrap();
+        assert!(!store.journal.exists());
+        let (again, _) = store.load();
+        assert_eq!(again.to_bytes(), back.to_bytes());
+    }
+
+    #[test]
+    fn an_outgrown_journal_compacts_into_a_new_events_file_and_base() {
+        let dir = Scratch::new("outgrown");
+        let mut store = Store::in_dir(&dir.0);
+        // No floor: the journal may hold a quarter of the base only.
+        store.min_journal = 0;
+        let (mut index, loaded) = saved(&store, two_files());
+        let old_events = dir.events_files();
+        let old_journal = {
+            // A journal of the old base, as a crash before its removal
+            // would leave it.
+            let mut copy = index.clone();
+            copy.files.insert("/z".into(), entry(9, &[1]));
+            let header = journal_header(&fs::metadata(&store.base).unwrap());
+            let mut records = Vec::new();
+            journal::frame(
+                &codec::record_payload("/z", copy.files.get("/z")),
+                &mut records,
+            );
+            let mut bytes = header;
+            bytes.extend(records);
+            bytes
+        };
+        let a = index.files.get_mut("/a").unwrap();
+        assert!(a.materialize());
+        a.parse.events.extend([event(30), event(31), event(32)]);
+        index.files.insert("/c".into(), entry(3, &[40, 41, 42]));
+        store.save(&mut index, &["/a", "/c"], loaded).unwrap();
+        assert!(!store.journal.exists());
+        let new_events = dir.events_files();
+        assert_eq!(new_events.len(), 1, "the old events file is removed");
+        assert_ne!(new_events, old_events);
+        assert!(index.files.values().all(|e| e.stored.len() <= 1));
+        let (back, _) = store.load();
+        assert_eq!(back.to_bytes(), index.to_bytes());
+        // The old base's journal, put back, is not replayed over the new.
+        fs::write(&store.journal, &old_journal).unwrap();
+        let (back, loaded) = store.load();
+        assert!(!back.files.contains_key("/z"));
+        assert!(!loaded.origin.journal_valid);
+    }
+
+    #[test]
+    fn dead_bytes_past_the_live_ones_compact() {
+        let dir = Scratch::new("dead");
+        let mut store = Store::in_dir(&dir.0);
+        store.min_dead = 0;
+        let (mut index, loaded) = saved(&store, two_files());
+        let old_events = dir.events_files();
+        // `/a` reparsed: a fresh entry with other events of the same size,
+        // so its old segment is dead and outweighs what is live.
+        index.files.insert("/a".into(), entry(1, &[11, 21]));
+        store.save(&mut index, &["/a"], loaded).unwrap();
+        assert!(!store.journal.exists());
+        assert_ne!(dir.events_files(), old_events);
+        let (back, _) = store.load();
+        assert_eq!(back.to_bytes(), index.to_bytes());
+    }
+
+    #[test]
+    fn damaged_files_are_refused() {
+        let dir = Scratch::new("damage");
+        let store = Store::in_dir(&dir.0);
+        let index = two_files();
+        saved(&store, index.clone());
+        let base = fs::read(&store.base).unwrap();
+        let events = dir.events_files().remove(0);
+        let events_bytes = fs::read(&events).unwrap();
+        // A flipped byte in the events: that entry cannot be loaded and
+        // drops out (to be reparsed); the others stay.
+        let mut flipped = events_bytes.clone();
+        let last = flipped.len() - 1;
+        flipped[last] ^= 1;
+        fs::write(&events, &flipped).unwrap();
+        let (mut back, _) = store.load();
+        assert_eq!(back.files.len(), 2);
+        back.materialize();
+        assert_eq!(back.files.keys().collect::<Vec<_>>(), ["/b"]);
+        // A damaged events header, a missing events file, a truncated or
+        // flipped base: nothing is loaded.
+        let mut header = events_bytes.clone();
+        header[5] ^= 1;
+        fs::write(&events, &header).unwrap();
+        assert!(store.load().0.files.is_empty());
+        fs::remove_file(&events).unwrap();
+        assert!(store.load().0.files.is_empty());
+        fs::write(&events, &events_bytes).unwrap();
+        assert_eq!(store.load().0.files.len(), 2);
+        for cut in [0, 8, base.len() / 2, base.len() - 1] {
+            fs::write(&store.base, &base[..cut]).unwrap();
+            assert!(store.load().0.files.is_empty(), "cut at {cut}");
+        }
+        let mut flipped = base.clone();
+        flipped[30] ^= 0x10;
+        fs::write(&store.base, &flipped).unwrap();
+        assert!(store.load().0.files.is_empty());
+    }
 }

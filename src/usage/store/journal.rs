@@ -16,6 +16,28 @@ use std::path::Path;
 
 use crate::usage::event::fnv1a;
 
+/// Where a loaded base and its journal stood, needed to append to the
+/// journal later: what an aggregate state carries from load to save.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Origin {
+    /// Bytes of the base as loaded.
+    pub base_len: u64,
+    /// Bytes of the journal as loaded (0: none).
+    pub journal_len: u64,
+    /// Every record of the journal was intact and replayed.
+    pub journal_valid: bool,
+    /// The header a journal extending this base starts with.
+    pub header: Vec<u8>,
+}
+
+impl Origin {
+    /// Whether records may be appended: the journal is absent or fully
+    /// replayed (appending after a torn record would hide the new ones).
+    pub fn extendable(&self) -> bool {
+        self.journal_valid || self.journal_len == 0
+    }
+}
+
 /// The header of a journal extending the base with metadata `base`.
 pub fn header(magic: &[u8; 4], base: &fs::Metadata, versions: &[u64]) -> Vec<u8> {
     let mut h = magic.to_vec();

@@ -21,6 +21,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use crate::usage::event::{fnv1a, hash_words};
+use crate::usage::store::new_generation;
 
 /// Owner of an identifier several files have.
 pub const SHARED: u64 = u64::MAX;
@@ -378,24 +379,6 @@ impl BaseFile {
             rows.extend(self.block(b)?);
         }
         Ok(rows)
-    }
-}
-
-fn new_generation(previous: u64) -> u64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    let generation = fnv1a(&[
-        b"owners",
-        &nanos.to_le_bytes(),
-        &std::process::id().to_le_bytes(),
-        &previous.to_le_bytes(),
-    ]);
-    if generation == previous {
-        generation ^ 1
-    } else {
-        generation
     }
 }
 

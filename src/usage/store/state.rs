@@ -1,32 +1,24 @@
-//! Where the incremental aggregate ([`State`]) lives on disk, laid out so a
-//! refresh that touched a few slots writes those slots, not the tens of
-//! thousands a busy Host has.
+//! Keeps the incremental aggregate ([`State`]) on disk so that a refresh
+//! that touched a few slots writes those slots, not the tens of thousands a
+//! busy Host has: a base plus a journal of changed slots and owner entries,
+//! beside the owners table (`usage::store::owners`); the layout is
+//! described in `usage::store`.
 //!
-//! - `aggregate-v1.bin`, the base (replaced atomically): fingerprint,
-//!   window start, price-table hash, counters, every slot (strings
-//!   interned) and the reference to the owners table (its generation,
-//!   size and delta; see `usage::store::owners`);
-//! - `aggregate-v1.journal`, append-only: a header naming the base it
-//!   extends (device, inode, size, mtime, layout version), then records
-//!   `[u32 length][u64 FNV-1a][payload]`, each the new fingerprint, window
-//!   start and counters plus the slots and owner entries that changed. A
-//!   torn or damaged record ends the replay (the state then looks older,
-//!   its fingerprint no longer matches the index, and it is rebuilt).
-//!
-//! Once the journal outgrows a quarter of the base (and [`MIN_JOURNAL`]),
-//! or the owners table gets a new generation, the next save writes a new
-//! base and removes the journal. Queries read the slots from here for a
-//! zone the worker did not render ahead ([`StateStore::load_slots`]),
-//! without the owners table. A cache: atomic, not `fsync`ed.
+//! Invariants: a journal record is applied only when it decodes whole; a
+//! journal is appended to only while it fully extends the base it names;
+//! the owners table a base names is written before the base. Queries read
+//! the slots from here for a zone the worker did not render ahead
+//! ([`StateStore::load_slots`]), without the owners table.
 
 use std::fs::{self, File};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
+use crate::base::bytes::Reader;
 use crate::usage::aggregate::incremental::{Changed, State};
 use crate::usage::aggregate::{Detailed, SlotAcc, SlotKey};
 use crate::usage::event::{Agent, Tokens, seal, unseal};
-use crate::usage::store::journal;
+use crate::usage::store::journal::{self, Origin};
 use crate::usage::store::owners::{Owners, OwnersRef};
 
 const MAGIC: &[u8; 4] = b"HUAG";
@@ -43,16 +35,6 @@ pub struct StateStore {
     pub journal: PathBuf,
     /// The journal may always grow to this many bytes before a new base.
     pub min_journal: u64,
-}
-
-/// Where a loaded state came from, needed to append to its journal.
-#[derive(Debug, Clone)]
-pub struct Origin {
-    base_len: u64,
-    journal_len: u64,
-    /// The journal fully extends the base (append to it).
-    journal_valid: bool,
-    header: Vec<u8>,
 }
 
 fn journal_header(meta: &fs::Metadata) -> Vec<u8> {
@@ -138,7 +120,7 @@ impl StateStore {
         let payload = match (&state.origin, &state.changed) {
             (Some(origin), Some(changed))
                 if !new_generation
-                    && (origin.journal_valid || origin.journal_len == 0)
+                    && origin.extendable()
                     && fs::metadata(&self.base)
                         .is_ok_and(|m| journal_header(&m) == origin.header) =>
             {
@@ -240,42 +222,23 @@ fn agent_from(code: u64) -> Option<Agent> {
     }
 }
 
-struct Reader<'a> {
-    b: &'a [u8],
-    at: usize,
+/// A string as the state writes it: a `u64` length, then UTF-8.
+fn read_str(r: &mut Reader) -> Option<String> {
+    let n = r.count64(1)?;
+    r.utf8(n)
 }
 
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let s = self.b.get(self.at..self.at.checked_add(n)?)?;
-        self.at += n;
-        Some(s)
+fn read_numbers(r: &mut Reader) -> Option<[u64; 12]> {
+    let mut n = [0u64; 12];
+    for x in &mut n {
+        *x = r.u64()?;
     }
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-    fn i64(&mut self) -> Option<i64> {
-        Some(self.u64()? as i64)
-    }
-    fn count(&mut self, item: usize) -> Option<usize> {
-        let n = usize::try_from(self.u64()?).ok()?;
-        (n.checked_mul(item)? <= self.b.len() - self.at).then_some(n)
-    }
-    fn str(&mut self) -> Option<String> {
-        let n = self.count(1)?;
-        String::from_utf8(self.take(n)?.to_vec()).ok()
-    }
-    fn numbers(&mut self) -> Option<[u64; 12]> {
-        let mut n = [0u64; 12];
-        for x in &mut n {
-            *x = self.u64()?;
-        }
-        Some(n)
-    }
-    fn owners(&mut self) -> Option<Vec<(u64, u64)>> {
-        let n = self.count(16)?;
-        (0..n).map(|_| Some((self.u64()?, self.u64()?))).collect()
-    }
+    Some(n)
+}
+
+fn read_owners(r: &mut Reader) -> Option<Vec<(u64, u64)>> {
+    let n = r.count64(16)?;
+    (0..n).map(|_| Some((r.u64()?, r.u64()?))).collect()
 }
 
 fn encode_base<'a>(state: &'a State) -> Option<Vec<u8>> {
@@ -333,29 +296,29 @@ fn encode_base<'a>(state: &'a State) -> Option<Vec<u8>> {
 }
 
 fn decode_base(bytes: &[u8]) -> Option<Parts> {
-    let mut r = Reader { b: bytes, at: 0 };
-    if r.take(4)? != MAGIC || u32::from_le_bytes(r.take(4)?.try_into().ok()?) != STATE_VERSION {
+    let mut r = Reader::new(bytes);
+    if r.take(4)? != MAGIC || r.u32()? != STATE_VERSION {
         return None;
     }
     let fingerprint = r.u64()?;
     let since = r.i64()?;
-    let pricing = r.str()?;
+    let pricing = read_str(&mut r)?;
     let mut detailed = Detailed {
         duplicates_claude: r.u64()?,
         duplicates_codex: r.u64()?,
         forks_unresolved: r.u64()?,
         ..Detailed::default()
     };
-    let ns = r.count(8)?;
-    let strings: Vec<String> = (0..ns).map(|_| r.str()).collect::<Option<_>>()?;
-    let nslots = r.count(16 * 8)?;
+    let ns = r.count64(8)?;
+    let strings: Vec<String> = (0..ns).map(|_| read_str(&mut r)).collect::<Option<_>>()?;
+    let nslots = r.count64(16 * 8)?;
     let mut slots = Vec::with_capacity(nslots);
     for _ in 0..nslots {
         let slot = r.i64()?;
         let agent = agent_from(r.u64()?)?;
         let model = strings.get(usize::try_from(r.u64()?).ok()?)?.clone();
         let cwd = strings.get(usize::try_from(r.u64()?).ok()?)?.clone();
-        slots.push(((slot, agent, model, cwd), acc_from(r.numbers()?)));
+        slots.push(((slot, agent, model, cwd), acc_from(read_numbers(&mut r)?)));
     }
     // Written in key order: bulk-built.
     if !slots.windows(2).all(|w| w[0].0 < w[1].0) {
@@ -364,8 +327,8 @@ fn decode_base(bytes: &[u8]) -> Option<Parts> {
     detailed.slots = slots.into_iter().collect();
     let generation = r.u64()?;
     let count = r.u64()?;
-    let delta = r.owners()?;
-    if r.at != bytes.len() {
+    let delta = read_owners(&mut r)?;
+    if !r.at_end() {
         return None;
     }
     Some(Parts {
@@ -420,25 +383,25 @@ fn encode_record(state: &State, changed: &Changed) -> Vec<u8> {
 }
 
 fn apply_record(parts: &mut Parts, payload: &[u8]) -> Option<()> {
-    let mut r = Reader { b: payload, at: 0 };
+    let mut r = Reader::new(payload);
     let fingerprint = r.u64()?;
     let since = r.i64()?;
     let counters = [r.u64()?, r.u64()?, r.u64()?];
-    let n = r.count(8 * 5)?;
+    let n = r.count64(8 * 5)?;
     let mut slots: Vec<(SlotKey, Option<SlotAcc>)> = Vec::with_capacity(n);
     for _ in 0..n {
         let slot = r.i64()?;
         let agent = agent_from(r.u64()?)?;
-        let key = (slot, agent, r.str()?, r.str()?);
+        let key = (slot, agent, read_str(&mut r)?, read_str(&mut r)?);
         let acc = match r.u64()? {
-            1 => Some(acc_from(r.numbers()?)),
+            1 => Some(acc_from(read_numbers(&mut r)?)),
             0 => None,
             _ => return None,
         };
         slots.push((key, acc));
     }
-    let owners = r.owners()?;
-    if r.at != payload.len() {
+    let owners = read_owners(&mut r)?;
+    if !r.at_end() {
         return None;
     }
     // Validated whole: now applied.
@@ -454,4 +417,267 @@ fn apply_record(parts: &mut Parts, payload: &[u8]) -> Option<()> {
     }
     parts.owners.delta.extend(owners);
     Some(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::usage::store::owners::SHARED;
+
+    /// A scratch directory removed when the test ends (pass or fail).
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(name: &str) -> Scratch {
+            let dir =
+                std::env::temp_dir().join(format!("heeler-state-{name}-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&dir);
+            fs::create_dir_all(&dir).unwrap();
+            Scratch(dir)
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn acc(requests: u64) -> SlotAcc {
+        SlotAcc {
+            requests,
+            cost_pico: 7,
+            first_ts: 901,
+            last_ts: 1700,
+            ..SlotAcc::default()
+        }
+    }
+
+    fn key(slot: i64) -> SlotKey {
+        (slot, Agent::Codex, "gpt-5".to_string(), "/p".to_string())
+    }
+
+    /// A state built from scratch: two slots, owners 1→2 and 3 shared.
+    fn fresh_state() -> State {
+        let mut d = Detailed {
+            duplicates_claude: 3,
+            ..Detailed::default()
+        };
+        d.slots.insert(key(900), acc(2));
+        d.slots.insert(key(1800), acc(1));
+        State {
+            fingerprint: 9,
+            since: 0,
+            pricing: "ab".into(),
+            detailed: d,
+            owners: Owners::new(vec![(1, 2), (3, 4), (3, 5)]),
+            changed: None,
+            origin: None,
+        }
+    }
+
+    /// `state` with slot `slot` set to `acc(requests)` and owner `id`
+    /// recorded as `owner`, both marked changed.
+    fn change(state: &mut State, slot: i64, requests: u64, id: u64, owner: u64) {
+        state.detailed.slots.insert(key(slot), acc(requests));
+        state.owners.set(id, owner);
+        state.fingerprint += 1;
+        let changed = state.changed.get_or_insert_with(Changed::default);
+        changed.slots.insert(key(slot));
+        changed.owners.insert(id);
+    }
+
+    fn files_in(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn state_round_trips_through_base_and_journal_and_refuses_damage() {
+        let dir = Scratch::new("round-trip");
+        let store = StateStore::in_dir(&dir.0);
+        let mut s = fresh_state();
+        s.owners.remove(1);
+        store.save(&mut s).unwrap();
+        let base = fs::read(&store.base).unwrap();
+        // A loaded state journals what changed: slots and owners.
+        let mut s = store.load().unwrap();
+        s.owners.set(7, 8);
+        s.detailed.slots.insert(key(2700), acc(4));
+        s.detailed.slots.remove(&key(900));
+        s.fingerprint = 10;
+        let changed = s.changed.as_mut().unwrap();
+        changed.owners.insert(7);
+        changed.slots.extend([key(2700), key(900)]);
+        store.save(&mut s).unwrap();
+        assert_eq!(fs::read(&store.base).unwrap(), base);
+        assert!(store.journal.exists());
+        let back = store.load().unwrap();
+        assert_eq!(
+            (back.fingerprint, back.since, &back.pricing, &back.detailed),
+            (s.fingerprint, s.since, &s.pricing, &s.detailed)
+        );
+        assert_eq!(back.owners.rows().unwrap(), vec![(3, SHARED), (7, 8)]);
+        assert_eq!(store.load_slots().unwrap(), (10, s.detailed.clone()));
+        // A torn journal record is ignored: the state looks as before.
+        let journal = fs::read(&store.journal).unwrap();
+        fs::write(&store.journal, &journal[..journal.len() - 1]).unwrap();
+        assert_eq!(store.load().unwrap().fingerprint, 9);
+        // A damaged base is refused.
+        fs::write(&store.base, &base[..base.len() - 1]).unwrap();
+        assert!(store.load().is_none());
+        fs::write(&store.base, b"HUAG").unwrap();
+        assert!(store.load().is_none());
+    }
+
+    #[test]
+    fn every_appended_record_is_replayed_in_order() {
+        let dir = Scratch::new("replay");
+        let store = StateStore::in_dir(&dir.0);
+        store.save(&mut fresh_state()).unwrap();
+        let mut s = store.load().unwrap();
+        change(&mut s, 2700, 4, 7, 8);
+        store.save(&mut s).unwrap();
+        let one = fs::metadata(&store.journal).unwrap().len();
+        // The same state object appends again (it knows where it stands).
+        change(&mut s, 2700, 5, 7, 9);
+        change(&mut s, 3600, 1, 11, 12);
+        store.save(&mut s).unwrap();
+        assert!(fs::metadata(&store.journal).unwrap().len() > one);
+        let back = store.load().unwrap();
+        assert_eq!(back.fingerprint, 12);
+        assert_eq!(back.detailed, s.detailed);
+        assert_eq!(back.detailed.slots.get(&key(2700)), Some(&acc(5)));
+        assert_eq!(
+            back.owners.rows().unwrap(),
+            vec![(1, 2), (3, SHARED), (7, 9), (11, 12)]
+        );
+        // A damaged middle byte ends the replay at the first record.
+        let mut journal = fs::read(&store.journal).unwrap();
+        let last = journal.len() - 3;
+        journal[last] ^= 0x40;
+        fs::write(&store.journal, &journal).unwrap();
+        let partial = store.load().unwrap();
+        assert_eq!(partial.fingerprint, 10);
+        assert_eq!(partial.detailed.slots.get(&key(2700)), Some(&acc(4)));
+        assert_eq!(partial.detailed.slots.get(&key(3600)), None);
+    }
+
+    #[test]
+    fn a_damaged_journal_is_never_appended_to_but_replaced_by_a_new_base() {
+        let dir = Scratch::new("no-append-after-damage");
+        let store = StateStore::in_dir(&dir.0);
+        store.save(&mut fresh_state()).unwrap();
+        let mut s = store.load().unwrap();
+        change(&mut s, 2700, 4, 7, 8);
+        store.save(&mut s).unwrap();
+        let journal = fs::read(&store.journal).unwrap();
+        fs::write(&store.journal, &journal[..journal.len() - 2]).unwrap();
+        let mut s = store.load().unwrap();
+        assert_eq!(s.fingerprint, 9);
+        change(&mut s, 3600, 1, 11, 12);
+        store.save(&mut s).unwrap();
+        // Appending after the torn record would hide the new one.
+        assert!(!store.journal.exists());
+        let back = store.load().unwrap();
+        assert_eq!(back.fingerprint, 10);
+        assert_eq!(back.detailed, s.detailed);
+    }
+
+    #[test]
+    fn a_journal_past_its_share_of_the_base_becomes_a_new_base() {
+        let dir = Scratch::new("outgrown");
+        let mut store = StateStore::in_dir(&dir.0);
+        // No floor: the journal may hold a quarter of the base.
+        store.min_journal = 0;
+        store.save(&mut fresh_state()).unwrap();
+        let base = fs::read(&store.base).unwrap();
+        let mut s = store.load().unwrap();
+        for slot in 0..40 {
+            change(&mut s, 3600 + slot * 900, 1, 100 + slot as u64, 5);
+        }
+        // The record (40 slots of at least 40 bytes) is over a quarter of
+        // the base (2 slots, about 0.5 KB).
+        store.save(&mut s).unwrap();
+        assert!(!store.journal.exists());
+        assert_ne!(fs::read(&store.base).unwrap(), base);
+        let back = store.load().unwrap();
+        assert_eq!(back.detailed, s.detailed);
+        assert_eq!(back.fingerprint, s.fingerprint);
+    }
+
+    #[test]
+    fn a_new_owners_generation_is_written_before_the_base_that_names_it() {
+        let dir = Scratch::new("generation");
+        let store = StateStore::in_dir(&dir.0);
+        store.save(&mut fresh_state()).unwrap();
+        let first = files_in(&dir.0);
+        assert_eq!(first.len(), 2, "{first:?}");
+        let mut s = store.load().unwrap();
+        // Any delta makes a new generation.
+        s.owners.min_delta = 0;
+        change(&mut s, 2700, 4, 7, 8);
+        store.save(&mut s).unwrap();
+        let after = files_in(&dir.0);
+        // The new base names the new table; the old table is gone.
+        assert_eq!(after.len(), 2, "{after:?}");
+        assert!(after.contains(&"aggregate-v1.bin".to_string()));
+        let old_table = first.iter().find(|n| n.starts_with("owners-v1."));
+        let new_table = after.iter().find(|n| n.starts_with("owners-v1."));
+        assert!(old_table.is_some() && new_table.is_some() && old_table != new_table);
+        let back = store.load().unwrap();
+        assert_eq!(
+            back.owners.rows().unwrap(),
+            vec![(1, 2), (3, SHARED), (7, 8)]
+        );
+        // A base whose owners table is missing is refused.
+        for name in &after {
+            if name.starts_with("owners-v1.") {
+                fs::remove_file(dir.0.join(name)).unwrap();
+            }
+        }
+        assert!(store.load().is_none());
+        assert!(store.load_slots().is_some(), "queries need no owners table");
+    }
+
+    #[test]
+    fn a_journal_of_another_base_is_ignored() {
+        let dir = Scratch::new("foreign-journal");
+        let store = StateStore::in_dir(&dir.0);
+        store.save(&mut fresh_state()).unwrap();
+        let mut s = store.load().unwrap();
+        change(&mut s, 2700, 4, 7, 8);
+        store.save(&mut s).unwrap();
+        let journal = fs::read(&store.journal).unwrap();
+        // A new base (a state rebuilt from scratch) removes the journal;
+        // one put back names the old base and is not replayed.
+        let mut rebuilt = fresh_state();
+        rebuilt.fingerprint = 50;
+        store.save(&mut rebuilt).unwrap();
+        assert!(!store.journal.exists());
+        fs::write(&store.journal, &journal).unwrap();
+        let back = store.load().unwrap();
+        assert_eq!(back.fingerprint, 50);
+        assert_eq!(back.detailed.slots.get(&key(2700)), None);
+    }
+
+    #[test]
+    fn every_truncation_of_a_base_is_refused() {
+        let dir = Scratch::new("truncations");
+        let store = StateStore::in_dir(&dir.0);
+        store.save(&mut fresh_state()).unwrap();
+        let bytes = fs::read(&store.base).unwrap();
+        let body = unseal(&bytes).unwrap();
+        assert!(decode_base(body).is_some());
+        for cut in 0..body.len() {
+            assert!(decode_base(&body[..cut]).is_none(), "cut at {cut}");
+        }
+        let mut longer = body.to_vec();
+        longer.push(0);
+        assert!(decode_base(&longer).is_none());
+    }
 }

@@ -1,0 +1,653 @@
+//! The byte encodings of the per-file cache: the index header, an entry's
+//! metadata and segment list, the event streams of the events file, the
+//! index journal's records, and the self-contained form of a whole index
+//! ([`Index::to_bytes`]) that tests compare indexes by.
+//!
+//! Decoding never trusts the input: every length and count is checked
+//! against the bytes that remain (`base::bytes`), string indexes against
+//! the entry's string table, and an event stream must fill its segment
+//! exactly. Anything else is `None`, and the caller treats the entry (or
+//! the file) as absent. The entry types are `usage::store::entry`'s; their
+//! methods that read stored events ([`FileEntry::materialize`],
+//! [`EventsFile::read`]) live here, beside the encoding they decode.
+
+use std::collections::BTreeMap;
+
+use crate::base::bytes::Reader;
+use crate::usage::event::{Agent, CodexMeta, Event, EventKind, FileParse, hash_words};
+use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
+
+/// Bump when the index layout changes (everything is reparsed).
+pub const INDEX_VERSION: u32 = 4;
+/// Bump when Claude/Codex line parsing changes (that agent is reparsed).
+pub const CLAUDE_PARSER_VERSION: u32 = 1;
+pub const CODEX_PARSER_VERSION: u32 = 1;
+
+const MAGIC: &[u8; 4] = b"HUIX";
+const EVENTS_MAGIC: &[u8; 4] = b"HUIE";
+/// The least an entry's metadata takes (for checking an entry count).
+const MIN_ENTRY: usize = 16;
+/// Bytes of one segment reference.
+const SEGMENT_BYTES: usize = 24;
+/// The least one encoded event takes (for checking an event count).
+const MIN_EVENT: usize = 12;
+
+/// The versions an index journal's header repeats: a journal written by
+/// another layout or parser is ignored.
+pub fn versions() -> [u64; 3] {
+    [
+        u64::from(INDEX_VERSION),
+        u64::from(CLAUDE_PARSER_VERSION),
+        u64::from(CODEX_PARSER_VERSION),
+    ]
+}
+
+/// The header of the events file of id `id` (magic and id).
+pub fn events_header(id: u64) -> Vec<u8> {
+    let mut h = EVENTS_MAGIC.to_vec();
+    h.extend(id.to_le_bytes());
+    h
+}
+
+/// Little-endian writes, the counterpart of [`Reader`].
+struct Out(Vec<u8>);
+
+impl Out {
+    fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    fn u32(&mut self, v: u32) {
+        self.0.extend(v.to_le_bytes());
+    }
+    fn u64(&mut self, v: u64) {
+        self.0.extend(v.to_le_bytes());
+    }
+    fn i64(&mut self, v: i64) {
+        self.0.extend(v.to_le_bytes());
+    }
+    /// LEB128 unsigned varint.
+    fn var(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.0.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        self.0.push(v as u8);
+    }
+    fn str(&mut self, s: &str) {
+        self.u32(s.len() as u32);
+        self.0.extend(s.as_bytes());
+    }
+}
+
+/// A string as the index writes it: a `u32` length, then UTF-8.
+pub fn read_str(r: &mut Reader) -> Option<String> {
+    let n = usize::try_from(r.u32()?).ok()?;
+    r.utf8(n)
+}
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+fn has_key(kind: EventKind) -> bool {
+    matches!(kind, EventKind::Claude | EventKind::CodexRecord)
+}
+
+fn has_last(kind: EventKind) -> bool {
+    matches!(kind, EventKind::CodexTotals | EventKind::CodexLast)
+}
+
+/// What an index header says.
+pub struct Header {
+    pub count: usize,
+    claude_ok: bool,
+    codex_ok: bool,
+}
+
+impl Header {
+    /// Whether entries of `agent` were parsed by the current parser (the
+    /// others are left out of the index, so their files are parsed anew).
+    pub fn keeps(&self, agent: Agent) -> bool {
+        match agent {
+            Agent::Claude => self.claude_ok,
+            Agent::Codex => self.codex_ok,
+        }
+    }
+}
+
+/// The index header for `count` entries (magic, layout and parser
+/// versions, count).
+pub fn header(count: usize) -> Vec<u8> {
+    let mut o = Out(Vec::with_capacity(20));
+    o.0.extend(MAGIC);
+    o.u32(INDEX_VERSION);
+    o.u32(CLAUDE_PARSER_VERSION);
+    o.u32(CODEX_PARSER_VERSION);
+    o.u32(count as u32);
+    o.0
+}
+
+/// Reads [`header`]; `None` for another magic or layout version.
+pub fn read_header(r: &mut Reader) -> Option<Header> {
+    if r.take(4)? != MAGIC || r.u32()? != INDEX_VERSION {
+        return None;
+    }
+    let claude_ok = r.u32()? == CLAUDE_PARSER_VERSION;
+    let codex_ok = r.u32()? == CODEX_PARSER_VERSION;
+    Some(Header {
+        count: r.count32(MIN_ENTRY)?,
+        claude_ok,
+        codex_ok,
+    })
+}
+
+/// Appends one stored entry (metadata and segment list) to `out`.
+pub fn write_entry(out: &mut Vec<u8>, path: &str, e: &FileEntry) {
+    let mut o = Out(std::mem::take(out));
+    encode_meta(&mut o, path, e);
+    o.u32(e.stored.len() as u32);
+    for s in &e.stored {
+        o.u64(s.offset);
+        o.u32(s.len);
+        o.u32(s.count);
+        o.u64(s.sum);
+    }
+    *out = o.0;
+}
+
+/// Reads one stored entry, its events left in `file` until materialized.
+pub fn read_entry(r: &mut Reader, file: &EventsFile) -> Option<(String, FileEntry)> {
+    let (path, mut e) = decode_meta(r)?;
+    let n = r.count32(SEGMENT_BYTES)?;
+    for _ in 0..n {
+        e.stored.push(Segment {
+            offset: r.u64()?,
+            len: r.u32()?,
+            count: r.u32()?,
+            sum: r.u64()?,
+        });
+    }
+    e.pending = Some(file.clone());
+    Some((path, e))
+}
+
+/// An index journal record: an entry written, or a path removed.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Record {
+    Entry(String, Box<FileEntry>),
+    Tombstone(String),
+}
+
+/// The journal payload for `key`: its entry, or a tombstone when absent.
+pub fn record_payload(key: &str, entry: Option<&FileEntry>) -> Vec<u8> {
+    let mut out = Vec::new();
+    match entry {
+        Some(e) => {
+            out.push(1);
+            write_entry(&mut out, key, e);
+        }
+        None => {
+            let mut o = Out(out);
+            o.u8(0);
+            o.str(key);
+            out = o.0;
+        }
+    }
+    out
+}
+
+/// Reads [`record_payload`] (entries pointing into `file`); `None` when
+/// damaged or not consumed exactly.
+pub fn read_record(payload: &[u8], file: &EventsFile) -> Option<Record> {
+    let mut r = Reader::new(payload);
+    let record = match r.u8()? {
+        1 => read_entry(&mut r, file).map(|(path, e)| Record::Entry(path, Box::new(e)))?,
+        0 => Record::Tombstone(read_str(&mut r)?),
+        _ => return None,
+    };
+    r.at_end().then_some(record)
+}
+
+fn encode_meta(o: &mut Out, path: &str, e: &FileEntry) {
+    o.str(path);
+    o.u8(match e.agent {
+        Agent::Claude => 0,
+        Agent::Codex => 1,
+    });
+    o.u8(u8::from(e.compressed) | (u8::from(e.unreadable) << 1));
+    o.u64(e.dev);
+    o.u64(e.ino);
+    o.u64(e.size);
+    o.i64(e.mtime_ns);
+    o.u32(e.head_len);
+    o.u64(e.head_hash);
+    o.u64(e.offset);
+    o.u64(e.oversized);
+    let p = &e.parse;
+    o.u64(p.malformed);
+    o.u32(p.strings.len() as u32);
+    for s in &p.strings {
+        o.str(s);
+    }
+    let m = &p.codex;
+    o.str(&m.thread_id);
+    o.str(&m.forked_from);
+    o.u8(u8::from(m.subagent));
+    o.i64(m.meta_ts);
+    o.u32(m.model);
+    o.u32(m.cwd);
+    o.u32(m.tier);
+    o.str(&m.rate_limits);
+    o.i64(m.rate_limits_ts);
+}
+
+fn decode_meta(r: &mut Reader) -> Option<(String, FileEntry)> {
+    let path = read_str(r)?;
+    let agent = match r.u8()? {
+        0 => Agent::Claude,
+        1 => Agent::Codex,
+        _ => return None,
+    };
+    let bits = r.u8()?;
+    let mut e = FileEntry {
+        agent,
+        compressed: bits & 1 != 0,
+        unreadable: bits & 2 != 0,
+        dev: r.u64()?,
+        ino: r.u64()?,
+        size: r.u64()?,
+        mtime_ns: r.i64()?,
+        head_len: r.u32()?,
+        head_hash: r.u64()?,
+        offset: r.u64()?,
+        oversized: r.u64()?,
+        parse: FileParse::default(),
+        stored: Vec::new(),
+        pending: None,
+    };
+    e.parse.malformed = r.u64()?;
+    let ns = r.count32(4)?;
+    e.parse.strings = (0..ns).map(|_| read_str(r)).collect::<Option<_>>()?;
+    // Index 0 is the empty string every event may name.
+    if e.parse.strings.first().map(String::as_str) != Some("") {
+        return None;
+    }
+    e.parse.codex = CodexMeta {
+        thread_id: read_str(r)?,
+        forked_from: read_str(r)?,
+        subagent: r.u8()? != 0,
+        meta_ts: r.i64()?,
+        model: r.u32()?,
+        cwd: r.u32()?,
+        tier: r.u32()?,
+        rate_limits: read_str(r)?,
+        rate_limits_ts: r.i64()?,
+    };
+    Some((path, e))
+}
+
+/// `events` as one event stream (timestamps delta-coded from zero).
+pub fn encode_events(events: &[Event]) -> Vec<u8> {
+    let mut o = Out(Vec::with_capacity(events.len() * 40));
+    let mut prev_ts = 0i64;
+    for ev in events {
+        // Compact: varints, timestamps as deltas, hashes and the `last`
+        // counters only where the kind has them.
+        o.u8(ev.kind.code());
+        o.var(zigzag(ev.ts.wrapping_sub(prev_ts)));
+        prev_ts = ev.ts;
+        o.var(u64::from(ev.model));
+        o.var(u64::from(ev.cwd));
+        o.var(u64::from(ev.tier));
+        o.u8(ev.flags);
+        if has_key(ev.kind) {
+            o.u64(ev.key);
+        }
+        if ev.kind == EventKind::Claude {
+            o.u64(ev.group);
+        }
+        for n in ev.t {
+            o.var(n);
+        }
+        if has_last(ev.kind) {
+            for n in ev.last {
+                o.var(n);
+            }
+        }
+    }
+    o.0
+}
+
+/// Reads exactly `count` events filling `raw`, whose string indexes are
+/// below `strings`.
+pub fn decode_events(raw: &[u8], count: u32, strings: usize) -> Option<Vec<Event>> {
+    let mut r = Reader::new(raw);
+    let count = count as usize;
+    if count.checked_mul(MIN_EVENT)? > raw.len() {
+        return None;
+    }
+    let mut events = Vec::with_capacity(count);
+    let mut prev_ts = 0i64;
+    for _ in 0..count {
+        let kind = EventKind::from_code(r.u8()?)?;
+        let ts = prev_ts.wrapping_add(unzigzag(r.varint()?));
+        prev_ts = ts;
+        let index = |v: u64| u32::try_from(v).ok().filter(|&i| (i as usize) < strings);
+        let (model, cwd, tier) = (
+            index(r.varint()?)?,
+            index(r.varint()?)?,
+            index(r.varint()?)?,
+        );
+        let flags = r.u8()?;
+        let key = if has_key(kind) { r.u64()? } else { 0 };
+        let group = if kind == EventKind::Claude {
+            r.u64()?
+        } else {
+            0
+        };
+        let mut t = [0u64; 6];
+        for n in &mut t {
+            *n = r.varint()?;
+        }
+        let mut last = [0u64; 6];
+        if has_last(kind) {
+            for n in &mut last {
+                *n = r.varint()?;
+            }
+        }
+        events.push(Event {
+            kind,
+            ts,
+            model,
+            cwd,
+            tier,
+            flags,
+            key,
+            group,
+            t,
+            last,
+        });
+    }
+    r.at_end().then_some(events)
+}
+
+impl EventsFile {
+    /// The bytes of `segment`, if they are all there and match its sum.
+    pub fn read(&self, segment: Segment) -> Option<Vec<u8>> {
+        use std::os::unix::fs::FileExt;
+        // A damaged reference must not make us allocate what is not there.
+        let end = segment.offset.checked_add(u64::from(segment.len))?;
+        if end > self.0.metadata().ok()?.len() {
+            return None;
+        }
+        let mut raw = vec![0u8; segment.len as usize];
+        self.0.read_exact_at(&mut raw, segment.offset).ok()?;
+        (hash_words(&raw) == segment.sum).then_some(raw)
+    }
+}
+
+impl FileEntry {
+    /// Loads lazily stored events; `false` when they are unreadable or
+    /// corrupt (the entry must then be reparsed).
+    pub fn materialize(&mut self) -> bool {
+        let Some(file) = self.pending.take() else {
+            return true;
+        };
+        let mut events = Vec::with_capacity(self.stored_count() as usize);
+        for segment in &self.stored {
+            match file
+                .read(*segment)
+                .and_then(|raw| decode_events(&raw, segment.count, self.parse.strings.len()))
+            {
+                Some(part) => events.extend(part),
+                None => return false,
+            }
+        }
+        self.parse.events = events;
+        true
+    }
+}
+
+impl Index {
+    /// The index as one self-contained byte string (events inline): what
+    /// two indexes are compared by, whatever their storage.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut o = Out(header(self.files.len()));
+        o.0.reserve(1 << 16);
+        for (path, e) in &self.files {
+            encode_meta(&mut o, path, e);
+            let mut loaded = e.clone();
+            let events = if loaded.materialize() {
+                loaded.parse.events
+            } else {
+                Vec::new()
+            };
+            let raw = encode_events(&events);
+            o.u32(events.len() as u32);
+            o.u32(raw.len() as u32);
+            o.0.extend_from_slice(&raw);
+        }
+        o.0
+    }
+
+    /// Reads [`Index::to_bytes`]; corrupt or another layout → empty.
+    pub fn from_bytes(bytes: &[u8]) -> Index {
+        let decode = || -> Option<Index> {
+            let mut r = Reader::new(bytes);
+            let n = read_header(&mut r)?;
+            let mut files = BTreeMap::new();
+            for _ in 0..n.count {
+                let (path, mut e) = decode_meta(&mut r)?;
+                let count = r.u32()?;
+                let len = usize::try_from(r.u32()?).ok()?;
+                e.parse.events = decode_events(r.take(len)?, count, e.parse.strings.len())?;
+                if n.keeps(e.agent) {
+                    files.insert(path, e);
+                }
+            }
+            r.at_end().then_some(Index { files })
+        };
+        decode().unwrap_or_default()
+    }
+
+    /// Loads every lazily stored entry, dropping unreadable ones.
+    pub fn materialize(&mut self) {
+        self.files.retain(|_, e| e.materialize());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(agent: Agent) -> FileEntry {
+        let parse = FileParse {
+            strings: vec![String::new(), "claude-x".into()],
+            codex: CodexMeta {
+                thread_id: "t-1".into(),
+                ..CodexMeta::default()
+            },
+            ..FileParse::default()
+        };
+        FileEntry {
+            agent,
+            compressed: false,
+            dev: 1,
+            ino: 2,
+            size: 300,
+            mtime_ns: 4_000,
+            head_len: 300,
+            head_hash: 5,
+            offset: 290,
+            oversized: 0,
+            unreadable: false,
+            parse,
+            stored: Vec::new(),
+            pending: None,
+        }
+    }
+
+    /// An event carrying every field, whatever its kind.
+    fn full_event(kind: EventKind, ts: i64) -> Event {
+        Event {
+            kind,
+            ts,
+            model: 1,
+            cwd: 0,
+            tier: 0,
+            flags: 2,
+            key: 0xdead_beef,
+            group: 7,
+            t: [1, 2, 3, 300, 5, 6],
+            last: [9; 6],
+        }
+    }
+
+    /// An event with only the fields its kind has (the others zero): a
+    /// Claude record has a key and a group, a Codex record a key, Codex
+    /// totals and last-usage events the `last` counters.
+    fn event(kind: EventKind, ts: i64) -> Event {
+        let full = full_event(kind, ts);
+        Event {
+            key: if has_key(kind) { full.key } else { 0 },
+            group: if kind == EventKind::Claude {
+                full.group
+            } else {
+                0
+            },
+            last: if has_last(kind) { full.last } else { [0; 6] },
+            ..full
+        }
+    }
+
+    #[test]
+    fn varints_and_zigzag_follow_their_definitions() {
+        // Zigzag maps 0, -1, 1, -2 to 0, 1, 2, 3.
+        assert_eq!([0, -1, 1, -2].map(zigzag), [0, 1, 2, 3]);
+        for v in [0, -1, 1, i64::MIN, i64::MAX, -123_456] {
+            assert_eq!(unzigzag(zigzag(v)), v);
+        }
+        let mut o = Out(Vec::new());
+        o.var(300);
+        assert_eq!(o.0, [0xac, 0x02]);
+    }
+
+    #[test]
+    fn events_round_trip_and_keep_only_the_fields_of_their_kind() {
+        let kinds = [
+            EventKind::Claude,
+            EventKind::CodexTotals,
+            EventKind::CodexLast,
+            EventKind::CodexRecord,
+        ];
+        // Timestamps going back and forth: deltas of both signs.
+        let events: Vec<Event> = kinds
+            .iter()
+            .zip([1_700_000_000, 1_699_999_000, 1_700_000_500, -5])
+            .map(|(kind, ts)| event(*kind, ts))
+            .collect();
+        let raw = encode_events(&events);
+        assert_eq!(decode_events(&raw, 4, 2), Some(events.clone()));
+        // Fields a kind does not have are not stored.
+        let full: Vec<Event> = kinds.iter().map(|k| full_event(*k, 1)).collect();
+        let back = decode_events(&encode_events(&full), 4, 2).unwrap();
+        let only_own: Vec<Event> = kinds.iter().map(|k| event(*k, 1)).collect();
+        assert_eq!(back, only_own);
+    }
+
+    #[test]
+    fn damaged_event_streams_are_refused() {
+        let raw = encode_events(&[event(EventKind::Claude, 5)]);
+        // One byte short, one byte over, a wrong count, a count the bytes
+        // cannot hold, a string index past the table.
+        assert_eq!(decode_events(&raw[..raw.len() - 1], 1, 2), None);
+        let mut longer = raw.clone();
+        longer.push(0);
+        assert_eq!(decode_events(&longer, 1, 2), None);
+        assert_eq!(decode_events(&raw, 2, 2), None);
+        assert_eq!(decode_events(&raw, u32::MAX, 2), None);
+        assert_eq!(decode_events(&raw, 1, 1), None);
+        assert_eq!(decode_events(&[0xff; 20], 1, 2), None);
+    }
+
+    #[test]
+    fn an_index_round_trips_and_truncation_empties_it() {
+        let mut index = Index::default();
+        let mut claude = entry(Agent::Claude);
+        claude.parse.events = vec![event(EventKind::Claude, 10)];
+        index.files.insert("/a.jsonl".into(), claude);
+        index.files.insert("/b.jsonl".into(), entry(Agent::Codex));
+        let bytes = index.to_bytes();
+        assert_eq!(&bytes[..4], b"HUIX");
+        assert_eq!(Index::from_bytes(&bytes), index);
+        for cut in [0, 4, 20, bytes.len() / 2, bytes.len() - 1] {
+            assert_eq!(Index::from_bytes(&bytes[..cut]), Index::default());
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert_eq!(Index::from_bytes(&longer), Index::default());
+    }
+
+    #[test]
+    fn entries_of_another_parser_version_are_left_out() {
+        let mut index = Index::default();
+        index.files.insert("/a".into(), entry(Agent::Claude));
+        index.files.insert("/b".into(), entry(Agent::Codex));
+        let mut bytes = index.to_bytes();
+        // The Codex parser version follows magic, layout and Claude parser.
+        bytes[12..16].copy_from_slice(&(CODEX_PARSER_VERSION + 1).to_le_bytes());
+        let back = Index::from_bytes(&bytes);
+        assert_eq!(back.files.keys().collect::<Vec<_>>(), ["/a"]);
+        // Another layout version keeps nothing.
+        bytes[4..8].copy_from_slice(&(INDEX_VERSION + 1).to_le_bytes());
+        assert_eq!(Index::from_bytes(&bytes), Index::default());
+    }
+
+    #[test]
+    fn an_entry_needs_the_empty_string_first() {
+        let mut index = Index::default();
+        let mut e = entry(Agent::Claude);
+        e.parse.strings = vec!["x".into()];
+        index.files.insert("/a".into(), e);
+        assert_eq!(Index::from_bytes(&index.to_bytes()), Index::default());
+    }
+
+    #[test]
+    fn records_round_trip_and_refuse_trailing_or_unknown_bytes() {
+        let file = match std::fs::File::open("/dev/null") {
+            Ok(f) => EventsFile(std::sync::Arc::new(f)),
+            Err(e) => panic!("open /dev/null: {e}"),
+        };
+        let mut e = entry(Agent::Codex);
+        e.stored.push(Segment {
+            offset: 12,
+            len: 30,
+            count: 2,
+            sum: 99,
+        });
+        let payload = record_payload("/x", Some(&e));
+        let mut expected = e.clone();
+        expected.pending = Some(file.clone());
+        assert_eq!(
+            read_record(&payload, &file),
+            Some(Record::Entry("/x".into(), Box::new(expected)))
+        );
+        let tombstone = record_payload("/gone", None);
+        // Kind 0, then the path as a u32 length and its bytes.
+        assert_eq!(tombstone, b"\0\x05\0\0\0/gone");
+        assert_eq!(
+            read_record(&tombstone, &file),
+            Some(Record::Tombstone("/gone".into()))
+        );
+        let mut longer = tombstone.clone();
+        longer.push(0);
+        assert_eq!(read_record(&longer, &file), None);
+        assert_eq!(read_record(&payload[..payload.len() - 1], &file), None);
+        assert_eq!(read_record(b"\x02", &file), None);
+        assert_eq!(read_record(b"", &file), None);
+    }
+}
