@@ -104,7 +104,7 @@ fn referenced_paths(code: &str) -> Vec<String> {
         if end < bytes.len() && bytes[end] == b'{' {
             let close = code[end..].find('}').map_or(code.len(), |c| end + c);
             for item in code[end + 1..close].split(',') {
-                let item = item.trim().split_whitespace().next().unwrap_or("");
+                let item = item.split_whitespace().next().unwrap_or("");
                 if item.is_empty() || item == "self" {
                     out.push(path.clone());
                 } else {
