@@ -18,8 +18,7 @@ use crate::usage::worker;
 pub fn run(args: UsageArgs) -> Result<(), Failure> {
     match args.command {
         UsageCommand::Query(q) => {
-            let ctx = Context::from_env()
-                .map_err(|e| Failure::new(format!("heeler usage query: {e}"), 1))?;
+            let ctx = Context::from_env();
             let mut errors = Vec::new();
             let refresh = match q.refresh.as_deref() {
                 None => RefreshMode::Auto,

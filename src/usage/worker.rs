@@ -25,6 +25,7 @@ use crate::usage::pricing::PriceTable;
 use crate::usage::report::Snapshot;
 use crate::usage::store::index::Store;
 use crate::usage::store::state::StateStore;
+use crate::usage::tz::Zone;
 
 pub use crate::usage::discover::{Roots, discover};
 
@@ -256,13 +257,54 @@ fn write_status(dir: &UsageDir, status: &Object) -> io::Result<()> {
     )
 }
 
-/// The worker's time budget (`HEELER_USAGE_BUDGET_MS`, default 20 s).
-fn budget() -> Duration {
-    std::env::var("HEELER_USAGE_BUDGET_MS")
-        .ok()
+/// The worker's time budget when `HEELER_USAGE_BUDGET_MS` is unset or not
+/// a number of milliseconds.
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(20);
+
+/// The worker's time budget from the value of `HEELER_USAGE_BUDGET_MS`.
+pub fn budget_from(value: Option<&str>) -> Duration {
+    value
         .and_then(|v| v.parse().ok())
         .map(Duration::from_millis)
-        .unwrap_or(Duration::from_secs(20))
+        .unwrap_or(DEFAULT_BUDGET)
+}
+
+/// The worker's time budget in this process's environment.
+fn budget() -> Duration {
+    budget_from(std::env::var("HEELER_USAGE_BUDGET_MS").ok().as_deref())
+}
+
+/// The status record as a run starts: the previous record (whatever it
+/// was) with this run's start.
+pub fn status_at_start(previous: Option<&Value>, started_at: i64) -> Object {
+    let mut status = previous
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    status.insert("started_at", Value::from(started_at));
+    status
+}
+
+/// The status record as a run ends: a success clears `last_error` and
+/// moves `last_success_at` to the run's start; a failure records its
+/// error and keeps the last success.
+pub fn status_at_finish(
+    mut status: Object,
+    started_at: i64,
+    finished_at: i64,
+    outcome: Result<(), String>,
+) -> Object {
+    status.insert("finished_at", Value::from(finished_at));
+    match outcome {
+        Ok(()) => {
+            status.insert("last_success_at", Value::from(started_at));
+            status.insert("last_error", Value::Null);
+        }
+        Err(error) => {
+            status.insert("last_error", Value::from(error));
+        }
+    }
+    status
 }
 
 /// Runs one refresh. Returns `Ok(false)` when another worker is running.
@@ -272,27 +314,35 @@ pub fn run_once(dir: &UsageDir) -> Result<bool, WorkerError> {
         return Ok(false);
     };
     let started = crate::base::clock::unix_seconds();
-    let mut status = json::read_file(&dir.status())
-        .and_then(|v| v.as_object().cloned())
-        .unwrap_or_default();
-    status.insert("started_at", Value::from(started));
+    let status = status_at_start(json::read_file(&dir.status()).as_ref(), started);
     let _ = write_status(dir, &status);
     let result = refresh_with_lock(dir, started);
-    status.insert(
-        "finished_at",
-        Value::from(crate::base::clock::unix_seconds()),
+    let status = status_at_finish(
+        status,
+        started,
+        crate::base::clock::unix_seconds(),
+        result.as_ref().map(|_| ()).map_err(ToString::to_string),
     );
-    match &result {
-        Ok(()) => {
-            status.insert("last_success_at", Value::from(started));
-            status.insert("last_error", Value::Null);
-        }
-        Err(e) => {
-            status.insert("last_error", Value::from(e.to_string()));
-        }
-    }
     let _ = write_status(dir, &status);
     result.map(|()| true)
+}
+
+/// Which cache files a refresh writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Persist {
+    pub index: bool,
+    pub aggregate: bool,
+}
+
+/// The index is written when a file changed or there was no index yet. A
+/// rebuilt aggregate is kept even when no file changed (it was missing or
+/// stale), so the next change can be incremental.
+pub fn persist_plan(files_changed: bool, had_index: bool, incremental: bool) -> Persist {
+    let index = files_changed || !had_index;
+    Persist {
+        index,
+        aggregate: index || !incremental,
+    }
 }
 
 fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
@@ -326,16 +376,15 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
         Some(deadline),
     );
     trace.mark("scan and aggregate");
-    if result.stats.changed() || !had_base {
+    let persist = persist_plan(result.stats.changed(), had_base, result.incremental);
+    if persist.index {
         let keys: Vec<&str> = result.changed_keys.iter().map(String::as_str).collect();
         store
             .save(&mut index, &keys, loaded)
             .map_err(|e| WorkerError::Io("index-v1.bin", e))?;
     }
     trace.mark("write index");
-    // A rebuilt aggregate is kept even when no file changed (it was missing
-    // or stale), so the next change can be incremental.
-    if result.stats.changed() || !had_base || !result.incremental {
+    if persist.aggregate {
         if let Some(state) = &mut state {
             StateStore::in_dir(&dir.0)
                 .save(state)
@@ -369,19 +418,40 @@ pub const ZONES_AHEAD: usize = 4;
 /// refresh on); the newest [`ZONES_AHEAD`] names are kept.
 pub fn want_zone(dir: &UsageDir, zone: &str) {
     let text = fs::read_to_string(dir.zones_wanted()).unwrap_or_default();
-    if text.lines().any(|l| l == zone) {
+    let Some(wanted) = zones_wanted_after(&text, zone) else {
         return;
+    };
+    let _ = atomic_file::create_dir_all(&dir.0, 0o700)
+        .and_then(|()| atomic_file::write(&dir.zones_wanted(), wanted.as_bytes(), 0o600));
+}
+
+/// The `zones-wanted` file after a query asked for `zone`, given what it
+/// held (`text`): `None` when `zone` is already listed, else the names
+/// with `zone` appended, the oldest dropped past [`ZONES_AHEAD`].
+pub fn zones_wanted_after(text: &str, zone: &str) -> Option<String> {
+    if text.lines().any(|l| l == zone) {
+        return None;
     }
     let mut names: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
     names.push(zone);
     let keep = &names[names.len().saturating_sub(ZONES_AHEAD)..];
-    let _ = atomic_file::create_dir_all(&dir.0, 0o700).and_then(|()| {
-        atomic_file::write(
-            &dir.zones_wanted(),
-            (keep.join("\n") + "\n").as_bytes(),
-            0o600,
-        )
-    });
+    Some(keep.join("\n") + "\n")
+}
+
+/// The zones rendered ahead: the Host's first, then the first
+/// [`ZONES_AHEAD`] lines of `zones-wanted` that name another zone `load`
+/// finds.
+pub fn zones_to_render(host: Zone, wanted: &str, load: impl Fn(&str) -> Option<Zone>) -> Vec<Zone> {
+    let mut zones = vec![host];
+    for name in wanted.lines().take(ZONES_AHEAD) {
+        if zones.iter().any(|z| z.name == name) {
+            continue;
+        }
+        if let Some(zone) = load(name) {
+            zones.push(zone);
+        }
+    }
+    zones
 }
 
 /// Token members for the Host's zone and the wanted zones, on their local
@@ -397,17 +467,8 @@ fn render_ahead(
         Path::new("/etc/localtime"),
         &zoneinfo,
     );
-    let mut zones = vec![host];
     let wanted = fs::read_to_string(dir.zones_wanted()).unwrap_or_default();
-    for name in wanted.lines().take(ZONES_AHEAD) {
-        if zones.iter().any(|z| z.name == name) {
-            continue;
-        }
-        if let Ok(zone) = crate::usage::tz::Zone::load(name, &zoneinfo) {
-            zones.push(zone);
-        }
-    }
-    zones
+    zones_to_render(host, &wanted, |name| Zone::load(name, &zoneinfo).ok())
         .iter()
         .map(|zone| crate::usage::report::Rendered {
             tz: zone.name.clone(),
@@ -422,7 +483,7 @@ fn render_ahead(
 pub fn spawn(dir: &UsageDir, exe: &Path) -> io::Result<()> {
     atomic_file::create_dir_all(&dir.0, 0o700)?;
     let log_path = dir.log();
-    let too_big = fs::metadata(&log_path).is_ok_and(|m| m.len() > 1 << 20);
+    let too_big = fs::metadata(&log_path).is_ok_and(|m| log_starts_over(m.len()));
     let log = OpenOptions::new()
         .create(true)
         .append(!too_big)
@@ -437,6 +498,15 @@ pub fn spawn(dir: &UsageDir, exe: &Path) -> io::Result<()> {
         .stderr(log);
     crate::base::sys::detach_on_spawn(&mut command);
     command.spawn().map(|_| ())
+}
+
+/// Longest `worker.log` is appended to; past it the next worker starts it
+/// over.
+pub const LOG_LIMIT: u64 = 1 << 20;
+
+/// Whether a log of `len` bytes is started over rather than appended to.
+pub fn log_starts_over(len: u64) -> bool {
+    len > LOG_LIMIT
 }
 
 /// Phase timings on stderr (the worker log) when `HEELER_USAGE_TRACE` is set.
@@ -461,5 +531,136 @@ impl Trace {
             );
             self.last.set(now);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DAY: i64 = 86_400;
+    /// A slot boundary (a multiple of 15 minutes).
+    const NOW: i64 = 1_795_953_600;
+
+    #[test]
+    fn the_window_starts_32_days_back_on_a_15_minute_boundary() {
+        assert_eq!(window_start(NOW), NOW - 32 * DAY);
+        assert_eq!(window_start(NOW + 899), NOW - 32 * DAY);
+        assert_eq!(window_start(NOW + 900), NOW - 32 * DAY + 900);
+        // Before the epoch the boundary is still the one at or below.
+        assert_eq!(window_start(100), -32 * DAY);
+        assert_eq!(window_start(-100), -32 * DAY - 900);
+    }
+
+    fn object(text: &str) -> Object {
+        json::parse(text).unwrap().as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn a_run_start_keeps_the_previous_record() {
+        let previous = Value::Object(object(
+            r#"{"started_at":1,"finished_at":2,"last_success_at":1,"last_error":"boom"}"#,
+        ));
+        assert_eq!(
+            status_at_start(Some(&previous), 10),
+            object(r#"{"started_at":10,"finished_at":2,"last_success_at":1,"last_error":"boom"}"#)
+        );
+        assert_eq!(status_at_start(None, 10), object(r#"{"started_at":10}"#));
+        let not_an_object = Value::from("damaged");
+        assert_eq!(
+            status_at_start(Some(&not_an_object), 10),
+            object(r#"{"started_at":10}"#)
+        );
+    }
+
+    #[test]
+    fn a_success_clears_the_error_and_a_failure_keeps_the_last_success() {
+        let started = object(r#"{"started_at":10,"last_success_at":1,"last_error":"boom"}"#);
+        assert_eq!(
+            status_at_finish(started.clone(), 10, 12, Ok(())),
+            object(r#"{"started_at":10,"last_success_at":10,"last_error":null,"finished_at":12}"#)
+        );
+        assert_eq!(
+            status_at_finish(started, 10, 12, Err("usage dir: denied".into())),
+            object(
+                r#"{"started_at":10,"last_success_at":1,"last_error":"usage dir: denied","finished_at":12}"#
+            )
+        );
+        let first = status_at_finish(object(r#"{"started_at":10}"#), 10, 11, Err("x".into()));
+        assert_eq!(first.get("last_success_at"), None);
+    }
+
+    #[test]
+    fn the_budget_is_milliseconds_else_20_seconds() {
+        assert_eq!(budget_from(None), Duration::from_secs(20));
+        assert_eq!(budget_from(Some("1500")), Duration::from_millis(1500));
+        assert_eq!(budget_from(Some("0")), Duration::ZERO);
+        for bad in ["", "abc", "-5", "1.5", " 10"] {
+            assert_eq!(budget_from(Some(bad)), Duration::from_secs(20), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn zones_wanted_keeps_the_newest_four_names_once_each() {
+        assert_eq!(zones_wanted_after("", "UTC").as_deref(), Some("UTC\n"));
+        assert_eq!(zones_wanted_after("UTC\n", "UTC"), None);
+        assert_eq!(
+            zones_wanted_after("UTC\n\nAsia/Tokyo\n", "Europe/Paris").as_deref(),
+            Some("UTC\nAsia/Tokyo\nEurope/Paris\n")
+        );
+        assert_eq!(
+            zones_wanted_after("A/a\nB/b\nC/c\nD/d\n", "E/e").as_deref(),
+            Some("B/b\nC/c\nD/d\nE/e\n")
+        );
+        assert_eq!(zones_wanted_after("A/a\nB/b\nC/c\nD/d\n", "C/c"), None);
+    }
+
+    fn zone(name: &str) -> Zone {
+        let mut zone = Zone::utc();
+        zone.name = name.into();
+        zone
+    }
+
+    #[test]
+    fn the_host_zone_comes_first_then_the_loadable_wanted_ones() {
+        let load = |name: &str| (name != "No/Such").then(|| zone(name));
+        let names = |wanted: &str| -> Vec<String> {
+            zones_to_render(zone("UTC"), wanted, load)
+                .into_iter()
+                .map(|z| z.name)
+                .collect()
+        };
+        assert_eq!(names(""), ["UTC"]);
+        assert_eq!(
+            names("Asia/Tokyo\nUTC\nNo/Such\nEurope/Paris\n"),
+            ["UTC", "Asia/Tokyo", "Europe/Paris"]
+        );
+        // Only the first four lines count.
+        assert_eq!(
+            names("A/a\nB/b\nC/c\nD/d\nE/e\n"),
+            ["UTC", "A/a", "B/b", "C/c", "D/d"]
+        );
+    }
+
+    #[test]
+    fn what_a_refresh_persists() {
+        let plan = |changed, had_index, incremental| {
+            let p = persist_plan(changed, had_index, incremental);
+            (p.index, p.aggregate)
+        };
+        // Nothing changed, the aggregate updated in place: nothing to write.
+        assert_eq!(plan(false, true, true), (false, false));
+        // Nothing changed but the aggregate was rebuilt: keep it.
+        assert_eq!(plan(false, true, false), (false, true));
+        assert_eq!(plan(true, true, true), (true, true));
+        assert_eq!(plan(false, false, true), (true, true));
+        assert_eq!(plan(true, false, false), (true, true));
+    }
+
+    #[test]
+    fn the_log_starts_over_past_one_mebibyte() {
+        assert!(!log_starts_over(0));
+        assert!(!log_starts_over(1 << 20));
+        assert!(log_starts_over((1 << 20) + 1));
     }
 }

@@ -9,15 +9,14 @@
 //! socket, so the CLI reaches that server). herdr answers at once and runs
 //! the action in the background; the action (`heeler usage claude-limits`)
 //! writes `limits-claude.json`, which later queries report. The invoke has
-//! a timeout, and attempts are spaced ([`RETRIGGER_AFTER`]) and recorded in
-//! `claude-limits-trigger.json`.
+//! a timeout, and attempts are spaced (when is the schedule's,
+//! [`crate::usage::limits::due`]) and recorded in `claude-limits-trigger.json`.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::base::json::read_file as read_json;
 use crate::base::json::{Object, Value};
 use crate::usage::paths::UsageDir;
 
@@ -25,8 +24,6 @@ use crate::usage::paths::UsageDir;
 pub const ACTION_ID: &str = "heeler.usage-claude-limits";
 /// Longest an invoke may take (herdr answers at once; the CLI first pings).
 pub const INVOKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Seconds between two triggers while no fresh limits arrived.
-pub const RETRIGGER_AFTER: i64 = crate::usage::limits::TTL;
 /// Longest output kept from the CLI (its answer is one JSON line).
 const MAX_OUTPUT: u64 = 64 * 1024;
 
@@ -63,16 +60,6 @@ pub fn launcher(runtime: Option<&Value>) -> Option<(PathBuf, Option<PathBuf>)> {
             .map(PathBuf::from)
     };
     Some((text("herdr_bin")?, text("herdr_socket")))
-}
-
-/// Whether to trigger now: the stored Claude limits are due and the last
-/// trigger (if any) is older than [`RETRIGGER_AFTER`].
-pub fn is_due(trigger: Option<&Value>, limits: Option<&Value>, now: i64) -> bool {
-    let last = trigger
-        .and_then(|t| t.get("at"))
-        .and_then(Value::as_i64)
-        .unwrap_or(i64::MIN / 2);
-    crate::usage::limits::is_due(limits, now) && now - last >= RETRIGGER_AFTER
 }
 
 fn read_capped(mut from: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
@@ -127,14 +114,10 @@ pub fn invoke(bin: &Path, socket: Option<&Path>, timeout: Duration) -> Result<()
     Err(TriggerError::Refused(format!("exit {code}: {text}")))
 }
 
-/// The worker's step on a Host whose Claude sign-in needs herdr's session:
-/// trigger the action when due and record the attempt.
-pub fn trigger_if_due(dir: &UsageDir, runtime: Option<&Value>, now: i64) {
-    let record = read_json(&dir.claude_limits_trigger());
-    let limits = read_json(&dir.limits(crate::usage::event::Agent::Claude));
-    if !is_due(record.as_ref(), limits.as_ref(), now) {
-        return;
-    }
+/// The worker's step on a Host whose Claude sign-in needs herdr's session,
+/// once the schedule says it is due: trigger the action and record the
+/// attempt.
+pub fn trigger_and_record(dir: &UsageDir, runtime: Option<&Value>, now: i64) {
     let result = match launcher(runtime) {
         Some((bin, socket)) => invoke(&bin, socket.as_deref(), INVOKE_TIMEOUT),
         None => Err(TriggerError::NoLauncher),
@@ -158,16 +141,6 @@ pub fn trigger_if_due(dir: &UsageDir, runtime: Option<&Value>, now: i64) {
 mod tests {
     use super::*;
     use crate::base::json;
-
-    #[test]
-    fn due_only_when_limits_are_and_the_last_trigger_is_old() {
-        let fresh = json::parse(r#"{"state":"ok","attempted_at":1000}"#).unwrap();
-        let recent = json::parse(r#"{"at":1000,"ok":true,"error":null}"#).unwrap();
-        assert!(is_due(None, None, 1000));
-        assert!(!is_due(None, Some(&fresh), 1010));
-        assert!(!is_due(Some(&recent), None, 1000 + RETRIGGER_AFTER - 1));
-        assert!(is_due(Some(&recent), None, 1000 + RETRIGGER_AFTER));
-    }
 
     #[test]
     fn launcher_comes_from_the_runtime_record() {

@@ -10,6 +10,7 @@
 //! (`not_installed`, `auth_required`, `unsupported`, `no_plan`, `error`,
 //! `needs_herdr_session`), never a crash.
 
+pub mod due;
 pub mod herdr_action;
 
 use std::io::{BufRead, BufReader, Write};
@@ -23,12 +24,9 @@ use crate::base::json::read_file as read_json;
 use crate::base::json::{self, Object, Value};
 use crate::usage::cache::Index;
 use crate::usage::event::Agent;
+use crate::usage::limits::due::ClaudeStep;
 use crate::usage::paths::UsageDir;
 
-/// Limits are re-read after this many seconds.
-pub const TTL: i64 = 300;
-/// After an error, wait this long before asking again.
-pub const ERROR_BACKOFF: i64 = 900;
 /// Longest a probe may take.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -520,17 +518,6 @@ pub fn store(dir: &UsageDir, agent: Agent, limits: &Object, attempted_at: i64) {
     );
 }
 
-/// Whether a stored limits file is due for another probe.
-pub fn is_due(stored: Option<&Value>, now: i64) -> bool {
-    let Some(stored) = stored else { return true };
-    let attempted = stored
-        .get("attempted_at")
-        .and_then(Value::as_i64)
-        .unwrap_or(0);
-    let ok = stored.get("state").and_then(Value::as_str) == Some("ok");
-    now - attempted >= if ok { TTL } else { ERROR_BACKOFF }
-}
-
 /// Newest default-group `rate_limits` any cached rollout recorded.
 pub fn newest_rollout_limits(index: &Index) -> Option<(Value, i64)> {
     index
@@ -555,10 +542,24 @@ pub fn claude_needs_herdr_session() -> bool {
         || std::env::var_os("HEELER_USAGE_CLAUDE_VIA_HERDR").is_some_and(|v| v == "1")
 }
 
-/// The worker's limits step: probe whatever is due.
+/// The worker's limits step: probe (or trigger) whatever
+/// [`crate::usage::limits::due`] says is due.
 pub fn refresh_due(dir: &UsageDir, runtime: Option<&Value>, index: &Index, now: i64) {
     let env = ProbeEnv::from_runtime(runtime);
-    if is_due(read_json(&dir.limits(Agent::Codex)).as_ref(), now) {
+    let codex_stored = read_json(&dir.limits(Agent::Codex));
+    let claude_stored = read_json(&dir.limits(Agent::Claude));
+    let trigger = read_json(&dir.claude_limits_trigger());
+    let due = crate::usage::limits::due::due(
+        crate::usage::limits::due::Stored {
+            codex: codex_stored.as_ref(),
+            claude: claude_stored.as_ref(),
+            claude_trigger: trigger.as_ref(),
+        },
+        dir.claude_limits_wanted().exists(),
+        claude_needs_herdr_session(),
+        now,
+    );
+    if due.codex {
         let mut codex = probe_codex(&env, now, PROBE_TIMEOUT);
         if codex.get("state").and_then(Value::as_str) != Some("ok")
             && let Some((limits, at)) = newest_rollout_limits(index)
@@ -567,13 +568,15 @@ pub fn refresh_due(dir: &UsageDir, runtime: Option<&Value>, index: &Index, now: 
         }
         store(dir, Agent::Codex, &codex, now);
     }
-    if dir.claude_limits_wanted().exists() && claude_needs_herdr_session() {
-        crate::usage::limits::herdr_action::trigger_if_due(dir, runtime, now);
-    } else if dir.claude_limits_wanted().exists()
-        && is_due(read_json(&dir.limits(Agent::Claude)).as_ref(), now)
-    {
-        let claude = probe_claude(&env, now, PROBE_TIMEOUT);
-        store(dir, Agent::Claude, &claude, now);
+    match due.claude {
+        ClaudeStep::Nothing => {}
+        ClaudeStep::TriggerHerdrAction => {
+            crate::usage::limits::herdr_action::trigger_and_record(dir, runtime, now);
+        }
+        ClaudeStep::Probe => {
+            let claude = probe_claude(&env, now, PROBE_TIMEOUT);
+            store(dir, Agent::Claude, &claude, now);
+        }
     }
 }
 
@@ -604,16 +607,5 @@ mod tests {
         let mut live = Value::Object(state("ok").with("source", "app_server"));
         mark_passed_resets(&mut live, 200);
         assert_eq!(live.get("windows"), None);
-    }
-
-    #[test]
-    fn due_after_ttl_or_error_backoff() {
-        let ok = json::parse(r#"{"state":"ok","attempted_at":1000}"#).unwrap();
-        assert!(!is_due(Some(&ok), 1000 + TTL - 1));
-        assert!(is_due(Some(&ok), 1000 + TTL));
-        let err = json::parse(r#"{"state":"error","attempted_at":1000}"#).unwrap();
-        assert!(!is_due(Some(&err), 1000 + TTL));
-        assert!(is_due(Some(&err), 1000 + ERROR_BACKOFF));
-        assert!(is_due(None, 0));
     }
 }
