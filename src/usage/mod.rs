@@ -2,8 +2,9 @@
 //! in milliseconds from a cache a background worker keeps.
 //!
 //! - `command.rs`: `heeler usage query|worker|claude-limits` arguments.
-//! - `query.rs`: the instant answer: snapshot, limits and status to the v1
-//!   JSON; starts the worker when the snapshot is stale.
+//! - `query.rs`: the instant answer: reads the state files as values, decides
+//!   (purely) the v1 JSON and a plan of effects, then performs the plan
+//!   (the Claude toggle file, a zone to render ahead, starting the worker).
 //! - `worker.rs`: the single-instance refresh: lock, discovery, the per-file
 //!   cache, the aggregate, the stores, the snapshot, the limit probes.
 //! - `discover.rs`: transcript roots and the directory walk.
@@ -14,7 +15,8 @@
 //! - `store/`: the cache on disk (its format's one home).
 //! - `aggregate/`: global dedupe, pricing, 15-minute slots, kept
 //!   incrementally.
-//! - `limits/`: the subscription limit probes and the macOS trigger.
+//! - `limits/`: the subscription limit probes, when they are due, and the
+//!   macOS trigger.
 //! - `report.rs`: the snapshot file and the v1 rendering.
 //! - `pricing.rs`: the bundled price table and request pricing.
 //! - `tz.rs`, `time.rs`: TZif/POSIX zones and civil dates.

@@ -384,12 +384,12 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
             .map_err(|e| WorkerError::Io("index-v1.bin", e))?;
     }
     trace.mark("write index");
-    if persist.aggregate {
-        if let Some(state) = &mut state {
-            StateStore::in_dir(&dir.0)
-                .save(state)
-                .map_err(|e| WorkerError::Io("aggregate-v1.bin", e))?;
-        }
+    if persist.aggregate
+        && let Some(state) = &mut state
+    {
+        StateStore::in_dir(&dir.0)
+            .save(state)
+            .map_err(|e| WorkerError::Io("aggregate-v1.bin", e))?;
     }
     trace.mark("write aggregate state");
     let rendered = render_ahead(dir, &result.snapshot, now);
