@@ -161,10 +161,10 @@ fn row_layouts_and_herdr_answers_never_panic() {
     let layouts: Vec<row_layout::RowLayout> = {
         let mut found = vec![row_layout::parse_layout(&json::parse(layout_seed).unwrap()).unwrap()];
         json_mutations(layout_seed, 4, &mut |value| {
-            if let Some(layout) = row_layout::parse_layout(value) {
-                if found.len() < 64 {
-                    found.push(layout);
-                }
+            if let Some(layout) = row_layout::parse_layout(value)
+                && found.len() < 64
+            {
+                found.push(layout);
             }
         });
         found
