@@ -210,11 +210,10 @@ impl Drop for LockFile {
 mod tests {
     use super::*;
 
-    fn temp_dir(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("heeler-atomic-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        dir
+    use crate::base::scratch::ScratchDir;
+
+    fn temp_dir(name: &str) -> ScratchDir {
+        ScratchDir::new(&format!("atomic-{name}"))
     }
 
     #[test]

@@ -21,4 +21,6 @@ pub mod bytes;
 pub mod clock;
 pub mod dirs;
 pub mod json;
+#[cfg(test)]
+pub(crate) mod scratch;
 pub(crate) mod sys;

@@ -203,24 +203,7 @@ mod tests {
         );
     }
 
-    /// A directory under the system temp dir, removed when dropped.
-    struct TempDir(PathBuf);
-
-    impl TempDir {
-        fn new(name: &str) -> TempDir {
-            let dir =
-                std::env::temp_dir().join(format!("heeler-delivery-{name}-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).unwrap();
-            TempDir(dir)
-        }
-    }
-
-    impl Drop for TempDir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
+    use crate::base::scratch::ScratchDir as TempDir;
 
     fn device(token: &str) -> AlertDevice {
         AlertDevice {

@@ -264,10 +264,8 @@ mod tests {
         reader
     }
 
-    fn setup(name: &str) -> (PathBuf, CeremonyConfig) {
-        let root =
-            std::env::temp_dir().join(format!("heeler-accept-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
+    fn setup(name: &str) -> (crate::base::scratch::ScratchDir, CeremonyConfig) {
+        let root = crate::base::scratch::ScratchDir::new(&format!("accept-{name}"));
         std::fs::create_dir_all(root.join("home")).unwrap();
         let config = CeremonyConfig::new(&root.join("home"), &root.join("state"), Path::new("/h"));
         (root, config)
@@ -309,7 +307,7 @@ mod tests {
 
     #[test]
     fn enrolls_once_after_bad_submissions() {
-        let (root, config) = setup("once");
+        let (_scratch, config) = setup("once");
         let ceremony = ceremony::begin_at(&config, 1000).unwrap();
         let id = ceremony.pairing_id().to_owned();
         assert_eq!(
@@ -342,12 +340,11 @@ mod tests {
                 .code(),
             Some("unknown_pairing")
         );
-        std::fs::remove_dir_all(root).unwrap();
     }
 
     #[test]
     fn expiry_unknown_and_idempotent_reenrollment() {
-        let (root, config) = setup("expiry");
+        let (_scratch, config) = setup("expiry");
         let ceremony = ceremony::begin_at(&config, 1000).unwrap();
         let id = ceremony.pairing_id().to_owned();
         assert_eq!(
@@ -386,7 +383,6 @@ mod tests {
         let again = ceremony::begin_at(&config, 1000).unwrap();
         submit(&config, again.pairing_id(), &device_line(), 1000).unwrap();
         assert_eq!(authorized(&config), format!("{}\n", device_line()));
-        std::fs::remove_dir_all(root).unwrap();
     }
 
     #[test]

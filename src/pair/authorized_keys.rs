@@ -379,10 +379,8 @@ mod tests {
     #[test]
     fn edit_creates_ssh_dir_and_keeps_mode() {
         use std::os::unix::fs::PermissionsExt;
-        let home = std::env::temp_dir().join(format!("heeler-ak-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&home);
-        std::fs::create_dir_all(&home).unwrap();
-        let location = Location::for_home(&home);
+        let scratch = crate::base::scratch::ScratchDir::new("ak");
+        let location = Location::for_home(scratch.path());
         assert!(!edit(&location, |l| remove_pairing(l, "x")).unwrap());
         assert!(!location.file.exists(), "no change writes nothing");
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
@@ -398,6 +396,5 @@ mod tests {
             b"ssh-ed25519 AAAAx\n"
         );
         assert!(!location.lock.exists());
-        std::fs::remove_dir_all(&home).unwrap();
     }
 }

@@ -367,10 +367,8 @@ pub fn sweep(home: &Path, state_dir: &Path, now: i64) -> Result<(), CeremonyErro
 mod tests {
     use super::*;
 
-    fn setup(name: &str) -> (PathBuf, CeremonyConfig) {
-        let root =
-            std::env::temp_dir().join(format!("heeler-ceremony-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
+    fn setup(name: &str) -> (crate::base::scratch::ScratchDir, CeremonyConfig) {
+        let root = crate::base::scratch::ScratchDir::new(&format!("ceremony-{name}"));
         std::fs::create_dir_all(root.join("home")).unwrap();
         let config = CeremonyConfig::new(
             &root.join("home"),
@@ -406,7 +404,7 @@ mod tests {
 
     #[test]
     fn begin_writes_pending_then_line_and_end_is_idempotent() {
-        let (root, config) = setup("begin");
+        let (_scratch, config) = setup("begin");
         std::fs::create_dir_all(config.home.join(".ssh")).unwrap();
         std::fs::write(
             config.home.join(".ssh/authorized_keys"),
@@ -439,12 +437,11 @@ mod tests {
         ceremony.end().unwrap();
         assert_eq!(authorized(&config), "ssh-rsa AAAAmine me\n");
         assert!(!state.pending_exists(ceremony.pairing_id()));
-        std::fs::remove_dir_all(root).unwrap();
     }
 
     #[test]
     fn expire_returns_a_racing_enrollment_untouched() {
-        let (root, config) = setup("expire");
+        let (_scratch, config) = setup("expire");
         let ceremony = begin_at(&config, 1000).unwrap();
         let state = StateDir::new(&config.state_dir);
         let record = EnrolledRecord {
@@ -462,12 +459,11 @@ mod tests {
         assert_eq!(ceremony.expire().unwrap(), None);
         assert_eq!(authorized(&config), "");
         assert!(!state.pending_exists(ceremony.pairing_id()));
-        std::fs::remove_dir_all(root).unwrap();
     }
 
     #[test]
     fn sweep_and_revoke() {
-        let (root, config) = setup("sweep");
+        let (_scratch, config) = setup("sweep");
         let old = begin_at(&config, 1000).unwrap();
         let new = begin_at(&config, 2000).unwrap();
         let dev = "ssh-ed25519 AAAAdev phone";
@@ -491,6 +487,5 @@ mod tests {
         assert!(revoke_device(&config.home, &enrolled).unwrap());
         assert!(!revoke_device(&config.home, &enrolled).unwrap());
         assert!(!authorized(&config).contains("AAAAdev"));
-        std::fs::remove_dir_all(root).unwrap();
     }
 }

@@ -136,16 +136,14 @@ mod tests {
 
     #[test]
     fn first_readable_wins_and_garbage_is_an_error() {
-        let dir = std::env::temp_dir().join(format!("heeler-hostkey-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        assert!(find(&dir).unwrap().is_none());
+        let scratch = crate::base::scratch::ScratchDir::new("hostkey");
+        let dir = scratch.path();
+        assert!(find(dir).unwrap().is_none());
         let rsa = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAgQC7 x";
         std::fs::write(dir.join("ssh_host_rsa_key.pub"), rsa).unwrap();
-        assert_eq!(find(&dir).unwrap().unwrap().key_type, "ssh-rsa");
+        assert_eq!(find(dir).unwrap().unwrap().key_type, "ssh-rsa");
         std::fs::write(dir.join("ssh_host_ecdsa_key.pub"), "garbage").unwrap();
-        assert!(find(&dir).is_err());
-        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(find(dir).is_err());
     }
 
     #[test]

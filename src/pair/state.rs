@@ -222,7 +222,10 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     fn state(name: &str) -> StateDir {
-        let root = std::env::temp_dir().join(format!("heeler-state-{name}-{}", std::process::id()));
+        let root = std::env::temp_dir().join(format!(
+            "heeler-pairing-state-{name}-{}",
+            std::process::id()
+        ));
         let _ = std::fs::remove_dir_all(&root);
         StateDir::new(&root)
     }

@@ -255,7 +255,7 @@ mod tests {
 
     #[test]
     fn roots_are_found_once() {
-        let dir = std::env::temp_dir().join(format!("heeler-claude-roots-{}", std::process::id()));
+        let dir = crate::base::scratch::ScratchDir::new("claude-roots");
         let home = dir.join("home");
         std::fs::create_dir_all(home.join(".claude/projects")).unwrap();
         std::fs::create_dir_all(home.join(".config/claude/projects")).unwrap();
@@ -267,6 +267,5 @@ mod tests {
             found,
             vec![custom, home.join(".claude"), home.join(".config/claude")]
         );
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

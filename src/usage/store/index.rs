@@ -346,33 +346,17 @@ mod tests {
     use super::*;
     use crate::usage::event::{Agent, Event, EventKind, FileParse};
 
-    /// A scratch directory removed when the test ends (pass or fail).
-    struct Scratch(PathBuf);
+    use crate::base::scratch::ScratchDir as Scratch;
 
-    impl Scratch {
-        fn new(name: &str) -> Scratch {
-            let dir =
-                std::env::temp_dir().join(format!("heeler-index-{name}-{}", std::process::id()));
-            let _ = fs::remove_dir_all(&dir);
-            fs::create_dir_all(&dir).unwrap();
-            Scratch(dir)
-        }
-
-        fn events_files(&self) -> Vec<PathBuf> {
-            let mut out: Vec<PathBuf> = fs::read_dir(&self.0)
-                .unwrap()
-                .map(|e| e.unwrap().path())
-                .filter(|p| p.extension().is_some_and(|x| x == "events"))
-                .collect();
-            out.sort();
-            out
-        }
-    }
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = fs::remove_dir_all(&self.0);
-        }
+    /// The events files in a scratch dir, sorted.
+    fn events_files(dir: &Scratch) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "events"))
+            .collect();
+        out.sort();
+        out
     }
 
     fn event(ts: i64) -> Event {
@@ -433,7 +417,7 @@ mod tests {
         let index = two_files();
         let (back, loaded) = saved(&store, index.clone());
         assert!(store.base.exists() && !store.journal.exists());
-        assert_eq!(dir.events_files().len(), 1);
+        assert_eq!(events_files(&dir).len(), 1);
         assert!(loaded.origin.extendable());
         // Loaded lazily: events stay in the events file until wanted.
         let a = &back.files["/a"];
@@ -452,7 +436,7 @@ mod tests {
         let store = Store::in_dir(&dir.0);
         let (mut index, loaded) = saved(&store, two_files());
         let base = fs::read(&store.base).unwrap();
-        let events = dir.events_files();
+        let events = events_files(&dir);
         let events_len = fs::metadata(&events[0]).unwrap().len();
         // `/a` grew by one event, `/b` vanished, `/c` is new.
         let a = index.files.get_mut("/a").unwrap();
@@ -463,7 +447,7 @@ mod tests {
         store.save(&mut index, &["/a", "/b", "/c"], loaded).unwrap();
         assert_eq!(fs::read(&store.base).unwrap(), base, "the base is kept");
         assert!(store.journal.exists());
-        assert_eq!(dir.events_files(), events, "the same events file");
+        assert_eq!(events_files(&dir), events, "the same events file");
         assert!(fs::metadata(&events[0]).unwrap().len() > events_len);
         // Only the new event was appended, as a second segment.
         assert_eq!(index.files["/a"].stored.len(), 2);
@@ -503,7 +487,7 @@ mod tests {
         // No floor: the journal may hold a quarter of the base only.
         store.min_journal = 0;
         let (mut index, loaded) = saved(&store, two_files());
-        let old_events = dir.events_files();
+        let old_events = events_files(&dir);
         let old_journal = {
             // A journal of the old base, as a crash before its removal
             // would leave it.
@@ -525,7 +509,7 @@ mod tests {
         index.files.insert("/c".into(), entry(3, &[40, 41, 42]));
         store.save(&mut index, &["/a", "/c"], loaded).unwrap();
         assert!(!store.journal.exists());
-        let new_events = dir.events_files();
+        let new_events = events_files(&dir);
         assert_eq!(new_events.len(), 1, "the old events file is removed");
         assert_ne!(new_events, old_events);
         assert!(index.files.values().all(|e| e.stored.len() <= 1));
@@ -544,13 +528,13 @@ mod tests {
         let mut store = Store::in_dir(&dir.0);
         store.min_dead = 0;
         let (mut index, loaded) = saved(&store, two_files());
-        let old_events = dir.events_files();
+        let old_events = events_files(&dir);
         // `/a` reparsed: a fresh entry with other events of the same size,
         // so its old segment is dead and outweighs what is live.
         index.files.insert("/a".into(), entry(1, &[11, 21]));
         store.save(&mut index, &["/a"], loaded).unwrap();
         assert!(!store.journal.exists());
-        assert_ne!(dir.events_files(), old_events);
+        assert_ne!(events_files(&dir), old_events);
         let (back, _) = store.load();
         assert_eq!(back.to_bytes(), index.to_bytes());
     }
@@ -562,7 +546,7 @@ mod tests {
         let index = two_files();
         saved(&store, index.clone());
         let base = fs::read(&store.base).unwrap();
-        let events = dir.events_files().remove(0);
+        let events = events_files(&dir).remove(0);
         let events_bytes = fs::read(&events).unwrap();
         // A flipped byte in the events: that entry cannot be loaded and
         // drops out (to be reparsed); the others stay.

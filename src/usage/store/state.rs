@@ -424,24 +424,7 @@ mod tests {
     use super::*;
     use crate::usage::store::owners::SHARED;
 
-    /// A scratch directory removed when the test ends (pass or fail).
-    struct Scratch(PathBuf);
-
-    impl Scratch {
-        fn new(name: &str) -> Scratch {
-            let dir =
-                std::env::temp_dir().join(format!("heeler-state-{name}-{}", std::process::id()));
-            let _ = fs::remove_dir_all(&dir);
-            fs::create_dir_all(&dir).unwrap();
-            Scratch(dir)
-        }
-    }
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
+    use crate::base::scratch::ScratchDir as Scratch;
 
     fn acc(requests: u64) -> SlotAcc {
         SlotAcc {
