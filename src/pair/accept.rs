@@ -7,7 +7,18 @@
 //! (exit 1), with a human-readable detail on stderr. The enrollment itself
 //! (append the Device Key, drop the bootstrap line, record `enrolled/`,
 //! drop `pending/`) happens inside the authorized_keys lock, so it is single
-//! use even against a concurrent `accept` or a racing expiry.
+//! use even against a concurrent `accept` or a racing expiry. A Device Key
+//! that is already authorized (any line with its blob, options or not) is
+//! not appended again; the answer is still OK and the record says
+//! `appended: false`, so the starter offers no revoke for a line it did not
+//! add.
+//!
+//! A refused pairing (no pending file, or expired) loses what is left of
+//! its bootstrap line and pending file, never its enrolled record: whoever
+//! holds the Bootstrap Key can open more sessions on the connection that
+//! enrolled (sshd checks authorized_keys once per connection, not per
+//! session), and each must leave the starter's report intact. Such a
+//! session answers `unknown_pairing` (detail: already used).
 //!
 //! sshd runs us with a minimal environment and no PATH: nothing here looks
 //! anything up on PATH. `HOME` comes from the environment; when it is
@@ -151,12 +162,17 @@ pub fn accept(
     }
     let state = StateDir::new(state_dir);
     let location = Location::for_home(home);
+    // A refusal drops what is left of the bootstrap, never the enrolled
+    // record: that is the starter's report of an enrollment that happened.
     let Some(pending) = state.read_pending(pairing_id) else {
-        let _ = ceremony::end_pairing(&location, &state, pairing_id);
+        let _ = ceremony::drop_bootstrap(&location, &state, pairing_id);
+        if state.read_enrolled(pairing_id).is_some() {
+            return Err(AcceptError::AlreadyUsed(pairing_id.clone()));
+        }
         return Err(AcceptError::NoPendingPairing(pairing_id.clone()));
     };
     if now() > pending.expires_at {
-        let _ = ceremony::end_pairing(&location, &state, pairing_id);
+        let _ = ceremony::drop_bootstrap(&location, &state, pairing_id);
         return Err(AcceptError::Expired(pairing_id.clone()));
     }
     let submitted = read_submission(stdin, timeout);
@@ -193,13 +209,11 @@ fn enroll(
         state.remove_pending(pairing_id).map_err(|e| internal(&e))?;
         return Err(AcceptError::Expired(pairing_id.to_owned()));
     }
-    let new_lines = if authorized_keys::has_blob(&without_bootstrap, &key.blob_base64) {
-        without_bootstrap
-    } else {
-        let mut lines = without_bootstrap;
-        lines.push(key.line.as_bytes().to_vec());
-        lines
-    };
+    let appended = !authorized_keys::has_blob(&without_bootstrap, &key.blob_base64);
+    let mut new_lines = without_bootstrap;
+    if appended {
+        new_lines.push(key.line.as_bytes().to_vec());
+    }
     // The record first: if the popup's expiry runs right after we release
     // the lock it must find it. If the key file write fails, undo it.
     state
@@ -208,6 +222,7 @@ fn enroll(
             expires_at,
             fingerprint: key.fingerprint.clone(),
             line: key.line.clone(),
+            appended: Some(appended),
         })
         .map_err(|e| internal(&e))?;
     if let Err(e) = locked.write(&new_lines) {
@@ -383,6 +398,58 @@ mod tests {
         let again = ceremony::begin_at(&config, 1000).unwrap();
         submit(&config, again.pairing_id(), &device_line(), 1000).unwrap();
         assert_eq!(authorized(&config), format!("{}\n", device_line()));
+    }
+
+    #[test]
+    fn a_later_session_keeps_the_enrollment_it_cannot_repeat() {
+        let (_scratch, config) = setup("later");
+        let ceremony = ceremony::begin_at(&config, 1000).unwrap();
+        let id = ceremony.pairing_id().to_owned();
+        let key = submit(&config, &id, &device_line(), 1001).unwrap();
+        // A second session on the same connection: no pending file any more.
+        let again = submit(&config, &id, &device_line(), 1002).unwrap_err();
+        assert_eq!(again.code(), Some("unknown_pairing"));
+        assert_eq!(again, AcceptError::AlreadyUsed(id.clone()));
+        let enrolled = ceremony.poll_enrolled().expect("the record survives");
+        assert_eq!(enrolled.fingerprint, key.fingerprint);
+        assert!(enrolled.appended);
+        assert_eq!(authorized(&config), format!("{}\n", device_line()));
+        // Even past the expiry, with a pending file left behind by a crash.
+        let state = StateDir::new(&config.state_dir);
+        state
+            .write_pending(&crate::pair::state::Pending {
+                pairing_id: id.clone(),
+                expires_at: 1120,
+                public_line: ceremony.public_line(),
+            })
+            .unwrap();
+        let late = submit(&config, &id, &device_line(), 1121).unwrap_err();
+        assert_eq!(late.code(), Some("expired"));
+        assert!(!state.pending_exists(&id));
+        assert_eq!(
+            ceremony.poll_enrolled().map(|e| e.fingerprint),
+            Some(key.fingerprint)
+        );
+    }
+
+    #[test]
+    fn an_already_authorized_key_is_recorded_as_not_appended() {
+        let (_scratch, config) = setup("known");
+        let mine = format!("from=\"10.0.0.0/8\",no-pty {} mine", device_line());
+        std::fs::create_dir_all(config.home.join(".ssh")).unwrap();
+        std::fs::write(
+            config.home.join(".ssh/authorized_keys"),
+            format!("{mine}\n"),
+        )
+        .unwrap();
+        let ceremony = ceremony::begin_at(&config, 1000).unwrap();
+        let key = submit(&config, ceremony.pairing_id(), &device_line(), 1001).unwrap();
+        assert_eq!(authorized(&config), format!("{mine}\n"), "nothing added");
+        let enrolled = ceremony.poll_enrolled().unwrap();
+        assert_eq!(enrolled.fingerprint, key.fingerprint);
+        assert!(!enrolled.appended);
+        assert!(!ceremony::revoke_device(&config.home, &enrolled).unwrap());
+        assert_eq!(authorized(&config), format!("{mine}\n"), "revoke keeps it");
     }
 
     #[test]

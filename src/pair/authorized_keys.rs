@@ -16,8 +16,10 @@
 //! final newline is added, blank lines are kept.
 //!
 //! The edits themselves (`append`, `remove_pairing`, `sweep_expired`,
-//! `revoke_blob`) are pure functions over the lines; [`edit`] is the only
-//! effect.
+//! `remove_line`, `revoke_blob`) are pure functions over the lines; [`edit`]
+//! is the only effect. Revoking an enrolled Device Key is `remove_line`:
+//! only the exact line a ceremony appended goes, never another line that
+//! carries the same key (the user's own `from=`-restricted copy, say).
 
 use std::fmt;
 use std::io;
@@ -223,6 +225,11 @@ pub fn sweep_expired(lines: &[Vec<u8>], now: i64) -> Edited {
     })
 }
 
+/// Drops the lines byte-identical to `line`, and no other.
+pub fn remove_line(lines: &[Vec<u8>], line: &[u8]) -> Edited {
+    keep_only(lines, |l| l != line)
+}
+
 /// Drops every key line whose blob is `blob` (comments are ignored).
 pub fn revoke_blob(lines: &[Vec<u8>], blob: &str) -> Edited {
     keep_only(lines, |line| key_blob_of(line) != Some(blob.as_bytes()))
@@ -372,6 +379,15 @@ mod tests {
         assert_eq!(revoked.len(), before.len() - 1);
         assert!(has_blob(&before, "AAAArsa"));
         assert!(!has_blob(&revoked, "AAAArsa"));
+        let ours = b"ssh-rsa AAAArsa me@x".to_vec();
+        let theirs = b"from=\"10.0.0.0/8\" ssh-rsa AAAArsa me@x".to_vec();
+        let same_blob = vec![theirs.clone(), ours.clone(), b"ssh-rsa AAAArsa".to_vec()];
+        assert_eq!(
+            remove_line(&same_blob, &ours),
+            Some(vec![theirs.clone(), b"ssh-rsa AAAArsa".to_vec()])
+        );
+        assert_eq!(remove_line(&[theirs.clone()], &ours), None);
+        assert_eq!(remove_line(&[ours.clone(), ours.clone()], &ours), Some(vec![]));
         let appended = append(&removed, "ssh-ed25519 AAAAnew").unwrap();
         assert_eq!(appended[..removed.len()], removed[..]);
     }

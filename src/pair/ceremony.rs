@@ -44,6 +44,16 @@
 //! * [`Ceremony::end`] removes the bootstrap line, the pending and the
 //!   enrolled file; calling it again is harmless. It never touches an
 //!   enrolled Device Key line — revoking one is [`revoke_device`].
+//! * `heeler accept` refusing a pairing (no pending file, or expired) calls
+//!   [`drop_bootstrap`], never [`end_pairing`]: the enrolled record belongs
+//!   to the ceremony's starter, and a second session on the connection that
+//!   enrolled (sshd does not re-check authorized_keys per session) must not
+//!   hide that enrollment from the popup or `pair --no-ui`.
+//! * [`revoke_device`] removes only the exact line the ceremony appended,
+//!   and nothing when the ceremony appended none (the Device Key was
+//!   already authorized, or the record does not say): revoke never removes
+//!   a line heeler did not add, such as the user's own `from=`-restricted
+//!   line for the same key.
 //! * [`sweep`] drops expired bootstrap lines (any ceremony, e.g. of a killed
 //!   popup) and finished state files.
 
@@ -205,6 +215,10 @@ pub struct Enrolled {
     pub line: String,
     /// The line's comment (the device's label), if any.
     pub comment: Option<String>,
+    /// Whether this ceremony appended `line` to authorized_keys. `false`
+    /// when the Device Key was already authorized (nothing was added, so
+    /// there is nothing to revoke) or the record does not say.
+    pub appended: bool,
 }
 
 impl From<EnrolledRecord> for Enrolled {
@@ -215,6 +229,7 @@ impl From<EnrolledRecord> for Enrolled {
             expires_at: record.expires_at,
             fingerprint: record.fingerprint,
             line: record.line,
+            appended: record.appended == Some(true),
         }
     }
 }
@@ -321,9 +336,22 @@ impl Ceremony {
     }
 }
 
-/// The idempotent end of a ceremony by id (also used by `heeler accept` on a
-/// stale or expired pairing).
+/// The idempotent end of a ceremony by id: the bootstrap line, the pending
+/// and the enrolled file.
 pub fn end_pairing(
+    location: &Location,
+    state: &StateDir,
+    pairing_id: &str,
+) -> Result<(), CeremonyError> {
+    drop_bootstrap(location, state, pairing_id)?;
+    state.remove_enrolled(pairing_id)?;
+    Ok(())
+}
+
+/// Removes a pairing's bootstrap line and pending file, keeping its
+/// enrolled record: what `heeler accept` does to a pairing it refuses.
+/// Idempotent.
+pub fn drop_bootstrap(
     location: &Location,
     state: &StateDir,
     pairing_id: &str,
@@ -334,19 +362,19 @@ pub fn end_pairing(
         })?;
     }
     state.remove_pending(pairing_id)?;
-    state.remove_enrolled(pairing_id)?;
     Ok(())
 }
 
-/// Removes an enrolled Device Key's line (by key blob) from
-/// authorized_keys. Returns whether a line was removed.
+/// Removes the Device Key line this ceremony appended: that exact line,
+/// byte for byte, and no other line with the same key. Does nothing when
+/// the ceremony appended no line. Returns whether a line was removed.
 pub fn revoke_device(home: &Path, enrolled: &Enrolled) -> Result<bool, CeremonyError> {
-    let Some(blob) = enrolled.line.split(' ').nth(1).filter(|b| !b.is_empty()) else {
+    if !enrolled.appended {
         return Ok(false);
-    };
+    }
     let location = Location::for_home(home);
     Ok(authorized_keys::edit(&location, |lines| {
-        authorized_keys::revoke_blob(lines, blob)
+        authorized_keys::remove_line(lines, enrolled.line.as_bytes())
     })?)
 }
 
@@ -449,6 +477,7 @@ mod tests {
             expires_at: 1120,
             fingerprint: "SHA256:f".into(),
             line: "ssh-ed25519 AAAAdev iPhone".into(),
+            appended: Some(true),
         };
         state.write_enrolled(&record).unwrap();
         let before = authorized(&config);
@@ -483,9 +512,36 @@ mod tests {
             expires_at: 0,
             fingerprint: "f".into(),
             line: dev.into(),
+            appended: Some(true),
         });
         assert!(revoke_device(&config.home, &enrolled).unwrap());
         assert!(!revoke_device(&config.home, &enrolled).unwrap());
         assert!(!authorized(&config).contains("AAAAdev"));
+    }
+
+    #[test]
+    fn revoke_removes_only_the_line_the_ceremony_appended() {
+        let (_scratch, config) = setup("exact");
+        let ours = "ssh-ed25519 AAAAdev phone";
+        let theirs = "from=\"10.0.0.0/8\" ssh-ed25519 AAAAdev phone";
+        let bare = "ssh-ed25519 AAAAdev";
+        let file = format!("{theirs}\n{ours}\n{bare}\n");
+        std::fs::create_dir_all(config.home.join(".ssh")).unwrap();
+        std::fs::write(config.home.join(".ssh/authorized_keys"), &file).unwrap();
+        let record = |appended| EnrolledRecord {
+            pairing_id: "x".into(),
+            expires_at: 0,
+            fingerprint: "f".into(),
+            line: ours.into(),
+            appended,
+        };
+        for unproven in [None, Some(false)] {
+            let enrolled = Enrolled::from(record(unproven));
+            assert!(!enrolled.appended, "{unproven:?}");
+            assert!(!revoke_device(&config.home, &enrolled).unwrap());
+            assert_eq!(authorized(&config), file, "{unproven:?} touches nothing");
+        }
+        assert!(revoke_device(&config.home, &Enrolled::from(record(Some(true)))).unwrap());
+        assert_eq!(authorized(&config), format!("{theirs}\n{bare}\n"));
     }
 }

@@ -2,7 +2,9 @@
 //! headless servers and scripts.
 //!
 //! Prints the Pairing Code as the only stdout line, then waits: when a
-//! device enrolls it prints `enrolled SHA256:… [<label>]` and exits 0; when
+//! device enrolls it prints `enrolled SHA256:… [<label>]` and exits 0 (or,
+//! when the Device Key was already authorized and the ceremony added
+//! nothing, `already authorized SHA256:… [<label>]`, exit 0); when
 //! the code expires it cleans up and exits 1; SIGINT, SIGTERM and SIGHUP
 //! remove the bootstrap line before exiting (128 + signal). Progress and
 //! hints go to stderr. `--config-only` prints a code without a Bootstrap
@@ -151,13 +153,27 @@ pub fn run(args: PairArgs) -> Result<(), Failure> {
     wait(&ceremony)
 }
 
+/// The stdout line of a finished ceremony: `enrolled …` when it appended
+/// the Device Key, `already authorized …` when the key was there already.
+pub fn outcome_line(enrolled: &ceremony::Enrolled) -> String {
+    let what = if enrolled.appended {
+        "enrolled"
+    } else {
+        "already authorized"
+    };
+    match &enrolled.comment {
+        Some(comment) => format!("{what} {} {comment}", enrolled.fingerprint),
+        None => format!("{what} {}", enrolled.fingerprint),
+    }
+}
+
 fn report_enrolled(
     ceremony: &ceremony::Ceremony,
     enrolled: &ceremony::Enrolled,
 ) -> Result<(), Failure> {
-    match &enrolled.comment {
-        Some(comment) => print_line(&format!("enrolled {} {comment}", enrolled.fingerprint)),
-        None => print_line(&format!("enrolled {}", enrolled.fingerprint)),
+    print_line(&outcome_line(enrolled));
+    if !enrolled.appended {
+        note("This Device Key was already authorized; nothing was added to authorized_keys.");
     }
     ceremony
         .end()
@@ -199,5 +215,35 @@ fn wait(ceremony: &ceremony::Ceremony) -> Result<(), Failure> {
             };
         }
         std::thread::sleep(POLL_INTERVAL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_outcome_line_tells_an_addition_from_a_key_already_there() {
+        let enrolled = |appended, comment: Option<&str>| ceremony::Enrolled {
+            pairing_id: "p".into(),
+            expires_at: 0,
+            fingerprint: "SHA256:f".into(),
+            line: "ssh-ed25519 AAAA".into(),
+            comment: comment.map(Into::into),
+            appended,
+        };
+        assert_eq!(
+            outcome_line(&enrolled(true, Some("iPhone 15"))),
+            "enrolled SHA256:f iPhone 15"
+        );
+        assert_eq!(outcome_line(&enrolled(true, None)), "enrolled SHA256:f");
+        assert_eq!(
+            outcome_line(&enrolled(false, Some("iPhone"))),
+            "already authorized SHA256:f iPhone"
+        );
+        assert_eq!(
+            outcome_line(&enrolled(false, None)),
+            "already authorized SHA256:f"
+        );
     }
 }

@@ -4,12 +4,20 @@
 //!
 //! * `pending/<id>.json` — `{"pairingId","expiresAt","publicLine"}`: a
 //!   ceremony is open; `accept` refuses any id without one.
-//! * `enrolled/<id>.json` — `{"pairingId","expiresAt","fingerprint","line"}`:
-//!   a device enrolled; the starter polls for it.
+//! * `enrolled/<id>.json` —
+//!   `{"pairingId","expiresAt","fingerprint","line","appended"}`: a device
+//!   enrolled; the starter polls for it. `appended` says whether this
+//!   ceremony added `line` to authorized_keys (`false`: the key was already
+//!   authorized, so nothing was added).
 //!
 //! Directories are 0700, files 0600, each file compact JSON plus `\n` with
-//! the keys in exactly that order (the Node plugin's files, so a plugin
-//! upgrade mid-ceremony still works).
+//! the keys in exactly that order. The first four keys are the Node
+//! plugin's files, so a plugin upgrade mid-ceremony still works: readers
+//! ignore members they do not know, and `appended` is a trailing addition.
+//! A record without a boolean `appended` (written by the Node plugin or an
+//! older heeler) reads as `None`: it cannot prove that the ceremony added
+//! the line, and revoke must never remove a line heeler did not add, so
+//! the ceremony treats it as not appended.
 
 use std::fmt;
 use std::io;
@@ -37,6 +45,9 @@ pub struct EnrolledRecord {
     pub expires_at: i64,
     pub fingerprint: String,
     pub line: String,
+    /// Whether this ceremony appended `line`; `None` when the record does
+    /// not say (see the module doc).
+    pub appended: Option<bool>,
 }
 
 /// A state file could not be written or removed.
@@ -199,11 +210,15 @@ impl Pending {
 
 impl EnrolledRecord {
     pub fn to_json(&self) -> Object {
-        Object::new()
+        let object = Object::new()
             .with("pairingId", self.pairing_id.as_str())
             .with("expiresAt", self.expires_at)
             .with("fingerprint", self.fingerprint.as_str())
-            .with("line", self.line.as_str())
+            .with("line", self.line.as_str());
+        match self.appended {
+            Some(appended) => object.with("appended", appended),
+            None => object,
+        }
     }
 
     pub fn from_json(value: &Value) -> Option<EnrolledRecord> {
@@ -212,6 +227,7 @@ impl EnrolledRecord {
             expires_at: value.get("expiresAt")?.as_i64()?,
             fingerprint: string_field(value, "fingerprint")?,
             line: string_field(value, "line")?,
+            appended: value.get("appended").and_then(Value::as_bool),
         })
     }
 }
@@ -253,13 +269,39 @@ mod tests {
             expires_at: 5,
             fingerprint: "SHA256:x".into(),
             line: "ssh-ed25519 BBBB phone".into(),
+            appended: Some(true),
         };
         state.write_enrolled(&record).unwrap();
+        let enrolled_path = state.enrolled_path("0a1b2c3d4e5f");
         assert_eq!(
-            std::fs::read_to_string(state.enrolled_path("0a1b2c3d4e5f")).unwrap(),
-            "{\"pairingId\":\"0a1b2c3d4e5f\",\"expiresAt\":5,\"fingerprint\":\"SHA256:x\",\"line\":\"ssh-ed25519 BBBB phone\"}\n"
+            std::fs::read_to_string(&enrolled_path).unwrap(),
+            "{\"pairingId\":\"0a1b2c3d4e5f\",\"expiresAt\":5,\"fingerprint\":\"SHA256:x\",\"line\":\"ssh-ed25519 BBBB phone\",\"appended\":true}\n"
         );
-        assert_eq!(state.read_enrolled("0a1b2c3d4e5f"), Some(record));
+        assert_eq!(state.read_enrolled("0a1b2c3d4e5f"), Some(record.clone()));
+        let not_appended = EnrolledRecord {
+            appended: Some(false),
+            ..record.clone()
+        };
+        state.write_enrolled(&not_appended).unwrap();
+        assert!(
+            std::fs::read_to_string(&enrolled_path)
+                .unwrap()
+                .ends_with(",\"appended\":false}\n")
+        );
+        assert_eq!(state.read_enrolled("0a1b2c3d4e5f"), Some(not_appended));
+        // The Node plugin's record, and one whose member is not a boolean,
+        // do not say: None.
+        let node = "{\"pairingId\":\"0a1b2c3d4e5f\",\"expiresAt\":5,\"fingerprint\":\"SHA256:x\",\"line\":\"ssh-ed25519 BBBB phone\"}\n";
+        let unsaid = EnrolledRecord {
+            appended: None,
+            ..record.clone()
+        };
+        std::fs::write(&enrolled_path, node).unwrap();
+        assert_eq!(state.read_enrolled("0a1b2c3d4e5f"), Some(unsaid.clone()));
+        std::fs::write(&enrolled_path, node.replace('}', ",\"appended\":1}")).unwrap();
+        assert_eq!(state.read_enrolled("0a1b2c3d4e5f"), Some(unsaid.clone()));
+        state.write_enrolled(&unsaid).unwrap();
+        assert_eq!(std::fs::read_to_string(&enrolled_path).unwrap(), node);
         state.remove_pending("0a1b2c3d4e5f").unwrap();
         state.remove_pending("0a1b2c3d4e5f").unwrap();
         assert!(!state.pending_exists("0a1b2c3d4e5f"));
@@ -282,6 +324,7 @@ mod tests {
             expires_at: 0,
             fingerprint: "f".into(),
             line: "l".into(),
+            appended: Some(true),
         };
         state.write_enrolled(&enrolled).unwrap();
         std::fs::write(state.pending_dir().join("junk.json"), "{").unwrap();

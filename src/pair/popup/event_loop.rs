@@ -314,7 +314,14 @@ impl Session {
                 )
             }
             Phase::Expired => screen::expired(),
-            Phase::Enrolled(enrolled) | Phase::Revoking(enrolled) => screen::enrolled(
+            Phase::Enrolled(enrolled) | Phase::Revoking(enrolled) if enrolled.appended => {
+                screen::enrolled(
+                    &self.setup.machine,
+                    &enrolled.fingerprint,
+                    enrolled.comment.as_deref(),
+                )
+            }
+            Phase::Enrolled(enrolled) | Phase::Revoking(enrolled) => screen::already_authorized(
                 &self.setup.machine,
                 &enrolled.fingerprint,
                 enrolled.comment.as_deref(),

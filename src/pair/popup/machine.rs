@@ -21,6 +21,9 @@
 //! - An enrollment seen by the poll wins over the expiry; an enrollment
 //!   found by the locked expiry itself also wins (the device enrolled at
 //!   the last moment).
+//! - `r` revokes only a Device Key line the ceremony appended; when the key
+//!   was already authorized the screen offers no revoke and `r` closes like
+//!   any other key.
 
 use std::time::{Duration, Instant};
 
@@ -275,7 +278,7 @@ impl Popup {
                 let addresses = self.confirmed.clone();
                 self.start(addresses)
             }
-            Phase::Enrolled(enrolled) if key == Key::Char('r') => {
+            Phase::Enrolled(enrolled) if key == Key::Char('r') && enrolled.appended => {
                 let enrolled = enrolled.clone();
                 self.phase = Phase::Revoking(enrolled.clone());
                 vec![Effect::RevokeDevice(enrolled)]
@@ -493,6 +496,7 @@ mod tests {
             fingerprint: "SHA256:device".into(),
             line: "ssh-ed25519 AAAA phone".into(),
             comment: Some("phone".into()),
+            appended: true,
         }
     }
 
@@ -1013,6 +1017,19 @@ mod tests {
         for key in [Key::Char('r'), Key::Enter, Key::Other] {
             let mut done = in_phase(popup.phase.clone());
             assert_eq!(done.step(Input::Key(key)), vec![Effect::Close]);
+        }
+    }
+
+    #[test]
+    fn r_never_revokes_a_key_the_ceremony_did_not_add() {
+        let known = Enrolled {
+            appended: false,
+            ..enrolled()
+        };
+        for key in [Key::Char('r'), Key::Enter, Key::Char('q')] {
+            let mut popup = in_phase(Phase::Enrolled(known.clone()));
+            assert_eq!(popup.step(Input::Key(key)), vec![Effect::Close], "{key:?}");
+            assert_eq!(popup.phase, Phase::Enrolled(known.clone()));
         }
     }
 

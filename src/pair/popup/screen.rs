@@ -211,11 +211,15 @@ pub fn expired() -> Vec<String> {
     ]
 }
 
-pub fn enrolled(machine: &str, fingerprint: &str, label: Option<&str>) -> Vec<String> {
-    let label = match label {
+fn label_text(label: Option<&str>) -> String {
+    match label {
         Some(label) if !label.is_empty() => label.to_owned(),
         _ => dim("(no label)"),
-    };
+    }
+}
+
+pub fn enrolled(machine: &str, fingerprint: &str, label: Option<&str>) -> Vec<String> {
+    let label = label_text(label);
     vec![
         bold("Device paired"),
         String::new(),
@@ -227,6 +231,25 @@ pub fn enrolled(machine: &str, fingerprint: &str, label: Option<&str>) -> Vec<St
         "If this was not you, revoke it now to lock that device out.".to_owned(),
         String::new(),
         dim("r revoke this device, any other key close"),
+    ]
+}
+
+/// A device completed the ceremony with a Device Key that authorized_keys
+/// already held: nothing was added, so there is nothing to revoke here.
+pub fn already_authorized(machine: &str, fingerprint: &str, label: Option<&str>) -> Vec<String> {
+    let label = label_text(label);
+    vec![
+        bold("Device Key already authorized"),
+        String::new(),
+        format!("A device paired with a Device Key {machine} already authorizes;"),
+        "nothing was added to authorized_keys:".to_owned(),
+        String::new(),
+        format!("  Fingerprint  {fingerprint}"),
+        format!("  Label        {label}"),
+        String::new(),
+        "To remove that key, edit ~/.ssh/authorized_keys by hand.".to_owned(),
+        String::new(),
+        dim("Press any key to close."),
     ]
 }
 
@@ -483,6 +506,16 @@ mod tests {
             plain_all(&enrolled("b", "f", None))[5],
             "  Label        (no label)"
         );
+        let known = plain_all(&already_authorized("box", "SHA256:f", None));
+        assert_eq!(known[0], "Device Key already authorized");
+        assert_eq!(
+            known[2],
+            "A device paired with a Device Key box already authorizes;"
+        );
+        assert_eq!(known[5], "  Fingerprint  SHA256:f");
+        assert_eq!(known[6], "  Label        (no label)");
+        assert!(!known.iter().any(|l| l.contains("revoke")), "{known:?}");
+        assert_eq!(known.last().map(String::as_str), Some("Press any key to close."));
         assert_eq!(plain_all(&revoked("SHA256:f"))[2], "SHA256:f");
         assert_eq!(plain_all(&revoke_failed("boom"))[2], "boom");
         let fatal = plain_all(&fatal(&no_host_key_message("/etc/ssh")));
