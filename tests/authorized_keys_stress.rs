@@ -10,6 +10,9 @@
 //! * A writer killed with SIGKILL at random points never leaves a torn or
 //!   truncated file.
 //! * Two concurrent `heeler accept` runs for one pairing enroll exactly once.
+//! * Twelve `heeler accept` runs started at staggered moments, some after
+//!   the enrollment: one enrolls, the others are refused, and the enrolled
+//!   record the ceremony polls for survives every refusal.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Write;
@@ -431,5 +434,106 @@ fn an_expiry_racing_accept_never_loses_an_enrollment() {
     }
     println!(
         "{rounds} expiry/accept races: {won_by_accept} enrolled (expire reported them), {won_by_expiry} expired first (nothing enrolled)"
+    );
+}
+
+/// A temp home removed on drop, also when the test panics.
+struct RemovedOnDrop(PathBuf);
+
+impl Drop for RemovedOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn staggered_accepts_never_hide_the_enrollment() {
+    if std::env::var(ROLE_ENV).is_ok() {
+        return;
+    }
+    const ACCEPTS: usize = 12;
+    let rounds = 10;
+    let mut rng = Rng::seeded(23);
+    let mut late_refusals = 0;
+    for round in 0..rounds {
+        let home = RemovedOnDrop(temp_home(&format!("stagger{round}")));
+        let state = home.0.join("state");
+        let config = heeler::pair::ceremony::CeremonyConfig::new(
+            &home.0,
+            &state,
+            Path::new(env!("CARGO_BIN_EXE_heeler")),
+        );
+        let ceremony = heeler::pair::ceremony::begin(&config).unwrap();
+        let id = ceremony.pairing_id().to_owned();
+        let delays: Vec<u64> = (0..ACCEPTS).map(|_| rng.below(60)).collect();
+        let answers: Vec<(String, String)> = std::thread::scope(|scope| {
+            let runs: Vec<_> = delays
+                .iter()
+                .enumerate()
+                .map(|(i, delay)| {
+                    let (state, home, id) = (&state, &home.0, &id);
+                    scope.spawn(move || {
+                        std::thread::sleep(Duration::from_millis(*delay));
+                        let seed = [(round * ACCEPTS + i + 1) as u8; 32];
+                        let line = format!(
+                            "{} racer{i}",
+                            BootstrapKey::from_seed(seed).unwrap().public_line()
+                        );
+                        let mut child = Command::new(env!("CARGO_BIN_EXE_heeler"))
+                            .args(["accept", "--state-dir"])
+                            .arg(state)
+                            .args(["--pairing-id", id])
+                            .env_clear()
+                            .env("HOME", home)
+                            .stdin(Stdio::piped())
+                            .stdout(Stdio::piped())
+                            .stderr(Stdio::piped())
+                            .spawn()
+                            .unwrap();
+                        let mut stdin = child.stdin.take().unwrap();
+                        // A refusal may come before the read: a broken pipe then.
+                        let _ = stdin.write_all(format!("{line}\n").as_bytes());
+                        drop(stdin);
+                        let output = child.wait_with_output().unwrap();
+                        let answer = String::from_utf8_lossy(&output.stdout).into_owned();
+                        let detail = String::from_utf8_lossy(&output.stderr).into_owned();
+                        let ok = answer.starts_with("HERDR-ENROLL:OK:");
+                        (answer, if ok { line } else { detail })
+                    })
+                })
+                .collect();
+            runs.into_iter().map(|r| r.join().unwrap()).collect()
+        });
+        let oks: Vec<&(String, String)> = answers
+            .iter()
+            .filter(|(answer, _)| answer.starts_with("HERDR-ENROLL:OK:"))
+            .collect();
+        assert_eq!(oks.len(), 1, "{answers:?}");
+        for (answer, detail) in answers
+            .iter()
+            .filter(|a| !a.0.starts_with("HERDR-ENROLL:OK:"))
+        {
+            assert_eq!(answer, "HERDR-ENROLL:ERR:unknown_pairing\n", "{detail}");
+            if detail.starts_with("pairing") && !detail.contains("no pending") {
+                late_refusals += 1;
+            }
+        }
+        let line = &oks[0].1;
+        let text = std::fs::read_to_string(home.0.join(".ssh/authorized_keys")).unwrap();
+        assert_eq!(
+            text,
+            format!("{line}\n"),
+            "one device line, no bootstrap line"
+        );
+        let enrolled = ceremony.poll_enrolled().unwrap_or_else(|| {
+            panic!("round {round}: the enrollment report was lost: {answers:?}")
+        });
+        assert_eq!(&enrolled.line, line);
+        assert!(enrolled.appended);
+        assert_eq!(ceremony.expire().unwrap(), Some(enrolled));
+        ceremony.end().unwrap();
+    }
+    println!(
+        "{rounds} rounds of {ACCEPTS} staggered accepts: one enrollment each, reported every time ({late_refusals} refusals said already used)"
     );
 }

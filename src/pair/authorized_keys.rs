@@ -387,7 +387,10 @@ mod tests {
             Some(vec![theirs.clone(), b"ssh-rsa AAAArsa".to_vec()])
         );
         assert_eq!(remove_line(&[theirs.clone()], &ours), None);
-        assert_eq!(remove_line(&[ours.clone(), ours.clone()], &ours), Some(vec![]));
+        assert_eq!(
+            remove_line(&[ours.clone(), ours.clone()], &ours),
+            Some(vec![])
+        );
         let appended = append(&removed, "ssh-ed25519 AAAAnew").unwrap();
         assert_eq!(appended[..removed.len()], removed[..]);
     }

@@ -515,7 +515,10 @@ mod tests {
         assert_eq!(known[5], "  Fingerprint  SHA256:f");
         assert_eq!(known[6], "  Label        (no label)");
         assert!(!known.iter().any(|l| l.contains("revoke")), "{known:?}");
-        assert_eq!(known.last().map(String::as_str), Some("Press any key to close."));
+        assert_eq!(
+            known.last().map(String::as_str),
+            Some("Press any key to close.")
+        );
         assert_eq!(plain_all(&revoked("SHA256:f"))[2], "SHA256:f");
         assert_eq!(plain_all(&revoke_failed("boom"))[2], "boom");
         let fatal = plain_all(&fatal(&no_host_key_message("/etc/ssh")));
