@@ -743,6 +743,172 @@ fn accept_runs_with_no_environment_at_all() {
     assert_eq!(rig.authorized_keys(), format!("{device_line}\n"));
 }
 
+/// A child process (here: an `ssh` control master) killed on drop, also
+/// when the test panics.
+struct KilledOnDrop(Child);
+
+impl Drop for KilledOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Sends `signal` (`STOP`, `CONT`) to `child`.
+fn signal(child: &Child, signal: &str) {
+    run_ok(Command::new("kill").args([&format!("-{signal}"), &child.id().to_string()]));
+}
+
+#[test]
+fn a_second_session_on_the_enrolling_connection_keeps_the_report() {
+    require_sshd!();
+    let rig = Rig::start("mux");
+    let pairing = rig.pair(None);
+    let id = pairing.pairing_id(&rig);
+    // One connection authenticated with the Bootstrap Key, no session yet:
+    // sshd checks authorized_keys once, when the connection authenticates.
+    let control = rig.root.join("control");
+    let control_path = format!("ControlPath={}", control.display());
+    let master = rig
+        .ssh_command(
+            &pairing.key_file,
+            &["-o", "ControlMaster=yes", "-o", &control_path, "-N"],
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _master = KilledOnDrop(master);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !control.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "no control socket: {}",
+            rig.sshd_log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Freeze `heeler pair` so that its poll cannot end the ceremony before
+    // the second session runs (an attacker only has to be quicker).
+    signal(&pairing.child, "STOP");
+    let mux = ["-o", "ControlMaster=no", "-o", control_path.as_str()];
+    let (device, device_line) = rig.device_key("device", "mux-phone");
+    let first = rig.ssh(
+        &pairing.key_file,
+        format!("{device_line}\n").as_bytes(),
+        &mux,
+    );
+    let expected_fp = fingerprint_by_ssh_keygen(&device.with_extension("pub"));
+    assert_eq!(
+        text(&first.stdout),
+        format!("HERDR-ENROLL:OK:{expected_fp}\n"),
+        "{}",
+        text(&first.stderr)
+    );
+    // A new connection with the Bootstrap Key is refused now...
+    let fresh = rig.ssh(&pairing.key_file, b"", &[]);
+    assert_eq!(fresh.status.code(), Some(255), "{}", text(&fresh.stdout));
+    // ...but a second session on the same connection still runs `accept`.
+    let (_, other_line) = rig.device_key("other", "second-session");
+    let second = rig.ssh(
+        &pairing.key_file,
+        format!("{other_line}\n").as_bytes(),
+        &mux,
+    );
+    assert_eq!(
+        text(&second.stdout),
+        "HERDR-ENROLL:ERR:unknown_pairing\n",
+        "{}",
+        text(&second.stderr)
+    );
+    assert_eq!(second.status.code(), Some(1));
+    let record = heeler::pair::state::StateDir::new(&rig.state_dir)
+        .read_enrolled(&id)
+        .expect("the second session must not remove enrolled/<id>.json");
+    assert!(
+        text(&second.stderr).contains("already used"),
+        "{}",
+        text(&second.stderr)
+    );
+    assert_eq!(record.line, device_line);
+    assert_eq!(record.appended, Some(true));
+    assert_eq!(rig.authorized_keys(), format!("{device_line}\n"));
+
+    // `heeler pair` still reports the enrollment.
+    signal(&pairing.child, "CONT");
+    let (status, out, err) = pairing.finish();
+    assert_eq!(status, 0, "{err}");
+    assert_eq!(out, format!("enrolled {expected_fp} mux-phone\n"));
+    assert_eq!(rig.authorized_keys(), format!("{device_line}\n"));
+}
+
+#[test]
+fn an_already_authorized_key_adds_nothing_and_offers_no_revoke() {
+    require_sshd!();
+    let rig = Rig::start("known");
+    let (device, device_line) = rig.device_key("device", "known-phone");
+    // The user's own line for the same key, restricted by options.
+    let mine = format!("from=\"127.0.0.0/8\",no-agent-forwarding {device_line}");
+    let ssh_dir = rig.home.join(".ssh");
+    std::fs::create_dir_all(&ssh_dir).unwrap();
+    std::fs::set_permissions(&ssh_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    chown(&ssh_dir, rig.uid, rig.gid);
+    let ak = ssh_dir.join("authorized_keys");
+    std::fs::write(&ak, format!("{mine}\n")).unwrap();
+    std::fs::set_permissions(&ak, std::fs::Permissions::from_mode(0o600)).unwrap();
+    chown(&ak, rig.uid, rig.gid);
+
+    let pairing = rig.pair(None);
+    let id = pairing.pairing_id(&rig);
+    signal(&pairing.child, "STOP");
+    let answer = rig.ssh(
+        &pairing.key_file,
+        format!("{device_line}\n").as_bytes(),
+        &[],
+    );
+    let expected_fp = fingerprint_by_ssh_keygen(&device.with_extension("pub"));
+    assert_eq!(
+        text(&answer.stdout),
+        format!("HERDR-ENROLL:OK:{expected_fp}\n"),
+        "{}",
+        text(&answer.stderr)
+    );
+    assert_eq!(
+        rig.authorized_keys(),
+        format!("{mine}\n"),
+        "no duplicate, no bootstrap line"
+    );
+    let record = heeler::pair::state::StateDir::new(&rig.state_dir)
+        .read_enrolled(&id)
+        .unwrap();
+    assert_eq!(record.appended, Some(false));
+    let enrolled = heeler::pair::ceremony::Enrolled::from(record);
+    assert!(!heeler::pair::ceremony::revoke_device(&rig.home, &enrolled).unwrap());
+    assert_eq!(
+        rig.authorized_keys(),
+        format!("{mine}\n"),
+        "revoke keeps it"
+    );
+
+    signal(&pairing.child, "CONT");
+    let (status, out, err) = pairing.finish();
+    assert_eq!(status, 0, "{err}");
+    assert_eq!(
+        out,
+        format!("already authorized {expected_fp} known-phone\n")
+    );
+    assert!(err.contains("nothing was added"), "{err}");
+    assert_eq!(rig.authorized_keys(), format!("{mine}\n"));
+    let login = rig.ssh(&device, b"", &["--", "echo still mine"]);
+    assert_eq!(
+        text(&login.stdout),
+        "still mine\n",
+        "{}",
+        text(&login.stderr)
+    );
+}
+
 /// Needs only ssh-keygen and python3 `cryptography` (no root, no sshd).
 fn openssh_tools_missing() -> Option<String> {
     if !Path::new("/usr/bin/ssh-keygen").exists() {
