@@ -5,7 +5,8 @@
 //!   both front ends use; expiry and enrollment serialise on the
 //!   authorized_keys lock.
 //! - `authorized_keys.rs`: the only door to `authorized_keys`: pure line
-//!   edits (append, remove by pairing id, sweep, revoke by blob), the
+//!   edits (append, remove by pairing id, sweep, remove one exact line,
+//!   remove by blob), the
 //!   bootstrap marker grammar, and one locked temp+rename write cycle.
 //! - `state.rs`: the `pending/` and `enrolled/` state files and their sweep.
 //! - `bootstrap_key.rs`: the per-ceremony Ed25519 key, its public line and
