@@ -674,6 +674,40 @@ fn closing_the_success_screen_keeps_the_device() {
 }
 
 #[test]
+fn an_already_authorized_key_says_so_and_r_revokes_nothing() {
+    require_tmux!();
+    let popup = Popup::start("known", Options::default());
+    popup.wait_for_text("Pair a Heeler device");
+    let (device_line, device_fp) = device_key_line("ipad");
+    // The user's own, restricted line for the same key.
+    let mine = format!("from=\"10.0.0.0/8\",no-pty {device_line}\n");
+    let ssh_dir = popup.home.join(".ssh");
+    fs::create_dir_all(&ssh_dir).unwrap();
+    fs::write(ssh_dir.join("authorized_keys"), &mine).unwrap();
+    popup.keys(&["Enter"]);
+    popup.wait_for_text("Scan with Heeler");
+    let (id, _, _) = popup.pending();
+    assert_eq!(
+        accept(&popup, &id, &device_line),
+        format!("HERDR-ENROLL:OK:{device_fp}")
+    );
+    let screen = popup.wait_for_text("Device Key already authorized");
+    assert!(
+        screen.contains(&format!("\n  Fingerprint  {device_fp}\n")),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("nothing was added to authorized_keys:"),
+        "{screen}"
+    );
+    assert!(!screen.contains("revoke"), "no revoke offer: {screen}");
+    assert_eq!(popup.authorized_keys(), mine);
+    popup.keys(&["r"]);
+    assert_eq!(popup.exit_status(), 0);
+    assert_eq!(popup.authorized_keys(), mine, "byte-identical after r");
+}
+
+#[test]
 fn q_and_termination_signals_remove_the_bootstrap_line() {
     require_tmux!();
     let popup = Popup::start("quit", Options::default());
