@@ -386,7 +386,7 @@ mod tests {
             remove_line(&same_blob, &ours),
             Some(vec![theirs.clone(), b"ssh-rsa AAAArsa".to_vec()])
         );
-        assert_eq!(remove_line(&[theirs.clone()], &ours), None);
+        assert_eq!(remove_line(std::slice::from_ref(&theirs), &ours), None);
         assert_eq!(
             remove_line(&[ours.clone(), ours.clone()], &ours),
             Some(vec![])
