@@ -32,8 +32,7 @@ struct Home(PathBuf);
 
 impl Home {
     fn new(tag: &str) -> Home {
-        let path =
-            std::env::temp_dir().join(format!("heeler-locks-{tag}-{}", std::process::id()));
+        let path = std::env::temp_dir().join(format!("heeler-locks-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&path);
         std::fs::create_dir_all(path.join(".ssh")).unwrap();
         Home(path)
@@ -57,7 +56,13 @@ impl Holder {
     /// Starts a process that takes the lock of `home` and reports it.
     fn start(home: &Home) -> Holder {
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "holder_entry", "--nocapture", "--test-threads", "1"])
+            .args([
+                "--exact",
+                "holder_entry",
+                "--nocapture",
+                "--test-threads",
+                "1",
+            ])
             .env(ROLE_ENV, "hold")
             .env(HOME_ENV, &home.0)
             .stdin(Stdio::null())
@@ -139,7 +144,10 @@ fn odd_things_at_the_lock_path_end_in_an_error_in_time() {
 
     std::os::unix::fs::symlink(home.0.join("nowhere"), &location.lock).unwrap();
     assert_fails_in_time(&location, "is a symbolic link");
-    assert!(!home.0.join("nowhere").exists(), "the link was not followed");
+    assert!(
+        !home.0.join("nowhere").exists(),
+        "the link was not followed"
+    );
     std::fs::remove_file(&location.lock).unwrap();
 
     std::fs::create_dir(&location.lock).unwrap();
