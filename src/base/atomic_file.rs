@@ -5,15 +5,67 @@
 //! the same directory, written in full and synced, then renamed over the
 //! target, so a reader sees the old or the new file and never a mix. Edits
 //! that read-modify-write hold a [`LockFile`] around the whole cycle.
+//!
+//! Temp files are named `<name>.tmp-<pid>-<n>` and created with `O_EXCL`;
+//! a name that already exists (a leftover of a killed writer whose pid we
+//! now have) is skipped for the next `n`, so a leftover never makes a write
+//! fail and a writer only ever removes the temp file it created itself.
+//! Leftovers are swept by [`sweep_stale_temps`], which the owner of a
+//! target calls under the target's lock: a file of exactly our temp-name
+//! pattern is stale when its pid names no process, or when it is older than
+//! [`STALE_TEMP_AGE`] (the pid may have been reused; no live write takes
+//! that long). [`write_through_links`] edits the file a symbolic link points
+//! at, so a managed link (home-manager, config management) stays a link.
+//!
+//! The lock protocol is shared with processes that predate `flock` (the
+//! Node plugin, older heeler builds), which create the lock file with
+//! `O_CREAT|O_EXCL`, write `<pid>\n`, treat any existing file as held until
+//! its mtime is more than `stale_after` old, then unlink it and retry, and
+//! unlink it when done. We keep that file, its path, content and
+//! lifetime, so an old process still sees our lock as held and our release
+//! as a release; on top of it a holder keeps an exclusive `flock` on its
+//! file for as long as it holds it, and a new process decides on a file it
+//! has `flock`ed itself:
+//!
+//! - taking it: `O_EXCL` create, then `flock` the new file, then check the
+//!   path still names that inode;
+//! - a file whose `flock` is busy is held by a live new process, whatever
+//!   its age: it is never taken over;
+//! - a file we could `flock` is held by an old process or abandoned; it is
+//!   taken over only when stale, by unlinking it *while holding its
+//!   `flock`* and after checking the path still names it, so two new
+//!   processes can never both take one stale lock over, and a new lock
+//!   that replaced it is never the one unlinked;
+//! - releasing unlinks the path only while it still names our inode (we
+//!   hold its `flock`, so no new process can have replaced it).
+//!
+//! What `flock` cannot fix is an old process's own stat-then-unlink: it may
+//! still take over a lock held for longer than `stale_after` (ours are held
+//! for milliseconds). On a filesystem without `flock` the protocol falls
+//! back to the old one. Anything at the lock path that is not a regular
+//! file (a symbolic link, a directory), or a stale lock that cannot be
+//! removed, is never taken over or followed: acquisition waits for it like
+//! for a held lock and ends at the deadline with an error that names it.
+//! Every attempt sleeps before the next, except one immediate retry after
+//! the lock vanished or was taken over, so a wait never spins.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::base::sys;
+
 static TEMP_COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// How many taken temp names a write skips before it gives up.
+const TEMP_NAME_TRIES: u32 = 64;
+
+/// A temp file of ours older than this is a leftover even if its pid is
+/// alive (then it is another process's, the id reused).
+pub const STALE_TEMP_AGE: Duration = Duration::from_secs(600);
 
 /// The permission bits (`mode & 0o777`) of an existing file.
 pub fn existing_mode(path: &Path) -> io::Result<Option<u32>> {
@@ -24,19 +76,78 @@ pub fn existing_mode(path: &Path) -> io::Result<Option<u32>> {
     }
 }
 
-fn temp_path_for(path: &Path) -> PathBuf {
+fn temp_path_for(path: &Path, unique: u32) -> PathBuf {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let unique = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
     path.with_file_name(format!("{name}.tmp-{}-{unique}", std::process::id()))
+}
+
+/// The pid in `entry`, when `entry` is one of our temp names for a file
+/// named `target` (`<target>.tmp-<pid>-<n>`, both decimal).
+pub fn temp_owner_pid(target: &str, entry: &str) -> Option<u32> {
+    let rest = entry.strip_prefix(target)?.strip_prefix(".tmp-")?;
+    let (pid, n) = rest.split_once('-')?;
+    let decimal = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !decimal(pid) || !decimal(n) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+/// Whether a temp file of ours is a leftover: its writer is gone, or it is
+/// older than any write takes.
+pub fn is_stale_temp(pid_alive: bool, age: Duration) -> bool {
+    !pid_alive || age > STALE_TEMP_AGE
+}
+
+/// Removes the leftover temp files of `target` (see the module doc for the
+/// rule); only regular files of exactly our temp-name pattern are removed.
+/// Call it under the lock that serialises `target`'s writers. Best effort:
+/// returns how many were removed.
+pub fn sweep_stale_temps(target: &Path) -> usize {
+    let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else {
+        return 0;
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let name = name.to_string_lossy();
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    let now = SystemTime::now();
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let entry_name = entry.file_name();
+        let Some(pid) = temp_owner_pid(&name, &entry_name.to_string_lossy()) else {
+            continue;
+        };
+        let Ok(meta) = fs::symlink_metadata(entry.path()) else {
+            continue;
+        };
+        if !meta.file_type().is_file() {
+            continue;
+        }
+        let age = meta
+            .modified()
+            .ok()
+            .and_then(|m| now.duration_since(m).ok())
+            .unwrap_or_default();
+        if is_stale_temp(sys::process_exists(pid), age) && fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
 }
 
 /// Atomically replaces `path` with `contents`, giving the new file `mode`
 /// exactly (umask does not apply). The temp file is removed on failure.
 pub fn write(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
-    write_atomically(path, contents, mode, Durability::Synced)
+    write_atomically(path, contents, mode, None, Durability::Synced)
 }
 
 /// Like [`write`] but without `fsync`: still atomic (a reader sees the old
@@ -44,7 +155,7 @@ pub fn write(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
 /// ephemeral state whose loss is harmless (pairing state files), where the
 /// fsyncs would dominate the cost of a short-lived process.
 pub fn write_unsynced(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
-    write_atomically(path, contents, mode, Durability::Unsynced)
+    write_atomically(path, contents, mode, None, Durability::Unsynced)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -57,14 +168,37 @@ fn write_atomically(
     path: &Path,
     contents: &[u8],
     mode: u32,
+    owner: Option<(u32, u32)>,
     durability: Durability,
 ) -> io::Result<()> {
-    let temp = temp_path_for(path);
-    let result = write_then_rename(&temp, path, contents, mode, durability);
+    let (temp, file) = create_temp(path, mode)?;
+    let result = write_then_rename(file, &temp, path, contents, mode, owner, durability);
     if result.is_err() {
+        // Ours: we created it with O_EXCL above.
         let _ = fs::remove_file(&temp);
     }
     result
+}
+
+/// Creates a fresh temp file beside `path` with `O_EXCL`, skipping names
+/// that are taken.
+fn create_temp(path: &Path, mode: u32) -> io::Result<(PathBuf, File)> {
+    let mut tries = 0;
+    loop {
+        let temp = temp_path_for(path, TEMP_COUNTER.fetch_add(1, Ordering::Relaxed));
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&temp)
+        {
+            Ok(file) => return Ok((temp, file)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && tries + 1 < TEMP_NAME_TRIES => {
+                tries += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Like [`write`], keeping the mode of the file it replaces, or `new_mode`
@@ -74,19 +208,68 @@ pub fn write_keeping_mode(path: &Path, contents: &[u8], new_mode: u32) -> io::Re
     write(path, contents, mode)
 }
 
+/// How many symbolic links [`resolve_links`] follows (the kernel's own
+/// limit).
+const MAX_LINKS: usize = 40;
+
+/// The file `path` stands for: `path` itself, or, when it is a symbolic
+/// link, what the chain of links ends at (relative links resolve against
+/// the link's directory). The end need not exist.
+pub fn resolve_links(path: &Path) -> io::Result<PathBuf> {
+    let mut current = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        match fs::symlink_metadata(&current) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let link = fs::read_link(&current)?;
+                current = match current.parent() {
+                    Some(dir) if link.is_relative() => dir.join(link),
+                    _ => link,
+                };
+            }
+            Ok(_) => return Ok(current),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(current),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other(format!(
+        "too many levels of symbolic links at {}",
+        path.display()
+    )))
+}
+
+/// Like [`write_keeping_mode`] for the file `path` stands for: a symbolic
+/// link is kept and the file it points at is replaced (the temp file beside
+/// that file), keeping that file's mode and, where we may, its owner and
+/// group. Returns the file written.
+pub fn write_through_links(path: &Path, contents: &[u8], new_mode: u32) -> io::Result<PathBuf> {
+    let target = resolve_links(path)?;
+    let (mode, owner) = match fs::metadata(&target) {
+        Ok(meta) => (meta.mode() & 0o777, Some((meta.uid(), meta.gid()))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => (new_mode, None),
+        Err(e) => return Err(e),
+    };
+    write_atomically(&target, contents, mode, owner, Durability::Synced)?;
+    Ok(target)
+}
+
 fn write_then_rename(
+    mut file: File,
     temp: &Path,
     path: &Path,
     contents: &[u8],
     mode: u32,
+    owner: Option<(u32, u32)>,
     durability: Durability,
 ) -> io::Result<()> {
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(temp)?;
     file.set_permissions(fs::Permissions::from_mode(mode))?;
+    if let Some((uid, gid)) = owner {
+        let ours = file.metadata()?;
+        if (ours.uid(), ours.gid()) != (uid, gid) {
+            // Best effort: only root may give a file away, and a user only
+            // to a group they are in; sshd accepts a file the user owns.
+            let _ = std::os::unix::fs::fchown(&file, Some(uid), Some(gid));
+        }
+    }
     file.write_all(contents)?;
     if durability == Durability::Unsynced {
         drop(file);
@@ -136,14 +319,39 @@ impl LockPolicy {
 /// Why a lock could not be taken.
 #[derive(Debug)]
 pub enum LockError {
+    /// The deadline passed while the lock was held.
     TimedOut(PathBuf),
+    /// The deadline passed while the lock path held something we may not
+    /// take over.
+    Unusable(PathBuf, Unusable),
+    /// The lock file could not be created.
     Io(PathBuf, io::Error),
+}
+
+/// What sits at a lock path that we will neither take nor take over.
+#[derive(Debug)]
+pub enum Unusable {
+    Symlink,
+    NotAFile,
+    Unopenable(io::Error),
+    Undeletable(io::Error),
 }
 
 impl std::fmt::Display for LockError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             LockError::TimedOut(path) => write!(f, "timed out waiting for lock {}", path.display()),
+            LockError::Unusable(path, why) => {
+                let path = path.display();
+                match why {
+                    Unusable::Symlink => write!(f, "lock {path} is a symbolic link"),
+                    Unusable::NotAFile => write!(f, "lock {path} is not a regular file"),
+                    Unusable::Unopenable(e) => write!(f, "cannot open lock {path}: {e}"),
+                    Unusable::Undeletable(e) => {
+                        write!(f, "cannot remove stale lock {path}: {e}")
+                    }
+                }
+            }
             LockError::Io(path, e) => write!(f, "cannot create lock {}: {e}", path.display()),
         }
     }
@@ -151,58 +359,236 @@ impl std::fmt::Display for LockError {
 
 impl std::error::Error for LockError {}
 
-/// An exclusive lock held by creating a file with `O_EXCL` (it contains our
-/// pid); removed on drop. Works across processes and on every filesystem
-/// the Node plugin's lock worked on, and interoperates with it.
+/// What one look at an existing lock path found.
+#[derive(Debug)]
+enum Seen {
+    /// Nothing there any more, or another inode than the one we opened.
+    Gone,
+    /// A lock file whose `flock` another process holds.
+    Held,
+    /// A lock file we hold the `flock` of (or could not `flock`: no
+    /// `flock` on this filesystem), last written `age` ago.
+    Unlocked { age: Duration },
+    /// Something we may not take over.
+    Unusable(Unusable),
+}
+
+/// What to do after a look.
+#[derive(Debug, PartialEq, Eq)]
+enum Step {
+    RetryNow,
+    Wait,
+    TakeOver,
+}
+
+/// The decision after a look: a stale lock that no live new process holds
+/// is taken over, a vanished one is retried at once, anything else waits.
+fn next_step(seen: &Seen, stale_after: Duration) -> Step {
+    match seen {
+        Seen::Gone => Step::RetryNow,
+        Seen::Unlocked { age } if *age > stale_after => Step::TakeOver,
+        Seen::Held | Seen::Unlocked { .. } | Seen::Unusable(_) => Step::Wait,
+    }
+}
+
+/// An exclusive lock: a file created with `O_EXCL` holding our pid, with
+/// our `flock` on it for as long as we hold it (see the module doc for the
+/// protocol shared with older processes). Dropping it unlinks the file only
+/// while the path still names it.
 #[derive(Debug)]
 pub struct LockFile {
     path: PathBuf,
+    file: File,
+}
+
+fn same_file(a: &fs::Metadata, b: &fs::Metadata) -> bool {
+    a.dev() == b.dev() && a.ino() == b.ino()
+}
+
+/// Whether `path` still names the inode `file` has open.
+fn still_names(path: &Path, file: &File) -> bool {
+    match (fs::symlink_metadata(path), file.metadata()) {
+        (Ok(at_path), Ok(ours)) => same_file(&at_path, &ours),
+        _ => false,
+    }
 }
 
 impl LockFile {
+    /// Takes the lock at `path`, waiting up to `policy.deadline`.
     pub fn acquire(path: &Path, policy: LockPolicy) -> Result<LockFile, LockError> {
         let started = Instant::now();
+        let mut retried_now = false;
+        let mut last_unusable = None;
         loop {
-            match OpenOptions::new()
+            #[cfg(test)]
+            test_hooks::ATTEMPTS.with(|a| a.set(a.get() + 1));
+            let step = match OpenOptions::new()
                 .write(true)
                 .create_new(true)
                 .mode(0o600)
                 .open(path)
             {
-                Ok(mut file) => {
-                    let _ = writeln!(file, "{}", std::process::id());
-                    return Ok(LockFile {
-                        path: path.to_path_buf(),
-                    });
-                }
+                Ok(file) => match Self::hold_created(path, file, policy, started) {
+                    Some(lock) => return Ok(lock),
+                    None => Step::RetryNow,
+                },
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    match fs::metadata(path).and_then(|m| m.modified()) {
-                        Ok(modified) => {
-                            let age = SystemTime::now()
-                                .duration_since(modified)
-                                .unwrap_or_default();
-                            if age > policy.stale_after {
-                                let _ = fs::remove_file(path);
-                                continue;
+                    let (seen, probe) = look(path);
+                    let step = next_step(&seen, policy.stale_after);
+                    last_unusable = match seen {
+                        Seen::Unusable(why) => Some(why),
+                        _ => None,
+                    };
+                    if step == Step::TakeOver {
+                        match take_over(path, probe) {
+                            Ok(()) => Step::RetryNow,
+                            Err(why) => {
+                                last_unusable = Some(why);
+                                Step::Wait
                             }
                         }
-                        // The holder released it between our open and stat.
-                        Err(_) => continue,
+                    } else {
+                        step
                     }
-                    if started.elapsed() >= policy.deadline {
-                        return Err(LockError::TimedOut(path.to_path_buf()));
-                    }
-                    std::thread::sleep(policy.retry_every);
                 }
                 Err(e) => return Err(LockError::Io(path.to_path_buf(), e)),
+            };
+            let left = policy.deadline.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                return Err(match last_unusable {
+                    Some(why) => LockError::Unusable(path.to_path_buf(), why),
+                    None => LockError::TimedOut(path.to_path_buf()),
+                });
+            }
+            if step == Step::RetryNow && !retried_now {
+                retried_now = true;
+                continue;
+            }
+            retried_now = false;
+            std::thread::sleep(policy.retry_every.min(left));
+        }
+    }
+
+    /// Finishes taking a file we just created: our pid in it, our `flock`
+    /// on it, and the path still naming it. `None` when the file was
+    /// replaced before we held it (it is then not ours to remove).
+    fn hold_created(
+        path: &Path,
+        mut file: File,
+        policy: LockPolicy,
+        started: Instant,
+    ) -> Option<LockFile> {
+        let _ = writeln!(file, "{}", std::process::id());
+        // A newer process may be looking at our fresh file under its own
+        // `flock` for a moment; wait for it within the deadline.
+        loop {
+            match sys::try_lock_exclusive(&file) {
+                Ok(true) | Err(_) => break,
+                Ok(false) => {
+                    let left = policy.deadline.saturating_sub(started.elapsed());
+                    if left.is_zero() {
+                        break;
+                    }
+                    std::thread::sleep(policy.retry_every.min(left));
+                }
             }
         }
+        if still_names(path, &file) {
+            Some(LockFile {
+                path: path.to_path_buf(),
+                file,
+            })
+        } else {
+            None
+        }
+    }
+}
+
+/// Looks at an existing lock path without following a link, and returns
+/// the open lock file when we hold its `flock`.
+fn look(path: &Path) -> (Seen, Option<File>) {
+    match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return (Seen::Gone, None),
+        Err(e) => return (Seen::Unusable(Unusable::Unopenable(e)), None),
+        Ok(meta) if meta.file_type().is_symlink() => {
+            return (Seen::Unusable(Unusable::Symlink), None);
+        }
+        Ok(meta) if !meta.file_type().is_file() => {
+            return (Seen::Unusable(Unusable::NotAFile), None);
+        }
+        Ok(_) => {}
+    }
+    let file = match sys::open_no_follow(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return (Seen::Gone, None),
+        Err(e) => return (Seen::Unusable(Unusable::Unopenable(e)), None),
+    };
+    let Ok(meta) = file.metadata() else {
+        return (Seen::Gone, None);
+    };
+    if !meta.file_type().is_file() {
+        return (Seen::Unusable(Unusable::NotAFile), None);
+    }
+    // `Err`: this filesystem has no `flock`; judge by age alone, as the
+    // older processes do.
+    if let Ok(false) = sys::try_lock_exclusive(&file) {
+        return (Seen::Held, None);
+    }
+    if !still_names(path, &file) {
+        return (Seen::Gone, None);
+    }
+    let age = meta
+        .modified()
+        .ok()
+        .and_then(|m| SystemTime::now().duration_since(m).ok())
+        .unwrap_or_default();
+    (Seen::Unlocked { age }, Some(file))
+}
+
+/// Unlinks a stale lock while holding its `flock` (`probe`), so no other
+/// new process can be taking it over or have replaced it.
+fn take_over(path: &Path, probe: Option<File>) -> Result<(), Unusable> {
+    #[cfg(test)]
+    std::thread::sleep(test_hooks::PAUSE_BEFORE_TAKEOVER.with(std::cell::Cell::get));
+    if let Some(file) = &probe
+        && !still_names(path, file)
+    {
+        return Ok(());
+    }
+    #[cfg(test)]
+    if test_hooks::TAKEOVER_UNLINK_FAILS.with(std::cell::Cell::get) {
+        return Err(Unusable::Undeletable(io::Error::from(
+            io::ErrorKind::PermissionDenied,
+        )));
+    }
+    match fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Unusable::Undeletable(e)),
     }
 }
 
 impl Drop for LockFile {
     fn drop(&mut self) {
-        let _ = fs::remove_file(&self.path);
+        // We hold the file's `flock`, so a new process cannot replace it
+        // between this check and the unlink; an older process's takeover
+        // after `stale_after` can, and then its lock is left alone.
+        if still_names(&self.path, &self.file) {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Fault injection for the lock tests, per thread.
+#[cfg(test)]
+mod test_hooks {
+    use std::cell::Cell;
+    use std::time::Duration;
+
+    thread_local! {
+        pub static ATTEMPTS: Cell<u32> = const { Cell::new(0) };
+        pub static PAUSE_BEFORE_TAKEOVER: Cell<Duration> = const { Cell::new(Duration::ZERO) };
+        pub static TAKEOVER_UNLINK_FAILS: Cell<bool> = const { Cell::new(false) };
     }
 }
 
@@ -243,5 +629,299 @@ mod tests {
         ));
         drop(held);
         assert!(LockFile::acquire(&path, quick).is_ok());
+    }
+
+    const QUICK: LockPolicy = LockPolicy {
+        deadline: Duration::from_millis(200),
+        stale_after: Duration::from_secs(10),
+        retry_every: Duration::from_millis(20),
+    };
+
+    /// Runs one acquisition on its own thread and waits for it a generous
+    /// bound past its deadline, so a lock that spins forever fails the test
+    /// instead of hanging it. Returns the outcome (held, or the error text)
+    /// and how many attempts it made.
+    fn acquire_bounded(
+        path: &Path,
+        policy: LockPolicy,
+        setup: impl FnOnce() + Send + 'static,
+    ) -> (Result<(), String>, u32) {
+        let (send, receive) = std::sync::mpsc::channel();
+        let path = path.to_path_buf();
+        std::thread::spawn(move || {
+            setup();
+            let outcome = LockFile::acquire(&path, policy)
+                .map(drop)
+                .map_err(|e| e.to_string());
+            let attempts = test_hooks::ATTEMPTS.with(std::cell::Cell::get);
+            let _ = send.send((outcome, attempts));
+        });
+        receive
+            .recv_timeout(policy.deadline + Duration::from_secs(3))
+            .expect("the acquisition ended within its deadline")
+    }
+
+    /// At most one attempt per retry interval plus one immediate retry
+    /// after each: the wait slept instead of spinning.
+    fn assert_slept(attempts: u32, policy: LockPolicy) {
+        let intervals = policy.deadline.as_millis() / policy.retry_every.as_millis();
+        let bound = 2 * u32::try_from(intervals).unwrap() + 4;
+        assert!(attempts <= bound, "{attempts} attempts (at most {bound})");
+    }
+
+    fn set_age(path: &Path, age: Duration) {
+        File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(SystemTime::now() - age)
+            .unwrap();
+    }
+
+    fn stale_lock(path: &Path) {
+        fs::write(path, b"1\n").unwrap();
+        set_age(path, Duration::from_secs(3600));
+    }
+
+    #[test]
+    fn the_decision_takes_over_only_stale_unheld_locks() {
+        let stale = Duration::from_secs(10);
+        let old = Duration::from_secs(11);
+        assert_eq!(next_step(&Seen::Gone, stale), Step::RetryNow);
+        assert_eq!(next_step(&Seen::Held, stale), Step::Wait);
+        assert_eq!(next_step(&Seen::Unlocked { age: stale }, stale), Step::Wait);
+        assert_eq!(
+            next_step(&Seen::Unlocked { age: old }, stale),
+            Step::TakeOver
+        );
+        assert_eq!(
+            next_step(&Seen::Unusable(Unusable::Symlink), stale),
+            Step::Wait
+        );
+    }
+
+    #[test]
+    fn a_dangling_symlink_at_the_lock_path_fails_in_time() {
+        let dir = temp_dir("dangling");
+        let path = dir.join("l.lock");
+        std::os::unix::fs::symlink(dir.join("nowhere"), &path).unwrap();
+        let (outcome, attempts) = acquire_bounded(&path, QUICK, || {});
+        let error = outcome.unwrap_err();
+        assert!(error.contains("is a symbolic link"), "{error}");
+        assert_slept(attempts, QUICK);
+        assert!(
+            fs::symlink_metadata(&path)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert!(!dir.join("nowhere").exists(), "the link was not followed");
+    }
+
+    #[test]
+    fn a_directory_at_the_lock_path_fails_in_time() {
+        let dir = temp_dir("lockdir");
+        let path = dir.join("l.lock");
+        fs::create_dir(&path).unwrap();
+        let (outcome, attempts) = acquire_bounded(&path, QUICK, || {});
+        let error = outcome.unwrap_err();
+        assert!(error.contains("is not a regular file"), "{error}");
+        assert_slept(attempts, QUICK);
+        assert!(path.is_dir());
+    }
+
+    #[test]
+    fn an_undeletable_stale_lock_fails_in_time() {
+        let dir = temp_dir("undeletable");
+        let path = dir.join("l.lock");
+        stale_lock(&path);
+        let (outcome, attempts) = acquire_bounded(&path, QUICK, || {
+            test_hooks::TAKEOVER_UNLINK_FAILS.with(|f| f.set(true));
+        });
+        let error = outcome.unwrap_err();
+        assert!(error.contains("cannot remove stale lock"), "{error}");
+        assert_slept(attempts, QUICK);
+    }
+
+    #[test]
+    fn a_held_lock_times_out_after_sleeping() {
+        let dir = temp_dir("held");
+        let path = dir.join("l.lock");
+        let _held = LockFile::acquire(&path, QUICK).unwrap();
+        let (outcome, attempts) = acquire_bounded(&path, QUICK, || {});
+        assert_eq!(
+            outcome.unwrap_err(),
+            format!("timed out waiting for lock {}", path.display())
+        );
+        assert_slept(attempts, QUICK);
+    }
+
+    #[test]
+    fn a_stale_lock_is_taken_over_but_a_held_old_one_is_not() {
+        let dir = temp_dir("stale");
+        let path = dir.join("l.lock");
+        stale_lock(&path);
+        let taken = LockFile::acquire(&path, QUICK).unwrap();
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            format!("{}\n", std::process::id())
+        );
+        // Held by us (our flock) for longer than `stale_after`: never
+        // taken over by a process that speaks flock.
+        set_age(&path, Duration::from_secs(3600));
+        let (outcome, _) = acquire_bounded(&path, QUICK, || {});
+        assert!(outcome.unwrap_err().starts_with("timed out"));
+        drop(taken);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn two_takeovers_of_one_stale_lock_never_both_hold() {
+        use std::sync::Arc;
+        use std::sync::atomic::AtomicUsize;
+        let dir = temp_dir("takeover");
+        let path = dir.join("l.lock");
+        stale_lock(&path);
+        let patient = LockPolicy {
+            deadline: Duration::from_secs(5),
+            ..QUICK
+        };
+        let holders = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let (path, holders, most) = (path.clone(), holders.clone(), most.clone());
+                std::thread::spawn(move || {
+                    // Both judge the lock stale before either replaces it.
+                    test_hooks::PAUSE_BEFORE_TAKEOVER.with(|p| p.set(Duration::from_millis(100)));
+                    let lock = LockFile::acquire(&path, patient).unwrap();
+                    let now = holders.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(300));
+                    holders.fetch_sub(1, Ordering::SeqCst);
+                    drop(lock);
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        assert_eq!(most.load(Ordering::SeqCst), 1, "one holder at a time");
+        assert!(!path.exists(), "the last holder released it");
+    }
+
+    #[test]
+    fn dropping_a_replaced_lock_leaves_the_new_one() {
+        let dir = temp_dir("replaced");
+        let path = dir.join("l.lock");
+        let held = LockFile::acquire(&path, QUICK).unwrap();
+        // Another writer (an older process taking over after 10 s)
+        // replaced our file with its own.
+        fs::remove_file(&path).unwrap();
+        fs::write(&path, b"4242\n").unwrap();
+        drop(held);
+        assert_eq!(fs::read(&path).unwrap(), b"4242\n");
+    }
+
+    #[test]
+    fn temp_names_parse_exactly() {
+        assert_eq!(temp_owner_pid("ak", "ak.tmp-12-0"), Some(12));
+        assert_eq!(temp_owner_pid("ak", "ak.tmp-12-"), None);
+        assert_eq!(temp_owner_pid("ak", "ak.tmp--3"), None);
+        assert_eq!(temp_owner_pid("ak", "ak.tmp-1x-3"), None);
+        assert_eq!(temp_owner_pid("ak", "ak.tmp-1-3-4"), None);
+        assert_eq!(temp_owner_pid("ak", "akx.tmp-1-3"), None);
+        assert_eq!(temp_owner_pid("ak", "ak.herdr-pairing.1.tmp"), None);
+        assert!(is_stale_temp(false, Duration::ZERO));
+        assert!(!is_stale_temp(true, STALE_TEMP_AGE));
+        assert!(is_stale_temp(true, STALE_TEMP_AGE + Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn a_leftover_with_our_next_temp_name_is_skipped_and_kept() {
+        let dir = temp_dir("collide");
+        let path = dir.join("f");
+        // Leftovers for the next names this process would pick, as if a
+        // killed writer had had our pid.
+        let next = TEMP_COUNTER.load(Ordering::Relaxed);
+        let leftovers: Vec<PathBuf> = (next..next + 8).map(|n| temp_path_for(&path, n)).collect();
+        for leftover in &leftovers {
+            fs::write(leftover, b"revoked key").unwrap();
+        }
+        write(&path, b"new", 0o600).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"new");
+        for leftover in &leftovers {
+            assert_eq!(fs::read(leftover).unwrap(), b"revoked key", "not ours");
+        }
+    }
+
+    #[test]
+    fn the_sweep_removes_only_our_stale_leftovers() {
+        let dir = temp_dir("sweep");
+        let target = dir.join("ak");
+        fs::write(&target, b"keys").unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let ours = std::process::id();
+        let name = |pid: u32, n: u32| dir.join(format!("ak.tmp-{pid}-{n}"));
+        fs::write(name(dead, 0), b"x").unwrap();
+        fs::write(name(ours, 1), b"x").unwrap();
+        fs::write(name(ours, 2), b"x").unwrap();
+        set_age(&name(ours, 2), STALE_TEMP_AGE + Duration::from_secs(60));
+        let others = [
+            "ak.tmp-x-1",
+            "ak.bak",
+            "other.tmp-1-1",
+            "ak.herdr-pairing.1.tmp",
+        ];
+        for other in others {
+            fs::write(dir.join(other), b"x").unwrap();
+        }
+        std::os::unix::fs::symlink(&target, name(dead, 3)).unwrap();
+        assert_eq!(sweep_stale_temps(&target), 2);
+        assert!(!name(dead, 0).exists(), "its writer is gone");
+        assert!(name(ours, 1).exists(), "a live writer's fresh temp");
+        assert!(!name(ours, 2).exists(), "too old to be a live write");
+        for other in others {
+            assert!(dir.join(other).exists(), "{other} is not ours");
+        }
+        assert!(fs::symlink_metadata(name(dead, 3)).is_ok(), "not a file");
+        assert_eq!(fs::read(&target).unwrap(), b"keys");
+    }
+
+    #[test]
+    fn writing_through_a_link_replaces_its_target() {
+        use std::os::unix::fs::symlink;
+        let dir = temp_dir("link");
+        fs::create_dir(dir.join("real")).unwrap();
+        let target = dir.join("real/ak");
+        write(&target, b"one", 0o640).unwrap();
+        symlink("middle", dir.join("link")).unwrap();
+        symlink("real/ak", dir.join("middle")).unwrap();
+        let written = write_through_links(&dir.join("link"), b"two", 0o600).unwrap();
+        assert_eq!(written, dir.join("real/ak"));
+        assert!(
+            fs::symlink_metadata(dir.join("link"))
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert!(
+            fs::symlink_metadata(dir.join("middle"))
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(fs::read(&target).unwrap(), b"two");
+        assert_eq!(existing_mode(&target).unwrap(), Some(0o640));
+        assert_eq!(fs::read_dir(dir.join("real")).unwrap().count(), 1);
+        // A link to a file that does not exist yet creates it.
+        symlink("real/new", dir.join("fresh")).unwrap();
+        write_through_links(&dir.join("fresh"), b"n", 0o600).unwrap();
+        assert_eq!(existing_mode(&dir.join("real/new")).unwrap(), Some(0o600));
+        // A loop is an error, not a hang.
+        symlink("loop", dir.join("loop")).unwrap();
+        assert!(write_through_links(&dir.join("loop"), b"x", 0o600).is_err());
     }
 }

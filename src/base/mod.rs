@@ -2,7 +2,9 @@
 //! operating system below `std`.
 //!
 //! - `atomic_file.rs`: every file heeler rewrites (temp file, sync, rename,
-//!   exact modes) and the `LockFile` around read-modify-write cycles.
+//!   exact modes, through symbolic links, the sweep of leftover temp files)
+//!   and the `LockFile` (an `O_EXCL` lock file held under `flock`) around
+//!   read-modify-write cycles.
 //! - `json.rs`: the insertion-ordered JSON value, an exact parser and a
 //!   printer byte-identical to `JSON.stringify`.
 //! - `base64.rs`: strict unpadded base64url and OpenSSH's standard base64.

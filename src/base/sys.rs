@@ -306,3 +306,35 @@ pub(crate) fn restore_terminal_modes(
     }
     Ok(())
 }
+
+// ---- Lock files and temp files (`atomic_file.rs`). ----
+
+/// Opens an existing file for reading without following a symbolic link in
+/// its last component and without blocking on a FIFO, so that whatever sits
+/// at a lock path can be inspected and `flock`ed safely.
+pub(crate) fn open_no_follow(path: &std::path::Path) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+}
+
+/// Whether a process with id `pid` exists (`kill(pid, 0)`): `false` only
+/// when the kernel says there is none (`ESRCH`); a process we may not
+/// signal (`EPERM`) exists. Ids that are not positive `pid_t`s name no
+/// single process and count as absent.
+pub(crate) fn process_exists(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 sends nothing; kill only checks that `pid` (a
+    // positive id, so never a process group) exists and may be signalled.
+    if unsafe { libc::kill(pid, 0) } == 0 {
+        return true;
+    }
+    io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}

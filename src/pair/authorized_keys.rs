@@ -7,7 +7,12 @@
 //! to the list of lines, and only if it changed write a temp file and
 //! rename it over the original with the original's mode (0600 for a new
 //! file), so sshd's StrictModes keeps accepting it. `~/.ssh` is created 0700
-//! when missing.
+//! when missing. A symbolic link (home-manager, config management) stays a
+//! link: the file it points at is the one replaced, with its temp file
+//! beside it, so a later revoke still applies where sshd reads. A writer
+//! that was killed leaves a temp copy, which may hold a revoked key; the
+//! next write sweeps such leftovers under the lock (the rule is
+//! `atomic_file`'s).
 //!
 //! Lines are bytes, not text: a line we do not touch is written back
 //! byte-for-byte, whatever its encoding. The file splits on `\n` with one
@@ -286,10 +291,18 @@ impl Locked {
         }
     }
 
-    /// Atomically replaces the file with `lines`, keeping its mode.
+    /// Atomically replaces the file with `lines`, keeping its mode; when
+    /// the file is a symbolic link, the file it points at is replaced and
+    /// the link kept. Leftover temp files of killed writers beside it are
+    /// swept first (we hold the lock, so none is in flight).
     pub fn write(&self, lines: &[Vec<u8>]) -> Result<(), EditError> {
-        atomic_file::write_keeping_mode(&self.location.file, &join_lines(lines), 0o600)
-            .map_err(|e| EditError::Write(self.location.file.clone(), e))
+        let fail = |e| EditError::Write(self.location.file.clone(), e);
+        let target = atomic_file::resolve_links(&self.location.file).map_err(fail)?;
+        atomic_file::sweep_stale_temps(&target);
+        // A read-only target (a Nix store file) fails here, naming it.
+        atomic_file::write_through_links(&target, &join_lines(lines), 0o600)
+            .map_err(|e| EditError::Write(target.clone(), e))?;
+        Ok(())
     }
 }
 
@@ -415,5 +428,62 @@ mod tests {
             b"ssh-ed25519 AAAAx\n"
         );
         assert!(!location.lock.exists());
+    }
+
+    #[test]
+    fn a_symlinked_file_stays_a_link_and_its_target_gets_the_edits() {
+        let scratch = crate::base::scratch::ScratchDir::new("ak-link");
+        let location = Location::for_home(scratch.path());
+        std::fs::create_dir_all(&location.ssh_dir).unwrap();
+        let managed = scratch.join("managed");
+        std::fs::create_dir(&managed).unwrap();
+        let real = managed.join("authorized_keys");
+        std::fs::write(&real, b"ssh-rsa AAAArsa me@x\n").unwrap();
+        std::os::unix::fs::symlink("../managed/authorized_keys", &location.file).unwrap();
+        let is_link = || {
+            std::fs::symlink_metadata(&location.file)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        };
+        assert!(edit(&location, |l| append(l, "ssh-ed25519 AAAAphone phone")).unwrap());
+        assert!(is_link(), "the link survives an append");
+        assert_eq!(
+            std::fs::read(&real).unwrap(),
+            b"ssh-rsa AAAArsa me@x\nssh-ed25519 AAAAphone phone\n"
+        );
+        assert!(edit(&location, |l| revoke_blob(l, "AAAAphone")).unwrap());
+        assert!(is_link(), "the link survives a revoke");
+        assert_eq!(std::fs::read(&real).unwrap(), b"ssh-rsa AAAArsa me@x\n");
+        assert_eq!(
+            std::fs::read_dir(&managed).unwrap().count(),
+            1,
+            "no temp left"
+        );
+    }
+
+    #[test]
+    fn an_edit_sweeps_dead_writers_temps_and_keeps_others() {
+        let scratch = crate::base::scratch::ScratchDir::new("ak-sweep");
+        let location = Location::for_home(scratch.path());
+        std::fs::create_dir_all(&location.ssh_dir).unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let leftover = location
+            .ssh_dir
+            .join(format!("authorized_keys.tmp-{dead}-0"));
+        std::fs::write(&leftover, b"ssh-ed25519 AAAArevoked\n").unwrap();
+        let live = location
+            .ssh_dir
+            .join(format!("authorized_keys.tmp-{}-0", std::process::id()));
+        std::fs::write(&live, b"in flight\n").unwrap();
+        assert!(edit(&location, |l| append(l, "ssh-ed25519 AAAAx")).unwrap());
+        assert!(!leftover.exists(), "a dead writer's copy is swept");
+        assert!(live.exists(), "a live writer's fresh temp is kept");
+        assert_eq!(
+            std::fs::read(&location.file).unwrap(),
+            b"ssh-ed25519 AAAAx\n"
+        );
     }
 }
