@@ -16,7 +16,7 @@ use std::borrow::Cow;
 
 use crate::usage::event::{Event, EventKind, FileParse, Tokens, fnv1a};
 use crate::usage::parse::jsonpick::Cursor;
-use crate::usage::parse::scan::{find, trim};
+use crate::usage::parse::scan::trim;
 
 /// Codex homes (comma-separated `CODEX_HOME`, else `~/.codex`) and, in
 /// each, the directories holding rollouts.
@@ -46,12 +46,64 @@ pub fn is_rollout_name(name: &str) -> bool {
     name.starts_with("rollout-") && (name.ends_with(".jsonl") || name.ends_with(".jsonl.zst"))
 }
 
-fn top_type(line: &[u8]) -> Option<&[u8]> {
-    // The envelope's own "type" precedes "payload" (first ~99 bytes).
-    let window = &line[..line.len().min(512)];
-    let at = find(window, b"\"type\":\"")? + 8;
-    let end = window[at..].iter().position(|&b| b == b'"')?;
-    Some(&window[at..at + end])
+/// Whether a line can contribute: its envelope `type` and, for an
+/// `event_msg`, its payload's `type` decide. Both are read as members (any
+/// order, spacing or escaping), stopping as soon as the answer is known:
+/// rollouts put them first, so a megabyte `response_item` costs a few dozen
+/// bytes. `None`: the line broke before the answer was known.
+///
+/// A repeated member name is the one liberty taken: the first `type`
+/// decides here, the last one in a full parse (RFC 8259 leaves repeated
+/// names to the reader; Codex never writes them).
+fn wanted(line: &[u8]) -> Option<bool> {
+    let mut answer = None;
+    let mut event_msg = false;
+    let mut payload: Option<&[u8]> = None;
+    let walked = Cursor::new(line).object(|key, c| {
+        match key {
+            b"type" => {
+                answer = match c.string()?.as_deref() {
+                    Some("session_meta" | "turn_context" | "token_usage_record") => Some(true),
+                    Some("event_msg") => match payload {
+                        Some(raw) => Some(event_wanted(&mut Cursor::new(raw))?),
+                        None => {
+                            event_msg = true;
+                            None
+                        }
+                    },
+                    _ => Some(false),
+                };
+            }
+            b"payload" if event_msg => answer = Some(event_wanted(c)?),
+            b"payload" => payload = Some(c.raw()?),
+            _ => c.skip()?,
+        }
+        // Stopping the walk early is how an answer leaves it.
+        if answer.is_some() { None } else { Some(()) }
+    });
+    answer.or(walked.map(|()| false))
+}
+
+/// Whether an `event_msg` payload is one Usage reads (`token_count`,
+/// `thread_settings_applied`), from its `type` member. A payload that is
+/// not an object is wanted: [`apply`] counts it as malformed.
+fn event_wanted(c: &mut Cursor) -> Option<bool> {
+    if !c.raw_is_object() {
+        return Some(true);
+    }
+    let mut answer = None;
+    let walked = c.object(|key, c| {
+        if key != b"type" {
+            return c.skip();
+        }
+        let kind = c.string()?;
+        answer = Some(matches!(
+            kind.as_deref(),
+            Some("token_count" | "thread_settings_applied")
+        ));
+        None
+    });
+    answer.or(walked.map(|()| false))
 }
 
 /// A usage object in Codex order, or `None` when the value is not an object.
@@ -87,23 +139,10 @@ pub fn parse_line(fp: &mut FileParse, line: &[u8]) {
         fp.malformed += 1;
         return;
     }
-    let Some(kind) = top_type(line) else {
-        return;
-    };
-    let wanted = match kind {
-        b"session_meta" | b"turn_context" | b"token_usage_record" => true,
-        b"event_msg" => {
-            let head = &line[..line.len().min(512)];
-            find(head, b"\"token_count\"").is_some()
-                || find(head, b"\"thread_settings_applied\"").is_some()
-        }
-        _ => false,
-    };
-    if !wanted {
-        return;
-    }
-    if apply(fp, line).is_none() {
-        fp.malformed += 1;
+    match wanted(line) {
+        Some(false) => {}
+        Some(true) if apply(fp, line).is_some() => {}
+        _ => fp.malformed += 1,
     }
 }
 
@@ -573,6 +612,34 @@ mod tests {
         let counted = requests(&fp, None);
         assert_eq!(counted.requests.len(), 1);
         assert_eq!(counted.requests[0].tokens.total(), 55);
+    }
+
+    #[test]
+    fn spaced_reordered_and_escaped_lines_count_like_compact_ones() {
+        let compact = tc("2026-11-29T10:00:00Z", [100, 40, 10], [100, 40, 10]);
+        let spaced = compact.replace("\":", "\": ").replace(",\"", ", \"");
+        let payload_first = format!(
+            r#"{{"payload":{},"type":"event_msg","timestamp":"2026-11-29T10:00:00Z"}}"#,
+            &compact[compact.find(r#"{"type":"token_count""#).unwrap()..compact.len() - 1]
+        );
+        let escaped = compact
+            .replace(r#""type":"event_msg""#, r#""t\u0079pe":"event\u005fmsg""#)
+            .replace(r#""type":"token_count""#, r#""type":"token\u005fcount""#);
+        let want = parse(&[compact]);
+        assert_eq!(want.events.len(), 1);
+        for line in [spaced, payload_first, escaped] {
+            let got = parse(std::slice::from_ref(&line));
+            assert_eq!(got, want, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_line_broken_before_its_type_is_malformed() {
+        let fp = parse(&[
+            r#"{"timestamp":"2026-11-29T10:00:03Z", broken, "type":"event_msg"}"#.into(),
+            r#"{"timestamp":"2026-11-29T10:00:03Z","type":"response_item", broken}"#.into(),
+        ]);
+        assert_eq!(fp.malformed, 1);
     }
 
     #[test]
