@@ -56,7 +56,7 @@ pub fn parse_line(fp: &mut FileParse, line: &[u8]) {
         fp.malformed += 1;
         return;
     }
-    if find(line, b"\"usage\"").is_none() || find(line, b"\"assistant\"").is_none() {
+    if !may_hold(line, b"\"usage\"") || !may_hold(line, b"\"assistant\"") {
         return;
     }
     let Some(fields) = pick(line) else {
@@ -66,6 +66,14 @@ pub fn parse_line(fp: &mut FileParse, line: &[u8]) {
     if let Some(event) = event_of(fp, &fields) {
         fp.events.push(event);
     }
+}
+
+/// Whether `line` may hold the JSON string `needle` (a quoted ASCII word):
+/// literally, or spelled with `\u` escapes, which only a line holding `\u`
+/// can. A line without it holds no such member name or value, so skipping
+/// it loses nothing a full parse would find.
+fn may_hold(line: &[u8], needle: &[u8]) -> bool {
+    find(line, needle).is_some() || find(line, b"\\u").is_some()
 }
 
 /// The members of an assistant record that Usage reads.
@@ -237,6 +245,19 @@ mod tests {
         ]);
         assert_eq!(fp.events[0].t, [1, 0, 7, 0, 0, 0]);
         assert_eq!(fp.events[0].key, 0);
+    }
+
+    #[test]
+    fn escaped_member_names_and_values_are_read() {
+        let plain = r#"{"type":"assistant","timestamp":"2026-11-29T10:00:00Z","message":{"model":"m","usage":{"input_tokens":1,"output_tokens":2}}}"#;
+        let escaped = plain
+            .replace(r#""usage""#, r#""us\u0061ge""#)
+            .replace(r#""assistant""#, r#""\u0061ssistant""#);
+        let spaced = plain.replace("\":", "\" : ").replace(",\"", " ,\t\"");
+        let want = parse(&[plain]);
+        assert_eq!(want.events.len(), 1);
+        assert_eq!(parse(&[&escaped]), want, "{escaped}");
+        assert_eq!(parse(&[&spaced]), want, "{spaced}");
     }
 
     #[test]
