@@ -248,12 +248,20 @@ fn limit_id(raw: &[u8]) -> Option<Option<String>> {
     Some(id)
 }
 
+/// The envelope members of one line: what [`record`] reads.
+struct Line<'a> {
+    timestamp: Text<'a>,
+    kind: Text<'a>,
+    payload: Option<Payload<'a>>,
+}
+
 fn apply(fp: &mut FileParse, line: &[u8]) -> Option<()> {
-    let (mut ts_text, mut kind, mut payload_raw): (Text, Text, Option<&[u8]>) = (None, None, None);
+    let (mut timestamp, mut kind, mut payload_raw): (Text, Text, Option<&[u8]>) =
+        (None, None, None);
     let mut c = Cursor::new(line);
     c.object(|key, c| {
         match key {
-            b"timestamp" => ts_text = c.string()?,
+            b"timestamp" => timestamp = c.string()?,
             b"type" => kind = c.string()?,
             b"payload" => payload_raw = Some(c.raw()?),
             _ => c.skip()?,
@@ -263,13 +271,30 @@ fn apply(fp: &mut FileParse, line: &[u8]) -> Option<()> {
     if !c.at_end() {
         return None;
     }
-    let ts = ts_text
+    let payload = match payload_raw {
+        Some(raw) => Some(pick_payload(raw)?),
+        None => None,
+    };
+    record(
+        fp,
+        Line {
+            timestamp,
+            kind,
+            payload,
+        },
+    )
+}
+
+/// What one picked line contributes to `fp`.
+fn record(fp: &mut FileParse, line: Line) -> Option<()> {
+    let ts = line
+        .timestamp
         .as_deref()
         .and_then(crate::usage::time::parse_timestamp);
-    let Some(raw) = payload_raw else {
+    let Some(p) = line.payload else {
         return Some(());
     };
-    let p = pick_payload(raw)?;
+    let kind = line.kind;
     let nonempty = |t: &Text| t.as_deref().filter(|s| !s.is_empty()).map(str::to_owned);
     match kind.as_deref() {
         Some("session_meta") => {
@@ -498,6 +523,107 @@ pub fn requests(fp: &FileParse, baseline: Option<[u64; 6]>) -> Counted {
         }
     }
     out
+}
+
+/// The same line read by the crate's exact JSON parser instead of the
+/// prefilter and the member picker: the oracle of the differential test
+/// (`usage::parse::differential`). Only the reading differs; what a line
+/// contributes is [`record`]'s either way.
+#[cfg(test)]
+pub(super) fn parse_line_exact(fp: &mut FileParse, line: &[u8]) {
+    use crate::base::json::{self, Number, Object, Value};
+    let line = trim(line);
+    if line.is_empty() {
+        return;
+    }
+    let value = std::str::from_utf8(line)
+        .ok()
+        .and_then(|t| json::parse(t).ok());
+    let Some(Value::Object(top)) = value else {
+        fp.malformed += 1;
+        return;
+    };
+    fn text(v: Option<&Value>) -> Text<'_> {
+        v.and_then(Value::as_str).map(Cow::Borrowed)
+    }
+    fn object(v: Option<&Value>) -> Option<&Object> {
+        v.and_then(Value::as_object)
+    }
+    fn count(v: Option<&Value>) -> u64 {
+        match v {
+            Some(Value::Number(Number::Unsigned(n))) => *n,
+            Some(Value::Number(Number::Float(f)))
+                if f.fract() == 0.0 && *f >= 0.0 && *f < 9.0e18 =>
+            {
+                *f as u64
+            }
+            _ => 0,
+        }
+    }
+    fn counters(v: Option<&Value>) -> Option<[u64; 6]> {
+        object(v).map(|o| {
+            [
+                "input_tokens",
+                "cached_input_tokens",
+                "cache_write_input_tokens",
+                "output_tokens",
+                "reasoning_output_tokens",
+                "total_tokens",
+            ]
+            .map(|k| count(o.get(k)))
+        })
+    }
+    let kind = text(top.get("type"));
+    let wanted = matches!(
+        kind.as_deref(),
+        Some("session_meta" | "turn_context" | "token_usage_record" | "event_msg")
+    );
+    let (payload, rate_limits) = match top.get("payload") {
+        None => (None, None),
+        Some(Value::Object(p)) => (Some(p), object(p.get("rate_limits")).map(|r| Value::Object(r.clone()).to_json())),
+        Some(_) => {
+            if wanted {
+                fp.malformed += 1;
+            }
+            return;
+        }
+    };
+    let payload = payload.map(|p| {
+        let settings = object(p.get("thread_settings"));
+        let info = object(p.get("info"));
+        let spawn = object(p.get("source"))
+            .and_then(|s| object(s.get("subagent")))
+            .and_then(|s| object(s.get("thread_spawn")));
+        Payload {
+            kind: text(p.get("type")),
+            id: text(p.get("id")),
+            timestamp: text(p.get("timestamp")),
+            cwd: text(p.get("cwd")),
+            model: text(p.get("model")),
+            forked_from: text(p.get("forked_from_id")),
+            spawn_parent: spawn
+                .and_then(|s| s.get("parent_thread_id"))
+                .and_then(Value::as_str)
+                .is_some_and(|s| !s.is_empty()),
+            service_tier: text(p.get("service_tier")),
+            settings_tier: settings.and_then(|s| text(s.get("service_tier"))),
+            settings_model: settings.and_then(|s| text(s.get("model"))),
+            has_info: info.is_some(),
+            total: info.and_then(|i| counters(i.get("total_token_usage"))),
+            last: info.and_then(|i| counters(i.get("last_token_usage"))),
+            rate_limits: rate_limits.as_deref().map(str::as_bytes),
+            response_id: text(p.get("response_id")),
+            usage: counters(p.get("usage")),
+        }
+    });
+    let line = Line {
+        timestamp: text(top.get("timestamp")),
+        kind,
+        payload,
+    };
+    if record(fp, line).is_none() {
+        fp.malformed += 1;
+    }
 }
 
 #[cfg(test)]
