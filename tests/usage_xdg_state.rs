@@ -96,7 +96,14 @@ fn unknown_options_and_missing_values_still_get_one_v1_document() {
     // a known one missing its value; no snapshot exists yet.
     let answer = query(
         &xdg_state,
-        &["--new-flag", "7", "--refresh", "never", "--zz-switch", "--tz"],
+        &[
+            "--new-flag",
+            "7",
+            "--refresh",
+            "never",
+            "--zz-switch",
+            "--tz",
+        ],
     );
     assert_eq!(answer.get("v").and_then(Value::as_i64), Some(1));
     let codes: Vec<&str> = answer
@@ -108,7 +115,11 @@ fn unknown_options_and_missing_values_still_get_one_v1_document() {
         .collect();
     assert_eq!(codes, ["bad_tz", "unknown_option", "unknown_option"]);
     // `--refresh never` was honoured: no worker, so nothing was written.
-    assert!(!xdg_state.join("herdr/plugins/heeler/usage/worker.lock").exists());
+    assert!(
+        !xdg_state
+            .join("herdr/plugins/heeler/usage/worker.lock")
+            .exists()
+    );
     // Before any snapshot the coverage has its full shape.
     let coverage = answer.get("coverage").unwrap();
     assert_eq!(coverage.get("partial"), Some(&Value::Bool(true)));

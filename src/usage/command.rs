@@ -203,7 +203,14 @@ mod tests {
 
     #[test]
     fn known_options_are_read() {
-        let r = parsed(&["--refresh", "never", "--tz", "Asia/Tokyo", "--claude-limits", "on"]);
+        let r = parsed(&[
+            "--refresh",
+            "never",
+            "--tz",
+            "Asia/Tokyo",
+            "--claude-limits",
+            "on",
+        ]);
         assert_eq!(r.options.tz.as_deref(), Some("Asia/Tokyo"));
         assert_eq!(r.options.refresh, RefreshMode::Never);
         assert!(r.options.claude_limits);
@@ -217,7 +224,15 @@ mod tests {
 
     #[test]
     fn an_unknown_option_is_an_error_and_the_rest_still_counts() {
-        let r = parsed(&["--new-flag", "--tz", "UTC", "--future", "7", "--refresh", "force"]);
+        let r = parsed(&[
+            "--new-flag",
+            "--tz",
+            "UTC",
+            "--future",
+            "7",
+            "--refresh",
+            "force",
+        ]);
         assert_eq!(codes(&r), ["unknown_option", "unknown_option"]);
         assert_eq!(r.options.tz.as_deref(), Some("UTC"));
         assert_eq!(r.options.refresh, RefreshMode::Force);

@@ -154,10 +154,20 @@ pub fn scan_with_state(
         forks_unresolved: 0,
         span: (span.0 != 0).then_some(span),
     };
-    let claude = of(Agent::Claude, &roots.claude, agg.duplicates_claude, agg.span_claude);
+    let claude = of(
+        Agent::Claude,
+        &roots.claude,
+        agg.duplicates_claude,
+        agg.span_claude,
+    );
     let codex = AgentCoverage {
         forks_unresolved: agg.forks_unresolved,
-        ..of(Agent::Codex, &roots.codex, agg.duplicates_codex, agg.span_codex)
+        ..of(
+            Agent::Codex,
+            &roots.codex,
+            agg.duplicates_codex,
+            agg.span_codex,
+        )
     };
     let coverage = report::coverage(&claude, &codex, stats.partial);
     trace.mark("  flatten and coverage");

@@ -580,7 +580,10 @@ pub(super) fn parse_line_exact(fp: &mut FileParse, line: &[u8]) {
     );
     let (payload, rate_limits) = match top.get("payload") {
         None => (None, None),
-        Some(Value::Object(p)) => (Some(p), object(p.get("rate_limits")).map(|r| Value::Object(r.clone()).to_json())),
+        Some(Value::Object(p)) => (
+            Some(p),
+            object(p.get("rate_limits")).map(|r| Value::Object(r.clone()).to_json()),
+        ),
         Some(_) => {
             if wanted {
                 fp.malformed += 1;

@@ -359,13 +359,14 @@ fn normalised(mut fp: FileParse) -> FileParse {
 }
 
 type Reader = fn(&mut FileParse, &[u8]);
+type Writer = fn(&mut Rng) -> Vec<String>;
 
 /// Runs `files` re-serialised lines of each agent through the fast reader
 /// and the oracle; returns how many lines were compared and how many
 /// events they gave.
 fn differential(seed: u64, files: usize) -> (usize, usize) {
     let mut rng = Rng(seed);
-    let agents: [(fn(&mut Rng) -> Vec<String>, Reader, Reader); 2] = [
+    let agents: [(Writer, Reader, Reader); 2] = [
         (codex_file, codex::parse_line, codex::parse_line_exact),
         (claude_file, claude::parse_line, claude::parse_line_exact),
     ];

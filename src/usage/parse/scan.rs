@@ -208,7 +208,8 @@ mod tests {
         let long = io::repeat(b'x').take(10 << 20);
         let rest = &b"\n{}\nyy"[..];
         let mut seen = Vec::new();
-        let pass = lines_capped(long.chain(rest), 1024, &mut line, |l| seen.push(l.to_vec())).unwrap();
+        let pass =
+            lines_capped(long.chain(rest), 1024, &mut line, |l| seen.push(l.to_vec())).unwrap();
         assert_eq!(seen, [b"{}".to_vec()]);
         assert_eq!(pass.consumed, (10 << 20) + 4);
         assert_eq!(pass.oversized, 1);
