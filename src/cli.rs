@@ -236,10 +236,35 @@ pub enum UsageCommand {
     ClaudeLimits(UsageClaudeLimitsArgs),
 }
 
+/// `heeler usage query` as given. Its options ([`UsageQueryOptions`]) are
+/// read by the command itself (`usage::command`), so that no argument (an
+/// option a newer app sends, a missing value) keeps it from answering with
+/// its JSON document: each is an error inside the document instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageQueryArgs {
+    /// The command's name as argh saw it (for the help text).
+    pub command: Vec<String>,
+    pub args: Vec<String>,
+}
+
+impl FromArgs for UsageQueryArgs {
+    fn from_args(command_name: &[&str], args: &[&str]) -> Result<Self, argh::EarlyExit> {
+        let owned = |list: &[&str]| list.iter().map(|s| s.to_string()).collect();
+        Ok(UsageQueryArgs {
+            command: owned(command_name),
+            args: owned(args),
+        })
+    }
+}
+
+impl argh::SubCommand for UsageQueryArgs {
+    const COMMAND: &'static argh::CommandInfo = <UsageQueryOptions as argh::SubCommand>::COMMAND;
+}
+
 /// Print the usage JSON (v1) from the cache at once; refresh in the background.
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "query")]
-pub struct UsageQueryArgs {
+pub struct UsageQueryOptions {
     /// IANA time zone for days (default: the Host's zone)
     #[argh(option)]
     pub tz: Option<String>,

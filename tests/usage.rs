@@ -287,7 +287,7 @@ fn claude_output(index: &Index) -> u64 {
 
 fn refresh(index: &mut Index, home: &Path) -> heeler::usage::cache::RefreshStats {
     let roots = Roots::resolve(home, None, None, None);
-    let candidates = worker::discover(&roots);
+    let candidates = worker::discover(&roots).candidates;
     heeler::usage::cache::refresh(
         index,
         &candidates,

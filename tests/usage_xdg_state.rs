@@ -78,3 +78,66 @@ fn an_empty_home_with_xdg_state_home_uses_the_xdg_state_dir() {
     }
     fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Removes a test directory when dropped, also when the test panics.
+struct Cleanup(std::path::PathBuf);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn unknown_options_and_missing_values_still_get_one_v1_document() {
+    let dir = Cleanup(temp_dir("usage-unknown-option"));
+    let xdg_state = dir.0.join("xdg-state");
+    // An option a newer app sends, with its value, then a known one, then
+    // a known one missing its value; no snapshot exists yet.
+    let answer = query(
+        &xdg_state,
+        &[
+            "--new-flag",
+            "7",
+            "--refresh",
+            "never",
+            "--zz-switch",
+            "--tz",
+        ],
+    );
+    assert_eq!(answer.get("v").and_then(Value::as_i64), Some(1));
+    let codes: Vec<&str> = answer
+        .get("errors")
+        .and_then(Value::as_array)
+        .unwrap()
+        .iter()
+        .filter_map(|e| e.get("code").and_then(Value::as_str))
+        .collect();
+    assert_eq!(codes, ["bad_tz", "unknown_option", "unknown_option"]);
+    // `--refresh never` was honoured: no worker, so nothing was written.
+    assert!(
+        !xdg_state
+            .join("herdr/plugins/heeler/usage/worker.lock")
+            .exists()
+    );
+    // Before any snapshot the coverage has its full shape.
+    let coverage = answer.get("coverage").unwrap();
+    assert_eq!(coverage.get("partial"), Some(&Value::Bool(true)));
+    for agent in ["claude", "codex"] {
+        let a = coverage.get(agent).unwrap();
+        for key in [
+            "roots",
+            "files_seen",
+            "files_in_window",
+            "files_unreadable",
+            "dirs_unreadable",
+            "lines_malformed",
+            "lines_oversized",
+            "duplicates_dropped",
+            "earliest",
+            "latest",
+        ] {
+            assert!(a.get(key).is_some(), "{agent}.{key}");
+        }
+    }
+}

@@ -78,7 +78,41 @@ impl Kind {
     }
 }
 
-type Found = Vec<(PathBuf, fs::Metadata, Kind)>;
+/// What walkers found: wanted files, and the directories that could not
+/// be listed (by kind).
+#[derive(Default)]
+struct Found {
+    files: Vec<(PathBuf, fs::Metadata, Kind)>,
+    unreadable: Vec<Kind>,
+}
+
+/// Every transcript under the roots, and how many directories under them
+/// could not be listed (coverage reports them: their files are missing).
+#[derive(Debug, Default)]
+pub struct Discovery {
+    pub candidates: Vec<Candidate>,
+    pub dirs_unreadable_claude: u64,
+    pub dirs_unreadable_codex: u64,
+}
+
+impl Discovery {
+    /// Directories of `agent`'s roots that could not be listed.
+    pub fn dirs_unreadable(&self, agent: Agent) -> u64 {
+        match agent {
+            Agent::Claude => self.dirs_unreadable_claude,
+            Agent::Codex => self.dirs_unreadable_codex,
+        }
+    }
+}
+
+/// Whether a failed directory read is a directory missing (a root without
+/// `archived_sessions/`, a directory removed mid-walk): nothing is lost.
+fn missing(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+    )
+}
 
 /// Directories waiting to be read, and how many are being read.
 struct Queue {
@@ -94,10 +128,24 @@ fn read_one(
     found: &mut Found,
 ) -> Vec<(PathBuf, usize, Kind)> {
     let mut subdirs = Vec::new();
-    let Ok(entries) = fs::read_dir(dir) else {
-        return subdirs;
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => {
+            if !missing(&e) {
+                found.unreadable.push(kind);
+            }
+            return subdirs;
+        }
     };
-    for entry in entries.flatten() {
+    let mut broken = false;
+    for entry in entries {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                broken |= !missing(&e);
+                continue;
+            }
+        };
         let Ok(file_type) = entry.file_type() else {
             continue;
         };
@@ -109,15 +157,18 @@ fn read_one(
             && kind.wants(&entry.file_name())
             && let Ok(meta) = entry.metadata()
         {
-            found.push((entry.path(), meta, kind));
+            found.files.push((entry.path(), meta, kind));
         }
+    }
+    if broken {
+        found.unreadable.push(kind);
     }
     subdirs
 }
 
 /// One walker: takes directories until none are queued or being read.
 fn walker(queue: &Mutex<Queue>, wake: &Condvar) -> Found {
-    let mut found = Vec::new();
+    let mut found = Found::default();
     loop {
         let job = {
             let Ok(mut q) = queue.lock() else {
@@ -151,10 +202,10 @@ fn walker(queue: &Mutex<Queue>, wake: &Condvar) -> Found {
 }
 
 /// Every transcript under the roots with its metadata, sorted by path
-/// bytes (the index's order; deterministic dedupe). A `.jsonl.zst` with a
-/// plain `.jsonl` sibling is left out (Codex materialises archives back to
-/// plain files on resume).
-pub fn discover(roots: &Roots) -> Vec<Candidate> {
+/// bytes (the index's order; deterministic dedupe), and the directories
+/// that could not be listed. A `.jsonl.zst` with a plain `.jsonl` sibling
+/// is left out (Codex materialises archives back to plain files on resume).
+pub fn discover(roots: &Roots) -> Discovery {
     let mut starts = Vec::new();
     for root in &roots.claude {
         starts.push((root.join("projects"), 0, Kind::Claude));
@@ -176,9 +227,16 @@ pub fn discover(roots: &Roots) -> Vec<Candidate> {
         all.extend(helpers.into_iter().filter_map(|h| h.join().ok()));
         all
     });
+    let mut discovery = Discovery::default();
+    for kind in found.iter().flat_map(|f| &f.unreadable) {
+        match kind {
+            Kind::Claude => discovery.dirs_unreadable_claude += 1,
+            Kind::Codex => discovery.dirs_unreadable_codex += 1,
+        }
+    }
     let mut out: Vec<Candidate> = found
         .into_iter()
-        .flatten()
+        .flat_map(|f| f.files)
         .filter_map(|(path, meta, kind)| {
             let (agent, compressed) = match kind {
                 Kind::Claude => (Agent::Claude, false),
@@ -202,5 +260,46 @@ pub fn discover(roots: &Roots) -> Vec<Candidate> {
             .cmp(b.path.as_os_str().as_bytes())
     });
     out.dedup_by(|a, b| a.path == b.path);
-    out
+    discovery.candidates = out;
+    discovery
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_missing_directory_is_not_an_unreadable_one() {
+        use std::io::{Error, ErrorKind};
+        assert!(missing(&Error::from(ErrorKind::NotFound)));
+        assert!(missing(&Error::from(ErrorKind::NotADirectory)));
+        assert!(!missing(&Error::from(ErrorKind::PermissionDenied)));
+        assert!(!missing(&Error::from_raw_os_error(5))); // EIO
+    }
+
+    #[test]
+    fn directories_that_cannot_be_listed_are_counted() {
+        let dir = crate::base::scratch::ScratchDir::new("discover-unreadable");
+        let claude = dir.join("claude");
+        fs::create_dir_all(claude.join("projects/ok")).unwrap();
+        fs::write(claude.join("projects/ok/a.jsonl"), b"").unwrap();
+        let locked = claude.join("projects/locked");
+        fs::create_dir_all(&locked).unwrap();
+        fs::write(locked.join("b.jsonl"), b"").unwrap();
+        // A Codex home with `sessions/` but no `archived_sessions/`.
+        let codex = dir.join("codex");
+        fs::create_dir_all(codex.join("sessions")).unwrap();
+        fs::set_permissions(&locked, fs::Permissions::from_mode(0o000)).unwrap();
+        // Root reads any directory: then there is nothing unreadable.
+        let denied = fs::read_dir(&locked).is_err();
+        let found = discover(&Roots {
+            claude: vec![claude],
+            codex: vec![codex],
+        });
+        fs::set_permissions(&locked, fs::Permissions::from_mode(0o700)).unwrap();
+        assert_eq!(found.dirs_unreadable(Agent::Claude), u64::from(denied));
+        assert_eq!(found.dirs_unreadable(Agent::Codex), 0);
+        assert_eq!(found.candidates.len(), if denied { 1 } else { 2 });
+    }
 }

@@ -1087,7 +1087,12 @@ mod tests {
             assert_eq!(d.codex_limits, v(r#"{"state":"pending"}"#));
             let answer = render(&d, SnapshotRead::Missing, &Zone::utc(), NOW);
             assert_eq!(answer.get("generated_at"), Some(&Value::Null));
-            assert_eq!(answer.get("coverage"), Some(&v("{}")));
+            // The documented shape, empty: nothing is covered yet.
+            let empty = r#""files_unreadable":0,"dirs_unreadable":0,"lines_malformed":0,"lines_oversized":0,"duplicates_dropped":0"#;
+            let coverage = format!(
+                r#"{{"claude":{{"roots":[],"files_seen":0,"files_in_window":0,{empty},"earliest":null,"latest":null}},"codex":{{"roots":[],"files_seen":0,"files_in_window":0,"files_compressed":0,"files_compressed_skipped":0,{empty},"forks_unresolved":0,"earliest":null,"latest":null}},"partial":true}}"#
+            );
+            assert_eq!(answer.get("coverage"), Some(&v(&coverage)));
         }
     }
 

@@ -395,7 +395,12 @@ pub fn token_parts(slots: &[SlotTotals], zone: &Zone, now: i64) -> Object {
 pub fn assemble(header: Option<(i64, Value)>, parts: Object, zone: &Zone, env: &Envelope) -> Value {
     let (generated_at, coverage) = match header {
         Some((at, coverage)) => (Value::from(at), coverage),
-        None => (Value::Null, Value::Object(Object::new())),
+        // Before the first snapshot nothing is covered yet: the same shape,
+        // empty, and partial.
+        None => (
+            Value::Null,
+            coverage(&AgentCoverage::default(), &AgentCoverage::default(), true),
+        ),
     };
     let mut out = Object::new()
         .with("v", VERSION)
@@ -413,6 +418,70 @@ pub fn assemble(header: Option<(i64, Value)>, parts: Object, zone: &Zone, env: &
         out.with("coverage", coverage)
             .with("limits", env.limits.clone())
             .with("errors", Value::Array(env.errors.clone())),
+    )
+}
+
+/// What one agent's transcripts covered: the counts of the answer's
+/// `coverage.claude` and `coverage.codex` members.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AgentCoverage {
+    pub roots: Vec<String>,
+    pub files_seen: u64,
+    pub files_in_window: u64,
+    /// Codex only: archives read, and archives that could not be.
+    pub files_compressed: u64,
+    pub files_compressed_skipped: u64,
+    pub files_unreadable: u64,
+    /// Directories under the roots that could not be listed.
+    pub dirs_unreadable: u64,
+    pub lines_malformed: u64,
+    /// Lines over the reader's cap, skipped unread.
+    pub lines_oversized: u64,
+    pub duplicates_dropped: u64,
+    /// Codex only.
+    pub forks_unresolved: u64,
+    /// The first and last request counted.
+    pub span: Option<(i64, i64)>,
+}
+
+impl AgentCoverage {
+    fn to_value(&self, agent: Agent) -> Value {
+        let codex = agent == Agent::Codex;
+        let roots = self.roots.iter().map(|r| Value::from(r.as_str())).collect();
+        let mut o = Object::new()
+            .with("roots", Value::Array(roots))
+            .with("files_seen", self.files_seen)
+            .with("files_in_window", self.files_in_window);
+        if codex {
+            o = o
+                .with("files_compressed", self.files_compressed)
+                .with("files_compressed_skipped", self.files_compressed_skipped);
+        }
+        o = o
+            .with("files_unreadable", self.files_unreadable)
+            .with("dirs_unreadable", self.dirs_unreadable)
+            .with("lines_malformed", self.lines_malformed)
+            .with("lines_oversized", self.lines_oversized)
+            .with("duplicates_dropped", self.duplicates_dropped);
+        if codex {
+            o = o.with("forks_unresolved", self.forks_unresolved);
+        }
+        let (first, last) = match self.span {
+            Some((first, last)) => (Value::from(first), Value::from(last)),
+            None => (Value::Null, Value::Null),
+        };
+        Value::Object(o.with("earliest", first).with("latest", last))
+    }
+}
+
+/// The answer's `coverage` member (its one shape, with or without a
+/// snapshot): `partial` marks totals that do not yet cover every file.
+pub fn coverage(claude: &AgentCoverage, codex: &AgentCoverage, partial: bool) -> Value {
+    Value::Object(
+        Object::new()
+            .with("claude", claude.to_value(Agent::Claude))
+            .with("codex", codex.to_value(Agent::Codex))
+            .with("partial", partial),
     )
 }
 

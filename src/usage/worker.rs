@@ -18,16 +18,16 @@ use crate::base::atomic_file;
 use crate::base::json::{self, Object, Value};
 use crate::usage::aggregate;
 use crate::usage::aggregate::incremental::State;
-use crate::usage::cache::{self, Candidate, Index};
+use crate::usage::cache::{self, Index};
 use crate::usage::event::Agent;
 use crate::usage::paths::UsageDir;
 use crate::usage::pricing::PriceTable;
-use crate::usage::report::Snapshot;
+use crate::usage::report::{self, AgentCoverage, Snapshot};
 use crate::usage::store::index::Store;
 use crate::usage::store::state::StateStore;
 use crate::usage::tz::Zone;
 
-pub use crate::usage::discover::{Roots, discover};
+pub use crate::usage::discover::{Discovery, Roots, discover};
 
 /// How far back transcripts matter: 30 days plus margins for the widest
 /// zone offsets and for a snapshot that ages before the next refresh.
@@ -45,13 +45,11 @@ pub struct ScanResult {
     pub changed_keys: Vec<String>,
 }
 
-fn root_list(roots: &[PathBuf]) -> Value {
-    Value::Array(
-        roots
-            .iter()
-            .map(|r| Value::from(r.to_string_lossy().into_owned()))
-            .collect(),
-    )
+fn root_list(roots: &[PathBuf]) -> Vec<String> {
+    roots
+        .iter()
+        .map(|r| r.to_string_lossy().into_owned())
+        .collect()
 }
 
 /// Refreshes `index` from `roots` and aggregates a snapshot at `now`
@@ -63,8 +61,8 @@ pub fn scan(
     now: i64,
     deadline: Option<Instant>,
 ) -> ScanResult {
-    let candidates = discover(roots);
-    scan_with_state(index, &mut None, roots, candidates, prices, now, deadline)
+    let found = discover(roots);
+    scan_with_state(index, &mut None, roots, found, prices, now, deadline)
 }
 
 /// The first slot of the window at `now` (slot-aligned, so a slot is in
@@ -73,7 +71,7 @@ pub fn window_start(now: i64) -> i64 {
     (now - WINDOW_SECONDS).div_euclid(aggregate::SLOT) * aggregate::SLOT
 }
 
-/// [`scan`] over `candidates` (what [`discover`] found under `roots`) that
+/// [`scan`] over `found` (what [`discover`] found under `roots`) that
 /// updates `state` (the aggregate kept beside the index) incrementally
 /// when it matches `index`, and rebuilds it otherwise (a refresh that
 /// found nothing new applies no change: as cheap as reusing the last
@@ -83,18 +81,19 @@ pub fn scan_with_state(
     index: &mut Index,
     state: &mut Option<State>,
     roots: &Roots,
-    candidates: Vec<Candidate>,
+    found: Discovery,
     prices: &PriceTable,
     now: i64,
     deadline: Option<Instant>,
 ) -> ScanResult {
     let since = window_start(now);
+    let candidates = &found.candidates;
     let trace = Trace::new();
     let before = state.as_ref().map(|_| index.fingerprint());
     let mut changes = cache::Changes::default();
     let mut stats = cache::refresh_tracked(
         index,
-        &candidates,
+        candidates,
         since.saturating_mul(1_000_000_000),
         deadline,
         &mut changes,
@@ -116,7 +115,7 @@ pub fn scan_with_state(
             let mut again = cache::Changes::default();
             let more = cache::refresh_tracked(
                 index,
-                &candidates,
+                candidates,
                 since.saturating_mul(1_000_000_000),
                 deadline,
                 &mut again,
@@ -141,63 +140,43 @@ pub fn scan_with_state(
             .filter(|e| e.unreadable && e.compressed == compressed)
             .count() as u64
     };
-    let malformed = |agent: Agent| {
-        entries(agent)
-            .map(|e| e.parse.malformed + e.oversized)
-            .sum::<u64>()
+    let of = |agent: Agent, roots: &[PathBuf], duplicates: u64, span: (i64, i64)| AgentCoverage {
+        roots: root_list(roots),
+        files_seen: seen(agent),
+        files_in_window: entries(agent).count() as u64,
+        files_compressed: entries(agent).filter(|e| e.compressed).count() as u64,
+        files_compressed_skipped: unreadable(agent, true),
+        files_unreadable: unreadable(agent, false),
+        dirs_unreadable: found.dirs_unreadable(agent),
+        lines_malformed: entries(agent).map(|e| e.parse.malformed).sum(),
+        lines_oversized: entries(agent).map(cache::lines_oversized).sum(),
+        duplicates_dropped: duplicates,
+        forks_unresolved: 0,
+        span: (span.0 != 0).then_some(span),
     };
-    let span = |s: (i64, i64)| {
-        if s.0 == 0 {
-            (Value::Null, Value::Null)
-        } else {
-            (Value::from(s.0), Value::from(s.1))
-        }
+    let claude = of(
+        Agent::Claude,
+        &roots.claude,
+        agg.duplicates_claude,
+        agg.span_claude,
+    );
+    let codex = AgentCoverage {
+        forks_unresolved: agg.forks_unresolved,
+        ..of(
+            Agent::Codex,
+            &roots.codex,
+            agg.duplicates_codex,
+            agg.span_codex,
+        )
     };
-    let (c_first, c_last) = span(agg.span_claude);
-    let (x_first, x_last) = span(agg.span_codex);
-    let coverage = Object::new()
-        .with(
-            "claude",
-            Value::Object(
-                Object::new()
-                    .with("roots", root_list(&roots.claude))
-                    .with("files_seen", seen(Agent::Claude))
-                    .with("files_in_window", entries(Agent::Claude).count() as u64)
-                    .with("files_unreadable", unreadable(Agent::Claude, false))
-                    .with("lines_malformed", malformed(Agent::Claude))
-                    .with("duplicates_dropped", agg.duplicates_claude)
-                    .with("earliest", c_first)
-                    .with("latest", c_last),
-            ),
-        )
-        .with(
-            "codex",
-            Value::Object(
-                Object::new()
-                    .with("roots", root_list(&roots.codex))
-                    .with("files_seen", seen(Agent::Codex))
-                    .with("files_in_window", entries(Agent::Codex).count() as u64)
-                    .with(
-                        "files_compressed",
-                        entries(Agent::Codex).filter(|e| e.compressed).count() as u64,
-                    )
-                    .with("files_compressed_skipped", unreadable(Agent::Codex, true))
-                    .with("files_unreadable", unreadable(Agent::Codex, false))
-                    .with("lines_malformed", malformed(Agent::Codex))
-                    .with("duplicates_dropped", agg.duplicates_codex)
-                    .with("forks_unresolved", agg.forks_unresolved)
-                    .with("earliest", x_first)
-                    .with("latest", x_last),
-            ),
-        )
-        .with("partial", stats.partial);
+    let coverage = report::coverage(&claude, &codex, stats.partial);
     trace.mark("  flatten and coverage");
     ScanResult {
         snapshot: Snapshot {
             generated_at: now,
             partial: stats.partial,
             pricing: prices.meta.clone(),
-            coverage: Value::Object(coverage),
+            coverage,
             aggregate: state.as_ref().map_or(0, |s| s.fingerprint),
             slots: agg.slots,
         },

@@ -133,6 +133,15 @@ fn parse_into(entry: &mut FileEntry, path: &Path) -> io::Result<u64> {
     Ok(pass.consumed)
 }
 
+/// Lines of the file over the reader's cap: those skipped, and an
+/// unterminated tail already at the cap (left unconsumed like any torn
+/// line, it can only become an oversized one).
+pub fn lines_oversized(e: &FileEntry) -> u64 {
+    let tail = e.size.saturating_sub(e.offset);
+    let torn = !e.compressed && !e.unreadable && tail >= scan::MAX_LINE as u64;
+    e.oversized + u64::from(torn)
+}
+
 fn fresh_entry(c: &Candidate, now: Stat) -> FileEntry {
     FileEntry {
         agent: c.agent,
@@ -425,4 +434,36 @@ fn run_jobs(jobs: Vec<Job>, deadline: Option<Instant>) -> JobsDone {
         out.push((key, Some(entry), Some(old)));
     }
     (out, bytes, partial)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unterminated_tail_at_the_cap_is_an_oversized_line() {
+        let c = Candidate {
+            path: PathBuf::from("/x.jsonl"),
+            agent: Agent::Codex,
+            compressed: false,
+            meta: None,
+        };
+        let stat = Stat {
+            dev: 1,
+            ino: 2,
+            size: 0,
+            mtime_ns: 0,
+        };
+        let mut e = fresh_entry(&c, stat);
+        let cap = scan::MAX_LINE as u64;
+        (e.size, e.offset, e.oversized) = (10 + cap - 1, 10, 2);
+        assert_eq!(lines_oversized(&e), 2, "a torn line under the cap");
+        e.size = 10 + cap;
+        assert_eq!(lines_oversized(&e), 3, "a torn line at the cap");
+        e.unreadable = true;
+        assert_eq!(lines_oversized(&e), 2, "an unreadable file has no tail");
+        e.unreadable = false;
+        e.compressed = true;
+        assert_eq!(lines_oversized(&e), 2, "archives count decoded bytes");
+    }
 }

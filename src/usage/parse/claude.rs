@@ -56,7 +56,7 @@ pub fn parse_line(fp: &mut FileParse, line: &[u8]) {
         fp.malformed += 1;
         return;
     }
-    if find(line, b"\"usage\"").is_none() || find(line, b"\"assistant\"").is_none() {
+    if !may_hold(line, b"\"usage\"") || !may_hold(line, b"\"assistant\"") {
         return;
     }
     let Some(fields) = pick(line) else {
@@ -66,6 +66,14 @@ pub fn parse_line(fp: &mut FileParse, line: &[u8]) {
     if let Some(event) = event_of(fp, &fields) {
         fp.events.push(event);
     }
+}
+
+/// Whether `line` may hold the JSON string `needle` (a quoted ASCII word):
+/// literally, or spelled with `\u` escapes, which only a line holding `\u`
+/// can. A line without it holds no such member name or value, so skipping
+/// it loses nothing a full parse would find.
+fn may_hold(line: &[u8], needle: &[u8]) -> bool {
+    find(line, needle).is_some() || find(line, b"\\u").is_some()
 }
 
 /// The members of an assistant record that Usage reads.
@@ -204,6 +212,75 @@ fn event_of(fp: &mut FileParse, f: &Fields) -> Option<Event> {
     })
 }
 
+/// The same line read by the crate's exact JSON parser instead of the
+/// prefilter and the member picker: the oracle of the differential test
+/// (`usage::parse::differential`). Only the reading differs; what a line
+/// contributes is [`event_of`]'s either way.
+#[cfg(test)]
+pub(super) fn parse_line_exact(fp: &mut FileParse, line: &[u8]) {
+    use crate::base::json::{self, Number, Object, Value};
+    fn text(v: Option<&Value>) -> Option<Cow<'_, str>> {
+        v.and_then(Value::as_str).map(Cow::Borrowed)
+    }
+    fn object(v: Option<&Value>) -> Option<&Object> {
+        v.and_then(Value::as_object)
+    }
+    fn count(v: Option<&Value>) -> u64 {
+        match v {
+            Some(Value::Number(Number::Unsigned(n))) => *n,
+            Some(Value::Number(Number::Float(f)))
+                if f.fract() == 0.0 && *f >= 0.0 && *f < 9.0e18 =>
+            {
+                *f as u64
+            }
+            _ => 0,
+        }
+    }
+    let line = trim(line);
+    if line.is_empty() {
+        return;
+    }
+    let value = std::str::from_utf8(line)
+        .ok()
+        .and_then(|t| json::parse(t).ok());
+    let Some(Value::Object(top)) = value else {
+        fp.malformed += 1;
+        return;
+    };
+    let message = object(top.get("message"));
+    let usage = message.and_then(|m| object(m.get("usage")));
+    let split = usage
+        .and_then(|u| object(u.get("cache_creation")))
+        .map(|s| {
+            (
+                count(s.get("ephemeral_5m_input_tokens")),
+                count(s.get("ephemeral_1h_input_tokens")),
+            )
+        });
+    let of_usage = |k: &str| count(usage.and_then(|u| u.get(k)));
+    let fields = Fields {
+        kind: text(top.get("type")),
+        timestamp: text(top.get("timestamp")),
+        cwd: text(top.get("cwd")),
+        request_id: text(top.get("requestId")),
+        sidechain: top.get("isSidechain").and_then(Value::as_bool) == Some(true),
+        message_id: message.and_then(|m| text(m.get("id"))),
+        model: message.and_then(|m| text(m.get("model"))),
+        has_usage: usage.is_some(),
+        input: of_usage("input_tokens"),
+        output: of_usage("output_tokens"),
+        cache_read: of_usage("cache_read_input_tokens"),
+        cache_write: of_usage("cache_creation_input_tokens"),
+        split,
+        tier: usage.and_then(|u| text(u.get("service_tier"))),
+        speed: usage.and_then(|u| text(u.get("speed"))),
+        geo: usage.and_then(|u| text(u.get("inference_geo"))),
+    };
+    if let Some(event) = event_of(fp, &fields) {
+        fp.events.push(event);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,6 +314,19 @@ mod tests {
         ]);
         assert_eq!(fp.events[0].t, [1, 0, 7, 0, 0, 0]);
         assert_eq!(fp.events[0].key, 0);
+    }
+
+    #[test]
+    fn escaped_member_names_and_values_are_read() {
+        let plain = r#"{"type":"assistant","timestamp":"2026-11-29T10:00:00Z","message":{"model":"m","usage":{"input_tokens":1,"output_tokens":2}}}"#;
+        let escaped = plain
+            .replace(r#""usage""#, r#""us\u0061ge""#)
+            .replace(r#""assistant""#, r#""\u0061ssistant""#);
+        let spaced = plain.replace("\":", "\" : ").replace(",\"", " ,\t\"");
+        let want = parse(&[plain]);
+        assert_eq!(want.events.len(), 1);
+        assert_eq!(parse(&[&escaped]), want, "{escaped}");
+        assert_eq!(parse(&[&spaced]), want, "{spaced}");
     }
 
     #[test]

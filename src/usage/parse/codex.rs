@@ -16,7 +16,7 @@ use std::borrow::Cow;
 
 use crate::usage::event::{Event, EventKind, FileParse, Tokens, fnv1a};
 use crate::usage::parse::jsonpick::Cursor;
-use crate::usage::parse::scan::{find, trim};
+use crate::usage::parse::scan::trim;
 
 /// Codex homes (comma-separated `CODEX_HOME`, else `~/.codex`) and, in
 /// each, the directories holding rollouts.
@@ -46,12 +46,64 @@ pub fn is_rollout_name(name: &str) -> bool {
     name.starts_with("rollout-") && (name.ends_with(".jsonl") || name.ends_with(".jsonl.zst"))
 }
 
-fn top_type(line: &[u8]) -> Option<&[u8]> {
-    // The envelope's own "type" precedes "payload" (first ~99 bytes).
-    let window = &line[..line.len().min(512)];
-    let at = find(window, b"\"type\":\"")? + 8;
-    let end = window[at..].iter().position(|&b| b == b'"')?;
-    Some(&window[at..at + end])
+/// Whether a line can contribute: its envelope `type` and, for an
+/// `event_msg`, its payload's `type` decide. Both are read as members (any
+/// order, spacing or escaping), stopping as soon as the answer is known:
+/// rollouts put them first, so a megabyte `response_item` costs a few dozen
+/// bytes. `None`: the line broke before the answer was known.
+///
+/// A repeated member name is the one liberty taken: the first `type`
+/// decides here, the last one in a full parse (RFC 8259 leaves repeated
+/// names to the reader; Codex never writes them).
+fn wanted(line: &[u8]) -> Option<bool> {
+    let mut answer = None;
+    let mut event_msg = false;
+    let mut payload: Option<&[u8]> = None;
+    let walked = Cursor::new(line).object(|key, c| {
+        match key {
+            b"type" => {
+                answer = match c.string()?.as_deref() {
+                    Some("session_meta" | "turn_context" | "token_usage_record") => Some(true),
+                    Some("event_msg") => match payload {
+                        Some(raw) => Some(event_wanted(&mut Cursor::new(raw))?),
+                        None => {
+                            event_msg = true;
+                            None
+                        }
+                    },
+                    _ => Some(false),
+                };
+            }
+            b"payload" if event_msg => answer = Some(event_wanted(c)?),
+            b"payload" => payload = Some(c.raw()?),
+            _ => c.skip()?,
+        }
+        // Stopping the walk early is how an answer leaves it.
+        if answer.is_some() { None } else { Some(()) }
+    });
+    answer.or(walked.map(|()| false))
+}
+
+/// Whether an `event_msg` payload is one Usage reads (`token_count`,
+/// `thread_settings_applied`), from its `type` member. A payload that is
+/// not an object is wanted: [`apply`] counts it as malformed.
+fn event_wanted(c: &mut Cursor) -> Option<bool> {
+    if !c.raw_is_object() {
+        return Some(true);
+    }
+    let mut answer = None;
+    let walked = c.object(|key, c| {
+        if key != b"type" {
+            return c.skip();
+        }
+        let kind = c.string()?;
+        answer = Some(matches!(
+            kind.as_deref(),
+            Some("token_count" | "thread_settings_applied")
+        ));
+        None
+    });
+    answer.or(walked.map(|()| false))
 }
 
 /// A usage object in Codex order, or `None` when the value is not an object.
@@ -87,23 +139,10 @@ pub fn parse_line(fp: &mut FileParse, line: &[u8]) {
         fp.malformed += 1;
         return;
     }
-    let Some(kind) = top_type(line) else {
-        return;
-    };
-    let wanted = match kind {
-        b"session_meta" | b"turn_context" | b"token_usage_record" => true,
-        b"event_msg" => {
-            let head = &line[..line.len().min(512)];
-            find(head, b"\"token_count\"").is_some()
-                || find(head, b"\"thread_settings_applied\"").is_some()
-        }
-        _ => false,
-    };
-    if !wanted {
-        return;
-    }
-    if apply(fp, line).is_none() {
-        fp.malformed += 1;
+    match wanted(line) {
+        Some(false) => {}
+        Some(true) if apply(fp, line).is_some() => {}
+        _ => fp.malformed += 1,
     }
 }
 
@@ -209,12 +248,20 @@ fn limit_id(raw: &[u8]) -> Option<Option<String>> {
     Some(id)
 }
 
+/// The envelope members of one line: what [`record`] reads.
+struct Line<'a> {
+    timestamp: Text<'a>,
+    kind: Text<'a>,
+    payload: Option<Payload<'a>>,
+}
+
 fn apply(fp: &mut FileParse, line: &[u8]) -> Option<()> {
-    let (mut ts_text, mut kind, mut payload_raw): (Text, Text, Option<&[u8]>) = (None, None, None);
+    let (mut timestamp, mut kind, mut payload_raw): (Text, Text, Option<&[u8]>) =
+        (None, None, None);
     let mut c = Cursor::new(line);
     c.object(|key, c| {
         match key {
-            b"timestamp" => ts_text = c.string()?,
+            b"timestamp" => timestamp = c.string()?,
             b"type" => kind = c.string()?,
             b"payload" => payload_raw = Some(c.raw()?),
             _ => c.skip()?,
@@ -224,13 +271,30 @@ fn apply(fp: &mut FileParse, line: &[u8]) -> Option<()> {
     if !c.at_end() {
         return None;
     }
-    let ts = ts_text
+    let payload = match payload_raw {
+        Some(raw) => Some(pick_payload(raw)?),
+        None => None,
+    };
+    record(
+        fp,
+        Line {
+            timestamp,
+            kind,
+            payload,
+        },
+    )
+}
+
+/// What one picked line contributes to `fp`.
+fn record(fp: &mut FileParse, line: Line) -> Option<()> {
+    let ts = line
+        .timestamp
         .as_deref()
         .and_then(crate::usage::time::parse_timestamp);
-    let Some(raw) = payload_raw else {
+    let Some(p) = line.payload else {
         return Some(());
     };
-    let p = pick_payload(raw)?;
+    let kind = line.kind;
     let nonempty = |t: &Text| t.as_deref().filter(|s| !s.is_empty()).map(str::to_owned);
     match kind.as_deref() {
         Some("session_meta") => {
@@ -461,6 +525,110 @@ pub fn requests(fp: &FileParse, baseline: Option<[u64; 6]>) -> Counted {
     out
 }
 
+/// The same line read by the crate's exact JSON parser instead of the
+/// prefilter and the member picker: the oracle of the differential test
+/// (`usage::parse::differential`). Only the reading differs; what a line
+/// contributes is [`record`]'s either way.
+#[cfg(test)]
+pub(super) fn parse_line_exact(fp: &mut FileParse, line: &[u8]) {
+    use crate::base::json::{self, Number, Object, Value};
+    let line = trim(line);
+    if line.is_empty() {
+        return;
+    }
+    let value = std::str::from_utf8(line)
+        .ok()
+        .and_then(|t| json::parse(t).ok());
+    let Some(Value::Object(top)) = value else {
+        fp.malformed += 1;
+        return;
+    };
+    fn text(v: Option<&Value>) -> Text<'_> {
+        v.and_then(Value::as_str).map(Cow::Borrowed)
+    }
+    fn object(v: Option<&Value>) -> Option<&Object> {
+        v.and_then(Value::as_object)
+    }
+    fn count(v: Option<&Value>) -> u64 {
+        match v {
+            Some(Value::Number(Number::Unsigned(n))) => *n,
+            Some(Value::Number(Number::Float(f)))
+                if f.fract() == 0.0 && *f >= 0.0 && *f < 9.0e18 =>
+            {
+                *f as u64
+            }
+            _ => 0,
+        }
+    }
+    fn counters(v: Option<&Value>) -> Option<[u64; 6]> {
+        object(v).map(|o| {
+            [
+                "input_tokens",
+                "cached_input_tokens",
+                "cache_write_input_tokens",
+                "output_tokens",
+                "reasoning_output_tokens",
+                "total_tokens",
+            ]
+            .map(|k| count(o.get(k)))
+        })
+    }
+    let kind = text(top.get("type"));
+    let wanted = matches!(
+        kind.as_deref(),
+        Some("session_meta" | "turn_context" | "token_usage_record" | "event_msg")
+    );
+    let (payload, rate_limits) = match top.get("payload") {
+        None => (None, None),
+        Some(Value::Object(p)) => (
+            Some(p),
+            object(p.get("rate_limits")).map(|r| Value::Object(r.clone()).to_json()),
+        ),
+        Some(_) => {
+            if wanted {
+                fp.malformed += 1;
+            }
+            return;
+        }
+    };
+    let payload = payload.map(|p| {
+        let settings = object(p.get("thread_settings"));
+        let info = object(p.get("info"));
+        let spawn = object(p.get("source"))
+            .and_then(|s| object(s.get("subagent")))
+            .and_then(|s| object(s.get("thread_spawn")));
+        Payload {
+            kind: text(p.get("type")),
+            id: text(p.get("id")),
+            timestamp: text(p.get("timestamp")),
+            cwd: text(p.get("cwd")),
+            model: text(p.get("model")),
+            forked_from: text(p.get("forked_from_id")),
+            spawn_parent: spawn
+                .and_then(|s| s.get("parent_thread_id"))
+                .and_then(Value::as_str)
+                .is_some_and(|s| !s.is_empty()),
+            service_tier: text(p.get("service_tier")),
+            settings_tier: settings.and_then(|s| text(s.get("service_tier"))),
+            settings_model: settings.and_then(|s| text(s.get("model"))),
+            has_info: info.is_some(),
+            total: info.and_then(|i| counters(i.get("total_token_usage"))),
+            last: info.and_then(|i| counters(i.get("last_token_usage"))),
+            rate_limits: rate_limits.as_deref().map(str::as_bytes),
+            response_id: text(p.get("response_id")),
+            usage: counters(p.get("usage")),
+        }
+    });
+    let line = Line {
+        timestamp: text(top.get("timestamp")),
+        kind,
+        payload,
+    };
+    if record(fp, line).is_none() {
+        fp.malformed += 1;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -573,6 +741,34 @@ mod tests {
         let counted = requests(&fp, None);
         assert_eq!(counted.requests.len(), 1);
         assert_eq!(counted.requests[0].tokens.total(), 55);
+    }
+
+    #[test]
+    fn spaced_reordered_and_escaped_lines_count_like_compact_ones() {
+        let compact = tc("2026-11-29T10:00:00Z", [100, 40, 10], [100, 40, 10]);
+        let spaced = compact.replace("\":", "\": ").replace(",\"", ", \"");
+        let payload_first = format!(
+            r#"{{"payload":{},"type":"event_msg","timestamp":"2026-11-29T10:00:00Z"}}"#,
+            &compact[compact.find(r#"{"type":"token_count""#).unwrap()..compact.len() - 1]
+        );
+        let escaped = compact
+            .replace(r#""type":"event_msg""#, r#""t\u0079pe":"event\u005fmsg""#)
+            .replace(r#""type":"token_count""#, r#""type":"token\u005fcount""#);
+        let want = parse(&[compact]);
+        assert_eq!(want.events.len(), 1);
+        for line in [spaced, payload_first, escaped] {
+            let got = parse(std::slice::from_ref(&line));
+            assert_eq!(got, want, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_line_broken_before_its_type_is_malformed() {
+        let fp = parse(&[
+            r#"{"timestamp":"2026-11-29T10:00:03Z", broken, "type":"event_msg"}"#.into(),
+            r#"{"timestamp":"2026-11-29T10:00:03Z","type":"response_item", broken}"#.into(),
+        ]);
+        assert_eq!(fp.malformed, 1);
     }
 
     #[test]

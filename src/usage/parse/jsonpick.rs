@@ -135,7 +135,16 @@ impl<'a> Cursor<'a> {
         }
         loop {
             self.ws();
-            let (key, _) = self.raw_string()?;
+            let (raw, escaped) = self.raw_string()?;
+            // A key spelled with escapes (`"t\u0079pe"`) is the same key:
+            // decoded (rarely needed) before the caller compares it.
+            let decoded;
+            let key = if escaped {
+                decoded = decode(raw)?;
+                decoded.as_bytes()
+            } else {
+                raw
+            };
             if self.peek()? != b':' {
                 return None;
             }
@@ -200,16 +209,7 @@ impl<'a> Cursor<'a> {
         if !escaped {
             return Some(std::str::from_utf8(raw).ok().map(Cow::Borrowed));
         }
-        // Rare: decode escapes through the full parser.
-        let mut quoted = Vec::with_capacity(raw.len() + 2);
-        quoted.push(b'"');
-        quoted.extend_from_slice(raw);
-        quoted.push(b'"');
-        let text = std::str::from_utf8(&quoted).ok()?;
-        match crate::base::json::parse(text) {
-            Ok(crate::base::json::Value::String(s)) => Some(Some(Cow::Owned(s))),
-            _ => None,
-        }
+        Some(Some(Cow::Owned(decode(raw)?)))
     }
 
     /// A non-negative integer (JS `Number.isInteger` semantics, so `12.0`
@@ -263,6 +263,20 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// The text of a string's raw contents with escapes, decoded by the full
+/// parser (rare: transcripts escape little beyond quotes and newlines).
+fn decode(raw: &[u8]) -> Option<String> {
+    let mut quoted = Vec::with_capacity(raw.len() + 2);
+    quoted.push(b'"');
+    quoted.extend_from_slice(raw);
+    quoted.push(b'"');
+    let text = std::str::from_utf8(&quoted).ok()?;
+    match crate::base::json::parse(text) {
+        Ok(crate::base::json::Value::String(s)) => Some(s),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -295,6 +309,19 @@ mod tests {
         assert_eq!(n, Some(12));
         assert_eq!(s.as_deref(), Some("hé\n"));
         assert_eq!(t, Some(true));
+    }
+
+    #[test]
+    fn escaped_keys_are_the_keys_they_spell() {
+        let text = br#"{ "t\u0079pe" : "a" , "\u006e":7,"plain":1}"#;
+        let mut seen = Vec::new();
+        Cursor::new(text)
+            .object(|k, c| {
+                seen.push(String::from_utf8_lossy(k).into_owned());
+                c.skip()
+            })
+            .unwrap();
+        assert_eq!(seen, ["type", "n", "plain"]);
     }
 
     #[test]

@@ -6,6 +6,8 @@
 //! - `claude.rs`: Claude Code roots and per-line extraction.
 //! - `codex.rs`: Codex roots, per-line extraction and the counting rule
 //!   (records, watermark deltas, fork baselines).
+//! - `differential.rs` (tests only): re-serialised real-shaped lines give
+//!   the same events through the fast readers and the exact JSON parser.
 //!
 //! Architecture invariants: parsers are pure over bytes and a resumable
 //! parser state, so a file can be read again from its last complete line;
@@ -13,5 +15,7 @@
 
 pub mod claude;
 pub mod codex;
+#[cfg(test)]
+mod differential;
 pub mod jsonpick;
 pub mod scan;

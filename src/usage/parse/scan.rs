@@ -8,8 +8,9 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
-/// Lines longer than this are skipped unparsed (counted as malformed by
-/// callers via the returned count): Codex tool output reaches ~12 MB.
+/// Lines longer than this (newline included) are skipped unparsed as they
+/// stream, never held whole, and counted ([`Pass::oversized`]; coverage's
+/// `lines_oversized`): Codex tool output reaches ~12 MB.
 pub const MAX_LINE: usize = 64 << 20;
 
 /// Outcome of one read pass.
@@ -23,22 +24,56 @@ pub struct Pass {
 }
 
 /// Calls `f` with every complete line (without its `\n`) of `reader`.
-pub fn for_each_line<R: Read>(reader: R, mut f: impl FnMut(&[u8])) -> io::Result<Pass> {
+pub fn for_each_line<R: Read>(reader: R, f: impl FnMut(&[u8])) -> io::Result<Pass> {
+    lines_capped(reader, MAX_LINE, &mut Vec::with_capacity(64 * 1024), f)
+}
+
+/// [`for_each_line`] with lines of `cap` bytes or more (newline included:
+/// over `cap`) skipped as they stream: `line` (the caller's, so a test can
+/// see its growth) never holds more than `cap` bytes, however long a line
+/// is, and an unterminated tail of any length is left unconsumed.
+fn lines_capped<R: Read>(
+    reader: R,
+    cap: usize,
+    line: &mut Vec<u8>,
+    mut f: impl FnMut(&[u8]),
+) -> io::Result<Pass> {
     let mut reader = BufReader::with_capacity(256 * 1024, reader);
-    let mut line = Vec::with_capacity(64 * 1024);
     let mut pass = Pass::default();
+    // Bytes of the current line so far, and whether it passed the cap.
+    let (mut length, mut over) = (0u64, false);
+    line.clear();
     loop {
-        line.clear();
-        let n = reader.read_until(b'\n', &mut line)?;
-        if n == 0 || line.last() != Some(&b'\n') {
+        let buf = match reader.fill_buf() {
+            Ok(buf) => buf,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
             return Ok(pass);
         }
-        pass.consumed += n as u64;
-        if line.len() > MAX_LINE {
-            pass.oversized += 1;
-            continue;
+        let newline = first_where(buf, |v| bytes_equal(v, b'\n'), |b| b == b'\n');
+        let chunk = &buf[..newline.unwrap_or(buf.len())];
+        if !over && line.len() + chunk.len() >= cap {
+            over = true;
+            line.clear();
         }
-        f(&line[..line.len() - 1]);
+        if !over {
+            line.extend_from_slice(chunk);
+        }
+        let used = chunk.len() + usize::from(newline.is_some());
+        reader.consume(used);
+        length += used as u64;
+        if newline.is_some() {
+            pass.consumed += length;
+            if over {
+                pass.oversized += 1;
+            } else {
+                f(line);
+            }
+            (length, over) = (0, false);
+            line.clear();
+        }
     }
 }
 
@@ -157,6 +192,38 @@ mod tests {
         let pass = for_each_line(&b"a\nbb\r\ntorn"[..], |l| seen.push(l.to_vec())).unwrap();
         assert_eq!(seen, vec![b"a".to_vec(), b"bb\r".to_vec()]);
         assert_eq!(pass.consumed, 6);
+    }
+
+    #[test]
+    fn a_line_over_the_cap_is_skipped_as_it_streams() {
+        // A 10 MB line with no newline: never buffered, never consumed.
+        let mut line = Vec::new();
+        let pass = lines_capped(io::repeat(b'x').take(10 << 20), 1024, &mut line, |_| {
+            panic!("no complete line")
+        })
+        .unwrap();
+        assert_eq!(pass, Pass::default());
+        assert!(line.capacity() <= 2048, "{}", line.capacity());
+        // Then terminated, and followed by lines that fit.
+        let long = io::repeat(b'x').take(10 << 20);
+        let rest = &b"\n{}\nyy"[..];
+        let mut seen = Vec::new();
+        let pass =
+            lines_capped(long.chain(rest), 1024, &mut line, |l| seen.push(l.to_vec())).unwrap();
+        assert_eq!(seen, [b"{}".to_vec()]);
+        assert_eq!(pass.consumed, (10 << 20) + 4);
+        assert_eq!(pass.oversized, 1);
+        assert!(line.capacity() <= 2048, "{}", line.capacity());
+    }
+
+    #[test]
+    fn the_cap_counts_the_newline() {
+        let text = b"aaa\naaaa\nbb\n";
+        let mut seen = Vec::new();
+        let pass = lines_capped(&text[..], 4, &mut Vec::new(), |l| seen.push(l.to_vec())).unwrap();
+        assert_eq!(seen, [b"aaa".to_vec(), b"bb".to_vec()]);
+        assert_eq!(pass.oversized, 1);
+        assert_eq!(pass.consumed, text.len() as u64);
     }
 
     #[test]
