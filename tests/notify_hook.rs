@@ -206,6 +206,38 @@ fn non_notifying_status_without_marker_and_no_devices_are_free() {
 }
 
 #[test]
+fn alert_tokens_the_relay_refuses_are_skipped_with_a_log_line() {
+    let f = blocked_host("badtoken");
+    f.write_registration(&registration(&[
+        entry("AAAA1111AAAA1111", KEY_A, ""),
+        entry("bbbb2222bbbb2222", KEY_B, ""),
+    ]));
+    let output = f.run("notify-hook", &event("w1:p1", "blocked"));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        stderr(&output),
+        "notify-hook: skipped the device with token AAAA1111…: not 16 to 200 lowercase hex digits, which the relay refuses\n"
+    );
+    let requests = f.relay.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        requests[0].json().get("token").unwrap().as_str(),
+        Some("bbbb2222bbbb2222")
+    );
+    assert!(marker(&f, &f.state).is_some());
+
+    // With only a refused token there is nothing to send: no herdr call, no
+    // push, just the line.
+    let f = blocked_host("badtoken-only");
+    f.write_registration(&registration(&[entry("not-a-hex-token!", KEY_A, "")]));
+    let output = f.run("notify-hook", &event("w1:p1", "blocked"));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stderr(&output).starts_with("notify-hook: skipped the device with token not-a-he…"));
+    assert!(f.herdr.methods().is_empty());
+    assert!(f.relay.requests().is_empty());
+}
+
+#[test]
 fn transient_failures_are_retried_three_times() {
     let f = blocked_host("retry");
     f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
@@ -293,10 +325,10 @@ fn named_session_delivers_to_its_own_and_legacy_entries_with_its_own_markers() {
     let f = Fixture::with_socket("session", "herdr/sessions/work/herdr.sock");
     f.herdr.set_agents(AGENT_BLOCKED);
     f.write_registration(&registration(&[
-        entry("legacy00legacy00", KEY_A, ""),
-        entry("work0000work0000", KEY_A, r#""session":"work""#),
+        entry("aaaa0000aaaa0000", KEY_A, ""),
+        entry("bbbb0000bbbb0000", KEY_A, r#""session":"work""#),
         entry("defa0000defa0000", KEY_A, r#""session":"""#),
-        entry("play0000play0000", KEY_A, r#""session":"play""#),
+        entry("cccc0000cccc0000", KEY_A, r#""session":"play""#),
     ]));
     assert!(
         f.run("notify-hook", &event("w1:p1", "blocked"))
@@ -309,7 +341,7 @@ fn named_session_delivers_to_its_own_and_legacy_entries_with_its_own_markers() {
         .iter()
         .map(|r| r.json().get("token").unwrap().as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(tokens, ["legacy00legacy00", "work0000work0000"]);
+    assert_eq!(tokens, ["aaaa0000aaaa0000", "bbbb0000bbbb0000"]);
     assert!(marker(&f, &f.state.join("sessions/work")).is_some());
     assert_eq!(
         marker(&f, &f.state),
@@ -323,7 +355,7 @@ fn unknown_session_delivers_to_legacy_only_and_no_entries_means_no_herdr_call() 
     let f = Fixture::with_socket("unknown", "custom/api.sock");
     f.herdr.set_agents(AGENT_BLOCKED);
     f.write_registration(&registration(&[
-        entry("work0000work0000", KEY_A, r#""session":"work""#),
+        entry("bbbb0000bbbb0000", KEY_A, r#""session":"work""#),
         entry("defa0000defa0000", KEY_A, r#""session":"""#),
     ]));
     assert!(
@@ -332,7 +364,7 @@ fn unknown_session_delivers_to_legacy_only_and_no_entries_means_no_herdr_call() 
             .success()
     );
     assert!(f.herdr.methods().is_empty());
-    f.write_registration(&registration(&[entry("legacy00legacy00", KEY_A, "")]));
+    f.write_registration(&registration(&[entry("aaaa0000aaaa0000", KEY_A, "")]));
     assert!(
         f.run("notify-hook", &event("w1:p1", "blocked"))
             .status

@@ -23,6 +23,17 @@ pub const ATTEMPT_TIMEOUT: Duration = Duration::from_millis(10_000);
 /// Characters of an error answer kept for the log line.
 pub const BODY_EXCERPT_CHARS: usize = 200;
 const MAX_ANSWER_BYTES: u64 = 16 * 1024;
+/// The largest Live Activity count the relay accepts (`bad_counts` above).
+pub const MAX_COUNT: u64 = 999;
+
+/// A push token the relay accepts on either path: 16 to 200 lowercase hex
+/// digits (`bad_token` otherwise).
+pub fn is_push_token(token: &str) -> bool {
+    (16..=200).contains(&token.len())
+        && token
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
 
 /// Why no client could be built for the configured relay URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
