@@ -529,6 +529,36 @@ esac
 }
 
 #[test]
+fn a_loopback_relay_is_never_reached_through_a_proxy() {
+    // A proxy would see the device token in cleartext on a plain-http
+    // loopback relay; the push must go straight to the relay.
+    let proxy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    proxy.set_nonblocking(true).unwrap();
+    let proxy_url = format!("http://{}", proxy.local_addr().unwrap());
+    let f = blocked_host("proxy");
+    f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
+    let mut env = f.env(&event("w1:p1", "blocked"));
+    for name in [
+        "ALL_PROXY",
+        "all_proxy",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "HTTP_PROXY",
+        "http_proxy",
+    ] {
+        env.push((name.into(), proxy_url.clone()));
+    }
+    let output = run_hook("notify-hook", &env);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(f.relay.requests().len(), 1);
+    assert_eq!(
+        proxy.accept().map(|_| ()).map_err(|e| e.kind()),
+        Err(std::io::ErrorKind::WouldBlock),
+        "the proxy was connected to"
+    );
+}
+
+#[test]
 fn plain_http_to_a_remote_relay_is_refused() {
     let f = blocked_host("plainhttp");
     f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));

@@ -5,7 +5,9 @@
 //! the user's, so transport is strict: HTTPS verified with rustls (ring)
 //! against the bundled webpki roots (or the CA file a self-hosted relay names
 //! in notify.json), plain `http://` only to a loopback host, no redirects,
-//! proxies from the standard environment variables. Building the client is
+//! proxies from the standard environment variables except for a loopback
+//! relay (a proxy would see a plain-http request's token in cleartext, and
+//! could not reach this machine's loopback anyway). Building the client is
 //! the only TLS setup a hook does, and only once it has something to send.
 //! A certificate the CA file's agent rejects is retried with the webpki
 //! agent, so the two trust stores act as one union.
@@ -174,13 +176,22 @@ pub fn is_certificate_rejection(error: &ureq::Error) -> bool {
     }
 }
 
-fn agent_trusting(roots: ureq::tls::RootCerts) -> ureq::Agent {
+/// Whether a push to `url` may go through the environment's proxy: never
+/// to a loopback host.
+pub fn uses_proxy(url: &str) -> bool {
+    scheme_and_host(url).is_none_or(|(_, host)| !is_loopback_host(host))
+}
+
+fn agent_trusting(roots: ureq::tls::RootCerts, proxied: bool) -> ureq::Agent {
     let tls = ureq::tls::TlsConfig::builder()
         .provider(ureq::tls::TlsProvider::Rustls)
         .root_certs(roots)
         .build();
-    let config = ureq::Agent::config_builder()
-        .tls_config(tls)
+    let mut config = ureq::Agent::config_builder().tls_config(tls);
+    if !proxied {
+        config = config.proxy(None);
+    }
+    let config = config
         .http_status_as_error(false)
         .max_redirects(0)
         .timeout_global(Some(ATTEMPT_TIMEOUT))
@@ -213,12 +224,16 @@ impl RelayClient {
         retry_delay: Duration,
     ) -> Result<RelayClient, RelayConfigError> {
         check_url(base_url)?;
+        let proxied = uses_proxy(base_url);
         let mut agents = Vec::with_capacity(2);
         if let Some(path) = ca_file {
             let certs = load_ca_file(path)?;
-            agents.push(agent_trusting(ureq::tls::RootCerts::new_with_certs(&certs)));
+            agents.push(agent_trusting(
+                ureq::tls::RootCerts::new_with_certs(&certs),
+                proxied,
+            ));
         }
-        agents.push(agent_trusting(ureq::tls::RootCerts::WebPki));
+        agents.push(agent_trusting(ureq::tls::RootCerts::WebPki, proxied));
         Ok(RelayClient {
             agents,
             push_url: format!("{base_url}/push"),
@@ -307,6 +322,16 @@ mod tests {
             classify(400, &long),
             Verdict::Final(format!("relay answered 400: {}", "é".repeat(200)))
         );
+    }
+
+    #[test]
+    fn loopback_relays_bypass_the_proxy() {
+        assert!(!uses_proxy("http://127.0.0.1:8080"));
+        assert!(!uses_proxy("http://[::1]:1/x"));
+        assert!(!uses_proxy("https://localhost:8443"));
+        assert!(!uses_proxy("http://user@127.0.0.2:9"));
+        assert!(uses_proxy("https://heeler-apns.bybee.dev"));
+        assert!(uses_proxy("https://127.0.0.1.evil.example"));
     }
 
     #[test]
