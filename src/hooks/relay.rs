@@ -51,7 +51,11 @@ pub enum RelayConfigError {
 impl std::fmt::Display for RelayConfigError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            RelayConfigError::BadUrl(url) => write!(f, "relay_url {url:?} is not an https URL"),
+            RelayConfigError::BadUrl(url) => write!(
+                f,
+                "relay_url {:?} is not an https URL",
+                without_userinfo(url)
+            ),
             RelayConfigError::PlainHttp(host) => write!(
                 f,
                 "relay_url uses plain http to {host}; only loopback relays may skip https"
@@ -74,6 +78,20 @@ pub fn scheme_and_host(url: &str) -> Option<(&str, &str)> {
         authority.split(':').next()?
     };
     (!host.is_empty()).then_some((scheme, host))
+}
+
+/// The URL without its userinfo (`https://user:pw@host/x` →
+/// `https://host/x`), for messages: credentials in a relay URL are never
+/// printed.
+pub fn without_userinfo(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
+        None => url.to_owned(),
+    }
 }
 
 /// Hosts plain HTTP may reach: `localhost`, 127.0.0.0/8 and `::1`.
@@ -321,6 +339,24 @@ mod tests {
         assert_eq!(
             classify(400, &long),
             Verdict::Final(format!("relay answered 400: {}", "é".repeat(200)))
+        );
+    }
+
+    #[test]
+    fn userinfo_is_cut_from_shown_urls() {
+        assert_eq!(
+            without_userinfo("https://u:p@relay.example:1/a@b?c"),
+            "https://relay.example:1/a@b?c"
+        );
+        assert_eq!(without_userinfo("http://a@b@[::1]"), "http://[::1]");
+        assert_eq!(
+            without_userinfo("https://relay.example/x@y"),
+            "https://relay.example/x@y"
+        );
+        assert_eq!(without_userinfo("no scheme@x"), "no scheme@x");
+        assert_eq!(
+            RelayConfigError::BadUrl("ftp://u:pw@x".into()).to_string(),
+            r#"relay_url "ftp://x" is not an https URL"#
         );
     }
 
