@@ -282,6 +282,23 @@ fn other_4xx_are_final_and_413_is_not_degraded_for_alerts() {
 }
 
 #[test]
+fn a_relay_echoing_the_request_does_not_put_the_token_into_the_log() {
+    let f = blocked_host("echo");
+    let token = "0123456789abcdef0123456789abcdef";
+    f.write_registration(&registration(&[entry(token, KEY_A, "")]));
+    f.relay.script([Reply::Status(
+        400,
+        format!(r#"{{"error":"bad_env","request":{{"token":"{token}","env":"x"}}}}"#),
+    )]);
+    let output = f.run("notify-hook", &event("w1:p1", "blocked"));
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr(&output),
+        "notify-hook: push for token 01234567… failed: relay answered 400: {\"error\":\"bad_env\",\"request\":{\"token\":\"[redacted]\",\"env\":\"x\"}}\n"
+    );
+}
+
+#[test]
 fn gone_token_is_pruned_from_every_session_keeping_everything_else() {
     let f = blocked_host("prune");
     let original = format!(

@@ -133,9 +133,39 @@ pub enum Verdict {
     Final(String),
 }
 
-/// The first 200 characters of an answer body.
+/// The first 200 characters of an answer body, token-shaped strings
+/// redacted first: a relay (or anything posing as one) that echoes the
+/// request would otherwise put the device token into herdr's plugin log.
 pub fn excerpt(body: &str) -> String {
-    body.chars().take(BODY_EXCERPT_CHARS).collect()
+    redact_tokens(body)
+        .chars()
+        .take(BODY_EXCERPT_CHARS)
+        .collect()
+}
+
+/// Shortest run of hex digits taken for a token (the relay's minimum).
+const MIN_TOKEN_CHARS: usize = 16;
+
+/// `text` with every run of 16 or more ASCII hex digits (either case)
+/// replaced by `[redacted]`.
+pub fn redact_tokens(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find(|c: char| c.is_ascii_hexdigit()) {
+        let run = rest[start..]
+            .find(|c: char| !c.is_ascii_hexdigit())
+            .unwrap_or(rest.len() - start);
+        out.push_str(&rest[..start]);
+        let digits = &rest[start..start + run];
+        if run >= MIN_TOKEN_CHARS {
+            out.push_str("[redacted]");
+        } else {
+            out.push_str(digits);
+        }
+        rest = &rest[start + run..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Classifies one HTTP answer (pure: the relay contract in one place).
@@ -368,6 +398,24 @@ mod tests {
         assert!(!uses_proxy("http://user@127.0.0.2:9"));
         assert!(uses_proxy("https://heeler-apns.bybee.dev"));
         assert!(uses_proxy("https://127.0.0.1.evil.example"));
+    }
+
+    #[test]
+    fn token_shaped_strings_never_reach_the_excerpt() {
+        let token = "0123456789abcdef0123456789ABCDEF";
+        let body =
+            format!(r#"{{"error":"bad_env","echo":{{"token":"{token}","n":"0123456789abcde"}}}}"#);
+        let Verdict::Final(message) = classify(400, &body) else {
+            panic!("a 400 is final");
+        };
+        assert_eq!(
+            message,
+            r#"relay answered 400: {"error":"bad_env","echo":{"token":"[redacted]","n":"0123456789abcde"}}"#
+        );
+        // Redaction comes before the cut, so no tail of a token survives it.
+        let body = format!("{}{token}", "x".repeat(195));
+        assert_eq!(excerpt(&body), format!("{}[reda", "x".repeat(195)));
+        assert_eq!(redact_tokens("é0123456789abcdef!"), "é[redacted]!");
     }
 
     #[test]
