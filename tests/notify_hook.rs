@@ -656,6 +656,92 @@ fn a_silent_herdr_socket_times_out_and_falls_back_to_the_binary() {
 }
 
 #[test]
+fn a_trickling_herdr_socket_is_cut_off_at_one_overall_deadline() {
+    let f = blocked_host("trickle");
+    f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
+    // A socket that answers one byte every 200 ms and never ends the line:
+    // each read succeeds well inside any per-read timeout.
+    let trickle = f.root.join("trickle/herdr.sock");
+    std::fs::create_dir_all(trickle.parent().unwrap()).unwrap();
+    let listener = std::os::unix::net::UnixListener::bind(&trickle).unwrap();
+    std::thread::spawn(move || {
+        use std::io::Write;
+        for mut stream in listener.incoming().flatten().take(4) {
+            std::thread::spawn(move || {
+                for _ in 0..300 {
+                    if stream.write_all(b" ").is_err() {
+                        return;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+            });
+        }
+    });
+    let mut env = f.env(&event("w1:p1", "blocked"));
+    for (k, v) in env.iter_mut() {
+        if k == "HERDR_SOCKET_PATH" {
+            *v = trickle.display().to_string();
+        }
+    }
+    let started = std::time::Instant::now();
+    let output = run_hook("notify-hook", &env);
+    let elapsed = started.elapsed();
+    assert_eq!(output.status.code(), Some(1));
+    let line = stderr(&output);
+    assert!(
+        line.starts_with("notify-hook: status re-check failed: herdr unreachable: socket read: "),
+        "{line}"
+    );
+    assert!(elapsed < std::time::Duration::from_secs(15), "{elapsed:?}");
+}
+
+#[test]
+fn a_hanging_herdr_binary_is_killed_at_its_deadline() {
+    let f = blocked_host("hangbin");
+    f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
+    let bin = f.root.join("hanging-herdr");
+    let pid_file = f.root.join("sleep.pid");
+    std::fs::write(
+        &bin,
+        format!(
+            "#!/bin/sh\nsleep 120 &\necho $! > '{}'\nwait\n",
+            pid_file.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut env = f.env(&event("w1:p1", "blocked"));
+    for (k, v) in env.iter_mut() {
+        if k == "HERDR_BIN_PATH" {
+            *v = bin.display().to_string();
+        }
+        if k == "HERDR_SOCKET_PATH" {
+            *v = f.root.join("herdr/missing.sock").display().to_string();
+        }
+    }
+    let started = std::time::Instant::now();
+    let output = run_hook("notify-hook", &env);
+    let elapsed = started.elapsed();
+    let pid = std::fs::read_to_string(&pid_file).unwrap_or_default();
+    let sleep_alive = !pid.trim().is_empty()
+        && std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
+            .is_ok_and(|stat| !stat.contains(") Z "));
+    if sleep_alive {
+        let _ = std::process::Command::new("kill").arg(pid.trim()).status();
+    }
+    assert_eq!(output.status.code(), Some(1));
+    let line = stderr(&output);
+    assert!(
+        line.starts_with("notify-hook: status re-check failed: herdr unreachable: "),
+        "{line}"
+    );
+    assert!(line.contains("timed out"), "{line}");
+    assert!(elapsed < std::time::Duration::from_secs(20), "{elapsed:?}");
+    assert!(!sleep_alive, "the herdr process group outlived the hook");
+}
+
+#[test]
 fn every_hook_run_records_the_runtime_for_usage_queries() {
     let f = blocked_host("runtime");
     let record = f.state.join("usage/runtime-v1.json");
