@@ -724,11 +724,19 @@ fn a_hanging_herdr_binary_is_killed_at_its_deadline() {
     let output = run_hook("notify-hook", &env);
     let elapsed = started.elapsed();
     let pid = std::fs::read_to_string(&pid_file).unwrap_or_default();
-    let sleep_alive = !pid.trim().is_empty()
-        && std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
-            .is_ok_and(|stat| !stat.contains(") Z "));
+    let pid = pid.trim();
+    // A SIGKILL takes effect asynchronously; a zombie counts as gone.
+    let running = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|stat| !stat.contains(") Z "))
+    };
+    let sleep_alive = !pid.is_empty()
+        && (0..100).all(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            running()
+        });
     if sleep_alive {
-        let _ = std::process::Command::new("kill").arg(pid.trim()).status();
+        let _ = std::process::Command::new("kill").arg(pid).status();
     }
     assert_eq!(output.status.code(), Some(1));
     let line = stderr(&output);

@@ -109,7 +109,7 @@ fn request_line(method: &str, params: Object) -> String {
 /// Reads up to the first newline (or EOF, or [`MAX_ANSWER_BYTES`]) before
 /// `deadline`: every read may wait only for the time left, so a peer that
 /// sends a byte at a time cannot stretch the call.
-fn read_line_before(stream: &mut UnixStream, deadline: Instant) -> std::io::Result<Vec<u8>> {
+pub fn read_line_before(stream: &mut UnixStream, deadline: Instant) -> std::io::Result<Vec<u8>> {
     let timed_out = || std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer line in time");
     let mut line = Vec::new();
     let mut buffer = [0u8; 8192];
