@@ -184,8 +184,19 @@ pub fn run_cli_within(
     args: &[&str],
     deadline: Duration,
 ) -> Result<process::Finished, RunError> {
+    let mut command = Command::new(bin);
+    command.args(args);
+    run_cli_command(command, deadline)
+}
+
+/// [`run_cli_within`] for a command the caller prepared (an environment
+/// of its own, say).
+pub fn run_cli_command(
+    mut command: Command,
+    deadline: Duration,
+) -> Result<process::Finished, RunError> {
     let cap = usize::try_from(MAX_ANSWER_BYTES).unwrap_or(usize::MAX);
-    process::run(Command::new(bin).args(args), deadline, cap)
+    process::run(&mut command, deadline, cap)
 }
 
 fn bin_call(bin: &Path, args: &[&str]) -> Result<Value, HerdrError> {
