@@ -11,8 +11,7 @@ fn main() -> ExitCode {
     let args: cli::Args = argh::from_env();
     let result = match args.command {
         _ if args.version => {
-            println!("heeler {}", env!("CARGO_PKG_VERSION"));
-            Ok(())
+            exit::write_stdout(concat!("heeler ", env!("CARGO_PKG_VERSION"), "\n"))
         }
         Some(cli::Command::Wire(wire_args)) => wire::command::run(wire_args),
         Some(cli::Command::Accept(accept_args)) => return pair::accept::run(accept_args),
@@ -34,7 +33,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            eprintln!("{}", failure.line);
+            exit::write_stderr_line(&failure.line);
             ExitCode::from(failure.status)
         }
     }

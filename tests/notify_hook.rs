@@ -206,6 +206,38 @@ fn non_notifying_status_without_marker_and_no_devices_are_free() {
 }
 
 #[test]
+fn alert_tokens_the_relay_refuses_are_skipped_with_a_log_line() {
+    let f = blocked_host("badtoken");
+    f.write_registration(&registration(&[
+        entry("AAAA1111AAAA1111", KEY_A, ""),
+        entry("bbbb2222bbbb2222", KEY_B, ""),
+    ]));
+    let output = f.run("notify-hook", &event("w1:p1", "blocked"));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        stderr(&output),
+        "notify-hook: skipped the device with token AAAA1111…: not 16 to 200 lowercase hex digits, which the relay refuses\n"
+    );
+    let requests = f.relay.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        requests[0].json().get("token").unwrap().as_str(),
+        Some("bbbb2222bbbb2222")
+    );
+    assert!(marker(&f, &f.state).is_some());
+
+    // With only a refused token there is nothing to send: no herdr call, no
+    // push, just the line.
+    let f = blocked_host("badtoken-only");
+    f.write_registration(&registration(&[entry("not-a-hex-token!", KEY_A, "")]));
+    let output = f.run("notify-hook", &event("w1:p1", "blocked"));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stderr(&output).starts_with("notify-hook: skipped the device with token not-a-he…"));
+    assert!(f.herdr.methods().is_empty());
+    assert!(f.relay.requests().is_empty());
+}
+
+#[test]
 fn transient_failures_are_retried_three_times() {
     let f = blocked_host("retry");
     f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
@@ -247,6 +279,23 @@ fn other_4xx_are_final_and_413_is_not_degraded_for_alerts() {
         assert!(stderr(&output).contains(&format!("relay answered {status}")));
         assert_eq!(f.relay.requests().len(), 1, "status {status} not retried");
     }
+}
+
+#[test]
+fn a_relay_echoing_the_request_does_not_put_the_token_into_the_log() {
+    let f = blocked_host("echo");
+    let token = "0123456789abcdef0123456789abcdef";
+    f.write_registration(&registration(&[entry(token, KEY_A, "")]));
+    f.relay.script([Reply::Status(
+        400,
+        format!(r#"{{"error":"bad_env","request":{{"token":"{token}","env":"x"}}}}"#),
+    )]);
+    let output = f.run("notify-hook", &event("w1:p1", "blocked"));
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr(&output),
+        "notify-hook: push for token 01234567… failed: relay answered 400: {\"error\":\"bad_env\",\"request\":{\"token\":\"[redacted]\",\"env\":\"x\"}}\n"
+    );
 }
 
 #[test]
@@ -293,10 +342,10 @@ fn named_session_delivers_to_its_own_and_legacy_entries_with_its_own_markers() {
     let f = Fixture::with_socket("session", "herdr/sessions/work/herdr.sock");
     f.herdr.set_agents(AGENT_BLOCKED);
     f.write_registration(&registration(&[
-        entry("legacy00legacy00", KEY_A, ""),
-        entry("work0000work0000", KEY_A, r#""session":"work""#),
+        entry("aaaa0000aaaa0000", KEY_A, ""),
+        entry("bbbb0000bbbb0000", KEY_A, r#""session":"work""#),
         entry("defa0000defa0000", KEY_A, r#""session":"""#),
-        entry("play0000play0000", KEY_A, r#""session":"play""#),
+        entry("cccc0000cccc0000", KEY_A, r#""session":"play""#),
     ]));
     assert!(
         f.run("notify-hook", &event("w1:p1", "blocked"))
@@ -309,7 +358,7 @@ fn named_session_delivers_to_its_own_and_legacy_entries_with_its_own_markers() {
         .iter()
         .map(|r| r.json().get("token").unwrap().as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(tokens, ["legacy00legacy00", "work0000work0000"]);
+    assert_eq!(tokens, ["aaaa0000aaaa0000", "bbbb0000bbbb0000"]);
     assert!(marker(&f, &f.state.join("sessions/work")).is_some());
     assert_eq!(
         marker(&f, &f.state),
@@ -323,7 +372,7 @@ fn unknown_session_delivers_to_legacy_only_and_no_entries_means_no_herdr_call() 
     let f = Fixture::with_socket("unknown", "custom/api.sock");
     f.herdr.set_agents(AGENT_BLOCKED);
     f.write_registration(&registration(&[
-        entry("work0000work0000", KEY_A, r#""session":"work""#),
+        entry("bbbb0000bbbb0000", KEY_A, r#""session":"work""#),
         entry("defa0000defa0000", KEY_A, r#""session":"""#),
     ]));
     assert!(
@@ -332,7 +381,7 @@ fn unknown_session_delivers_to_legacy_only_and_no_entries_means_no_herdr_call() 
             .success()
     );
     assert!(f.herdr.methods().is_empty());
-    f.write_registration(&registration(&[entry("legacy00legacy00", KEY_A, "")]));
+    f.write_registration(&registration(&[entry("aaaa0000aaaa0000", KEY_A, "")]));
     assert!(
         f.run("notify-hook", &event("w1:p1", "blocked"))
             .status
@@ -497,6 +546,36 @@ esac
 }
 
 #[test]
+fn a_loopback_relay_is_never_reached_through_a_proxy() {
+    // A proxy would see the device token in cleartext on a plain-http
+    // loopback relay; the push must go straight to the relay.
+    let proxy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    proxy.set_nonblocking(true).unwrap();
+    let proxy_url = format!("http://{}", proxy.local_addr().unwrap());
+    let f = blocked_host("proxy");
+    f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
+    let mut env = f.env(&event("w1:p1", "blocked"));
+    for name in [
+        "ALL_PROXY",
+        "all_proxy",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "HTTP_PROXY",
+        "http_proxy",
+    ] {
+        env.push((name.into(), proxy_url.clone()));
+    }
+    let output = run_hook("notify-hook", &env);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(f.relay.requests().len(), 1);
+    assert_eq!(
+        proxy.accept().map(|_| ()).map_err(|e| e.kind()),
+        Err(std::io::ErrorKind::WouldBlock),
+        "the proxy was connected to"
+    );
+}
+
+#[test]
 fn plain_http_to_a_remote_relay_is_refused() {
     let f = blocked_host("plainhttp");
     f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
@@ -574,6 +653,100 @@ fn a_silent_herdr_socket_times_out_and_falls_back_to_the_binary() {
         "waited for the read timeout"
     );
     assert!(f.relay.requests().is_empty());
+}
+
+#[test]
+fn a_trickling_herdr_socket_is_cut_off_at_one_overall_deadline() {
+    let f = blocked_host("trickle");
+    f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
+    // A socket that answers one byte every 200 ms and never ends the line:
+    // each read succeeds well inside any per-read timeout.
+    let trickle = f.root.join("trickle/herdr.sock");
+    std::fs::create_dir_all(trickle.parent().unwrap()).unwrap();
+    let listener = std::os::unix::net::UnixListener::bind(&trickle).unwrap();
+    std::thread::spawn(move || {
+        use std::io::Write;
+        for mut stream in listener.incoming().flatten().take(4) {
+            std::thread::spawn(move || {
+                for _ in 0..300 {
+                    if stream.write_all(b" ").is_err() {
+                        return;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+            });
+        }
+    });
+    let mut env = f.env(&event("w1:p1", "blocked"));
+    for (k, v) in env.iter_mut() {
+        if k == "HERDR_SOCKET_PATH" {
+            *v = trickle.display().to_string();
+        }
+    }
+    let started = std::time::Instant::now();
+    let output = run_hook("notify-hook", &env);
+    let elapsed = started.elapsed();
+    assert_eq!(output.status.code(), Some(1));
+    let line = stderr(&output);
+    assert!(
+        line.starts_with("notify-hook: status re-check failed: herdr unreachable: socket read: "),
+        "{line}"
+    );
+    assert!(elapsed < std::time::Duration::from_secs(15), "{elapsed:?}");
+}
+
+#[test]
+fn a_hanging_herdr_binary_is_killed_at_its_deadline() {
+    let f = blocked_host("hangbin");
+    f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
+    let bin = f.root.join("hanging-herdr");
+    let pid_file = f.root.join("sleep.pid");
+    std::fs::write(
+        &bin,
+        format!(
+            "#!/bin/sh\nsleep 120 &\necho $! > '{}'\nwait\n",
+            pid_file.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut env = f.env(&event("w1:p1", "blocked"));
+    for (k, v) in env.iter_mut() {
+        if k == "HERDR_BIN_PATH" {
+            *v = bin.display().to_string();
+        }
+        if k == "HERDR_SOCKET_PATH" {
+            *v = f.root.join("herdr/missing.sock").display().to_string();
+        }
+    }
+    let started = std::time::Instant::now();
+    let output = run_hook("notify-hook", &env);
+    let elapsed = started.elapsed();
+    let pid = std::fs::read_to_string(&pid_file).unwrap_or_default();
+    let pid = pid.trim();
+    // A SIGKILL takes effect asynchronously; a zombie counts as gone.
+    let running = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|stat| !stat.contains(") Z "))
+    };
+    let sleep_alive = !pid.is_empty()
+        && (0..100).all(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            running()
+        });
+    if sleep_alive {
+        let _ = std::process::Command::new("kill").arg(pid).status();
+    }
+    assert_eq!(output.status.code(), Some(1));
+    let line = stderr(&output);
+    assert!(
+        line.starts_with("notify-hook: status re-check failed: herdr unreachable: "),
+        "{line}"
+    );
+    assert!(line.contains("timed out"), "{line}");
+    assert!(elapsed < std::time::Duration::from_secs(20), "{elapsed:?}");
+    assert!(!sleep_alive, "the herdr process group outlived the hook");
 }
 
 #[test]

@@ -16,6 +16,18 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// Whether process `pid` is still running 2 s from now (a SIGKILL takes
+/// effect asynchronously; a zombie counts as gone).
+fn outlives(pid: &str) -> bool {
+    let running =
+        || fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.contains(") Z "));
+    !pid.is_empty()
+        && (0..100).all(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            running()
+        })
+}
+
 fn heeler() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_heeler"));
     command
@@ -103,6 +115,70 @@ fn falls_back_to_the_cli_and_exits_with_its_status() {
         "plugin\npane\nopen\n--plugin\nheeler\n--entrypoint\npair\n"
     );
     fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_hanging_herdr_cli_is_killed_at_its_deadline() {
+    let dir = scratch("hang");
+    let herdr = dir.join("herdr");
+    let pid_file = dir.join("sleep.pid");
+    fs::write(
+        &herdr,
+        format!(
+            "#!/bin/sh\nsleep 120 &\necho $! > '{}'\nwait\n",
+            pid_file.display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&herdr, fs::Permissions::from_mode(0o755)).unwrap();
+    let started = std::time::Instant::now();
+    let output = heeler()
+        .env("HERDR_SOCKET_PATH", dir.join("nobody-listens.sock"))
+        .env("HERDR_BIN_PATH", &herdr)
+        .output()
+        .unwrap();
+    let elapsed = started.elapsed();
+    let pid = fs::read_to_string(&pid_file).unwrap_or_default();
+    let alive = outlives(pid.trim());
+    if alive {
+        let _ = Command::new("kill").arg(pid.trim()).status();
+    }
+    fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "herdr plugin pane open timed out after 10 s\n"
+    );
+    assert!(elapsed < std::time::Duration::from_secs(20), "{elapsed:?}");
+    assert!(!alive, "the herdr process group outlived the action");
+}
+
+#[test]
+fn a_trickling_socket_is_cut_off_at_one_overall_deadline() {
+    let dir = scratch("trickle");
+    let path = dir.join("herdr.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    std::thread::spawn(move || {
+        let Ok((mut stream, _)) = listener.accept() else {
+            return;
+        };
+        for _ in 0..300 {
+            if stream.write_all(b" ").is_err() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    });
+    let started = std::time::Instant::now();
+    let output = heeler().env("HERDR_SOCKET_PATH", &path).output().unwrap();
+    let elapsed = started.elapsed();
+    fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).starts_with("herdr socket: "),
+        "{output:?}"
+    );
+    assert!(elapsed < std::time::Duration::from_secs(15), "{elapsed:?}");
 }
 
 #[test]

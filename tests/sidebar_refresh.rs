@@ -526,9 +526,30 @@ fn read_errors_are_diagnosed_and_retried() {
     } else {
         println!("SKIPPED: FIFO source (mkfifo is not available)");
     }
-    // /dev/null is a readable empty config.
-    snapshot::refresh(&config_dir, &explicit(Path::new("/dev/null")), 3).unwrap();
-    assert!(diagnostics(&on_disk(&config_dir)).is_empty());
+    // Only a regular file is read: a device may never end (/dev/zero) or
+    // block (a terminal), so it is a read_error without reading, even one
+    // that happens to be empty.
+    for device in ["/dev/zero", "/dev/null"] {
+        let started = std::time::Instant::now();
+        snapshot::refresh(&config_dir, &explicit(Path::new(device)), 3).unwrap();
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        let snapshot = on_disk(&config_dir);
+        assert_eq!(diagnostics(&snapshot), ["read_error"], "{device}");
+        assert_eq!(
+            snapshot.get("source").unwrap().get("found"),
+            Some(&Value::Bool(true))
+        );
+    }
+    // A regular file too large to be a herdr config is not read whole.
+    let huge = root.path().join("huge.toml");
+    let mut text = "#".repeat(snapshot::MAX_SOURCE_BYTES as usize);
+    write_source(&huge, &text, 1_700_000_000);
+    snapshot::refresh(&config_dir, &explicit(&huge), 3).unwrap();
+    assert!(diagnostics(&on_disk(&config_dir)).is_empty(), "at the cap");
+    text.push('#');
+    write_source(&huge, &text, 1_700_000_001);
+    snapshot::refresh(&config_dir, &explicit(&huge), 3).unwrap();
+    assert_eq!(diagnostics(&on_disk(&config_dir)), ["read_error"]);
 
     // A stat failure other than ENOENT: not found, no mtime, read_error.
     let blocked = root.path().join("file-not-dir");

@@ -30,6 +30,9 @@ fn stand_in(dir: &Path, mode: &str) -> (PathBuf, PathBuf) {
         "disabled" => {
             r#"echo '{"error":{"code":"plugin_disabled","message":"plugin heeler is disabled"},"id":"cli:plugin:action:invoke"}' >&2; exit 1"#
         }
+        // The script's child keeps the pipes open after the script is gone;
+        // its pid is in `forks.pid`.
+        "forks" => "sleep 30 &\necho $! > \"$(dirname \"$0\")/forks.pid\"\necho '{}'",
         _ => "exec sleep 30",
     };
     fs::write(
@@ -82,6 +85,18 @@ fn invoke_runs_the_action_through_the_recorded_herdr() {
         Err(TriggerError::TimedOut)
     ));
     assert!(started.elapsed() < Duration::from_secs(20));
+    let (forks, _) = stand_in(&dir, "forks");
+    let started = Instant::now();
+    let forked = invoke(&forks, None, Duration::from_secs(10));
+    let elapsed = started.elapsed();
+    if let Ok(pid) = fs::read_to_string(dir.join("forks.pid")) {
+        let _ = Command::new("kill").arg(pid.trim()).status();
+    }
+    assert!(forked.is_ok(), "{forked:?}");
+    assert!(
+        elapsed < Duration::from_secs(5),
+        "waited for the script's child"
+    );
     assert!(matches!(
         invoke(&dir.join("missing"), None, Duration::from_secs(1)),
         Err(TriggerError::Spawn(_))

@@ -102,6 +102,48 @@ impl Object {
     }
 }
 
+/// Members an object holds before the parser indexes its keys: below it a
+/// scan is cheaper than hashing.
+const INDEX_FROM: usize = 16;
+
+/// An object being parsed. [`Object::insert`] scans for a repeated key,
+/// which makes a parse quadratic in the member count; past
+/// [`INDEX_FROM`] members the builder finds repeated keys through a hash
+/// index instead, with the same rule (first position, last value).
+#[derive(Default)]
+struct ObjectBuilder {
+    object: Object,
+    index: std::collections::HashMap<String, usize>,
+}
+
+impl ObjectBuilder {
+    fn insert(&mut self, key: String, value: Value) {
+        let members = &mut self.object.members;
+        if members.len() < INDEX_FROM {
+            self.object.insert(key, value);
+            return;
+        }
+        if self.index.is_empty() {
+            self.index = members
+                .iter()
+                .enumerate()
+                .map(|(i, (k, _))| (k.clone(), i))
+                .collect();
+        }
+        match self.index.get(&key) {
+            Some(&i) => members[i].1 = value,
+            None => {
+                self.index.insert(key.clone(), members.len());
+                members.push((key, value));
+            }
+        }
+    }
+
+    fn finish(self) -> Object {
+        self.object
+    }
+}
+
 impl From<&str> for Value {
     fn from(s: &str) -> Value {
         Value::String(s.to_owned())
@@ -327,11 +369,11 @@ impl Parser<'_> {
             return Err(ParseError::TooDeep);
         }
         self.at += 1;
-        let mut object = Object::new();
+        let mut object = ObjectBuilder::default();
         self.skip_whitespace();
         if self.peek() == Some(b'}') {
             self.at += 1;
-            return Ok(Value::Object(object));
+            return Ok(Value::Object(object.finish()));
         }
         loop {
             self.skip_whitespace();
@@ -352,7 +394,7 @@ impl Parser<'_> {
                 Some(b',') => self.at += 1,
                 Some(b'}') => {
                     self.at += 1;
-                    return Ok(Value::Object(object));
+                    return Ok(Value::Object(object.finish()));
                 }
                 _ => return Err(ParseError::Syntax),
             }
@@ -612,6 +654,55 @@ mod tests {
             value.to_json_sorted(),
             r#"{"a":[true,null,"s",1.5,-3],"m":{"b":{},"y":"é/\n"},"z":1}"#
         );
+    }
+
+    fn object_text(keys: usize) -> String {
+        let members: Vec<String> = (0..keys).map(|i| format!(r#""k{i}":{i}"#)).collect();
+        format!("{{{}}}", members.join(","))
+    }
+
+    /// The fastest of a few parses, against scheduling noise.
+    fn parse_time(text: &str) -> std::time::Duration {
+        (0..5)
+            .map(|_| {
+                let started = std::time::Instant::now();
+                let value = parse(text).unwrap();
+                let elapsed = started.elapsed();
+                drop(value);
+                elapsed
+            })
+            .min()
+            .unwrap()
+    }
+
+    #[test]
+    fn objects_parse_in_linear_time() {
+        // Ten times the keys should cost about ten times as long; a scan per
+        // insert would cost a hundred times as long.
+        let small = parse_time(&object_text(5_000));
+        let large = parse_time(&object_text(50_000));
+        let ratio = large.as_secs_f64() / small.as_secs_f64().max(1e-6);
+        assert!(
+            ratio < 40.0,
+            "5,000 keys: {small:?}, 50,000 keys: {large:?} ({ratio:.0}x)"
+        );
+    }
+
+    #[test]
+    fn duplicate_keys_in_large_objects_keep_first_position_and_last_value() {
+        let text = object_text(100);
+        let text = format!(
+            r#"{},"k3":"last","k99":"end","new":0}}"#,
+            &text[..text.len() - 1]
+        );
+        let value = parse(&text).unwrap();
+        let object = value.as_object().unwrap();
+        assert_eq!(object.len(), 101);
+        let keys: Vec<&str> = object.iter().map(|(k, _)| k).collect();
+        assert_eq!(&keys[..4], ["k0", "k1", "k2", "k3"]);
+        assert_eq!(keys[100], "new");
+        assert_eq!(object.get("k3"), Some(&Value::from("last")));
+        assert_eq!(object.get("k99"), Some(&Value::from("end")));
     }
 
     #[test]

@@ -11,6 +11,8 @@
 //! - `clock.rs`: the one wall clock (Unix seconds, milliseconds, nanoseconds).
 //! - `dirs.rs`: the one rule for the home directory, the XDG base dirs and
 //!   the plugin's config and state directories.
+//! - `process.rs`: running a program with one overall deadline, its process
+//!   group killed past it, its output read up to a cap.
 //! - `sys.rs`: every `unsafe` block of the crate, each with a `// SAFETY:`.
 //!
 //! Architecture invariants: `base` imports nothing else from the crate, so
@@ -23,6 +25,7 @@ pub mod bytes;
 pub mod clock;
 pub mod dirs;
 pub mod json;
+pub mod process;
 #[cfg(test)]
 pub(crate) mod scratch;
 pub(crate) mod sys;

@@ -204,6 +204,58 @@ pub(crate) fn wait_readable(
     }
 }
 
+/// Waits until one of `fds` is readable (data, EOF or an error condition)
+/// or `timeout` passes; returns which are. Retries on EINTR.
+pub(crate) fn poll_readable(
+    fds: &[std::os::fd::BorrowedFd<'_>],
+    timeout: std::time::Duration,
+) -> io::Result<Vec<bool>> {
+    use std::os::fd::AsRawFd;
+    let mut poll_fds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|fd| libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let count = libc::nfds_t::try_from(poll_fds.len())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let millis = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+    loop {
+        // SAFETY: `poll_fds` is a live array of `count` valid pollfds that
+        // poll may write `revents` into; the descriptors are kept open by
+        // the `BorrowedFd` borrows for the duration of the call.
+        let ready = unsafe { libc::poll(poll_fds.as_mut_ptr(), count, millis) };
+        if ready >= 0 {
+            return Ok(poll_fds.iter().map(|p| p.revents != 0).collect());
+        }
+        let error = io::Error::last_os_error();
+        if error.kind() != io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    }
+}
+
+/// Sends SIGKILL to every process of the process group `group` (a child
+/// spawned as the leader of its own group). Groups 0 and 1 are refused:
+/// `kill(0)` and `kill(-1)` would reach this process's own group or every
+/// process it may signal.
+pub(crate) fn kill_process_group(group: u32) {
+    let Ok(group) = libc::pid_t::try_from(group) else {
+        return;
+    };
+    if group <= 1 {
+        return;
+    }
+    // SAFETY: kill takes no memory; `-group` names exactly the process
+    // group led by our child, whose id is above 1 (checked above). A group
+    // that is already gone is an ESRCH we ignore.
+    unsafe {
+        libc::kill(-group, libc::SIGKILL);
+    }
+}
+
 /// The machine's host name (`gethostname(2)`), when it is UTF-8.
 pub(crate) fn hostname() -> Option<String> {
     let mut buffer = [0u8; 256];

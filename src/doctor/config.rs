@@ -15,6 +15,7 @@ use crate::base::json::{self, Value};
 use crate::doctor::facts::{ConfigFacts, FileRead, PairJson};
 use crate::doctor::report::{Check, printable};
 use crate::hooks::registration;
+use crate::hooks::relay::without_userinfo;
 use crate::hooks::settings;
 use crate::pair::config::{self as pair_config, PairConfig, PortFallback};
 
@@ -135,6 +136,7 @@ pub fn check_notify_json(read: &FileRead, relay_url: &str) -> Check {
         ),
         FileRead::Text(text) => match json::parse(text) {
             Ok(Value::Object(_)) => {
+                let relay_url = without_userinfo(relay_url);
                 if relay_url.starts_with("https://") {
                     Check::pass(ID, format!("notify.json is valid: relay {relay_url}"))
                 } else {
@@ -262,6 +264,7 @@ pub fn check_notifications_json(read: &FileRead) -> Check {
 /// without sending anything to a device.
 pub fn check_relay(url: &str, status: &Result<u16, String>) -> Check {
     const ID: &str = "relay";
+    let url = without_userinfo(url);
     match status {
         Ok(405) => Check::pass(ID, format!("{url} is reachable (GET /push answered 405)")),
         Ok(code) => Check::warn(
@@ -572,6 +575,26 @@ mod tests {
         assert_eq!(
             check_notifications_json(&text("{\"v\":1.0,\"devices\":[]}")).status,
             Status::Warn
+        );
+    }
+
+    #[test]
+    fn the_relay_url_is_shown_without_its_userinfo() {
+        let url = "https://user:s3cret@relay.example:8443/base";
+        let shown = "https://relay.example:8443/base";
+        let text = Value::Object(json::Object::new().with("relay_url", url)).to_json();
+        let valid = check_notify_json(&FileRead::Text(text.clone()), url);
+        let plain = check_notify_json(&FileRead::Text(text), "http://u:s3cret@x");
+        let reachable = check_relay(url, &Ok(405));
+        let odd = check_relay(url, &Ok(200));
+        let unreachable = check_relay(url, &Err("dns".into()));
+        for check in [valid, plain, reachable, odd, unreachable] {
+            assert!(!check.summary.contains("s3cret"), "{check:?}");
+            assert!(!check.summary.contains('@'), "{check:?}");
+        }
+        assert_eq!(
+            check_relay(url, &Ok(405)).summary,
+            format!("{shown} is reachable (GET /push answered 405)")
         );
     }
 

@@ -105,15 +105,19 @@ pub fn run(args: DoctorArgs) -> Result<(), Failure> {
     let version = env!("CARGO_PKG_VERSION");
     let facts = probe::gather(args.network);
     let checks = decide(&facts, std::env::consts::OS, version);
-    if args.json {
-        println!("{}", report::render_json(&checks, version));
+    let output = if args.json {
+        format!("{}\n", report::render_json(&checks, version))
     } else {
-        match &facts.config {
-            Ok(files) => println!("heeler doctor (config: {})", files.dir.display()),
-            Err(_) => println!("heeler doctor (config: unknown)"),
-        }
-        print!("{}", report::render_text(&checks));
-    }
+        let dir = match &facts.config {
+            Ok(files) => files.dir.display().to_string(),
+            Err(_) => "unknown".to_owned(),
+        };
+        format!(
+            "heeler doctor (config: {dir})\n{}",
+            report::render_text(&checks)
+        )
+    };
+    crate::exit::write_stdout(&output)?;
     if report::any_failed(&checks) {
         Err(Failure::new(
             "heeler doctor: some checks failed (see fix: lines)",

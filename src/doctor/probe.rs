@@ -11,10 +11,10 @@ use std::io::Read;
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::base::dirs;
+use crate::base::process::RunError;
 use crate::doctor::facts::{ConfigFacts, Facts, FileRead, HomeFacts, PathFacts, PathKind};
 use crate::doctor::{binary, config, herdr, ssh};
 use crate::pair::authorized_keys;
@@ -201,49 +201,23 @@ fn find_herdr() -> Option<PathBuf> {
         })
 }
 
-/// Runs a program with stdin closed; its stdout on success, else the first
-/// line of stderr (or the exit status). Killed after `timeout`.
+/// Runs herdr with stdin closed; its stdout on success, else the first
+/// line of stderr (or the exit status). Killed, with its process group,
+/// after `timeout` (`herdr::client::run_cli_within`, the one way herdr's CLI
+/// is run).
 pub fn run_with_timeout(
     program: &Path,
     args: &[&str],
     timeout: Duration,
 ) -> Result<String, String> {
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| e.to_string())?;
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
-    let read_all = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            if let Some(mut pipe) = pipe {
-                let _ = pipe.read_to_string(&mut text);
-            }
-            text
-        })
-    };
-    let out_reader = read_all(stdout.map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let err_reader = read_all(stderr.map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let started = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Ok(status),
-            Ok(None) if started.elapsed() >= timeout => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break Err(format!("timed out after {} s", timeout.as_secs()));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => break Err(e.to_string()),
-        }
-    };
-    let out = out_reader.join().unwrap_or_default();
-    let err = err_reader.join().unwrap_or_default();
-    match status? {
+    let finished =
+        crate::herdr::client::run_cli_within(program, args, timeout).map_err(|e| match e {
+            RunError::TimedOut(_) => format!("timed out after {} s", timeout.as_secs()),
+            other => other.to_string(),
+        })?;
+    let out = String::from_utf8_lossy(&finished.stdout).into_owned();
+    let err = String::from_utf8_lossy(&finished.stderr);
+    match finished.status {
         status if status.success() => Ok(out),
         status => Err(err
             .lines()
@@ -264,4 +238,44 @@ fn relay_status(relay_url: &str) -> Result<u16, String> {
         .call()
         .map(|response| response.status().as_u16())
         .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::scratch::ScratchDir;
+    use std::time::Instant;
+
+    #[test]
+    fn a_hanging_herdr_is_given_up_on_at_the_timeout_with_its_children() {
+        let scratch = ScratchDir::new("doctor-hang");
+        let herdr = scratch.join("herdr");
+        // The child of the script keeps the output pipes open: killing the
+        // script alone would leave doctor waiting for them.
+        std::fs::write(&herdr, "#!/bin/sh\nsleep 60 &\nwait\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&herdr, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let started = Instant::now();
+        let result = run_with_timeout(&herdr, &["--version"], Duration::from_millis(300));
+        assert_eq!(result, Err("timed out after 0 s".to_owned()));
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn stdout_on_success_else_the_first_stderr_line() {
+        let ok = Path::new("/bin/echo");
+        assert_eq!(
+            run_with_timeout(ok, &["herdr 0.8.0"], HERDR_TIMEOUT),
+            Ok("herdr 0.8.0\n".to_owned())
+        );
+        let sh = Path::new("/bin/sh");
+        assert_eq!(
+            run_with_timeout(sh, &["-c", "echo; echo ' bad ' >&2; exit 2"], HERDR_TIMEOUT),
+            Err("bad".to_owned())
+        );
+        assert_eq!(
+            run_with_timeout(sh, &["-c", "exit 3"], HERDR_TIMEOUT),
+            Err("exit status: 3".to_owned())
+        );
+    }
 }

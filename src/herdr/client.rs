@@ -6,19 +6,27 @@
 //! When the socket is unusable (absent, refused, timed out, garbled) it runs
 //! `HERDR_BIN_PATH` with the equivalent CLI command instead. Every failure is
 //! typed, because the hooks act differently on "agent gone" and on "herdr
-//! unreachable".
+//! unreachable". Each way has one overall deadline: the socket's answer line
+//! must be complete within [`READ_TIMEOUT`] of the request, however slowly
+//! it trickles in, and the CLI runs under [`CLI_TIMEOUT`] through
+//! `base::process` (its process group killed past it, its output capped).
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::base::json::{self, Object, Value};
+use crate::base::process::{self, RunError};
 
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// The socket's whole exchange after the connect: request written and the
+/// answer line read.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// One `herdr` CLI call, start to exit.
+pub const CLI_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest answer line accepted from the socket.
 const MAX_ANSWER_BYTES: u64 = 16 * 1024 * 1024;
 
@@ -98,20 +106,50 @@ fn request_line(method: &str, params: Object) -> String {
     line
 }
 
+/// Reads up to the first newline (or EOF, or [`MAX_ANSWER_BYTES`]) before
+/// `deadline`: every read may wait only for the time left, so a peer that
+/// sends a byte at a time cannot stretch the call.
+pub fn read_line_before(stream: &mut UnixStream, deadline: Instant) -> std::io::Result<Vec<u8>> {
+    let timed_out = || std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer line in time");
+    let mut line = Vec::new();
+    let mut buffer = [0u8; 8192];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(timed_out());
+        }
+        stream.set_read_timeout(Some(left))?;
+        let n = match stream.read(&mut buffer) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if n == 0 {
+            return Ok(line);
+        }
+        if let Some(end) = buffer[..n].iter().position(|&b| b == b'\n') {
+            line.extend_from_slice(&buffer[..end]);
+            return Ok(line);
+        }
+        line.extend_from_slice(&buffer[..n]);
+        if line.len() as u64 >= MAX_ANSWER_BYTES {
+            return Ok(line);
+        }
+    }
+}
+
 fn socket_call(path: &Path, method: &str, params: Object) -> Result<Value, SocketUnusable> {
     let fail = |what: &str, e: std::io::Error| SocketUnusable(format!("{what}: {e}"));
     let mut stream = connect_with_timeout(path)?;
+    let deadline = Instant::now() + READ_TIMEOUT;
     stream
-        .set_read_timeout(Some(READ_TIMEOUT))
-        .and_then(|()| stream.set_write_timeout(Some(READ_TIMEOUT)))
+        .set_write_timeout(Some(READ_TIMEOUT))
         .map_err(|e| fail("socket setup", e))?;
     stream
         .write_all(request_line(method, params).as_bytes())
         .map_err(|e| fail("write", e))?;
-    let mut line = String::new();
-    BufReader::new(stream.take(MAX_ANSWER_BYTES))
-        .read_line(&mut line)
-        .map_err(|e| fail("read", e))?;
+    let line = read_line_before(&mut stream, deadline).map_err(|e| fail("read", e))?;
+    let line = String::from_utf8_lossy(&line);
     json::parse(line.trim_end())
         .map_err(|_| SocketUnusable("answer is not JSON".to_owned()))
         .and_then(|v| {
@@ -134,12 +172,45 @@ fn error_of(answer: &Value) -> Option<(String, String)> {
     Some((text("code"), text("message")))
 }
 
+/// Runs `herdr <args>` under [`CLI_TIMEOUT`], output capped at
+/// [`MAX_ANSWER_BYTES`]: the one way this crate runs the herdr CLI.
+pub fn run_cli(bin: &Path, args: &[&str]) -> Result<process::Finished, RunError> {
+    run_cli_within(bin, args, CLI_TIMEOUT)
+}
+
+/// [`run_cli`] with a deadline of the caller's.
+pub fn run_cli_within(
+    bin: &Path,
+    args: &[&str],
+    deadline: Duration,
+) -> Result<process::Finished, RunError> {
+    let mut command = Command::new(bin);
+    command.args(args);
+    run_cli_command(command, deadline)
+}
+
+/// [`run_cli_within`] for a command the caller prepared (an environment
+/// of its own, say).
+pub fn run_cli_command(
+    mut command: Command,
+    deadline: Duration,
+) -> Result<process::Finished, RunError> {
+    let cap = usize::try_from(MAX_ANSWER_BYTES).unwrap_or(usize::MAX);
+    process::run(&mut command, deadline, cap)
+}
+
 fn bin_call(bin: &Path, args: &[&str]) -> Result<Value, HerdrError> {
-    let output = Command::new(bin)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| HerdrError::Unreachable(format!("cannot run {}: {e}", bin.display())))?;
+    let output = run_cli(bin, args).map_err(|e| {
+        HerdrError::Unreachable(match e {
+            RunError::TimedOut(_) => format!(
+                "{} {} timed out after {} s",
+                bin.display(),
+                args.join(" "),
+                CLI_TIMEOUT.as_secs()
+            ),
+            other => format!("cannot run {}: {other}", bin.display()),
+        })
+    })?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     if output.status.success() {
         return json::parse(stdout.trim()).map_err(|_| {

@@ -129,6 +129,20 @@ pub fn recheck(event_status: &str, current_status: &str) -> Recheck {
     }
 }
 
+/// The log line for an entry skipped because the relay would refuse its
+/// token; the token's prefix is escaped, since the file is not ours.
+pub fn refused_token_line(token: &str) -> String {
+    format!(
+        "notify-hook: skipped the device with token {}…: not 16 to 200 lowercase hex digits, which the relay refuses",
+        delivery::token_prefix(token).escape_debug()
+    )
+}
+
+fn log_line(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
 /// The push body of one alert, keys in contract order.
 pub fn push_body(device: &AlertDevice, envelope: &str, collapse: &str) -> String {
     Value::Object(
@@ -184,12 +198,20 @@ pub fn run_with(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Result<(
     let settings = settings::load(&env.config_dir);
     let marker = marker_path(&env.state_dir, &event.pane);
     let registration_path = registration::path_in(&env.config_dir);
-    let devices_for = |flag: &str| {
+    let select = |flag: &str| {
         let file = registration::read(&registration_path);
-        registration::alert_devices(file.as_ref(), &env.session, flag)
+        registration::alert_selection(file.as_ref(), &env.session, flag)
     };
 
-    let has_devices = |flag: &'static str| !devices_for(flag).is_empty();
+    // The refused entries are named once per event, when the devices are
+    // first looked at.
+    let has_devices = |flag: &'static str| {
+        let selection = select(flag);
+        for token in &selection.refused {
+            log_line(&refused_token_line(token));
+        }
+        !selection.devices.is_empty()
+    };
     if !worth_debouncing(&event.status, read_marker(&marker).as_deref(), has_devices) {
         return Ok(());
     }
@@ -221,7 +243,7 @@ pub fn run_with(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Result<(
     if read_marker(&marker).as_deref() == Some(event.status.as_str()) {
         return Ok(());
     }
-    let devices = devices_for(flag);
+    let devices = select(flag).devices;
     if devices.is_empty() {
         return Ok(());
     }

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use crate::base::atomic_file::{self, LockFile, LockPolicy};
 use crate::base::json::{self, Value};
 use crate::herdr::session::Session;
+use crate::hooks::relay;
 use crate::hooks::row_layout::{self, RowLayout};
 use crate::hooks::settings::read_capped;
 use crate::wire::envelope::NotificationKey;
@@ -110,32 +111,59 @@ pub struct AlertDevice {
     pub key: NotificationKey,
 }
 
+/// The alert devices of one hook, and the tokens of the entries skipped
+/// because the relay would refuse them.
+#[derive(Debug, Clone, Default)]
+pub struct AlertSelection {
+    pub devices: Vec<AlertDevice>,
+    /// Tokens of entries that want this alert but are not 16 to 200
+    /// lowercase hex digits: the relay answers 400 `bad_token` to them, so
+    /// sending would fail every time and the pane would never be deduped.
+    pub refused: Vec<String>,
+}
+
 /// The entries that get an alert for `flag` (`blocked`/`done`) from a hook
 /// of `session`, in file order.
 pub fn alert_devices(file: Option<&Value>, session: &Session, flag: &str) -> Vec<AlertDevice> {
+    alert_selection(file, session, flag).devices
+}
+
+/// [`alert_devices`], plus the entries skipped for their token.
+pub fn alert_selection(file: Option<&Value>, session: &Session, flag: &str) -> AlertSelection {
+    let mut selection = AlertSelection::default();
     let Some(file) = file else {
-        return Vec::new();
+        return selection;
     };
-    entries(file)
-        .iter()
-        .filter_map(|entry| {
-            entry.as_object()?;
-            let token = entry.get("token").and_then(Value::as_nonempty_str)?;
-            if !session.delivers_to(entry) {
-                return None;
-            }
-            let env = valid_env(entry.get("env"))?;
-            let wanted = entry.get("notify").and_then(|n| n.get(flag)) == Some(&Value::Bool(true));
-            if !wanted {
-                return None;
-            }
-            Some(AlertDevice {
-                token: token.to_owned(),
-                env: env.to_owned(),
-                key: entry_key(entry)?,
-            })
-        })
-        .collect()
+    for entry in entries(file) {
+        let Some(device) = alert_device(entry, session, flag) else {
+            continue;
+        };
+        if relay::is_push_token(&device.token) {
+            selection.devices.push(device);
+        } else {
+            selection.refused.push(device.token);
+        }
+    }
+    selection
+}
+
+/// An entry as an alert device for `flag`, whatever its token's shape.
+fn alert_device(entry: &Value, session: &Session, flag: &str) -> Option<AlertDevice> {
+    entry.as_object()?;
+    let token = entry.get("token").and_then(Value::as_nonempty_str)?;
+    if !session.delivers_to(entry) {
+        return None;
+    }
+    let env = valid_env(entry.get("env"))?;
+    let wanted = entry.get("notify").and_then(|n| n.get(flag)) == Some(&Value::Bool(true));
+    if !wanted {
+        return None;
+    }
+    Some(AlertDevice {
+        token: token.to_owned(),
+        env: env.to_owned(),
+        key: entry_key(entry)?,
+    })
 }
 
 /// A device that shows this Host's Live Activity.
@@ -153,12 +181,9 @@ pub struct ActivityDevice {
     pub host_name: Option<String>,
 }
 
-/// A plausible activity token: 16 to 200 lowercase hex digits.
+/// A plausible activity token: the relay's token rule.
 pub fn is_activity_token(token: &str) -> bool {
-    (16..=200).contains(&token.len())
-        && token
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    relay::is_push_token(token)
 }
 
 /// The entries with a usable `live_activity` for a hook of `session`.
@@ -285,22 +310,57 @@ mod tests {
     #[test]
     fn alert_entries_are_filtered_one_by_one() {
         let f = file(&format!(
-            r#"7,{{"token":"a","env":"production","key":"{KEY}","notify":{{"blocked":true}}}},
-               {{"token":"b","env":"staging","key":"{KEY}","notify":{{"blocked":true}}}},
-               {{"token":"c","env":"sandbox","key":"{KEY}","notify":{{"done":true}}}},
-               {{"token":"d","env":"sandbox","key":"short","notify":{{"blocked":true}}}},
-               {{"token":"e","env":"sandbox","key":"{KEY}","notify":{{"blocked":"yes"}}}},
-               {{"token":"f","env":"sandbox","session":"w","key":"{KEY}","notify":{{"blocked":true}}}}"#
+            r#"7,{{"token":"aaaaaaaaaaaaaaaa","env":"production","key":"{KEY}","notify":{{"blocked":true}}}},
+               {{"token":"bbbbbbbbbbbbbbbb","env":"staging","key":"{KEY}","notify":{{"blocked":true}}}},
+               {{"token":"cccccccccccccccc","env":"sandbox","key":"{KEY}","notify":{{"done":true}}}},
+               {{"token":"dddddddddddddddd","env":"sandbox","key":"short","notify":{{"blocked":true}}}},
+               {{"token":"eeeeeeeeeeeeeeee","env":"sandbox","key":"{KEY}","notify":{{"blocked":"yes"}}}},
+               {{"token":"ffffffffffffffff","env":"sandbox","session":"w","key":"{KEY}","notify":{{"blocked":true}}}}"#
         ));
         let tokens = |session: Session| {
             alert_devices(Some(&f), &session, "blocked")
                 .into_iter()
-                .map(|d| d.token)
+                .map(|d| d.token[..1].to_owned())
                 .collect::<Vec<_>>()
         };
         assert_eq!(tokens(Session::Default), ["a"]);
         assert_eq!(tokens(Session::Named("w".into())), ["a", "f"]);
         assert_eq!(tokens(Session::Unknown), ["a"]);
+    }
+
+    #[test]
+    fn alert_tokens_the_relay_would_refuse_are_skipped_and_named() {
+        // The relay's alert path refuses anything but 16 to 200 lowercase
+        // hex digits with 400 bad_token.
+        let good = "0123456789abcdef";
+        let refused = [
+            "short",
+            "0123456789ABCDEF",
+            "0123456789abcdeg",
+            "0123456789abcde",
+        ];
+        let long = "a".repeat(201);
+        let mut entries = vec![format!(
+            r#"{{"token":"{good}","env":"production","key":"{KEY}","notify":{{"blocked":true}}}}"#
+        )];
+        for token in refused.iter().copied().chain([long.as_str()]) {
+            entries.push(format!(
+                r#"{{"token":"{token}","env":"production","key":"{KEY}","notify":{{"blocked":true}}}}"#
+            ));
+        }
+        // Not wanted for this flag anyway: not named.
+        entries.push(format!(
+            r#"{{"token":"nope","env":"production","key":"{KEY}","notify":{{"done":true}}}}"#
+        ));
+        let f = file(&entries.join(","));
+        let selection = alert_selection(Some(&f), &Session::Default, "blocked");
+        let tokens: Vec<&str> = selection.devices.iter().map(|d| d.token.as_str()).collect();
+        assert_eq!(tokens, [good]);
+        let mut expected: Vec<String> = refused.iter().map(|t| (*t).to_owned()).collect();
+        expected.push(long.clone());
+        assert_eq!(selection.refused, expected);
+        assert!(is_activity_token(&"a".repeat(200)));
+        assert!(!is_activity_token(&long));
     }
 
     #[test]

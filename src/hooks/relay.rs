@@ -5,7 +5,9 @@
 //! the user's, so transport is strict: HTTPS verified with rustls (ring)
 //! against the bundled webpki roots (or the CA file a self-hosted relay names
 //! in notify.json), plain `http://` only to a loopback host, no redirects,
-//! proxies from the standard environment variables. Building the client is
+//! proxies from the standard environment variables except for a loopback
+//! relay (a proxy would see a plain-http request's token in cleartext, and
+//! could not reach this machine's loopback anyway). Building the client is
 //! the only TLS setup a hook does, and only once it has something to send.
 //! A certificate the CA file's agent rejects is retried with the webpki
 //! agent, so the two trust stores act as one union.
@@ -23,6 +25,17 @@ pub const ATTEMPT_TIMEOUT: Duration = Duration::from_millis(10_000);
 /// Characters of an error answer kept for the log line.
 pub const BODY_EXCERPT_CHARS: usize = 200;
 const MAX_ANSWER_BYTES: u64 = 16 * 1024;
+/// The largest Live Activity count the relay accepts (`bad_counts` above).
+pub const MAX_COUNT: u64 = 999;
+
+/// A push token the relay accepts on either path: 16 to 200 lowercase hex
+/// digits (`bad_token` otherwise).
+pub fn is_push_token(token: &str) -> bool {
+    (16..=200).contains(&token.len())
+        && token
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
 
 /// Why no client could be built for the configured relay URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,7 +51,11 @@ pub enum RelayConfigError {
 impl std::fmt::Display for RelayConfigError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            RelayConfigError::BadUrl(url) => write!(f, "relay_url {url:?} is not an https URL"),
+            RelayConfigError::BadUrl(url) => write!(
+                f,
+                "relay_url {:?} is not an https URL",
+                without_userinfo(url)
+            ),
             RelayConfigError::PlainHttp(host) => write!(
                 f,
                 "relay_url uses plain http to {host}; only loopback relays may skip https"
@@ -61,6 +78,20 @@ pub fn scheme_and_host(url: &str) -> Option<(&str, &str)> {
         authority.split(':').next()?
     };
     (!host.is_empty()).then_some((scheme, host))
+}
+
+/// The URL without its userinfo (`https://user:pw@host/x` →
+/// `https://host/x`), for messages: credentials in a relay URL are never
+/// printed.
+pub fn without_userinfo(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
+        None => url.to_owned(),
+    }
 }
 
 /// Hosts plain HTTP may reach: `localhost`, 127.0.0.0/8 and `::1`.
@@ -102,9 +133,39 @@ pub enum Verdict {
     Final(String),
 }
 
-/// The first 200 characters of an answer body.
+/// The first 200 characters of an answer body, token-shaped strings
+/// redacted first: a relay (or anything posing as one) that echoes the
+/// request would otherwise put the device token into herdr's plugin log.
 pub fn excerpt(body: &str) -> String {
-    body.chars().take(BODY_EXCERPT_CHARS).collect()
+    redact_tokens(body)
+        .chars()
+        .take(BODY_EXCERPT_CHARS)
+        .collect()
+}
+
+/// Shortest run of hex digits taken for a token (the relay's minimum).
+const MIN_TOKEN_CHARS: usize = 16;
+
+/// `text` with every run of 16 or more ASCII hex digits (either case)
+/// replaced by `[redacted]`.
+pub fn redact_tokens(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find(|c: char| c.is_ascii_hexdigit()) {
+        let run = rest[start..]
+            .find(|c: char| !c.is_ascii_hexdigit())
+            .unwrap_or(rest.len() - start);
+        out.push_str(&rest[..start]);
+        let digits = &rest[start..start + run];
+        if run >= MIN_TOKEN_CHARS {
+            out.push_str("[redacted]");
+        } else {
+            out.push_str(digits);
+        }
+        rest = &rest[start + run..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Classifies one HTTP answer (pure: the relay contract in one place).
@@ -163,13 +224,22 @@ pub fn is_certificate_rejection(error: &ureq::Error) -> bool {
     }
 }
 
-fn agent_trusting(roots: ureq::tls::RootCerts) -> ureq::Agent {
+/// Whether a push to `url` may go through the environment's proxy: never
+/// to a loopback host.
+pub fn uses_proxy(url: &str) -> bool {
+    scheme_and_host(url).is_none_or(|(_, host)| !is_loopback_host(host))
+}
+
+fn agent_trusting(roots: ureq::tls::RootCerts, proxied: bool) -> ureq::Agent {
     let tls = ureq::tls::TlsConfig::builder()
         .provider(ureq::tls::TlsProvider::Rustls)
         .root_certs(roots)
         .build();
-    let config = ureq::Agent::config_builder()
-        .tls_config(tls)
+    let mut config = ureq::Agent::config_builder().tls_config(tls);
+    if !proxied {
+        config = config.proxy(None);
+    }
+    let config = config
         .http_status_as_error(false)
         .max_redirects(0)
         .timeout_global(Some(ATTEMPT_TIMEOUT))
@@ -202,12 +272,16 @@ impl RelayClient {
         retry_delay: Duration,
     ) -> Result<RelayClient, RelayConfigError> {
         check_url(base_url)?;
+        let proxied = uses_proxy(base_url);
         let mut agents = Vec::with_capacity(2);
         if let Some(path) = ca_file {
             let certs = load_ca_file(path)?;
-            agents.push(agent_trusting(ureq::tls::RootCerts::new_with_certs(&certs)));
+            agents.push(agent_trusting(
+                ureq::tls::RootCerts::new_with_certs(&certs),
+                proxied,
+            ));
         }
-        agents.push(agent_trusting(ureq::tls::RootCerts::WebPki));
+        agents.push(agent_trusting(ureq::tls::RootCerts::WebPki, proxied));
         Ok(RelayClient {
             agents,
             push_url: format!("{base_url}/push"),
@@ -296,6 +370,52 @@ mod tests {
             classify(400, &long),
             Verdict::Final(format!("relay answered 400: {}", "é".repeat(200)))
         );
+    }
+
+    #[test]
+    fn userinfo_is_cut_from_shown_urls() {
+        assert_eq!(
+            without_userinfo("https://u:p@relay.example:1/a@b?c"),
+            "https://relay.example:1/a@b?c"
+        );
+        assert_eq!(without_userinfo("http://a@b@[::1]"), "http://[::1]");
+        assert_eq!(
+            without_userinfo("https://relay.example/x@y"),
+            "https://relay.example/x@y"
+        );
+        assert_eq!(without_userinfo("no scheme@x"), "no scheme@x");
+        assert_eq!(
+            RelayConfigError::BadUrl("ftp://u:pw@x".into()).to_string(),
+            r#"relay_url "ftp://x" is not an https URL"#
+        );
+    }
+
+    #[test]
+    fn loopback_relays_bypass_the_proxy() {
+        assert!(!uses_proxy("http://127.0.0.1:8080"));
+        assert!(!uses_proxy("http://[::1]:1/x"));
+        assert!(!uses_proxy("https://localhost:8443"));
+        assert!(!uses_proxy("http://user@127.0.0.2:9"));
+        assert!(uses_proxy("https://heeler-apns.bybee.dev"));
+        assert!(uses_proxy("https://127.0.0.1.evil.example"));
+    }
+
+    #[test]
+    fn token_shaped_strings_never_reach_the_excerpt() {
+        let token = "0123456789abcdef0123456789ABCDEF";
+        let body =
+            format!(r#"{{"error":"bad_env","echo":{{"token":"{token}","n":"0123456789abcde"}}}}"#);
+        let Verdict::Final(message) = classify(400, &body) else {
+            panic!("a 400 is final");
+        };
+        assert_eq!(
+            message,
+            r#"relay answered 400: {"error":"bad_env","echo":{"token":"[redacted]","n":"0123456789abcde"}}"#
+        );
+        // Redaction comes before the cut, so no tail of a token survives it.
+        let body = format!("{}{token}", "x".repeat(195));
+        assert_eq!(excerpt(&body), format!("{}[reda", "x".repeat(195)));
+        assert_eq!(redact_tokens("é0123456789abcdef!"), "é[redacted]!");
     }
 
     #[test]

@@ -4,6 +4,8 @@
 //! The file is optional and hand-edited, so reading never fails: an absent,
 //! unreadable, oversized or invalid file means the defaults, and each field
 //! falls back on its own. Legacy relay URLs map to the production relay.
+//! Delays are capped at [`MAX_DELAY_MS`], so no setting keeps a hook
+//! process alive for long.
 
 use std::path::{Path, PathBuf};
 
@@ -20,6 +22,9 @@ pub const LEGACY_RELAY_URLS: [&str; 2] = [
 ];
 /// Larger files are not settings anyone wrote by hand: treated as `{}`.
 pub const MAX_FILE_BYTES: u64 = 64 * 1024;
+
+/// Longest debounce or retry delay honoured: a larger value means this.
+pub const MAX_DELAY_MS: u64 = 60_000;
 
 /// The effective settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,15 +76,16 @@ pub fn from_value(value: &Value, config_dir: &Path) -> NotifySettings {
             .and_then(|n| u64::try_from(n).ok())
             .unwrap_or(default)
     };
+    let delay = |key: &str, default: u64| integer(key, default).min(MAX_DELAY_MS);
     NotifySettings {
         relay_url: value
             .get("relay_url")
             .and_then(Value::as_str)
             .map(normalize_relay_url)
             .unwrap_or(defaults.relay_url),
-        debounce_ms: integer("debounce_ms", defaults.debounce_ms),
-        activity_debounce_ms: integer("activity_debounce_ms", defaults.activity_debounce_ms),
-        retry_delay_ms: integer("retry_delay_ms", defaults.retry_delay_ms),
+        debounce_ms: delay("debounce_ms", defaults.debounce_ms),
+        activity_debounce_ms: delay("activity_debounce_ms", defaults.activity_debounce_ms),
+        retry_delay_ms: delay("retry_delay_ms", defaults.retry_delay_ms),
         relay_ca_file: value
             .get("relay_ca_file")
             .and_then(Value::as_str)
@@ -166,5 +172,19 @@ mod tests {
         assert_eq!(s.retry_delay_ms, 1_000);
         assert_eq!(s.relay_ca_file, Some(PathBuf::from("/cfg/ca.pem")));
         assert_eq!(settings(r#"{"debounce_ms":20.0}"#).debounce_ms, 20);
+    }
+
+    #[test]
+    fn delays_are_capped_at_a_minute() {
+        // A hook is a process herdr started; a delay of years would keep it
+        // alive indefinitely.
+        let s = settings(
+            r#"{"debounce_ms":1e15,"activity_debounce_ms":60001,"retry_delay_ms":9007199254740991}"#,
+        );
+        assert_eq!(s.debounce_ms, MAX_DELAY_MS);
+        assert_eq!(s.activity_debounce_ms, MAX_DELAY_MS);
+        assert_eq!(s.retry_delay_ms, MAX_DELAY_MS);
+        assert_eq!(MAX_DELAY_MS, 60_000);
+        assert_eq!(settings(r#"{"debounce_ms":60000}"#).debounce_ms, 60_000);
     }
 }

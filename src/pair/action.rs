@@ -5,15 +5,20 @@
 //! It sends `plugin.pane.open` over `HERDR_SOCKET_PATH` (documented and a
 //! process spawn cheaper); when that socket cannot be reached it runs
 //! `$HERDR_BIN_PATH plugin pane open --plugin <id> --entrypoint pair` and
-//! exits with that command's status.
+//! exits with that command's status. Both ways are bounded: the socket's
+//! answer line has one overall deadline, and the CLI runs through
+//! `herdr::client::run_cli` (killed with its process group past its
+//! deadline); what the CLI printed is passed on.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::os::unix::net::UnixStream;
-use std::process::Command;
-use std::time::Duration;
+use std::path::Path;
+use std::time::{Duration, Instant};
 
 use crate::base::json::{self, Object, Value};
+use crate::base::process::RunError;
 use crate::exit::Failure;
+use crate::herdr::client;
 
 /// The plugin id when herdr does not say (`HERDR_PLUGIN_ID`).
 pub const DEFAULT_PLUGIN_ID: &str = "heeler";
@@ -34,6 +39,8 @@ pub enum PairActionError {
     Spawn(String),
     /// The herdr CLI exited unsuccessfully.
     Cli(u8),
+    /// The herdr CLI did not end within its deadline (seconds).
+    TimedOut(u64),
 }
 
 impl From<PairActionError> for Failure {
@@ -51,6 +58,10 @@ impl From<PairActionError> for Failure {
             PairActionError::Cli(status) => Failure::new(
                 format!("herdr plugin pane open exited with status {status}"),
                 status,
+            ),
+            PairActionError::TimedOut(secs) => Failure::new(
+                format!("herdr plugin pane open timed out after {secs} s"),
+                1,
             ),
         }
     }
@@ -99,14 +110,13 @@ pub fn interpret_response(line: &str) -> Result<(), PairActionError> {
 fn open_through_socket(path: &str, plugin_id: &str) -> Result<(), Option<PairActionError>> {
     let mut stream = UnixStream::connect(path).map_err(|_| None)?;
     let io = |e: std::io::Error| Some(PairActionError::Io(e.to_string()));
-    stream.set_read_timeout(Some(SOCKET_TIMEOUT)).map_err(io)?;
+    let deadline = Instant::now() + SOCKET_TIMEOUT;
     stream.set_write_timeout(Some(SOCKET_TIMEOUT)).map_err(io)?;
     stream
         .write_all(open_request(plugin_id).as_bytes())
         .map_err(io)?;
-    let mut line = String::new();
-    BufReader::new(stream).read_line(&mut line).map_err(io)?;
-    interpret_response(&line).map_err(Some)
+    let line = client::read_line_before(&mut stream, deadline).map_err(io)?;
+    interpret_response(&String::from_utf8_lossy(&line)).map_err(Some)
 }
 
 fn open_through_cli(plugin_id: &str) -> Result<(), PairActionError> {
@@ -114,18 +124,25 @@ fn open_through_cli(plugin_id: &str) -> Result<(), PairActionError> {
         .ok()
         .filter(|p| !p.is_empty())
         .unwrap_or_else(|| "herdr".to_owned());
-    let status = Command::new(herdr)
-        .args([
-            "plugin",
-            "pane",
-            "open",
-            "--plugin",
-            plugin_id,
-            "--entrypoint",
-            ENTRYPOINT,
-        ])
-        .status()
-        .map_err(|e| PairActionError::Spawn(e.to_string()))?;
+    let args = [
+        "plugin",
+        "pane",
+        "open",
+        "--plugin",
+        plugin_id,
+        "--entrypoint",
+        ENTRYPOINT,
+    ];
+    let finished = client::run_cli(Path::new(&herdr), &args).map_err(|e| match e {
+        RunError::TimedOut(_) => PairActionError::TimedOut(client::CLI_TIMEOUT.as_secs()),
+        other => PairActionError::Spawn(other.to_string()),
+    });
+    // What the CLI printed reaches herdr's log as it did when it ran with
+    // our stdio; a timed-out CLI's output is not kept.
+    let finished = finished?;
+    let _ = std::io::stdout().lock().write_all(&finished.stdout);
+    let _ = std::io::stderr().lock().write_all(&finished.stderr);
+    let status = finished.status;
     if status.success() {
         return Ok(());
     }

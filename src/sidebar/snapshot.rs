@@ -10,13 +10,16 @@
 //! snapshot carrying diagnostics is re-parsed at every refresh (so a newer
 //! heeler replaces an older rejection without a config edit) and rewritten
 //! only when the result changes. The grammar itself is in
-//! [`crate::sidebar::config`]; this module is the file-system edge.
+//! [`crate::sidebar::config`]; this module is the file-system edge. Only a
+//! regular file of at most [`MAX_SOURCE_BYTES`] is read, since every hook
+//! reads it before anything else: a device or FIFO named as the config is a
+//! `read_error`, never a read that blocks or does not end.
 
 use std::ffi::OsString;
 use std::fmt;
 use std::fs;
 use std::io;
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::base::atomic_file;
@@ -210,8 +213,9 @@ fn errno_name(error: &io::Error) -> Option<&'static str> {
 enum SourceStat {
     /// Exists, with Node's `mtimeMs`.
     Found(f64),
-    /// Exists but is a FIFO or socket: reading it could block the hook
-    /// forever, so it is a `read_error` (found, mtime kept).
+    /// Exists but is not a regular file (a FIFO, socket, device or
+    /// directory): reading it could block the hook or never end, so it is a
+    /// `read_error` (found, mtime kept).
     Unreadable(f64),
     /// `ENOENT`: a missing source, not an error.
     Missing,
@@ -221,9 +225,7 @@ enum SourceStat {
 
 fn stat_source(path: &Path) -> SourceStat {
     match fs::metadata(path) {
-        Ok(meta) if meta.file_type().is_fifo() || meta.file_type().is_socket() => {
-            SourceStat::Unreadable(mtime_ms(&meta))
-        }
+        Ok(meta) if !meta.file_type().is_file() => SourceStat::Unreadable(mtime_ms(&meta)),
         Ok(meta) => SourceStat::Found(mtime_ms(&meta)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => SourceStat::Missing,
         Err(_) => SourceStat::Failed,
@@ -279,9 +281,29 @@ fn same_result(previous: &Value, fresh: &Value) -> bool {
     }
 }
 
-/// Reads and validates the source (already statted as found).
+/// Longest source read: far above any real herdr config, and a bound on
+/// what a hook reads before every event.
+pub const MAX_SOURCE_BYTES: u64 = 1024 * 1024;
+
+/// Reads at most [`MAX_SOURCE_BYTES`]; a longer file is an error.
+fn read_source(path: &Path) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    fs::File::open(path)?
+        .take(MAX_SOURCE_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_SOURCE_BYTES {
+        return Err(io::Error::new(
+            io::ErrorKind::FileTooLarge,
+            "larger than a herdr config",
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Reads and validates the source (already statted as a regular file).
 fn parse_source(path: &Path, source: &mut Source) -> Parsed {
-    match fs::read(path) {
+    match read_source(path) {
         Ok(bytes) => config::parse_config(&bytes),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             source.found = false;

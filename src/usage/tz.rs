@@ -202,7 +202,10 @@ struct Header {
     charcnt: usize,
 }
 
-fn header(r: &mut Reader) -> Result<Header, TzError> {
+/// Reads a header and refuses one whose data block (with `time_size`-byte
+/// times) is longer than the bytes left, so no count read from the file can
+/// reserve more memory than the file itself takes.
+fn header(r: &mut Reader, time_size: usize) -> Result<Header, TzError> {
     if r.take(4)? != b"TZif" {
         return Err(TzError::Corrupt);
     }
@@ -212,7 +215,7 @@ fn header(r: &mut Reader) -> Result<Header, TzError> {
     for c in &mut counts {
         *c = usize::try_from(r.be32()?).map_err(|_| TzError::Corrupt)?;
     }
-    Ok(Header {
+    let h = Header {
         version,
         isutcnt: counts[0],
         isstdcnt: counts[1],
@@ -220,18 +223,36 @@ fn header(r: &mut Reader) -> Result<Header, TzError> {
         timecnt: counts[3],
         typecnt: counts[4],
         charcnt: counts[5],
-    })
+    };
+    match h.block_len(time_size) {
+        Some(len) if len <= r.0.remaining() => Ok(h),
+        _ => Err(TzError::Corrupt),
+    }
+}
+
+impl Header {
+    /// The length of the data block after this header, `None` on overflow.
+    fn block_len(&self, time_size: usize) -> Option<usize> {
+        let parts = [
+            self.timecnt.checked_mul(time_size + 1)?,
+            self.typecnt.checked_mul(6)?,
+            self.charcnt,
+            self.leapcnt.checked_mul(time_size + 4)?,
+            self.isstdcnt,
+            self.isutcnt,
+        ];
+        parts.into_iter().try_fold(0usize, usize::checked_add)
+    }
 }
 
 fn parse_tzif(name: &str, bytes: &[u8]) -> Result<Zone, TzError> {
     let mut r = Reader(crate::base::bytes::Reader::new(bytes));
-    let mut h = header(&mut r)?;
+    let mut h = header(&mut r, 4)?;
     let mut time_size = 4;
     if h.version >= b'2' {
         // Skip the v1 block; the v2 block has 64-bit times.
-        let v1 = h.timecnt * 5 + h.typecnt * 6 + h.charcnt + h.leapcnt * 8 + h.isstdcnt + h.isutcnt;
-        r.take(v1)?;
-        h = header(&mut r)?;
+        r.take(h.block_len(4).ok_or(TzError::Corrupt)?)?;
+        h = header(&mut r, 8)?;
         time_size = 8;
     }
     if h.typecnt == 0 {
@@ -522,6 +543,34 @@ mod tests {
         for bad in ["", "/etc/passwd", "../x", "a//b", "Europe/../../etc", "a b"] {
             assert!(!is_valid_name(bad), "{bad}");
         }
+    }
+
+    /// A 44-byte TZif file: the header alone, with `timecnt` as given.
+    fn bare_header(version: u8, timecnt: i32) -> Vec<u8> {
+        let mut bytes = b"TZif".to_vec();
+        bytes.push(version);
+        bytes.extend([0u8; 15]);
+        for count in [0, 0, 0, timecnt, 1, 0] {
+            bytes.extend(i32::to_be_bytes(count));
+        }
+        bytes
+    }
+
+    #[test]
+    fn counts_the_file_cannot_hold_are_refused_before_any_allocation() {
+        for version in [0, b'2'] {
+            let bytes = bare_header(version, i32::MAX);
+            assert_eq!(bytes.len(), 44);
+            // The header itself is refused: nothing is reserved for the
+            // 2^31 transitions it claims.
+            let mut r = Reader(crate::base::bytes::Reader::new(&bytes));
+            assert!(header(&mut r, 4).is_err(), "version {version}");
+            assert_eq!(Zone::from_tzif("x", &bytes), Err(TzError::Corrupt));
+        }
+        // The same header with the one type it claims is a valid zone.
+        let mut bytes = bare_header(0, 0);
+        bytes.extend([0, 0, 0x0e, 0x10, 0, 0]);
+        assert_eq!(Zone::from_tzif("x", &bytes).unwrap().offset_at(0), 3600);
     }
 
     #[test]

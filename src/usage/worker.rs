@@ -205,11 +205,10 @@ impl std::fmt::Display for WorkerError {
 /// Opens the lock file and takes the lock; `None` when another worker
 /// holds it.
 pub fn take_lock(dir: &UsageDir) -> io::Result<Option<File>> {
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(dir.lock())?;
+    let file = open_private(
+        OpenOptions::new().create(true).truncate(false).write(true),
+        &dir.lock(),
+    )?;
     for _ in 0..5 {
         if crate::base::sys::try_lock_exclusive(&file)? {
             return Ok(Some(file));
@@ -218,6 +217,18 @@ pub fn take_lock(dir: &UsageDir) -> io::Result<Option<File>> {
         std::thread::sleep(Duration::from_millis(20));
     }
     Ok(None)
+}
+
+/// Opens a file of the usage dir as 0600, whatever the umask, tightening
+/// one an earlier version left readable to others (the log names paths and
+/// errors, the lock is nobody else's business).
+fn open_private(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let file = options.mode(0o600).open(path)?;
+    if file.metadata()?.permissions().mode() & 0o777 != 0o600 {
+        file.set_permissions(fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(file)
 }
 
 /// Whether a worker holds the lock right now.
@@ -463,12 +474,14 @@ pub fn spawn(dir: &UsageDir, exe: &Path) -> io::Result<()> {
     atomic_file::create_dir_all(&dir.0, 0o700)?;
     let log_path = dir.log();
     let too_big = fs::metadata(&log_path).is_ok_and(|m| log_starts_over(m.len()));
-    let log = OpenOptions::new()
-        .create(true)
-        .append(!too_big)
-        .write(true)
-        .truncate(too_big)
-        .open(&log_path)?;
+    let log = open_private(
+        OpenOptions::new()
+            .create(true)
+            .append(!too_big)
+            .write(true)
+            .truncate(too_big),
+        &log_path,
+    )?;
     let mut command = std::process::Command::new(exe);
     command
         .args(["usage", "worker"])
@@ -516,8 +529,32 @@ impl Trace {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::scratch::ScratchDir;
+    use std::os::unix::fs::PermissionsExt;
 
     const DAY: i64 = 86_400;
+
+    fn mode(path: &Path) -> u32 {
+        fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn the_lock_and_the_log_are_private_files() {
+        let scratch = ScratchDir::new("worker-modes");
+        let dir = UsageDir(scratch.join("usage"));
+        fs::create_dir_all(&dir.0).unwrap();
+        drop(take_lock(&dir).unwrap());
+        assert_eq!(mode(&dir.lock()), 0o600);
+        // Files an earlier version left world-readable are tightened too.
+        fs::set_permissions(dir.lock(), fs::Permissions::from_mode(0o644)).unwrap();
+        drop(take_lock(&dir).unwrap());
+        assert_eq!(mode(&dir.lock()), 0o600);
+        spawn(&dir, Path::new("/bin/true")).unwrap();
+        assert_eq!(mode(&dir.log()), 0o600);
+        fs::set_permissions(dir.log(), fs::Permissions::from_mode(0o644)).unwrap();
+        spawn(&dir, Path::new("/bin/true")).unwrap();
+        assert_eq!(mode(&dir.log()), 0o600);
+    }
     /// A slot boundary (a multiple of 15 minutes).
     const NOW: i64 = 1_795_953_600;
 

@@ -55,8 +55,7 @@ impl From<WireError> for Failure {
 
 pub fn run(args: WireArgs) -> Result<(), Failure> {
     let output = dispatch(args.command)?;
-    println!("{output}");
-    Ok(())
+    crate::exit::write_stdout(&format!("{output}\n"))
 }
 
 /// Runs one wire command and returns its stdout line.

@@ -8,8 +8,9 @@
 use crate::base::json::{self, Object, Value};
 use crate::hooks::activity::plan::Frame;
 use crate::hooks::registration::ActivityDevice;
+use crate::hooks::relay;
 use crate::wire::envelope;
-use crate::wire::live_activity::Content;
+use crate::wire::live_activity::{Content, Counts};
 
 /// Longest `ct` string.
 pub const MAX_CT_CHARS: usize = 2_800;
@@ -19,6 +20,19 @@ pub const MAX_APNS_BYTES: usize = 4_096;
 pub const MAX_RELAY_BODY_BYTES: usize = 8_192;
 /// The last degradation step: `agents: []`.
 pub const LAST_STEP: u8 = 3;
+
+/// The counts as the relay accepts them: each clamped to its bound, so a
+/// Host with more than 999 agents in one status shows 999 rather than
+/// having every push refused.
+fn relay_counts(counts: Counts) -> Object {
+    let clamp = |n: u64| n.min(relay::MAX_COUNT);
+    Counts {
+        working: clamp(counts.working),
+        blocked: clamp(counts.blocked),
+        done: clamp(counts.done),
+    }
+    .to_wire()
+}
 
 /// The relay body of one Live Activity push, keys in contract order.
 pub fn push_body(device: &ActivityDevice, frame: &Frame, envelope: &str) -> String {
@@ -31,7 +45,7 @@ pub fn push_body(device: &ActivityDevice, frame: &Frame, envelope: &str) -> Stri
             .with("event", frame.event.wire())
             .with("priority", u64::from(frame.priority))
             .with("timestamp", frame.timestamp)
-            .with("counts", frame.counts.to_wire())
+            .with("counts", relay_counts(frame.counts))
             .with("envelope", envelope)
             .with(date_key, date),
     )
@@ -45,7 +59,7 @@ pub fn projected_apns_body(frame: &Frame, envelope: &str) -> String {
         r#"{{"aps":{{"timestamp":{},"event":{},"content-state":{{"counts":{},"envelope":{envelope}}},{}:{date}}}}}"#,
         frame.timestamp,
         json::quote(frame.event.wire()),
-        Value::Object(frame.counts.to_wire()).to_json(),
+        Value::Object(relay_counts(frame.counts)).to_json(),
         json::quote(apns_key),
     )
 }
@@ -110,7 +124,7 @@ mod tests {
     use super::*;
     use crate::hooks::activity::plan::ActivityEvent;
     use crate::wire::envelope::NotificationKey;
-    use crate::wire::live_activity::{AgentEntry, Counts};
+    use crate::wire::live_activity::AgentEntry;
 
     fn device() -> ActivityDevice {
         ActivityDevice {
@@ -150,6 +164,20 @@ mod tests {
             projected_apns_body(&frame(ActivityEvent::End), r#"{"v":1}"#),
             r#"{"aps":{"timestamp":1760000000,"event":"end","content-state":{"counts":{"working":1,"blocked":2,"done":0},"envelope":{"v":1}},"dismissal-date":1760000000}}"#
         );
+    }
+
+    #[test]
+    fn counts_above_the_relay_bound_are_clamped_in_both_bodies() {
+        // The relay refuses a count above 999 with 400 bad_counts.
+        let mut frame = frame(ActivityEvent::Update);
+        frame.counts = Counts {
+            working: 1_000,
+            blocked: 5_000,
+            done: 999,
+        };
+        let counts = r#""counts":{"working":999,"blocked":999,"done":999}"#;
+        assert!(push_body(&device(), &frame, "e").contains(counts));
+        assert!(projected_apns_body(&frame, "{}").contains(counts));
     }
 
     #[test]

@@ -12,12 +12,13 @@
 //! a timeout, and attempts are spaced (when is the schedule's,
 //! [`crate::usage::limits::due`]) and recorded in `claude-limits-trigger.json`.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use crate::base::json::{Object, Value};
+use crate::base::process::RunError;
+use crate::herdr::client;
 use crate::usage::paths::UsageDir;
 
 /// The qualified id of the action (plugin id `heeler`).
@@ -25,7 +26,7 @@ pub const ACTION_ID: &str = "heeler.usage-claude-limits";
 /// Longest an invoke may take (herdr answers at once; the CLI first pings).
 pub const INVOKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest output kept from the CLI (its answer is one JSON line).
-const MAX_OUTPUT: u64 = 64 * 1024;
+const MAX_OUTPUT: usize = 64 * 1024;
 
 /// Why an invoke did not succeed.
 #[derive(Debug)]
@@ -62,52 +63,29 @@ pub fn launcher(runtime: Option<&Value>) -> Option<(PathBuf, Option<PathBuf>)> {
     Some((text("herdr_bin")?, text("herdr_socket")))
 }
 
-fn read_capped(mut from: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = (&mut from).take(MAX_OUTPUT).read_to_end(&mut bytes);
-        // Drain the rest so the child never blocks on a full pipe.
-        let _ = std::io::copy(&mut from, &mut std::io::sink());
-        String::from_utf8_lossy(&bytes).trim().to_string()
-    })
-}
-
-/// Runs `herdr plugin action invoke heeler.usage-claude-limits`.
+/// Runs `herdr plugin action invoke heeler.usage-claude-limits` through
+/// `herdr::client::run_cli_command` (killed with its process group past
+/// `timeout`).
 pub fn invoke(bin: &Path, socket: Option<&Path>, timeout: Duration) -> Result<(), TriggerError> {
     let mut command = Command::new(bin);
-    command
-        .args(["plugin", "action", "invoke", ACTION_ID])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    command.args(["plugin", "action", "invoke", ACTION_ID]);
     if let Some(socket) = socket {
         command.env("HERDR_SOCKET_PATH", socket);
     }
-    let mut child = command.spawn().map_err(TriggerError::Spawn)?;
-    let stdout = child.stdout.take().map(read_capped);
-    let stderr = child.stderr.take().map(read_capped);
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(TriggerError::TimedOut);
-            }
-        }
-    };
-    let join = |h: Option<std::thread::JoinHandle<String>>| {
-        h.and_then(|h| h.join().ok()).unwrap_or_default()
-    };
-    let (out, err) = (join(stdout), join(stderr));
-    if status.success() {
+    let finished = client::run_cli_command(command, timeout).map_err(|e| match e {
+        RunError::Spawn(e) => TriggerError::Spawn(e),
+        RunError::TimedOut(_) | RunError::Wait(_) => TriggerError::TimedOut,
+    })?;
+    if finished.status.success() {
         return Ok(());
     }
-    let code = status
+    let text = |bytes: &[u8]| {
+        let cut = &bytes[..bytes.len().min(MAX_OUTPUT)];
+        String::from_utf8_lossy(cut).trim().to_string()
+    };
+    let (out, err) = (text(&finished.stdout), text(&finished.stderr));
+    let code = finished
+        .status
         .code()
         .map_or_else(|| "signal".to_string(), |c| c.to_string());
     let text = if err.is_empty() { out } else { err };
