@@ -15,11 +15,23 @@
 //!   itself derives them. An empty XDG variable counts as unset.
 //! - Resolution is pure over an [`Env`]: tests pass their own variables
 //!   and passwd home; [`Env::process`] reads the real ones.
+//! - Trust: heeler reads state and config only from a directory another
+//!   user cannot write to, because what those files say decides what heeler
+//!   runs (a recorded `PATH`) and what it waits for (a pending record). A
+//!   directory is trusted when it is owned by the effective uid and not
+//!   writable by group or others ([`verdict`], pure); [`trusted`] applies it
+//!   to a directory (and [`trusted_tree`] to one and the subdirectories a
+//!   caller reads), a missing one being trusted because heeler creates it
+//!   itself with mode 0700. Symbolic links are followed: a link's own mode
+//!   means nothing, and the directory it resolves to is the one whose
+//!   owner and mode decide who can plant files in it. The ancestors are not
+//!   checked (a state dir may sit in a sticky `/tmp`), like OpenSSH's
+//!   `StrictModes` checks the files it reads rather than every parent.
 
 use std::ffi::OsString;
 use std::fmt;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::base::sys;
 
@@ -127,9 +139,171 @@ pub fn passwd_home() -> io::Result<PathBuf> {
     })
 }
 
+/// Why a directory (or file) is not trusted: see the module doc.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    /// Owned by another user than the one running heeler.
+    Owner { owner: u32, euid: u32 },
+    /// Writable by group or others (`mode` holds the permission bits).
+    Writable { mode: u32 },
+    /// Its metadata could not be read (other than "not found").
+    Unreadable(String),
+}
+
+/// A directory (or file) heeler refuses to read state or config from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Untrusted {
+    pub path: PathBuf,
+    pub problem: Problem,
+}
+
+impl fmt::Display for Untrusted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let path = self.path.display();
+        match &self.problem {
+            Problem::Owner { owner, euid } => write!(
+                f,
+                "{path} is owned by uid {owner}, not by uid {euid} running heeler; \
+                 use a directory you own (or run `chown {euid} {path}`)"
+            ),
+            Problem::Writable { mode } => write!(
+                f,
+                "{path} is writable by group or others (mode {mode:04o}); \
+                 run `chmod go-w {path}`"
+            ),
+            Problem::Unreadable(error) => write!(f, "{path} cannot be checked: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for Untrusted {}
+
+/// The trust decision (pure): a path owned by `owner` with permission bits
+/// `mode` is trusted by `euid` when `owner == euid` and neither group nor
+/// others may write to it.
+pub fn verdict(owner: u32, mode: u32, euid: u32) -> Result<(), Problem> {
+    if owner != euid {
+        return Err(Problem::Owner { owner, euid });
+    }
+    if mode & 0o022 != 0 {
+        return Err(Problem::Writable {
+            mode: mode & 0o7777,
+        });
+    }
+    Ok(())
+}
+
+/// [`verdict`] for this process's effective uid.
+pub fn verdict_for_me(owner: u32, mode: u32) -> Result<(), Problem> {
+    verdict(owner, mode, sys::effective_uid())
+}
+
+/// Whether heeler may read state or config from the directory `path`
+/// (following symbolic links); a missing directory is trusted.
+pub fn trusted(path: &Path) -> Result<(), Untrusted> {
+    use std::os::unix::fs::MetadataExt;
+    let untrusted = |problem| Untrusted {
+        path: path.to_path_buf(),
+        problem,
+    };
+    match std::fs::metadata(path) {
+        Ok(meta) => verdict_for_me(meta.uid(), meta.mode()).map_err(untrusted),
+        // A path below a file names nothing either.
+        Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => {
+            Ok(())
+        }
+        Err(e) => Err(untrusted(Problem::Unreadable(e.to_string()))),
+    }
+}
+
+/// [`trusted`] for `root` and then each of its `subdirs`.
+pub fn trusted_tree(root: &Path, subdirs: &[&str]) -> Result<(), Untrusted> {
+    trusted(root)?;
+    subdirs.iter().try_for_each(|sub| trusted(&root.join(sub)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trust_needs_the_owner_and_no_group_or_other_write() {
+        assert_eq!(verdict(1000, 0o40700, 1000), Ok(()));
+        assert_eq!(verdict(1000, 0o40755, 1000), Ok(()));
+        assert_eq!(verdict(0, 0o40555, 0), Ok(()));
+        assert_eq!(
+            verdict(1001, 0o40700, 1000),
+            Err(Problem::Owner {
+                owner: 1001,
+                euid: 1000
+            })
+        );
+        // Root owning a user's state dir is still another owner.
+        assert!(verdict(0, 0o40700, 1000).is_err());
+        assert_eq!(
+            verdict(1000, 0o40775, 1000),
+            Err(Problem::Writable { mode: 0o775 })
+        );
+        assert_eq!(
+            verdict(1000, 0o41777, 1000),
+            Err(Problem::Writable { mode: 0o1777 })
+        );
+        assert_eq!(
+            verdict(1000, 0o40702, 1000),
+            Err(Problem::Writable { mode: 0o702 })
+        );
+    }
+
+    #[test]
+    fn an_untrusted_dir_names_itself_and_the_fix() {
+        let writable = Untrusted {
+            path: "/s".into(),
+            problem: Problem::Writable { mode: 0o777 },
+        };
+        assert_eq!(
+            writable.to_string(),
+            "/s is writable by group or others (mode 0777); run `chmod go-w /s`"
+        );
+        let owner = Untrusted {
+            path: "/s".into(),
+            problem: Problem::Owner {
+                owner: 7,
+                euid: 8,
+            },
+        };
+        assert_eq!(
+            owner.to_string(),
+            "/s is owned by uid 7, not by uid 8 running heeler; use a directory you own (or run `chown 8 /s`)"
+        );
+    }
+
+    #[test]
+    fn trusted_checks_the_dir_and_its_subdirs_and_trusts_missing_ones() {
+        use std::os::unix::fs::PermissionsExt;
+        let scratch = crate::base::scratch::ScratchDir::new("dirs-trust");
+        let root = scratch.path().join("state");
+        assert_eq!(trusted(&root), Ok(()), "missing");
+        std::fs::create_dir_all(root.join("pending")).unwrap();
+        let chmod = |path: &Path, mode| {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap()
+        };
+        chmod(&root, 0o700);
+        chmod(&root.join("pending"), 0o755);
+        assert_eq!(trusted_tree(&root, &["pending", "enrolled"]), Ok(()));
+        chmod(&root.join("pending"), 0o777);
+        let err = trusted_tree(&root, &["pending", "enrolled"]).unwrap_err();
+        assert_eq!(err.path, root.join("pending"));
+        assert_eq!(err.problem, Problem::Writable { mode: 0o777 });
+        chmod(&root, 0o1777);
+        assert_eq!(trusted(&root).unwrap_err().path, root);
+        // A link is judged by the directory it resolves to.
+        chmod(&root, 0o700);
+        let link = scratch.path().join("link");
+        std::os::unix::fs::symlink(&root, &link).unwrap();
+        assert_eq!(trusted(&link), Ok(()));
+        chmod(&root, 0o777);
+        assert!(trusted(&link).is_err());
+    }
 
     fn resolve<T>(vars: &[(&str, &str)], passwd: Option<&str>, pick: impl Fn(&Env) -> T) -> T {
         let var = |name: &str| {

@@ -280,9 +280,11 @@ impl Value {
 
 /// Reads and parses a JSON file: `None` when it is missing, unreadable,
 /// not UTF-8 or not valid JSON. For state heeler itself wrote, where any of
-/// those means "start over".
+/// those means "start over". Read through [`crate::base::state_file`], so
+/// a link, a FIFO or an oversized file is such a failure too.
 pub fn read_file(path: &std::path::Path) -> Option<Value> {
-    parse(&std::fs::read_to_string(path).ok()?).ok()
+    use crate::base::state_file;
+    parse(&state_file::read_text(path, state_file::MAX_BYTES)?).ok()
 }
 
 /// Parses one JSON document (RFC 8259; surrounding white space allowed).

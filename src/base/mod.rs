@@ -11,6 +11,8 @@
 //! - `clock.rs`: the one wall clock (Unix seconds, milliseconds, nanoseconds).
 //! - `dirs.rs`: the one rule for the home directory, the XDG base dirs and
 //!   the plugin's config and state directories.
+//! - `state_file.rs`: the one safe read of a state file (no link, no
+//!   FIFO, a regular file read up to a cap).
 //! - `process.rs`: running a program with one overall deadline, its process
 //!   group killed past it, its output read up to a cap.
 //! - `sys.rs`: every `unsafe` block of the crate, each with a `// SAFETY:`.
@@ -28,4 +30,5 @@ pub mod json;
 pub mod process;
 #[cfg(test)]
 pub(crate) mod scratch;
+pub mod state_file;
 pub(crate) mod sys;

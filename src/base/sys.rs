@@ -363,7 +363,8 @@ pub(crate) fn restore_terminal_modes(
 
 /// Opens an existing file for reading without following a symbolic link in
 /// its last component and without blocking on a FIFO, so that whatever sits
-/// at a lock path can be inspected and `flock`ed safely.
+/// at a lock path can be inspected and `flock`ed safely, and a state file
+/// read safely (`state_file.rs`). `std` adds `O_CLOEXEC` to every open.
 pub(crate) fn open_no_follow(path: &std::path::Path) -> io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
