@@ -5,10 +5,17 @@
 //! `pane.agent_status_changed`; both must fail the same way on a broken
 //! environment and read the event equally leniently (herdr's payload shape
 //! carries no stability guarantee), so the rules live here once.
+//!
+//! The config dir says where to deliver and the state dir holds the markers
+//! and the runtime record other commands act on, so a hook that finds
+//! either one writable by another user ([`crate::base::dirs::trusted`])
+//! stops right after the config dir is known, before it reads or writes
+//! anything of theirs: one log line, nothing delivered, nothing recorded.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use crate::base::dirs::{self, Untrusted};
 use crate::base::json::{self, Value};
 use crate::herdr::client::HerdrClient;
 use crate::herdr::session::{self, Session};
@@ -155,6 +162,7 @@ pub fn parse_event(text: &str) -> Result<Event, EventError> {
 pub enum StartError {
     Env(MissingEnv),
     Event(EventError),
+    Untrusted(Untrusted),
 }
 
 impl std::fmt::Display for StartError {
@@ -162,6 +170,7 @@ impl std::fmt::Display for StartError {
         match self {
             StartError::Env(e) => write!(f, "{e}"),
             StartError::Event(e) => write!(f, "{e}"),
+            StartError::Untrusted(e) => write!(f, "not run: {e}"),
         }
     }
 }
@@ -172,6 +181,12 @@ impl From<MissingEnv> for StartError {
     }
 }
 
+impl From<Untrusted> for StartError {
+    fn from(e: Untrusted) -> StartError {
+        StartError::Untrusted(e)
+    }
+}
+
 impl From<EventError> for StartError {
     fn from(e: EventError) -> StartError {
         StartError::Event(e)
@@ -179,15 +194,35 @@ impl From<EventError> for StartError {
 }
 
 /// The start both hooks share, in the contract's order: the config dir,
-/// the sidebar snapshot refresh, the runtime record for usage queries, the
-/// rest of the environment, and the event.
+/// the trust of the config and state dirs, the sidebar snapshot refresh,
+/// the runtime record for usage queries, the rest of the environment, and
+/// the event.
 pub fn start(lookup: &dyn Fn(&str) -> Option<OsString>) -> Result<(HookEnv, Event), StartError> {
     let config_dir = config_dir(lookup)?;
+    trusted(&config_dir, lookup)?;
     refresh_sidebar_snapshot(&config_dir);
     crate::usage::runtime::record_for_hook(lookup);
     let env = rest(config_dir, lookup)?;
+    dirs::trusted_tree(&env.state_dir, STATE_SUBDIRS)?;
     let event = parse_event(&env.event_json)?;
     Ok((env, event))
+}
+
+/// The directories of a session's state dir the hooks read.
+const STATE_SUBDIRS: &[&str] = &["notify", "activity"];
+
+/// Whether the config dir and, when set, the plugin state dir with the
+/// subdirectories the hooks use are trusted.
+fn trusted(config_dir: &Path, lookup: &dyn Fn(&str) -> Option<OsString>) -> Result<(), Untrusted> {
+    dirs::trusted(config_dir)?;
+    match lookup("HERDR_PLUGIN_STATE_DIR").filter(|v| !v.is_empty()) {
+        Some(state_dir) => {
+            let state_dir = Path::new(&state_dir);
+            dirs::trusted_tree(state_dir, &["usage", "sessions"])?;
+            dirs::trusted_tree(state_dir, STATE_SUBDIRS)
+        }
+        None => Ok(()),
+    }
 }
 
 /// The sidebar snapshot refresh (`sidebar/snapshot.rs`), first thing in both hooks.

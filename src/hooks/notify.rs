@@ -71,7 +71,7 @@ pub fn marker_path(state_dir: &Path, pane: &str) -> PathBuf {
 
 /// The last notified status of a pane; missing or corrupt means none.
 pub fn read_marker(path: &Path) -> Option<String> {
-    let text = settings::read_capped(path, 64 * 1024)?;
+    let text = crate::base::state_file::read_text(path, 64 * 1024)?;
     json::parse(&text)
         .ok()?
         .get("last_notified_status")

@@ -28,7 +28,9 @@
 //!
 //! An internal failure that fits none of the protocol's codes (the lock
 //! timed out, the disk is full) prints no protocol line — like the Node
-//! plugin's uncaught exception — only the detail on stderr, exit 1.
+//! plugin's uncaught exception — only the detail on stderr, exit 1. A
+//! state dir another user can write to is such a failure: its pending
+//! record is not read (see `state.rs`).
 
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
@@ -161,6 +163,9 @@ pub fn accept(
         return Err(AcceptError::NoPendingPairing(pairing_id.clone()));
     }
     let state = StateDir::new(state_dir);
+    state
+        .trusted()
+        .map_err(|e| AcceptError::Internal(e.to_string()))?;
     let location = Location::for_home(home);
     // A refusal drops what is left of the bootstrap, never the enrolled
     // record: that is the starter's report of an enrollment that happened.

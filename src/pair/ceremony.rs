@@ -111,6 +111,8 @@ pub enum CeremonyError {
     Random(RandomUnavailable),
     State(StateError),
     AuthorizedKeys(EditError),
+    /// The state dir is not trusted ([`StateDir::trusted`]).
+    Untrusted(crate::base::dirs::Untrusted),
 }
 
 impl fmt::Display for CeremonyError {
@@ -128,6 +130,7 @@ impl fmt::Display for CeremonyError {
             CeremonyError::Random(e) => write!(f, "{e}"),
             CeremonyError::State(e) => write!(f, "{e}"),
             CeremonyError::AuthorizedKeys(e) => write!(f, "{e}"),
+            CeremonyError::Untrusted(e) => write!(f, "{e}"),
         }
     }
 }
@@ -251,12 +254,13 @@ pub fn begin(config: &CeremonyConfig) -> Result<Ceremony, CeremonyError> {
 
 /// [`begin`] at a given clock reading (tests).
 pub fn begin_at(config: &CeremonyConfig, now: i64) -> Result<Ceremony, CeremonyError> {
+    let state = StateDir::new(&config.state_dir);
+    state.trusted().map_err(CeremonyError::Untrusted)?;
     let key = BootstrapKey::generate()?;
     let pairing_id = crate::pair::bootstrap_key::new_pairing_id()?;
     let expires_at = now.saturating_add(config.ttl_seconds);
     let command = forced_command(&config.heeler_exe, &config.state_dir, &pairing_id)?;
     let line = bootstrap_line(&command, &key.public_line(), &pairing_id, expires_at);
-    let state = StateDir::new(&config.state_dir);
     state.write_pending(&Pending {
         pairing_id: pairing_id.clone(),
         expires_at,

@@ -18,12 +18,18 @@
 //! older heeler) reads as `None`: it cannot prove that the ceremony added
 //! the line, and revoke must never remove a line heeler did not add, so
 //! the ceremony treats it as not appended.
+//!
+//! These records decide what `accept` authorizes, so they are read only
+//! from a trusted state dir ([`StateDir::trusted`], the rule of
+//! [`crate::base::dirs::trusted`]) and through [`json::read_file`], which
+//! refuses a link or a FIFO at a record's path instead of blocking on it.
 
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::base::atomic_file;
+use crate::base::dirs::{self, Untrusted};
 use crate::base::json::{self, Object, Value};
 
 /// How long an enrolled record outlives its ceremony's expiry, and an
@@ -76,6 +82,13 @@ impl StateDir {
         StateDir {
             root: root.to_path_buf(),
         }
+    }
+
+    /// Whether the state dir and its `pending/` and `enrolled/` are
+    /// trusted ([`dirs::trusted`]): checked before a ceremony starts or an
+    /// enrollment reads its pending record.
+    pub fn trusted(&self) -> Result<(), Untrusted> {
+        dirs::trusted_tree(&self.root, &["pending", "enrolled"])
     }
 
     pub fn pending_dir(&self) -> PathBuf {

@@ -1,11 +1,12 @@
 //! The names of every file of Usage state, in one place.
 //!
 //! All Usage state lives in one directory, `usage/` under the plugin's
-//! state dir; its location follows the one rule in [`crate::base::dirs`].
+//! state dir; its location follows the one rule in [`crate::base::dirs`],
+//! and so does whether it is trusted ([`UsageDir::trusted`]).
 
 use std::path::PathBuf;
 
-use crate::base::dirs::{self, NoHome};
+use crate::base::dirs::{self, NoHome, Untrusted};
 use crate::usage::event::Agent;
 
 /// Files and directories of Usage state.
@@ -21,6 +22,15 @@ impl UsageDir {
     /// [`UsageDir::resolve`] in this process's environment.
     pub fn from_env() -> Result<UsageDir, NoHome> {
         UsageDir::resolve(&dirs::Env::process())
+    }
+
+    /// Whether the plugin's state dir and `usage/` below it are trusted
+    /// ([`dirs::trusted`]).
+    pub fn trusted(&self) -> Result<(), Untrusted> {
+        if let Some(state_dir) = self.0.parent() {
+            dirs::trusted(state_dir)?;
+        }
+        dirs::trusted(&self.0)
     }
 
     pub fn snapshot(&self) -> PathBuf {

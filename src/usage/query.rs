@@ -126,6 +126,9 @@ pub struct Stored {
     pub claude_limits_trigger: Option<Value>,
     pub claude_limits_wanted: bool,
     pub worker_running: bool,
+    /// Why the state dir is not trusted ([`UsageDir::trusted`]); then no
+    /// runtime record was read.
+    pub untrusted: Option<String>,
 }
 
 impl Stored {
@@ -140,6 +143,7 @@ impl Stored {
             claude_limits_trigger: None,
             claude_limits_wanted: false,
             worker_running: false,
+            untrusted: None,
         }
     }
 }
@@ -224,12 +228,13 @@ fn read_stored(dir: &UsageDir, zone: &Zone, now: i64) -> Stored {
     Stored {
         snapshot: read_snapshot(dir, zone, now),
         status: read_json(&dir.status()),
-        runtime: read_json(&dir.runtime()),
+        runtime: crate::usage::runtime::read(dir),
         limits_claude: read_json(&dir.limits(Agent::Claude)),
         limits_codex: read_json(&dir.limits(Agent::Codex)),
         claude_limits_trigger: read_json(&dir.claude_limits_trigger()),
         claude_limits_wanted: dir.claude_limits_wanted().exists(),
         worker_running: worker::is_running(dir),
+        untrusted: dir.trusted().err().map(|e| e.to_string()),
     }
 }
 
@@ -391,6 +396,12 @@ pub fn decide(options: &Options, inputs: &Inputs) -> Decision {
             &empty
         }
     };
+    if let Some(untrusted) = &stored.untrusted {
+        errors.push(report::error(
+            "untrusted_state_dir",
+            &format!("no runtime record is used: {untrusted}"),
+        ));
+    }
     let have_dir = inputs.stored.is_ok();
     let want_zone = match &stored.snapshot {
         SnapshotRead::Slots(_) => Some(inputs.zone.name.clone()),

@@ -6,12 +6,20 @@
 //! (`usage/runtime-v1.json`): this binary's path, herdr's binary and socket,
 //! and the variables that locate the agents and their transcripts. Nothing
 //! secret is recorded.
+//!
+//! The record's `PATH` decides which `codex` and `claude` the worker runs,
+//! so it is only read ([`read`]) when the state dir, `usage/` and the file
+//! itself are trusted ([`crate::base::dirs::verdict`]): a record another
+//! user could have written is no record.
 
 use std::io;
 use std::path::Path;
 
 use crate::base::atomic_file;
-use crate::base::json::{Object, Value};
+use crate::base::dirs;
+use crate::base::json::{self, Object, Value};
+use crate::base::state_file;
+use crate::usage::paths::UsageDir;
 
 /// Variables copied from the environment into the record.
 pub const RECORDED_VARS: &[&str] = &[
@@ -62,7 +70,7 @@ pub fn record_runtime(state_dir: &Path) -> io::Result<()> {
     );
     let path = dir.join("runtime-v1.json");
     // Unchanged (apart from the time): leave the file alone.
-    if let Some(old) = crate::base::json::read_file(&path) {
+    if let Some(old) = json::read_file(&path) {
         let strip = |v: &Value| {
             let mut o = v.as_object().cloned().unwrap_or_default();
             o.remove("recorded_at");
@@ -73,6 +81,17 @@ pub fn record_runtime(state_dir: &Path) -> io::Result<()> {
         }
     }
     atomic_file::write(&path, value.to_json().as_bytes(), 0o600)
+}
+
+/// The runtime record of `dir`: `None` when it is missing or not JSON, or
+/// when it or a directory above it (the state dir, `usage/`) is not
+/// trusted.
+pub fn read(dir: &UsageDir) -> Option<Value> {
+    use std::os::unix::fs::MetadataExt;
+    dir.trusted().ok()?;
+    let (bytes, meta) = state_file::read(&dir.runtime(), state_file::MAX_BYTES).ok()?;
+    dirs::verdict_for_me(meta.uid(), meta.mode()).ok()?;
+    json::parse(std::str::from_utf8(&bytes).ok()?).ok()
 }
 
 /// `key` of the environment the runtime record saw (herdr's), else of this

@@ -337,7 +337,7 @@ pub fn persist_plan(files_changed: bool, had_index: bool, incremental: bool) -> 
 
 fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
     let prices = PriceTable::bundled().map_err(|_| WorkerError::Pricing)?;
-    let runtime = json::read_file(&dir.runtime());
+    let runtime = crate::usage::runtime::read(dir);
     let roots = Roots::from_env(runtime.as_ref());
     let trace = Trace::new();
     // Walking the transcript trees waits on the kernel; loading the cache

@@ -8,11 +8,10 @@ use std::time::Duration;
 use crate::base::atomic_file::{self, LockFile, LockPolicy};
 use crate::base::json::{self, Object, Value};
 use crate::hooks::delivery::write_state_file;
-use crate::hooks::settings::read_capped;
 
 /// The stored claim; missing or corrupt means none (and is never superseded).
 pub fn read_claim(path: &Path) -> Option<Value> {
-    read_capped(path, 64 * 1024).and_then(|t| json::parse(&t).ok())
+    crate::base::state_file::read_text(path, 64 * 1024).and_then(|t| json::parse(&t).ok())
 }
 
 /// Whether a claim read back after the debounce belongs to a newer hook.

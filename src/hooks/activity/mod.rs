@@ -34,7 +34,7 @@ use crate::hooks::env::{self, StartError};
 use crate::hooks::registration;
 use crate::hooks::relay::{Outcome, RelayClient};
 use crate::hooks::row_layout::{self, RowContext};
-use crate::hooks::settings::{self, read_capped};
+use crate::hooks::settings;
 use crate::wire::display_text::for_display;
 
 /// Why the hook failed (each is one `activity-hook: …` line).
@@ -74,7 +74,7 @@ pub fn run(_args: ActivityHookArgs) -> Result<(), Failure> {
 
 /// Reads `activity/last-state.json`; missing or corrupt means none.
 pub fn read_last_state(path: &Path) -> LastState {
-    read_capped(path, 1024 * 1024)
+    crate::base::state_file::read_text(path, 1024 * 1024)
         .and_then(|t| json::parse(&t).ok())
         .map_or_else(LastState::default, |value| LastState::from_value(&value))
 }
