@@ -330,3 +330,45 @@ fn pair_no_ui_refuses_an_untrusted_state_dir() {
         "no Bootstrap Key"
     );
 }
+
+#[test]
+fn doctor_fails_an_untrusted_state_dir() {
+    let dir = TempDir::new("trust-doctor");
+    let state = dir.path.join("state");
+    let config = dir.path.join("config");
+    fs::create_dir_all(state.join("pending")).unwrap();
+    fs::create_dir_all(&config).unwrap();
+    chmod(&state.join("pending"), 0o777);
+    let out = Command::new(heeler_bin())
+        .args(["doctor", "--json"])
+        .env_clear()
+        .env("HOME", &dir.path)
+        .env("HERDR_PLUGIN_STATE_DIR", &state)
+        .env("HERDR_PLUGIN_CONFIG_DIR", &config)
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let report = json::parse(String::from_utf8(out.stdout).unwrap().trim()).unwrap();
+    let check = report
+        .get("checks")
+        .and_then(Value::as_array)
+        .unwrap()
+        .iter()
+        .find(|c| c.get("id").and_then(Value::as_str) == Some("dir_trust"))
+        .cloned()
+        .expect("a dir_trust check");
+    assert_eq!(check.get("status").and_then(Value::as_str), Some("fail"));
+    let pending = state.join("pending").display().to_string();
+    assert!(
+        check
+            .get("summary")
+            .and_then(Value::as_str)
+            .unwrap()
+            .contains(&pending)
+    );
+    assert_eq!(
+        check.get("fix").and_then(Value::as_str),
+        Some(format!("run `chmod go-w {pending}`").as_str())
+    );
+}

@@ -157,22 +157,37 @@ pub struct Untrusted {
     pub problem: Problem,
 }
 
-impl fmt::Display for Untrusted {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Untrusted {
+    /// What is wrong, naming the path.
+    pub fn summary(&self) -> String {
         let path = self.path.display();
         match &self.problem {
-            Problem::Owner { owner, euid } => write!(
-                f,
-                "{path} is owned by uid {owner}, not by uid {euid} running heeler; \
-                 use a directory you own (or run `chown {euid} {path}`)"
-            ),
-            Problem::Writable { mode } => write!(
-                f,
-                "{path} is writable by group or others (mode {mode:04o}); \
-                 run `chmod go-w {path}`"
-            ),
-            Problem::Unreadable(error) => write!(f, "{path} cannot be checked: {error}"),
+            Problem::Owner { owner, euid } => {
+                format!("{path} is owned by uid {owner}, not by uid {euid} running heeler")
+            }
+            Problem::Writable { mode } => {
+                format!("{path} is writable by group or others (mode {mode:04o})")
+            }
+            Problem::Unreadable(error) => format!("{path} cannot be checked: {error}"),
         }
+    }
+
+    /// How to fix it.
+    pub fn fix(&self) -> String {
+        let path = self.path.display();
+        match &self.problem {
+            Problem::Owner { euid, .. } => {
+                format!("use a directory you own (or run `chown {euid} {path}`)")
+            }
+            Problem::Writable { .. } => format!("run `chmod go-w {path}`"),
+            Problem::Unreadable(_) => format!("make {path} a directory you own"),
+        }
+    }
+}
+
+impl fmt::Display for Untrusted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}; {}", self.summary(), self.fix())
     }
 }
 

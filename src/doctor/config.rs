@@ -262,6 +262,22 @@ pub fn check_notifications_json(read: &FileRead) -> Check {
 
 /// The relay answers `GET /push` with 405 (it only takes POST): reachable,
 /// without sending anything to a device.
+/// The config and state directories: a failure naming each one a command
+/// would refuse, and no check at all when every one is trusted.
+pub fn check_dir_trust(untrusted: &[crate::base::dirs::Untrusted]) -> Option<Check> {
+    let first = untrusted.first()?;
+    let summary = untrusted
+        .iter()
+        .map(|u| u.summary())
+        .collect::<Vec<_>>()
+        .join("; ");
+    Some(Check::fail(
+        "dir_trust",
+        format!("{summary}: heeler refuses to read state or config there"),
+        first.fix(),
+    ))
+}
+
 pub fn check_relay(url: &str, status: &Result<u16, String>) -> Check {
     const ID: &str = "relay";
     let url = without_userinfo(url);

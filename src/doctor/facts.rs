@@ -10,7 +10,7 @@
 
 use std::path::PathBuf;
 
-use crate::base::dirs::NoHome;
+use crate::base::dirs::{NoHome, Untrusted};
 use crate::pair::config::PairConfig;
 
 /// A file as read: absent, unreadable (with the reason), or its text.
@@ -78,6 +78,10 @@ pub struct Facts {
     pub now_unix: u64,
     pub herdr: Option<PathBuf>,
     pub herdr_version: Result<String, String>,
+    /// Every config or state directory the commands would refuse
+    /// (`base::dirs::trusted`, as each owner applies it); empty when all
+    /// are trusted.
+    pub untrusted_dirs: Vec<Untrusted>,
     /// `plugin list --json` of each running session (or of the current one
     /// when none runs), by session name.
     pub plugin_lists: Vec<(String, Result<String, String>)>,

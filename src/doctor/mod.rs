@@ -11,7 +11,8 @@
 //! - `ssh.rs`: the SSH server, host keys, StrictModes, leftover Bootstrap
 //!   Key lines.
 //! - `herdr.rs`: the herdr version, the plugin in every running session.
-//! - `config.rs`: pair.json, notify.json, notifications.json, the relay.
+//! - `config.rs`: pair.json, notify.json, notifications.json, the trust of
+//!   the config and state dirs, the relay.
 //! - this file: [`run`] (gather, decide, render) and [`decide`], the fixed
 //!   order of the checks.
 //!
@@ -80,6 +81,7 @@ pub fn decide(facts: &Facts, os: &str, version: &str) -> Vec<Check> {
         ));
         checks.push(config::check_notifications_json(&files.notifications_json));
     }
+    checks.extend(config::check_dir_trust(&facts.untrusted_dirs));
     if let Some(relay) = &facts.relay {
         checks.push(config::check_relay(&config::relay_url(config.ok()), relay));
     }
@@ -179,6 +181,7 @@ mod tests {
             herdr: None,
             herdr_version: Err("herdr not found".to_owned()),
             plugin_lists: Vec::new(),
+            untrusted_dirs: Vec::new(),
             config,
             relay: None,
         }
@@ -215,6 +218,38 @@ mod tests {
             relay.is_some_and(|c| c.summary.starts_with("https://heeler-apns.bybee.dev ")),
             "{checks:?}"
         );
+    }
+
+    #[test]
+    fn an_untrusted_dir_is_a_failing_check_before_the_relay() {
+        use crate::base::dirs::{Problem, Untrusted};
+        let mut untrusted = facts(Ok(home()), Ok(config()));
+        untrusted.relay = Some(Ok(405));
+        untrusted.untrusted_dirs = vec![
+            Untrusted {
+                path: PathBuf::from("/s"),
+                problem: Problem::Writable { mode: 0o777 },
+            },
+            Untrusted {
+                path: PathBuf::from("/c"),
+                problem: Problem::Owner {
+                    owner: 7,
+                    euid: 1000,
+                },
+            },
+        ];
+        let checks = decide(&untrusted, "linux", "0.8.0");
+        let n = checks.len();
+        assert_eq!(ids(&checks)[n - 2..], ["dir_trust", "relay"]);
+        let check = &checks[n - 2];
+        assert_eq!(check.status, Status::Fail);
+        assert_eq!(
+            check.summary,
+            "/s is writable by group or others (mode 0777); \
+             /c is owned by uid 7, not by uid 1000 running heeler: \
+             heeler refuses to read state or config there"
+        );
+        assert_eq!(check.fix.as_deref(), Some("run `chmod go-w /s`"));
     }
 
     /// Every path a check names, read off its summary and fix.

@@ -64,9 +64,36 @@ pub fn gather(network: bool) -> Facts {
         herdr,
         herdr_version,
         plugin_lists,
+        untrusted_dirs: untrusted_dirs(&env),
         config,
         relay,
     }
+}
+
+/// The config and state directories that pairing, `accept`, the hooks or
+/// `heeler usage` would refuse, each asked of the module that reads it.
+fn untrusted_dirs(env: &dirs::Env) -> Vec<dirs::Untrusted> {
+    let config_dir = env.plugin_config_dir().ok();
+    let state_dir = env.plugin_state_dir().ok();
+    let mut found = Vec::new();
+    if let Some(config_dir) = &config_dir {
+        found.extend(crate::hooks::env::trusted_dirs(config_dir, state_dir.as_deref()).err());
+    }
+    if let Some(state_dir) = &state_dir {
+        found.extend(crate::pair::state::StateDir::new(state_dir).trusted().err());
+        found.extend(
+            crate::usage::paths::UsageDir(state_dir.join("usage"))
+                .trusted()
+                .err(),
+        );
+    }
+    let mut unique: Vec<dirs::Untrusted> = Vec::new();
+    for untrusted in found {
+        if !unique.iter().any(|u| u.path == untrusted.path) {
+            unique.push(untrusted);
+        }
+    }
+    unique
 }
 
 /// The home directory, `~/.ssh` and authorized_keys, where pairing puts them.

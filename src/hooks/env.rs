@@ -211,13 +211,17 @@ pub fn start(lookup: &dyn Fn(&str) -> Option<OsString>) -> Result<(HookEnv, Even
 /// The directories of a session's state dir the hooks read.
 const STATE_SUBDIRS: &[&str] = &["notify", "activity"];
 
-/// Whether the config dir and, when set, the plugin state dir with the
-/// subdirectories the hooks use are trusted.
 fn trusted(config_dir: &Path, lookup: &dyn Fn(&str) -> Option<OsString>) -> Result<(), Untrusted> {
+    let state_dir = lookup("HERDR_PLUGIN_STATE_DIR").filter(|v| !v.is_empty());
+    trusted_dirs(config_dir, state_dir.as_deref().map(Path::new))
+}
+
+/// Whether the config dir and, when known, the plugin state dir with the
+/// subdirectories the hooks use are trusted (also `heeler doctor`'s check).
+pub fn trusted_dirs(config_dir: &Path, state_dir: Option<&Path>) -> Result<(), Untrusted> {
     dirs::trusted(config_dir)?;
-    match lookup("HERDR_PLUGIN_STATE_DIR").filter(|v| !v.is_empty()) {
+    match state_dir {
         Some(state_dir) => {
-            let state_dir = Path::new(&state_dir);
             dirs::trusted_tree(state_dir, &["usage", "sessions"])?;
             dirs::trusted_tree(state_dir, STATE_SUBDIRS)
         }
@@ -268,5 +272,35 @@ mod tests {
             config_dir(&none),
             Err(MissingEnv("HERDR_PLUGIN_CONFIG_DIR"))
         );
+    }
+
+    #[test]
+    fn an_untrusted_config_or_state_dir_stops_the_start() {
+        use std::os::unix::fs::PermissionsExt;
+        let scratch = crate::base::scratch::ScratchDir::new("hook-env-trust");
+        let config = scratch.path().join("config");
+        let state = scratch.path().join("state");
+        std::fs::create_dir_all(&config).unwrap();
+        std::fs::create_dir_all(state.join("notify")).unwrap();
+        let chmod = |path: &Path, mode| {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap()
+        };
+        chmod(&config, 0o700);
+        chmod(&state, 0o700);
+        assert_eq!(trusted_dirs(&config, Some(&state)), Ok(()));
+        chmod(&state.join("notify"), 0o777);
+        let err = trusted_dirs(&config, Some(&state)).unwrap_err();
+        assert_eq!(err.path, state.join("notify"));
+        chmod(&state.join("notify"), 0o700);
+        chmod(&config, 0o777);
+        let lookup = |name: &str| match name {
+            "HERDR_PLUGIN_CONFIG_DIR" => Some(config.clone().into_os_string()),
+            "HERDR_PLUGIN_STATE_DIR" => Some(state.clone().into_os_string()),
+            _ => None,
+        };
+        match start(&lookup) {
+            Err(StartError::Untrusted(e)) => assert_eq!(e.path, config),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -1161,4 +1161,21 @@ mod tests {
         assert_eq!(answer.get("coverage"), Some(&v(r#"{"partial":false}"#)));
         assert_eq!(answer.get("errors"), Some(&v("[]")));
     }
+
+    #[test]
+    fn an_untrusted_state_dir_is_an_error_and_no_runtime() {
+        let d = decide(
+            &auto(),
+            &inputs(Stored {
+                untrusted: Some("/s is writable by group or others (mode 0777)".into()),
+                ..quiet()
+            }),
+        );
+        assert_eq!(codes(&d), ["untrusted_state_dir"]);
+        assert_eq!(
+            d.errors[0].get("message").and_then(Value::as_str),
+            Some("no runtime record is used: /s is writable by group or others (mode 0777)")
+        );
+        assert_eq!(d.runtime, v(r#"{"state":"missing"}"#));
+    }
 }

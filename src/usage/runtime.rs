@@ -127,3 +127,43 @@ pub fn record_for_hook(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) {
         eprintln!("usage: runtime record not written ({error})");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::scratch::ScratchDir;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn chmod(path: &Path, mode: u32) {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    #[test]
+    fn the_record_is_read_only_from_a_trusted_dir_and_file() {
+        let scratch = ScratchDir::new("runtime-trust");
+        let state = scratch.path().join("state");
+        let dir = UsageDir(state.join("usage"));
+        std::fs::create_dir_all(&dir.0).unwrap();
+        std::fs::write(dir.runtime(), r#"{"v":1,"env":{"PATH":"/x"}}"#).unwrap();
+        chmod(&state, 0o700);
+        chmod(&dir.0, 0o700);
+        chmod(&dir.runtime(), 0o600);
+        let path_of = |record: Option<Value>| {
+            record.and_then(|r| r.get("env")?.get("PATH")?.as_str().map(str::to_owned))
+        };
+        assert_eq!(path_of(read(&dir)).as_deref(), Some("/x"));
+        chmod(&dir.runtime(), 0o666);
+        assert_eq!(read(&dir), None, "a file others may write");
+        chmod(&dir.runtime(), 0o600);
+        chmod(&dir.0, 0o777);
+        assert_eq!(read(&dir), None, "a usage dir others may write");
+        chmod(&dir.0, 0o700);
+        chmod(&state, 0o777);
+        assert_eq!(read(&dir), None, "a state dir others may write");
+        chmod(&state, 0o700);
+        let target = scratch.path().join("elsewhere.json");
+        std::fs::rename(dir.runtime(), &target).unwrap();
+        std::os::unix::fs::symlink(&target, dir.runtime()).unwrap();
+        assert_eq!(read(&dir), None, "a link");
+    }
+}
