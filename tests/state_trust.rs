@@ -167,14 +167,40 @@ fn a_recorded_path_is_used_only_from_a_trusted_state_dir() {
         Some("missing"),
         "no runtime record is used from an untrusted dir"
     );
-    let _ = query_until_idle(&attacked.path, &state);
+    let forced = query_until_idle(&attacked.path, &state);
+    assert_eq!(refresh_state(&forced), "stale", "no worker starts");
+    // A worker started anyway (by hand, or by an older query) ignores the
+    // record too.
+    worker(&attacked.path, &state);
     assert!(!marker.exists(), "the planted codex/claude ran");
 
     // The same from a world-writable usage/ below a trusted state dir.
     chmod(&state, 0o700);
     chmod(&state.join("usage"), 0o777);
-    let _ = query_until_idle(&attacked.path, &state);
+    let answer = query_until_idle(&attacked.path, &state);
+    assert!(
+        error_codes(&answer).contains(&"untrusted_state_dir".to_owned()),
+        "{:?}",
+        error_codes(&answer)
+    );
+    worker(&attacked.path, &state);
     assert!(!marker.exists(), "the planted codex/claude ran");
+}
+
+/// Runs `heeler usage worker` in the victim's bare environment.
+fn worker(home: &Path, state: &Path) {
+    let child = Command::new(heeler_bin())
+        .args(["usage", "worker"])
+        .env_clear()
+        .env("HOME", home)
+        .env("HERDR_PLUGIN_STATE_DIR", state)
+        .env("PATH", "/nonexistent")
+        .env("TZ", "UTC")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_within(child, Duration::from_secs(60));
 }
 
 fn accept(state: &Path, home: &Path, id: &str) -> Output {

@@ -126,8 +126,8 @@ pub struct Stored {
     pub claude_limits_trigger: Option<Value>,
     pub claude_limits_wanted: bool,
     pub worker_running: bool,
-    /// Why the state dir is not trusted ([`UsageDir::trusted`]); then no
-    /// runtime record was read.
+    /// Why the state dir is not trusted ([`UsageDir::trusted`]); then
+    /// nothing else was read from it.
     pub untrusted: Option<String>,
 }
 
@@ -225,6 +225,14 @@ fn with_slots(dir: &UsageDir, snapshot: Option<Snapshot>) -> Option<Snapshot> {
 }
 
 fn read_stored(dir: &UsageDir, zone: &Zone, now: i64) -> Stored {
+    // Another user may have planted anything there (a runtime record with
+    // their PATH, a FIFO at a cache file): read nothing.
+    if let Err(untrusted) = dir.trusted() {
+        return Stored {
+            untrusted: Some(untrusted.to_string()),
+            ..Stored::empty()
+        };
+    }
     Stored {
         snapshot: read_snapshot(dir, zone, now),
         status: read_json(&dir.status()),
@@ -234,7 +242,7 @@ fn read_stored(dir: &UsageDir, zone: &Zone, now: i64) -> Stored {
         claude_limits_trigger: read_json(&dir.claude_limits_trigger()),
         claude_limits_wanted: dir.claude_limits_wanted().exists(),
         worker_running: worker::is_running(dir),
-        untrusted: dir.trusted().err().map(|e| e.to_string()),
+        untrusted: None,
     }
 }
 
@@ -275,6 +283,8 @@ pub enum SpawnReason {
 pub enum SkipReason {
     /// There is no state dir to refresh.
     NoHome,
+    /// The state dir is not trusted ([`UsageDir::trusted`]).
+    Untrusted,
     /// A worker holds the lock already.
     AlreadyRunning,
     /// `--refresh never`.
@@ -397,12 +407,11 @@ pub fn decide(options: &Options, inputs: &Inputs) -> Decision {
         }
     };
     if let Some(untrusted) = &stored.untrusted {
-        errors.push(report::error(
-            "untrusted_state_dir",
-            &format!("no runtime record is used: {untrusted}"),
-        ));
+        errors.push(report::error("untrusted_state_dir", untrusted));
     }
-    let have_dir = inputs.stored.is_ok();
+    // No state dir, or one that is not trusted: nothing is written there
+    // and no worker starts.
+    let have_dir = inputs.stored.is_ok() && stored.untrusted.is_none();
     let want_zone = match &stored.snapshot {
         SnapshotRead::Slots(_) => Some(inputs.zone.name.clone()),
         SnapshotRead::Unreadable => {
@@ -468,7 +477,9 @@ pub fn decide(options: &Options, inputs: &Inputs) -> Decision {
         Some((generated_at, partial, _)) => partial || now - generated_at >= SNAPSHOT_TTL,
     };
 
-    let worker = if !have_dir {
+    let worker = if stored.untrusted.is_some() {
+        Worker::Skip(SkipReason::Untrusted)
+    } else if !have_dir {
         Worker::Skip(SkipReason::NoHome)
     } else if stored.worker_running {
         Worker::Skip(SkipReason::AlreadyRunning)
@@ -1163,19 +1174,23 @@ mod tests {
     }
 
     #[test]
-    fn an_untrusted_state_dir_is_an_error_and_no_runtime() {
-        let d = decide(
-            &auto(),
-            &inputs(Stored {
-                untrusted: Some("/s is writable by group or others (mode 0777)".into()),
-                ..quiet()
-            }),
-        );
-        assert_eq!(codes(&d), ["untrusted_state_dir"]);
-        assert_eq!(
-            d.errors[0].get("message").and_then(Value::as_str),
-            Some("no runtime record is used: /s is writable by group or others (mode 0777)")
-        );
-        assert_eq!(d.runtime, v(r#"{"state":"missing"}"#));
+    fn an_untrusted_state_dir_is_an_error_and_starts_and_writes_nothing() {
+        let untrusted = Stored {
+            untrusted: Some("/s is writable by group or others (mode 0777); run `chmod go-w /s`".into()),
+            ..Stored::empty()
+        };
+        for options in [auto(), options(RefreshMode::Force, true)] {
+            let d = decide(&options, &inputs(untrusted.clone()));
+            assert_eq!(codes(&d), ["untrusted_state_dir"]);
+            assert_eq!(
+                d.errors[0].get("message").and_then(Value::as_str),
+                Some("/s is writable by group or others (mode 0777); run `chmod go-w /s`")
+            );
+            assert_eq!(d.effects.worker, Worker::Skip(SkipReason::Untrusted));
+            assert_eq!(d.effects.claude_limits_wanted, WantedFile::Leave);
+            assert_eq!(d.effects.want_zone, None);
+            assert_eq!(d.state, RefreshState::Stale);
+            assert_eq!(d.runtime, v(r#"{"state":"missing"}"#));
+        }
     }
 }
