@@ -119,7 +119,11 @@ fn error_codes(answer: &Value) -> Vec<String> {
 
 /// Runs a query that starts the worker and waits for the refresh to end.
 fn query_until_idle(home: &Path, state: &Path) -> Value {
-    let first = query(home, state, &["--refresh", "force", "--claude-limits", "on"]);
+    let first = query(
+        home,
+        state,
+        &["--refresh", "force", "--claude-limits", "on"],
+    );
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let answer = query(home, state, &["--refresh", "never"]);
@@ -163,7 +167,12 @@ fn a_recorded_path_is_used_only_from_a_trusted_state_dir() {
         error_codes(&answer)
     );
     assert_eq!(
-        answer.get("runtime").unwrap().get("state").unwrap().as_str(),
+        answer
+            .get("runtime")
+            .unwrap()
+            .get("state")
+            .unwrap()
+            .as_str(),
         Some("missing"),
         "no runtime record is used from an untrusted dir"
     );
@@ -292,9 +301,7 @@ fn hooks_deliver_nothing_from_an_untrusted_dir() {
         ("activity-hook", "state"),
     ] {
         let fixture = support::Fixture::new("trust-hook");
-        fixture.write_registration(&support::registration(&[support::entry(
-            "tok-a", key, "",
-        )]));
+        fixture.write_registration(&support::registration(&[support::entry("tok-a", key, "")]));
         fixture.herdr.set_agents(
             r#"[{"pane_id":"p1","agent_status":"blocked","agent":"claude","workspace_id":"w1"}]"#,
         );
@@ -347,7 +354,12 @@ fn pair_no_ui_refuses_an_untrusted_state_dir() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let mut stderr = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
     assert_ne!(child.wait().unwrap().code(), Some(0));
     assert!(stderr.contains(&state.display().to_string()), "{stderr}");
     assert!(stderr.contains("chmod go-w"), "{stderr}");

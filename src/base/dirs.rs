@@ -224,7 +224,12 @@ pub fn trusted(path: &Path) -> Result<(), Untrusted> {
     match std::fs::metadata(path) {
         Ok(meta) => verdict_for_me(meta.uid(), meta.mode()).map_err(untrusted),
         // A path below a file names nothing either.
-        Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => {
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+            ) =>
+        {
             Ok(())
         }
         Err(e) => Err(untrusted(Problem::Unreadable(e.to_string()))),
@@ -281,10 +286,7 @@ mod tests {
         );
         let owner = Untrusted {
             path: "/s".into(),
-            problem: Problem::Owner {
-                owner: 7,
-                euid: 8,
-            },
+            problem: Problem::Owner { owner: 7, euid: 8 },
         };
         assert_eq!(
             owner.to_string(),

@@ -1176,7 +1176,9 @@ mod tests {
     #[test]
     fn an_untrusted_state_dir_is_an_error_and_starts_and_writes_nothing() {
         let untrusted = Stored {
-            untrusted: Some("/s is writable by group or others (mode 0777); run `chmod go-w /s`".into()),
+            untrusted: Some(
+                "/s is writable by group or others (mode 0777); run `chmod go-w /s`".into(),
+            ),
             ..Stored::empty()
         };
         for options in [auto(), options(RefreshMode::Force, true)] {
