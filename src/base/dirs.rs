@@ -18,8 +18,11 @@
 //! - Trust: heeler reads state and config only from a directory another
 //!   user cannot write to, because what those files say decides what heeler
 //!   runs (a recorded `PATH`) and what it waits for (a pending record). A
-//!   directory is trusted when it is owned by the effective uid and not
-//!   writable by group or others ([`verdict`], pure); [`trusted`] applies it
+//!   directory is trusted when it is owned by the effective uid, others
+//!   cannot write to it, and its group can only when that group is the
+//!   user's private group (umask 002 with private groups is Debian's and
+//!   Ubuntu's default, and herdr creates the plugin dirs with the user's
+//!   umask) ([`verdict`], pure); [`trusted`] applies it
 //!   to a directory (and [`trusted_tree`] to one and the subdirectories a
 //!   caller reads), a missing one being trusted because heeler creates it
 //!   itself with mode 0700. Symbolic links are followed: a link's own mode
@@ -194,13 +197,18 @@ impl fmt::Display for Untrusted {
 impl std::error::Error for Untrusted {}
 
 /// The trust decision (pure): a path owned by `owner` with permission bits
-/// `mode` is trusted by `euid` when `owner == euid` and neither group nor
-/// others may write to it.
-pub fn verdict(owner: u32, mode: u32, euid: u32) -> Result<(), Problem> {
+/// `mode` is trusted by `euid` when `owner == euid`, others may not write
+/// to it, and the group may write only when it is the user's private group
+/// (`group_is_private`: the user's primary group with no other member, as
+/// Debian's OpenSSH accepts for StrictModes). herdr creates the plugin dirs
+/// with the user's umask, and umask 002 with private groups is the default
+/// on Debian and Ubuntu, so refusing every group-writable dir would lock
+/// those users out of their own state.
+pub fn verdict(owner: u32, mode: u32, euid: u32, group_is_private: bool) -> Result<(), Problem> {
     if owner != euid {
         return Err(Problem::Owner { owner, euid });
     }
-    if mode & 0o022 != 0 {
+    if mode & 0o002 != 0 || (mode & 0o020 != 0 && !group_is_private) {
         return Err(Problem::Writable {
             mode: mode & 0o7777,
         });
@@ -208,9 +216,27 @@ pub fn verdict(owner: u32, mode: u32, euid: u32) -> Result<(), Problem> {
     Ok(())
 }
 
-/// [`verdict`] for this process's effective uid.
-pub fn verdict_for_me(owner: u32, mode: u32) -> Result<(), Problem> {
-    verdict(owner, mode, sys::effective_uid())
+/// Whether `gid` is the private group of the user running heeler: its
+/// primary group, listing no member but that user. Looked up only for a
+/// group-writable path, so the common case reads no database.
+fn is_my_private_group(gid: u32) -> bool {
+    let Ok(Some(me)) = sys::passwd_entry(sys::effective_uid()) else {
+        return false;
+    };
+    if me.gid != gid {
+        return false;
+    }
+    match sys::group_members(gid) {
+        Ok(Some(members)) => members.iter().all(|name| name == me.name.as_bytes()),
+        _ => false,
+    }
+}
+
+/// [`verdict`] for this process's effective uid, given a path's owner, group
+/// and mode.
+pub fn verdict_for_me(owner: u32, gid: u32, mode: u32) -> Result<(), Problem> {
+    let group_is_private = mode & 0o020 != 0 && is_my_private_group(gid);
+    verdict(owner, mode, sys::effective_uid(), group_is_private)
 }
 
 /// Whether heeler may read state or config from the directory `path`
@@ -222,7 +248,7 @@ pub fn trusted(path: &Path) -> Result<(), Untrusted> {
         problem,
     };
     match std::fs::metadata(path) {
-        Ok(meta) => verdict_for_me(meta.uid(), meta.mode()).map_err(untrusted),
+        Ok(meta) => verdict_for_me(meta.uid(), meta.gid(), meta.mode()).map_err(untrusted),
         // A path below a file names nothing either.
         Err(e)
             if matches!(
@@ -248,30 +274,59 @@ mod tests {
 
     #[test]
     fn trust_needs_the_owner_and_no_group_or_other_write() {
-        assert_eq!(verdict(1000, 0o40700, 1000), Ok(()));
-        assert_eq!(verdict(1000, 0o40755, 1000), Ok(()));
-        assert_eq!(verdict(0, 0o40555, 0), Ok(()));
+        assert_eq!(verdict(1000, 0o40700, 1000, false), Ok(()));
+        assert_eq!(verdict(1000, 0o40755, 1000, false), Ok(()));
+        assert_eq!(verdict(0, 0o40555, 0, false), Ok(()));
         assert_eq!(
-            verdict(1001, 0o40700, 1000),
+            verdict(1001, 0o40700, 1000, false),
             Err(Problem::Owner {
                 owner: 1001,
                 euid: 1000
             })
         );
         // Root owning a user's state dir is still another owner.
-        assert!(verdict(0, 0o40700, 1000).is_err());
+        assert!(verdict(0, 0o40700, 1000, false).is_err());
         assert_eq!(
-            verdict(1000, 0o40775, 1000),
+            verdict(1000, 0o40775, 1000, false),
             Err(Problem::Writable { mode: 0o775 })
         );
         assert_eq!(
-            verdict(1000, 0o41777, 1000),
+            verdict(1000, 0o41777, 1000, true),
             Err(Problem::Writable { mode: 0o1777 })
         );
         assert_eq!(
-            verdict(1000, 0o40702, 1000),
+            verdict(1000, 0o40702, 1000, true),
             Err(Problem::Writable { mode: 0o702 })
         );
+    }
+
+    #[test]
+    fn a_private_group_may_write_but_others_never() {
+        // umask 002 with a user private group (Debian, Ubuntu): 0775 is fine.
+        assert_eq!(verdict(1000, 0o40775, 1000, true), Ok(()));
+        assert_eq!(verdict(1000, 0o40770, 1000, true), Ok(()));
+        // A shared group, or anyone at all, may not write.
+        assert_eq!(
+            verdict(1000, 0o40770, 1000, false),
+            Err(Problem::Writable { mode: 0o770 })
+        );
+        assert_eq!(
+            verdict(1000, 0o40777, 1000, true),
+            Err(Problem::Writable { mode: 0o777 })
+        );
+        // A private group never makes another owner's dir trusted.
+        assert!(verdict(1001, 0o40775, 1000, true).is_err());
+    }
+
+    #[test]
+    fn the_private_group_rule_reads_the_real_group_database() {
+        // Root's primary group (gid 0 here) lists no other member on this
+        // machine kind; a gid nobody has is never private.
+        let me = sys::passwd_entry(sys::effective_uid()).unwrap().unwrap();
+        let members = sys::group_members(me.gid).unwrap().unwrap_or_default();
+        let expected = members.iter().all(|name| name == me.name.as_bytes());
+        assert_eq!(is_my_private_group(me.gid), expected);
+        assert!(!is_my_private_group(me.gid.wrapping_add(54_321)));
     }
 
     #[test]

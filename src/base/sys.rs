@@ -17,11 +17,63 @@ pub(crate) fn effective_uid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
+/// The member names of group `gid` (`getgrgid_r`'s `gr_mem`; the users whose
+/// primary group it is are not listed there). `Ok(None)` when there is no
+/// such group.
+pub(crate) fn group_members(gid: u32) -> io::Result<Option<Vec<Vec<u8>>>> {
+    let mut buffer_len = 1024usize;
+    loop {
+        let mut buffer = vec![0 as libc::c_char; buffer_len];
+        // SAFETY: an all-zero `group` is a valid value (null pointers and
+        // zero integers); getgrgid_r only writes into it.
+        let mut entry: libc::group = unsafe { std::mem::zeroed() };
+        let mut result: *mut libc::group = std::ptr::null_mut();
+        // SAFETY: every pointer is valid for the call: `entry` and `result`
+        // are live locals, `buffer` is a live allocation of `buffer.len()`
+        // bytes that getgrgid_r uses for the strings and the member array
+        // `entry` points into.
+        let status = unsafe {
+            libc::getgrgid_r(
+                gid,
+                &mut entry,
+                buffer.as_mut_ptr(),
+                buffer.len(),
+                &mut result,
+            )
+        };
+        if status == libc::ERANGE && buffer_len < (1 << 22) {
+            buffer_len *= 4;
+            continue;
+        }
+        if status != 0 {
+            return Err(io::Error::from_raw_os_error(status));
+        }
+        if result.is_null() {
+            return Ok(None);
+        }
+        let mut members = Vec::new();
+        let mut cursor = entry.gr_mem;
+        // SAFETY: on success `gr_mem` is null or a null-terminated array of
+        // pointers to NUL-terminated strings, all inside `buffer`, which is
+        // alive for the whole walk; each name is copied out before `buffer`
+        // is dropped. The walk stops at the terminating null pointer.
+        unsafe {
+            while !cursor.is_null() && !(*cursor).is_null() {
+                members.push(CStr::from_ptr(*cursor).to_bytes().to_vec());
+                cursor = cursor.add(1);
+            }
+        }
+        return Ok(Some(members));
+    }
+}
+
 /// The parts of a passwd entry heeler needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct PasswdEntry {
     pub(crate) name: String,
     pub(crate) home: PathBuf,
+    /// The primary group id.
+    pub(crate) gid: u32,
 }
 
 /// Looks up the passwd entry of `uid` (`getpwuid_r`). `Ok(None)` when there
@@ -74,6 +126,7 @@ pub(crate) fn passwd_entry(uid: u32) -> io::Result<Option<PasswdEntry>> {
         return Ok(Some(PasswdEntry {
             name,
             home: PathBuf::from(OsString::from_vec(home)),
+            gid: entry.pw_gid,
         }));
     }
 }

@@ -90,7 +90,7 @@ pub fn read(dir: &UsageDir) -> Option<Value> {
     use std::os::unix::fs::MetadataExt;
     dir.trusted().ok()?;
     let (bytes, meta) = state_file::read(&dir.runtime(), state_file::MAX_BYTES).ok()?;
-    dirs::verdict_for_me(meta.uid(), meta.mode()).ok()?;
+    dirs::verdict_for_me(meta.uid(), meta.gid(), meta.mode()).ok()?;
     json::parse(std::str::from_utf8(&bytes).ok()?).ok()
 }
 
