@@ -80,7 +80,9 @@ pub struct Event {
     pub flags: u8,
     /// Dedupe key hash (0 = none). Claude: (`message.id`, `requestId`).
     pub key: u64,
-    /// Claude: hash of `message.id` alone (sidechain replay rule).
+    /// Claude: hash of `message.id` alone (sidechain replay rule). Codex:
+    /// the line's ordinal (its envelope `ordinal`, else its 0-based line
+    /// number), where a fork's `history_base` cuts its parent.
     pub group: u64,
     pub t: [u64; 6],
     pub last: [u64; 6],
@@ -93,6 +95,14 @@ pub struct CodexMeta {
     pub thread_id: String,
     /// `forked_from_id` (or `parent_thread_id` of a fork).
     pub forked_from: String,
+    /// `history_base.thread_id`: the rollout whose first records this one
+    /// continues (a fork's parent, or the same thread for a revert).
+    pub history_base: String,
+    /// Where the inherited history ends: `history_base.end_ordinal_exclusive`,
+    /// else `forked_from_ordinal_exclusive`; 0 when neither is given.
+    pub fork_ordinal: u64,
+    /// Non-empty lines read so far (the ordinal of a line without one).
+    pub lines: u64,
     /// Whether the file is a spawned subagent's rollout.
     pub subagent: bool,
     /// Timestamp of the first `session_meta` (the fork point).
@@ -104,6 +114,24 @@ pub struct CodexMeta {
     /// Newest `rate_limits` of the default group, as compact JSON, and when.
     pub rate_limits: String,
     pub rate_limits_ts: i64,
+}
+
+impl CodexMeta {
+    /// The thread whose rollout this one continues (`history_base`, else
+    /// `forked_from_id`); empty for a rollout that starts from nothing.
+    pub fn parent(&self) -> &str {
+        if self.history_base.is_empty() {
+            &self.forked_from
+        } else {
+            &self.history_base
+        }
+    }
+
+    /// Whether this rollout continues another rollout of its own thread (a
+    /// revert): such a file is never the parent another file resolves to.
+    pub fn continues_itself(&self) -> bool {
+        !self.history_base.is_empty() && self.history_base == self.thread_id
+    }
 }
 
 /// Everything one file contributed so far.

@@ -60,7 +60,10 @@ fn parent_in<'a>(index: &'a Index) -> impl Fn(&str) -> Option<&'a FileParse> {
         index
             .files
             .values()
-            .find(|e| e.agent == Agent::Codex && e.parse.codex.thread_id == thread)
+            .find(|e| {
+                aggregate::is_parent_candidate(e.agent, &e.parse)
+                    && e.parse.codex.thread_id == thread
+            })
             .map(|e| &e.parse)
     }
 }
@@ -128,8 +131,8 @@ impl State {
         for c in changes.iter() {
             let new = index.files.get(&c.key);
             for e in c.old.iter().chain(new) {
-                if !e.parse.codex.forked_from.is_empty() {
-                    parents.push(e.parse.codex.forked_from.clone());
+                if !e.parse.codex.parent().is_empty() {
+                    parents.push(e.parse.codex.parent().to_string());
                 }
             }
         }

@@ -266,6 +266,13 @@ pub fn thread_hash(id: &str) -> u64 {
 /// Finds a Codex fork parent's parse by thread id.
 pub type ParentLookup<'p, 'a> = &'p dyn Fn(&str) -> Option<&'a FileParse>;
 
+/// Whether a file can be the parent rollout its thread id resolves to: a
+/// Codex rollout with a thread id that is not a revert of its own thread
+/// (the first such file, in file order, is the one).
+pub fn is_parent_candidate(agent: Agent, parse: &FileParse) -> bool {
+    agent == Agent::Codex && !parse.codex.thread_id.is_empty() && !parse.codex.continues_itself()
+}
+
 /// Deduplicates, prices and slots every request at or after `since`.
 pub fn aggregate(files: &[FileRef], prices: &PriceTable, since: i64) -> Aggregate {
     flatten(&aggregate_detailed(files, prices, since, None, None))
@@ -391,7 +398,7 @@ pub fn aggregate_detailed<'a>(
     // Codex: per-file counting with fork parents, then first key wins.
     let mut threads: HashMap<&str, usize> = HashMap::default();
     for (fi, f) in files.iter().enumerate() {
-        if f.agent == Agent::Codex && !f.parse.codex.thread_id.is_empty() {
+        if is_parent_candidate(f.agent, f.parse) {
             threads
                 .entry(f.parse.codex.thread_id.as_str())
                 .or_insert(fi);
@@ -407,31 +414,19 @@ pub fn aggregate_detailed<'a>(
             if !meta.thread_id.is_empty() {
                 ids.push((tagged(tag::CODEX_THREAD, thread_hash(&meta.thread_id)), fi));
             }
-            if !meta.forked_from.is_empty() {
-                ids.push((
-                    tagged(tag::CODEX_PARENT, thread_hash(&meta.forked_from)),
-                    fi,
-                ));
+            if !meta.parent().is_empty() {
+                ids.push((tagged(tag::CODEX_PARENT, thread_hash(meta.parent())), fi));
             }
         }
-        let baseline = if meta.forked_from.is_empty() {
-            None
-        } else {
-            let found = match parent {
-                Some(lookup) => lookup(&meta.forked_from),
-                None => threads
-                    .get(meta.forked_from.as_str())
-                    .map(|&p| files[p].parse),
-            };
-            match found {
-                Some(parent) => Some(codex::totals_at(parent, meta.meta_ts)),
-                None => {
-                    out.forks_unresolved += 1;
-                    None
-                }
-            }
+        let found = match (meta.parent(), parent) {
+            ("", _) => None,
+            (id, Some(lookup)) => lookup(id),
+            (id, None) => threads.get(id).map(|&p| files[p].parse),
         };
-        let counted = codex::requests(f.parse, baseline);
+        if found.is_none() && !meta.parent().is_empty() {
+            out.forks_unresolved += 1;
+        }
+        let counted = codex::requests(f.parse, found);
         out.duplicates_codex += counted.duplicates;
         for r in counted.requests {
             if let Some(ids) = ids.as_deref_mut() {

@@ -1,20 +1,22 @@
 //! Codex rollouts: where they live, what each line contributes, and the
 //! counting rule that turns re-emitted cumulative totals into requests.
 //!
-//! Codex re-emits `token_count` events with unchanged cumulative totals and
-//! forked/subagent rollouts replay their parent's history, so summing
-//! `last_token_usage` double counts. The parser keeps the facts per line
-//! (resumable: the latest model/cwd/tier live in [`CodexMeta`]); the rule
-//! in [`requests`] turns one file's events into counted deltas: per-response
-//! `token_usage_record`s when the file has them, else positive deltas of
-//! the cumulative totals over a never-lowered watermark that starts at the
-//! fork parent's totals.
+//! Codex re-emits `token_count` events with unchanged cumulative totals,
+//! replaces its totals when the context window is full, and forked or
+//! subagent rollouts replay or reference their parent's history, so
+//! neither summing every `last_token_usage` nor differencing the totals is
+//! right alone. The parser keeps the facts per line (resumable: the latest
+//! model/cwd/tier and the line count live in [`CodexMeta`]); the rule in
+//! [`requests`] turns one file's events into counted requests:
+//! per-response `token_usage_record`s when the file has them, else each
+//! new response's `last_token_usage` (or its totals' increase), after the
+//! history inherited from the parent rollout is skipped.
 
 use std::path::{Path, PathBuf};
 
 use std::borrow::Cow;
 
-use crate::usage::event::{Event, EventKind, FileParse, Tokens, fnv1a};
+use crate::usage::event::{CodexMeta, Event, EventKind, FileParse, Tokens, fnv1a};
 use crate::usage::parse::jsonpick::Cursor;
 use crate::usage::parse::scan::trim;
 
@@ -135,13 +137,15 @@ pub fn parse_line(fp: &mut FileParse, line: &[u8]) {
     if line.is_empty() {
         return;
     }
+    let index = fp.codex.lines;
+    fp.codex.lines += 1;
     if line[0] != b'{' || line[line.len() - 1] != b'}' {
         fp.malformed += 1;
         return;
     }
     match wanted(line) {
         Some(false) => {}
-        Some(true) if apply(fp, line).is_some() => {}
+        Some(true) if apply(fp, line, index).is_some() => {}
         _ => fp.malformed += 1,
     }
 }
@@ -157,6 +161,9 @@ struct Payload<'a> {
     cwd: Text<'a>,
     model: Text<'a>,
     forked_from: Text<'a>,
+    fork_ordinal: Option<u64>,
+    base_thread: Text<'a>,
+    base_ordinal: Option<u64>,
     spawn_parent: bool,
     service_tier: Text<'a>,
     settings_tier: Text<'a>,
@@ -204,6 +211,15 @@ fn pick_payload<'a>(raw: &'a [u8]) -> Option<Payload<'a>> {
             b"cwd" => p.cwd = c.string()?,
             b"model" => p.model = c.string()?,
             b"forked_from_id" => p.forked_from = c.string()?,
+            b"forked_from_ordinal_exclusive" => p.fork_ordinal = c.count()?,
+            b"history_base" if c.raw_is_object() => c.object(|key, c| {
+                match key {
+                    b"thread_id" => p.base_thread = c.string()?,
+                    b"end_ordinal_exclusive" => p.base_ordinal = c.count()?,
+                    _ => c.skip()?,
+                }
+                Some(())
+            })?,
             b"source" => pick_source(c, &mut p)?,
             b"service_tier" => p.service_tier = c.string()?,
             b"response_id" => p.response_id = c.string()?,
@@ -252,17 +268,21 @@ fn limit_id(raw: &[u8]) -> Option<Option<String>> {
 struct Line<'a> {
     timestamp: Text<'a>,
     kind: Text<'a>,
+    /// The envelope `ordinal` (paginated rollouts), else the line number.
+    ordinal: u64,
     payload: Option<Payload<'a>>,
 }
 
-fn apply(fp: &mut FileParse, line: &[u8]) -> Option<()> {
+fn apply(fp: &mut FileParse, line: &[u8], index: u64) -> Option<()> {
     let (mut timestamp, mut kind, mut payload_raw): (Text, Text, Option<&[u8]>) =
         (None, None, None);
+    let mut ordinal = None;
     let mut c = Cursor::new(line);
     c.object(|key, c| {
         match key {
             b"timestamp" => timestamp = c.string()?,
             b"type" => kind = c.string()?,
+            b"ordinal" => ordinal = c.count()?,
             b"payload" => payload_raw = Some(c.raw()?),
             _ => c.skip()?,
         }
@@ -280,6 +300,7 @@ fn apply(fp: &mut FileParse, line: &[u8]) -> Option<()> {
         Line {
             timestamp,
             kind,
+            ordinal: ordinal.unwrap_or(index),
             payload,
         },
     )
@@ -310,6 +331,8 @@ fn record(fp: &mut FileParse, line: Line) -> Option<()> {
                 .unwrap_or(0);
             fp.codex.subagent = p.spawn_parent;
             fp.codex.forked_from = nonempty(&p.forked_from).unwrap_or_default();
+            fp.codex.history_base = nonempty(&p.base_thread).unwrap_or_default();
+            fp.codex.fork_ordinal = p.base_ordinal.or(p.fork_ordinal).unwrap_or(0);
             if let Some(cwd) = nonempty(&p.cwd)
                 && fp.codex.cwd == 0
             {
@@ -363,7 +386,7 @@ fn record(fp: &mut FileParse, line: Line) -> Option<()> {
                     tier: fp.codex.tier,
                     flags: 0,
                     key: 0,
-                    group: 0,
+                    group: line.ordinal,
                     t,
                     last,
                 });
@@ -385,7 +408,7 @@ fn record(fp: &mut FileParse, line: Line) -> Option<()> {
                 tier: fp.codex.tier,
                 flags: 0,
                 key,
-                group: 0,
+                group: line.ordinal,
                 t: usage,
                 last: [0; 6],
             });
@@ -422,16 +445,33 @@ pub fn normalise(c: [u64; 6]) -> Tokens {
     }
 }
 
-fn max6(a: [u64; 6], b: [u64; 6]) -> [u64; 6] {
-    std::array::from_fn(|i| a[i].max(b[i]))
+/// What a rollout inherits from the one it continues: the parent's
+/// cumulative totals where the inherited history ends, and every total up
+/// to there (what a copied history replays), sorted.
+struct Inherited {
+    last: Option<[u64; 6]>,
+    totals: Vec<[u64; 6]>,
 }
 
-/// The highest cumulative totals of `fp` observed at or before `at`.
-pub fn totals_at(fp: &FileParse, at: i64) -> [u64; 6] {
-    fp.events
-        .iter()
-        .filter(|e| e.kind == EventKind::CodexTotals && e.ts <= at)
-        .fold([0; 6], |acc, e| max6(acc, e.t))
+/// The part of `parent` that `child` inherits: its records before the
+/// child's `history_base` ordinal, or, for a fork that names none, those
+/// stamped at or before the fork's creation.
+fn inherited(parent: &FileParse, child: &CodexMeta) -> Inherited {
+    let within = |e: &Event| match child.fork_ordinal {
+        0 => e.ts <= child.meta_ts,
+        end => e.group < end,
+    };
+    let mut last = None;
+    let mut totals = Vec::new();
+    for e in &parent.events {
+        if e.kind == EventKind::CodexTotals && within(e) {
+            last = Some(e.t);
+            totals.push(e.t);
+        }
+    }
+    totals.sort_unstable();
+    totals.dedup();
+    Inherited { last, totals }
 }
 
 /// Outcome of [`requests`] for one file.
@@ -442,10 +482,21 @@ pub struct Counted {
     pub duplicates: u64,
 }
 
-/// Applies the counting rule to one file. `baseline` is the fork parent's
-/// cumulative totals at the fork point (`None` when there is no parent or
-/// it could not be found).
-pub fn requests(fp: &FileParse, baseline: Option<[u64; 6]>) -> Counted {
+/// Applies the counting rule to one file. `parent` is the rollout it
+/// continues (`CodexMeta::parent`), when that is on hand.
+///
+/// A rollout that continues another (a fork, a revert, a subagent) first
+/// skips its start-of-file replay: events whose totals the parent had
+/// before the fork point, or, without the parent, events stamped before
+/// the file was created and a burst of events in its first second. Then
+/// each `token_count` whose totals equal the previous event's is a re-emit
+/// and counts 0; any other counts its `last_token_usage`, or, without one,
+/// the component-wise increase of the totals over the previous event's (a
+/// drop, as when a full context window replaces the totals, is a reset,
+/// and the next event counts from there). Without the parent a totals-only
+/// continuation cannot tell inherited from new: its first event only sets
+/// the baseline, so an inherited history is never billed as new usage.
+pub fn requests(fp: &FileParse, parent: Option<&FileParse>) -> Counted {
     let mut out = Counted::default();
     let push = |out: &mut Counted, e: &Event, c: [u64; 6], key: u64| {
         let tokens = normalise(c);
@@ -481,44 +532,64 @@ pub fn requests(fp: &FileParse, baseline: Option<[u64; 6]>) -> Counted {
         }
         return out;
     }
-    let mut watermark = baseline.unwrap_or([0; 6]);
-    let mut skip_burst_second = None;
-    if baseline.is_none() && (fp.codex.subagent || !fp.codex.forked_from.is_empty()) {
-        // Replay burst: the first token_count events sharing one second carry
-        // the parent's totals; they set the baseline and are not counted.
-        let totals: Vec<&Event> = fp
-            .events
-            .iter()
-            .filter(|e| e.kind == EventKind::CodexTotals)
-            .collect();
-        if totals.len() >= 2 && totals[0].ts == totals[1].ts {
-            skip_burst_second = Some(totals[0].ts);
+    let meta = &fp.codex;
+    let continued = !meta.parent().is_empty() || meta.subagent;
+    let inherited = parent.map(|p| inherited(p, meta));
+    // The previous event's totals (`None`: unknown).
+    let mut previous = inherited.as_ref().and_then(|i| i.last);
+    // Without the parent, a replay burst is the first events sharing one
+    // second, when there are at least two.
+    let burst = match (&inherited, continued) {
+        (None, true) => {
+            let mut totals = fp
+                .events
+                .iter()
+                .filter(|e| e.kind == EventKind::CodexTotals);
+            match (totals.next(), totals.next()) {
+                (Some(a), Some(b)) if a.ts == b.ts => Some(a.ts),
+                _ => None,
+            }
         }
-    }
-    let mut interleaved = false;
-    let mut saw_totals = false;
+        _ => None,
+    };
+    let mut replaying = continued;
     for e in &fp.events {
+        if replaying {
+            let replayed = e.ts < meta.meta_ts
+                || match &inherited {
+                    Some(i) => {
+                        e.kind == EventKind::CodexTotals && i.totals.binary_search(&e.t).is_ok()
+                    }
+                    None => Some(e.ts) == burst,
+                };
+            if replayed {
+                if e.kind == EventKind::CodexTotals {
+                    previous = Some(e.t);
+                }
+                out.duplicates += 1;
+                continue;
+            }
+            replaying = false;
+        }
         match e.kind {
             EventKind::CodexTotals => {
-                saw_totals = true;
-                if Some(e.ts) == skip_burst_second {
-                    watermark = max6(watermark, e.t);
+                let before = previous.replace(e.t);
+                if before == Some(e.t) {
                     out.duplicates += 1;
                     continue;
                 }
-                skip_burst_second = None;
-                if (0..6).any(|i| e.t[i] < watermark[i]) {
-                    interleaved = true;
-                }
-                let mut delta: [u64; 6] =
-                    std::array::from_fn(|i| e.t[i].saturating_sub(watermark[i]));
-                if interleaved && e.last.iter().any(|&n| n > 0) {
-                    delta = std::array::from_fn(|i| delta[i].min(e.last[i]));
-                }
-                watermark = max6(watermark, e.t);
-                push(&mut out, e, delta, 0);
+                let counted = match before {
+                    _ if e.last != [0; 6] => e.last,
+                    Some(p) => std::array::from_fn(|i| e.t[i].saturating_sub(p[i])),
+                    None if continued => {
+                        out.duplicates += 1;
+                        continue;
+                    }
+                    None => e.t,
+                };
+                push(&mut out, e, counted, 0);
             }
-            EventKind::CodexLast if !saw_totals => push(&mut out, e, e.last, 0),
+            EventKind::CodexLast => push(&mut out, e, e.last, 0),
             _ => out.duplicates += 1,
         }
     }
@@ -536,6 +607,8 @@ pub(super) fn parse_line_exact(fp: &mut FileParse, line: &[u8]) {
     if line.is_empty() {
         return;
     }
+    let index = fp.codex.lines;
+    fp.codex.lines += 1;
     let value = std::str::from_utf8(line)
         .ok()
         .and_then(|t| json::parse(t).ok());
@@ -549,16 +622,19 @@ pub(super) fn parse_line_exact(fp: &mut FileParse, line: &[u8]) {
     fn object(v: Option<&Value>) -> Option<&Object> {
         v.and_then(Value::as_object)
     }
-    fn count(v: Option<&Value>) -> u64 {
+    fn number(v: Option<&Value>) -> Option<u64> {
         match v {
-            Some(Value::Number(Number::Unsigned(n))) => *n,
+            Some(Value::Number(Number::Unsigned(n))) => Some(*n),
             Some(Value::Number(Number::Float(f)))
                 if f.fract() == 0.0 && *f >= 0.0 && *f < 9.0e18 =>
             {
-                *f as u64
+                Some(*f as u64)
             }
-            _ => 0,
+            _ => None,
         }
+    }
+    fn count(v: Option<&Value>) -> u64 {
+        number(v).unwrap_or(0)
     }
     fn counters(v: Option<&Value>) -> Option<[u64; 6]> {
         object(v).map(|o| {
@@ -594,6 +670,7 @@ pub(super) fn parse_line_exact(fp: &mut FileParse, line: &[u8]) {
     let payload = payload.map(|p| {
         let settings = object(p.get("thread_settings"));
         let info = object(p.get("info"));
+        let base = object(p.get("history_base"));
         let spawn = object(p.get("source"))
             .and_then(|s| object(s.get("subagent")))
             .and_then(|s| object(s.get("thread_spawn")));
@@ -604,6 +681,9 @@ pub(super) fn parse_line_exact(fp: &mut FileParse, line: &[u8]) {
             cwd: text(p.get("cwd")),
             model: text(p.get("model")),
             forked_from: text(p.get("forked_from_id")),
+            fork_ordinal: number(p.get("forked_from_ordinal_exclusive")),
+            base_thread: base.and_then(|b| text(b.get("thread_id"))),
+            base_ordinal: base.and_then(|b| number(b.get("end_ordinal_exclusive"))),
             spawn_parent: spawn
                 .and_then(|s| s.get("parent_thread_id"))
                 .and_then(Value::as_str)
@@ -622,6 +702,7 @@ pub(super) fn parse_line_exact(fp: &mut FileParse, line: &[u8]) {
     let line = Line {
         timestamp: text(top.get("timestamp")),
         kind,
+        ordinal: number(top.get("ordinal")).unwrap_or(index),
         payload,
     };
     if record(fp, line).is_none() {
@@ -682,19 +763,109 @@ mod tests {
         assert_eq!(fp.codex.thread_id, "t1");
     }
 
+    fn total(counted: &Counted) -> u64 {
+        counted.requests.iter().map(|r| r.tokens.total()).sum()
+    }
+
+    fn without_last(fp: &FileParse) -> FileParse {
+        let mut bare = fp.clone();
+        for e in &mut bare.events {
+            e.last = [0; 6];
+        }
+        bare
+    }
+
+    fn fork_meta(id: &str, at: &str, extra: &str) -> String {
+        format!(
+            r#"{{"timestamp":"{at}","type":"session_meta","payload":{{"id":"{id}","timestamp":"{at}","cwd":"/c"{extra}}}}}"#
+        )
+    }
+
+    /// A parent with two turns: 100+10 on line 2, then 200+20 on line 3.
+    fn two_turn_parent() -> FileParse {
+        parse(&[
+            META.into(),
+            CTX.into(),
+            tc("2026-11-29T10:00:00Z", [100, 0, 10], [100, 0, 10]),
+            tc("2026-11-29T10:05:00Z", [300, 0, 30], [200, 0, 20]),
+        ])
+    }
+
     #[test]
-    fn fork_starts_from_parent_totals() {
+    fn a_copied_fork_skips_what_its_parent_had() {
+        let parent = two_turn_parent();
         let fp = parse(&[
-            r#"{"timestamp":"2026-11-29T11:00:00Z","type":"session_meta","payload":{"id":"child","forked_from_id":"t1","cwd":"/c"}}"#.into(),
-            tc("2026-11-29T10:01:00Z", [250, 140, 30], [150, 100, 20]),
-            tc("2026-11-29T11:05:00Z", [300, 150, 35], [50, 10, 5]),
+            fork_meta("child", "2026-11-29T11:00:00Z", r#","forked_from_id":"t1""#),
+            tc("2026-11-29T11:00:00Z", [100, 0, 10], [100, 0, 10]),
+            tc("2026-11-29T11:00:00Z", [300, 0, 30], [200, 0, 20]),
+            tc("2026-11-29T11:05:00Z", [350, 10, 35], [50, 10, 5]),
         ]);
         assert_eq!(fp.codex.forked_from, "t1");
-        let counted = requests(&fp, Some([250, 140, 0, 30, 0, 280]));
+        assert_eq!(fp.codex.parent(), "t1");
+        let counted = requests(&fp, Some(&parent));
         assert_eq!(counted.requests.len(), 1);
         assert_eq!(counted.requests[0].tokens.input, 40);
         assert_eq!(counted.requests[0].tokens.cache_read, 10);
         assert_eq!(counted.requests[0].tokens.output, 5);
+        assert_eq!(counted.duplicates, 2);
+    }
+
+    #[test]
+    fn a_fork_from_an_earlier_turn_continues_from_that_turn() {
+        // Forked before line 3 (after the first turn), after the second: the
+        // fork's totals continue from 100+10, not from 300+30.
+        let parent = two_turn_parent();
+        assert_eq!(parent.events[1].group, 3);
+        let fp = parse(&[
+            fork_meta(
+                "child",
+                "2026-11-29T11:00:00Z",
+                r#","forked_from_id":"t1","forked_from_ordinal_exclusive":3,"history_base":{"thread_id":"t1","end_ordinal_exclusive":3,"end_byte_offset":400}"#,
+            ),
+            tc("2026-11-29T11:05:00Z", [250, 0, 25], [150, 0, 15]),
+            tc("2026-11-29T11:06:00Z", [250, 0, 25], [150, 0, 15]),
+        ]);
+        assert_eq!(fp.codex.fork_ordinal, 3);
+        assert_eq!(fp.codex.history_base, "t1");
+        assert_eq!(total(&requests(&fp, Some(&parent))), 165);
+        // Totals only: the increase over the parent's totals at the fork point.
+        assert_eq!(total(&requests(&without_last(&fp), Some(&parent))), 165);
+    }
+
+    #[test]
+    fn envelope_ordinals_win_over_line_numbers() {
+        let fp = parse(&[
+            tc("2026-11-29T10:00:00Z", [100, 0, 10], [100, 0, 10]).replacen(
+                '{',
+                r#"{"ordinal":41,"#,
+                1,
+            ),
+            tc("2026-11-29T10:01:00Z", [200, 0, 20], [100, 0, 10]),
+        ]);
+        assert_eq!(fp.events[0].group, 41);
+        assert_eq!(fp.events[1].group, 1);
+        assert_eq!(fp.codex.lines, 2);
+    }
+
+    #[test]
+    fn a_fork_whose_parent_is_missing_counts_only_its_own_responses() {
+        // The inherited 5 M tokens are never billed: only `last` is.
+        let fp = parse(&[
+            fork_meta(
+                "child",
+                "2026-11-29T11:00:00Z",
+                r#","forked_from_id":"old","history_base":{"thread_id":"old","end_ordinal_exclusive":90,"end_byte_offset":9000}"#,
+            ),
+            CTX.into(),
+            tc(
+                "2026-11-29T11:05:00Z",
+                [5_000_100, 4_000_000, 200_050],
+                [100, 0, 50],
+            ),
+        ]);
+        assert_eq!(total(&requests(&fp, None)), 150);
+        // Totals only, parent unknown: the first event only sets the baseline.
+        assert_eq!(total(&requests(&without_last(&fp), None)), 0);
     }
 
     #[test]
@@ -716,16 +887,41 @@ mod tests {
     }
 
     #[test]
-    fn interleaved_lineages_never_exceed_the_maximum() {
+    fn a_full_context_window_resets_the_totals_and_later_responses_count() {
+        // Upstream: the totals become {total_tokens: window}, `last` the
+        // rest of the window; later responses append to the replaced totals.
+        let full = r#"{"timestamp":"2026-11-29T10:00:05Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":0,"cached_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0,"total_tokens":258400},"last_token_usage":{"input_tokens":0,"cached_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0,"total_tokens":257300}}}}"#;
+        let after = |at: &str, total: [u64; 3], last: [u64; 3]| {
+            tc(at, total, last).replacen(
+                &format!(r#""total_tokens":{}}},"last"#, total[0] + total[2]),
+                &format!(
+                    r#""total_tokens":{}}},"last"#,
+                    258_400 + total[0] + total[2]
+                ),
+                1,
+            )
+        };
         let fp = parse(&[
             CTX.into(),
             tc("2026-11-29T10:00:00Z", [1000, 0, 100], [1000, 0, 100]),
-            tc("2026-11-29T10:00:05Z", [200, 0, 20], [200, 0, 20]),
-            tc("2026-11-29T10:00:09Z", [1100, 0, 110], [100, 0, 10]),
+            full.into(),
+            after("2026-11-29T10:00:09Z", [200, 0, 20], [200, 0, 20]),
+            after("2026-11-29T10:00:12Z", [300, 0, 30], [100, 0, 10]),
         ]);
-        let counted = requests(&fp, None);
-        let total: u64 = counted.requests.iter().map(|r| r.tokens.total()).sum();
-        assert_eq!(total, 1210);
+        assert_eq!(total(&requests(&fp, None)), 1100 + 220 + 110);
+        assert_eq!(total(&requests(&without_last(&fp), None)), 1100 + 220 + 110);
+        // A fork of Codex that leaves the totals and fills only `last`.
+        let untouched = full.replace(
+            r#""total_token_usage":{"input_tokens":0,"cached_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0,"total_tokens":258400}"#,
+            r#""total_token_usage":{"input_tokens":1000,"cached_input_tokens":0,"output_tokens":100,"reasoning_output_tokens":0,"total_tokens":1100}"#,
+        );
+        let fp = parse(&[
+            CTX.into(),
+            tc("2026-11-29T10:00:00Z", [1000, 0, 100], [1000, 0, 100]),
+            untouched,
+            tc("2026-11-29T10:00:09Z", [1200, 0, 120], [200, 0, 20]),
+        ]);
+        assert_eq!(total(&requests(&fp, None)), 1100 + 220);
     }
 
     #[test]

@@ -102,10 +102,14 @@ fn codex_file(rng: &mut Rng) -> Vec<String> {
         1 => r#"{"subagent":{"thread_spawn":{"parent_thread_id":"t0","depth":1}}}"#.to_owned(),
         _ => r#"{"subagent":"review"}"#.to_owned(),
     };
-    let fork = if rng.one_in(3) {
-        r#""forked_from_id":"t0","#
-    } else {
-        ""
+    let fork = match rng.below(4) {
+        0 => r#""forked_from_id":"t0","#.to_owned(),
+        1 => format!(
+            r#""forked_from_id":"t0","forked_from_ordinal_exclusive":{n},"history_base":{{"thread_id":"t{}","end_ordinal_exclusive":{n},"end_byte_offset":9000}},"#,
+            rng.below(2),
+            n = rng.below(40),
+        ),
+        _ => String::new(),
     };
     lines.push(format!(
         r#"{{"timestamp":"{}","type":"session_meta","payload":{{"id":"t{}",{fork}"timestamp":"{}","cwd":"/home/dev/{}","originator":"codex_cli_rs","cli_version":"0.50.0","source":{source},"base_instructions":{{"text":{}}},"git":{{"commit_hash":"abc","branch":"main"}}}}}}"#,
@@ -175,6 +179,12 @@ fn codex_file(rng: &mut Rng) -> Vec<String> {
                     r#"{{"timestamp":"{ts}","type":"event_msg","payload":{{"type":"token_count","info":{info},"rate_limits":{limits}}}}}"#
                 )
             }
+        };
+        // Paginated rollouts carry an envelope ordinal on every line.
+        let line = if rng.one_in(4) {
+            line.replacen('{', &format!(r#"{{"ordinal":{},"#, rng.below(100)), 1)
+        } else {
+            line
         };
         lines.push(line);
     }

@@ -5,7 +5,7 @@
 //! - `jsonpick.rs`: allocation-free picking of the members a parser needs.
 //! - `claude.rs`: Claude Code roots and per-line extraction.
 //! - `codex.rs`: Codex roots, per-line extraction and the counting rule
-//!   (records, watermark deltas, fork baselines).
+//!   (records, each new response's last usage, inherited history skipped).
 //! - `differential.rs` (tests only): re-serialised real-shaped lines give
 //!   the same events through the fast readers and the exact JSON parser.
 //!

@@ -18,10 +18,10 @@ use crate::usage::event::{Agent, CodexMeta, Event, EventKind, FileParse, hash_wo
 use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
 
 /// Bump when the index layout changes (everything is reparsed).
-pub const INDEX_VERSION: u32 = 4;
+pub const INDEX_VERSION: u32 = 5;
 /// Bump when Claude/Codex line parsing changes (that agent is reparsed).
 pub const CLAUDE_PARSER_VERSION: u32 = 1;
-pub const CODEX_PARSER_VERSION: u32 = 1;
+pub const CODEX_PARSER_VERSION: u32 = 2;
 
 const MAGIC: &[u8; 4] = b"HUIX";
 const EVENTS_MAGIC: &[u8; 4] = b"HUIE";
@@ -236,6 +236,9 @@ fn encode_meta(o: &mut Out, path: &str, e: &FileEntry) {
     let m = &p.codex;
     o.str(&m.thread_id);
     o.str(&m.forked_from);
+    o.str(&m.history_base);
+    o.u64(m.fork_ordinal);
+    o.u64(m.lines);
     o.u8(u8::from(m.subagent));
     o.i64(m.meta_ts);
     o.u32(m.model);
@@ -279,6 +282,9 @@ fn decode_meta(r: &mut Reader) -> Option<(String, FileEntry)> {
     e.parse.codex = CodexMeta {
         thread_id: read_str(r)?,
         forked_from: read_str(r)?,
+        history_base: read_str(r)?,
+        fork_ordinal: r.u64()?,
+        lines: r.u64()?,
         subagent: r.u8()? != 0,
         meta_ts: r.i64()?,
         model: r.u32()?,
@@ -309,6 +315,8 @@ pub fn encode_events(events: &[Event]) -> Vec<u8> {
         }
         if ev.kind == EventKind::Claude {
             o.u64(ev.group);
+        } else {
+            o.var(ev.group);
         }
         for n in ev.t {
             o.var(n);
@@ -347,7 +355,7 @@ pub fn decode_events(raw: &[u8], count: u32, strings: usize) -> Option<Vec<Event
         let group = if kind == EventKind::Claude {
             r.u64()?
         } else {
-            0
+            r.varint()?
         };
         let mut t = [0u64; 6];
         for n in &mut t {
@@ -507,18 +515,14 @@ mod tests {
         }
     }
 
-    /// An event with only the fields its kind has (the others zero): a
-    /// Claude record has a key and a group, a Codex record a key, Codex
-    /// totals and last-usage events the `last` counters.
+    /// An event with only the fields its kind has (the others zero): every
+    /// event has a group (a Claude message hash, a Codex ordinal), a Claude
+    /// or Codex record a key, Codex totals and last-usage events the
+    /// `last` counters.
     fn event(kind: EventKind, ts: i64) -> Event {
         let full = full_event(kind, ts);
         Event {
             key: if has_key(kind) { full.key } else { 0 },
-            group: if kind == EventKind::Claude {
-                full.group
-            } else {
-                0
-            },
             last: if has_last(kind) { full.last } else { [0; 6] },
             ..full
         }
