@@ -199,7 +199,7 @@ pub struct PairArgs {
     /// an address for the code (repeatable; default: the pre-checked one)
     #[argh(option)]
     pub address: Vec<String>,
-    /// print a config-only code (no Bootstrap Key) and exit
+    /// print a config-only code (no Bootstrap Key) and exit (implies --no-ui)
     #[argh(switch)]
     pub config_only: bool,
 }

@@ -15,7 +15,8 @@ fn main() -> ExitCode {
         }
         Some(cli::Command::Wire(wire_args)) => wire::command::run(wire_args),
         Some(cli::Command::Accept(accept_args)) => return pair::accept::run(accept_args),
-        Some(cli::Command::Pair(pair_args)) if !pair_args.no_ui => {
+        // A config-only code needs no popup: it is printed and done.
+        Some(cli::Command::Pair(pair_args)) if !pair_args.no_ui && !pair_args.config_only => {
             pair::popup::event_loop::run(pair_args)
         }
         Some(cli::Command::Pair(pair_args)) => pair::headless::run(pair_args),

@@ -141,6 +141,43 @@ fn a_bad_pair_json_falls_back_to_22_and_says_so() {
 }
 
 #[test]
+fn config_only_without_no_ui_prints_a_code_and_mints_no_key() {
+    // `--config-only` prints a code and exits, so it needs no popup; the
+    // popup used to ignore it and mint a Bootstrap Key.
+    let dirs = Dirs::new("configpopup");
+    let output = dirs
+        .command(&["pair", "--config-only", "--address", "10.1.2.3"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let payload = pairing_code::decode(stdout.trim()).unwrap();
+    assert_eq!(payload.addrs, ["10.1.2.3"]);
+    assert!(payload.bootstrap.is_none());
+    assert_eq!(dirs.authorized_keys(), "", "no key is minted");
+}
+
+#[test]
+fn a_bad_address_is_named_not_reported_as_a_bad_code() {
+    let dirs = Dirs::new("badaddr");
+    for (address, shown) in [("", "\"\""), ("a b", "\"a b\"")] {
+        for extra in [&["--config-only"][..], &[]] {
+            let mut args = vec!["pair", "--no-ui", "--address", address];
+            args.extend_from_slice(extra);
+            let output = dirs.command(&args).output().unwrap();
+            assert_eq!(output.status.code(), Some(1), "{args:?}");
+            assert!(output.stdout.is_empty(), "{args:?}");
+            assert_eq!(
+                String::from_utf8_lossy(&output.stderr),
+                format!("heeler pair: --address {shown} is not an address without whitespace.\n"),
+                "{args:?}"
+            );
+        }
+    }
+    assert_eq!(dirs.authorized_keys(), "", "no key is minted");
+}
+
+#[test]
 fn without_no_ui_or_a_terminal_it_points_at_no_ui() {
     // `heeler pair` without --no-ui is the popup; with no terminal it exits 1.
     let dirs = Dirs::new("noui");

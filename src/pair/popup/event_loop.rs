@@ -160,13 +160,8 @@ fn run_fatal(
 /// Host key, user, addresses, directories: everything the checklist needs.
 /// A problem is the fatal screen's message.
 fn gather(command_line: &[String]) -> Result<(Setup, Vec<Candidate>), Vec<String>> {
-    if let Some(bad) = command_line
-        .iter()
-        .find(|a| a.is_empty() || a.chars().any(char::is_whitespace))
-    {
-        return Err(vec![format!(
-            "--address {bad:?} is not an address without whitespace."
-        )]);
+    if let Some(problem) = addresses::command_line_problem(command_line) {
+        return Err(vec![problem]);
     }
     let dirs = crate::base::dirs::Env::process();
     let no_home = |_| vec!["Cannot determine the home directory.".to_owned()];
