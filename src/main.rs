@@ -8,7 +8,15 @@ use std::process::ExitCode;
 use heeler::{cli, doctor, exit, hooks, pair, usage, wire};
 
 fn main() -> ExitCode {
-    let args: cli::Args = argh::from_env();
+    let args = match cli::from_env() {
+        Ok(args) => args,
+        Err(cli::EarlyExit::Help(text)) => {
+            return finish(exit::write_stdout(&format!("{text}\n")));
+        }
+        Err(cli::EarlyExit::Usage(text)) => {
+            return finish(Err(exit::Failure::new(text, cli::USAGE_ERROR_STATUS)));
+        }
+    };
     let result = match args.command {
         _ if args.version => {
             exit::write_stdout(concat!("heeler ", env!("CARGO_PKG_VERSION"), "\n"))
@@ -28,9 +36,14 @@ fn main() -> ExitCode {
         Some(cli::Command::Doctor(doctor_args)) => doctor::run(doctor_args),
         None => Err(exit::Failure::new(
             "heeler: no command given; see `heeler --help`",
-            2,
+            cli::USAGE_ERROR_STATUS,
         )),
     };
+    finish(result)
+}
+
+/// Prints a failure's line; the exit status of a command's result.
+fn finish(result: Result<(), exit::Failure>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
