@@ -2,12 +2,23 @@
 //!
 //! `main` only parses arguments, dispatches, and turns a command's failure
 //! into one stderr line and an exit status. See ARCHITECTURE.md.
+//!
+//! Before anything else, every command turns core dumps off for its
+//! process. Most of them hold a secret (the popup and `pair --no-ui` a
+//! Bootstrap Key seed, the hooks, `doctor` and `wire` Notification Keys and
+//! tokens, `accept` the pending ceremony), a panic aborts, and a core file
+//! would keep those secrets on disk. One rule for every command is simpler
+//! than a list to keep in step, and harmless: nobody debugs heeler from a
+//! core, the dumpable flag ends at the `exec` of a child, and children get
+//! only a lower soft core limit, which they may raise again.
 
 use std::process::ExitCode;
 
 use heeler::{cli, doctor, exit, hooks, pair, usage, wire};
 
 fn main() -> ExitCode {
+    // A failure leaves the system's default, which is no reason to stop.
+    let _ = heeler::base::disable_core_dumps();
     let args = match cli::from_env() {
         Ok(args) => args,
         Err(cli::EarlyExit::Help(text)) => {

@@ -239,6 +239,59 @@ fn signal_removes_line(signal: &str, number: i32) {
     assert!(!Path::new(&dirs.home().join(".ssh/authorized_keys.herdr-pairing.lock")).exists());
 }
 
+/// The soft "Max core file size" of a running process, from /proc.
+#[cfg(target_os = "linux")]
+fn soft_core_limit(pid: u32) -> String {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max core file size"))
+        .unwrap();
+    line["Max core file size".len()..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_ceremony_holding_a_seed_cannot_dump_core() {
+    // Started with core dumps allowed, the process turns them off itself:
+    // with `panic = "abort"` a core would hold the Bootstrap Key's seed.
+    let dirs = Dirs::new("core");
+    let cmd = dirs.command(&[]);
+    let mut sh = Command::new("/bin/sh");
+    sh.args([
+        "-c",
+        "ulimit -S -c unlimited && exec \"$0\" \"$@\"",
+        env!("CARGO_BIN_EXE_heeler"),
+        "pair",
+        "--no-ui",
+        "--address",
+        "192.0.2.7",
+    ])
+    .env_clear()
+    .envs(cmd.get_envs().filter_map(|(k, v)| Some((k, v?))))
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let probe = Command::new("/bin/sh")
+        .args(["-c", "ulimit -S -c unlimited && ulimit -S -c"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&probe.stdout), "unlimited\n");
+    let mut child = sh.spawn().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut code = String::new();
+    stdout.read_line(&mut code).unwrap();
+    let limit = soft_core_limit(child.id());
+    assert!(kill("TERM", &child).success());
+    child.wait().unwrap();
+    assert!(code.starts_with("HERDR-PAIR:1:"), "{code}");
+    assert_eq!(limit, "0");
+}
+
 #[test]
 fn sigterm_removes_the_line() {
     signal_removes_line("TERM", 15);

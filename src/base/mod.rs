@@ -29,3 +29,5 @@ pub mod process;
 #[cfg(test)]
 pub(crate) mod scratch;
 pub(crate) mod sys;
+
+pub use sys::disable_core_dumps;
