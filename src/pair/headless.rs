@@ -183,11 +183,18 @@ fn report_enrolled(
         .map_err(|e| fail(format!("enrolled, but cleanup failed: {e}")))
 }
 
+/// The exit status of a ceremony ended by `signal` (after its cleanup):
+/// 128 + the signal, as a shell reports a process the signal killed. The
+/// popup ends the same way.
+pub fn signal_status(signal: i32) -> u8 {
+    u8::try_from(128 + signal).unwrap_or(1)
+}
+
 fn wait(ceremony: &ceremony::Ceremony) -> Result<(), Failure> {
     loop {
         if let Some(signal) = sys::termination_signal() {
             let cleanup = ceremony.end();
-            let status = u8::try_from(128 + signal).unwrap_or(1);
+            let status = signal_status(signal);
             return Err(match cleanup {
                 Ok(()) => Failure::new(
                     format!(

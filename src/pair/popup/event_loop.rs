@@ -60,6 +60,8 @@ struct Setup {
 enum Ending {
     /// Exit 0.
     Close,
+    /// A termination signal: exit 128 + the signal, like `pair --no-ui`.
+    Signal(i32),
     /// Exit 1 with the fatal screen's message.
     Fail(Vec<String>),
 }
@@ -342,8 +344,8 @@ impl Session {
 
     fn run_loop(&mut self, keys: &Receiver<Vec<u8>>) -> Result<(), Failure> {
         let ending = loop {
-            if sys::termination_signal().is_some() {
-                break Ending::Close;
+            if let Some(signal) = sys::termination_signal() {
+                break Ending::Signal(signal);
             }
             match keys.recv_timeout(TICK) {
                 Ok(bytes) => {
@@ -547,6 +549,10 @@ impl Session {
 fn finish(ending: Ending) -> Result<(), Failure> {
     match ending {
         Ending::Close => Ok(()),
+        Ending::Signal(signal) => Err(Failure::new(
+            format!("heeler pair: stopped by signal {signal}"),
+            headless::signal_status(signal),
+        )),
         Ending::Fail(message) => Err(fatal_failure(&message)),
     }
 }
