@@ -377,8 +377,7 @@ mod tests {
         assert_eq!(
             parse(&argv(&["/x/bin/heeler", "--bogus"])).err(),
             Some(EarlyExit::Usage(
-                "Unrecognized argument: --bogus\n\nRun heeler --help for more information."
-                    .into()
+                "Unrecognized argument: --bogus\n\nRun heeler --help for more information.".into()
             ))
         );
         assert!(matches!(parse(&argv(&[])), Err(EarlyExit::Usage(_))));

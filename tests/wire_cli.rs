@@ -91,8 +91,14 @@ fn every_usage_error_exits_2_like_no_command() {
     let cases: &[(&[&str], &str)] = &[
         (&["--bogus"], "Unrecognized argument: --bogus\n"),
         (&["bogus"], "Unrecognized argument: bogus\n"),
-        (&["pair", "--address"], "No value provided for option '--address'.\n"),
-        (&["wire", "kid"], "Required options not provided:\n    --key\n"),
+        (
+            &["pair", "--address"],
+            "No value provided for option '--address'.\n",
+        ),
+        (
+            &["wire", "kid"],
+            "Required options not provided:\n    --key\n",
+        ),
         (&["accept", "--bogus"], "Unrecognized argument: --bogus\n"),
     ];
     for (args, message) in cases {

@@ -432,8 +432,8 @@ pub(crate) fn may_dump_core() -> bool {
         rlim_max: 0,
     };
     // SAFETY: getrlimit writes one rlimit into the valid struct we own.
-    let limited = unsafe { libc::getrlimit(libc::RLIMIT_CORE, &mut limit) } == 0
-        && limit.rlim_cur == 0;
+    let limited =
+        unsafe { libc::getrlimit(libc::RLIMIT_CORE, &mut limit) } == 0 && limit.rlim_cur == 0;
     #[cfg(any(target_os = "linux", target_os = "android"))]
     // SAFETY: PR_GET_DUMPABLE reads a flag and touches no memory of ours.
     let dumpable = unsafe { libc::prctl(libc::PR_GET_DUMPABLE, 0, 0, 0, 0) } != 0;

@@ -242,7 +242,10 @@ mod tests {
     fn a_command_line_address_a_code_cannot_carry_is_named() {
         let list = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(command_line_problem(&list(&[])), None);
-        assert_eq!(command_line_problem(&list(&["10.0.0.1", "h.example"])), None);
+        assert_eq!(
+            command_line_problem(&list(&["10.0.0.1", "h.example"])),
+            None
+        );
         let problem = |items: &[&str]| command_line_problem(&list(items));
         assert_eq!(
             problem(&["10.0.0.1", ""]).as_deref(),
