@@ -1,8 +1,63 @@
-//! The command line: argh definitions only, no behaviour.
+//! The command line: argh definitions, and [`parse`], which turns argh's
+//! early exits into one rule for the exit status.
 //!
 //! Every subcommand here does something; each later capability adds its own.
+//! Asking for help exits 0 with the help on stdout; every usage error (an
+//! unknown argument or subcommand, a missing value, no command at all) exits
+//! [`USAGE_ERROR_STATUS`], as ripgrep and most Unix tools do, so a script
+//! tells a mistyped command line from a command that ran and failed (1, or
+//! the status the command documents).
 
 use argh::FromArgs;
+
+/// The exit status of every usage error.
+pub const USAGE_ERROR_STATUS: u8 = 2;
+
+/// Why parsing ended without a command line to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EarlyExit {
+    /// `--help` (or `help`): the text for stdout, exit 0.
+    Help(String),
+    /// A usage error: the text for stderr, exit [`USAGE_ERROR_STATUS`].
+    Usage(String),
+}
+
+/// The process's own command line, parsed by [`parse`].
+pub fn from_env() -> Result<Args, EarlyExit> {
+    let mut argv = Vec::new();
+    for arg in std::env::args_os() {
+        match arg.into_string() {
+            Ok(arg) => argv.push(arg),
+            Err(arg) => {
+                return Err(EarlyExit::Usage(format!(
+                    "Invalid utf8: {}",
+                    arg.to_string_lossy()
+                )));
+            }
+        }
+    }
+    parse(&argv)
+}
+
+/// Parses `argv` (the program first) with argh, with argh's own texts
+/// (`argh::from_env`'s), but ending in an [`EarlyExit`] instead of exiting.
+pub fn parse(argv: &[String]) -> Result<Args, EarlyExit> {
+    let Some((program, rest)) = argv.split_first() else {
+        return Err(EarlyExit::Usage("No program name, argv is empty".into()));
+    };
+    let name = std::path::Path::new(program)
+        .file_name()
+        .and_then(|name| name.to_str())
+        .unwrap_or(program);
+    let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+    Args::from_args(&[name], &rest).map_err(|early| match early.status {
+        Ok(()) => EarlyExit::Help(early.output),
+        Err(()) => EarlyExit::Usage(format!(
+            "{}\nRun {name} --help for more information.",
+            early.output
+        )),
+    })
+}
 
 /// heeler: the herdr plugin for the Heeler app (pairing, encrypted agent
 /// notifications, sidebar layout, usage).
@@ -199,7 +254,7 @@ pub struct PairArgs {
     /// an address for the code (repeatable; default: the pre-checked one)
     #[argh(option)]
     pub address: Vec<String>,
-    /// print a config-only code (no Bootstrap Key) and exit
+    /// print a config-only code (no Bootstrap Key) and exit (implies --no-ui)
     #[argh(switch)]
     pub config_only: bool,
 }
@@ -303,4 +358,31 @@ pub struct DoctorArgs {
     /// also check that the Push Relay is reachable (network access)
     #[argh(switch)]
     pub network: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn help_and_usage_errors_end_parsing_with_argh_s_texts() {
+        assert!(matches!(
+            parse(&argv(&["/x/bin/heeler", "--help"])),
+            Err(EarlyExit::Help(text)) if text.starts_with("Usage: heeler")
+        ));
+        assert_eq!(
+            parse(&argv(&["/x/bin/heeler", "--bogus"])).err(),
+            Some(EarlyExit::Usage(
+                "Unrecognized argument: --bogus\n\nRun heeler --help for more information.".into()
+            ))
+        );
+        assert!(matches!(parse(&argv(&[])), Err(EarlyExit::Usage(_))));
+        let args = parse(&argv(&["heeler", "pair", "--no-ui"])).unwrap();
+        assert!(matches!(args.command, Some(Command::Pair(p)) if p.no_ui));
+        assert!(parse(&argv(&["heeler"])).unwrap().command.is_none());
+    }
 }

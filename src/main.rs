@@ -2,20 +2,40 @@
 //!
 //! `main` only parses arguments, dispatches, and turns a command's failure
 //! into one stderr line and an exit status. See ARCHITECTURE.md.
+//!
+//! Before anything else, every command turns core dumps off for its
+//! process. Most of them hold a secret (the popup and `pair --no-ui` a
+//! Bootstrap Key seed, the hooks, `doctor` and `wire` Notification Keys and
+//! tokens, `accept` the pending ceremony), a panic aborts, and a core file
+//! would keep those secrets on disk. One rule for every command is simpler
+//! than a list to keep in step, and harmless: nobody debugs heeler from a
+//! core, the dumpable flag ends at the `exec` of a child, and children get
+//! only a lower soft core limit, which they may raise again.
 
 use std::process::ExitCode;
 
 use heeler::{cli, doctor, exit, hooks, pair, usage, wire};
 
 fn main() -> ExitCode {
-    let args: cli::Args = argh::from_env();
+    // A failure leaves the system's default, which is no reason to stop.
+    let _ = heeler::base::disable_core_dumps();
+    let args = match cli::from_env() {
+        Ok(args) => args,
+        Err(cli::EarlyExit::Help(text)) => {
+            return finish(exit::write_stdout(&format!("{text}\n")));
+        }
+        Err(cli::EarlyExit::Usage(text)) => {
+            return finish(Err(exit::Failure::new(text, cli::USAGE_ERROR_STATUS)));
+        }
+    };
     let result = match args.command {
         _ if args.version => {
             exit::write_stdout(concat!("heeler ", env!("CARGO_PKG_VERSION"), "\n"))
         }
         Some(cli::Command::Wire(wire_args)) => wire::command::run(wire_args),
         Some(cli::Command::Accept(accept_args)) => return pair::accept::run(accept_args),
-        Some(cli::Command::Pair(pair_args)) if !pair_args.no_ui => {
+        // A config-only code needs no popup: it is printed and done.
+        Some(cli::Command::Pair(pair_args)) if !pair_args.no_ui && !pair_args.config_only => {
             pair::popup::event_loop::run(pair_args)
         }
         Some(cli::Command::Pair(pair_args)) => pair::headless::run(pair_args),
@@ -27,9 +47,14 @@ fn main() -> ExitCode {
         Some(cli::Command::Doctor(doctor_args)) => doctor::run(doctor_args),
         None => Err(exit::Failure::new(
             "heeler: no command given; see `heeler --help`",
-            2,
+            cli::USAGE_ERROR_STATUS,
         )),
     };
+    finish(result)
+}
+
+/// Prints a failure's line; the exit status of a command's result.
+fn finish(result: Result<(), exit::Failure>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {

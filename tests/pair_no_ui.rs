@@ -141,6 +141,43 @@ fn a_bad_pair_json_falls_back_to_22_and_says_so() {
 }
 
 #[test]
+fn config_only_without_no_ui_prints_a_code_and_mints_no_key() {
+    // `--config-only` prints a code and exits, so it needs no popup; the
+    // popup used to ignore it and mint a Bootstrap Key.
+    let dirs = Dirs::new("configpopup");
+    let output = dirs
+        .command(&["pair", "--config-only", "--address", "10.1.2.3"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let payload = pairing_code::decode(stdout.trim()).unwrap();
+    assert_eq!(payload.addrs, ["10.1.2.3"]);
+    assert!(payload.bootstrap.is_none());
+    assert_eq!(dirs.authorized_keys(), "", "no key is minted");
+}
+
+#[test]
+fn a_bad_address_is_named_not_reported_as_a_bad_code() {
+    let dirs = Dirs::new("badaddr");
+    for (address, shown) in [("", "\"\""), ("a b", "\"a b\"")] {
+        for extra in [&["--config-only"][..], &[]] {
+            let mut args = vec!["pair", "--no-ui", "--address", address];
+            args.extend_from_slice(extra);
+            let output = dirs.command(&args).output().unwrap();
+            assert_eq!(output.status.code(), Some(1), "{args:?}");
+            assert!(output.stdout.is_empty(), "{args:?}");
+            assert_eq!(
+                String::from_utf8_lossy(&output.stderr),
+                format!("heeler pair: --address {shown} is not an address without whitespace.\n"),
+                "{args:?}"
+            );
+        }
+    }
+    assert_eq!(dirs.authorized_keys(), "", "no key is minted");
+}
+
+#[test]
 fn without_no_ui_or_a_terminal_it_points_at_no_ui() {
     // `heeler pair` without --no-ui is the popup; with no terminal it exits 1.
     let dirs = Dirs::new("noui");
@@ -200,6 +237,59 @@ fn signal_removes_line(signal: &str, number: i32) {
         "{signal} removed exactly the bootstrap line"
     );
     assert!(!Path::new(&dirs.home().join(".ssh/authorized_keys.herdr-pairing.lock")).exists());
+}
+
+/// The soft "Max core file size" of a running process, from /proc.
+#[cfg(target_os = "linux")]
+fn soft_core_limit(pid: u32) -> String {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max core file size"))
+        .unwrap();
+    line["Max core file size".len()..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_ceremony_holding_a_seed_cannot_dump_core() {
+    // Started with core dumps allowed, the process turns them off itself:
+    // with `panic = "abort"` a core would hold the Bootstrap Key's seed.
+    let dirs = Dirs::new("core");
+    let cmd = dirs.command(&[]);
+    let mut sh = Command::new("/bin/sh");
+    sh.args([
+        "-c",
+        "ulimit -S -c unlimited && exec \"$0\" \"$@\"",
+        env!("CARGO_BIN_EXE_heeler"),
+        "pair",
+        "--no-ui",
+        "--address",
+        "192.0.2.7",
+    ])
+    .env_clear()
+    .envs(cmd.get_envs().filter_map(|(k, v)| Some((k, v?))))
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let probe = Command::new("/bin/sh")
+        .args(["-c", "ulimit -S -c unlimited && ulimit -S -c"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&probe.stdout), "unlimited\n");
+    let mut child = sh.spawn().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut code = String::new();
+    stdout.read_line(&mut code).unwrap();
+    let limit = soft_core_limit(child.id());
+    assert!(kill("TERM", &child).success());
+    child.wait().unwrap();
+    assert!(code.starts_with("HERDR-PAIR:1:"), "{code}");
+    assert_eq!(limit, "0");
 }
 
 #[test]

@@ -720,7 +720,8 @@ fn q_and_termination_signals_remove_the_bootstrap_line() {
     assert!(!popup.authorized_keys().contains("herdr-pairing:"));
     assert_eq!(popup.pending_count(), 0);
 
-    for signal in ["TERM", "HUP", "INT"] {
+    // Like `heeler pair --no-ui`: 128 + the signal, after the cleanup.
+    for (signal, number) in [("TERM", 15), ("HUP", 1), ("INT", 2)] {
         let killed = Popup::start(&format!("sig{signal}"), Options::default());
         killed.wait_for_text("Pair a Heeler device");
         killed.keys(&["Enter"]);
@@ -733,7 +734,7 @@ fn q_and_termination_signals_remove_the_bootstrap_line() {
             .status()
             .unwrap();
         assert!(status.success());
-        assert_eq!(killed.exit_status(), 0, "SIG{signal}");
+        assert_eq!(killed.exit_status(), 128 + number, "SIG{signal}");
         assert!(
             !killed.authorized_keys().contains("herdr-pairing:"),
             "SIG{signal} removes the bootstrap line"

@@ -86,6 +86,36 @@ fn no_command_is_a_usage_error_and_version_prints() {
 }
 
 #[test]
+fn every_usage_error_exits_2_like_no_command() {
+    let hint = "\nRun heeler --help for more information.\n";
+    let cases: &[(&[&str], &str)] = &[
+        (&["--bogus"], "Unrecognized argument: --bogus\n"),
+        (&["bogus"], "Unrecognized argument: bogus\n"),
+        (
+            &["pair", "--address"],
+            "No value provided for option '--address'.\n",
+        ),
+        (
+            &["wire", "kid"],
+            "Required options not provided:\n    --key\n",
+        ),
+        (&["accept", "--bogus"], "Unrecognized argument: --bogus\n"),
+    ];
+    for (args, message) in cases {
+        let (status, stdout, stderr) = heeler(args, "");
+        assert_eq!(
+            (status, stdout.as_str(), stderr),
+            (2, "", format!("{message}{hint}")),
+            "{args:?}"
+        );
+    }
+    // Asking for help is no error: stdout, exit 0.
+    let (status, stdout, stderr) = heeler(&["--help"], "");
+    assert_eq!((status, stderr.as_str()), (0, ""));
+    assert!(stdout.starts_with("Usage: heeler"), "{stdout}");
+}
+
+#[test]
 fn session_without_argument_is_the_default_session() {
     assert_eq!(heeler(&["wire", "session"], "").1, "\"\"\n");
     assert_eq!(

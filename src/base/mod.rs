@@ -32,3 +32,5 @@ pub mod process;
 pub(crate) mod scratch;
 pub mod state_file;
 pub(crate) mod sys;
+
+pub use sys::disable_core_dumps;

@@ -205,6 +205,8 @@ pub fn check_notifications_json(read: &FileRead) -> Check {
     // session label -> (devices, with notifications, with Live Activity)
     let mut sessions: BTreeMap<String, (usize, usize, usize)> = BTreeMap::new();
     let mut malformed = 0usize;
+    // Entries that want alerts but that the hooks skip for their token.
+    let mut refused = 0usize;
     for device in devices {
         if !registration::is_usable_entry(device) {
             malformed += 1;
@@ -215,10 +217,9 @@ pub fn check_notifications_json(read: &FileRead) -> Check {
             Some(Value::String(name)) => format!("session {}", printable(name)),
             _ => "every session (legacy)".to_owned(),
         };
-        let notify = device
-            .get("notify")
-            .and_then(Value::as_object)
-            .is_some_and(|flags| flags.iter().any(|(_, on)| on.as_bool() == Some(true)));
+        let alerts = registration::entry_alerts(device);
+        let notify = alerts == registration::EntryAlerts::On;
+        refused += usize::from(alerts == registration::EntryAlerts::RefusedToken);
         let activity = device
             .get("live_activity")
             .and_then(Value::as_object)
@@ -239,12 +240,19 @@ pub fn check_notifications_json(read: &FileRead) -> Check {
     } else {
         summary.join("; ")
     };
+    let mut skipped = Vec::new();
     if malformed > 0 {
+        skipped.push(format!("{malformed} malformed device entr(y/ies) skipped"));
+    }
+    if refused > 0 {
+        skipped.push(format!(
+            "{refused} device entr(y/ies) skipped: the token is not a push token (16 to 200 lowercase hex digits)"
+        ));
+    }
+    if !skipped.is_empty() {
         return Check::warn(
             ID,
-            format!(
-                "notifications.json: {summary}; {malformed} malformed device entr(y/ies) skipped"
-            ),
+            format!("notifications.json: {summary}; {}", skipped.join("; ")),
             fix_by_app,
         );
     }
@@ -592,6 +600,43 @@ mod tests {
             check_notifications_json(&text("{\"v\":1.0,\"devices\":[]}")).status,
             Status::Warn
         );
+    }
+
+    #[test]
+    fn doctor_reports_the_entries_the_hooks_skip_for_their_token() {
+        // Usable entries for the default session that the notify hook
+        // sends to, or skips because the relay would refuse the token.
+        let upper = TOKEN.to_uppercase();
+        let entry = |token: &str, flags: &str| {
+            format!(
+                r#"{{"token":"{token}","key":"{KEY}","env":"production","session":"","notify":{{{flags}}}}}"#
+            )
+        };
+        let entries = [
+            entry(TOKEN, r#""blocked":true"#),
+            entry(&upper, r#""blocked":true"#),
+            entry("abc123", r#""blocked":true,"done":true"#),
+            // Wants no alert, so its token is never sent and never refused.
+            entry(&upper, r#""blocked":false"#),
+        ];
+        let file = format!(r#"{{"v":1,"devices":[{}]}}"#, entries.join(","));
+        let parsed = json::parse(&file).unwrap();
+        let session = crate::herdr::session::from_socket_path(None);
+        let selection = registration::alert_selection(Some(&parsed), &session, "blocked");
+        assert_eq!((selection.devices.len(), selection.refused.len()), (1, 2));
+        let check = check_notifications_json(&text(&file));
+        assert_eq!(check.status, Status::Warn, "{check:?}");
+        assert_eq!(
+            check.summary,
+            format!(
+                "notifications.json: default: 4 device(s), {} with notifications, 0 with Live Activity; \
+                 {} device entr(y/ies) skipped: the token is not a push token (16 to 200 lowercase hex digits)",
+                selection.devices.len(),
+                selection.refused.len()
+            )
+        );
+        assert!(!check.summary.contains(TOKEN) && !check.summary.contains(&upper));
+        assert!(!check.summary.contains("abc123"));
     }
 
     #[test]

@@ -289,6 +289,10 @@ mod tests {
         assert_eq!(notify_flag("done"), Some("done"));
         assert_eq!(notify_flag("working"), None);
         assert_eq!(notify_flag("idle"), None);
+        // Doctor counts an entry's alerts by these flags.
+        for flag in registration::ALERT_FLAGS {
+            assert_eq!(notify_flag(flag), Some(flag));
+        }
     }
 
     #[test]

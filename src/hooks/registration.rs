@@ -147,13 +147,50 @@ pub fn alert_selection(file: Option<&Value>, session: &Session, flag: &str) -> A
     selection
 }
 
-/// An entry as an alert device for `flag`, whatever its token's shape.
+/// The `notify` flags an alert is sent for (an Agent's Blocked and Done).
+pub const ALERT_FLAGS: [&str; 2] = ["blocked", "done"];
+
+/// How the notify hook treats one entry, whatever its session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryAlerts {
+    /// It wants no alert (or is unusable): nothing is sent.
+    Off,
+    /// It wants an alert, and its token is one the relay accepts.
+    On,
+    /// It wants an alert, but [`alert_selection`] skips it for its token.
+    RefusedToken,
+}
+
+/// Whether the hooks alert `entry` for some flag of [`ALERT_FLAGS`], by
+/// the same rules as [`alert_selection`] (so doctor cannot disagree).
+pub fn entry_alerts(entry: &Value) -> EntryAlerts {
+    let Some(device) = ALERT_FLAGS
+        .iter()
+        .find_map(|flag| alert_device_of(entry, flag))
+    else {
+        return EntryAlerts::Off;
+    };
+    if relay::is_push_token(&device.token) {
+        EntryAlerts::On
+    } else {
+        EntryAlerts::RefusedToken
+    }
+}
+
+/// An entry as an alert device for `flag` from a hook of `session`,
+/// whatever its token's shape.
 fn alert_device(entry: &Value, session: &Session, flag: &str) -> Option<AlertDevice> {
-    entry.as_object()?;
-    let token = entry.get("token").and_then(Value::as_nonempty_str)?;
     if !session.delivers_to(entry) {
         return None;
     }
+    alert_device_of(entry, flag)
+}
+
+/// An entry as an alert device for `flag`, whatever its session and its
+/// token's shape.
+fn alert_device_of(entry: &Value, flag: &str) -> Option<AlertDevice> {
+    entry.as_object()?;
+    let token = entry.get("token").and_then(Value::as_nonempty_str)?;
     let env = valid_env(entry.get("env"))?;
     let wanted = entry.get("notify").and_then(|n| n.get(flag)) == Some(&Value::Bool(true));
     if !wanted {

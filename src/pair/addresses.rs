@@ -10,6 +10,8 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use crate::wire::pairing_code;
+
 /// One interface address as the operating system lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InterfaceAddress {
@@ -67,6 +69,19 @@ impl Candidate {
         };
         format!("{source}, {}", self.family())
     }
+}
+
+/// The one line naming the first `heeler pair --address` value a Pairing
+/// Code cannot carry (the code's own rule), if any. Both front ends check
+/// it before anything else, so a bad value is named rather than reported
+/// as a bad code.
+pub fn command_line_problem(command_line: &[String]) -> Option<String> {
+    let bad = command_line
+        .iter()
+        .find(|a| !pairing_code::is_valid_address(a))?;
+    Some(format!(
+        "--address {bad:?} is not an address without whitespace."
+    ))
 }
 
 /// [`candidates`] with `heeler pair --address` values listed first (and
@@ -222,6 +237,27 @@ pub fn candidates(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_line_address_a_code_cannot_carry_is_named() {
+        let list = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(command_line_problem(&list(&[])), None);
+        assert_eq!(
+            command_line_problem(&list(&["10.0.0.1", "h.example"])),
+            None
+        );
+        let problem = |items: &[&str]| command_line_problem(&list(items));
+        assert_eq!(
+            problem(&["10.0.0.1", ""]).as_deref(),
+            Some("--address \"\" is not an address without whitespace.")
+        );
+        assert_eq!(
+            problem(&["a\tb", "c d"]).as_deref(),
+            Some("--address \"a\\tb\" is not an address without whitespace.")
+        );
+        // The code's own white space, byte order mark included.
+        assert!(problem(&["\u{feff}x"]).is_some());
+    }
 
     fn entry(interface: &str, address: &str) -> InterfaceAddress {
         let address: IpAddr = address.parse().unwrap();

@@ -431,6 +431,29 @@ mod tests {
     }
 
     #[test]
+    fn an_edit_keeps_the_files_owner_and_group() {
+        use std::os::unix::fs::MetadataExt;
+        let scratch = crate::base::scratch::ScratchDir::new("ak-owner");
+        let location = Location::for_home(scratch.path());
+        assert!(edit(&location, |l| append(l, "ssh-ed25519 AAAAmine")).unwrap());
+        // Another owner and group than the writer's: only root may set
+        // them, so elsewhere there is nothing to prove.
+        let (uid, gid) = (4242, 4343);
+        if std::os::unix::fs::chown(&location.file, Some(uid), Some(gid)).is_err() {
+            println!("SKIPPED: cannot give the file another owner (not root)");
+            return;
+        }
+        assert!(edit(&location, |l| append(l, BOOT)).unwrap());
+        assert!(edit(&location, |l| remove_pairing(l, "ab12")).unwrap());
+        let meta = std::fs::metadata(&location.file).unwrap();
+        assert_eq!((meta.uid(), meta.gid()), (uid, gid));
+        assert_eq!(
+            std::fs::read(&location.file).unwrap(),
+            b"ssh-ed25519 AAAAmine\n"
+        );
+    }
+
+    #[test]
     fn a_symlinked_file_stays_a_link_and_its_target_gets_the_edits() {
         let scratch = crate::base::scratch::ScratchDir::new("ak-link");
         let location = Location::for_home(scratch.path());

@@ -5,10 +5,14 @@
 //! prefix that could smuggle a `command=` into authorized_keys), the blob
 //! must decode to exactly an Ed25519 key, and the comment must be printable
 //! ASCII. What gets written is the canonical re-encoding, never the input.
+//! A comment ending in a Bootstrap Key marker (`herdr-pairing:<id>:exp:<n>`)
+//! is refused too: cleanup and the sweep find bootstrap lines by that marker
+//! alone, so such a device line would be enrolled and then deleted.
 
 use std::fmt;
 
 use crate::base::base64;
+use crate::pair::authorized_keys;
 use crate::pair::bootstrap_key::KEY_TYPE;
 use crate::pair::host_key;
 
@@ -39,6 +43,7 @@ pub enum DeviceKeyError {
     BadBase64,
     BadBlob,
     BadComment,
+    MarkerComment,
 }
 
 impl fmt::Display for DeviceKeyError {
@@ -51,6 +56,9 @@ impl fmt::Display for DeviceKeyError {
             DeviceKeyError::BadBase64 => "key blob is not base64",
             DeviceKeyError::BadBlob => "key blob is not an Ed25519 public key",
             DeviceKeyError::BadComment => "comment must be printable ASCII",
+            DeviceKeyError::MarkerComment => {
+                "comment must not end with a herdr-pairing: Bootstrap Key marker"
+            }
         })
     }
 }
@@ -95,6 +103,9 @@ pub fn parse(submitted: &str) -> Result<DeviceKey, DeviceKeyError> {
     } else {
         format!("{KEY_TYPE} {blob_base64} {comment}")
     };
+    if authorized_keys::marker_of(line.as_bytes()).is_some() {
+        return Err(DeviceKeyError::MarkerComment);
+    }
     Ok(DeviceKey {
         line,
         fingerprint: host_key::fingerprint(&blob),
@@ -147,6 +158,11 @@ mod tests {
         assert_eq!(bare.blob_base64, key_line()[12..]);
         assert_eq!(comment_of_line(&key.line).as_deref(), Some("iPhone (Ada)"));
         assert_eq!(comment_of_line(&bare.line), None);
+        // The marker prefix elsewhere than as the last word marks nothing.
+        for comment in ["herdr-pairing:ab12:exp:1 old", "herdr-pairing:notes"] {
+            let key = parse(&format!("{} {comment}", key_line())).unwrap();
+            assert_eq!(key.comment.as_deref(), Some(comment));
+        }
     }
 
     #[test]
@@ -176,6 +192,16 @@ mod tests {
             ),
             (format!("{good} caf\u{e9}"), DeviceKeyError::BadComment),
             (format!("{good} tab\there"), DeviceKeyError::BadComment),
+            // A comment that reads as a Bootstrap Key marker would make the
+            // device line look like a bootstrap line, which cleanup removes.
+            (
+                format!("{good} herdr-pairing:ab12:exp:1"),
+                DeviceKeyError::MarkerComment,
+            ),
+            (
+                format!("{good} iPhone herdr-pairing:x-Y9:exp:99999999999"),
+                DeviceKeyError::MarkerComment,
+            ),
         ];
         for (input, expected) in cases {
             assert_eq!(parse(&input), Err(expected), "{input:?}");

@@ -8,7 +8,7 @@
 //! the code expires it cleans up and exits 1; SIGINT, SIGTERM and SIGHUP
 //! remove the bootstrap line before exiting (128 + signal). Progress and
 //! hints go to stderr. `--config-only` prints a code without a Bootstrap
-//! Key and exits at once.
+//! Key and exits at once, with or without `--no-ui`.
 //!
 //! Test-only environment (never set these in production):
 //! `HEELER_TEST_PAIRING_TTL_SECONDS` shortens the Bootstrap Key's TTL, and
@@ -56,9 +56,12 @@ fn note(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
-/// The command (`heeler pair --no-ui`; without `--no-ui`, `main` runs the
-/// popup instead).
+/// The command (`heeler pair --no-ui`, and `heeler pair --config-only`,
+/// which needs no popup; otherwise `main` runs the popup instead).
 pub fn run(args: PairArgs) -> Result<(), Failure> {
+    if let Some(problem) = addresses::command_line_problem(&args.address) {
+        return Err(fail(problem));
+    }
     let dirs = dirs::Env::process();
     let home = dirs.home().map_err(|e| fail(e.to_string()))?;
     let config_dir = dirs.plugin_config_dir().map_err(|e| fail(e.to_string()))?;
@@ -180,11 +183,18 @@ fn report_enrolled(
         .map_err(|e| fail(format!("enrolled, but cleanup failed: {e}")))
 }
 
+/// The exit status of a ceremony ended by `signal` (after its cleanup):
+/// 128 + the signal, as a shell reports a process the signal killed. The
+/// popup ends the same way.
+pub fn signal_status(signal: i32) -> u8 {
+    u8::try_from(128 + signal).unwrap_or(1)
+}
+
 fn wait(ceremony: &ceremony::Ceremony) -> Result<(), Failure> {
     loop {
         if let Some(signal) = sys::termination_signal() {
             let cleanup = ceremony.end();
-            let status = u8::try_from(128 + signal).unwrap_or(1);
+            let status = signal_status(signal);
             return Err(match cleanup {
                 Ok(()) => Failure::new(
                     format!(

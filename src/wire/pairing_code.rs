@@ -218,12 +218,14 @@ pub fn is_openssh_fingerprint(fp: &str) -> bool {
     })
 }
 
+/// Whether a code may carry `address`: non-empty, without white space.
+pub fn is_valid_address(address: &str) -> bool {
+    !address.is_empty() && !has_whitespace(address)
+}
+
 fn validate(payload: &Payload) -> Result<(), PairingCodeError> {
     let ok = !payload.addrs.is_empty()
-        && payload
-            .addrs
-            .iter()
-            .all(|a| !a.is_empty() && !has_whitespace(a))
+        && payload.addrs.iter().all(|a| is_valid_address(a))
         && payload.port >= 1
         && !payload.user.is_empty()
         && !has_whitespace(&payload.user)

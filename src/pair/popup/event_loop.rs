@@ -60,6 +60,8 @@ struct Setup {
 enum Ending {
     /// Exit 0.
     Close,
+    /// A termination signal: exit 128 + the signal, like `pair --no-ui`.
+    Signal(i32),
     /// Exit 1 with the fatal screen's message.
     Fail(Vec<String>),
 }
@@ -160,13 +162,8 @@ fn run_fatal(
 /// Host key, user, addresses, directories: everything the checklist needs.
 /// A problem is the fatal screen's message.
 fn gather(command_line: &[String]) -> Result<(Setup, Vec<Candidate>), Vec<String>> {
-    if let Some(bad) = command_line
-        .iter()
-        .find(|a| a.is_empty() || a.chars().any(char::is_whitespace))
-    {
-        return Err(vec![format!(
-            "--address {bad:?} is not an address without whitespace."
-        )]);
+    if let Some(problem) = addresses::command_line_problem(command_line) {
+        return Err(vec![problem]);
     }
     let dirs = crate::base::dirs::Env::process();
     let no_home = |_| vec!["Cannot determine the home directory.".to_owned()];
@@ -347,8 +344,8 @@ impl Session {
 
     fn run_loop(&mut self, keys: &Receiver<Vec<u8>>) -> Result<(), Failure> {
         let ending = loop {
-            if sys::termination_signal().is_some() {
-                break Ending::Close;
+            if let Some(signal) = sys::termination_signal() {
+                break Ending::Signal(signal);
             }
             match keys.recv_timeout(TICK) {
                 Ok(bytes) => {
@@ -552,6 +549,10 @@ impl Session {
 fn finish(ending: Ending) -> Result<(), Failure> {
     match ending {
         Ending::Close => Ok(()),
+        Ending::Signal(signal) => Err(Failure::new(
+            format!("heeler pair: stopped by signal {signal}"),
+            headless::signal_status(signal),
+        )),
         Ending::Fail(message) => Err(fatal_failure(&message)),
     }
 }
