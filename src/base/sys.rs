@@ -17,13 +17,39 @@ pub(crate) fn effective_uid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
+/// How a `get*_r` database lookup ended with one buffer.
+enum Lookup<T> {
+    Found(T),
+    NoEntry,
+    /// The call's error status (`ERANGE`: the buffer was too small).
+    Failed(i32),
+}
+
+/// Runs a reentrant database lookup (`getpwuid_r`, `getgrgid_r`) with a
+/// scratch buffer that grows fourfold on `ERANGE`, up to `limit` bytes. The
+/// closure makes the call and copies out what it needs while the buffer is
+/// alive.
+fn lookup_with_buffer<T>(
+    limit: usize,
+    mut call: impl FnMut(&mut [libc::c_char]) -> Lookup<T>,
+) -> io::Result<Option<T>> {
+    let mut buffer_len = 1024usize;
+    loop {
+        let mut buffer = vec![0 as libc::c_char; buffer_len];
+        match call(&mut buffer) {
+            Lookup::Found(value) => return Ok(Some(value)),
+            Lookup::NoEntry => return Ok(None),
+            Lookup::Failed(libc::ERANGE) if buffer_len < limit => buffer_len *= 4,
+            Lookup::Failed(status) => return Err(io::Error::from_raw_os_error(status)),
+        }
+    }
+}
+
 /// The member names of group `gid` (`getgrgid_r`'s `gr_mem`; the users whose
 /// primary group it is are not listed there). `Ok(None)` when there is no
 /// such group.
 pub(crate) fn group_members(gid: u32) -> io::Result<Option<Vec<Vec<u8>>>> {
-    let mut buffer_len = 1024usize;
-    loop {
-        let mut buffer = vec![0 as libc::c_char; buffer_len];
+    lookup_with_buffer(1 << 22, |buffer| {
         // SAFETY: an all-zero `group` is a valid value (null pointers and
         // zero integers); getgrgid_r only writes into it.
         let mut entry: libc::group = unsafe { std::mem::zeroed() };
@@ -41,15 +67,11 @@ pub(crate) fn group_members(gid: u32) -> io::Result<Option<Vec<Vec<u8>>>> {
                 &mut result,
             )
         };
-        if status == libc::ERANGE && buffer_len < (1 << 22) {
-            buffer_len *= 4;
-            continue;
-        }
         if status != 0 {
-            return Err(io::Error::from_raw_os_error(status));
+            return Lookup::Failed(status);
         }
         if result.is_null() {
-            return Ok(None);
+            return Lookup::NoEntry;
         }
         let mut members = Vec::new();
         let mut cursor = entry.gr_mem;
@@ -63,8 +85,8 @@ pub(crate) fn group_members(gid: u32) -> io::Result<Option<Vec<Vec<u8>>>> {
                 cursor = cursor.add(1);
             }
         }
-        return Ok(Some(members));
-    }
+        Lookup::Found(members)
+    })
 }
 
 /// The parts of a passwd entry heeler needs.
@@ -80,9 +102,7 @@ pub(crate) struct PasswdEntry {
 /// is no such user; an error when the lookup itself fails or the user name
 /// is not UTF-8.
 pub(crate) fn passwd_entry(uid: u32) -> io::Result<Option<PasswdEntry>> {
-    let mut buffer_len = 1024usize;
-    loop {
-        let mut buffer = vec![0 as libc::c_char; buffer_len];
+    let raw = lookup_with_buffer(1 << 20, |buffer| {
         // SAFETY: an all-zero `passwd` is a valid value (null pointers and
         // zero integers); getpwuid_r only writes into it.
         let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
@@ -99,18 +119,11 @@ pub(crate) fn passwd_entry(uid: u32) -> io::Result<Option<PasswdEntry>> {
                 &mut result,
             )
         };
-        if status == libc::ERANGE && buffer_len < (1 << 20) {
-            buffer_len *= 4;
-            continue;
-        }
         if status != 0 {
-            return Err(io::Error::from_raw_os_error(status));
+            return Lookup::Failed(status);
         }
-        if result.is_null() {
-            return Ok(None);
-        }
-        if entry.pw_name.is_null() || entry.pw_dir.is_null() {
-            return Ok(None);
+        if result.is_null() || entry.pw_name.is_null() || entry.pw_dir.is_null() {
+            return Lookup::NoEntry;
         }
         // SAFETY: on success `pw_name` and `pw_dir` point to NUL-terminated
         // strings inside `buffer`, which is still alive here; we copy them
@@ -121,14 +134,18 @@ pub(crate) fn passwd_entry(uid: u32) -> io::Result<Option<PasswdEntry>> {
                 CStr::from_ptr(entry.pw_dir).to_bytes().to_vec(),
             )
         };
-        let name = String::from_utf8(name)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "user name is not UTF-8"))?;
-        return Ok(Some(PasswdEntry {
-            name,
-            home: PathBuf::from(OsString::from_vec(home)),
-            gid: entry.pw_gid,
-        }));
-    }
+        Lookup::Found((name, home, entry.pw_gid))
+    })?;
+    let Some((name, home, gid)) = raw else {
+        return Ok(None);
+    };
+    let name = String::from_utf8(name)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "user name is not UTF-8"))?;
+    Ok(Some(PasswdEntry {
+        name,
+        home: PathBuf::from(OsString::from_vec(home)),
+        gid,
+    }))
 }
 
 /// Every IPv4/IPv6 address of every interface (`getifaddrs`), in the order
