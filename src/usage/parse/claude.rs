@@ -5,6 +5,14 @@
 //! this module only extracts facts per line (dedupe is global, in
 //! `usage::aggregate`). Directories come from the record's `cwd`, never from
 //! the lossy project key.
+//!
+//! A subagent's assistant messages are written twice: to its own file
+//! (`<session>/subagents/agent-*.jsonl`, which may be missing) and, nested
+//! as `data.message`, in a `progress` line of the file that ran it. Both
+//! copies give the same event (the nested record's own timestamp, message
+//! id, request id and usage, flagged as a sidechain like the subagent's own
+//! records), so the global (`message.id`, `requestId`) dedupe counts the
+//! message once whether one copy exists or both.
 
 use std::path::{Path, PathBuf};
 
@@ -59,11 +67,11 @@ pub fn parse_line(fp: &mut FileParse, line: &[u8]) {
     if !may_hold(line, b"\"usage\"") || !may_hold(line, b"\"assistant\"") {
         return;
     }
-    let Some(fields) = pick(line) else {
+    let Some((top, nested)) = pick(line) else {
         fp.malformed += 1;
         return;
     };
-    if let Some(event) = event_of(fp, &fields) {
+    if let Some(event) = event_of(fp, &top, nested.as_ref()) {
         fp.events.push(event);
     }
 }
@@ -76,7 +84,8 @@ fn may_hold(line: &[u8], needle: &[u8]) -> bool {
     find(line, needle).is_some() || find(line, b"\\u").is_some()
 }
 
-/// The members of an assistant record that Usage reads.
+/// The members of a record that Usage reads (an assistant record, or the
+/// record a `progress` line nests as `data.message`).
 #[derive(Default)]
 struct Fields<'a> {
     kind: Option<Cow<'a, str>>,
@@ -97,9 +106,23 @@ struct Fields<'a> {
     geo: Option<Cow<'a, str>>,
 }
 
-fn pick(line: &[u8]) -> Option<Fields<'_>> {
-    let mut f = Fields::default();
+/// The line's record and, when it has a `data.message` object, the record
+/// nested there.
+fn pick(line: &[u8]) -> Option<(Fields<'_>, Option<Fields<'_>>)> {
+    let mut top = Fields::default();
+    let mut nested = None;
     let mut c = Cursor::new(line);
+    pick_record(&mut c, &mut top, Some(&mut nested))?;
+    c.at_end().then_some((top, nested))
+}
+
+/// Reads the record at `c` into `f`; `nested` (the top level only) receives
+/// the record at `data.message`.
+fn pick_record<'a>(
+    c: &mut Cursor<'a>,
+    f: &mut Fields<'a>,
+    mut nested: Option<&mut Option<Fields<'a>>>,
+) -> Option<()> {
     c.object(|key, c| {
         match key {
             b"type" => f.kind = c.string()?,
@@ -114,17 +137,28 @@ fn pick(line: &[u8]) -> Option<Fields<'_>> {
                     b"model" => f.model = c.string()?,
                     b"usage" => {
                         f.has_usage = true;
-                        return pick_usage(c, &mut f);
+                        return pick_usage(c, f);
                     }
                     _ => c.skip()?,
                 }
                 Some(())
             })?,
+            b"data" if c.raw_is_object() => match nested.as_deref_mut() {
+                Some(slot) => c.object(|key, c| {
+                    if key != b"message" || !c.raw_is_object() {
+                        return c.skip();
+                    }
+                    let mut record = Fields::default();
+                    pick_record(c, &mut record, None)?;
+                    *slot = Some(record);
+                    Some(())
+                })?,
+                None => c.skip()?,
+            },
             _ => c.skip()?,
         }
         Some(())
-    })?;
-    c.at_end().then_some(f)
+    })
 }
 
 fn pick_usage<'a>(c: &mut Cursor<'a>, f: &mut Fields<'a>) -> Option<()> {
@@ -160,8 +194,27 @@ fn pick_usage<'a>(c: &mut Cursor<'a>, f: &mut Fields<'a>) -> Option<()> {
     }
 }
 
-fn event_of(fp: &mut FileParse, f: &Fields) -> Option<Event> {
-    if f.kind.as_deref() != Some("assistant") || !f.has_usage {
+/// What a line contributes: an assistant record's usage, or the usage of the
+/// subagent's assistant record a `progress` line nests (a sidechain record,
+/// in the directory of the line when it names none of its own).
+fn event_of(fp: &mut FileParse, top: &Fields, nested: Option<&Fields>) -> Option<Event> {
+    match top.kind.as_deref() {
+        Some("assistant") => record_event(fp, top, top.cwd.as_deref(), false),
+        Some("progress") => {
+            let n = nested.filter(|n| n.kind.as_deref() == Some("assistant"))?;
+            record_event(fp, n, n.cwd.as_deref().or(top.cwd.as_deref()), true)
+        }
+        _ => None,
+    }
+}
+
+fn record_event(
+    fp: &mut FileParse,
+    f: &Fields,
+    cwd: Option<&str>,
+    sidechain: bool,
+) -> Option<Event> {
+    if !f.has_usage {
         return None;
     }
     let ts = crate::usage::time::parse_timestamp(f.timestamp.as_deref()?)?;
@@ -180,7 +233,7 @@ fn event_of(fp: &mut FileParse, f: &Fields) -> Option<Event> {
         return None;
     }
     let mut bits = 0;
-    if f.sidechain {
+    if f.sidechain || sidechain {
         bits |= flags::SIDECHAIN;
     }
     match f.speed.as_deref() {
@@ -202,7 +255,7 @@ fn event_of(fp: &mut FileParse, f: &Fields) -> Option<Event> {
         kind: EventKind::Claude,
         ts,
         model: fp.intern(model),
-        cwd: fp.intern(f.cwd.as_deref().unwrap_or("")),
+        cwd: fp.intern(cwd.unwrap_or("")),
         tier: fp.intern(f.tier.as_deref().unwrap_or("")),
         flags: bits,
         key,
@@ -247,36 +300,39 @@ pub(super) fn parse_line_exact(fp: &mut FileParse, line: &[u8]) {
         fp.malformed += 1;
         return;
     };
-    let message = object(top.get("message"));
-    let usage = message.and_then(|m| object(m.get("usage")));
-    let split = usage
-        .and_then(|u| object(u.get("cache_creation")))
-        .map(|s| {
-            (
-                count(s.get("ephemeral_5m_input_tokens")),
-                count(s.get("ephemeral_1h_input_tokens")),
-            )
-        });
-    let of_usage = |k: &str| count(usage.and_then(|u| u.get(k)));
-    let fields = Fields {
-        kind: text(top.get("type")),
-        timestamp: text(top.get("timestamp")),
-        cwd: text(top.get("cwd")),
-        request_id: text(top.get("requestId")),
-        sidechain: top.get("isSidechain").and_then(Value::as_bool) == Some(true),
-        message_id: message.and_then(|m| text(m.get("id"))),
-        model: message.and_then(|m| text(m.get("model"))),
-        has_usage: usage.is_some(),
-        input: of_usage("input_tokens"),
-        output: of_usage("output_tokens"),
-        cache_read: of_usage("cache_read_input_tokens"),
-        cache_write: of_usage("cache_creation_input_tokens"),
-        split,
-        tier: usage.and_then(|u| text(u.get("service_tier"))),
-        speed: usage.and_then(|u| text(u.get("speed"))),
-        geo: usage.and_then(|u| text(u.get("inference_geo"))),
-    };
-    if let Some(event) = event_of(fp, &fields) {
+    fn fields_of(record: &Object) -> Fields<'_> {
+        let message = object(record.get("message"));
+        let usage = message.and_then(|m| object(m.get("usage")));
+        let split = usage
+            .and_then(|u| object(u.get("cache_creation")))
+            .map(|s| {
+                (
+                    count(s.get("ephemeral_5m_input_tokens")),
+                    count(s.get("ephemeral_1h_input_tokens")),
+                )
+            });
+        let of_usage = |k: &str| count(usage.and_then(|u| u.get(k)));
+        Fields {
+            kind: text(record.get("type")),
+            timestamp: text(record.get("timestamp")),
+            cwd: text(record.get("cwd")),
+            request_id: text(record.get("requestId")),
+            sidechain: record.get("isSidechain").and_then(Value::as_bool) == Some(true),
+            message_id: message.and_then(|m| text(m.get("id"))),
+            model: message.and_then(|m| text(m.get("model"))),
+            has_usage: usage.is_some(),
+            input: of_usage("input_tokens"),
+            output: of_usage("output_tokens"),
+            cache_read: of_usage("cache_read_input_tokens"),
+            cache_write: of_usage("cache_creation_input_tokens"),
+            split,
+            tier: usage.and_then(|u| text(u.get("service_tier"))),
+            speed: usage.and_then(|u| text(u.get("speed"))),
+            geo: usage.and_then(|u| text(u.get("inference_geo"))),
+        }
+    }
+    let nested = object(object(top.get("data")).and_then(|d| d.get("message"))).map(fields_of);
+    if let Some(event) = event_of(fp, &fields_of(&top), nested.as_ref()) {
         fp.events.push(event);
     }
 }
@@ -341,6 +397,53 @@ mod tests {
         ]);
         assert!(fp.events.is_empty());
         assert_eq!(fp.malformed, 2);
+    }
+
+    /// A subagent's assistant record as its own file has it, and the
+    /// `progress` line of the session that ran it, nesting the same record.
+    const SUBAGENT_RECORD: &str = r#"{"parentUuid":"a0","isSidechain":true,"userType":"external","cwd":"/p","sessionId":"s","version":"2.1.300","agentId":"a7","type":"assistant","message":{"id":"msg_s1","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"text","text":"found it"}],"stop_reason":null,"usage":{"input_tokens":20,"cache_creation_input_tokens":0,"cache_read_input_tokens":300,"output_tokens":2,"service_tier":"standard"}},"requestId":"req_s1","uuid":"u9","timestamp":"2026-11-29T10:00:01.000Z"}"#;
+    const PROGRESS_LINE: &str = r#"{"parentUuid":"p0","isSidechain":false,"userType":"external","cwd":"/p","sessionId":"s","version":"2.1.300","gitBranch":"main","type":"progress","data":{"message":{"type":"assistant","message":{"id":"msg_s1","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"text","text":"found it"}],"stop_reason":null,"usage":{"input_tokens":20,"cache_creation_input_tokens":0,"cache_read_input_tokens":300,"output_tokens":2,"service_tier":"standard"}},"requestId":"req_s1","uuid":"u9","timestamp":"2026-11-29T10:00:01.000Z"},"normalizedMessages":[],"type":"agent_progress","prompt":"look for usage","agentId":"a7"},"toolUseID":"agent_msg_1","parentToolUseID":"toolu_1","uuid":"p1","timestamp":"2026-11-29T10:00:01.500Z"}"#;
+
+    #[test]
+    fn a_progress_line_gives_the_event_of_the_subagent_record_it_nests() {
+        let fp = parse(&[PROGRESS_LINE]);
+        assert_eq!(fp.events.len(), 1);
+        let e = &fp.events[0];
+        // The nested record's time (10:00:01), not the progress line's.
+        assert_eq!(e.ts, 1_795_946_401);
+        assert_eq!(e.t, [20, 300, 0, 0, 2, 0]);
+        assert_eq!(fp.string(e.model), "claude-haiku-4-5");
+        assert_eq!(fp.string(e.cwd), "/p");
+        assert_eq!(e.flags, flags::SIDECHAIN);
+        assert_eq!(e.key, fnv1a(&[b"msg_s1", b"req_s1"]));
+        assert_eq!(e.group, fnv1a(&[b"msg_s1"]));
+        // The same event as the subagent file's own copy, so the global
+        // dedupe keeps one of the two.
+        assert_eq!(fp, parse(&[SUBAGENT_RECORD]));
+    }
+
+    #[test]
+    fn a_progress_line_without_its_own_directory_takes_the_lines() {
+        let line = r#"{"type":"progress","cwd":"/main","data":{"message":{"type":"assistant","timestamp":"2026-11-29T10:00:00Z","requestId":"r","message":{"id":"m","model":"claude-haiku-4-5","usage":{"input_tokens":1}}}}}"#;
+        let fp = parse(&[line, &line.replace(r#""type":"assistant","#, r#""type":"assistant","cwd":"/sub","#)]);
+        assert_eq!(fp.string(fp.events[0].cwd), "/main");
+        assert_eq!(fp.string(fp.events[1].cwd), "/sub");
+    }
+
+    #[test]
+    fn progress_lines_without_an_assistant_record_give_nothing() {
+        let fp = parse(&[
+            // A nested tool result (a user record), whose tool output
+            // mentions usage.
+            r#"{"type":"progress","data":{"message":{"type":"user","timestamp":"2026-11-29T10:00:00Z","message":{"role":"user","content":"assistant"},"toolUseResult":{"usage":{"input_tokens":5}}},"type":"agent_progress"}}"#,
+            r#"{"type":"progress","data":{"type":"bash_progress","output":"\"usage\" \"assistant\""},"timestamp":"2026-11-29T10:00:00Z"}"#,
+            r#"{"type":"progress","data":{"message":"assistant usage","type":"agent_progress"}}"#,
+            // Only a progress line's nested record counts, not an
+            // assistant record's `data`.
+            r#"{"type":"assistant","data":{"message":{"type":"assistant","timestamp":"2026-11-29T10:00:00Z","message":{"model":"m","usage":{"input_tokens":1}}}}}"#,
+        ]);
+        assert!(fp.events.is_empty(), "{:?}", fp.events);
+        assert_eq!(fp.malformed, 0);
     }
 
     #[test]

@@ -197,7 +197,7 @@ fn claude_file(rng: &mut Rng) -> Vec<String> {
     for _ in 0..rng.below(12) {
         let ts = stamp(rng);
         let cwd = format!("/home/dev/{}", rng.below(5));
-        let line = match rng.below(6) {
+        let line = match rng.below(8) {
             0 => format!(
                 r#"{{"parentUuid":null,"isSidechain":false,"userType":"external","cwd":"{cwd}","sessionId":"s1","version":"2.0.0","gitBranch":"main","type":"user","message":{{"role":"user","content":{}}},"uuid":"u1","timestamp":"{ts}"}}"#,
                 json::quote(&text(rng)),
@@ -210,45 +210,70 @@ fn claude_file(rng: &mut Rng) -> Vec<String> {
                 r#"{{"type":"summary","summary":{},"leafUuid":"u2"}}"#,
                 json::quote(&text(rng)),
             ),
-            _ => {
-                let split = if rng.one_in(2) {
+            // A subagent's progress: its assistant record (usually without
+            // a directory of its own) or a tool result, nested.
+            3 | 4 => {
+                let nested = if rng.one_in(3) {
                     format!(
-                        r#","cache_creation":{{"ephemeral_5m_input_tokens":{},"ephemeral_1h_input_tokens":{}}}"#,
-                        rng.below(300),
-                        rng.below(300)
+                        r#"{{"type":"user","message":{{"role":"user","content":[{{"tool_use_id":"t2","type":"tool_result","content":{}}}]}},"toolUseResult":{{"usage":{{"input_tokens":7}}}},"uuid":"u4","timestamp":"{ts}"}}"#,
+                        json::quote(&text(rng)),
                     )
                 } else {
-                    String::new()
-                };
-                let extra = match rng.below(4) {
-                    0 => r#","speed":"fast","inference_geo":"us""#,
-                    1 => r#","speed":"standard""#,
-                    _ => "",
-                };
-                let usage = if rng.one_in(8) {
-                    "null".to_owned()
-                } else {
-                    format!(
-                        r#"{{"input_tokens":{},"cache_creation_input_tokens":{},"cache_read_input_tokens":{},"output_tokens":{},"service_tier":"standard"{split}{extra}}}"#,
-                        rng.below(100),
-                        rng.below(1000),
-                        rng.below(100_000),
-                        rng.below(4000)
-                    )
+                    let record = claude_assistant(rng, &ts, &cwd);
+                    if rng.one_in(2) {
+                        record.replacen(&format!(r#""cwd":"{cwd}","#), "", 1)
+                    } else {
+                        record
+                    }
                 };
                 format!(
-                    r#"{{"parentUuid":"u1","isSidechain":{},"userType":"external","cwd":"{cwd}","sessionId":"s1","version":"2.0.0","message":{{"id":"msg_{}","type":"message","role":"assistant","model":"{}","content":[{{"type":"text","text":{}}}],"stop_reason":null,"usage":{usage}}},"requestId":"req_{}","type":"assistant","uuid":"u2","timestamp":"{ts}"}}"#,
-                    rng.one_in(4),
-                    rng.below(20),
-                    rng.pick(&["claude-opus-4-6", "claude-sonnet-4-5", "<synthetic>"]),
+                    r#"{{"parentUuid":"u1","isSidechain":false,"userType":"external","cwd":"{cwd}","sessionId":"s1","version":"2.0.0","type":"progress","data":{{"message":{nested},"normalizedMessages":[],"type":"agent_progress","prompt":{},"agentId":"a1"}},"toolUseID":"agent_msg_1","parentToolUseID":"toolu_1","uuid":"u3","timestamp":"{}"}}"#,
                     json::quote(&text(rng)),
-                    rng.below(20),
+                    stamp(rng),
                 )
             }
+            _ => claude_assistant(rng, &ts, &cwd),
         };
         lines.push(line);
     }
     lines
+}
+
+/// One Claude Code assistant record.
+fn claude_assistant(rng: &mut Rng, ts: &str, cwd: &str) -> String {
+    let split = if rng.one_in(2) {
+        format!(
+            r#","cache_creation":{{"ephemeral_5m_input_tokens":{},"ephemeral_1h_input_tokens":{}}}"#,
+            rng.below(300),
+            rng.below(300)
+        )
+    } else {
+        String::new()
+    };
+    let extra = match rng.below(4) {
+        0 => r#","speed":"fast","inference_geo":"us""#,
+        1 => r#","speed":"standard""#,
+        _ => "",
+    };
+    let usage = if rng.one_in(8) {
+        "null".to_owned()
+    } else {
+        format!(
+            r#"{{"input_tokens":{},"cache_creation_input_tokens":{},"cache_read_input_tokens":{},"output_tokens":{},"service_tier":"standard"{split}{extra}}}"#,
+            rng.below(100),
+            rng.below(1000),
+            rng.below(100_000),
+            rng.below(4000)
+        )
+    };
+    format!(
+        r#"{{"parentUuid":"u1","isSidechain":{},"userType":"external","cwd":"{cwd}","sessionId":"s1","version":"2.0.0","message":{{"id":"msg_{}","type":"message","role":"assistant","model":"{}","content":[{{"type":"text","text":{}}}],"stop_reason":null,"usage":{usage}}},"requestId":"req_{}","type":"assistant","uuid":"u2","timestamp":"{ts}"}}"#,
+        rng.one_in(4),
+        rng.below(20),
+        rng.pick(&["claude-opus-4-6", "claude-sonnet-4-5", "<synthetic>"]),
+        json::quote(&text(rng)),
+        rng.below(20),
+    )
 }
 
 /// White space JSON allows inside a line (a newline would end it).

@@ -20,7 +20,7 @@ use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
 /// Bump when the index layout changes (everything is reparsed).
 pub const INDEX_VERSION: u32 = 5;
 /// Bump when Claude/Codex line parsing changes (that agent is reparsed).
-pub const CLAUDE_PARSER_VERSION: u32 = 1;
+pub const CLAUDE_PARSER_VERSION: u32 = 2;
 pub const CODEX_PARSER_VERSION: u32 = 2;
 
 const MAGIC: &[u8; 4] = b"HUIX";
