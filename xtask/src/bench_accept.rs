@@ -34,9 +34,10 @@ struct Usage {
     stdout: String,
 }
 
-/// Waits for `pid` with `wait4` and returns its own rusage.
+/// Waits for `pid` with `wait4` and returns its own rusage (`bench-usage`
+/// measures its runs with it too).
 #[allow(unsafe_code)]
-fn wait_with_rusage(pid: u32) -> Result<(i32, libc::rusage), Error> {
+pub(crate) fn wait_with_rusage(pid: u32) -> Result<(i32, libc::rusage), Error> {
     let mut status = 0;
     // SAFETY: a zeroed rusage is a valid value; wait4 fills it in.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -81,18 +82,22 @@ fn run_measured(mut command: Command, home: &Path, input: &str) -> Result<Usage,
     std::io::Read::read_to_string(&mut stdout, &mut out)?;
     let (_, usage) = wait_with_rusage(child.id())?;
     let seconds = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
-    // Linux reports ru_maxrss in KiB, macOS in bytes.
-    let max_rss_kib = if cfg!(target_os = "macos") {
-        usage.ru_maxrss / 1024
-    } else {
-        usage.ru_maxrss
-    };
     Ok(Usage {
         cpu_ms: seconds(usage.ru_utime) + seconds(usage.ru_stime),
         user_ms: seconds(usage.ru_utime),
-        max_rss_kib,
+        max_rss_kib: max_rss_kib(&usage),
         stdout: out,
     })
+}
+
+/// A child's peak RSS in KiB (Linux reports `ru_maxrss` in KiB, macOS in
+/// bytes).
+pub(crate) fn max_rss_kib(usage: &libc::rusage) -> i64 {
+    if cfg!(target_os = "macos") {
+        usage.ru_maxrss / 1024
+    } else {
+        usage.ru_maxrss
+    }
 }
 
 fn summary(name: &str, runs: &[Usage]) {

@@ -8,13 +8,21 @@
 //! query. When `ccusage` is installed (on PATH or `CCUSAGE=/path`) it runs
 //! on the same Claude corpus and the ratio is printed. Figures only: no
 //! budget is asserted here.
+//!
+//! Memory: every refresh's peak RSS (`wait4`'s `ru_maxrss`) is printed,
+//! also for two inputs that must not be held whole: a 2 GiB file that is
+//! one line without a newline (sparse, reported as `lines_oversized`) and a
+//! 2 GiB file of tiny lines, each written under `target/` and deleted after.
+//! `--memory` runs only the cold and warm refreshes and these two.
 
 use std::fs;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use heeler::base::json::{self, Value};
+use heeler::usage::parse::scan::MAX_LINE;
 use heeler::usage::time::format_timestamp;
 
 struct Rng(u64);
@@ -229,29 +237,131 @@ fn generate(
     })
 }
 
-fn time(mut command: Command) -> Result<Duration, String> {
-    let started = Instant::now();
-    let out = command.output().map_err(|e| e.to_string())?;
-    let took = started.elapsed();
-    if !out.status.success() {
-        return Err(format!(
-            "{command:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok(took)
+/// Wall time and peak RSS of one run.
+struct Run {
+    took: Duration,
+    rss_kib: i64,
 }
 
-fn heeler(bin: &Path, corpus: &Corpus, state: &Path, args: &[&str]) -> Command {
+/// Runs `command` to its end (stdout discarded) and measures it.
+fn measure(mut command: Command) -> Result<Run, String> {
+    let started = Instant::now();
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = pipe.read_to_string(&mut stderr);
+    }
+    let (status, usage) =
+        crate::bench_accept::wait_with_rusage(child.id()).map_err(|e| e.to_string())?;
+    let took = started.elapsed();
+    if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+        return Err(format!("{command:?} failed ({status}): {stderr}"));
+    }
+    Ok(Run {
+        took,
+        rss_kib: crate::bench_accept::max_rss_kib(&usage),
+    })
+}
+
+fn time(command: Command) -> Result<Duration, String> {
+    measure(command).map(|run| run.took)
+}
+
+fn heeler(bin: &Path, home: &Path, state: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(bin);
     c.args(args)
         .env_clear()
-        .env("HOME", &corpus.home)
+        .env("HOME", home)
         .env("HERDR_PLUGIN_STATE_DIR", state)
         .env("PATH", "/usr/bin:/bin")
         .env("TZ", "UTC")
         .env("HEELER_USAGE_BUDGET_MS", "3600000");
     c
+}
+
+fn mib(kib: i64) -> String {
+    format!("{:.1} MiB", kib as f64 / 1024.0)
+}
+
+/// Bytes of the files under `dir`.
+fn dir_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_bytes(&e.path()),
+            _ => e.metadata().map(|m| m.len()).unwrap_or(0),
+        })
+        .sum()
+}
+
+/// The Claude coverage member `key` of a query's answer.
+fn claude_coverage(bin: &Path, home: &Path, state: &Path, key: &str) -> Result<i64, String> {
+    let out = heeler(bin, home, state, &["usage", "query", "--refresh", "never"])
+        .output()
+        .map_err(|e| e.to_string())?;
+    let answer = json::parse(&String::from_utf8_lossy(&out.stdout)).map_err(|e| format!("{e:?}"))?;
+    ["coverage", "claude", key]
+        .iter()
+        .fold(Some(&answer), |v, k| v.and_then(|v| v.get(k)))
+        .and_then(Value::as_i64)
+        .ok_or_else(|| format!("no coverage.claude.{key} in the answer"))
+}
+
+/// A 2 GiB Claude transcript that is one line without a newline (a record's
+/// start, then a sparse hole: nothing is written but the start).
+fn one_line_file(path: &Path) -> std::io::Result<()> {
+    let mut f = fs::File::create(path)?;
+    f.write_all(br#"{"type":"assistant","message":{"usage":{"input_tokens":1}},"text":""#)?;
+    f.set_len(2 << 30)
+}
+
+/// A 2 GiB Claude transcript of 16-byte lines (134 M of them).
+fn tiny_lines_file(path: &Path) -> std::io::Result<()> {
+    let block = br#"{"type":"user"}
+"#
+    .repeat(1 << 16);
+    let mut f = std::io::BufWriter::new(fs::File::create(path)?);
+    for _ in 0..(2 << 30) / block.len() {
+        f.write_all(&block)?;
+    }
+    f.flush()
+}
+
+/// Peak RSS of a cold refresh of a tree holding only the file `write`
+/// makes; the tree is deleted after, also when a step fails.
+fn memory_case(
+    bin: &Path,
+    work: &Path,
+    name: &str,
+    write: fn(&Path) -> std::io::Result<()>,
+) -> Result<(), String> {
+    let dir = work.join(name);
+    let _ = fs::remove_dir_all(&dir);
+    let result = (|| {
+        let home = dir.join("home");
+        let project = home.join(".claude/projects/-home-bench-memory");
+        fs::create_dir_all(&project).map_err(|e| e.to_string())?;
+        write(&project.join("session.jsonl")).map_err(|e| e.to_string())?;
+        let state = dir.join("state");
+        let run = measure(heeler(bin, &home, &state, &["usage", "worker"]))?;
+        let oversized = claude_coverage(bin, &home, &state, "lines_oversized")?;
+        println!(
+            "{name:<28} peak RSS {:>10}   {:>6.2} s   lines_oversized {oversized}",
+            mib(run.rss_kib),
+            run.took.as_secs_f64()
+        );
+        Ok(())
+    })();
+    let _ = fs::remove_dir_all(&dir);
+    result
 }
 
 fn ms(d: Duration) -> String {
@@ -263,6 +373,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         .map(|s| s.parse().map_err(|_| "--scale takes a number"))
         .transpose()?
         .unwrap_or(1.0);
+    let memory_only = args.iter().any(|a| a == "--memory");
     let claude_files = ((5000.0 * scale) as usize).max(1);
     let codex_files = ((2000.0 * scale) as usize).max(1);
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -292,17 +403,55 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let state = work.join("state");
     // Drop the page cache influence as far as we can without root tricks:
     // the first run reads from disk or cache alike for both tools.
-    let cold = time(heeler(&bin, &corpus, &state, &["usage", "worker"]))?;
+    let cold = measure(heeler(&bin, &corpus.home, &state, &["usage", "worker"]))?;
     println!(
-        "cold scan (empty cache):      {:>10.2} s  ({:.0} MB/s)",
-        cold.as_secs_f64(),
-        corpus.bytes as f64 / 1e6 / cold.as_secs_f64()
+        "cold scan (empty cache):      {:>10.2} s  ({:.0} MB/s)   peak RSS {}",
+        cold.took.as_secs_f64(),
+        corpus.bytes as f64 / 1e6 / cold.took.as_secs_f64(),
+        mib(cold.rss_kib)
     );
-    let warm = time(heeler(&bin, &corpus, &state, &["usage", "worker"]))?;
-    println!("warm refresh (no change):     {:>12}", ms(warm));
+    let index_bytes = dir_bytes(&state);
+    let warm = measure(heeler(&bin, &corpus.home, &state, &["usage", "worker"]))?;
+    println!(
+        "warm refresh (no change):     {:>12}   peak RSS {}",
+        ms(warm.took),
+        mib(warm.rss_kib)
+    );
+    let mut peak = cold.rss_kib.max(warm.rss_kib);
+    if !memory_only {
+        peak = peak.max(timings(&bin, &corpus, &work, &state, now, warm.took)?);
+    }
+    println!(
+        "usage state (index, aggregate, snapshot): {:.1} MiB on disk",
+        index_bytes as f64 / f64::from(1 << 20)
+    );
+    println!("inputs that must not be held whole (each a cold refresh of that file alone):");
+    memory_case(&bin, &work, "2 GiB, one line, no newline", one_line_file)?;
+    memory_case(&bin, &work, "2 GiB of 16-byte lines", tiny_lines_file)?;
+    println!(
+        "bound: the line buffers (one line of < {} MiB, MAX_LINE, at a time, and < {} MiB in each \
+         other parsing thread, at most 3) plus the index and aggregate state; the corpus refreshes \
+         peaked at {}",
+        MAX_LINE >> 20,
+        MAX_LINE >> 24,
+        mib(peak)
+    );
+    Ok(())
+}
+
+/// The append, query and ccusage timings; returns the appends' peak RSS.
+fn timings(
+    bin: &Path,
+    corpus: &Corpus,
+    work: &Path,
+    state: &Path,
+    now: i64,
+    warm: Duration,
+) -> Result<i64, String> {
     // One-file appends: five records to the newest Claude file, then a
     // refresh; repeated so the figure is a median, not one sample.
     let mut appends: Vec<Duration> = Vec::new();
+    let mut peak = 0;
     for round in 0..9u64 {
         let mut file = fs::OpenOptions::new()
             .append(true)
@@ -322,23 +471,26 @@ pub fn run(args: &[String]) -> Result<(), String> {
         }
         file.write_all(text.as_bytes()).map_err(|e| e.to_string())?;
         drop(file);
-        appends.push(time(heeler(&bin, &corpus, &state, &["usage", "worker"]))?);
+        let run = measure(heeler(bin, &corpus.home, state, &["usage", "worker"]))?;
+        peak = peak.max(run.rss_kib);
+        appends.push(run.took);
     }
     let first_append = appends[0];
     appends.sort();
     println!(
-        "one-file append refresh:      {:>12}   (median of 9; min {}, max {}, first {})",
+        "one-file append refresh:      {:>12}   (median of 9; min {}, max {}, first {})   peak RSS {}",
         ms(appends[4]),
         ms(appends[0]),
         ms(appends[8]),
-        ms(first_append)
+        ms(first_append),
+        mib(peak)
     );
     let mut queries: Vec<Duration> = (0..21)
         .map(|_| {
             time(heeler(
-                &bin,
-                &corpus,
-                &state,
+                bin,
+                &corpus.home,
+                state,
                 &["usage", "query", "--refresh", "never"],
             ))
         })
@@ -356,9 +508,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
         .map(|i| {
             let zone = ["Asia/Kathmandu", "America/St_Johns", "Australia/Eucla"][i % 3];
             time(heeler(
-                &bin,
-                &corpus,
-                &state,
+                bin,
+                &corpus.home,
+                state,
                 &["usage", "query", "--refresh", "never", "--tz", zone],
             ))
         })
@@ -403,16 +555,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
             let _ = fs::remove_file(&link);
             std::os::unix::fs::symlink(corpus.home.join(".claude"), &link)
                 .map_err(|e| e.to_string())?;
-            let only = Corpus {
-                home: claude_only.clone(),
-                bytes: 0,
-                claude_files,
-                codex_files: 0,
-                newest_claude: PathBuf::new(),
-            };
             let ours = time(heeler(
-                &bin,
-                &only,
+                bin,
+                &claude_only,
                 &work.join("state-claude"),
                 &["usage", "worker"],
             ))?;
@@ -428,5 +573,5 @@ pub fn run(args: &[String]) -> Result<(), String> {
             );
         }
     }
-    Ok(())
+    Ok(peak)
 }

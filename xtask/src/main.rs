@@ -25,7 +25,8 @@ tasks:
   bench-accept    CPU time and peak RSS of one `heeler accept` (release build; --static)
   bench-hooks     CPU time and peak RSS of the event hooks (release build; [--runs N])
   bench-popup     start to first painted checklist of `heeler pair` (release build; --debug, --runs N)
-  bench-usage     usage cold scan, warm query and one-file append on a synthetic corpus [--scale 1.0]
+  bench-usage     usage cold scan, warm query, one-file append and peak RSS on a synthetic corpus
+                  [--scale 1.0] [--memory: only the refreshes' peak RSS]
   pricing         regenerate pricing.json: --input FILE --date YYYY-MM-DD [--source litellm|models-dev] [--version V]
   static          build x86_64-unknown-linux-musl statically here (README.md: Static build)
                   and check it [--target <arch>-unknown-linux-musl]";

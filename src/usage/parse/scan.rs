@@ -7,11 +7,23 @@
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
+use std::sync::{Mutex, PoisonError};
 
 /// Lines longer than this (newline included) are skipped unparsed as they
 /// stream, never held whole, and counted ([`Pass::oversized`]; coverage's
 /// `lines_oversized`): Codex tool output reaches ~12 MB.
 pub const MAX_LINE: usize = 64 << 20;
+
+/// A line buffer's usual size, and what it shrinks back to after a long
+/// line.
+const LINE_BUFFER: usize = 64 * 1024;
+
+/// Held while a thread buffers a line longer than a sixteenth of the cap
+/// (4 MiB): one such line at a time in the process, so the line buffers of
+/// a refresh stay under [`MAX_LINE`] plus a sixteenth of it per other
+/// parsing thread, however many there are. Long lines are rare (tool
+/// output); waiting for one costs little.
+static LONG_LINE: Mutex<()> = Mutex::new(());
 
 /// Outcome of one read pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -25,13 +37,15 @@ pub struct Pass {
 
 /// Calls `f` with every complete line (without its `\n`) of `reader`.
 pub fn for_each_line<R: Read>(reader: R, f: impl FnMut(&[u8])) -> io::Result<Pass> {
-    lines_capped(reader, MAX_LINE, &mut Vec::with_capacity(64 * 1024), f)
+    lines_capped(reader, MAX_LINE, &mut Vec::with_capacity(LINE_BUFFER), f)
 }
 
 /// [`for_each_line`] with lines of `cap` bytes or more (newline included:
 /// over `cap`) skipped as they stream: `line` (the caller's, so a test can
 /// see its growth) never holds more than `cap` bytes, however long a line
-/// is, and an unterminated tail of any length is left unconsumed.
+/// is, and an unterminated tail of any length is left unconsumed. A line
+/// over a sixteenth of `cap` is buffered under [`LONG_LINE`], and the
+/// buffer shrinks back when it ends or passes the cap.
 fn lines_capped<R: Read>(
     reader: R,
     cap: usize,
@@ -42,6 +56,7 @@ fn lines_capped<R: Read>(
     let mut pass = Pass::default();
     // Bytes of the current line so far, and whether it passed the cap.
     let (mut length, mut over) = (0u64, false);
+    let mut long = None;
     line.clear();
     loop {
         let buf = match reader.fill_buf() {
@@ -57,8 +72,13 @@ fn lines_capped<R: Read>(
         if !over && line.len() + chunk.len() >= cap {
             over = true;
             line.clear();
+            line.shrink_to(LINE_BUFFER);
+            long = None;
         }
         if !over {
+            if long.is_none() && line.len() + chunk.len() > cap / 16 {
+                long = Some(LONG_LINE.lock().unwrap_or_else(PoisonError::into_inner));
+            }
             line.extend_from_slice(chunk);
         }
         let used = chunk.len() + usize::from(newline.is_some());
@@ -73,6 +93,9 @@ fn lines_capped<R: Read>(
             }
             (length, over) = (0, false);
             line.clear();
+            if long.take().is_some() {
+                line.shrink_to(LINE_BUFFER);
+            }
         }
     }
 }
@@ -214,6 +237,34 @@ mod tests {
         assert_eq!(pass.consumed, (10 << 20) + 4);
         assert_eq!(pass.oversized, 1);
         assert!(line.capacity() <= 2048, "{}", line.capacity());
+    }
+
+    #[test]
+    fn a_long_line_is_buffered_under_the_process_wide_guard_then_released() {
+        // With a 4 MiB cap, lines over 256 KiB are long: a 1 MiB line is
+        // parsed holding the guard, a short one is not held back by it.
+        let text = [vec![b'x'; 1 << 20], b"
+{}
+".to_vec()].concat();
+        let mut line = Vec::with_capacity(LINE_BUFFER);
+        let mut seen = Vec::new();
+        let pass = lines_capped(&text[..], 4 << 20, &mut line, |l| {
+            if l.len() == 1 << 20 {
+                assert!(LONG_LINE.try_lock().is_err(), "the guard is held");
+            }
+            seen.push(l.len());
+        })
+        .unwrap();
+        assert_eq!(seen, [1 << 20, 2]);
+        assert_eq!(pass.consumed, text.len() as u64);
+        // The buffer went back to its usual size after the long line.
+        assert!(line.capacity() <= LINE_BUFFER, "{}", line.capacity());
+        // Past the cap the line is dropped and the buffer shrinks at once.
+        let over = [vec![b'y'; 5 << 20], b"
+".to_vec()].concat();
+        let pass = lines_capped(&over[..], 4 << 20, &mut line, |_| panic!("over the cap")).unwrap();
+        assert_eq!(pass.oversized, 1);
+        assert!(line.capacity() <= LINE_BUFFER, "{}", line.capacity());
     }
 
     #[test]
