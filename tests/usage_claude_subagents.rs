@@ -204,10 +204,7 @@ fn subagent_usage_counts_once_with_or_without_its_own_file() {
 
 #[test]
 fn a_session_without_subagents_is_unchanged() {
-    let home = Home::new(
-        "usage-claude-no-subagents",
-        &[(MAIN, main_file(false))],
-    );
+    let home = Home::new("usage-claude-no-subagents", &[(MAIN, main_file(false))]);
     assert_eq!(
         truth_of(&claude_d30(&home.0)),
         Truth {

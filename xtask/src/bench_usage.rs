@@ -307,10 +307,11 @@ fn claude_coverage(bin: &Path, home: &Path, state: &Path, key: &str) -> Result<i
     let out = heeler(bin, home, state, &["usage", "query", "--refresh", "never"])
         .output()
         .map_err(|e| e.to_string())?;
-    let answer = json::parse(&String::from_utf8_lossy(&out.stdout)).map_err(|e| format!("{e:?}"))?;
+    let answer =
+        json::parse(&String::from_utf8_lossy(&out.stdout)).map_err(|e| format!("{e:?}"))?;
     ["coverage", "claude", key]
         .iter()
-        .fold(Some(&answer), |v, k| v.and_then(|v| v.get(k)))
+        .try_fold(&answer, |v, k| v.get(k))
         .and_then(Value::as_i64)
         .ok_or_else(|| format!("no coverage.claude.{key} in the answer"))
 }

@@ -425,7 +425,13 @@ mod tests {
     #[test]
     fn a_progress_line_without_its_own_directory_takes_the_lines() {
         let line = r#"{"type":"progress","cwd":"/main","data":{"message":{"type":"assistant","timestamp":"2026-11-29T10:00:00Z","requestId":"r","message":{"id":"m","model":"claude-haiku-4-5","usage":{"input_tokens":1}}}}}"#;
-        let fp = parse(&[line, &line.replace(r#""type":"assistant","#, r#""type":"assistant","cwd":"/sub","#)]);
+        let fp = parse(&[
+            line,
+            &line.replace(
+                r#""type":"assistant","#,
+                r#""type":"assistant","cwd":"/sub","#,
+            ),
+        ]);
         assert_eq!(fp.string(fp.events[0].cwd), "/main");
         assert_eq!(fp.string(fp.events[1].cwd), "/sub");
     }

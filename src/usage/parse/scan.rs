@@ -243,9 +243,14 @@ mod tests {
     fn a_long_line_is_buffered_under_the_process_wide_guard_then_released() {
         // With a 4 MiB cap, lines over 256 KiB are long: a 1 MiB line is
         // parsed holding the guard, a short one is not held back by it.
-        let text = [vec![b'x'; 1 << 20], b"
+        let text = [
+            vec![b'x'; 1 << 20],
+            b"
 {}
-".to_vec()].concat();
+"
+            .to_vec(),
+        ]
+        .concat();
         let mut line = Vec::with_capacity(LINE_BUFFER);
         let mut seen = Vec::new();
         let pass = lines_capped(&text[..], 4 << 20, &mut line, |l| {
@@ -260,8 +265,13 @@ mod tests {
         // The buffer went back to its usual size after the long line.
         assert!(line.capacity() <= LINE_BUFFER, "{}", line.capacity());
         // Past the cap the line is dropped and the buffer shrinks at once.
-        let over = [vec![b'y'; 5 << 20], b"
-".to_vec()].concat();
+        let over = [
+            vec![b'y'; 5 << 20],
+            b"
+"
+            .to_vec(),
+        ]
+        .concat();
         let pass = lines_capped(&over[..], 4 << 20, &mut line, |_| panic!("over the cap")).unwrap();
         assert_eq!(pass.oversized, 1);
         assert!(line.capacity() <= LINE_BUFFER, "{}", line.capacity());
