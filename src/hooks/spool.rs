@@ -305,6 +305,27 @@ impl Queue {
         listed
     }
 
+    /// Removes the temp files of entry writes whose writer died (a hook
+    /// killed mid-write); returns how many. Every entry name has exactly
+    /// one writer, so a temp file whose pid is gone is a leftover.
+    pub fn sweep_temps(&self) -> usize {
+        let spool = self.spool_dir();
+        let Ok(dir) = std::fs::read_dir(&spool) else {
+            return 0;
+        };
+        let targets: std::collections::BTreeSet<String> = dir
+            .filter_map(|entry| {
+                let name = entry.ok()?.file_name().to_str()?.to_owned();
+                let (target, _) = name.split_once(".tmp-")?;
+                due_of_name(target).map(|_| target.to_owned())
+            })
+            .collect();
+        targets
+            .iter()
+            .map(|target| atomic_file::sweep_stale_temps(&spool.join(target)))
+            .sum()
+    }
+
     /// Reads a listed entry; `None` when it is gone or damaged.
     pub fn read(&self, listed: &Listed) -> Option<Entry> {
         let text = crate::base::state_file::read_text(&listed.path, MAX_ENTRY_BYTES)?;
@@ -366,9 +387,11 @@ pub fn ensure_worker(queue: &Queue) -> io::Result<()> {
         None => return Ok(()),
         Some(probe) => drop(probe),
     }
+    use std::os::unix::process::CommandExt;
     let mut command = std::process::Command::new(own_executable()?);
     command
         .arg("hook-worker")
+        .arg0("heeler")
         .env_remove("HERDR_PLUGIN_EVENT_JSON")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -504,6 +527,28 @@ mod tests {
         assert!(queue.take(&listed[0]));
         assert!(!queue.take(&listed[0]), "taken once");
         assert_eq!(queue.read(&listed[0]), None);
+    }
+
+    #[test]
+    fn temp_files_of_dead_writers_are_swept_and_entries_kept() {
+        let dir = ScratchDir::new("spool-sweep");
+        let queue = Queue::of(dir.path());
+        let entry = queue.enqueue(&notify_entry(dir.path(), 10)).unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let name = entry.file_name().unwrap().to_str().unwrap().to_owned();
+        let leftover = queue.spool_dir().join(format!("{name}.tmp-{dead}-0"));
+        let live = queue
+            .spool_dir()
+            .join(format!("{name}.tmp-{}-1", std::process::id()));
+        std::fs::write(&leftover, "{").unwrap();
+        std::fs::write(&live, "{").unwrap();
+        assert_eq!(queue.sweep_temps(), 1);
+        assert!(!leftover.exists());
+        assert!(live.exists(), "a writer still running keeps its temp file");
+        assert!(entry.exists());
+        assert_eq!(queue.list().len(), 1);
     }
 
     #[test]

@@ -104,6 +104,7 @@ pub fn serve_queue(queue: &Queue, log_dir: &Path) -> std::io::Result<()> {
         let Some(lock) = queue.try_lock()? else {
             return Ok(());
         };
+        queue.sweep_temps();
         serve(queue, log_dir, &mut relays);
         drop(lock);
         if queue.list().is_empty() {
