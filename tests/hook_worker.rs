@@ -65,6 +65,35 @@ fn worker_pids(state: &Path) -> Vec<u32> {
     .collect()
 }
 
+/// The descriptors a process holds, by number, with what they name.
+fn fds_of(pid: u32) -> Vec<(String, PathBuf)> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            let e = e.ok()?;
+            Some((
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read_link(e.path()).ok()?,
+            ))
+        })
+        .collect()
+}
+
+/// Waits until the worker `pid` holds its session's lock (`/proc/locks`
+/// lists its `flock`; it takes none other while it waits).
+fn wait_for_lock(pid: u32) {
+    wait_for("the worker's lock", Duration::from_secs(10), || {
+        std::fs::read_to_string("/proc/locks")
+            .unwrap_or_default()
+            .lines()
+            .any(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                fields.get(1) == Some(&"FLOCK") && fields.get(4) == Some(&pid.to_string().as_str())
+            })
+    });
+}
+
 fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     let started = Instant::now();
     while !done() {
@@ -151,24 +180,8 @@ fn the_hook_returns_before_its_debounce_and_keeps_no_descriptor_of_herdr() {
     // The worker waits for the debounce with nothing of herdr's open.
     let pids = worker_pids(&f.state);
     assert_eq!(pids.len(), 1, "one worker: {pids:?}");
-    let fds_of = |pid: u32| -> Vec<(String, PathBuf)> {
-        std::fs::read_dir(format!("/proc/{pid}/fd"))
-            .into_iter()
-            .flatten()
-            .filter_map(|e| {
-                let e = e.ok()?;
-                Some((
-                    e.file_name().to_string_lossy().into_owned(),
-                    std::fs::read_link(e.path()).ok()?,
-                ))
-            })
-            .collect()
-    };
     // The worker closes what it inherited first, then takes its lock.
-    let lock = Queue::of(&f.state).lock_path();
-    wait_for("the worker's lock", Duration::from_secs(10), || {
-        fds_of(pids[0]).iter().any(|(_, target)| *target == lock)
-    });
+    wait_for_lock(pids[0]);
     let fds = fds_of(pids[0]);
     for (_, target) in &fds {
         let text = target.display().to_string();
@@ -184,10 +197,10 @@ fn the_hook_returns_before_its_debounce_and_keeps_no_descriptor_of_herdr() {
     f.settle();
     assert_eq!(alerts(&f), [(TOKEN_A.to_owned(), "w1:p1".to_owned())]);
     assert_eq!(f.herdr.methods(), ["agent.get", "workspace.get"]);
-    assert!(
-        worker_pids(&f.state).is_empty(),
-        "the worker exits when done"
-    );
+    // The lock is released just before the worker's last look and exit.
+    wait_for("the worker to exit", Duration::from_secs(10), || {
+        worker_pids(&f.state).is_empty()
+    });
 }
 
 #[test]
@@ -310,7 +323,9 @@ fn a_second_worker_finds_the_lock_held_and_exits() {
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
-    assert_eq!(worker_pids(&f.state).len(), 1);
+    let pids = worker_pids(&f.state);
+    assert_eq!(pids.len(), 1);
+    wait_for_lock(pids[0]);
     let second = hook_command("hook-worker", &f.env("")).output().unwrap();
     assert!(second.status.success(), "{}", stderr(&second));
     assert!(
@@ -359,4 +374,21 @@ fn a_queue_never_serves_another_sessions_event() {
         log.starts_with("hook-worker: dropped ") && log.ends_with(": queued for another session\n"),
         "{log}"
     );
+}
+
+#[test]
+fn two_hooks_for_the_same_pane_send_once() {
+    let f = host("twice", 1);
+    f.write_settings(r#"{"debounce_ms":300}"#);
+    f.write_registration(&registration(&[entry(TOKEN_A, KEY_A, "")]));
+    let children: Vec<_> = (0..2)
+        .map(|_| f.spawn("notify-hook", &event("w1:p1", "blocked")))
+        .collect();
+    for child in children {
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    f.settle();
+    assert_eq!(alerts(&f), [(TOKEN_A.to_owned(), "w1:p1".to_owned())]);
+    assert!(marker_is_valid(&f, "w1:p1", "blocked"));
 }
