@@ -79,6 +79,7 @@ pub enum Command {
     Pair(PairArgs),
     NotifyHook(NotifyHookArgs),
     ActivityHook(ActivityHookArgs),
+    HookWorker(HookWorkerArgs),
     SidebarHook(SidebarHookArgs),
     Usage(UsageArgs),
     PairAction(PairActionArgs),
@@ -263,6 +264,12 @@ pub struct PairArgs {
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "notify-hook")]
 pub struct NotifyHookArgs {}
+
+/// Internal: serve this session's queued hook events, then exit (started
+/// by the event hooks).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "hook-worker")]
+pub struct HookWorkerArgs {}
 
 /// Event hook: update the Host's Live Activity on every registered device
 /// (herdr runs this on pane.agent_status_changed).

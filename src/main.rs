@@ -41,6 +41,7 @@ fn main() -> ExitCode {
         Some(cli::Command::Pair(pair_args)) => pair::headless::run(pair_args),
         Some(cli::Command::NotifyHook(hook_args)) => hooks::notify::run(hook_args),
         Some(cli::Command::ActivityHook(hook_args)) => hooks::activity::run(hook_args),
+        Some(cli::Command::HookWorker(worker_args)) => hooks::worker::run(worker_args),
         Some(cli::Command::SidebarHook(hook_args)) => hooks::startup::run(hook_args),
         Some(cli::Command::Usage(usage_args)) => usage::command::run(usage_args),
         Some(cli::Command::PairAction(_)) => pair::action::run(),

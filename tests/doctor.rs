@@ -403,3 +403,40 @@ fn doctor_with_an_empty_home_reads_pair_json_under_xdg_config_home() {
         "{ids:?}"
     );
 }
+
+#[test]
+fn doctor_shows_the_last_hook_failures_with_their_time() {
+    let port = banner_server("SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3\r\n");
+    let home = Home::new("hook-failures", port, true);
+    let state = home.root.join("home/.local/state/herdr/plugins/heeler");
+    for n in 1..=4 {
+        heeler::hooks::failure_log::append(
+            &state,
+            &format!("notify-hook: push for token a1b2c3d4… failed: relay answered 502: {n}"),
+        )
+        .unwrap();
+    }
+    let (code, report, stdout) = home.doctor();
+    assert_exit_matches_report(code, &report);
+    assert_eq!(status(&report, "hook_failures"), "warn");
+    let text = summary(&report, "hook_failures");
+    let log = state.join("hook-failures.log");
+    assert!(
+        text.starts_with(&format!("the last 3 in {}: ", log.display())),
+        "{text}"
+    );
+    let shown: Vec<&str> = text.split(" | ").collect();
+    assert_eq!(shown.len(), 3, "{text}");
+    for (line, n) in shown.iter().zip(2..) {
+        let (time, message) = line.rsplit_once(" notify-hook: ").unwrap();
+        assert!(
+            heeler::usage::time::parse_timestamp(&time[time.len() - 20..]).is_some(),
+            "{time}"
+        );
+        assert_eq!(
+            message,
+            format!("push for token a1b2c3d4… failed: relay answered 502: {n}")
+        );
+    }
+    assert!(!stdout.contains(TOKEN));
+}

@@ -374,6 +374,56 @@ pub fn detach_on_spawn(command: &mut std::process::Command) {
     }
 }
 
+/// Closes every descriptor above stderr this process inherited: a
+/// detached worker must not keep open a pipe or socket of the process
+/// that started its parent (herdr waits for its hooks' pipes to close).
+/// The descriptors are listed from `/proc/self/fd` (`/dev/fd` elsewhere)
+/// first, and closed after the listing's own descriptor is gone.
+pub fn close_inherited_fds() {
+    let listed = ["/proc/self/fd", "/dev/fd"].iter().find_map(|dir| {
+        let entries = std::fs::read_dir(dir).ok()?;
+        Some(
+            entries
+                .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+                .filter(|fd| *fd > 2)
+                .collect::<Vec<_>>(),
+        )
+    });
+    for fd in listed.unwrap_or_default() {
+        // SAFETY: this runs first thing in a freshly started worker, before
+        // any `File`, socket or other owner of a descriptor above 2 exists
+        // in this process, so no owner is left holding a closed number. The
+        // listing's own descriptor is already closed (EBADF, ignored).
+        unsafe {
+            libc::close(fd);
+        }
+    }
+}
+
+/// Opens `path` for appending, creating it as 0600, never through a
+/// symbolic link in its last component (`O_NOFOLLOW`), and tightens an
+/// existing file to 0600.
+pub fn open_append_private(path: &std::path::Path) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    if meta.permissions().mode() & 0o777 != 0o600 {
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(file)
+}
+
 // ---- The pairing popup: local wall-clock time and terminal modes. ----
 
 /// The local wall-clock time of a Unix timestamp as `(hour, minute,

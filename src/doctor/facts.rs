@@ -88,4 +88,7 @@ pub struct Facts {
     pub config: Result<ConfigFacts, NoHome>,
     /// `GET <relay>/push`'s HTTP status, only with `--network`.
     pub relay: Option<Result<u16, String>>,
+    /// The hook failure log and its last lines (oldest first); `None` when
+    /// the plugin state dir is unknown.
+    pub hook_failures: Option<(PathBuf, Vec<crate::hooks::failure_log::Logged>)>,
 }

@@ -13,6 +13,7 @@
 //! - `herdr.rs`: the herdr version, the plugin in every running session.
 //! - `config.rs`: pair.json, notify.json, notifications.json, the trust of
 //!   the config and state dirs, the relay.
+//! - `hooks.rs`: the last failures of the hook worker, from its log.
 //! - this file: [`run`] (gather, decide, render) and [`decide`], the fixed
 //!   order of the checks.
 //!
@@ -22,7 +23,7 @@
 //!   `probe.rs` has effects; the exit status is 0 when nothing failed.
 //! - Doctor states no rule of its own about another module's files: it calls
 //!   the owner (`pair::config`, `pair::host_key`, `pair::authorized_keys`,
-//!   `hooks::settings`, `base::dirs`), so it can never disagree with what
+//!   `hooks::settings`, `hooks::failure_log`, `base::dirs`), so it can never disagree with what
 //!   pairing and the hooks actually do.
 //! - The report never contains device tokens, Notification Keys, seeds or
 //!   authorized_keys key blobs. Config files are summarised as counts.
@@ -33,6 +34,7 @@ pub mod binary;
 pub mod config;
 pub mod facts;
 pub mod herdr;
+pub mod hooks;
 pub mod probe;
 pub mod report;
 pub mod ssh;
@@ -82,6 +84,9 @@ pub fn decide(facts: &Facts, os: &str, version: &str) -> Vec<Check> {
         checks.push(config::check_notifications_json(&files.notifications_json));
     }
     checks.extend(config::check_dir_trust(&facts.untrusted_dirs));
+    if let Some((log, last)) = &facts.hook_failures {
+        checks.extend(hooks::check_hook_failures(log, last));
+    }
     if let Some(relay) = &facts.relay {
         checks.push(config::check_relay(&config::relay_url(config.ok()), relay));
     }
@@ -184,6 +189,7 @@ mod tests {
             untrusted_dirs: Vec::new(),
             config,
             relay: None,
+            hook_failures: None,
         }
     }
 

@@ -46,6 +46,12 @@ pub fn gather(network: bool) -> Facts {
         ),
     };
     let relay = network.then(|| relay_status(&config::relay_url(config.as_ref().ok())));
+    let hook_failures = env.plugin_state_dir().ok().map(|dir| {
+        (
+            crate::hooks::failure_log::path_in(&dir),
+            crate::hooks::failure_log::read_last(&dir, HOOK_FAILURES_SHOWN),
+        )
+    });
     Facts {
         exe,
         exe_has_interpreter,
@@ -67,8 +73,12 @@ pub fn gather(network: bool) -> Facts {
         untrusted_dirs: untrusted_dirs(&env),
         config,
         relay,
+        hook_failures,
     }
 }
+
+/// How many of the last hook failures the report shows.
+const HOOK_FAILURES_SHOWN: usize = 3;
 
 /// The config and state directories that pairing, `accept`, the hooks or
 /// `heeler usage` would refuse, each asked of the module that reads it.

@@ -114,20 +114,72 @@ pub fn relay_client(settings: &NotifySettings) -> Result<RelayClient, RelayConfi
     )
 }
 
+/// The relay clients of a worker's lifetime: one per relay URL, CA file
+/// and retry delay, so that the rounds of many events share one client
+/// (and its pooled connection).
+#[derive(Default)]
+pub struct Relays {
+    cached: Option<(RelayKey, Result<RelayClient, RelayConfigError>)>,
+}
+
+type RelayKey = (String, Option<PathBuf>, u64);
+
+impl Relays {
+    /// The client for `settings`, built on first use.
+    pub fn client(&mut self, settings: &NotifySettings) -> Result<&RelayClient, RelayConfigError> {
+        let key = (
+            settings.relay_url.clone(),
+            settings.relay_ca_file.clone(),
+            settings.retry_delay_ms,
+        );
+        if self
+            .cached
+            .as_ref()
+            .is_none_or(|(cached, _)| *cached != key)
+        {
+            let client = relay_client(settings);
+            self.cached = Some((key, client));
+        }
+        match &self.cached {
+            Some((_, Ok(client))) => Ok(client),
+            Some((_, Err(e))) => Err(e.clone()),
+            None => Err(RelayConfigError::BadUrl(settings.relay_url.clone())),
+        }
+    }
+}
+
 /// Runs one round: `push` seals and sends to one device (its retries and
 /// size ladder are its own), then the gone tokens are pruned and, when at
 /// least one device was delivered, `record` is written.
 pub fn deliver<D: PushTarget>(
     settings: &NotifySettings,
     devices: &[D],
+    push: impl FnMut(&RelayClient, &D) -> Result<Outcome, ring::error::Unspecified>,
+    registration: Registration<'_>,
+    record: impl FnOnce() -> StateRecord,
+) -> Result<(), DeliveryError> {
+    let relay = relay_client(settings);
+    deliver_with(
+        relay.as_ref().map_err(Clone::clone),
+        devices,
+        push,
+        registration,
+        record,
+    )
+}
+
+/// [`deliver`] through a given relay client (or the reason there is none).
+pub fn deliver_with<D: PushTarget>(
+    relay: Result<&RelayClient, RelayConfigError>,
+    devices: &[D],
     mut push: impl FnMut(&RelayClient, &D) -> Result<Outcome, ring::error::Unspecified>,
     registration: Registration<'_>,
     record: impl FnOnce() -> StateRecord,
 ) -> Result<(), DeliveryError> {
-    let relay = relay_client(settings).map_err(DeliveryError::Relay)?;
+    let relay = relay.map_err(DeliveryError::Relay)?;
     let mut tally = Tally::default();
     for device in devices {
-        let outcome = push(&relay, device).map_err(|_| DeliveryError::Nonce)?;
+        let outcome = push(relay, device).map_err(|_| DeliveryError::Nonce)?;
         tally.count(device.push_token(), outcome);
     }
     let Tally {

@@ -29,7 +29,10 @@ pub struct HookEnv {
     pub event_json: String,
     /// The herdr session derived from `HERDR_SOCKET_PATH`.
     pub session: Session,
-    /// The session's own state directory (dedupe markers, claim, last-state).
+    /// `HERDR_PLUGIN_STATE_DIR`: the plugin's state dir (the failure log).
+    pub plugin_state_dir: PathBuf,
+    /// The session's own state directory (dedupe markers, claim, last-state,
+    /// the hook queue).
     pub state_dir: PathBuf,
     /// `HERDR_BIN_PATH`: the fallback when the socket is unusable.
     pub herdr_bin: PathBuf,
@@ -93,6 +96,7 @@ pub fn rest(
         config_dir,
         event_json,
         state_dir: session.state_dir(&plugin_state_dir),
+        plugin_state_dir,
         session,
         herdr_bin,
         socket_path: socket.map(PathBuf::from),
@@ -209,7 +213,7 @@ pub fn start(lookup: &dyn Fn(&str) -> Option<OsString>) -> Result<(HookEnv, Even
 }
 
 /// The directories of a session's state dir the hooks read.
-const STATE_SUBDIRS: &[&str] = &["notify", "activity"];
+const STATE_SUBDIRS: &[&str] = &["notify", "activity", "queue", "queue/spool"];
 
 fn trusted(config_dir: &Path, lookup: &dyn Fn(&str) -> Option<OsString>) -> Result<(), Untrusted> {
     let state_dir = lookup("HERDR_PLUGIN_STATE_DIR").filter(|v| !v.is_empty());

@@ -3,22 +3,25 @@
 //!
 //! herdr runs this on every `pane.agent_status_changed`, so nearly every run
 //! must end in a cheap no-op decided from the environment and two small
-//! files, before any sleep, socket or TLS setup. Only a transition worth
-//! telling survives the debounce, the re-check through herdr and the
-//! per-session dedupe marker.
+//! files, before any sleep, socket or TLS setup. A transition worth telling
+//! is handed to the session's worker (`spool.rs`, `worker.rs`), so the hook
+//! returns herdr's command slot at once; the worker runs [`finish`] after
+//! the debounce: the re-check through herdr, the per-session dedupe marker
+//! and the delivery round.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use crate::base::base64;
 use crate::base::json::{self, Object, Value};
 use crate::cli::NotifyHookArgs;
 use crate::exit::Failure;
-use crate::herdr::client::HerdrError;
-use crate::hooks::delivery::{self, DeliveryError, Registration, StateRecord};
-use crate::hooks::env::{self, Event, StartError};
+use crate::herdr::client::{HerdrClient, HerdrError};
+use crate::hooks::delivery::{self, DeliveryError, Registration, Relays, StateRecord};
+use crate::hooks::env::{self, Event, HookEnv, StartError};
 use crate::hooks::registration::{self, AlertDevice};
-use crate::hooks::settings;
+use crate::hooks::settings::{self, NotifySettings};
+use crate::hooks::spool::{self, Job};
 use crate::wire::envelope::{self, collapse_key};
 use crate::wire::notification::Notification;
 
@@ -29,6 +32,8 @@ pub enum NotifyError {
     Recheck(HerdrError),
     RecheckNoStatus,
     Delivery(DeliveryError),
+    /// The event could not be handed to the session's worker.
+    Queue(std::io::Error),
 }
 
 impl std::fmt::Display for NotifyError {
@@ -38,6 +43,7 @@ impl std::fmt::Display for NotifyError {
             NotifyError::Recheck(e) => f.write_str(&e.failed("status re-check")),
             NotifyError::RecheckNoStatus => f.write_str("status re-check returned no agent_status"),
             NotifyError::Delivery(e) => write!(f, "{e}"),
+            NotifyError::Queue(e) => write!(f, "cannot hand the event to the hook worker: {e}"),
         }
     }
 }
@@ -216,9 +222,34 @@ pub fn run_with(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Result<(
         return Ok(());
     }
 
-    std::thread::sleep(Duration::from_millis(settings.debounce_ms));
-    let herdr = env.herdr();
-    let current = match herdr.agent_get(&event.pane) {
+    let due_ms = crate::base::clock::unix_millis().saturating_add(settings.debounce_ms);
+    spool::hand_over(&env, due_ms, Job::Notify { event, ts }).map_err(NotifyError::Queue)
+}
+
+/// What the worker shares between the events of one batch: the herdr
+/// client, the settings, the relay clients and the workspace labels
+/// already asked for.
+pub struct Round<'a> {
+    pub env: &'a HookEnv,
+    pub herdr: &'a HerdrClient,
+    pub settings: &'a NotifySettings,
+    pub relays: &'a mut Relays,
+    pub labels: &'a mut HashMap<String, Option<String>>,
+}
+
+/// The rest of the hook, in the worker after the debounce: `current` is the
+/// re-check's answer for the event's pane (`agent get`, or its entry in one
+/// `agent list`); then the marker, the devices, the alert and the round.
+pub fn finish(
+    round: &mut Round<'_>,
+    event: &Event,
+    ts: i64,
+    current: Result<Value, HerdrError>,
+) -> Result<(), NotifyError> {
+    let env = round.env;
+    let marker = marker_path(&env.state_dir, &event.pane);
+    let registration_path = registration::path_in(&env.config_dir);
+    let current = match current {
         Ok(agent) => agent,
         Err(HerdrError::AgentGone) => {
             clear_marker(&marker);
@@ -239,20 +270,27 @@ pub fn run_with(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Result<(
         }
         Recheck::Notify(flag) => flag,
     };
-    // A concurrent hook may have delivered this status while we slept.
+    // An earlier event of this pane may have been delivered meanwhile.
     if read_marker(&marker).as_deref() == Some(event.status.as_str()) {
         return Ok(());
     }
-    let devices = select(flag).devices;
+    let file = registration::read(&registration_path);
+    let devices = registration::alert_selection(file.as_ref(), &env.session, flag).devices;
     if devices.is_empty() {
         return Ok(());
     }
 
-    let project = project_workspace(&event, &current)
-        .and_then(|id| herdr.workspace_label(&id).ok().flatten());
-    let alert = notification(&event, &current, project, ts);
-    delivery::deliver(
-        &settings,
+    let project = project_workspace(event, &current).and_then(|id| {
+        let herdr = round.herdr;
+        round
+            .labels
+            .entry(id)
+            .or_insert_with_key(|id| herdr.workspace_label(id).ok().flatten())
+            .clone()
+    });
+    let alert = notification(event, &current, project, ts);
+    delivery::deliver_with(
+        round.relays.client(round.settings),
         &devices,
         |relay, device| {
             let sealed = alert.seal(&device.key, envelope::random_nonce()?);

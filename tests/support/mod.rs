@@ -348,6 +348,10 @@ pub struct Fixture {
 
 impl Drop for Fixture {
     fn drop(&mut self) {
+        // A worker still serving this Host's queue (a test that failed
+        // early) finishes first, within bounds, so nothing outlives the
+        // fixture's directories.
+        let _ = wait_idle(&session_state_dir(&self.env("")), Duration::from_secs(30));
         let _ = std::fs::remove_dir_all(&self.root);
     }
 }
@@ -440,6 +444,28 @@ impl Fixture {
         run_hook(hook, &self.env(event_json))
     }
 
+    /// Waits for this Host's hook worker (after [`Fixture::spawn`]ed hooks
+    /// have exited).
+    pub fn settle(&self) {
+        settle_env(&self.env(""));
+    }
+
+    /// The messages of the hook failure log, oldest first, one per line
+    /// with its newline (what the hooks once wrote to stderr).
+    pub fn failure_text(&self) -> String {
+        heeler::hooks::failure_log::read_last(&self.state, usize::MAX)
+            .into_iter()
+            .map(|logged| format!("{}\n", logged.message))
+            .collect()
+    }
+
+    /// Empties the hook failure log.
+    pub fn clear_failures(&self) {
+        let log = heeler::hooks::failure_log::path_in(&self.state);
+        let _ = std::fs::remove_file(heeler::hooks::failure_log::rotated_path(&log));
+        let _ = std::fs::remove_file(log);
+    }
+
     pub fn spawn(&self, hook: &str, event_json: &str) -> std::process::Child {
         hook_command(hook, &self.env(event_json)).spawn().unwrap()
     }
@@ -457,9 +483,51 @@ pub fn hook_command(hook: &str, env: &[(String, String)]) -> Command {
     command
 }
 
-/// Runs `heeler <hook>` with exactly `env`.
+/// Runs `heeler <hook>` with exactly `env`, then waits until the session's
+/// hook worker has finished what the hook handed it.
 pub fn run_hook(hook: &str, env: &[(String, String)]) -> Output {
-    hook_command(hook, env).output().unwrap()
+    let output = hook_command(hook, env).output().unwrap();
+    settle_env(env);
+    output
+}
+
+/// The session state dir the hooks of `env` use (`None` without a plugin
+/// state dir).
+pub fn session_state_dir(env: &[(String, String)]) -> Option<PathBuf> {
+    let var = |name: &str| {
+        env.iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .filter(|v| !v.is_empty())
+    };
+    let state = PathBuf::from(var("HERDR_PLUGIN_STATE_DIR")?);
+    let session = heeler::herdr::session::from_socket_path(var("HERDR_SOCKET_PATH").as_deref());
+    Some(session.state_dir(&state))
+}
+
+/// Waits until the queue of `state_dir` is idle: nothing queued, no worker.
+/// Only call it when no hook of that session is still running.
+pub fn wait_idle(state_dir: &Option<PathBuf>, limit: Duration) -> Result<(), String> {
+    let Some(state_dir) = state_dir else {
+        return Ok(());
+    };
+    let queue = heeler::hooks::spool::Queue::of(state_dir);
+    let started = std::time::Instant::now();
+    while !queue.is_idle() {
+        if started.elapsed() > limit {
+            return Err(format!(
+                "the hook worker of {} did not finish",
+                state_dir.display()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Ok(())
+}
+
+/// [`wait_idle`] for the session of `env`, failing the test past 90 s.
+pub fn settle_env(env: &[(String, String)]) {
+    wait_idle(&session_state_dir(env), Duration::from_secs(90)).unwrap();
 }
 
 pub fn stderr(output: &Output) -> String {

@@ -1,15 +1,18 @@
 //! `heeler activity-hook`: keeps each registered device's Live Activity in
 //! step with the Host's eligible agents (working, blocked, done).
 //!
-//! Bursts of status changes start many overlapping hook processes; a
-//! latest-wins claim makes exactly one of them send, an unchanged snapshot
+//! Bursts of status changes start many overlapping hook processes; each
+//! writes a latest-wins claim and hands its event to the session's worker
+//! (`spool.rs`), which after the debounce sends for the one claim still
+//! newest ([`finish`]) and drops the others; an unchanged snapshot
 //! sends nothing, and a Host with no Live Activity registration exits before
 //! any sleep or herdr call. Each device gets its own sealed content (its pins
 //! and row layout), kept under the push size budget by a degradation ladder.
 //!
-//! `run_with` is the thin loop: it gathers (registration, last-state, the
-//! claim, `agent list`, the row context), asks `plan` what to do, and hands
-//! the payloads to `hooks::delivery`. `claim` owns the latest-wins claim and
+//! `run_with` is the hook's part: the cheap exits, the claim, the hand-over.
+//! `finish` is the worker's thin loop: it gathers (registration,
+//! last-state, `agent list`, the row context), asks `plan` what to do, and
+//! hands the payloads to `hooks::delivery`. `claim` owns the latest-wins claim and
 //! `budget` the request body and its size ladder.
 
 pub mod budget;
@@ -18,9 +21,8 @@ pub mod plan;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use crate::base::json;
+use crate::base::json::{self, Value};
 use crate::cli::ActivityHookArgs;
 use crate::exit::Failure;
 use crate::herdr::client::{HerdrClient, HerdrError};
@@ -29,12 +31,13 @@ use crate::hooks::activity::claim::{read_claim, superseded, write_claim};
 use crate::hooks::activity::plan::{
     ContextNeeds, Decision, LastState, Payload, decide, worth_claiming,
 };
-use crate::hooks::delivery::{self, DeliveryError, Registration, StateRecord};
-use crate::hooks::env::{self, StartError};
+use crate::hooks::delivery::{self, DeliveryError, Registration, Relays, StateRecord};
+use crate::hooks::env::{self, HookEnv, StartError};
 use crate::hooks::registration;
 use crate::hooks::relay::{Outcome, RelayClient};
 use crate::hooks::row_layout::{self, RowContext};
-use crate::hooks::settings;
+use crate::hooks::settings::{self, NotifySettings};
+use crate::hooks::spool::{self, Job};
 use crate::wire::display_text::for_display;
 
 /// Why the hook failed (each is one `activity-hook: …` line).
@@ -45,6 +48,8 @@ pub enum ActivityError {
     Claim(String),
     AgentList(HerdrError),
     Delivery(DeliveryError),
+    /// The event could not be handed to the session's worker.
+    Queue(std::io::Error),
 }
 
 impl std::fmt::Display for ActivityError {
@@ -57,6 +62,7 @@ impl std::fmt::Display for ActivityError {
             }
             ActivityError::AgentList(e) => f.write_str(&e.failed("agent list")),
             ActivityError::Delivery(e) => write!(f, "{e}"),
+            ActivityError::Queue(e) => write!(f, "cannot hand the event to the hook worker: {e}"),
         }
     }
 }
@@ -169,22 +175,47 @@ pub fn run_with(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Result<(
     }
     let settings = settings::load(&env.config_dir);
 
-    // Latest wins: claim, sleep, and step aside for a newer claim.
-    let claim_path = dir.join("claim.json");
+    // Latest wins: claim now; the worker steps aside for a newer claim at
+    // the end of the debounce.
+    let claim_path = claim_path(&env.state_dir);
     let pid = std::process::id();
     let claimed_at_ms = write_claim(&claim_path, pid)
         .map_err(|e| ActivityError::Claim(format!("cannot write {}: {e}", claim_path.display())))?;
-    std::thread::sleep(Duration::from_millis(settings.activity_debounce_ms));
-    if read_claim(&claim_path).is_some_and(|stored| superseded(&stored, pid, claimed_at_ms)) {
-        return Ok(());
-    }
+    let due_ms = crate::base::clock::unix_millis().saturating_add(settings.activity_debounce_ms);
+    spool::hand_over(&env, due_ms, Job::Activity { pid, claimed_at_ms })
+        .map_err(ActivityError::Queue)
+}
 
-    let devices = devices_now();
+/// `activity/claim.json` of a session state dir.
+pub fn claim_path(state_dir: &Path) -> PathBuf {
+    activity_dir(state_dir).join("claim.json")
+}
+
+/// Whether the claim `(pid, claimed_at_ms)` lost to a newer one: the worker
+/// drops such an entry without any herdr call.
+pub fn claim_superseded(state_dir: &Path, pid: u32, claimed_at_ms: u64) -> bool {
+    read_claim(&claim_path(state_dir)).is_some_and(|stored| superseded(&stored, pid, claimed_at_ms))
+}
+
+/// The rest of the hook, in the worker after the debounce of a claim that
+/// still wins: the devices, `agent list` (`inventory`, shared by the
+/// worker's batch), the plan, the row context and the round.
+pub fn finish(
+    env: &HookEnv,
+    herdr: &HerdrClient,
+    settings: &NotifySettings,
+    relays: &mut Relays,
+    inventory: impl FnOnce() -> Result<Vec<Value>, HerdrError>,
+) -> Result<(), ActivityError> {
+    let registration_path = registration::path_in(&env.config_dir);
+    let file = registration::read(&registration_path);
+    let devices = registration::activity_devices(file.as_ref(), &env.session);
     if devices.is_empty() {
         return Ok(());
     }
-    let herdr = env.herdr();
-    let inventory = herdr.agent_list().map_err(ActivityError::AgentList)?;
+    let last_state_path = activity_dir(&env.state_dir).join("last-state.json");
+    let last = read_last_state(&last_state_path);
+    let inventory = inventory().map_err(ActivityError::AgentList)?;
     let Decision::Send(plan) = decide(&inventory, &devices, &last) else {
         return Ok(());
     };
@@ -193,14 +224,14 @@ pub fn run_with(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Result<(
         ..RowContext::default()
     };
     fetch_context(
-        &herdr,
+        herdr,
         &plan.context_needs(&devices, &inventory),
         &mut context,
     );
     let timestamp = crate::base::clock::unix_seconds();
     let payloads = plan.payloads(&devices, &inventory, &context, timestamp);
-    delivery::deliver(
-        &settings,
+    delivery::deliver_with(
+        relays.client(settings),
         &payloads,
         push_with_ladder,
         Registration {

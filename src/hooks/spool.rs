@@ -1,0 +1,565 @@
+//! The per-session hook queue: `<session state>/queue/` holds `worker.lock`
+//! (the `flock` of the one worker serving the session) and `spool/`, one
+//! file per event a hook handed over.
+//!
+//! herdr runs at most 32 plugin commands at once and drops the rest, so an
+//! event hook must not sleep through its debounce inside herdr's slot. It
+//! makes its cheap decisions, writes one entry here and makes sure a worker
+//! runs ([`ensure_worker`]); the worker (`worker.rs`) sleeps, re-checks and
+//! delivers. This file owns the entry format, its file names, the lock and
+//! the hand-off rule, so that the hook and the worker cannot disagree.
+//!
+//! Invariants:
+//! - An entry is written whole (temp file and rename, 0600) or not at all;
+//!   its name starts with its due time, so the worker schedules from a
+//!   directory listing and reads only the entries that are due.
+//! - An entry is taken by unlinking it ([`Queue::take`]); only the process
+//!   whose unlink succeeded acts on it, so no event is acted on twice, and
+//!   a worker takes an entry just before acting on it, so a kill loses at
+//!   most the event in hand.
+//! - The hand-off loses nothing: every holder of the lock either serves
+//!   the spool after taking it (a worker) or starts a worker after
+//!   releasing it (a hook's probe), and a worker, after releasing the lock,
+//!   looks at the spool once more and serves again when it finds an entry.
+//!   So an entry written at any moment is seen by a worker that scans after
+//!   the write.
+//! - An entry carries the environment of the hook that wrote it (config
+//!   dir, plugin state dir, herdr socket and binary): it is delivered as
+//!   that hook would have, and only when it belongs to this queue's
+//!   session state dir ([`belongs_to`]).
+
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::base::atomic_file;
+use crate::base::json::{self, Object, Value};
+use crate::herdr::session;
+use crate::hooks::env::{Event, HookEnv};
+
+/// The largest entry read back.
+const MAX_ENTRY_BYTES: u64 = 64 * 1024;
+
+/// The queue of one session state dir.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Queue {
+    /// The session state dir (`HookEnv::state_dir`).
+    pub state_dir: PathBuf,
+}
+
+/// What a queued event asks the worker to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Job {
+    /// The notify hook's debounce, re-check and alert; `ts` is the event
+    /// time taken before the debounce (the alert's `ts`).
+    Notify { event: Event, ts: i64 },
+    /// The activity hook's latest-wins claim, to check at the deadline.
+    Activity { pid: u32, claimed_at_ms: u64 },
+}
+
+/// The environment of the hook that queued an event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    pub config_dir: PathBuf,
+    pub plugin_state_dir: PathBuf,
+    pub socket: Option<PathBuf>,
+    pub herdr_bin: PathBuf,
+}
+
+impl Origin {
+    /// The origin of a hook's environment.
+    pub fn of(env: &HookEnv) -> Origin {
+        Origin {
+            config_dir: env.config_dir.clone(),
+            plugin_state_dir: env.plugin_state_dir.clone(),
+            socket: env.socket_path.clone(),
+            herdr_bin: env.herdr_bin.clone(),
+        }
+    }
+
+    /// The session the hook served.
+    pub fn session(&self) -> session::Session {
+        session::from_socket_path(self.socket.as_deref().and_then(Path::to_str))
+    }
+
+    /// The hook environment the worker acts in (no event of its own).
+    pub fn hook_env(&self) -> HookEnv {
+        let session = self.session();
+        HookEnv {
+            config_dir: self.config_dir.clone(),
+            event_json: String::new(),
+            state_dir: session.state_dir(&self.plugin_state_dir),
+            plugin_state_dir: self.plugin_state_dir.clone(),
+            session,
+            herdr_bin: self.herdr_bin.clone(),
+            socket_path: self.socket.clone(),
+        }
+    }
+}
+
+/// One queued event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// When the debounce ends (Unix milliseconds).
+    pub due_ms: u64,
+    pub origin: Origin,
+    pub job: Job,
+}
+
+fn path_text(path: &Path) -> io::Result<&str> {
+    path.to_str().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is not UTF-8", path.display()),
+        )
+    })
+}
+
+fn optional(text: &Option<String>) -> Value {
+    text.as_deref().map_or(Value::Null, Value::from)
+}
+
+impl Entry {
+    /// The entry's file content, keys in a fixed order.
+    pub fn to_value(&self) -> io::Result<Value> {
+        let origin = &self.origin;
+        let socket = match &origin.socket {
+            Some(socket) => Value::from(path_text(socket)?),
+            None => Value::Null,
+        };
+        let mut object = Object::new()
+            .with("v", 1u64)
+            .with("due_ms", self.due_ms)
+            .with("config_dir", path_text(&origin.config_dir)?)
+            .with("plugin_state_dir", path_text(&origin.plugin_state_dir)?)
+            .with("socket", socket)
+            .with("herdr_bin", path_text(&origin.herdr_bin)?);
+        match &self.job {
+            Job::Notify { event, ts } => {
+                object.insert("job", Value::from("notify"));
+                object.insert(
+                    "event",
+                    Value::Object(
+                        Object::new()
+                            .with("pane", event.pane.as_str())
+                            .with("status", event.status.as_str())
+                            .with("kind", optional(&event.kind))
+                            .with("workspace_id", optional(&event.workspace_id))
+                            .with("title", optional(&event.title)),
+                    ),
+                );
+                object.insert("ts", Value::from(*ts));
+            }
+            Job::Activity { pid, claimed_at_ms } => {
+                object.insert("job", Value::from("activity"));
+                object.insert("pid", Value::from(u64::from(*pid)));
+                object.insert("claimed_at_ms", Value::from(*claimed_at_ms));
+            }
+        }
+        Ok(Value::Object(object))
+    }
+
+    /// Reads an entry back; anything not written by [`Entry::to_value`] is
+    /// `None`.
+    pub fn from_value(value: &Value) -> Option<Entry> {
+        if value.get("v")?.as_i64()? != 1 {
+            return None;
+        }
+        let text = |v: &Value, key: &str| v.get(key)?.as_str().map(str::to_owned);
+        let optional_text = |v: &Value, key: &str| match v.get(key)? {
+            Value::Null => Some(None),
+            other => other.as_str().map(|s| Some(s.to_owned())),
+        };
+        let number = |key: &str| {
+            value
+                .get(key)?
+                .as_i64()
+                .filter(|n| *n >= 0)
+                .map(|n| n as u64)
+        };
+        let origin = Origin {
+            config_dir: PathBuf::from(text(value, "config_dir")?),
+            plugin_state_dir: PathBuf::from(text(value, "plugin_state_dir")?),
+            socket: optional_text(value, "socket")?.map(PathBuf::from),
+            herdr_bin: PathBuf::from(text(value, "herdr_bin")?),
+        };
+        let job = match value.get("job")?.as_str()? {
+            "notify" => {
+                let event = value.get("event")?;
+                Job::Notify {
+                    event: Event {
+                        pane: text(event, "pane").filter(|p| !p.is_empty())?,
+                        status: text(event, "status").filter(|s| !s.is_empty())?,
+                        kind: optional_text(event, "kind")?,
+                        workspace_id: optional_text(event, "workspace_id")?,
+                        title: optional_text(event, "title")?,
+                    },
+                    ts: value.get("ts")?.as_i64()?,
+                }
+            }
+            "activity" => Job::Activity {
+                pid: u32::try_from(number("pid")?).ok()?,
+                claimed_at_ms: number("claimed_at_ms")?,
+            },
+            _ => return None,
+        };
+        Some(Entry {
+            due_ms: number("due_ms")?,
+            origin,
+            job,
+        })
+    }
+}
+
+/// The file name of an entry due at `due_ms`, written by process `pid` at
+/// `unique` (its nanosecond clock): sorting names sorts by due time.
+pub fn entry_name(due_ms: u64, unique: u64, pid: u32) -> String {
+    format!("{due_ms:015}-{unique:020}-{pid}.json")
+}
+
+/// The due time an entry's file name starts with; `None` for any other
+/// name (temp files, strays).
+pub fn due_of_name(name: &str) -> Option<u64> {
+    let stem = name.strip_suffix(".json")?;
+    let mut parts = stem.split('-');
+    let due = parts.next()?;
+    let unique = parts.next()?;
+    let pid = parts.next()?;
+    let digits = |s: &str, len: Option<usize>| {
+        !s.is_empty()
+            && s.bytes().all(|b| b.is_ascii_digit())
+            && len.is_none_or(|len| s.len() == len)
+    };
+    (parts.next().is_none()
+        && digits(due, Some(15))
+        && digits(unique, Some(20))
+        && digits(pid, None))
+    .then(|| due.parse().ok())
+    .flatten()
+}
+
+/// Whether an entry of `origin` may be served from the queue of
+/// `state_dir`: its own session's state dir must be this one.
+pub fn belongs_to(origin: &Origin, state_dir: &Path) -> bool {
+    origin.session().state_dir(&origin.plugin_state_dir) == state_dir
+}
+
+/// An entry in the spool, by name and due time (not yet read).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    pub path: PathBuf,
+    pub due_ms: u64,
+}
+
+impl Queue {
+    pub fn of(state_dir: &Path) -> Queue {
+        Queue {
+            state_dir: state_dir.to_path_buf(),
+        }
+    }
+
+    pub fn dir(&self) -> PathBuf {
+        self.state_dir.join("queue")
+    }
+
+    pub fn lock_path(&self) -> PathBuf {
+        self.dir().join("worker.lock")
+    }
+
+    pub fn spool_dir(&self) -> PathBuf {
+        self.dir().join("spool")
+    }
+
+    /// Writes `entry` into the spool.
+    pub fn enqueue(&self, entry: &Entry) -> io::Result<PathBuf> {
+        let spool = self.spool_dir();
+        atomic_file::create_dir_all(&spool, 0o700)?;
+        let path = spool.join(entry_name(
+            entry.due_ms,
+            crate::base::clock::unix_nanos(),
+            std::process::id(),
+        ));
+        // Unsynced: an entry lives for a debounce, and one lost to a power
+        // cut is an event a crash would have lost anyway.
+        atomic_file::write_unsynced(&path, entry.to_value()?.to_json().as_bytes(), 0o600)?;
+        Ok(path)
+    }
+
+    /// The entries in the spool, earliest due first (a missing spool is
+    /// empty).
+    pub fn list(&self) -> Vec<Listed> {
+        let Ok(dir) = std::fs::read_dir(self.spool_dir()) else {
+            return Vec::new();
+        };
+        let mut listed: Vec<Listed> = dir
+            .filter_map(|entry| {
+                let entry = entry.ok()?;
+                let due_ms = due_of_name(entry.file_name().to_str()?)?;
+                Some(Listed {
+                    path: entry.path(),
+                    due_ms,
+                })
+            })
+            .collect();
+        listed.sort_by(|a, b| (a.due_ms, &a.path).cmp(&(b.due_ms, &b.path)));
+        listed
+    }
+
+    /// Removes the temp files of entry writes whose writer died (a hook
+    /// killed mid-write); returns how many. Every entry name has exactly
+    /// one writer, so a temp file whose pid is gone is a leftover.
+    pub fn sweep_temps(&self) -> usize {
+        let spool = self.spool_dir();
+        let Ok(dir) = std::fs::read_dir(&spool) else {
+            return 0;
+        };
+        let targets: std::collections::BTreeSet<String> = dir
+            .filter_map(|entry| {
+                let name = entry.ok()?.file_name().to_str()?.to_owned();
+                let (target, _) = name.split_once(".tmp-")?;
+                due_of_name(target).map(|_| target.to_owned())
+            })
+            .collect();
+        targets
+            .iter()
+            .map(|target| atomic_file::sweep_stale_temps(&spool.join(target)))
+            .sum()
+    }
+
+    /// Reads a listed entry; `None` when it is gone or damaged.
+    pub fn read(&self, listed: &Listed) -> Option<Entry> {
+        let text = crate::base::state_file::read_text(&listed.path, MAX_ENTRY_BYTES)?;
+        Entry::from_value(&json::parse(&text).ok()?)
+    }
+
+    /// Takes an entry: `true` when this process removed it and so owns it.
+    pub fn take(&self, listed: &Listed) -> bool {
+        std::fs::remove_file(&listed.path).is_ok()
+    }
+
+    fn open_lock(&self) -> io::Result<File> {
+        atomic_file::create_dir_all(&self.dir(), 0o700)?;
+        crate::base::sys::open_append_private(&self.lock_path())
+    }
+
+    /// Takes the worker lock without waiting; `None` when another process
+    /// holds it. The lock is held until the file is dropped.
+    pub fn try_lock(&self) -> io::Result<Option<File>> {
+        let file = self.open_lock()?;
+        Ok(crate::base::sys::try_lock_exclusive(&file)?.then_some(file))
+    }
+
+    /// Whether nothing is queued and no worker holds the lock: every event
+    /// handed over so far is finished. For tests and benchmarks: it probes
+    /// the lock, so it must not race with a hook still running.
+    pub fn is_idle(&self) -> bool {
+        if !self.list().is_empty() {
+            return false;
+        }
+        match std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.lock_path())
+        {
+            Err(_) => true,
+            Ok(file) => !matches!(crate::base::sys::try_lock_exclusive(&file), Ok(false)),
+        }
+    }
+}
+
+/// The program the worker is started from: this very binary, also when an
+/// install renamed a new one over its path.
+fn own_executable() -> io::Result<PathBuf> {
+    let proc_exe = Path::new("/proc/self/exe");
+    if proc_exe.exists() {
+        return Ok(proc_exe.to_path_buf());
+    }
+    std::env::current_exe()
+}
+
+/// Makes sure a worker serves `queue` after an entry was written: when no
+/// process holds the lock, starts `heeler hook-worker` detached (its own
+/// session, stdio on `/dev/null`, no descriptor of ours or herdr's, the
+/// lock released before the spawn). When the lock is held, its holder is a
+/// worker that scans again before it exits, or a probe like this one that
+/// starts a worker after it.
+pub fn ensure_worker(queue: &Queue) -> io::Result<()> {
+    match queue.try_lock()? {
+        None => return Ok(()),
+        Some(probe) => drop(probe),
+    }
+    use std::os::unix::process::CommandExt;
+    let mut command = std::process::Command::new(own_executable()?);
+    command
+        .arg("hook-worker")
+        .arg0("heeler")
+        .env_remove("HERDR_PLUGIN_EVENT_JSON")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    crate::base::sys::detach_on_spawn(&mut command);
+    command.spawn().map(|_| ())
+}
+
+/// What both event hooks do once they know an event is worth the
+/// debounce: queue it in their session's spool, due at `due_ms`, and make
+/// sure a worker serves it.
+pub fn hand_over(env: &HookEnv, due_ms: u64, job: Job) -> io::Result<()> {
+    let queue = Queue::of(&env.state_dir);
+    queue.enqueue(&Entry {
+        due_ms,
+        origin: Origin::of(env),
+        job,
+    })?;
+    ensure_worker(&queue)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::scratch::ScratchDir;
+
+    fn origin(root: &Path, socket: Option<&str>) -> Origin {
+        Origin {
+            config_dir: root.join("config"),
+            plugin_state_dir: root.join("state"),
+            socket: socket.map(PathBuf::from),
+            herdr_bin: PathBuf::from("/usr/bin/herdr"),
+        }
+    }
+
+    fn notify_entry(root: &Path, due_ms: u64) -> Entry {
+        Entry {
+            due_ms,
+            origin: origin(root, Some("/run/herdr/sessions/work/herdr.sock")),
+            job: Job::Notify {
+                event: Event {
+                    pane: "w1:p1".into(),
+                    status: "blocked".into(),
+                    kind: Some("claude".into()),
+                    workspace_id: None,
+                    title: Some("Fix \"it\"".into()),
+                },
+                ts: 1_700_000_000,
+            },
+        }
+    }
+
+    #[test]
+    fn entries_round_trip_and_refuse_anything_else() {
+        let root = Path::new("/r");
+        let notify = notify_entry(root, 5);
+        let value = notify.to_value().unwrap();
+        assert_eq!(Entry::from_value(&value), Some(notify));
+        let activity = Entry {
+            due_ms: 7,
+            origin: origin(root, None),
+            job: Job::Activity {
+                pid: 42,
+                claimed_at_ms: 3,
+            },
+        };
+        assert_eq!(
+            Entry::from_value(&activity.to_value().unwrap()),
+            Some(activity)
+        );
+        for text in [
+            "{}",
+            r#"{"v":2}"#,
+            r#"{"v":1,"due_ms":-1,"config_dir":"c","plugin_state_dir":"s","socket":null,"herdr_bin":"b","job":"activity","pid":1,"claimed_at_ms":1}"#,
+            r#"{"v":1,"due_ms":1,"config_dir":"c","plugin_state_dir":"s","socket":null,"herdr_bin":"b","job":"other"}"#,
+            r#"{"v":1,"due_ms":1,"config_dir":"c","plugin_state_dir":"s","socket":null,"herdr_bin":"b","job":"notify","event":{"pane":"","status":"x"},"ts":1}"#,
+        ] {
+            assert_eq!(
+                Entry::from_value(&json::parse(text).unwrap()),
+                None,
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn names_sort_by_due_time_and_strays_are_not_entries() {
+        let name = entry_name(1_700_000_000_123, 9, 77);
+        assert_eq!(name, "001700000000123-00000000000000000009-77.json");
+        assert_eq!(due_of_name(&name), Some(1_700_000_000_123));
+        assert!(entry_name(99, 1, 1) < entry_name(100, 0, 0));
+        for stray in [
+            "001700000000123-00000000000000000009-77.json.tmp-5-0",
+            "1-2-3.json",
+            "001700000000123-00000000000000000009-77-1.json",
+            "001700000000123-0000000000000000000x-77.json",
+            "notes.txt",
+        ] {
+            assert_eq!(due_of_name(stray), None, "{stray}");
+        }
+    }
+
+    #[test]
+    fn an_entry_belongs_only_to_its_own_session_state_dir() {
+        let root = Path::new("/r");
+        let work = origin(root, Some("/run/herdr/sessions/work/herdr.sock"));
+        assert!(belongs_to(&work, &root.join("state/sessions/work")));
+        assert!(!belongs_to(&work, &root.join("state")));
+        assert!(!belongs_to(&work, &root.join("state/sessions/play")));
+        let default = origin(root, Some("/run/herdr/herdr.sock"));
+        assert!(belongs_to(&default, &root.join("state")));
+    }
+
+    #[test]
+    fn the_spool_lists_by_due_time_and_an_entry_is_taken_once() {
+        let dir = ScratchDir::new("spool");
+        let queue = Queue::of(dir.path());
+        assert!(queue.list().is_empty());
+        assert!(queue.is_idle());
+        queue.enqueue(&notify_entry(dir.path(), 20)).unwrap();
+        queue.enqueue(&notify_entry(dir.path(), 10)).unwrap();
+        std::fs::write(queue.spool_dir().join("stray.json"), "{}").unwrap();
+        let listed = queue.list();
+        assert_eq!(
+            listed.iter().map(|l| l.due_ms).collect::<Vec<_>>(),
+            [10, 20]
+        );
+        assert!(!queue.is_idle());
+        use std::os::unix::fs::PermissionsExt;
+        let meta = std::fs::metadata(&listed[0].path).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        assert_eq!(queue.read(&listed[0]), Some(notify_entry(dir.path(), 10)));
+        assert!(queue.take(&listed[0]));
+        assert!(!queue.take(&listed[0]), "taken once");
+        assert_eq!(queue.read(&listed[0]), None);
+    }
+
+    #[test]
+    fn temp_files_of_dead_writers_are_swept_and_entries_kept() {
+        let dir = ScratchDir::new("spool-sweep");
+        let queue = Queue::of(dir.path());
+        let entry = queue.enqueue(&notify_entry(dir.path(), 10)).unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let name = entry.file_name().unwrap().to_str().unwrap().to_owned();
+        let leftover = queue.spool_dir().join(format!("{name}.tmp-{dead}-0"));
+        let live = queue
+            .spool_dir()
+            .join(format!("{name}.tmp-{}-1", std::process::id()));
+        std::fs::write(&leftover, "{").unwrap();
+        std::fs::write(&live, "{").unwrap();
+        assert_eq!(queue.sweep_temps(), 1);
+        assert!(!leftover.exists());
+        assert!(live.exists(), "a writer still running keeps its temp file");
+        assert!(entry.exists());
+        assert_eq!(queue.list().len(), 1);
+    }
+
+    #[test]
+    fn one_lock_holder_at_a_time() {
+        let dir = ScratchDir::new("spool-lock");
+        let queue = Queue::of(dir.path());
+        let held = queue.try_lock().unwrap();
+        assert!(held.is_some());
+        assert!(queue.try_lock().unwrap().is_none());
+        assert!(!queue.is_idle(), "a holder is a running worker");
+        drop(held);
+        assert!(queue.try_lock().unwrap().is_some());
+    }
+}

@@ -1,0 +1,394 @@
+//! The session hook worker end to end: the real binary against loopback
+//! stand-ins for herdr's socket and the Push Relay. The hooks must give
+//! herdr's command slot back at once, keep none of herdr's descriptors, and
+//! still deliver every alert and Live Activity update exactly once, also
+//! when a worker is killed.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use heeler::base::json::Value;
+use heeler::hooks::spool::Queue;
+use heeler::wire::envelope::NotificationKey;
+use heeler::wire::notification::Notification;
+use support::*;
+
+const LIVE_TOKEN: &str = "0123456789abcdef0123";
+const TOKEN_A: &str = "aaaa0000aaaa0000";
+const TOKEN_B: &str = "bbbb0000bbbb0000";
+
+fn blocked_agents(panes: usize) -> String {
+    let agents: Vec<String> = (1..=panes)
+        .map(|i| {
+            format!(
+                r#"{{"pane_id":"w1:p{i}","workspace_id":"w1","agent":"claude","agent_status":"blocked","terminal_title_stripped":"task {i}"}}"#
+            )
+        })
+        .collect();
+    format!("[{}]", agents.join(","))
+}
+
+fn host(name: &str, panes: usize) -> Fixture {
+    let f = Fixture::new(name);
+    f.herdr.set_agents(&blocked_agents(panes));
+    f.herdr
+        .set_workspaces(r#"[{"workspace_id":"w1","number":1,"label":"Heeler"}]"#);
+    f
+}
+
+/// The pids of the hook workers serving the fixture's plugin state dir
+/// (read from `/proc`: their command line and environment).
+fn worker_pids(state: &Path) -> Vec<u32> {
+    let wanted = format!("HERDR_PLUGIN_STATE_DIR={}", state.display());
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|entry| {
+        let pid: u32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        if args.get(1) != Some(&&b"hook-worker"[..]) {
+            return None;
+        }
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+        environ
+            .split(|b| *b == 0)
+            .any(|var| var == wanted.as_bytes())
+            .then_some(pid)
+    })
+    .collect()
+}
+
+/// The descriptors a process holds, by number, with what they name.
+fn fds_of(pid: u32) -> Vec<(String, PathBuf)> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            let e = e.ok()?;
+            Some((
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read_link(e.path()).ok()?,
+            ))
+        })
+        .collect()
+}
+
+/// Waits until the worker `pid` holds its session's lock (`/proc/locks`
+/// lists its `flock`; it takes none other while it waits).
+fn wait_for_lock(pid: u32) {
+    wait_for("the worker's lock", Duration::from_secs(10), || {
+        std::fs::read_to_string("/proc/locks")
+            .unwrap_or_default()
+            .lines()
+            .any(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                fields.get(1) == Some(&"FLOCK") && fields.get(4) == Some(&pid.to_string().as_str())
+            })
+    });
+}
+
+fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        assert!(started.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn kill(pid: u32) {
+    let status = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // Gone, or a zombie waiting for its reaper.
+    wait_for("the killed worker", Duration::from_secs(10), || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map_or(true, |stat| stat.contains(") Z "))
+    });
+}
+
+/// The alert pushes as (token, pane) pairs, opened with the device keys.
+fn alerts(f: &Fixture) -> Vec<(String, String)> {
+    f.relay
+        .requests()
+        .iter()
+        .map(Recorded::json)
+        .filter(|body| body.get("kind").is_none())
+        .map(|body| {
+            let token = body.get("token").unwrap().as_str().unwrap().to_owned();
+            let key = if token == TOKEN_B { KEY_B } else { KEY_A };
+            let key = NotificationKey::from_base64url(key).unwrap();
+            let opened =
+                Notification::open(&key, body.get("envelope").unwrap().as_str().unwrap()).unwrap();
+            (token, opened.pane)
+        })
+        .collect()
+}
+
+fn live_activity_pushes(f: &Fixture) -> usize {
+    f.relay
+        .requests()
+        .iter()
+        .filter(|r| r.json().get("kind").and_then(Value::as_str) == Some("liveactivity"))
+        .count()
+}
+
+fn marker_is_valid(f: &Fixture, pane: &str, status: &str) -> bool {
+    let path = heeler::hooks::notify::marker_path(&f.state, pane);
+    std::fs::read_to_string(path).ok().as_deref()
+        == Some(format!(r#"{{"pane":"{pane}","last_notified_status":"{status}"}}"#).as_str())
+}
+
+#[test]
+fn the_hook_returns_before_its_debounce_and_keeps_no_descriptor_of_herdr() {
+    let f = host("slot", 1);
+    f.write_settings(r#"{"debounce_ms":1500}"#);
+    f.write_registration(&registration(&[entry(TOKEN_A, KEY_A, "")]));
+    // As herdr might: the hook's stdout pipe is also open as descriptor 7,
+    // not close-on-exec, so a child that keeps it holds the pipe open.
+    let mut command = Command::new("sh");
+    command
+        .args(["-c", r#"exec "$0" notify-hook 7>&1"#])
+        .arg(env!("CARGO_BIN_EXE_heeler"))
+        .env_clear()
+        .envs(f.env(&event("w1:p1", "blocked")))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut out = Vec::new();
+    // EOF comes only when no process holds the pipe's write end.
+    stdout.read_to_end(&mut out).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stderr(&output), "");
+    assert!(
+        f.relay.requests().is_empty(),
+        "the hook waited for its debounce inside herdr's slot"
+    );
+    assert!(f.herdr.methods().is_empty(), "the re-check came early");
+
+    // The worker waits for the debounce with nothing of herdr's open.
+    let pids = worker_pids(&f.state);
+    assert_eq!(pids.len(), 1, "one worker: {pids:?}");
+    // The worker closes what it inherited first, then takes its lock.
+    wait_for_lock(pids[0]);
+    let fds = fds_of(pids[0]);
+    for (_, target) in &fds {
+        let text = target.display().to_string();
+        assert!(
+            text == "/dev/null" || text.starts_with(&f.root.display().to_string()),
+            "the worker holds {text}: {fds:?}"
+        );
+    }
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pids[0])).unwrap();
+    let fields: Vec<&str> = stat.rsplit_once(") ").unwrap().1.split(' ').collect();
+    assert_eq!(fields[3], pids[0].to_string(), "its own session (setsid)");
+
+    f.settle();
+    assert_eq!(alerts(&f), [(TOKEN_A.to_owned(), "w1:p1".to_owned())]);
+    assert_eq!(f.herdr.methods(), ["agent.get", "workspace.get"]);
+    // The lock is released just before the worker's last look and exit.
+    wait_for("the worker to exit", Duration::from_secs(10), || {
+        worker_pids(&f.state).is_empty()
+    });
+}
+
+#[test]
+fn a_burst_of_100_panes_delivers_every_alert_and_one_live_activity_exactly_once() {
+    const PANES: usize = 100;
+    let f = host("burst", PANES);
+    f.write_settings(r#"{"debounce_ms":400,"activity_debounce_ms":400}"#);
+    f.write_registration(&registration(&[
+        entry(
+            TOKEN_A,
+            KEY_A,
+            &format!(r#""live_activity":{{"token":"{LIVE_TOKEN}","started_at":1}}"#),
+        ),
+        entry(TOKEN_B, KEY_B, ""),
+    ]));
+    // herdr runs at most 32 plugin commands at once.
+    let mut running = std::collections::VecDeque::new();
+    let mut slowest = Duration::ZERO;
+    for i in 1..=PANES {
+        for hook in ["notify-hook", "activity-hook"] {
+            if running.len() == 32 {
+                let (started, child): (Instant, std::process::Child) = running.pop_front().unwrap();
+                let output = child.wait_with_output().unwrap();
+                slowest = slowest.max(started.elapsed());
+                assert!(output.status.success(), "{}", stderr(&output));
+            }
+            running.push_back((
+                Instant::now(),
+                f.spawn(hook, &event(&format!("w1:p{i}"), "blocked")),
+            ));
+        }
+    }
+    for (started, child) in running {
+        let output = child.wait_with_output().unwrap();
+        slowest = slowest.max(started.elapsed());
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    f.settle();
+
+    let mut expected: Vec<(String, String)> = (1..=PANES)
+        .flat_map(|i| [TOKEN_A, TOKEN_B].map(|token| (token.to_owned(), format!("w1:p{i}"))))
+        .collect();
+    expected.sort();
+    let mut got = alerts(&f);
+    got.sort();
+    assert_eq!(got, expected, "every alert exactly once");
+    assert_eq!(live_activity_pushes(&f), 1, "one Live Activity update");
+    for i in 1..=PANES {
+        assert!(marker_is_valid(&f, &format!("w1:p{i}"), "blocked"));
+    }
+    let mut calls: BTreeMap<String, usize> = BTreeMap::new();
+    for method in f.herdr.methods() {
+        *calls.entry(method).or_default() += 1;
+    }
+    let rechecks = calls.get("agent.get").copied().unwrap_or(0)
+        + calls.get("agent.list").copied().unwrap_or(0);
+    println!(
+        "{PANES} panes: herdr calls {calls:?}, {} relay requests, slowest hook {slowest:?}",
+        f.relay.requests().len()
+    );
+    assert!(rechecks < PANES, "the re-checks were batched: {calls:?}");
+    assert_eq!(f.failure_text(), "");
+}
+
+#[test]
+fn a_killed_worker_loses_at_most_the_event_in_hand_and_the_next_hook_serves_the_rest() {
+    let f = host("kill", 4);
+    f.write_settings(r#"{"debounce_ms":300}"#);
+    let registration_text = registration(&[entry(TOKEN_A, KEY_A, r#""keep":[1]"#)]);
+    f.write_registration(&registration_text);
+    // The first push hangs, so the worker is killed in the middle of it.
+    f.relay.script([Reply::Hang]);
+    for pane in ["w1:p1", "w1:p2", "w1:p3"] {
+        let output = hook_command("notify-hook", &f.env(&event(pane, "blocked")))
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    wait_for("the first push", Duration::from_secs(20), || {
+        !f.relay.requests().is_empty()
+    });
+    let pids = worker_pids(&f.state);
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    kill(pids[0]);
+
+    // The two events not yet in hand are still queued, nothing is torn.
+    let queue = Queue::of(&f.state);
+    assert_eq!(queue.list().len(), 2);
+    assert!(queue.list().iter().all(|l| queue.read(l).is_some()));
+    assert_eq!(f.registration(), registration_text);
+    let notify_dir = f.state.join("notify");
+    for entry in std::fs::read_dir(&notify_dir).into_iter().flatten() {
+        let entry = entry.unwrap();
+        let text = std::fs::read_to_string(entry.path()).unwrap();
+        assert!(heeler::base::json::parse(&text).is_ok(), "{text}");
+    }
+
+    // The next hook's worker serves them with its own event.
+    let output = f.run("notify-hook", &event("w1:p4", "blocked"));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let mut panes: Vec<String> = alerts(&f).into_iter().map(|(_, pane)| pane).collect();
+    panes.sort();
+    assert_eq!(panes, ["w1:p1", "w1:p2", "w1:p3", "w1:p4"], "one push each");
+    assert!(
+        !marker_is_valid(&f, "w1:p1", "blocked"),
+        "the event in hand"
+    );
+    for pane in ["w1:p2", "w1:p3", "w1:p4"] {
+        assert!(marker_is_valid(&f, pane, "blocked"), "{pane}");
+    }
+    assert_eq!(f.registration(), registration_text);
+}
+
+#[test]
+fn a_second_worker_finds_the_lock_held_and_exits() {
+    let f = host("second", 1);
+    f.write_settings(r#"{"debounce_ms":800}"#);
+    f.write_registration(&registration(&[entry(TOKEN_A, KEY_A, "")]));
+    let output = hook_command("notify-hook", &f.env(&event("w1:p1", "blocked")))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let pids = worker_pids(&f.state);
+    assert_eq!(pids.len(), 1);
+    wait_for_lock(pids[0]);
+    let second = hook_command("hook-worker", &f.env("")).output().unwrap();
+    assert!(second.status.success(), "{}", stderr(&second));
+    assert!(
+        f.relay.requests().is_empty(),
+        "the second worker served nothing"
+    );
+    f.settle();
+    assert_eq!(alerts(&f).len(), 1);
+}
+
+#[test]
+fn a_queue_never_serves_another_sessions_event() {
+    let f = host("sessions", 1);
+    f.write_registration(&registration(&[entry(TOKEN_A, KEY_A, "")]));
+    // An entry naming the `work` session, put into the default session's
+    // spool by hand (no hook would).
+    let work_socket = f.root.join("herdr/sessions/work/herdr.sock");
+    let entry = heeler::hooks::spool::Entry {
+        due_ms: 0,
+        origin: heeler::hooks::spool::Origin {
+            config_dir: f.config.clone(),
+            plugin_state_dir: f.state.clone(),
+            socket: Some(work_socket),
+            herdr_bin: PathBuf::from("/nonexistent/herdr"),
+        },
+        job: heeler::hooks::spool::Job::Notify {
+            event: heeler::hooks::env::Event {
+                pane: "w1:p1".into(),
+                status: "blocked".into(),
+                kind: None,
+                workspace_id: None,
+                title: None,
+            },
+            ts: 1,
+        },
+    };
+    let queue = Queue::of(&f.state);
+    queue.enqueue(&entry).unwrap();
+    let output = run_hook("hook-worker", &f.env(""));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(queue.list().is_empty());
+    assert!(f.relay.requests().is_empty());
+    assert!(f.herdr.methods().is_empty());
+    let log = f.failure_text();
+    assert!(
+        log.starts_with("hook-worker: dropped ") && log.ends_with(": queued for another session\n"),
+        "{log}"
+    );
+}
+
+#[test]
+fn two_hooks_for_the_same_pane_send_once() {
+    let f = host("twice", 1);
+    f.write_settings(r#"{"debounce_ms":300}"#);
+    f.write_registration(&registration(&[entry(TOKEN_A, KEY_A, "")]));
+    let children: Vec<_> = (0..2)
+        .map(|_| f.spawn("notify-hook", &event("w1:p1", "blocked")))
+        .collect();
+    for child in children {
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    f.settle();
+    assert_eq!(alerts(&f), [(TOKEN_A.to_owned(), "w1:p1".to_owned())]);
+    assert!(marker_is_valid(&f, "w1:p1", "blocked"));
+}
