@@ -9,8 +9,9 @@ mod bench_hooks;
 mod bench_popup;
 mod bench_sidebar;
 mod bench_usage;
+mod dist;
+mod dist_layout;
 mod pricing;
-mod static_build;
 mod vectors;
 
 use std::process::ExitCode;
@@ -27,8 +28,9 @@ tasks:
   bench-popup     start to first painted checklist of `heeler pair` (release build; --debug, --runs N)
   bench-usage     usage cold scan, warm query and one-file append on a synthetic corpus [--scale 1.0]
   pricing         regenerate pricing.json: --input FILE --date YYYY-MM-DD [--source litellm|models-dev] [--version V]
-  static          build x86_64-unknown-linux-musl statically here (README.md: Static build)
-                  and check it [--target <arch>-unknown-linux-musl]";
+  dist            build, check and package the release targets into target/dist/
+                  (README.md: Release builds) [--target T]... [--native] [--out DIR]
+                  | --checksums DIR";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -41,7 +43,7 @@ fn main() -> ExitCode {
         Some("bench-popup") => bench_popup::run(rest),
         Some("bench-usage") => bench_usage::run(rest).map_err(Into::into),
         Some("pricing") => pricing::run(rest).map_err(Into::into),
-        Some("static") => static_build::run(rest).map_err(Into::into),
+        Some("dist") => dist::run(rest).map_err(Into::into),
         _ => {
             eprintln!("{USAGE}");
             return ExitCode::from(2);
