@@ -8,6 +8,8 @@
 //! on stderr starts with `heeler install:`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
@@ -346,7 +348,7 @@ fn installs_a_verified_release_over_http_replacing_the_previous_binary() {
 #[test]
 fn bash_runs_it_the_same_way() {
     let Some(bash) = find_tool("bash") else {
-        println!("SKIPPED: bash is not installed");
+        common::skip("bash is not installed");
         return;
     };
     let mut fx = Fixture::new("bash");
@@ -646,7 +648,7 @@ fn a_checkout_without_a_github_origin_says_to_set_the_release_url() {
 #[test]
 fn falls_back_to_wget_when_curl_is_missing() {
     let Some(_) = find_tool("wget") else {
-        println!("SKIPPED: wget is not installed");
+        common::skip("wget is not installed");
         return;
     };
     let mut fx = Fixture::new("wget");
@@ -692,7 +694,7 @@ fn help_and_unknown_options() {
 #[test]
 fn install_sh_is_clean_under_shellcheck_for_dash() {
     let Some(shellcheck) = find_tool("shellcheck") else {
-        println!("SKIPPED: shellcheck is not installed (.ci/run installs it)");
+        common::skip("shellcheck is not installed (.ci/run installs it)");
         return;
     };
     let output = Command::new(shellcheck)

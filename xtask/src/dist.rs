@@ -78,7 +78,8 @@ struct Options {
 }
 
 fn parse_args(args: &[String]) -> Result<Options, String> {
-    let usage = "usage: cargo xtask dist [--target <target>]… [--native] [--out DIR] | --checksums DIR";
+    let usage =
+        "usage: cargo xtask dist [--target <target>]… [--native] [--out DIR] | --checksums DIR";
     let mut options = Options {
         targets: Vec::new(),
         native: false,
@@ -109,7 +110,10 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
         }
     }
     if options.targets.is_empty() {
-        options.targets = dist_layout::TARGETS.iter().map(|t| (*t).to_owned()).collect();
+        options.targets = dist_layout::TARGETS
+            .iter()
+            .map(|t| (*t).to_owned())
+            .collect();
     }
     Ok(options)
 }
@@ -130,7 +134,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
         print!("{text}");
         return Ok(());
     }
-    let out = options.out.clone().unwrap_or_else(|| root.join(DEFAULT_OUT));
+    let out = options
+        .out
+        .clone()
+        .unwrap_or_else(|| root.join(DEFAULT_OUT));
     let sh = Shell::new().map_err(|e| e.to_string())?;
     sh.change_dir(&root);
     let version = heeler_version(&root)?;
@@ -178,8 +185,8 @@ fn build_native(sh: &Shell, root: &Path, target: &str) -> Result<PathBuf, String
     )
     .run()
     .map_err(|e| format!("build of {target} failed: {e}"))?;
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| root.join("target"), PathBuf::from);
+    let target_dir =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
     Ok(target_dir.join(target).join("release/heeler"))
 }
 
@@ -232,7 +239,8 @@ fn objcopy_shim(target_dir: &Path) -> Result<PathBuf, String> {
             )?,
     };
     let tools = target_dir.join("tools");
-    std::fs::create_dir_all(&tools).map_err(|e| format!("cannot create {}: {e}", tools.display()))?;
+    std::fs::create_dir_all(&tools)
+        .map_err(|e| format!("cannot create {}: {e}", tools.display()))?;
     let link = tools.join("rust-objcopy");
     let _ = std::fs::remove_file(&link);
     std::os::unix::fs::symlink(&objcopy, &link)
@@ -318,7 +326,9 @@ fn check_bytes(target: &str, bytes: &[u8], described: &str) -> Result<Vec<String
             "{target}: the binary is {size} bytes, over the {MAX_SIZE_BYTES}-byte budget"
         ));
     }
-    let mut notes = vec![format!("{size} bytes, under the {MAX_SIZE_BYTES}-byte budget")];
+    let mut notes = vec![format!(
+        "{size} bytes, under the {MAX_SIZE_BYTES}-byte budget"
+    )];
     match format_of(target)? {
         Format::StaticElf(machine) => {
             if !described.starts_with("ELF 64-bit")
@@ -718,7 +728,10 @@ mod tests {
             0x0100_000c,
             &[
                 (0xc, "/usr/lib/libSystem.B.dylib"),
-                (0xc, "/System/Library/Frameworks/Security.framework/Versions/A/Security"),
+                (
+                    0xc,
+                    "/System/Library/Frameworks/Security.framework/Versions/A/Security",
+                ),
             ],
         );
         let error = check_bytes("aarch64-apple-darwin", &framework, arm).unwrap_err();
@@ -738,7 +751,8 @@ mod tests {
 
     #[test]
     fn a_musl_binary_must_be_static_for_the_right_machine_and_small() {
-        let x86 = "ELF 64-bit LSB executable, x86-64, version 1 (SYSV), statically linked, stripped";
+        let x86 =
+            "ELF 64-bit LSB executable, x86-64, version 1 (SYSV), statically linked, stripped";
         let load = elf(1);
         assert!(check_bytes("x86_64-unknown-linux-musl", &load, x86).is_ok());
         assert!(check_bytes("aarch64-unknown-linux-musl", &load, x86).is_err());

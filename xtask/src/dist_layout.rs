@@ -68,7 +68,8 @@ pub fn sums_text(entries: &[(String, String)]) -> String {
 /// stray file.
 pub fn write_sums(dir: &Path) -> Result<String, String> {
     let mut entries = Vec::new();
-    let listing = std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+    let listing =
+        std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
     for entry in listing {
         let entry = entry.map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -101,7 +102,11 @@ mod tests {
         ]);
         assert_eq!(
             text,
-            format!("{}  heeler-a\n{}  heeler-b\n", "11".repeat(32), "22".repeat(32))
+            format!(
+                "{}  heeler-a\n{}  heeler-b\n",
+                "11".repeat(32),
+                "22".repeat(32)
+            )
         );
     }
 
