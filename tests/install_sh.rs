@@ -834,7 +834,7 @@ fn assert_outcome(fx: &Fixture, output: &Output, target: &str, fault: Fault) {
         Fault::Missing | Fault::Interrupted => {
             let stderr = fx.assert_failed_cleanly(output);
             assert!(
-                stderr.contains(&format!("could not download ")) && stderr.contains(&asset),
+                stderr.contains("could not download ") && stderr.contains(&asset),
                 "{stderr}"
             );
         }
