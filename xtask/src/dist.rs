@@ -331,10 +331,11 @@ fn check_bytes(target: &str, bytes: &[u8], described: &str) -> Result<Vec<String
     )];
     match format_of(target)? {
         Format::StaticElf(machine) => {
-            if !described.starts_with("ELF 64-bit")
-                || !described.contains(machine)
-                || !described.contains("statically linked")
-            {
+            // rustup's musl targets link a static PIE, which newer `file`
+            // calls "static-pie linked"; zig's link is "statically linked".
+            let is_static =
+                described.contains("statically linked") || described.contains("static-pie linked");
+            if !described.starts_with("ELF 64-bit") || !described.contains(machine) || !is_static {
                 return Err(format!(
                     "{target}: `file` does not report a static 64-bit {machine} ELF executable: {described}"
                 ));
@@ -758,6 +759,9 @@ mod tests {
         assert!(check_bytes("aarch64-unknown-linux-musl", &load, x86).is_err());
         let interp = elf(3);
         assert!(check_bytes("x86_64-unknown-linux-musl", &interp, x86).is_err());
+        let pie =
+            "ELF 64-bit LSB pie executable, x86-64, version 1 (SYSV), static-pie linked, stripped";
+        assert!(check_bytes("x86_64-unknown-linux-musl", &load, pie).is_ok());
         let dynamic = "ELF 64-bit LSB pie executable, x86-64, dynamically linked";
         assert!(check_bytes("x86_64-unknown-linux-musl", &load, dynamic).is_err());
         let mut big = load.clone();
