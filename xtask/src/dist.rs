@@ -14,7 +14,7 @@
 //!   so Debian's cargo and rustc are the ones used. With `strip = true`,
 //!   rustc strips a Mach-O on a non-mac host with `rust-objcopy`, which
 //!   Debian's rustc does not ship: a shim directory on `PATH` names
-//!   `llvm-objcopy` so (`HEELER_OBJCOPY` overrides which one).
+//!   `llvm-objcopy` so (`HEELER_OBJCOPY` overrides which one). For musl,
 //!   `RUSTFLAGS="-C link-self-contained=no"`: Debian ships no self-contained
 //!   musl crt objects; zig provides them. `.ci/static-check` installs it all.
 //! - `--native`, on the release workflow's native runners: the cargo on
@@ -212,7 +212,7 @@ fn build_cross(sh: &Shell, root: &Path, target: &str) -> Result<PathBuf, String>
     .env("RUSTDOC", "/usr/bin/rustdoc")
     .env("CARGO", "/usr/bin/cargo")
     .env("RUSTC_BOOTSTRAP", "1")
-    .env("RUSTFLAGS", "-C link-self-contained=no")
+    .env("RUSTFLAGS", cross_rustflags(target))
     .env("CARGO_TARGET_DIR", &target_dir);
     for name in PASSED_THROUGH {
         if let Some(value) = std::env::var_os(name) {
@@ -224,6 +224,17 @@ fn build_cross(sh: &Shell, root: &Path, target: &str) -> Result<PathBuf, String>
         .run()
         .map_err(|e| format!("build of {target} failed: {e}"))?;
     Ok(target_dir.join(target).join("release/heeler"))
+}
+
+/// The default recipe's `RUSTFLAGS`: Debian ships no self-contained musl
+/// crt objects (zig provides them), and the option is refused for any
+/// other target ("not supported on this target").
+fn cross_rustflags(target: &str) -> &'static str {
+    if target.ends_with("-linux-musl") {
+        "-C link-self-contained=no"
+    } else {
+        ""
+    }
 }
 
 /// A directory holding `rust-objcopy`, a link to LLVM's objcopy.
@@ -642,6 +653,15 @@ mod tests {
         assert!(parse_args(&args(&["--target", "x86_64-unknown-linux-gnu"])).is_err());
         assert!(parse_args(&args(&["--target"])).is_err());
         assert!(parse_args(&args(&["static"])).is_err());
+    }
+
+    #[test]
+    fn only_musl_builds_turn_self_contained_linking_off() {
+        assert_eq!(
+            cross_rustflags("aarch64-unknown-linux-musl"),
+            "-C link-self-contained=no"
+        );
+        assert_eq!(cross_rustflags("aarch64-apple-darwin"), "");
     }
 
     #[test]
