@@ -153,8 +153,12 @@ download() {
 			echo "heeler install: could not download $url (no such file)" >&2
 			return 1
 		fi
-		cp "$src" "$out"
-		return 0
+		if cp "$src" "$out" 2>"$WORK/download.err"; then
+			return 0
+		fi
+		reason=$(tr '\n' ' ' <"$WORK/download.err")
+		echo "heeler install: could not download $url (${reason% })" >&2
+		return 1
 		;;
 	https://*) proto='=https' wget_https=--https-only ;;
 	http://127.0.0.1[:/]* | http://localhost[:/]* | http://\[::1\][:/]*) proto='=http' wget_https= ;;

@@ -2,6 +2,7 @@
 //! stand-ins for herdr's socket and the Push Relay.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
 mod support;
 
 use heeler::base::json::{self, Value};
@@ -164,7 +165,7 @@ fn update_is_sealed_per_device_with_pins_counts_and_priority() {
 #[test]
 fn update_decrypts_with_an_independent_aes_gcm() {
     if let Err(why) = python_crypto() {
-        println!("SKIPPED: {why}");
+        common::skip(&why);
         return;
     }
     let f = host("python");
@@ -529,10 +530,10 @@ fn hook_output_matches_the_inventory_vectors() {
         std::path::PathBuf::from,
     );
     let Ok(text) = std::fs::read_to_string(dir.join("live-activity-content-v1.json")) else {
-        println!(
-            "SKIPPED: live-activity-content-v1.json not found in {}",
+        common::skip(&format!(
+            "live-activity-content-v1.json not found in {}",
             dir.display()
-        );
+        ));
         return;
     };
     let vectors = json::parse(&text).unwrap();

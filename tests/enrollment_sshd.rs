@@ -11,10 +11,12 @@
 //!
 //! Needs root (to create the user and run sshd), sshd, ssh, ssh-keygen,
 //! useradd and python3 with `cryptography`; otherwise each test prints
-//! `SKIPPED: <reason>` and returns. Two tests need no root, only
+//! `SKIPPED: <reason>` and returns (a failure under `HEELER_REQUIRE_ALL=1`). Two tests need no root, only
 //! ssh-keygen: the Bootstrap Key's public line equals `ssh-keygen -y`, and
 //! the host key fingerprint equals `ssh-keygen -lf`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -73,7 +75,7 @@ fn skip_reason() -> Option<String> {
 macro_rules! require_sshd {
     () => {
         if let Some(reason) = skip_reason() {
-            println!("SKIPPED: {reason}");
+            common::skip(&reason);
             return;
         }
     };
@@ -926,7 +928,7 @@ fn openssh_tools_missing() -> Option<String> {
 #[test]
 fn bootstrap_public_line_equals_ssh_keygen_y() {
     if let Some(reason) = openssh_tools_missing() {
-        println!("SKIPPED: {reason}");
+        common::skip(&reason);
         return;
     }
     let dir = std::env::temp_dir().join(format!("heeler-keygen-y-{}", std::process::id()));
@@ -952,7 +954,7 @@ fn bootstrap_public_line_equals_ssh_keygen_y() {
 #[test]
 fn host_fingerprint_equals_ssh_keygen_lf() {
     if let Some(reason) = openssh_tools_missing() {
-        println!("SKIPPED: {reason}");
+        common::skip(&reason);
         return;
     }
     let dir = std::env::temp_dir().join(format!("heeler-keygen-lf-{}", std::process::id()));

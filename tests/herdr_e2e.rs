@@ -5,11 +5,14 @@
 //! `pair` action opens the popup (its `heeler pair` process starts), and that
 //! both agent-status hooks run and succeed according to `herdr plugin log list`.
 //!
-//! Opt-in: set HEELER_TEST_HERDR to a herdr (>= 0.7.5) binary. The heeler
+//! Opt-in (`#[ignore]`d): set HEELER_TEST_HERDR to a herdr (>= 0.7.5) binary
+//! and run `cargo test --test herdr_e2e -- --ignored`. The heeler
 //! binary is HEELER_TEST_BINARY when set (e.g. the static build), else this
 //! build's. The server never touches the network or the user's herdr: all of
 //! HOME, XDG_CONFIG_HOME and XDG_STATE_HOME point into a temp directory.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
 
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -167,9 +170,10 @@ fn close_popup(socket: &Path) {
 }
 
 #[test]
+#[ignore = "needs a herdr binary: set HEELER_TEST_HERDR, run with --ignored"]
 fn the_plugin_runs_inside_a_real_headless_herdr() {
     let Some(binary) = std::env::var_os("HEELER_TEST_HERDR") else {
-        println!("SKIPPED: HEELER_TEST_HERDR not set (path to a herdr >= 0.7.5 binary)");
+        common::skip("HEELER_TEST_HERDR not set (path to a herdr >= 0.7.5 binary)");
         return;
     };
     let root =

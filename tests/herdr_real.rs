@@ -1,9 +1,10 @@
 //! Opt-in: both hooks inside a real, private, headless herdr (0.8 or newer).
-//! Set `HEELER_TEST_HERDR` to the herdr binary to run it; without it the test
-//! says it was skipped. The recipe is in README.md, "Testing against a real
+//! `#[ignore]`d: set `HEELER_TEST_HERDR` to the herdr binary and run it with
+//! `cargo test --test herdr_real -- --ignored`. The recipe is in README.md, "Testing against a real
 //! herdr".
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
 mod support;
 
 use std::path::{Path, PathBuf};
@@ -89,9 +90,10 @@ command = [{heeler:?}, "activity-hook"]
 }
 
 #[test]
+#[ignore = "needs a herdr binary: set HEELER_TEST_HERDR, run with --ignored"]
 fn both_hooks_run_inside_a_real_herdr() {
     let Some(bin) = std::env::var_os("HEELER_TEST_HERDR") else {
-        println!("SKIPPED: HEELER_TEST_HERDR not set");
+        common::skip("HEELER_TEST_HERDR not set");
         return;
     };
     let root = temp_dir("real");

@@ -6,7 +6,18 @@
 //! Every failure case checks that the previous bin/heeler is byte-for-byte
 //! untouched, no staging file is left behind, and every line the script wrote
 //! on stderr starts with `heeler install:`.
+//!
+//! The matrix at the end serves a release laid out exactly as `cargo xtask
+//! dist` writes it (`xtask/src/dist_layout.rs`, with small stub binaries),
+//! as a `file://` directory and from a loopback HTTPS server with a test CA,
+//! for each of the four assets (Rosetta included): success, checksum
+//! mismatch, missing asset and interrupted download.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+/// The release layout `cargo xtask dist` writes, from its one owner.
+#[path = "../xtask/src/dist_layout.rs"]
+mod dist_layout;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -84,6 +95,12 @@ struct Fixture {
     fake_bin: PathBuf,
     release: PathBuf,
     env: Vec<(String, String)>,
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
 }
 
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
@@ -346,7 +363,7 @@ fn installs_a_verified_release_over_http_replacing_the_previous_binary() {
 #[test]
 fn bash_runs_it_the_same_way() {
     let Some(bash) = find_tool("bash") else {
-        println!("SKIPPED: bash is not installed");
+        common::skip("bash is not installed");
         return;
     };
     let mut fx = Fixture::new("bash");
@@ -646,7 +663,7 @@ fn a_checkout_without_a_github_origin_says_to_set_the_release_url() {
 #[test]
 fn falls_back_to_wget_when_curl_is_missing() {
     let Some(_) = find_tool("wget") else {
-        println!("SKIPPED: wget is not installed");
+        common::skip("wget is not installed");
         return;
     };
     let mut fx = Fixture::new("wget");
@@ -692,7 +709,7 @@ fn help_and_unknown_options() {
 #[test]
 fn install_sh_is_clean_under_shellcheck_for_dash() {
     let Some(shellcheck) = find_tool("shellcheck") else {
-        println!("SKIPPED: shellcheck is not installed (.ci/run installs it)");
+        common::skip("shellcheck is not installed (.ci/run installs it)");
         return;
     };
     let output = Command::new(shellcheck)
@@ -705,4 +722,311 @@ fn install_sh_is_clean_under_shellcheck_for_dash() {
         output.status.success(),
         "shellcheck -s dash install.sh found problems"
     );
+}
+
+// ------------------------------------------------ the release matrix
+
+/// Each OS/CPU pair `uname` (and, on macOS, `sysctl hw.optional.arm64`)
+/// can report, and the release asset install.sh must pick for it.
+const MATRIX: [(&str, &str, Option<&str>, &str); 5] = [
+    ("Linux", "x86_64", None, "x86_64-unknown-linux-musl"),
+    ("Linux", "aarch64", None, "aarch64-unknown-linux-musl"),
+    ("Darwin", "x86_64", Some("0"), "x86_64-apple-darwin"),
+    ("Darwin", "arm64", None, "aarch64-apple-darwin"),
+    // A shell under Rosetta 2 on Apple silicon: the native binary.
+    ("Darwin", "x86_64", Some("1"), "aarch64-apple-darwin"),
+];
+
+/// A stub release binary that says which target it is for.
+fn target_stub(target: &str) -> String {
+    format!("#!/bin/sh\n# heeler for {target}\necho 'heeler {VERSION}'\n")
+}
+
+/// How a matrix case fails, if it does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    None,
+    /// The asset's bytes differ from its SHA256SUMS line.
+    Mismatch,
+    /// The release has no `heeler-<target>`.
+    Missing,
+    /// The transfer of the asset stops halfway.
+    Interrupted,
+}
+
+impl Fixture {
+    fn matrix_platform(&self, system: &str, machine: &str, arm64_sysctl: Option<&str>) {
+        self.platform(system, machine);
+        if let Some(value) = arm64_sysctl {
+            write_executable(
+                &self.fake_bin.join("sysctl"),
+                &format!("#!/bin/sh\n[ \"$1 $2\" = '-n hw.optional.arm64' ] && echo {value}\n"),
+            );
+        }
+    }
+
+    /// The release directory as `cargo xtask dist` lays it out: every
+    /// target's bare binary and archive, then SHA256SUMS over them; then the
+    /// fault for `target` applied.
+    fn dist_release(&self, target: &str, fault: Fault) {
+        for t in dist_layout::TARGETS {
+            write_executable(
+                &self.release.join(dist_layout::binary_asset(t)),
+                &target_stub(t),
+            );
+            std::fs::write(
+                self.release.join(dist_layout::archive_asset(t)),
+                format!("not a real archive of {t}"),
+            )
+            .unwrap();
+        }
+        dist_layout::write_sums(&self.release).unwrap();
+        let asset = self.release.join(dist_layout::binary_asset(target));
+        match fault {
+            Fault::None | Fault::Interrupted => {}
+            // Still a runnable stub of the right version: only the checksum
+            // can stop it.
+            Fault::Mismatch => {
+                write_executable(&asset, &format!("{}# tampered\n", target_stub(target)))
+            }
+            Fault::Missing => std::fs::remove_file(&asset).unwrap(),
+        }
+    }
+
+    /// A `cp` that copies only the first half of a file from the release
+    /// directory and fails, as a copy cut off by an I/O error would.
+    fn interrupting_cp(&self) {
+        let real = find_tool("cp").unwrap();
+        self.remove_tool("cp");
+        write_executable(
+            &self.fake_bin.join("cp"),
+            &format!(
+                "#!/bin/sh\ncase \"$1\" in\n'{release}'/*) size=$(wc -c < \"$1\"); head -c $((size / 2)) \"$1\" > \"$2\"; echo 'cp: error reading: Input/output error' >&2; exit 1 ;;\nesac\nexec '{real}' \"$@\"\n",
+                release = self.release.display(),
+                real = real.display()
+            ),
+        );
+        for tool in ["wc", "head"] {
+            if !self.fake_bin.join(tool).exists() {
+                std::os::unix::fs::symlink(find_tool(tool).unwrap(), self.fake_bin.join(tool))
+                    .unwrap();
+            }
+        }
+    }
+}
+
+/// Checks one matrix case's outcome: the target's stub installed, or a
+/// clean failure that left the previous binary and says why.
+fn assert_outcome(fx: &Fixture, output: &Output, target: &str, fault: Fault) {
+    let asset = dist_layout::binary_asset(target);
+    match fault {
+        Fault::None => {
+            let stdout = fx.assert_installed(output, &target_stub(target));
+            assert!(stdout.contains(&format!("({target} release)")), "{stdout}");
+        }
+        Fault::Mismatch => {
+            let stderr = fx.assert_failed_cleanly(output);
+            assert!(
+                stderr.contains(&format!("checksum mismatch for {asset}")),
+                "{stderr}"
+            );
+        }
+        Fault::Missing | Fault::Interrupted => {
+            let stderr = fx.assert_failed_cleanly(output);
+            assert!(
+                stderr.contains("could not download ") && stderr.contains(&asset),
+                "{stderr}"
+            );
+        }
+    }
+}
+
+#[test]
+fn each_release_asset_from_a_file_url_release() {
+    for fault in [
+        Fault::None,
+        Fault::Mismatch,
+        Fault::Missing,
+        Fault::Interrupted,
+    ] {
+        for (system, machine, sysctl, target) in MATRIX {
+            println!("case file:// {system} {machine} sysctl={sysctl:?} -> {target}, {fault:?}");
+            let mut fx = Fixture::new("matrix-file");
+            fx.previous_binary();
+            fx.matrix_platform(system, machine, sysctl);
+            fx.dist_release(target, fault);
+            if fault == Fault::Interrupted {
+                fx.interrupting_cp();
+            }
+            fx.set(
+                "HEELER_RELEASE_URL",
+                &format!("file://{}", fx.release.display()),
+            );
+            let output = fx.run(&[]);
+            assert_outcome(&fx, &output, target, fault);
+        }
+    }
+}
+
+/// A loopback HTTPS release server (Python `ssl`) with a certificate for
+/// 127.0.0.1 from a test CA made at start; writes `ca.pem` into its state
+/// directory. Serves the release directory; a name listed in the state
+/// directory's `truncate` file is cut off halfway through its body.
+const HTTPS_SERVER: &str = r#"
+import datetime, http.server, ipaddress, os, ssl, sys
+from cryptography import x509
+from cryptography.x509.oid import NameOID, ExtendedKeyUsageOID
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+
+release, state = sys.argv[1], sys.argv[2]
+now = datetime.datetime.now(datetime.timezone.utc)
+def name(cn): return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+def valid(b): return b.not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
+ca_key = ec.generate_private_key(ec.SECP256R1())
+ca = (valid(x509.CertificateBuilder()).subject_name(name("heeler install test CA")).issuer_name(name("heeler install test CA"))
+      .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
+      .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+      .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
+          data_encipherment=False, key_agreement=False, key_cert_sign=True, crl_sign=True,
+          encipher_only=False, decipher_only=False), critical=True)
+      .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+      .sign(ca_key, hashes.SHA256()))
+key = ec.generate_private_key(ec.SECP256R1())
+cert = (valid(x509.CertificateBuilder()).subject_name(name("127.0.0.1")).issuer_name(ca.subject)
+        .public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256()))
+open(os.path.join(state, "ca.pem"), "wb").write(ca.public_bytes(serialization.Encoding.PEM))
+open(os.path.join(state, "server.pem"), "wb").write(cert.public_bytes(serialization.Encoding.PEM))
+open(os.path.join(state, "server.key"), "wb").write(key.private_bytes(serialization.Encoding.PEM,
+    serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+
+class Release(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *args): pass
+    def do_GET(self):
+        open(os.path.join(state, "requests"), "a").write(self.path + "\n")
+        file = os.path.join(release, os.path.basename(self.path))
+        if not os.path.isfile(file):
+            self.send_response(404); self.send_header("Content-Length", "9"); self.end_headers()
+            self.wfile.write(b"not found"); return
+        body = open(file, "rb").read()
+        try: cut = os.path.basename(self.path) in open(os.path.join(state, "truncate")).read().split()
+        except FileNotFoundError: cut = False
+        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
+        self.wfile.write(body[: len(body) // 2] if cut else body)
+        self.wfile.flush()
+        if cut: self.close_connection = True
+
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+context.load_cert_chain(os.path.join(state, "server.pem"), os.path.join(state, "server.key"))
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Release)
+server.socket = context.wrap_socket(server.socket, server_side=True)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"#;
+
+struct HttpsRelease {
+    child: std::process::Child,
+    url: String,
+    ca: PathBuf,
+    state: PathBuf,
+}
+
+impl Drop for HttpsRelease {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl HttpsRelease {
+    /// Starts the server, or says why it cannot run here.
+    fn start(release: &Path, state: &Path) -> Result<HttpsRelease, String> {
+        let probe = Command::new("python3")
+            .args(["-c", "import cryptography.x509"])
+            .output();
+        if !probe.is_ok_and(|o| o.status.success()) {
+            return Err("python3 with cryptography is not installed (.ci/run installs it)".into());
+        }
+        std::fs::create_dir_all(state).unwrap();
+        let mut child = Command::new("python3")
+            .args(["-c", HTTPS_SERVER])
+            .arg(release)
+            .arg(state)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut port = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut port)
+            .unwrap();
+        Ok(HttpsRelease {
+            child,
+            url: format!("https://127.0.0.1:{}/v{VERSION}", port.trim()),
+            ca: state.join("ca.pem"),
+            state: state.to_path_buf(),
+        })
+    }
+
+    fn requests(&self) -> Vec<String> {
+        std::fs::read_to_string(self.state.join("requests"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+#[test]
+fn each_release_asset_from_a_loopback_https_release_with_a_test_ca() {
+    if find_tool("curl").is_none() {
+        common::skip("curl is not installed");
+        return;
+    }
+    for fault in [
+        Fault::None,
+        Fault::Mismatch,
+        Fault::Missing,
+        Fault::Interrupted,
+    ] {
+        for (system, machine, sysctl, target) in MATRIX {
+            println!("case https {system} {machine} sysctl={sysctl:?} -> {target}, {fault:?}");
+            let mut fx = Fixture::new("matrix-https");
+            fx.previous_binary();
+            fx.matrix_platform(system, machine, sysctl);
+            fx.dist_release(target, fault);
+            let server = match HttpsRelease::start(&fx.release, &fx.root.join("https")) {
+                Ok(server) => server,
+                Err(why) => {
+                    common::skip(&why);
+                    return;
+                }
+            };
+            if fault == Fault::Interrupted {
+                std::fs::write(
+                    server.state.join("truncate"),
+                    dist_layout::binary_asset(target),
+                )
+                .unwrap();
+            }
+            fx.set("HEELER_RELEASE_URL", &server.url);
+            // curl trusts the test CA through its bundle variable (and
+            // OpenSSL's, for builds that read only that).
+            fx.set("CURL_CA_BUNDLE", &server.ca.display().to_string());
+            fx.set("SSL_CERT_FILE", &server.ca.display().to_string());
+            let output = fx.run(&[]);
+            assert_outcome(&fx, &output, target, fault);
+            let asset_path = format!("/v{VERSION}/{}", dist_layout::binary_asset(target));
+            assert!(
+                server.requests().first() == Some(&asset_path),
+                "asked for {asset_path} first: {:?}",
+                server.requests()
+            );
+        }
+    }
 }

@@ -3,6 +3,8 @@
 //! layout that produce that payload.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -23,7 +25,7 @@ fn vectors_dir() -> PathBuf {
 fn three_configured_rows_vector_is_reproduced() {
     let path = vectors_dir().join("live-activity-content-v1.json");
     let Ok(text) = std::fs::read_to_string(&path) else {
-        println!("SKIPPED: {} not found", path.display());
+        common::skip(&format!("{} not found", path.display()));
         return;
     };
     let vectors = json::parse(&text).unwrap();

@@ -2,6 +2,7 @@
 //! stand-ins for herdr's socket and the Push Relay.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
 mod support;
 
 use heeler::base::json::{self, Value};
@@ -90,7 +91,7 @@ fn confirmed_blocked_sends_one_sealed_push_per_eligible_device() {
 #[test]
 fn envelope_decrypts_with_an_independent_aes_gcm() {
     if let Err(why) = python_crypto() {
-        println!("SKIPPED: {why}");
+        common::skip(&why);
         return;
     }
     let f = blocked_host("python");

@@ -3,8 +3,11 @@
 //! user: HOME, the state and config dirs and the host key dir are temp dirs.
 //! The tests without HOME (which falls back to the passwd home) run, as
 //! root, as a throwaway user whose passwd home is a temp dir, so nothing
-//! touches root's own home; without root they print `SKIPPED` and return.
+//! touches root's own home; without root they print `SKIPPED` and return (a failure under
+//! `HEELER_REQUIRE_ALL=1`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -409,11 +412,11 @@ impl PasswdUser {
         use std::os::unix::fs::PermissionsExt;
         let uid = Command::new("id").arg("-u").output().unwrap();
         if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
-            println!("SKIPPED: not running as root (needed to create a user)");
+            common::skip("not running as root (needed to create a user)");
             return None;
         }
         if !Path::new("/usr/sbin/useradd").exists() {
-            println!("SKIPPED: /usr/sbin/useradd is missing");
+            common::skip("/usr/sbin/useradd is missing");
             return None;
         }
         let root = std::env::temp_dir().join(format!("heeler-pair-{tag}-{}", std::process::id()));

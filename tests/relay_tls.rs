@@ -4,6 +4,7 @@
 //! refused with the bundled roots alone.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
 mod support;
 
 use std::io::{BufRead, BufReader};
@@ -104,7 +105,7 @@ fn start_tls_relay(dir: &std::path::Path) -> TlsRelay {
 #[test]
 fn https_relay_is_verified_against_the_configured_ca_only() {
     if let Err(why) = python_crypto() {
-        println!("SKIPPED: {why}");
+        common::skip(&why);
         return;
     }
     let f = Fixture::new("tls");

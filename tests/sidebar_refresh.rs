@@ -4,6 +4,8 @@
 //! and the `heeler sidebar-hook` command.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::ffi::OsString;
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -291,7 +293,7 @@ fn fractional_mtime_round_trips_through_the_snapshot() {
     if meta.mtime_nsec() != 0 {
         assert!(recorded.to_json().contains('.'), "fractional milliseconds");
     } else {
-        println!("SKIPPED: fractional part (file system keeps whole-second mtimes)");
+        common::skip_part_for_machine("fractional part (file system keeps whole-second mtimes)");
     }
     assert_eq!(
         snapshot::refresh(&config_dir, &env, 2).unwrap().action,
@@ -524,7 +526,7 @@ fn read_errors_are_diagnosed_and_retried() {
             Some(&Value::Bool(true))
         );
     } else {
-        println!("SKIPPED: FIFO source (mkfifo is not available)");
+        common::skip("FIFO source (mkfifo is not available)");
     }
     // Only a regular file is read: a device may never end (/dev/zero) or
     // block (a terminal), so it is a read_error without reading, even one

@@ -2,6 +2,8 @@
 //! place) and this project's own 0.6.1 vectors (`test-vectors/`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::path::PathBuf;
 
 use heeler::base::json::{self, Value};
@@ -83,7 +85,7 @@ fn run_file(vectors: &Value, superseded: &[(&str, &str, Option<Diagnostic>)]) ->
 fn upstream_sidebar_vectors() {
     let path = vectors_dir().join("sidebar-layout-v1.json");
     let Some(vectors) = load(&path) else {
-        println!("SKIPPED: upstream vectors not found at {}", path.display());
+        common::skip(&format!("upstream vectors not found at {}", path.display()));
         return;
     };
     let names: Vec<&str> = ["valid", "invalid"]

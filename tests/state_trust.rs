@@ -7,6 +7,7 @@
 //! ran and that each command refuses or reports as documented.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
 mod support;
 
 use std::fs;
@@ -242,7 +243,7 @@ fn a_fifo_at_the_pending_record_does_not_hang_accept() {
     fs::create_dir_all(state.join("pending")).unwrap();
     chmod(&state, 0o700);
     if !mkfifo(&state.join("pending/abc-1.json")) {
-        println!("SKIPPED: mkfifo is not available");
+        common::skip("mkfifo is not available");
         return;
     }
     let out = accept(&state, &dir.path, "abc-1");

@@ -4,6 +4,8 @@
 //! "1.0" exactly when `tomllib` accepts the document too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::io::Write;
 use std::process::{Command, Stdio};
 
@@ -146,7 +148,7 @@ fn gate_agrees_with_a_toml_1_0_parser() {
         }
     }
     let Some(verdicts) = tomllib_verdicts(&documents) else {
-        println!("SKIPPED: python3 with tomllib (3.11+) is not available");
+        common::skip("python3 with tomllib (3.11+) is not available");
         return;
     };
     assert_eq!(verdicts.len(), documents.len());

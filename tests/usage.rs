@@ -3,6 +3,7 @@
 //! limit probes against stand-in `claude`/`codex` executables.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
 mod usage_fixture;
 
 use std::fs;
@@ -199,7 +200,7 @@ fn codex_quirks_are_counted_once() {
 #[test]
 fn fixture_tree_matches_the_v1_vector() {
     let Some(zoneinfo) = zoneinfo() else {
-        println!("SKIPPED: no zoneinfo (install tzdata)");
+        common::skip("no zoneinfo (install tzdata)");
         return;
     };
     let home = temp_dir("usage-vector");
@@ -413,7 +414,7 @@ fn codex_append_resumes_with_parser_state() {
 #[test]
 fn archives_made_by_the_real_zstd_decode() {
     let Ok(status) = std::process::Command::new("zstd").arg("--version").output() else {
-        println!("SKIPPED: zstd is not installed");
+        common::skip("zstd is not installed");
         return;
     };
     assert!(status.status.success());
@@ -450,7 +451,7 @@ fn archives_made_by_the_real_zstd_decode() {
 #[test]
 fn zone_offsets_agree_with_the_c_library() {
     let Some(zoneinfo) = zoneinfo() else {
-        println!("SKIPPED: no zoneinfo (install tzdata)");
+        common::skip("no zoneinfo (install tzdata)");
         return;
     };
     let zones = [
@@ -494,7 +495,7 @@ fn zone_offsets_agree_with_the_c_library() {
 #[test]
 fn dst_days_have_23_and_25_hours() {
     let Some(zoneinfo) = zoneinfo() else {
-        println!("SKIPPED: no zoneinfo (install tzdata)");
+        common::skip("no zoneinfo (install tzdata)");
         return;
     };
     let home = temp_dir("usage-dst");

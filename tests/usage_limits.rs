@@ -4,6 +4,7 @@
 //! requests. Also the query and worker commands end to end.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
 mod usage_fixture;
 
 use std::fs;
@@ -110,7 +111,7 @@ const T: Duration = Duration::from_secs(10);
 #[test]
 fn codex_app_server_probe() {
     if !python() {
-        println!("SKIPPED: python3 is not installed");
+        common::skip("python3 is not installed");
         return;
     }
     let dir = temp_dir("limits-codex");
@@ -154,7 +155,7 @@ fn codex_app_server_probe() {
 #[test]
 fn claude_get_usage_probe() {
     if !python() {
-        println!("SKIPPED: python3 is not installed");
+        common::skip("python3 is not installed");
         return;
     }
     let dir = temp_dir("limits-claude");
@@ -207,7 +208,7 @@ fn query(home: &Path, state: &Path, args: &[&str]) -> Value {
 #[test]
 fn query_and_worker_end_to_end() {
     if !python() {
-        println!("SKIPPED: python3 is not installed");
+        common::skip("python3 is not installed");
         return;
     }
     let home = temp_dir("usage-e2e");

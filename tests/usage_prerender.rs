@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[allow(dead_code)]
+mod common;
 mod usage_fixture;
 
 use std::fs;
@@ -45,7 +46,7 @@ fn prerendered_answers_equal_answers_from_slots() {
         .join("Asia/Shanghai")
         .exists()
     {
-        println!("SKIPPED: no zoneinfo for Asia/Shanghai");
+        common::skip("no zoneinfo for Asia/Shanghai");
         return;
     }
     let dir = temp_dir("usage-prerender");

@@ -6,9 +6,11 @@
 //! directory is reported, never hidden.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use heeler::base::json::{self, Object, Value};
 
@@ -19,7 +21,9 @@ struct Output {
 }
 
 fn heeler(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_heeler"))
+    // HEELER_TEST_BINARY / HEELER_TEST_RUNNER: a release target's binary
+    // (e.g. aarch64 under qemu-user), always with an empty environment.
+    let mut child = common::heeler_command()
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -346,6 +350,7 @@ fn version_tuple(version: &str) -> Vec<u64> {
 
 #[test]
 fn every_vector_passes_through_heeler_wire() {
+    println!("vectors: heeler is {}", common::describe_under_test());
     let own = own_dir();
     let own_counts = [
         (
@@ -366,8 +371,8 @@ fn every_vector_passes_through_heeler_wire() {
     assert!(total > 0);
 
     let Some(shared) = shared_dir() else {
-        println!(
-            "vectors: SHARED VECTORS MISSING: ../shared/heeler-vectors not found (set HEELER_VECTORS_DIR); ran only this project's own vectors"
+        common::skip(
+            "shared vectors: ../shared/heeler-vectors not found (set HEELER_VECTORS_DIR); ran only this project's own vectors",
         );
         return;
     };

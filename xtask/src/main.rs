@@ -9,8 +9,9 @@ mod bench_hooks;
 mod bench_popup;
 mod bench_sidebar;
 mod bench_usage;
+mod dist;
+mod dist_layout;
 mod pricing;
-mod static_build;
 mod vectors;
 
 use std::process::ExitCode;
@@ -28,8 +29,9 @@ tasks:
   bench-usage     usage cold scan, warm query, one-file append and peak RSS on a synthetic corpus
                   [--scale 1.0] [--memory: only the refreshes' peak RSS]
   pricing         regenerate pricing.json: --input FILE --date YYYY-MM-DD [--source litellm|models-dev] [--version V]
-  static          build x86_64-unknown-linux-musl statically here (README.md: Static build)
-                  and check it [--target <arch>-unknown-linux-musl]";
+  dist            build, check and package the release targets into target/dist/
+                  (README.md: Release builds) [--target T]... [--native] [--out DIR]
+                  | --checksums DIR";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -42,7 +44,7 @@ fn main() -> ExitCode {
         Some("bench-popup") => bench_popup::run(rest),
         Some("bench-usage") => bench_usage::run(rest).map_err(Into::into),
         Some("pricing") => pricing::run(rest).map_err(Into::into),
-        Some("static") => static_build::run(rest).map_err(Into::into),
+        Some("dist") => dist::run(rest).map_err(Into::into),
         _ => {
             eprintln!("{USAGE}");
             return ExitCode::from(2);

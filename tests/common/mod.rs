@@ -1,0 +1,74 @@
+//! What every integration test shares about skipping and about which heeler
+//! binary runs: a test whose tool is missing says `SKIPPED: <why>` and
+//! passes, except under `HEELER_REQUIRE_ALL=1` (`.ci/run` sets it and
+//! installs every tool these tests use), where a skip is a failure, so CI can
+//! never pass a test it did not run.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// True when a skip must fail the test (`HEELER_REQUIRE_ALL=1`).
+#[allow(dead_code)]
+pub fn require_all() -> bool {
+    std::env::var_os("HEELER_REQUIRE_ALL").is_some_and(|v| v == "1")
+}
+
+/// Skips the rest of a test because a tool or input CI provides is missing:
+/// prints `SKIPPED: <why>`, or fails under `HEELER_REQUIRE_ALL=1`.
+#[allow(dead_code)]
+pub fn skip(why: &str) {
+    assert!(
+        !require_all(),
+        "HEELER_REQUIRE_ALL=1, so this test may not be skipped: {why}"
+    );
+    println!("SKIPPED: {why}");
+}
+
+/// Skips part of a test because of a property of this machine that no
+/// installed tool changes (a file system's timestamp resolution, no network
+/// interface); allowed under `HEELER_REQUIRE_ALL=1` and said out loud.
+#[allow(dead_code)]
+pub fn skip_part_for_machine(why: &str) {
+    println!("SKIPPED (part, this machine): {why}");
+}
+
+/// The heeler binary under test: `HEELER_TEST_BINARY` when set (another
+/// build, such as a release target's binary), else this build's.
+#[allow(dead_code)]
+pub fn binary_under_test() -> PathBuf {
+    std::env::var_os("HEELER_TEST_BINARY")
+        .map_or_else(|| env!("CARGO_BIN_EXE_heeler").into(), PathBuf::from)
+}
+
+/// A command running the binary under test with an empty environment (as
+/// `env -i`), through `HEELER_TEST_RUNNER` when set (e.g.
+/// `qemu-aarch64-static` for an aarch64 binary on x86_64).
+#[allow(dead_code)]
+pub fn heeler_command() -> Command {
+    let binary = binary_under_test();
+    let mut command = match std::env::var_os("HEELER_TEST_RUNNER").filter(|r| !r.is_empty()) {
+        Some(runner) => {
+            let mut command = Command::new(runner);
+            command.arg(&binary);
+            command
+        }
+        None => Command::new(&binary),
+    };
+    command.env_clear();
+    command
+}
+
+/// What runs, for the test's output.
+#[allow(dead_code)]
+pub fn describe_under_test() -> String {
+    let runner: Option<OsString> = std::env::var_os("HEELER_TEST_RUNNER");
+    match runner {
+        Some(runner) if !runner.is_empty() => format!(
+            "{} under {}",
+            binary_under_test().display(),
+            runner.to_string_lossy()
+        ),
+        _ => binary_under_test().display().to_string(),
+    }
+}
