@@ -55,6 +55,26 @@ impl Roots {
     }
 }
 
+/// The line a person reads when no transcript was found: the roots
+/// searched, and how to point at others (the variables [`Roots::resolve`]
+/// reads).
+pub fn nothing_found(roots: &Roots) -> String {
+    let list = |paths: &[PathBuf]| {
+        let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        if names.is_empty() {
+            "nothing".to_string()
+        } else {
+            names.join(", ")
+        }
+    };
+    format!(
+        "No Claude Code or Codex transcripts found (Claude Code: {}; Codex: {}). \
+         Set CLAUDE_CONFIG_DIR or CODEX_HOME (comma-separated lists) to point at others.",
+        list(&roots.claude),
+        list(&roots.codex)
+    )
+}
+
 /// Directories below a root walked at most this deep.
 const MAX_DEPTH: usize = 12;
 /// Threads walking at once.
