@@ -180,6 +180,8 @@ fn tabular(
                 rows: Vec::new(),
             };
             let blank = vec![String::new(); labels.0.len()];
+            // A breakdown line names its model in the flexible column.
+            let detail_at = labels.0.iter().position(|c| c.flexible).unwrap_or(0);
             for r in &rows {
                 let mut cells = r.labels.clone();
                 cells.extend(token_cells(&r.acc));
@@ -187,7 +189,7 @@ fn tabular(
                 if req.breakdown {
                     for ((agent, model), acc) in &r.models {
                         let mut cells = blank.clone();
-                        cells[0] = format!("  {} {model}", agent.name());
+                        cells[detail_at] = format!("└ {} {model}", agent.name());
                         cells.extend(token_cells(acc));
                         t.rows.push((RowKind::Detail, cells));
                     }
@@ -640,7 +642,7 @@ fn blocks_view(
             let mut columns = vec![
                 Column::text("Block start", 0),
                 Column::text("Agent", 1),
-                Column::text("Status", 1),
+                Column::text("Status", 4),
                 Column::number("Requests", 2),
             ];
             columns.extend([
@@ -953,4 +955,379 @@ pub fn statusline(data: &Data, req: &Request) -> String {
         parts.push(format!("{} {} {}", agent.name(), w.label, percent(w.used)));
     }
     parts.join(" · ")
+}
+
+#[cfg(test)]
+mod tests {
+    //! Golden tables: a hand-built cache of three slots (whose totals are
+    //! summed by hand below) rendered at 80 and 160 columns.
+    use super::*;
+    use crate::base::json;
+    use crate::usage::event::Tokens;
+    use crate::usage::time::{parse_date, parse_timestamp};
+
+    fn at(text: &str) -> i64 {
+        parse_timestamp(text).unwrap()
+    }
+
+    const NOW: &str = "2026-11-29T12:00:00Z";
+
+    #[allow(clippy::too_many_arguments)]
+    fn slot(
+        slot: &str,
+        agent: Agent,
+        model: &str,
+        cwd: &str,
+        requests: u64,
+        (first, last): (&str, &str),
+        tokens: Tokens,
+        cents: u64,
+    ) -> (crate::usage::aggregate::SlotKey, SlotAcc) {
+        (
+            (at(slot), agent, model.to_string(), cwd.to_string()),
+            SlotAcc {
+                requests,
+                tokens,
+                cost_pico: cents * 10_000_000_000,
+                first_ts: at(first),
+                last_ts: at(last),
+                ..SlotAcc::default()
+            },
+        )
+    }
+
+    /// A: Codex gpt-5.5 in /home/dev/beta on 11-28 (123,000 tokens,
+    /// $0.75); B: Claude Opus in /home/dev/alpha at 10:00 (1,013,000
+    /// tokens, $1.25); C: Claude Opus in /home/dev/alpha/web at 11:30
+    /// (1,000 tokens, $0.50).
+    fn data() -> Data {
+        let t = |input, output, cache_read, cache_write_1h| Tokens {
+            input,
+            output,
+            cache_read,
+            cache_write_1h,
+            ..Tokens::default()
+        };
+        Data {
+            slots: vec![
+                slot(
+                    "2026-11-28T09:00:00Z",
+                    Agent::Codex,
+                    "gpt-5.5",
+                    "/home/dev/beta",
+                    1,
+                    ("2026-11-28T09:00:00Z", "2026-11-28T09:00:00Z"),
+                    t(20_000, 3_000, 100_000, 0),
+                    75,
+                ),
+                slot(
+                    "2026-11-29T10:00:00Z",
+                    Agent::Claude,
+                    "claude-opus-4-6",
+                    "/home/dev/alpha",
+                    2,
+                    ("2026-11-29T10:01:00Z", "2026-11-29T10:14:00Z"),
+                    t(1_000, 2_000, 1_000_000, 10_000),
+                    125,
+                ),
+                slot(
+                    "2026-11-29T11:30:00Z",
+                    Agent::Claude,
+                    "claude-opus-4-6",
+                    "/home/dev/alpha/web",
+                    1,
+                    ("2026-11-29T11:31:00Z", "2026-11-29T11:31:00Z"),
+                    t(500, 500, 0, 0),
+                    50,
+                ),
+            ],
+            zone: crate::usage::tz::Zone::utc(),
+            now: at(NOW),
+            generated_at: Some(at(NOW)),
+            refresh: "idle",
+            coverage: json::parse(
+                r#"{"claude":{"files_seen":2},"codex":{"files_seen":1,"files_compressed":0},"partial":false}"#,
+            )
+            .unwrap(),
+            limits: vec![
+                (Agent::Claude, json::parse(r#"{"state":"disabled"}"#).unwrap()),
+                (
+                    Agent::Codex,
+                    json::parse(&format!(
+                        r#"{{"state":"ok","windows":[{{"id":"primary","window_minutes":300,"used_percent":12.5,"resets_at":{}}},{{"id":"secondary","window_minutes":10080,"used_percent":33,"resets_at":{}}}]}}"#,
+                        at("2026-11-29T14:30:00Z"),
+                        at("2026-12-02T12:00:00Z")
+                    ))
+                    .unwrap(),
+                ),
+            ],
+        }
+    }
+
+    fn request() -> Request {
+        let today = parse_date("2026-11-29").unwrap();
+        Request::new(None, None, None, None, false, today).unwrap()
+    }
+
+    fn text(view: View, width: usize) -> Vec<String> {
+        let format = Format::Text(Style {
+            width,
+            color: false,
+        });
+        render(&data(), &request(), view, format)
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn rule(n: usize) -> String {
+        "─".repeat(n)
+    }
+
+    #[test]
+    fn daily_at_160_columns() {
+        assert_eq!(
+            text(View::Period(Period::Day), 160),
+            [
+                "Daily usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
+                "Date        Models            Input  Output  Cache write  Cache read      Total   Cost".to_string(),
+                "2026-11-28  gpt-5.5          20,000   3,000            0     100,000    123,000  $0.75".to_string(),
+                "2026-11-29  claude-opus-4-6   1,500   2,500       10,000   1,000,000  1,014,000  $1.75".to_string(),
+                rule(86),
+                "Total                        21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn daily_at_80_columns_cuts_the_models() {
+        assert_eq!(
+            text(View::Period(Period::Day), 80),
+            [
+                "Daily usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
+                "Date        Models      Input  Output  Cache write  Cache read      Total   Cost".to_string(),
+                "2026-11-28  gpt-5.5    20,000   3,000            0     100,000    123,000  $0.75".to_string(),
+                "2026-11-29  claude-o…   1,500   2,500       10,000   1,000,000  1,014,000  $1.75".to_string(),
+                rule(80),
+                "Total                  21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn weekly_at_160_columns() {
+        assert_eq!(
+            text(View::Period(Period::Week), 160),
+            [
+                "Weekly usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
+                "Week of     Models                     Input  Output  Cache write  Cache read      Total   Cost".to_string(),
+                "2026-11-23  claude-opus-4-6, gpt-5.5  21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+                rule(95),
+                "Total                                 21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn weekly_at_80_columns() {
+        assert_eq!(
+            text(View::Period(Period::Week), 80),
+            [
+                "Weekly usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
+                "Week of     Models      Input  Output  Cache write  Cache read      Total   Cost".to_string(),
+                "2026-11-23  claude-o…  21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+                rule(80),
+                "Total                  21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn monthly_at_160_columns() {
+        assert_eq!(
+            text(View::Period(Period::Month), 160),
+            [
+                "Monthly usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
+                "Month    Models                     Input  Output  Cache write  Cache read      Total   Cost".to_string(),
+                "2026-11  claude-opus-4-6, gpt-5.5  21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+                rule(92),
+                "Total                              21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn monthly_at_80_columns() {
+        assert_eq!(
+            text(View::Period(Period::Month), 80),
+            [
+                "Monthly usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
+                "Month    Models         Input  Output  Cache write  Cache read      Total   Cost".to_string(),
+                "2026-11  claude-opus…  21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+                rule(80),
+                "Total                  21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn models_at_160_columns() {
+        assert_eq!(
+            text(View::Models, 160),
+            [
+                "Model usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
+                "Agent   Model             Input  Output  Cache write  Cache read      Total   Cost".to_string(),
+                "claude  claude-opus-4-6   1,500   2,500       10,000   1,000,000  1,014,000  $1.75".to_string(),
+                "codex   gpt-5.5          20,000   3,000            0     100,000    123,000  $0.75".to_string(),
+                rule(82),
+                "Total                    21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn models_at_80_columns() {
+        assert_eq!(
+            text(View::Models, 80),
+            [
+                "Model usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
+                "Agent   Model           Input  Output  Cache write  Cache read      Total   Cost".to_string(),
+                "claude  claude-opus-…   1,500   2,500       10,000   1,000,000  1,014,000  $1.75".to_string(),
+                "codex   gpt-5.5        20,000   3,000            0     100,000    123,000  $0.75".to_string(),
+                rule(80),
+                "Total                  21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn dirs_at_160_columns() {
+        assert_eq!(
+            text(View::Dirs, 160),
+            [
+                "Directory usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
+                "Directory            Agents   Input  Output  Cache write  Cache read      Total   Cost".to_string(),
+                "/home/dev/alpha      claude   1,000   2,000       10,000   1,000,000  1,013,000  $1.25".to_string(),
+                "/home/dev/beta       codex   20,000   3,000            0     100,000    123,000  $0.75".to_string(),
+                "/home/dev/alpha/web  claude     500     500            0           0      1,000  $0.50".to_string(),
+                rule(86),
+                "Total                        21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn dirs_at_80_columns() {
+        assert_eq!(
+            text(View::Dirs, 80),
+            [
+                "Directory usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
+                "Directory      Agents   Input  Output  Cache write  Cache read      Total   Cost".to_string(),
+                "/home/dev/al…  claude   1,000   2,000       10,000   1,000,000  1,013,000  $1.25".to_string(),
+                "/home/dev/be…  codex   20,000   3,000            0     100,000    123,000  $0.75".to_string(),
+                "/home/dev/al…  claude     500     500            0           0      1,000  $0.50".to_string(),
+                rule(80),
+                "Total                  21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn session_at_160_columns() {
+        assert_eq!(
+            text(View::Session, 160),
+            [
+                "Session usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
+                "Last active       Agent   Directory             Input  Output  Cache write  Cache read      Total   Cost".to_string(),
+                "2026-11-29 11:31  claude  /home/dev/alpha/web     500     500            0           0      1,000  $0.50".to_string(),
+                "2026-11-29 10:14  claude  /home/dev/alpha       1,000   2,000       10,000   1,000,000  1,013,000  $1.25".to_string(),
+                "2026-11-28 09:00  codex   /home/dev/beta       20,000   3,000            0     100,000    123,000  $0.75".to_string(),
+                rule(104),
+                "Total                                          21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn session_at_80_columns_drops_agent_and_cache_writes() {
+        assert_eq!(
+            text(View::Session, 80),
+            [
+                "Session usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
+                "Last active       Directory          Input  Output  Cache read      Total   Cost".to_string(),
+                "2026-11-29 11:31  /home/dev/alpha…     500     500           0      1,000  $0.50".to_string(),
+                "2026-11-29 10:14  /home/dev/alpha    1,000   2,000   1,000,000  1,013,000  $1.25".to_string(),
+                "2026-11-28 09:00  /home/dev/beta    20,000   3,000     100,000    123,000  $0.75".to_string(),
+                rule(80),
+                "Total                               21,500   5,500   1,100,000  1,137,000  $2.50".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn summary_at_160_columns() {
+        assert_eq!(
+            text(View::Summary, 160),
+            [
+                "Usage in UTC; as of 12:00".to_string(),
+                "Agent        Today     tokens  7 days     tokens  30 days     tokens".to_string(),
+                "Claude Code  $1.75  1,014,000   $1.75  1,014,000    $1.75  1,014,000".to_string(),
+                "Codex        $0.00          0   $0.75    123,000    $0.75    123,000".to_string(),
+                rule(68),
+                "All          $1.75  1,014,000   $2.50  1,137,000    $2.50  1,137,000".to_string(),
+                "Limits, Codex: 5h 13% used, resets 14:30 (in 2h 30m); 7d 33% used, resets 2026-12-02 12:00 (in 3d 0h)".to_string(),
+                "Coverage: Claude Code 2 files, Codex 1 file.".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn summary_at_80_columns_fits_as_it_is() {
+        assert_eq!(
+            text(View::Summary, 80),
+            [
+                "Usage in UTC; as of 12:00".to_string(),
+                "Agent        Today     tokens  7 days     tokens  30 days     tokens".to_string(),
+                "Claude Code  $1.75  1,014,000   $1.75  1,014,000    $1.75  1,014,000".to_string(),
+                "Codex        $0.00          0   $0.75    123,000    $0.75    123,000".to_string(),
+                rule(68),
+                "All          $1.75  1,014,000   $2.50  1,137,000    $2.50  1,137,000".to_string(),
+                "Limits, Codex: 5h 13% used, resets 14:30 (in 2h 30m); 7d 33% used, resets 2026-12-02 12:00 (in 3d 0h)".to_string(),
+                "Coverage: Claude Code 2 files, Codex 1 file.".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn blocks_at_160_columns() {
+        assert_eq!(
+            text(View::Blocks, 160),
+            [
+                "5-hour block usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
+                "Block start       Agent   Status               Requests      Total   Cost  Burn/h".to_string(),
+                "2026-11-28 09:00  codex   ended                       1    123,000  $0.75".to_string(),
+                "2026-11-29 10:00  claude  active, 3h 00m left         3  1,014,000  $1.75   $1.17".to_string(),
+                "Active claude block 10:00–15:00: 1,014,000 tokens, $1.75; burning $1.17/h, projected $5.25 and 3,042,000 tokens at 15:00.".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn blocks_at_80_columns_drop_the_agent() {
+        assert_eq!(
+            text(View::Blocks, 80),
+            [
+                "5-hour block usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
+                "Block start       Status               Requests      Total   Cost  Burn/h".to_string(),
+                "2026-11-28 09:00  ended                       1    123,000  $0.75".to_string(),
+                "2026-11-29 10:00  active, 3h 00m left         3  1,014,000  $1.75   $1.17".to_string(),
+                "Active claude block 10:00–15:00: 1,014,000 tokens, $1.75; burning $1.17/h, projected $5.25 and 3,042,000 tokens at 15:00.".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn statusline_is_today_burn_rate_and_tightest_limit() {
+        assert_eq!(text(View::Statusline, 80), ["$1.75 today · $1.17/h · codex 7d 33%"]);
+    }
 }
