@@ -287,9 +287,11 @@ fn notes(all: &SlotAcc) -> Vec<String> {
     if all.unpriced_requests == 0 {
         return Vec::new();
     }
+    let n = all.unpriced_requests;
     vec![format!(
-        "{} requests ({} tokens) of models without a price are not in the costs.",
-        group(all.unpriced_requests),
+        "Not in the costs: {} request{} ({} tokens) of models without a price.",
+        group(n),
+        if n == 1 { "" } else { "s" },
         group(all.unpriced_tokens)
     )]
 }
@@ -1329,5 +1331,179 @@ mod tests {
     #[test]
     fn statusline_is_today_burn_rate_and_tightest_limit() {
         assert_eq!(text(View::Statusline, 80), ["$1.75 today · $1.17/h · codex 7d 33%"]);
+    }
+
+    fn doc(view: View, req: &Request, data: &Data) -> Value {
+        json::parse(render(data, req, view, Format::Json).trim_end()).unwrap()
+    }
+
+    fn keys(v: &Value) -> Vec<&str> {
+        v.as_object().unwrap().iter().map(|(k, _)| k).collect()
+    }
+
+    const TOTALS: [&str; 11] = [
+        "requests",
+        "input",
+        "cache_read",
+        "cache_write_5m",
+        "cache_write_1h",
+        "output",
+        "reasoning",
+        "total",
+        "cost_usd",
+        "unpriced_tokens",
+        "unpriced_requests",
+    ];
+
+    const HEADER: [&str; 10] = [
+        "v",
+        "view",
+        "now",
+        "generated_at",
+        "tz",
+        "refresh",
+        "since",
+        "until",
+        "agent",
+        "dir",
+    ];
+
+    #[test]
+    fn every_json_document_is_versioned_and_names_its_view() {
+        for view in [
+            View::Summary,
+            View::Period(Period::Day),
+            View::Period(Period::Week),
+            View::Period(Period::Month),
+            View::Session,
+            View::Blocks,
+            View::Models,
+            View::Dirs,
+        ] {
+            let d = doc(view, &request(), &data());
+            assert_eq!(&keys(&d)[..10], HEADER, "{view:?}");
+            assert_eq!(d.get("v").and_then(Value::as_i64), Some(1));
+            assert_eq!(d.get("view").and_then(Value::as_str), Some(view.name()));
+        }
+    }
+
+    #[test]
+    fn the_daily_document_has_rows_with_totals() {
+        let d = doc(View::Period(Period::Day), &request(), &data());
+        assert_eq!(keys(&d)[10..], ["rows", "totals"]);
+        let rows = d.get("rows").unwrap().as_array().unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(keys(&rows[1]), ["period", "models", "totals"]);
+        let t = rows[1].get("totals").unwrap();
+        assert_eq!(keys(t), TOTALS);
+        assert_eq!(t.get("total").and_then(Value::as_i64), Some(1_014_000));
+        assert_eq!(t.get("cost_usd").and_then(Value::as_f64), Some(1.75));
+        assert_eq!(t.get("requests").and_then(Value::as_i64), Some(3));
+        let all = d.get("totals").unwrap();
+        assert_eq!(all.get("total").and_then(Value::as_i64), Some(1_137_000));
+        // --breakdown adds each row's models.
+        let req = Request {
+            breakdown: true,
+            ..request()
+        };
+        let d = doc(View::Period(Period::Day), &req, &data());
+        let rows = d.get("rows").unwrap().as_array().unwrap();
+        let models = rows[0].get("models").unwrap().as_array().unwrap();
+        assert_eq!(keys(&models[0]), ["agent", "model", "totals"]);
+    }
+
+    #[test]
+    fn the_summary_document_has_windows_limits_and_coverage() {
+        let d = doc(View::Summary, &request(), &data());
+        assert_eq!(keys(&d)[10..], ["windows", "limits", "coverage"]);
+        let w = d.get("windows").unwrap();
+        assert_eq!(keys(w), ["today", "d7", "d30"]);
+        let total = |w: &str, a: &str| {
+            d.get("windows")
+                .and_then(|x| x.get(w))
+                .and_then(|x| x.get(a))
+                .and_then(|x| x.get("total"))
+                .and_then(Value::as_i64)
+        };
+        assert_eq!(total("today", "claude"), Some(1_014_000));
+        assert_eq!(total("today", "codex"), Some(0));
+        assert_eq!(total("d7", "all"), Some(1_137_000));
+        assert_eq!(keys(d.get("limits").unwrap()), ["claude", "codex"]);
+    }
+
+    #[test]
+    fn csv_has_one_header_and_raw_numbers() {
+        let csv = render(&data(), &request(), View::Period(Period::Day), Format::Csv);
+        assert_eq!(
+            csv,
+            "period,models,requests,input,output,reasoning,cache_write_5m,cache_write_1h,cache_read,total,cost_usd,unpriced_requests,unpriced_tokens\r\n\
+             2026-11-28,gpt-5.5,1,20000,3000,0,0,0,100000,123000,0.75,0,0\r\n\
+             2026-11-29,claude-opus-4-6,3,1500,2500,0,0,10000,1000000,1014000,1.75,0,0\r\n"
+        );
+        let req = Request {
+            breakdown: true,
+            ..request()
+        };
+        let csv = render(&data(), &req, View::Dirs, Format::Csv);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert!(lines[0].starts_with("directory,agents,agent,model,requests,"));
+        assert!(lines[1].starts_with("/home/dev/alpha,claude,claude,claude-opus-4-6,2,1000,"));
+        let csv = render(&data(), &request(), View::Blocks, Format::Csv);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[2].starts_with("claude,2026-11-29T10:00:00Z,2026-11-29T15:00:00Z,true,3,"));
+        assert!(lines[2].ends_with(",1.75,0,0,1.166667"));
+    }
+
+    #[test]
+    fn a_known_five_hour_limit_gives_the_projected_percentage() {
+        let mut data = data();
+        data.limits[0].1 = json::parse(
+            r#"{"state":"ok","windows":[{"id":"five_hour","window_minutes":300,"used_percent":20,"resets_at":null}]}"#,
+        )
+        .unwrap();
+        let d = doc(View::Blocks, &request(), &data);
+        let blocks = d.get("blocks").unwrap().as_array().unwrap();
+        let active = &blocks[1];
+        assert_eq!(active.get("active"), Some(&Value::Bool(true)));
+        // $1.75 now, $1.75/1.5 h over the 3 h left: $5.25, three times
+        // the cost so far, so 20% becomes 60%.
+        assert_eq!(active.get("projected_cost_usd").and_then(Value::as_f64), Some(5.25));
+        assert_eq!(active.get("projected_percent").and_then(Value::as_f64), Some(60.0));
+        assert_eq!(active.get("projected_tokens").and_then(Value::as_i64), Some(3_042_000));
+        assert_eq!(blocks[0].get("projected_percent"), Some(&Value::Null));
+        let lines = render(
+            &data,
+            &request(),
+            View::Blocks,
+            Format::Text(Style {
+                width: 160,
+                color: false,
+            }),
+        );
+        assert!(lines.contains("; 5h limit 20% used, projected 60%."), "{lines}");
+        let line = statusline(&data, &request());
+        assert_eq!(line, "$1.75 today · $1.17/h · codex 7d 33%");
+    }
+
+    #[test]
+    fn agent_and_directory_filters_apply_to_every_row() {
+        let today = parse_date("2026-11-29").unwrap();
+        let req = Request::new(None, None, Some("claude"), Some("/home/dev/alpha"), false, today)
+            .unwrap();
+        let d = doc(View::Dirs, &req, &data());
+        let rows = d.get("rows").unwrap().as_array().unwrap();
+        let dirs: Vec<&str> = rows
+            .iter()
+            .filter_map(|r| r.get("directory").and_then(Value::as_str))
+            .collect();
+        assert_eq!(dirs, ["/home/dev/alpha", "/home/dev/alpha/web"]);
+        let req = Request::new(Some("2026-11-28"), Some("2026-11-28"), None, None, false, today)
+            .unwrap();
+        let d = doc(View::Models, &req, &data());
+        assert_eq!(
+            d.get("totals").and_then(|t| t.get("total")).and_then(Value::as_i64),
+            Some(123_000)
+        );
     }
 }
