@@ -158,6 +158,6 @@ fn empty_hint(data: &Data, runtime: Option<&Value>) -> Option<String> {
     if data.generated_at.is_none() || seen("claude") + seen("codex") > 0 {
         return None;
     }
-    let roots = crate::usage::discover::Roots::from_env(runtime);
+    let roots = crate::usage::discover::Roots::searched(runtime);
     Some(crate::usage::discover::nothing_found(&roots))
 }
