@@ -105,11 +105,11 @@ fn fixture_daily_at_160_and_80_columns() {
         daily(&data, 80),
         [
             title.to_string(),
-            "Date        Models          Input  Output  Cache write  Cache read  Total   Cost".into(),
-            "2026-11-21  claude-opus-4…  1,000     100        5,000           0  6,100  $0.06".into(),
-            "2026-11-26  claude-unrele…      5       5            0           0     10  $0.00".into(),
-            "─".repeat(80),
-            "Total                       1,005     105        5,000           0  6,110  $0.06".into(),
+            "Date        Models               Input  Output  Cache read  Total   Cost".into(),
+            "2026-11-21  claude-opus-4-6      1,000     100           0  6,100  $0.06".into(),
+            "2026-11-26  claude-unreleased-9      5       5           0     10  $0.00".into(),
+            "─".repeat(72),
+            "Total                            1,005     105           0  6,110  $0.06".into(),
             note.into(),
         ]
     );

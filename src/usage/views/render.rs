@@ -68,8 +68,8 @@ fn token_columns() -> Vec<Column> {
     vec![
         Column::number("Input", 4),
         Column::number("Output", 5),
-        Column::number("Cache write", 2),
-        Column::number("Cache read", 3),
+        Column::number("Cache write", 1),
+        Column::number("Cache read", 2),
         Column::number("Total", 6),
         Column::number("Cost", 0),
     ]
@@ -369,7 +369,7 @@ pub fn render(data: &Data, req: &Request, view: View, format: Format) -> String 
                 Period::Week => "Week of",
                 Period::Month => "Month",
             };
-            let columns = [Column::text(head, 0), Column::flexible("Models", 1)];
+            let columns = [Column::text(head, 0), Column::flexible("Models", 3)];
             tabular(
                 data,
                 req,
@@ -402,7 +402,7 @@ pub fn render(data: &Data, req: &Request, view: View, format: Format) -> String 
             });
             let columns = [
                 Column::text("Last active", 0),
-                Column::text("Agent", 1),
+                Column::text("Agent", 3),
                 Column::flexible("Directory", 0),
             ];
             tabular(
@@ -430,7 +430,7 @@ pub fn render(data: &Data, req: &Request, view: View, format: Format) -> String 
             sorted_rows(&mut rows, |a, b| {
                 by_cost(&a.acc, &b.acc).then(a.labels.cmp(&b.labels))
             });
-            let columns = [Column::text("Agent", 1), Column::flexible("Model", 0)];
+            let columns = [Column::text("Agent", 0), Column::flexible("Model", 0)];
             let req = Request {
                 breakdown: false,
                 ..req.clone()
@@ -468,7 +468,7 @@ pub fn render(data: &Data, req: &Request, view: View, format: Format) -> String 
                     .then(by_cost(&a.acc, &b.acc))
                     .then(a.labels.cmp(&b.labels))
             });
-            let columns = [Column::flexible("Directory", 0), Column::text("Agents", 1)];
+            let columns = [Column::flexible("Directory", 0), Column::text("Agents", 3)];
             tabular(
                 data,
                 req,
@@ -643,9 +643,9 @@ fn blocks_view(
         Format::Text(style) => {
             let mut columns = vec![
                 Column::text("Block start", 0),
-                Column::text("Agent", 1),
+                Column::text("Agent", 3),
                 Column::text("Status", 4),
-                Column::number("Requests", 2),
+                Column::number("Requests", 1),
             ];
             columns.extend([
                 Column::number("Total", 6),
@@ -1102,16 +1102,16 @@ mod tests {
     }
 
     #[test]
-    fn daily_at_80_columns_cuts_the_models() {
+    fn daily_at_80_columns_drops_the_cache_writes() {
         assert_eq!(
             text(View::Period(Period::Day), 80),
             [
                 "Daily usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
-                "Date        Models      Input  Output  Cache write  Cache read      Total   Cost".to_string(),
-                "2026-11-28  gpt-5.5    20,000   3,000            0     100,000    123,000  $0.75".to_string(),
-                "2026-11-29  claude-o…   1,500   2,500       10,000   1,000,000  1,014,000  $1.75".to_string(),
-                rule(80),
-                "Total                  21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+                "Date        Models            Input  Output  Cache read      Total   Cost".to_string(),
+                "2026-11-28  gpt-5.5          20,000   3,000     100,000    123,000  $0.75".to_string(),
+                "2026-11-29  claude-opus-4-6   1,500   2,500   1,000,000  1,014,000  $1.75".to_string(),
+                rule(73),
+                "Total                        21,500   5,500   1,100,000  1,137,000  $2.50".to_string(),
             ]
         );
     }
@@ -1136,10 +1136,10 @@ mod tests {
             text(View::Period(Period::Week), 80),
             [
                 "Weekly usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
-                "Week of     Models      Input  Output  Cache write  Cache read      Total   Cost".to_string(),
-                "2026-11-23  claude-o…  21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+                "Week of     Models                   Input  Output  Cache read      Total   Cost".to_string(),
+                "2026-11-23  claude-opus-4-6, gpt-…  21,500   5,500   1,100,000  1,137,000  $2.50".to_string(),
                 rule(80),
-                "Total                  21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+                "Total                               21,500   5,500   1,100,000  1,137,000  $2.50".to_string(),
             ]
         );
     }
@@ -1164,10 +1164,10 @@ mod tests {
             text(View::Period(Period::Month), 80),
             [
                 "Monthly usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
-                "Month    Models         Input  Output  Cache write  Cache read      Total   Cost".to_string(),
-                "2026-11  claude-opus…  21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
-                rule(80),
-                "Total                  21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+                "Month    Models                     Input  Output  Cache read      Total   Cost".to_string(),
+                "2026-11  claude-opus-4-6, gpt-5.5  21,500   5,500   1,100,000  1,137,000  $2.50".to_string(),
+                rule(79),
+                "Total                              21,500   5,500   1,100,000  1,137,000  $2.50".to_string(),
             ]
         );
     }
@@ -1193,11 +1193,11 @@ mod tests {
             text(View::Models, 80),
             [
                 "Model usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
-                "Agent   Model           Input  Output  Cache write  Cache read      Total   Cost".to_string(),
-                "claude  claude-opus-…   1,500   2,500       10,000   1,000,000  1,014,000  $1.75".to_string(),
-                "codex   gpt-5.5        20,000   3,000            0     100,000    123,000  $0.75".to_string(),
-                rule(80),
-                "Total                  21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+                "Agent   Model             Input  Output  Cache read      Total   Cost".to_string(),
+                "claude  claude-opus-4-6   1,500   2,500   1,000,000  1,014,000  $1.75".to_string(),
+                "codex   gpt-5.5          20,000   3,000     100,000    123,000  $0.75".to_string(),
+                rule(69),
+                "Total                    21,500   5,500   1,100,000  1,137,000  $2.50".to_string(),
             ]
         );
     }
@@ -1224,12 +1224,12 @@ mod tests {
             text(View::Dirs, 80),
             [
                 "Directory usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
-                "Directory      Agents   Input  Output  Cache write  Cache read      Total   Cost".to_string(),
-                "/home/dev/al…  claude   1,000   2,000       10,000   1,000,000  1,013,000  $1.25".to_string(),
-                "/home/dev/be…  codex   20,000   3,000            0     100,000    123,000  $0.75".to_string(),
-                "/home/dev/al…  claude     500     500            0           0      1,000  $0.50".to_string(),
-                rule(80),
-                "Total                  21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+                "Directory            Agents   Input  Output  Cache read      Total   Cost".to_string(),
+                "/home/dev/alpha      claude   1,000   2,000   1,000,000  1,013,000  $1.25".to_string(),
+                "/home/dev/beta       codex   20,000   3,000     100,000    123,000  $0.75".to_string(),
+                "/home/dev/alpha/web  claude     500     500           0      1,000  $0.50".to_string(),
+                rule(73),
+                "Total                        21,500   5,500   1,100,000  1,137,000  $2.50".to_string(),
             ]
         );
     }
@@ -1251,17 +1251,17 @@ mod tests {
     }
 
     #[test]
-    fn session_at_80_columns_drops_agent_and_cache_writes() {
+    fn session_at_80_columns_drops_the_cache_columns() {
         assert_eq!(
             text(View::Session, 80),
             [
                 "Session usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
-                "Last active       Directory          Input  Output  Cache read      Total   Cost".to_string(),
-                "2026-11-29 11:31  /home/dev/alpha…     500     500           0      1,000  $0.50".to_string(),
-                "2026-11-29 10:14  /home/dev/alpha    1,000   2,000   1,000,000  1,013,000  $1.25".to_string(),
-                "2026-11-28 09:00  /home/dev/beta    20,000   3,000     100,000    123,000  $0.75".to_string(),
-                rule(80),
-                "Total                               21,500   5,500   1,100,000  1,137,000  $2.50".to_string(),
+                "Last active       Agent   Directory             Input  Output      Total   Cost".to_string(),
+                "2026-11-29 11:31  claude  /home/dev/alpha/web     500     500      1,000  $0.50".to_string(),
+                "2026-11-29 10:14  claude  /home/dev/alpha       1,000   2,000  1,013,000  $1.25".to_string(),
+                "2026-11-28 09:00  codex   /home/dev/beta       20,000   3,000    123,000  $0.75".to_string(),
+                rule(79),
+                "Total                                          21,500   5,500  1,137,000  $2.50".to_string(),
             ]
         );
     }
@@ -1315,14 +1315,14 @@ mod tests {
     }
 
     #[test]
-    fn blocks_at_80_columns_drop_the_agent() {
+    fn blocks_at_80_columns_drop_the_request_count() {
         assert_eq!(
             text(View::Blocks, 80),
             [
                 "5-hour block usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
-                "Block start       Status               Requests      Total   Cost  Burn/h".to_string(),
-                "2026-11-28 09:00  ended                       1    123,000  $0.75".to_string(),
-                "2026-11-29 10:00  active, 3h 00m left         3  1,014,000  $1.75   $1.17".to_string(),
+                "Block start       Agent   Status                   Total   Cost  Burn/h".to_string(),
+                "2026-11-28 09:00  codex   ended                  123,000  $0.75".to_string(),
+                "2026-11-29 10:00  claude  active, 3h 00m left  1,014,000  $1.75   $1.17".to_string(),
                 "Active claude block 10:00–15:00: 1,014,000 tokens, $1.75; burning $1.17/h, projected $5.25 and 3,042,000 tokens at 15:00.".to_string(),
             ]
         );

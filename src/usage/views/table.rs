@@ -70,6 +70,9 @@ pub struct Style {
 }
 
 const GAP: usize = 2;
+/// A flexible column is cut no narrower than this (or its header), so a
+/// path or model list stays readable: number columns go first.
+const FLEX_FLOOR: usize = 20;
 const BOLD: &str = "\x1b[1m";
 const DIM: &str = "\x1b[2m";
 const RESET: &str = "\x1b[0m";
@@ -108,8 +111,8 @@ impl Table {
         let total = |shown: &[usize], widths: &[usize]| {
             shown.iter().map(|&i| widths[i]).sum::<usize>() + GAP * shown.len().saturating_sub(1)
         };
-        // Cut the flexible column (down to its header's width) while that
-        // is enough, else drop the least important column (the rightmost
+        // Cut the flexible column (down to FLEX_FLOOR characters) while
+        // that is enough, else drop the least important column (the rightmost
         // of equals) and try again.
         loop {
             let over = total(&shown, &natural).saturating_sub(style.width);
@@ -119,7 +122,7 @@ impl Table {
             }
             let flexible = shown.iter().copied().find(|&i| self.columns[i].flexible);
             if let Some(f) = flexible {
-                let floor = chars(self.columns[f].header).max(4);
+                let floor = chars(self.columns[f].header).max(natural[f].min(FLEX_FLOOR));
                 if natural[f].saturating_sub(over) >= floor {
                     widths[f] = natural[f] - over;
                     break;
@@ -280,15 +283,15 @@ mod tests {
                 "Total                               1,000  $1.00",
             ]
         );
-        // 40 columns: Models is cut; 30: cutting is not enough, so Models
-        // (keep 1) goes and Input (keep 2) stays.
+        // 46 columns: Models is cut to 20; 40: that is not enough, so
+        // Models (keep 1) goes and Input (keep 2) stays.
         let cut = table().lines(Style {
-            width: 40,
+            width: 46,
             color: false,
         });
-        assert_eq!(cut[1], "2026-11-29  claude-opus-4…  1,000  $1.00");
+        assert_eq!(cut[1], "2026-11-29  claude-opus-4-6, gp…  1,000  $1.00");
         let narrow = table().lines(Style {
-            width: 30,
+            width: 40,
             color: false,
         });
         assert_eq!(
