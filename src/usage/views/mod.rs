@@ -70,7 +70,22 @@ pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
         claude_limits,
         refresh: RefreshMode::Auto,
     };
-    let (inputs, decision) = query::refresh(&options, &ctx);
+    let (mut inputs, mut decision) = query::refresh(&options, &ctx);
+    let first_run = matches!(
+        &inputs.stored,
+        Ok(stored) if matches!(stored.snapshot, SnapshotRead::Missing)
+    );
+    if first_run
+        && decision.state == query::RefreshState::Running
+        && !flags.json
+        && !flags.csv
+        && termion::is_tty(&std::io::stderr())
+        && let Ok(dir) = &ctx.dir
+    {
+        let runtime = inputs.stored.as_ref().ok().and_then(|s| s.runtime.clone());
+        wait_for_first_refresh(dir, runtime.as_ref());
+        (inputs, decision) = query::refresh(&options, &Context::from_env());
+    }
     if let Some(e) = &inputs.zone_error {
         return Err(Failure::new(
             format!("{name}: --tz {}: {}", flags.tz.as_deref().unwrap_or(""), e.code()),
@@ -125,7 +140,10 @@ pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
     };
     let tty = termion::is_tty(&std::io::stdout());
     let width = if tty {
-        termion::terminal_size().ok().map(|(w, _)| usize::from(w))
+        termion::terminal_size()
+            .ok()
+            .map(|(w, _)| usize::from(w))
+            .filter(|&w| w > 0)
     } else {
         None
     };
@@ -160,4 +178,47 @@ fn empty_hint(data: &Data, runtime: Option<&Value>) -> Option<String> {
     }
     let roots = crate::usage::discover::Roots::searched(runtime);
     Some(crate::usage::discover::nothing_found(&roots))
+}
+
+/// How long a first run on a terminal waits for the first refresh.
+const FIRST_RUN_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// A first run on a terminal: instead of an empty table, waits (up to
+/// [`FIRST_RUN_WAIT`]) for the background worker's first snapshot, showing
+/// on stderr how many files and megabytes it reads and for how long.
+fn wait_for_first_refresh(dir: &crate::usage::paths::UsageDir, runtime: Option<&Value>) {
+    let found = crate::usage::discover::discover(&crate::usage::discover::Roots::from_env(runtime));
+    let files = found.candidates.len();
+    let bytes: u64 = found
+        .candidates
+        .iter()
+        .filter_map(|c| c.meta.as_ref().map(std::fs::Metadata::len))
+        .sum();
+    let started = std::time::Instant::now();
+    let mut err = std::io::stderr().lock();
+    // The worker takes its lock a moment after it starts; once it is gone
+    // without a snapshot (it failed), there is nothing to wait for.
+    let gone = || {
+        started.elapsed() > std::time::Duration::from_secs(2)
+            && !crate::usage::worker::is_running(dir)
+    };
+    while !dir.snapshot().exists() && started.elapsed() < FIRST_RUN_WAIT && !gone() {
+        let _ = write!(
+            err,
+            "\rFirst run: reading {} transcript file{} ({}) in the background… {} s",
+            crate::usage::views::table::group(files as u64),
+            if files == 1 { "" } else { "s" },
+            megabytes(bytes),
+            started.elapsed().as_secs()
+        );
+        let _ = err.flush();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let _ = write!(err, "\r\x1b[2K");
+    let _ = err.flush();
+}
+
+/// `12.3 MB`.
+fn megabytes(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
 }
