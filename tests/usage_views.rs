@@ -93,11 +93,15 @@ fn fixture_daily_at_160_and_80_columns() {
         daily(&data, 160),
         [
             title.to_string(),
-            "Date        Models               Input  Output  Cache write  Cache read  Total   Cost".into(),
-            "2026-11-21  claude-opus-4-6      1,000     100        5,000           0  6,100  $0.06".into(),
-            "2026-11-26  claude-unreleased-9      5       5            0           0     10  $0.00".into(),
+            "Date        Models               Input  Output  Cache write  Cache read  Total   Cost"
+                .into(),
+            "2026-11-21  claude-opus-4-6      1,000     100        5,000           0  6,100  $0.06"
+                .into(),
+            "2026-11-26  claude-unreleased-9      5       5            0           0     10  $0.00"
+                .into(),
             "─".repeat(85),
-            "Total                            1,005     105        5,000           0  6,110  $0.06".into(),
+            "Total                            1,005     105        5,000           0  6,110  $0.06"
+                .into(),
             note.into(),
         ]
     );
@@ -123,8 +127,8 @@ fn fixture_models_document_sums_to_the_known_totals() {
     let data = fixture_data(&home.0);
     let today = parse_date("2026-11-29").unwrap();
     let req = Request::new(None, None, Some("claude"), None, false, today).unwrap();
-    let doc = json::parse(render::render(&data, &req, View::Models, Format::Json).trim_end())
-        .unwrap();
+    let doc =
+        json::parse(render::render(&data, &req, View::Models, Format::Json).trim_end()).unwrap();
     let totals = doc.get("totals").unwrap();
     assert_eq!(totals.get("requests").and_then(Value::as_i64), Some(6));
     assert_eq!(

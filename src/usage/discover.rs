@@ -49,7 +49,11 @@ impl Roots {
     pub fn searched(runtime: Option<&Value>) -> Roots {
         let (home, claude, xdg, codex) = env_values(runtime);
         Roots {
-            claude: crate::usage::parse::claude::candidates(claude.as_deref(), &home, xdg.as_deref()),
+            claude: crate::usage::parse::claude::candidates(
+                claude.as_deref(),
+                &home,
+                xdg.as_deref(),
+            ),
             codex: crate::usage::parse::codex::homes(codex.as_deref(), &home),
         }
     }

@@ -108,8 +108,7 @@ impl Request {
 
     /// Whether a slot's agent and directory are asked for.
     pub fn wants(&self, agent: Agent, cwd: &str) -> bool {
-        self.agent.is_none_or(|a| a == agent)
-            && self.dir.as_deref().is_none_or(|d| under(cwd, d))
+        self.agent.is_none_or(|a| a == agent) && self.dir.as_deref().is_none_or(|d| under(cwd, d))
     }
 }
 
@@ -199,7 +198,10 @@ mod tests {
     fn weeks_start_on_monday_and_months_on_the_first() {
         // 2026-11-29 is a Sunday; its week began on Monday 2026-11-23.
         let sunday = parse_date("2026-11-29").unwrap();
-        assert_eq!(format_date(period_start(Period::Week, sunday)), "2026-11-23");
+        assert_eq!(
+            format_date(period_start(Period::Week, sunday)),
+            "2026-11-23"
+        );
         let monday = parse_date("2026-11-23").unwrap();
         assert_eq!(period_start(Period::Week, monday), monday);
         assert_eq!(period_label(Period::Month, sunday), "2026-11");
@@ -213,9 +215,19 @@ mod tests {
     fn options_are_validated() {
         let today = parse_date("2026-11-29").unwrap();
         let r = Request::new(None, None, None, None, false, today).unwrap();
-        assert_eq!((format_date(r.since), r.until), ("2026-10-31".into(), today));
-        let r = Request::new(Some("20261101"), Some("2026-11-02"), Some("codex"), Some("/a/"), true, today)
-            .unwrap();
+        assert_eq!(
+            (format_date(r.since), r.until),
+            ("2026-10-31".into(), today)
+        );
+        let r = Request::new(
+            Some("20261101"),
+            Some("2026-11-02"),
+            Some("codex"),
+            Some("/a/"),
+            true,
+            today,
+        )
+        .unwrap();
         assert_eq!(format_date(r.since), "2026-11-01");
         assert_eq!(r.agent, Some(Agent::Codex));
         assert_eq!(r.dir.as_deref(), Some("/a"));

@@ -88,7 +88,11 @@ pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
     }
     if let Some(e) = &inputs.zone_error {
         return Err(Failure::new(
-            format!("{name}: --tz {}: {}", flags.tz.as_deref().unwrap_or(""), e.code()),
+            format!(
+                "{name}: --tz {}: {}",
+                flags.tz.as_deref().unwrap_or(""),
+                e.code()
+            ),
             2,
         ));
     }
@@ -118,12 +122,10 @@ pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
         Err(_) => (None, Value::Null, None),
     };
     let slots = match &ctx.dir {
-        Ok(dir) if generated_at.is_some() => {
-            crate::usage::store::state::StateStore::in_dir(&dir.0)
-                .load_slots()
-                .map(|(_, d)| d.slots.into_iter().collect())
-                .unwrap_or_default()
-        }
+        Ok(dir) if generated_at.is_some() => crate::usage::store::state::StateStore::in_dir(&dir.0)
+            .load_slots()
+            .map(|(_, d)| d.slots.into_iter().collect())
+            .unwrap_or_default(),
         _ => Vec::new(),
     };
     let data = Data {
@@ -170,7 +172,8 @@ fn empty_hint(data: &Data, runtime: Option<&Value>) -> Option<String> {
         data.coverage
             .get(agent)
             .and_then(|a| a.get("files_seen"))
-            .and_then(Value::as_i64).map(|n| n.max(0) as u64)
+            .and_then(Value::as_i64)
+            .map(|n| n.max(0) as u64)
             .unwrap_or(0)
     };
     if data.generated_at.is_none() || seen("claude") + seen("codex") > 0 {

@@ -322,11 +322,14 @@ fn duration(seconds: i64) -> String {
     }
 }
 
+/// A row's sums and its sums per (agent, model).
+type Grouped = (SlotAcc, BTreeMap<(Agent, String), SlotAcc>);
+
 fn rows_by<K: Ord + Clone>(
     picked: &[(i64, &crate::usage::aggregate::SlotKey, &SlotAcc)],
     key: impl Fn(i64, &crate::usage::aggregate::SlotKey) -> K,
-) -> BTreeMap<K, (SlotAcc, BTreeMap<(Agent, String), SlotAcc>)> {
-    let mut out: BTreeMap<K, (SlotAcc, BTreeMap<(Agent, String), SlotAcc>)> = BTreeMap::new();
+) -> BTreeMap<K, Grouped> {
+    let mut out: BTreeMap<K, Grouped> = BTreeMap::new();
     for (day, k, acc) in picked {
         let e = out.entry(key(*day, k)).or_default();
         merge(&mut e.0, acc);
@@ -398,7 +401,10 @@ pub fn render(data: &Data, req: &Request, view: View, format: Format) -> String 
                 })
                 .collect();
             sorted_rows(&mut rows, |a, b| {
-                b.acc.last_ts.cmp(&a.acc.last_ts).then(a.labels.cmp(&b.labels))
+                b.acc
+                    .last_ts
+                    .cmp(&a.acc.last_ts)
+                    .then(a.labels.cmp(&b.labels))
             });
             let columns = [
                 Column::text("Last active", 0),
@@ -563,7 +569,11 @@ fn blocks_view(
     format: Format,
 ) -> String {
     let per_agent = sum_by(picked.iter().map(|(_, k, acc)| ((k.0, k.1), **acc)));
-    let list = blocks::blocks(per_agent.iter().map(|((slot, agent), acc)| (*slot, *agent, acc)));
+    let list = blocks::blocks(
+        per_agent
+            .iter()
+            .map(|((slot, agent), acc)| (*slot, *agent, acc)),
+    );
     let projection = |b: &Block| {
         let active = b.active(data.now);
         let projected = if active { b.projected(data.now) } else { None };
@@ -810,21 +820,17 @@ fn summary(data: &Data, req: &Request, format: Format) -> String {
                     "codex" => "Codex".to_string(),
                     _ => "All".to_string(),
                 }];
-                for w in 0..3 {
-                    cells.push(dollars(sums[i][w].totals().cost_usd));
-                    cells.push(group(sums[i][w].tokens.total()));
+                for window in &sums[i] {
+                    cells.push(dollars(window.totals().cost_usd));
+                    cells.push(group(window.tokens.total()));
                 }
                 t.rows.push((kind, cells));
             }
-            let mut lines = vec![format!(
-                "Usage in {}; {}",
-                data.zone.name,
-                freshness(data)
-            )];
+            let mut lines = vec![format!("Usage in {}; {}", data.zone.name, freshness(data))];
             lines.extend(t.lines(style));
             let mut all = SlotAcc::default();
-            for i in 0..agents.len() {
-                merge(&mut all, &sums[i][2]);
+            for windows in &sums[..agents.len()] {
+                merge(&mut all, &windows[2]);
             }
             lines.extend(notes(&all));
             lines.extend(limit_lines(data, &agents));
@@ -872,7 +878,8 @@ fn limit_lines(data: &Data, agents: &[Agent]) -> Vec<String> {
 fn count(v: &Value, agent: &str, key: &str) -> u64 {
     v.get(agent)
         .and_then(|a| a.get(key))
-        .and_then(Value::as_i64).map(|n| n.max(0) as u64)
+        .and_then(Value::as_i64)
+        .map(|n| n.max(0) as u64)
         .unwrap_or(0)
 }
 
@@ -906,7 +913,10 @@ pub fn coverage_line(data: &Data) -> String {
         .sum::<u64>()
         + count(c, "codex", "files_compressed_skipped");
     if skipped > 0 {
-        line.push_str(&format!("; {} unreadable files or lines skipped", group(skipped)));
+        line.push_str(&format!(
+            "; {} unreadable files or lines skipped",
+            group(skipped)
+        ));
     }
     if c.get("partial") == Some(&Value::Bool(true)) {
         line.push_str("; partial, a refresh continues the backfill");
@@ -938,7 +948,11 @@ pub fn statusline(data: &Data, req: &Request) -> String {
         })
         .collect();
     let per_agent = sum_by(recent.iter().map(|(k, acc)| ((k.0, k.1), *acc)));
-    let list = blocks::blocks(per_agent.iter().map(|((slot, agent), acc)| (*slot, *agent, acc)));
+    let list = blocks::blocks(
+        per_agent
+            .iter()
+            .map(|((slot, agent), acc)| (*slot, *agent, acc)),
+    );
     if let Some(rate) = list
         .iter()
         .filter(|b| b.active(data.now))
@@ -1107,11 +1121,15 @@ mod tests {
             text(View::Period(Period::Day), 80),
             [
                 "Daily usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
-                "Date        Models            Input  Output  Cache read      Total   Cost".to_string(),
-                "2026-11-28  gpt-5.5          20,000   3,000     100,000    123,000  $0.75".to_string(),
-                "2026-11-29  claude-opus-4-6   1,500   2,500   1,000,000  1,014,000  $1.75".to_string(),
+                "Date        Models            Input  Output  Cache read      Total   Cost"
+                    .to_string(),
+                "2026-11-28  gpt-5.5          20,000   3,000     100,000    123,000  $0.75"
+                    .to_string(),
+                "2026-11-29  claude-opus-4-6   1,500   2,500   1,000,000  1,014,000  $1.75"
+                    .to_string(),
                 rule(73),
-                "Total                        21,500   5,500   1,100,000  1,137,000  $2.50".to_string(),
+                "Total                        21,500   5,500   1,100,000  1,137,000  $2.50"
+                    .to_string(),
             ]
         );
     }
@@ -1136,10 +1154,13 @@ mod tests {
             text(View::Period(Period::Week), 80),
             [
                 "Weekly usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
-                "Week of     Models                   Input  Output  Cache read      Total   Cost".to_string(),
-                "2026-11-23  claude-opus-4-6, gpt-…  21,500   5,500   1,100,000  1,137,000  $2.50".to_string(),
+                "Week of     Models                   Input  Output  Cache read      Total   Cost"
+                    .to_string(),
+                "2026-11-23  claude-opus-4-6, gpt-…  21,500   5,500   1,100,000  1,137,000  $2.50"
+                    .to_string(),
                 rule(80),
-                "Total                               21,500   5,500   1,100,000  1,137,000  $2.50".to_string(),
+                "Total                               21,500   5,500   1,100,000  1,137,000  $2.50"
+                    .to_string(),
             ]
         );
     }
@@ -1164,10 +1185,13 @@ mod tests {
             text(View::Period(Period::Month), 80),
             [
                 "Monthly usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
-                "Month    Models                     Input  Output  Cache read      Total   Cost".to_string(),
-                "2026-11  claude-opus-4-6, gpt-5.5  21,500   5,500   1,100,000  1,137,000  $2.50".to_string(),
+                "Month    Models                     Input  Output  Cache read      Total   Cost"
+                    .to_string(),
+                "2026-11  claude-opus-4-6, gpt-5.5  21,500   5,500   1,100,000  1,137,000  $2.50"
+                    .to_string(),
                 rule(79),
-                "Total                              21,500   5,500   1,100,000  1,137,000  $2.50".to_string(),
+                "Total                              21,500   5,500   1,100,000  1,137,000  $2.50"
+                    .to_string(),
             ]
         );
     }
@@ -1224,12 +1248,17 @@ mod tests {
             text(View::Dirs, 80),
             [
                 "Directory usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
-                "Directory            Agents   Input  Output  Cache read      Total   Cost".to_string(),
-                "/home/dev/alpha      claude   1,000   2,000   1,000,000  1,013,000  $1.25".to_string(),
-                "/home/dev/beta       codex   20,000   3,000     100,000    123,000  $0.75".to_string(),
-                "/home/dev/alpha/web  claude     500     500           0      1,000  $0.50".to_string(),
+                "Directory            Agents   Input  Output  Cache read      Total   Cost"
+                    .to_string(),
+                "/home/dev/alpha      claude   1,000   2,000   1,000,000  1,013,000  $1.25"
+                    .to_string(),
+                "/home/dev/beta       codex   20,000   3,000     100,000    123,000  $0.75"
+                    .to_string(),
+                "/home/dev/alpha/web  claude     500     500           0      1,000  $0.50"
+                    .to_string(),
                 rule(73),
-                "Total                        21,500   5,500   1,100,000  1,137,000  $2.50".to_string(),
+                "Total                        21,500   5,500   1,100,000  1,137,000  $2.50"
+                    .to_string(),
             ]
         );
     }
@@ -1256,12 +1285,17 @@ mod tests {
             text(View::Session, 80),
             [
                 "Session usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
-                "Last active       Agent   Directory             Input  Output      Total   Cost".to_string(),
-                "2026-11-29 11:31  claude  /home/dev/alpha/web     500     500      1,000  $0.50".to_string(),
-                "2026-11-29 10:14  claude  /home/dev/alpha       1,000   2,000  1,013,000  $1.25".to_string(),
-                "2026-11-28 09:00  codex   /home/dev/beta       20,000   3,000    123,000  $0.75".to_string(),
+                "Last active       Agent   Directory             Input  Output      Total   Cost"
+                    .to_string(),
+                "2026-11-29 11:31  claude  /home/dev/alpha/web     500     500      1,000  $0.50"
+                    .to_string(),
+                "2026-11-29 10:14  claude  /home/dev/alpha       1,000   2,000  1,013,000  $1.25"
+                    .to_string(),
+                "2026-11-28 09:00  codex   /home/dev/beta       20,000   3,000    123,000  $0.75"
+                    .to_string(),
                 rule(79),
-                "Total                                          21,500   5,500  1,137,000  $2.50".to_string(),
+                "Total                                          21,500   5,500  1,137,000  $2.50"
+                    .to_string(),
             ]
         );
     }
@@ -1330,7 +1364,10 @@ mod tests {
 
     #[test]
     fn statusline_is_today_burn_rate_and_tightest_limit() {
-        assert_eq!(text(View::Statusline, 80), ["$1.75 today · $1.17/h · codex 7d 33%"]);
+        assert_eq!(
+            text(View::Statusline, 80),
+            ["$1.75 today · $1.17/h · codex 7d 33%"]
+        );
     }
 
     fn doc(view: View, req: &Request, data: &Data) -> Value {
@@ -1468,9 +1505,18 @@ mod tests {
         assert_eq!(active.get("active"), Some(&Value::Bool(true)));
         // $1.75 now, $1.75/1.5 h over the 3 h left: $5.25, three times
         // the cost so far, so 20% becomes 60%.
-        assert_eq!(active.get("projected_cost_usd").and_then(Value::as_f64), Some(5.25));
-        assert_eq!(active.get("projected_percent").and_then(Value::as_f64), Some(60.0));
-        assert_eq!(active.get("projected_tokens").and_then(Value::as_i64), Some(3_042_000));
+        assert_eq!(
+            active.get("projected_cost_usd").and_then(Value::as_f64),
+            Some(5.25)
+        );
+        assert_eq!(
+            active.get("projected_percent").and_then(Value::as_f64),
+            Some(60.0)
+        );
+        assert_eq!(
+            active.get("projected_tokens").and_then(Value::as_i64),
+            Some(3_042_000)
+        );
         assert_eq!(blocks[0].get("projected_percent"), Some(&Value::Null));
         let lines = render(
             &data,
@@ -1481,7 +1527,10 @@ mod tests {
                 color: false,
             }),
         );
-        assert!(lines.contains("; 5h limit 20% used, projected 60%."), "{lines}");
+        assert!(
+            lines.contains("; 5h limit 20% used, projected 60%."),
+            "{lines}"
+        );
         let line = statusline(&data, &request());
         assert_eq!(line, "$1.75 today · $1.17/h · codex 7d 33%");
     }
@@ -1489,8 +1538,15 @@ mod tests {
     #[test]
     fn agent_and_directory_filters_apply_to_every_row() {
         let today = parse_date("2026-11-29").unwrap();
-        let req = Request::new(None, None, Some("claude"), Some("/home/dev/alpha"), false, today)
-            .unwrap();
+        let req = Request::new(
+            None,
+            None,
+            Some("claude"),
+            Some("/home/dev/alpha"),
+            false,
+            today,
+        )
+        .unwrap();
         let d = doc(View::Dirs, &req, &data());
         let rows = d.get("rows").unwrap().as_array().unwrap();
         let dirs: Vec<&str> = rows
@@ -1498,11 +1554,20 @@ mod tests {
             .filter_map(|r| r.get("directory").and_then(Value::as_str))
             .collect();
         assert_eq!(dirs, ["/home/dev/alpha", "/home/dev/alpha/web"]);
-        let req = Request::new(Some("2026-11-28"), Some("2026-11-28"), None, None, false, today)
-            .unwrap();
+        let req = Request::new(
+            Some("2026-11-28"),
+            Some("2026-11-28"),
+            None,
+            None,
+            false,
+            today,
+        )
+        .unwrap();
         let d = doc(View::Models, &req, &data());
         assert_eq!(
-            d.get("totals").and_then(|t| t.get("total")).and_then(Value::as_i64),
+            d.get("totals")
+                .and_then(|t| t.get("total"))
+                .and_then(Value::as_i64),
             Some(123_000)
         );
     }

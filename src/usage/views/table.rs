@@ -190,7 +190,7 @@ pub fn group(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -252,7 +252,12 @@ mod tests {
                 ),
                 (
                     RowKind::Total,
-                    vec!["Total".into(), String::new(), "1,000".into(), "$1.00".into()],
+                    vec![
+                        "Total".into(),
+                        String::new(),
+                        "1,000".into(),
+                        "$1.00".into(),
+                    ],
                 ),
             ],
         }
@@ -264,7 +269,7 @@ mod tests {
         assert_eq!(group(999), "999");
         assert_eq!(group(1000), "1,000");
         assert_eq!(group(1_234_567), "1,234,567");
-        assert_eq!(dollars(1234.565_1), "$1,234.57");
+        assert_eq!(dollars(1_234.565_1), "$1,234.57");
         assert_eq!(dollars(0.004), "$0.00");
     }
 
