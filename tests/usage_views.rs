@@ -214,6 +214,22 @@ fn the_binary_prints_a_view_document_and_rejects_bad_options() {
     let totals = doc.get("totals").unwrap();
     assert_eq!(totals.get("requests").and_then(Value::as_i64), Some(2));
     assert_eq!(totals.get("output").and_then(Value::as_i64), Some(14));
+    // The statusline reads recent-v1.json; without it, the whole state:
+    // the same line either way.
+    let recent = home
+        .0
+        .join(".local/state/herdr/plugins/heeler/usage/recent-v1.json");
+    assert!(recent.exists());
+    let fast = heeler(&home.0, &["usage", "statusline"]);
+    settle(&home.0);
+    std::fs::remove_file(&recent).unwrap();
+    let slow = heeler(&home.0, &["usage", "statusline"]);
+    settle(&home.0);
+    assert_eq!(
+        String::from_utf8_lossy(&fast.stdout),
+        String::from_utf8_lossy(&slow.stdout)
+    );
+    assert!(String::from_utf8_lossy(&fast.stdout).contains(" today"));
     let bad = heeler(&home.0, &["usage", "daily", "--since", "someday"]);
     settle(&home.0);
     assert_eq!(bad.status.code(), Some(2));

@@ -8,6 +8,8 @@
 //!   rules (days in the asked zone, weeks from Monday, months).
 //! - `blocks.rs`: 5-hour blocks, burn rate and projection.
 //! - `table.rs`: columns, grouped numbers, fitting a width, CSV.
+//! - `recent.rs`: `recent-v1.json`, the last two days of slots the worker
+//!   writes beside each snapshot, so the statusline decodes kilobytes.
 //! - `render.rs`: every view as a pure function of data, options and
 //!   format (width and colour included).
 //! - `mod.rs` (this file): the thin edge: options, the query's refresh
@@ -21,6 +23,7 @@
 
 pub mod blocks;
 pub mod data;
+pub mod recent;
 pub mod render;
 pub mod table;
 
@@ -121,11 +124,22 @@ pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
         }
         Err(_) => (None, Value::Null, None),
     };
-    let slots = match &ctx.dir {
-        Ok(dir) if generated_at.is_some() => crate::usage::store::state::StateStore::in_dir(&dir.0)
-            .load_slots()
-            .map(|(_, d)| d.slots.into_iter().collect())
-            .unwrap_or_default(),
+    // The statusline needs two days at most: the small file, when it is
+    // the snapshot's.
+    let recent = match (&ctx.dir, generated_at) {
+        (Ok(dir), Some(at)) if view == View::Statusline => std::fs::read_to_string(dir.recent())
+            .ok()
+            .and_then(|text| recent::decode(&text, at)),
+        _ => None,
+    };
+    let slots = match (recent, &ctx.dir) {
+        (Some(recent), _) => recent,
+        (None, Ok(dir)) if generated_at.is_some() => {
+            crate::usage::store::state::StateStore::in_dir(&dir.0)
+                .load_slots()
+                .map(|(_, d)| d.slots.into_iter().collect())
+                .unwrap_or_default()
+        }
         _ => Vec::new(),
     };
     let data = Data {
