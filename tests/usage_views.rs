@@ -234,4 +234,8 @@ fn the_binary_prints_a_view_document_and_rejects_bad_options() {
     settle(&home.0);
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--since"));
+    let bad = heeler(&home.0, &["usage", "blocks", "--tz", "Nowhere/Zone"]);
+    settle(&home.0);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("is not a time zone on this Host"));
 }

@@ -92,7 +92,7 @@ pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
     if let Some(e) = &inputs.zone_error {
         return Err(Failure::new(
             format!(
-                "{name}: --tz {}: {}",
+                "{name}: --tz {:?} is not a time zone on this Host ({})",
                 flags.tz.as_deref().unwrap_or(""),
                 e.code()
             ),
