@@ -282,12 +282,42 @@ pub struct ActivityHookArgs {}
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "sidebar-hook")]
 pub struct SidebarHookArgs {}
-/// Claude Code and Codex token usage, cost and limits.
+/// Claude Code and Codex token usage, cost and limits (without a
+/// subcommand: the summary of today, 7 and 30 days, limits and coverage).
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "usage")]
 pub struct UsageArgs {
+    /// claude or codex (default: both)
+    #[argh(option)]
+    pub agent: Option<String>,
+    /// only directories under this path
+    #[argh(option)]
+    pub dir: Option<String>,
+    /// IANA time zone for days (default: the Host's zone)
+    #[argh(option)]
+    pub tz: Option<String>,
+    /// print the summary's JSON document
+    #[argh(switch)]
+    pub json: bool,
+    /// print the summary as CSV
+    #[argh(switch)]
+    pub csv: bool,
     #[argh(subcommand)]
-    pub command: UsageCommand,
+    pub command: Option<UsageCommand>,
+}
+
+impl UsageArgs {
+    /// The summary's options, in the shape every view's are.
+    pub fn flags(&self) -> UsageViewFlags {
+        UsageViewFlags {
+            agent: self.agent.clone(),
+            dir: self.dir.clone(),
+            tz: self.tz.clone(),
+            json: self.json,
+            csv: self.csv,
+            ..UsageViewFlags::default()
+        }
+    }
 }
 
 #[derive(FromArgs, Debug)]
@@ -296,6 +326,88 @@ pub enum UsageCommand {
     Query(UsageQueryArgs),
     Worker(UsageWorkerArgs),
     ClaudeLimits(UsageClaudeLimitsArgs),
+    Daily(UsageDailyArgs),
+    Weekly(UsageWeeklyArgs),
+    Monthly(UsageMonthlyArgs),
+    Session(UsageSessionArgs),
+    Blocks(UsageBlocksArgs),
+    Models(UsageModelsArgs),
+    Dirs(UsageDirsArgs),
+    Statusline(UsageStatuslineArgs),
+}
+
+/// The options every view for people shares, as given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UsageViewFlags {
+    pub since: Option<String>,
+    pub until: Option<String>,
+    pub agent: Option<String>,
+    pub dir: Option<String>,
+    pub breakdown: bool,
+    pub tz: Option<String>,
+    pub json: bool,
+    pub csv: bool,
+}
+
+/// One argh subcommand per view, all with the options of [`UsageViewFlags`].
+macro_rules! usage_view_args {
+    ($($name:ident $command:tt $doc:tt;)*) => {$(
+        #[doc = $doc]
+        #[derive(FromArgs, Debug)]
+        #[argh(subcommand, name = $command)]
+        pub struct $name {
+            /// first day shown, YYYY-MM-DD (default: 29 days before today)
+            #[argh(option)]
+            pub since: Option<String>,
+            /// last day shown, YYYY-MM-DD (default: today)
+            #[argh(option)]
+            pub until: Option<String>,
+            /// claude or codex (default: both)
+            #[argh(option)]
+            pub agent: Option<String>,
+            /// only directories under this path
+            #[argh(option)]
+            pub dir: Option<String>,
+            /// one line per model under each row
+            #[argh(switch)]
+            pub breakdown: bool,
+            /// IANA time zone for days (default: the Host's zone)
+            #[argh(option)]
+            pub tz: Option<String>,
+            /// print the view's JSON document
+            #[argh(switch)]
+            pub json: bool,
+            /// print the view as CSV
+            #[argh(switch)]
+            pub csv: bool,
+        }
+
+        impl $name {
+            pub fn flags(&self) -> UsageViewFlags {
+                UsageViewFlags {
+                    since: self.since.clone(),
+                    until: self.until.clone(),
+                    agent: self.agent.clone(),
+                    dir: self.dir.clone(),
+                    breakdown: self.breakdown,
+                    tz: self.tz.clone(),
+                    json: self.json,
+                    csv: self.csv,
+                }
+            }
+        }
+    )*};
+}
+
+usage_view_args! {
+    UsageDailyArgs "daily" "Tokens and cost per day.";
+    UsageWeeklyArgs "weekly" "Tokens and cost per week (weeks start on Monday).";
+    UsageMonthlyArgs "monthly" "Tokens and cost per month.";
+    UsageSessionArgs "session" "Tokens and cost per agent and directory, latest activity first.";
+    UsageBlocksArgs "blocks" "5-hour blocks: tokens, cost, burn rate and the active block's projection.";
+    UsageModelsArgs "models" "Tokens and cost per model.";
+    UsageDirsArgs "dirs" "Tokens and cost per directory.";
+    UsageStatuslineArgs "statusline" "One short line: today's cost, the active block's burn rate, the tightest limit.";
 }
 
 /// `heeler usage query` as given. Its options ([`UsageQueryOptions`]) are

@@ -124,7 +124,19 @@ pub fn parse_query(args: &[String]) -> QueryRequest {
 }
 
 pub fn run(args: UsageArgs) -> Result<(), Failure> {
-    match args.command {
+    use crate::usage::views::{self, data::Period, render::View};
+    let Some(command) = args.command else {
+        return views::run(View::Summary, &args.flags());
+    };
+    match command {
+        UsageCommand::Daily(a) => views::run(View::Period(Period::Day), &a.flags()),
+        UsageCommand::Weekly(a) => views::run(View::Period(Period::Week), &a.flags()),
+        UsageCommand::Monthly(a) => views::run(View::Period(Period::Month), &a.flags()),
+        UsageCommand::Session(a) => views::run(View::Session, &a.flags()),
+        UsageCommand::Blocks(a) => views::run(View::Blocks, &a.flags()),
+        UsageCommand::Models(a) => views::run(View::Models, &a.flags()),
+        UsageCommand::Dirs(a) => views::run(View::Dirs, &a.flags()),
+        UsageCommand::Statusline(a) => views::run(View::Statusline, &a.flags()),
         UsageCommand::Query(q) => {
             let request = parse_query(&q.args);
             if request.help {

@@ -41,18 +41,60 @@ impl Roots {
     /// Roots from this process's environment, overridden by the runtime
     /// record's `HOME`, `CLAUDE_CONFIG_DIR` and `CODEX_HOME` when present.
     pub fn from_env(runtime: Option<&Value>) -> Roots {
-        let var = |k: &str| crate::usage::runtime::env_var(runtime, k);
-        let home = var("HOME")
-            .map(PathBuf::from)
-            .or_else(|| crate::base::dirs::Env::process().home().ok())
-            .unwrap_or_default();
-        Roots::resolve(
-            &home,
-            var("CLAUDE_CONFIG_DIR").as_deref(),
-            var("XDG_CONFIG_HOME").as_deref(),
-            var("CODEX_HOME").as_deref(),
-        )
+        let (home, claude, xdg, codex) = env_values(runtime);
+        Roots::resolve(&home, claude.as_deref(), xdg.as_deref(), codex.as_deref())
     }
+
+    /// Every root [`Roots::from_env`] looks at, whether it exists or not.
+    pub fn searched(runtime: Option<&Value>) -> Roots {
+        let (home, claude, xdg, codex) = env_values(runtime);
+        Roots {
+            claude: crate::usage::parse::claude::candidates(
+                claude.as_deref(),
+                &home,
+                xdg.as_deref(),
+            ),
+            codex: crate::usage::parse::codex::homes(codex.as_deref(), &home),
+        }
+    }
+}
+
+/// `HOME`, `CLAUDE_CONFIG_DIR`, `XDG_CONFIG_HOME` and `CODEX_HOME`: the
+/// runtime record's when present, else this process's.
+fn env_values(
+    runtime: Option<&Value>,
+) -> (PathBuf, Option<String>, Option<String>, Option<String>) {
+    let var = |k: &str| crate::usage::runtime::env_var(runtime, k);
+    let home = var("HOME")
+        .map(PathBuf::from)
+        .or_else(|| crate::base::dirs::Env::process().home().ok())
+        .unwrap_or_default();
+    (
+        home,
+        var("CLAUDE_CONFIG_DIR"),
+        var("XDG_CONFIG_HOME"),
+        var("CODEX_HOME"),
+    )
+}
+
+/// The line a person reads when no transcript was found: the roots
+/// searched ([`Roots::searched`]), and how to point at others (the
+/// variables [`Roots::resolve`] reads).
+pub fn nothing_found(roots: &Roots) -> String {
+    let list = |paths: &[PathBuf]| {
+        let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        if names.is_empty() {
+            "nothing".to_string()
+        } else {
+            names.join(", ")
+        }
+    };
+    format!(
+        "No Claude Code or Codex transcripts found (Claude Code: {}; Codex: {}). \
+         Set CLAUDE_CONFIG_DIR or CODEX_HOME (comma-separated lists) to point at others.",
+        list(&roots.claude),
+        list(&roots.codex)
+    )
 }
 
 /// Directories below a root walked at most this deep.

@@ -1,7 +1,7 @@
 //! Usage: Claude Code and Codex tokens, cost and limits, answered over SSH
 //! in milliseconds from a cache a background worker keeps.
 //!
-//! - `command.rs`: `heeler usage query|worker|claude-limits` arguments.
+//! - `command.rs`: `heeler usage …` arguments and dispatch.
 //! - `query.rs`: the instant answer: reads the state files as values, decides
 //!   (purely) the v1 JSON and a plan of effects, then performs the plan
 //!   (the Claude toggle file, a zone to render ahead, starting the worker).
@@ -21,6 +21,8 @@
 //! - `pricing.rs`: the bundled price table and request pricing.
 //! - `tz.rs`, `time.rs`: TZif/POSIX zones and civil dates.
 //! - `runtime.rs`: the runtime record the hooks write for `heeler usage`.
+//! - `views/`: the views for people (`heeler usage`, `daily`, `blocks`,
+//!   `statusline`, …): tables, CSV and JSON from the same cache.
 //!
 //! Architecture invariants: a query never scans a transcript and never
 //! fails (its problems are in `errors`); only the worker writes the cache,
@@ -44,4 +46,5 @@ pub mod runtime;
 pub mod store;
 pub mod time;
 pub mod tz;
+pub mod views;
 pub mod worker;

@@ -69,4 +69,9 @@ impl UsageDir {
     pub fn claude_limits_wanted(&self) -> PathBuf {
         self.0.join("claude-limits.wanted")
     }
+    /// The last two days of slots, for the statusline
+    /// (`usage::views::recent`).
+    pub fn recent(&self) -> PathBuf {
+        self.0.join("recent-v1.json")
+    }
 }

@@ -588,9 +588,10 @@ fn perform(effects: &Effects, dir: &UsageDir, exe: Option<&Path>) -> bool {
     }
 }
 
-/// Builds the answer: reads, decides, performs the effects (starting a
-/// worker when needed) and renders.
-pub fn answer(options: &Options, ctx: &Context) -> Value {
+/// Reads, decides and performs the effects (starting a worker when
+/// needed): the one refresh rule, which the views for people
+/// (`usage::views`) share with the query.
+pub fn refresh(options: &Options, ctx: &Context) -> (Inputs, Decision) {
     let inputs = Inputs::read(options, ctx);
     let mut decision = decide(options, &inputs);
     if let Ok(dir) = &ctx.dir
@@ -598,6 +599,12 @@ pub fn answer(options: &Options, ctx: &Context) -> Value {
     {
         decision.spawn_failed();
     }
+    (inputs, decision)
+}
+
+/// Builds the answer: [`refresh`], then renders.
+pub fn answer(options: &Options, ctx: &Context) -> Value {
+    let (inputs, decision) = refresh(options, ctx);
     let snapshot = match inputs.stored {
         Ok(stored) => stored.snapshot,
         Err(_) => SnapshotRead::Missing,

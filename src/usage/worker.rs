@@ -385,6 +385,16 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
     let rendered = render_ahead(dir, &result.snapshot, now);
     let text = result.snapshot.to_json_with(&rendered);
     trace.mark("render snapshot");
+    // Written before the snapshot it belongs to (best effort: without it
+    // the statusline reads the whole state).
+    if let Some(state) = &state {
+        let recent = crate::usage::views::recent::encode(
+            result.snapshot.generated_at,
+            now,
+            state.detailed.slots.iter(),
+        );
+        let _ = atomic_file::write_unsynced(&dir.recent(), recent.as_bytes(), 0o600);
+    }
     atomic_file::write_unsynced(&dir.snapshot(), text.as_bytes(), 0o600)
         .map_err(|e| WorkerError::Io("snapshot-v1.json", e))?;
     trace.mark("write snapshot");

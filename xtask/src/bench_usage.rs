@@ -14,6 +14,11 @@
 //! one line without a newline (sparse, reported as `lines_oversized`) and a
 //! 2 GiB file of tiny lines, each written under `target/` and deleted after.
 //! `--memory` runs only the cold and warm refreshes and these two.
+//!
+//! Views: each view for people (`heeler usage`, `daily`, …, `statusline`)
+//! is timed warm, right after a refresh so none starts a worker (median of
+//! 21 runs; the budget is 50 ms per view and 5 ms for the
+//! statusline). `--views` runs only the cold and warm refreshes and these.
 
 use std::fs;
 use std::io::{Read, Write};
@@ -375,6 +380,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         .transpose()?
         .unwrap_or(1.0);
     let memory_only = args.iter().any(|a| a == "--memory");
+    let views_only = args.iter().any(|a| a == "--views");
     let claude_files = ((5000.0 * scale) as usize).max(1);
     let codex_files = ((2000.0 * scale) as usize).max(1);
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -419,8 +425,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
         mib(warm.rss_kib)
     );
     let mut peak = cold.rss_kib.max(warm.rss_kib);
+    if views_only {
+        return views(&bin, &corpus.home, &state);
+    }
     if !memory_only {
         peak = peak.max(timings(&bin, &corpus, &work, &state, now, warm.took)?);
+        views(&bin, &corpus.home, &state)?;
     }
     println!(
         "usage state (index, aggregate, snapshot): {:.1} MiB on disk",
@@ -437,6 +447,38 @@ pub fn run(args: &[String]) -> Result<(), String> {
         MAX_LINE >> 24,
         mib(peak)
     );
+    Ok(())
+}
+
+/// Each view's warm latency, right after a refresh (so the snapshot is
+/// fresh and no view starts a worker).
+fn views(bin: &Path, home: &Path, state: &Path) -> Result<(), String> {
+    time(heeler(bin, home, state, &["usage", "worker"]))?;
+    let list: [&[&str]; 11] = [
+        &["usage"],
+        &["usage", "daily"],
+        &["usage", "daily", "--breakdown"],
+        &["usage", "weekly"],
+        &["usage", "monthly"],
+        &["usage", "session"],
+        &["usage", "blocks"],
+        &["usage", "models"],
+        &["usage", "dirs"],
+        &["usage", "daily", "--json"],
+        &["usage", "statusline"],
+    ];
+    for args in list {
+        let mut runs: Vec<Duration> = (0..21)
+            .map(|_| time(heeler(bin, home, state, args)))
+            .collect::<Result<_, _>>()?;
+        runs.sort();
+        println!(
+            "view {:<34} {:>12}   (median of 21; max {})",
+            format!("heeler {}:", args.join(" ")),
+            ms(runs[10]),
+            ms(runs[20])
+        );
+    }
     Ok(())
 }
 

@@ -26,6 +26,23 @@ use crate::usage::parse::scan::{find, trim};
 /// comma-separated `CLAUDE_CONFIG_DIR`, then `~/.claude`, then
 /// `$XDG_CONFIG_HOME/claude` (default `~/.config/claude`). Duplicates removed.
 pub fn roots(config_dir: Option<&str>, home: &Path, xdg_config: Option<&str>) -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = Vec::new();
+    for c in candidates(config_dir, home, xdg_config) {
+        let canonical = std::fs::canonicalize(&c).unwrap_or(c.clone());
+        if canonical.join("projects").is_dir()
+            && !roots
+                .iter()
+                .any(|r| std::fs::canonicalize(r).unwrap_or(r.clone()) == canonical)
+        {
+            roots.push(c);
+        }
+    }
+    roots
+}
+
+/// Every directory [`roots`] looks at, in its order, whether it exists or
+/// not (what a person is told was searched).
+pub fn candidates(config_dir: Option<&str>, home: &Path, xdg_config: Option<&str>) -> Vec<PathBuf> {
     let mut candidates: Vec<PathBuf> = Vec::new();
     if let Some(dirs) = config_dir {
         candidates.extend(
@@ -40,18 +57,7 @@ pub fn roots(config_dir: Option<&str>, home: &Path, xdg_config: Option<&str>) ->
         Some(xdg) => candidates.push(Path::new(xdg).join("claude")),
         None => candidates.push(home.join(".config").join("claude")),
     }
-    let mut roots: Vec<PathBuf> = Vec::new();
-    for c in candidates {
-        let canonical = std::fs::canonicalize(&c).unwrap_or(c.clone());
-        if canonical.join("projects").is_dir()
-            && !roots
-                .iter()
-                .any(|r| std::fs::canonicalize(r).unwrap_or(r.clone()) == canonical)
-        {
-            roots.push(c);
-        }
-    }
-    roots
+    candidates
 }
 
 /// Parses one complete line of a Claude Code transcript into `fp`.

@@ -23,17 +23,8 @@ use crate::usage::parse::scan::trim;
 /// Codex homes (comma-separated `CODEX_HOME`, else `~/.codex`) and, in
 /// each, the directories holding rollouts.
 pub fn roots(codex_home: Option<&str>, home: &Path) -> Vec<PathBuf> {
-    let homes: Vec<PathBuf> = match codex_home.filter(|h| !h.trim().is_empty()) {
-        Some(list) => list
-            .split(',')
-            .map(str::trim)
-            .filter(|h| !h.is_empty())
-            .map(PathBuf::from)
-            .collect(),
-        None => vec![home.join(".codex")],
-    };
     let mut out = Vec::new();
-    for h in homes {
+    for h in homes(codex_home, home) {
         if (h.join("sessions").is_dir() || h.join("archived_sessions").is_dir())
             && !out.contains(&h)
         {
@@ -41,6 +32,20 @@ pub fn roots(codex_home: Option<&str>, home: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// Every Codex home [`roots`] looks at, whether it exists or not (what a
+/// person is told was searched).
+pub fn homes(codex_home: Option<&str>, home: &Path) -> Vec<PathBuf> {
+    match codex_home.filter(|h| !h.trim().is_empty()) {
+        Some(list) => list
+            .split(',')
+            .map(str::trim)
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .collect(),
+        None => vec![home.join(".codex")],
+    }
 }
 
 /// Whether a file name is a rollout (`rollout-*.jsonl` or `.jsonl.zst`).

@@ -1,0 +1,214 @@
+//! 5-hour blocks, the windows Anthropic's plan limits count in, grouped
+//! the way ccusage documents them: a block starts at its first request's
+//! hour (UTC, floored), lasts 5 hours, and a request after the block's end
+//! or more than 5 hours after the previous request starts the next one.
+//! The active block's burn rate is its cost per hour between its first and
+//! last request; its projection adds that rate over the time left.
+//!
+//! Blocks are built from 15-minute slots with their first and last request
+//! times, which is exact: a block's start and end are whole hours, so a
+//! slot never straddles one, and a gap longer than 5 hours can only fall
+//! between slots. A request at exactly the end instant opens the next block
+//! (the window is half-open), where ccusage would still count it in the
+//! ending one.
+
+use crate::usage::aggregate::SlotAcc;
+use crate::usage::event::Agent;
+
+/// A block's length.
+pub const BLOCK: i64 = 5 * 3600;
+
+/// One block of one agent's requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Block {
+    pub agent: Agent,
+    pub start: i64,
+    /// `start` + 5 hours.
+    pub end: i64,
+    /// Sums, with the first and last request's times.
+    pub acc: SlotAcc,
+}
+
+impl Block {
+    /// Whether the block is still running at `now`.
+    pub fn active(&self, now: i64) -> bool {
+        now < self.end && now - self.acc.last_ts < BLOCK
+    }
+
+    /// Dollars per hour between the first and last request; `None` when
+    /// they are the same instant.
+    pub fn burn_per_hour(&self) -> Option<f64> {
+        let span = self.acc.last_ts - self.acc.first_ts;
+        (span > 0).then(|| self.acc.totals().cost_usd * 3600.0 / span as f64)
+    }
+
+    /// Tokens per hour, on the same span.
+    pub fn tokens_per_hour(&self) -> Option<f64> {
+        let span = self.acc.last_ts - self.acc.first_ts;
+        (span > 0).then(|| self.acc.tokens.total() as f64 * 3600.0 / span as f64)
+    }
+
+    /// The projected (cost, tokens) at the block's end when the burn rate
+    /// holds from `now` on.
+    pub fn projected(&self, now: i64) -> Option<(f64, f64)> {
+        let left = (self.end - now).max(0) as f64 / 3600.0;
+        let t = self.acc.totals();
+        Some((
+            t.cost_usd + self.burn_per_hour()? * left,
+            t.tokens.total() as f64 + self.tokens_per_hour()? * left,
+        ))
+    }
+}
+
+/// Blocks of `slots` (one agent's or several agents', each agent's blocks
+/// apart), each agent's in time order; `slots` must be in time order.
+pub fn blocks<'a>(slots: impl Iterator<Item = (i64, Agent, &'a SlotAcc)>) -> Vec<Block> {
+    let mut open: Vec<Block> = Vec::new();
+    let mut out: Vec<Block> = Vec::new();
+    for (_, agent, acc) in slots {
+        if acc.requests == 0 {
+            continue;
+        }
+        let current = open.iter_mut().find(|b| b.agent == agent);
+        match current {
+            Some(b) if acc.first_ts < b.end && acc.first_ts - b.acc.last_ts <= BLOCK => {
+                crate::usage::views::data::merge(&mut b.acc, acc);
+            }
+            Some(b) => {
+                out.push(*b);
+                *b = new_block(agent, acc);
+            }
+            None => open.push(new_block(agent, acc)),
+        }
+    }
+    out.extend(open);
+    out.sort_by_key(|b| (b.start, b.agent));
+    out
+}
+
+fn new_block(agent: Agent, acc: &SlotAcc) -> Block {
+    let start = acc.first_ts.div_euclid(3600) * 3600;
+    Block {
+        agent,
+        start,
+        end: start + BLOCK,
+        acc: *acc,
+    }
+}
+
+/// The projected share of a 5-hour limit at the block's end: the used
+/// percentage grows with the block's cost (`used` now, `cost` now,
+/// `projected` cost at the end).
+pub fn projected_percent(used: f64, cost: f64, projected: f64) -> Option<f64> {
+    (cost > 0.0).then(|| used * projected / cost)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::usage::time::parse_timestamp;
+
+    fn at(text: &str) -> i64 {
+        parse_timestamp(text).unwrap()
+    }
+
+    /// A slot of one request at `ts` costing `cents`.
+    fn slot(ts: i64, cents: u64) -> (i64, Agent, SlotAcc) {
+        let acc = SlotAcc {
+            requests: 1,
+            cost_pico: cents * 10_000_000_000,
+            first_ts: ts,
+            last_ts: ts,
+            tokens: crate::usage::event::Tokens {
+                output: 100,
+                ..Default::default()
+            },
+            ..SlotAcc::default()
+        };
+        (ts - ts.rem_euclid(900), Agent::Claude, acc)
+    }
+
+    fn of(list: &[(i64, Agent, SlotAcc)]) -> Vec<Block> {
+        blocks(list.iter().map(|(s, a, acc)| (*s, *a, acc)))
+    }
+
+    #[test]
+    fn a_block_starts_on_the_hour_and_lasts_five_hours() {
+        let b = of(&[
+            slot(at("2026-11-29T07:42:10Z"), 10),
+            slot(at("2026-11-29T11:59:59Z"), 10),
+            // 12:00 is the first block's end: a new block at 12:00.
+            slot(at("2026-11-29T12:00:00Z"), 10),
+        ]);
+        assert_eq!(b.len(), 2);
+        assert_eq!(b[0].start, at("2026-11-29T07:00:00Z"));
+        assert_eq!(b[0].end, at("2026-11-29T12:00:00Z"));
+        assert_eq!(b[0].acc.requests, 2);
+        assert_eq!(b[1].start, at("2026-11-29T12:00:00Z"));
+    }
+
+    #[test]
+    fn a_gap_is_not_a_block_and_the_next_request_starts_one() {
+        let b = of(&[
+            slot(at("2026-11-29T01:10:00Z"), 10),
+            slot(at("2026-11-29T09:30:00Z"), 10),
+        ]);
+        assert_eq!(b.len(), 2);
+        assert_eq!(b[1].start, at("2026-11-29T09:00:00Z"));
+    }
+
+    #[test]
+    fn a_block_spans_midnight_in_one_piece() {
+        let b = of(&[
+            slot(at("2026-11-28T22:20:00Z"), 10),
+            slot(at("2026-11-29T01:40:00Z"), 30),
+        ]);
+        assert_eq!(b.len(), 1);
+        assert_eq!(b[0].start, at("2026-11-28T22:00:00Z"));
+        assert_eq!(b[0].end, at("2026-11-29T03:00:00Z"));
+        assert_eq!(b[0].acc.cost_pico, 40 * 10_000_000_000);
+    }
+
+    #[test]
+    fn blocks_are_utc_hours_across_a_dst_change() {
+        // Europe/Paris leaves summer time at 2026-10-25T01:00Z: the block
+        // is 5 real hours from a whole UTC hour regardless.
+        let b = of(&[
+            slot(at("2026-10-25T00:30:00Z"), 10),
+            slot(at("2026-10-25T04:59:00Z"), 10),
+        ]);
+        assert_eq!(b.len(), 1);
+        assert_eq!(b[0].end - b[0].start, BLOCK);
+    }
+
+    #[test]
+    fn burn_rate_and_projection() {
+        let b = of(&[
+            slot(at("2026-11-29T10:00:00Z"), 100),
+            slot(at("2026-11-29T11:00:00Z"), 100),
+        ]);
+        let now = at("2026-11-29T12:00:00Z");
+        assert!(b[0].active(now));
+        // $2 over one hour: $2/h, 3 hours left: $8 at the end.
+        assert_eq!(b[0].burn_per_hour(), Some(2.0));
+        let (cost, tokens) = b[0].projected(now).unwrap();
+        assert!((cost - 8.0).abs() < 1e-9);
+        assert!((tokens - 800.0).abs() < 1e-9);
+        assert_eq!(projected_percent(20.0, 2.0, 8.0), Some(80.0));
+        assert!(!b[0].active(at("2026-11-29T15:00:00Z")));
+    }
+
+    #[test]
+    fn agents_have_blocks_of_their_own() {
+        let mut codex = slot(at("2026-11-29T10:30:00Z"), 10);
+        codex.1 = Agent::Codex;
+        let b = of(&[
+            slot(at("2026-11-29T10:00:00Z"), 10),
+            codex,
+            slot(at("2026-11-29T10:45:00Z"), 10),
+        ]);
+        assert_eq!(b.len(), 2);
+        assert_eq!(b[0].acc.requests, 2);
+        assert_eq!(b[1].agent, Agent::Codex);
+    }
+}

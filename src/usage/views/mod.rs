@@ -1,0 +1,241 @@
+//! The views for a person at the Host's terminal (`heeler usage`, `heeler
+//! usage daily|weekly|monthly|session|blocks|models|dirs|statusline`):
+//! tables, CSV and versioned JSON documents read from the same cache the
+//! app's query reads, so each answers in milliseconds.
+//!
+//! - `data.rs`: what a view reads as plain values ([`data::Data`]), the
+//!   validated options ([`data::Request`]), the one filter and the period
+//!   rules (days in the asked zone, weeks from Monday, months).
+//! - `blocks.rs`: 5-hour blocks, burn rate and projection.
+//! - `table.rs`: columns, grouped numbers, fitting a width, CSV.
+//! - `recent.rs`: `recent-v1.json`, the last two days of slots the worker
+//!   writes beside each snapshot, so the statusline decodes kilobytes.
+//! - `render.rs`: every view as a pure function of data, options and
+//!   format (width and colour included).
+//! - `mod.rs` (this file): the thin edge: options, the query's refresh
+//!   rule (`query::refresh`, so a stale cache starts the same background
+//!   worker), the aggregate's slots, the terminal, printing.
+//!
+//! Invariants: a view never scans a transcript and never changes the
+//! app's query or its document; the views are pure and the terminal's
+//! width and colour are inputs, so they are tested as text. No colour when
+//! stdout is not a terminal or `NO_COLOR` is set.
+
+pub mod blocks;
+pub mod data;
+pub mod recent;
+pub mod render;
+pub mod table;
+
+use std::io::Write;
+
+use crate::base::json::Value;
+use crate::cli::UsageViewFlags;
+use crate::exit::Failure;
+use crate::usage::event::Agent;
+use crate::usage::query::{self, Context, Options, RefreshMode, SnapshotRead};
+use crate::usage::views::data::{Data, Request};
+use crate::usage::views::render::{Format, View};
+use crate::usage::views::table::Style;
+
+/// Width used when stdout is not a terminal (CSV and JSON ignore it).
+pub const DEFAULT_WIDTH: usize = 100;
+
+/// The output format the flags ask for (`--json` wins over `--csv`).
+pub fn format(flags: &UsageViewFlags, tty: bool, width: Option<usize>, no_color: bool) -> Format {
+    if flags.json {
+        Format::Json
+    } else if flags.csv {
+        Format::Csv
+    } else {
+        Format::Text(Style {
+            width: width.unwrap_or(DEFAULT_WIDTH),
+            color: tty && !no_color,
+        })
+    }
+}
+
+/// Runs one view: reads the cache through the query's refresh rule, renders
+/// and prints. Bad options are a usage error (exit 2).
+pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
+    let name = match view {
+        View::Summary => "heeler usage".to_string(),
+        v => format!("heeler usage {}", v.name()),
+    };
+    let ctx = Context::from_env();
+    // Leave the app's Claude limits toggle as it is.
+    let claude_limits = ctx
+        .dir
+        .as_ref()
+        .is_ok_and(|d| d.claude_limits_wanted().exists());
+    let options = Options {
+        tz: flags.tz.clone(),
+        claude_limits,
+        refresh: RefreshMode::Auto,
+    };
+    let (mut inputs, mut decision) = query::refresh(&options, &ctx);
+    let first_run = matches!(
+        &inputs.stored,
+        Ok(stored) if matches!(stored.snapshot, SnapshotRead::Missing)
+    );
+    if first_run
+        && decision.state == query::RefreshState::Running
+        && !flags.json
+        && !flags.csv
+        && termion::is_tty(&std::io::stderr())
+        && let Ok(dir) = &ctx.dir
+    {
+        let runtime = inputs.stored.as_ref().ok().and_then(|s| s.runtime.clone());
+        wait_for_first_refresh(dir, runtime.as_ref());
+        (inputs, decision) = query::refresh(&options, &Context::from_env());
+    }
+    if let Some(e) = &inputs.zone_error {
+        return Err(Failure::new(
+            format!(
+                "{name}: --tz {:?} is not a time zone on this Host ({})",
+                flags.tz.as_deref().unwrap_or(""),
+                e.code()
+            ),
+            2,
+        ));
+    }
+    let today = inputs.zone.local_day(inputs.now);
+    let req = Request::new(
+        flags.since.as_deref(),
+        flags.until.as_deref(),
+        flags.agent.as_deref(),
+        flags.dir.as_deref(),
+        flags.breakdown,
+        today,
+    )
+    .map_err(|e| Failure::new(format!("{name}: {}", e.0), 2))?;
+    let (generated_at, coverage, runtime) = match &inputs.stored {
+        Ok(stored) => {
+            let header = match &stored.snapshot {
+                SnapshotRead::Ahead(a) => Some((a.generated_at, a.coverage.clone())),
+                SnapshotRead::Slots(s) => Some((s.generated_at, s.coverage.clone())),
+                SnapshotRead::Missing | SnapshotRead::Unreadable => None,
+            };
+            (
+                header.as_ref().map(|h| h.0),
+                header.map_or(Value::Null, |h| h.1),
+                stored.runtime.clone(),
+            )
+        }
+        Err(_) => (None, Value::Null, None),
+    };
+    // The statusline needs two days at most: the small file, when it is
+    // the snapshot's.
+    let recent = match (&ctx.dir, generated_at) {
+        (Ok(dir), Some(at)) if view == View::Statusline => std::fs::read_to_string(dir.recent())
+            .ok()
+            .and_then(|text| recent::decode(&text, at)),
+        _ => None,
+    };
+    let slots = match (recent, &ctx.dir) {
+        (Some(recent), _) => recent,
+        (None, Ok(dir)) if generated_at.is_some() => {
+            crate::usage::store::state::StateStore::in_dir(&dir.0)
+                .load_slots()
+                .map(|(_, d)| d.slots.into_iter().collect())
+                .unwrap_or_default()
+        }
+        _ => Vec::new(),
+    };
+    let data = Data {
+        slots,
+        zone: inputs.zone.clone(),
+        now: inputs.now,
+        generated_at,
+        refresh: decision.state.name(),
+        coverage,
+        limits: vec![
+            (Agent::Claude, decision.claude_limits.clone()),
+            (Agent::Codex, decision.codex_limits.clone()),
+        ],
+    };
+    let tty = termion::is_tty(&std::io::stdout());
+    let width = if tty {
+        termion::terminal_size()
+            .ok()
+            .map(|(w, _)| usize::from(w))
+            .filter(|&w| w > 0)
+    } else {
+        None
+    };
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let format = format(flags, tty, width, no_color);
+    let mut text = render::render(&data, &req, view, format);
+    if matches!(format, Format::Text(_))
+        && view != View::Statusline
+        && let Some(hint) = empty_hint(&data, runtime.as_ref())
+    {
+        text.push_str(&hint);
+        text.push('\n');
+    }
+    // A closed stdout (a pager quit early) is not worth a panic.
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+    Ok(())
+}
+
+/// The line naming the roots searched when a refresh found no transcript.
+fn empty_hint(data: &Data, runtime: Option<&Value>) -> Option<String> {
+    let seen = |agent: &str| {
+        data.coverage
+            .get(agent)
+            .and_then(|a| a.get("files_seen"))
+            .and_then(Value::as_i64)
+            .map(|n| n.max(0) as u64)
+            .unwrap_or(0)
+    };
+    if data.generated_at.is_none() || seen("claude") + seen("codex") > 0 {
+        return None;
+    }
+    let roots = crate::usage::discover::Roots::searched(runtime);
+    Some(crate::usage::discover::nothing_found(&roots))
+}
+
+/// How long a first run on a terminal waits for the first refresh.
+const FIRST_RUN_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// A first run on a terminal: instead of an empty table, waits (up to
+/// [`FIRST_RUN_WAIT`]) for the background worker's first snapshot, showing
+/// on stderr how many files and megabytes it reads and for how long.
+fn wait_for_first_refresh(dir: &crate::usage::paths::UsageDir, runtime: Option<&Value>) {
+    let found = crate::usage::discover::discover(&crate::usage::discover::Roots::from_env(runtime));
+    let files = found.candidates.len();
+    let bytes: u64 = found
+        .candidates
+        .iter()
+        .filter_map(|c| c.meta.as_ref().map(std::fs::Metadata::len))
+        .sum();
+    let started = std::time::Instant::now();
+    let mut err = std::io::stderr().lock();
+    // The worker takes its lock a moment after it starts; once it is gone
+    // without a snapshot (it failed), there is nothing to wait for.
+    let gone = || {
+        started.elapsed() > std::time::Duration::from_secs(2)
+            && !crate::usage::worker::is_running(dir)
+    };
+    while !dir.snapshot().exists() && started.elapsed() < FIRST_RUN_WAIT && !gone() {
+        let _ = write!(
+            err,
+            "\rFirst run: reading {} transcript file{} ({}) in the background… {} s",
+            crate::usage::views::table::group(files as u64),
+            if files == 1 { "" } else { "s" },
+            megabytes(bytes),
+            started.elapsed().as_secs()
+        );
+        let _ = err.flush();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let _ = write!(err, "\r\x1b[2K");
+    let _ = err.flush();
+}
+
+/// `12.3 MB`.
+fn megabytes(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}

@@ -1,0 +1,1574 @@
+//! Every view as a pure function: the cache's [`Data`], the [`Request`]
+//! and the output's [`Format`] in, the text to print out. Tables go through
+//! `table.rs`, so each view only says which columns and rows it has; the
+//! JSON document of a view is versioned (`v`) and names its view.
+
+use std::collections::BTreeMap;
+
+use crate::base::json::{Object, Value};
+use crate::usage::aggregate::{SlotAcc, round_usd};
+use crate::usage::event::Agent;
+use crate::usage::time::{format_date, format_timestamp};
+use crate::usage::views::blocks::{self, Block};
+use crate::usage::views::data::{
+    Data, Period, Request, merge, period_label, period_start, selected, sum_by,
+};
+use crate::usage::views::table::{self, Column, RowKind, Style, Table, dollars, group};
+
+/// Schema version of every view's JSON document.
+pub const VERSION: u64 = 1;
+
+/// A view of the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    Summary,
+    Period(Period),
+    Session,
+    Blocks,
+    Models,
+    Dirs,
+    Statusline,
+}
+
+impl View {
+    pub fn name(self) -> &'static str {
+        match self {
+            View::Summary => "summary",
+            View::Period(Period::Day) => "daily",
+            View::Period(Period::Week) => "weekly",
+            View::Period(Period::Month) => "monthly",
+            View::Session => "session",
+            View::Blocks => "blocks",
+            View::Models => "models",
+            View::Dirs => "dirs",
+            View::Statusline => "statusline",
+        }
+    }
+}
+
+/// How the view is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text(Style),
+    Json,
+    Csv,
+}
+
+/// A row of a tabular view: its label cells, its sums, and (for
+/// `--breakdown`) its sums per (agent, model).
+struct Row {
+    labels: Vec<String>,
+    json: Object,
+    acc: SlotAcc,
+    models: BTreeMap<(Agent, String), SlotAcc>,
+}
+
+/// The token columns every tabular view ends with.
+fn token_columns() -> Vec<Column> {
+    vec![
+        Column::number("Input", 4),
+        Column::number("Output", 5),
+        Column::number("Cache write", 1),
+        Column::number("Cache read", 2),
+        Column::number("Total", 6),
+        Column::number("Cost", 0),
+    ]
+}
+
+fn token_cells(acc: &SlotAcc) -> Vec<String> {
+    let t = &acc.tokens;
+    vec![
+        group(t.input),
+        group(t.output + t.reasoning),
+        group(t.cache_write_5m + t.cache_write_1h),
+        group(t.cache_read),
+        group(t.total()),
+        dollars(acc.totals().cost_usd),
+    ]
+}
+
+const CSV_TOKENS: [&str; 11] = [
+    "requests",
+    "input",
+    "output",
+    "reasoning",
+    "cache_write_5m",
+    "cache_write_1h",
+    "cache_read",
+    "total",
+    "cost_usd",
+    "unpriced_requests",
+    "unpriced_tokens",
+];
+
+fn csv_cells(acc: &SlotAcc) -> Vec<String> {
+    let t = acc.totals();
+    let k = &t.tokens;
+    vec![
+        t.requests.to_string(),
+        k.input.to_string(),
+        k.output.to_string(),
+        k.reasoning.to_string(),
+        k.cache_write_5m.to_string(),
+        k.cache_write_1h.to_string(),
+        k.cache_read.to_string(),
+        k.total().to_string(),
+        Value::from(round_usd(t.cost_usd)).to_json(),
+        t.unpriced_requests.to_string(),
+        t.unpriced_tokens.to_string(),
+    ]
+}
+
+/// A table view's text, CSV or JSON from its label columns and rows.
+fn tabular(
+    data: &Data,
+    req: &Request,
+    view: View,
+    labels: (&[Column], &[&'static str]),
+    rows: Vec<Row>,
+    format: Format,
+) -> String {
+    let mut all = SlotAcc::default();
+    for r in &rows {
+        merge(&mut all, &r.acc);
+    }
+    match format {
+        Format::Json => {
+            let list = rows
+                .iter()
+                .map(|r| {
+                    let mut o = r.json.clone().with("totals", r.acc.totals().to_value());
+                    if req.breakdown {
+                        o = o.with("models", models_value(&r.models));
+                    }
+                    Value::Object(o)
+                })
+                .collect();
+            let doc = header(data, req, view)
+                .with("rows", Value::Array(list))
+                .with("totals", all.totals().to_value());
+            Value::Object(doc).to_json() + "\n"
+        }
+        Format::Csv => {
+            let mut head: Vec<&str> = labels.1.to_vec();
+            if req.breakdown {
+                head.extend(["agent", "model"]);
+            }
+            head.extend(CSV_TOKENS);
+            let mut lines = Vec::new();
+            for r in &rows {
+                let mut cells = r.labels.clone();
+                if req.breakdown {
+                    for ((agent, model), acc) in &r.models {
+                        let mut c = cells.clone();
+                        c.extend([agent.name().to_string(), model.clone()]);
+                        c.extend(csv_cells(acc));
+                        lines.push(c);
+                    }
+                } else {
+                    cells.extend(csv_cells(&r.acc));
+                    lines.push(cells);
+                }
+            }
+            table::csv(&head, &lines)
+        }
+        Format::Text(style) => {
+            let mut columns = labels.0.to_vec();
+            columns.extend(token_columns());
+            let mut t = Table {
+                columns,
+                rows: Vec::new(),
+            };
+            let blank = vec![String::new(); labels.0.len()];
+            // A breakdown line names its model in the flexible column.
+            let detail_at = labels.0.iter().position(|c| c.flexible).unwrap_or(0);
+            for r in &rows {
+                let mut cells = r.labels.clone();
+                cells.extend(token_cells(&r.acc));
+                t.rows.push((RowKind::Plain, cells));
+                if req.breakdown {
+                    for ((agent, model), acc) in &r.models {
+                        let mut cells = blank.clone();
+                        cells[detail_at] = format!("└ {} {model}", agent.name());
+                        cells.extend(token_cells(acc));
+                        t.rows.push((RowKind::Detail, cells));
+                    }
+                }
+            }
+            let mut cells = blank;
+            cells[0] = "Total".into();
+            cells.extend(token_cells(&all));
+            t.rows.push((RowKind::Total, cells));
+            let mut lines = vec![title(data, req, view)];
+            lines.extend(t.lines(style));
+            lines.extend(notes(&all));
+            lines.join("\n") + "\n"
+        }
+    }
+}
+
+fn models_value(models: &BTreeMap<(Agent, String), SlotAcc>) -> Value {
+    Value::Array(
+        models
+            .iter()
+            .map(|((agent, model), acc)| {
+                Value::Object(
+                    Object::new()
+                        .with("agent", agent.name())
+                        .with("model", model.as_str())
+                        .with("totals", acc.totals().to_value()),
+                )
+            })
+            .collect(),
+    )
+}
+
+/// The members every view's document starts with.
+fn header(data: &Data, req: &Request, view: View) -> Object {
+    Object::new()
+        .with("v", VERSION)
+        .with("view", view.name())
+        .with("now", data.now)
+        .with(
+            "generated_at",
+            data.generated_at.map_or(Value::Null, Value::from),
+        )
+        .with("tz", data.zone.name.as_str())
+        .with("refresh", data.refresh)
+        .with("since", format_date(req.since))
+        .with("until", format_date(req.until))
+        .with("agent", req.agent.map_or(Value::Null, |a| a.name().into()))
+        .with("dir", req.dir.as_deref().map_or(Value::Null, Value::from))
+}
+
+/// The line above a table: what it covers and how fresh it is.
+fn title(data: &Data, req: &Request, view: View) -> String {
+    let mut what = format!(
+        "{} usage, {} to {} ({})",
+        match view {
+            View::Period(Period::Day) => "Daily",
+            View::Period(Period::Week) => "Weekly",
+            View::Period(Period::Month) => "Monthly",
+            View::Session => "Session",
+            View::Blocks => "5-hour block",
+            View::Models => "Model",
+            View::Dirs => "Directory",
+            View::Summary | View::Statusline => "",
+        },
+        format_date(req.since),
+        format_date(req.until),
+        data.zone.name
+    );
+    if let Some(agent) = req.agent {
+        what.push_str(&format!(", {} only", agent.name()));
+    }
+    if let Some(dir) = &req.dir {
+        what.push_str(&format!(", under {dir}"));
+    }
+    what.push_str(&format!("; {}", freshness(data)));
+    what
+}
+
+/// "as of 11:58, refreshing" and the like.
+fn freshness(data: &Data) -> String {
+    let at = match data.generated_at {
+        Some(at) => format!("as of {}", local_time(data, at)),
+        None => "no data yet".into(),
+    };
+    match data.refresh {
+        "running" => format!("{at}, refreshing"),
+        "failed" => format!("{at}, the last refresh failed"),
+        "stale" => format!("{at}, stale"),
+        _ => at,
+    }
+}
+
+fn notes(all: &SlotAcc) -> Vec<String> {
+    if all.unpriced_requests == 0 {
+        return Vec::new();
+    }
+    let n = all.unpriced_requests;
+    vec![format!(
+        "Not in the costs: {} request{} ({} tokens) of models without a price.",
+        group(n),
+        if n == 1 { "" } else { "s" },
+        group(all.unpriced_tokens)
+    )]
+}
+
+/// `YYYY-MM-DD hh:mm` in the view's zone.
+pub fn local_minute(data: &Data, unix: i64) -> String {
+    let local = format_timestamp(unix + i64::from(data.zone.offset_at(unix)));
+    format!("{} {}", &local[..10], &local[11..16])
+}
+
+/// `hh:mm` in the view's zone, with the date when it is not today.
+fn local_time(data: &Data, unix: i64) -> String {
+    let full = local_minute(data, unix);
+    if data.zone.local_day(unix) == data.zone.local_day(data.now) {
+        full[11..].to_string()
+    } else {
+        full
+    }
+}
+
+/// `2h 05m`.
+fn duration(seconds: i64) -> String {
+    let m = seconds.max(0) / 60;
+    if m >= 60 * 24 {
+        format!("{}d {}h", m / (60 * 24), m / 60 % 24)
+    } else {
+        format!("{}h {:02}m", m / 60, m % 60)
+    }
+}
+
+/// A row's sums and its sums per (agent, model).
+type Grouped = (SlotAcc, BTreeMap<(Agent, String), SlotAcc>);
+
+fn rows_by<K: Ord + Clone>(
+    picked: &[(i64, &crate::usage::aggregate::SlotKey, &SlotAcc)],
+    key: impl Fn(i64, &crate::usage::aggregate::SlotKey) -> K,
+) -> BTreeMap<K, Grouped> {
+    let mut out: BTreeMap<K, Grouped> = BTreeMap::new();
+    for (day, k, acc) in picked {
+        let e = out.entry(key(*day, k)).or_default();
+        merge(&mut e.0, acc);
+        merge(e.1.entry((k.1, k.2.clone())).or_default(), acc);
+    }
+    out
+}
+
+fn sorted_rows(rows: &mut [Row], by: impl Fn(&Row, &Row) -> std::cmp::Ordering) {
+    rows.sort_by(by);
+}
+
+fn by_cost(a: &SlotAcc, b: &SlotAcc) -> std::cmp::Ordering {
+    b.cost_pico
+        .cmp(&a.cost_pico)
+        .then(b.tokens.total().cmp(&a.tokens.total()))
+}
+
+/// The text of `view` (pure).
+pub fn render(data: &Data, req: &Request, view: View, format: Format) -> String {
+    let picked = selected(data, req);
+    match view {
+        View::Summary => summary(data, req, format),
+        View::Statusline => statusline(data, req) + "\n",
+        View::Blocks => blocks_view(data, req, &picked, format),
+        View::Period(p) => {
+            let rows = rows_by(&picked, |day, _| period_start(p, day))
+                .into_iter()
+                .map(|(start, (acc, models))| Row {
+                    labels: vec![period_label(p, start), model_names(&models)],
+                    json: Object::new()
+                        .with("period", period_label(p, start))
+                        .with("models", models_names_value(&models)),
+                    acc,
+                    models,
+                })
+                .collect();
+            let head = match p {
+                Period::Day => "Date",
+                Period::Week => "Week of",
+                Period::Month => "Month",
+            };
+            let columns = [Column::text(head, 0), Column::flexible("Models", 3)];
+            tabular(
+                data,
+                req,
+                view,
+                (&columns, &["period", "models"]),
+                rows,
+                format,
+            )
+        }
+        View::Session => {
+            let mut rows: Vec<Row> = rows_by(&picked, |_, k| (k.1, k.3.clone()))
+                .into_iter()
+                .map(|((agent, cwd), (acc, models))| Row {
+                    labels: vec![
+                        local_minute(data, acc.last_ts),
+                        agent.name().into(),
+                        cwd.clone(),
+                    ],
+                    json: Object::new()
+                        .with("agent", agent.name())
+                        .with("directory", cwd.as_str())
+                        .with("first_at", acc.first_ts)
+                        .with("last_at", acc.last_ts),
+                    acc,
+                    models,
+                })
+                .collect();
+            sorted_rows(&mut rows, |a, b| {
+                b.acc
+                    .last_ts
+                    .cmp(&a.acc.last_ts)
+                    .then(a.labels.cmp(&b.labels))
+            });
+            let columns = [
+                Column::text("Last active", 0),
+                Column::text("Agent", 3),
+                Column::flexible("Directory", 0),
+            ];
+            tabular(
+                data,
+                req,
+                view,
+                (&columns, &["last_active", "agent", "directory"]),
+                rows,
+                format,
+            )
+        }
+        View::Models => {
+            let mut rows: Vec<Row> = rows_by(&picked, |_, k| (k.1, k.2.clone()))
+                .into_iter()
+                .map(|((agent, model), (acc, _))| Row {
+                    labels: vec![agent.name().into(), model.clone()],
+                    json: Object::new()
+                        .with("agent", agent.name())
+                        .with("model", model.as_str())
+                        .with("priced", acc.unpriced_requests == 0),
+                    acc,
+                    models: BTreeMap::new(),
+                })
+                .collect();
+            sorted_rows(&mut rows, |a, b| {
+                by_cost(&a.acc, &b.acc).then(a.labels.cmp(&b.labels))
+            });
+            let columns = [Column::text("Agent", 0), Column::flexible("Model", 0)];
+            let req = Request {
+                breakdown: false,
+                ..req.clone()
+            };
+            tabular(
+                data,
+                &req,
+                view,
+                (&columns, &["agent", "model"]),
+                rows,
+                format,
+            )
+        }
+        View::Dirs => {
+            let mut rows: Vec<Row> = rows_by(&picked, |_, k| k.3.clone())
+                .into_iter()
+                .map(|(cwd, (acc, models))| {
+                    let agents = agents_of(&models);
+                    Row {
+                        labels: vec![cwd.clone(), agents.join(", ")],
+                        json: Object::new().with("directory", cwd.as_str()).with(
+                            "agents",
+                            Value::Array(agents.iter().map(|a| Value::from(*a)).collect()),
+                        ),
+                        acc,
+                        models,
+                    }
+                })
+                .collect();
+            sorted_rows(&mut rows, |a, b| {
+                b.acc
+                    .tokens
+                    .total()
+                    .cmp(&a.acc.tokens.total())
+                    .then(by_cost(&a.acc, &b.acc))
+                    .then(a.labels.cmp(&b.labels))
+            });
+            let columns = [Column::flexible("Directory", 0), Column::text("Agents", 3)];
+            tabular(
+                data,
+                req,
+                view,
+                (&columns, &["directory", "agents"]),
+                rows,
+                format,
+            )
+        }
+    }
+}
+
+fn agents_of(models: &BTreeMap<(Agent, String), SlotAcc>) -> Vec<&'static str> {
+    let mut agents: Vec<&'static str> = models.keys().map(|(a, _)| a.name()).collect();
+    agents.dedup();
+    agents
+}
+
+fn model_names(models: &BTreeMap<(Agent, String), SlotAcc>) -> String {
+    let mut names: Vec<&str> = models.keys().map(|(_, m)| m.as_str()).collect();
+    names.dedup();
+    names.join(", ")
+}
+
+fn models_names_value(models: &BTreeMap<(Agent, String), SlotAcc>) -> Value {
+    let mut names: Vec<&str> = models.keys().map(|(_, m)| m.as_str()).collect();
+    names.dedup();
+    Value::Array(names.into_iter().map(Value::from).collect())
+}
+
+/// The 5-hour limit window of `agent`'s stored limits: (used percent,
+/// resets at), when the limits are current.
+fn five_hour_limit(data: &Data, agent: Agent) -> Option<(f64, Option<i64>)> {
+    let (_, v) = data.limits.iter().find(|(a, _)| *a == agent)?;
+    windows(v)
+        .into_iter()
+        .find(|w| w.minutes == Some(300))
+        .map(|w| (w.used, w.resets_at))
+}
+
+/// One window of a limits document.
+struct Window {
+    label: String,
+    minutes: Option<i64>,
+    used: f64,
+    resets_at: Option<i64>,
+}
+
+/// The current windows of a limits document (none unless its state is
+/// `ok`; a window whose reset passed since it was observed is left out).
+fn windows(v: &Value) -> Vec<Window> {
+    if v.get("state").and_then(Value::as_str) != Some("ok") {
+        return Vec::new();
+    }
+    let Some(list) = v.get("windows").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    list.iter()
+        .filter(|w| w.get("reset_since_observed") != Some(&Value::Bool(true)))
+        .filter_map(|w| {
+            let used = w.get("used_percent").and_then(Value::as_f64)?;
+            let minutes = w.get("window_minutes").and_then(Value::as_i64);
+            let id = w.get("id").and_then(Value::as_str).unwrap_or("");
+            let label = match minutes {
+                Some(300) => "5h".to_string(),
+                Some(10_080) if id.contains("sonnet") => "7d sonnet".to_string(),
+                Some(10_080) if id.contains("opus") => "7d opus".to_string(),
+                Some(10_080) => "7d".to_string(),
+                Some(m) if m % 1440 == 0 => format!("{}d", m / 1440),
+                Some(m) if m % 60 == 0 => format!("{}h", m / 60),
+                Some(m) => format!("{m}m"),
+                None => id.to_string(),
+            };
+            Some(Window {
+                label,
+                minutes,
+                used,
+                resets_at: w.get("resets_at").and_then(Value::as_i64),
+            })
+        })
+        .collect()
+}
+
+fn percent(p: f64) -> String {
+    format!("{}%", p.round() as i64)
+}
+
+fn blocks_view(
+    data: &Data,
+    req: &Request,
+    picked: &[(i64, &crate::usage::aggregate::SlotKey, &SlotAcc)],
+    format: Format,
+) -> String {
+    let per_agent = sum_by(picked.iter().map(|(_, k, acc)| ((k.0, k.1), **acc)));
+    let list = blocks::blocks(
+        per_agent
+            .iter()
+            .map(|((slot, agent), acc)| (*slot, *agent, acc)),
+    );
+    let projection = |b: &Block| {
+        let active = b.active(data.now);
+        let projected = if active { b.projected(data.now) } else { None };
+        let limit = if active {
+            five_hour_limit(data, b.agent)
+        } else {
+            None
+        };
+        let pct = match (projected, limit) {
+            (Some((cost, _)), Some((used, _))) => {
+                blocks::projected_percent(used, b.acc.totals().cost_usd, cost)
+            }
+            _ => None,
+        };
+        (active, projected, limit, pct)
+    };
+    match format {
+        Format::Json => {
+            let rows = list
+                .iter()
+                .map(|b| {
+                    let (active, projected, limit, pct) = projection(b);
+                    let num = |v: Option<f64>| v.map_or(Value::Null, |v| Value::from(round_usd(v)));
+                    Value::Object(
+                        Object::new()
+                            .with("agent", b.agent.name())
+                            .with("start", b.start)
+                            .with("end", b.end)
+                            .with("first_at", b.acc.first_ts)
+                            .with("last_at", b.acc.last_ts)
+                            .with("active", active)
+                            .with("totals", b.acc.totals().to_value())
+                            .with("burn_usd_per_hour", num(b.burn_per_hour()))
+                            .with(
+                                "burn_tokens_per_hour",
+                                b.tokens_per_hour()
+                                    .map_or(Value::Null, |t| Value::from(t.round() as u64)),
+                            )
+                            .with("projected_cost_usd", num(projected.map(|p| p.0)))
+                            .with(
+                                "projected_tokens",
+                                projected.map_or(Value::Null, |p| Value::from(p.1.round() as u64)),
+                            )
+                            .with("limit_used_percent", num(limit.map(|l| l.0)))
+                            .with("projected_percent", num(pct)),
+                    )
+                })
+                .collect();
+            Value::Object(header(data, req, View::Blocks).with("blocks", Value::Array(rows)))
+                .to_json()
+                + "\n"
+        }
+        Format::Csv => {
+            let mut head = vec!["agent", "start", "end", "active"];
+            head.extend(CSV_TOKENS);
+            head.push("burn_usd_per_hour");
+            let rows: Vec<Vec<String>> = list
+                .iter()
+                .map(|b| {
+                    let mut cells = vec![
+                        b.agent.name().to_string(),
+                        format_timestamp(b.start),
+                        format_timestamp(b.end),
+                        b.active(data.now).to_string(),
+                    ];
+                    cells.extend(csv_cells(&b.acc));
+                    cells.push(
+                        b.burn_per_hour()
+                            .map(|r| Value::from(round_usd(r)).to_json())
+                            .unwrap_or_default(),
+                    );
+                    cells
+                })
+                .collect();
+            table::csv(&head, &rows)
+        }
+        Format::Text(style) => {
+            let mut columns = vec![
+                Column::text("Block start", 0),
+                Column::text("Agent", 3),
+                Column::text("Status", 4),
+                Column::number("Requests", 1),
+            ];
+            columns.extend([
+                Column::number("Total", 6),
+                Column::number("Cost", 0),
+                Column::number("Burn/h", 3),
+            ]);
+            let mut t = Table {
+                columns,
+                rows: Vec::new(),
+            };
+            for b in &list {
+                let status = if b.active(data.now) {
+                    format!("active, {} left", duration(b.end - data.now))
+                } else {
+                    "ended".to_string()
+                };
+                t.rows.push((
+                    RowKind::Plain,
+                    vec![
+                        local_minute(data, b.start),
+                        b.agent.name().into(),
+                        status,
+                        group(b.acc.requests),
+                        group(b.acc.tokens.total()),
+                        dollars(b.acc.totals().cost_usd),
+                        b.burn_per_hour().map(dollars).unwrap_or_default(),
+                    ],
+                ));
+            }
+            let mut lines = vec![title(data, req, View::Blocks)];
+            if list.is_empty() {
+                lines.push("No requests in this range.".into());
+            } else {
+                lines.extend(t.lines(style));
+            }
+            for b in list.iter().filter(|b| b.active(data.now)) {
+                let (_, projected, limit, pct) = projection(b);
+                let t = b.acc.totals();
+                let mut line = format!(
+                    "Active {} block {}–{}: {} tokens, {}",
+                    b.agent.name(),
+                    local_time(data, b.start),
+                    local_time(data, b.end),
+                    group(t.tokens.total()),
+                    dollars(t.cost_usd),
+                );
+                match (b.burn_per_hour(), projected) {
+                    (Some(rate), Some((cost, tokens))) => line.push_str(&format!(
+                        "; burning {}/h, projected {} and {} tokens at {}",
+                        dollars(rate),
+                        dollars(cost),
+                        group(tokens.round() as u64),
+                        local_time(data, b.end)
+                    )),
+                    _ => line.push_str("; one request so far, no burn rate yet"),
+                }
+                if let (Some((used, _)), Some(p)) = (limit, pct) {
+                    line.push_str(&format!(
+                        "; 5h limit {} used, projected {}",
+                        percent(used),
+                        percent(p)
+                    ));
+                }
+                lines.push(line + ".");
+            }
+            lines.join("\n") + "\n"
+        }
+    }
+}
+
+/// The summary: today, 7 and 30 days per agent, the limits, coverage.
+fn summary(data: &Data, req: &Request, format: Format) -> String {
+    let today = data.zone.local_day(data.now);
+    let req = Request {
+        since: today - 29,
+        until: today,
+        ..req.clone()
+    };
+    let picked = selected(data, &req);
+    let agents: Vec<Agent> = match req.agent {
+        Some(a) => vec![a],
+        None => vec![Agent::Claude, Agent::Codex],
+    };
+    // [agent][window]: today, 7 days, 30 days.
+    let mut sums = vec![[SlotAcc::default(); 3]; agents.len() + 1];
+    for (day, k, acc) in &picked {
+        let Some(i) = agents.iter().position(|a| *a == k.1) else {
+            continue;
+        };
+        for (w, days) in [1, 7, 30].iter().enumerate() {
+            if *day > today - days {
+                merge(&mut sums[i][w], acc);
+                merge(&mut sums[agents.len()][w], acc);
+            }
+        }
+    }
+    let names: Vec<&str> = agents
+        .iter()
+        .map(|a| a.name())
+        .chain(std::iter::once("all"))
+        .collect();
+    match format {
+        Format::Json => {
+            let mut windows = Object::new();
+            for (w, key) in ["today", "d7", "d30"].iter().enumerate() {
+                let mut o = Object::new();
+                for (i, name) in names.iter().enumerate() {
+                    o = o.with(name, sums[i][w].totals().to_value());
+                }
+                windows = windows.with(key, Value::Object(o));
+            }
+            let mut limits = Object::new();
+            for (a, v) in &data.limits {
+                limits = limits.with(a.name(), v.clone());
+            }
+            Value::Object(
+                header(data, &req, View::Summary)
+                    .with("windows", Value::Object(windows))
+                    .with("limits", Value::Object(limits))
+                    .with("coverage", data.coverage.clone()),
+            )
+            .to_json()
+                + "\n"
+        }
+        Format::Csv => {
+            let mut head = vec!["agent", "window"];
+            head.extend(CSV_TOKENS);
+            let mut rows = Vec::new();
+            for (i, name) in names.iter().enumerate() {
+                for (w, key) in ["today", "d7", "d30"].iter().enumerate() {
+                    let mut cells = vec![name.to_string(), key.to_string()];
+                    cells.extend(csv_cells(&sums[i][w]));
+                    rows.push(cells);
+                }
+            }
+            table::csv(&head, &rows)
+        }
+        Format::Text(style) => {
+            let mut t = Table {
+                columns: vec![
+                    Column::text("Agent", 0),
+                    Column::number("Today", 0),
+                    Column::number("tokens", 3),
+                    Column::number("7 days", 0),
+                    Column::number("tokens", 2),
+                    Column::number("30 days", 0),
+                    Column::number("tokens", 1),
+                ],
+                rows: Vec::new(),
+            };
+            for (i, name) in names.iter().enumerate() {
+                let kind = if i == agents.len() {
+                    if agents.len() == 1 {
+                        continue;
+                    }
+                    RowKind::Total
+                } else {
+                    RowKind::Plain
+                };
+                let mut cells = vec![match *name {
+                    "claude" => "Claude Code".to_string(),
+                    "codex" => "Codex".to_string(),
+                    _ => "All".to_string(),
+                }];
+                for window in &sums[i] {
+                    cells.push(dollars(window.totals().cost_usd));
+                    cells.push(group(window.tokens.total()));
+                }
+                t.rows.push((kind, cells));
+            }
+            let mut lines = vec![format!("Usage in {}; {}", data.zone.name, freshness(data))];
+            lines.extend(t.lines(style));
+            let mut all = SlotAcc::default();
+            for windows in &sums[..agents.len()] {
+                merge(&mut all, &windows[2]);
+            }
+            lines.extend(notes(&all));
+            lines.extend(limit_lines(data, &agents));
+            lines.push(coverage_line(data));
+            lines.join("\n") + "\n"
+        }
+    }
+}
+
+/// One line per limit window, or the limits' state when there are none.
+fn limit_lines(data: &Data, agents: &[Agent]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (agent, v) in data.limits.iter().filter(|(a, _)| agents.contains(a)) {
+        let state = v.get("state").and_then(Value::as_str).unwrap_or("unknown");
+        let ws = windows(v);
+        let name = match agent {
+            Agent::Claude => "Claude Code",
+            Agent::Codex => "Codex",
+        };
+        if ws.is_empty() {
+            if state != "disabled" {
+                out.push(format!("Limits, {name}: {}", state.replace('_', " ")));
+            }
+            continue;
+        }
+        let parts: Vec<String> = ws
+            .iter()
+            .map(|w| {
+                let resets = match w.resets_at {
+                    Some(at) if at > data.now => format!(
+                        ", resets {} (in {})",
+                        local_time(data, at),
+                        duration(at - data.now)
+                    ),
+                    _ => String::new(),
+                };
+                format!("{} {} used{resets}", w.label, percent(w.used))
+            })
+            .collect();
+        out.push(format!("Limits, {name}: {}", parts.join("; ")));
+    }
+    out
+}
+
+fn count(v: &Value, agent: &str, key: &str) -> u64 {
+    v.get(agent)
+        .and_then(|a| a.get(key))
+        .and_then(Value::as_i64)
+        .map(|n| n.max(0) as u64)
+        .unwrap_or(0)
+}
+
+/// Coverage in one line: the files read per agent, what was skipped.
+pub fn coverage_line(data: &Data) -> String {
+    let c = &data.coverage;
+    if data.generated_at.is_none() {
+        return "Coverage: nothing scanned yet; the first refresh is running.".into();
+    }
+    let files = |agent: &str| {
+        let n = count(c, agent, "files_seen");
+        format!("{n} file{}", if n == 1 { "" } else { "s" })
+    };
+    let mut line = format!(
+        "Coverage: Claude Code {}, Codex {}",
+        files("claude"),
+        files("codex")
+    );
+    let archives = count(c, "codex", "files_compressed");
+    if archives > 0 {
+        line.push_str(&format!(" ({} archived)", group(archives)));
+    }
+    let skipped: u64 = ["claude", "codex"]
+        .iter()
+        .map(|a| {
+            count(c, a, "files_unreadable")
+                + count(c, a, "lines_malformed")
+                + count(c, a, "lines_oversized")
+                + count(c, a, "dirs_unreadable")
+        })
+        .sum::<u64>()
+        + count(c, "codex", "files_compressed_skipped");
+    if skipped > 0 {
+        line.push_str(&format!(
+            "; {} unreadable files or lines skipped",
+            group(skipped)
+        ));
+    }
+    if c.get("partial") == Some(&Value::Bool(true)) {
+        line.push_str("; partial, a refresh continues the backfill");
+    }
+    line + "."
+}
+
+/// The statusline: today's cost, the active block's burn rate, the
+/// tightest limit.
+pub fn statusline(data: &Data, req: &Request) -> String {
+    let today = data.zone.local_day(data.now);
+    let req = Request {
+        since: today,
+        until: today,
+        ..req.clone()
+    };
+    let picked = selected(data, &req);
+    let mut all = SlotAcc::default();
+    for (_, _, acc) in &picked {
+        merge(&mut all, acc);
+    }
+    let mut parts = vec![format!("{} today", dollars(all.totals().cost_usd))];
+    // The active block may have started yesterday: look back 5 hours.
+    let recent: Vec<_> = data
+        .slots
+        .iter()
+        .filter(|(k, acc)| {
+            acc.requests > 0 && k.0 >= data.now - 2 * blocks::BLOCK && req.wants(k.1, &k.3)
+        })
+        .collect();
+    let per_agent = sum_by(recent.iter().map(|(k, acc)| ((k.0, k.1), *acc)));
+    let list = blocks::blocks(
+        per_agent
+            .iter()
+            .map(|((slot, agent), acc)| (*slot, *agent, acc)),
+    );
+    if let Some(rate) = list
+        .iter()
+        .filter(|b| b.active(data.now))
+        .filter_map(Block::burn_per_hour)
+        .max_by(f64::total_cmp)
+    {
+        parts.push(format!("{}/h", dollars(rate)));
+    }
+    let tightest = data
+        .limits
+        .iter()
+        .filter(|(a, _)| req.agent.is_none_or(|x| x == *a))
+        .flat_map(|(a, v)| windows(v).into_iter().map(move |w| (*a, w)))
+        .max_by(|x, y| x.1.used.total_cmp(&y.1.used));
+    if let Some((agent, w)) = tightest {
+        parts.push(format!("{} {} {}", agent.name(), w.label, percent(w.used)));
+    }
+    parts.join(" · ")
+}
+
+#[cfg(test)]
+mod tests {
+    //! Golden tables: a hand-built cache of three slots (whose totals are
+    //! summed by hand below) rendered at 80 and 160 columns.
+    use super::*;
+    use crate::base::json;
+    use crate::usage::event::Tokens;
+    use crate::usage::time::{parse_date, parse_timestamp};
+
+    fn at(text: &str) -> i64 {
+        parse_timestamp(text).unwrap()
+    }
+
+    const NOW: &str = "2026-11-29T12:00:00Z";
+
+    #[allow(clippy::too_many_arguments)]
+    fn slot(
+        slot: &str,
+        agent: Agent,
+        model: &str,
+        cwd: &str,
+        requests: u64,
+        (first, last): (&str, &str),
+        tokens: Tokens,
+        cents: u64,
+    ) -> (crate::usage::aggregate::SlotKey, SlotAcc) {
+        (
+            (at(slot), agent, model.to_string(), cwd.to_string()),
+            SlotAcc {
+                requests,
+                tokens,
+                cost_pico: cents * 10_000_000_000,
+                first_ts: at(first),
+                last_ts: at(last),
+                ..SlotAcc::default()
+            },
+        )
+    }
+
+    /// A: Codex gpt-5.5 in /home/dev/beta on 11-28 (123,000 tokens,
+    /// $0.75); B: Claude Opus in /home/dev/alpha at 10:00 (1,013,000
+    /// tokens, $1.25); C: Claude Opus in /home/dev/alpha/web at 11:30
+    /// (1,000 tokens, $0.50).
+    fn data() -> Data {
+        let t = |input, output, cache_read, cache_write_1h| Tokens {
+            input,
+            output,
+            cache_read,
+            cache_write_1h,
+            ..Tokens::default()
+        };
+        Data {
+            slots: vec![
+                slot(
+                    "2026-11-28T09:00:00Z",
+                    Agent::Codex,
+                    "gpt-5.5",
+                    "/home/dev/beta",
+                    1,
+                    ("2026-11-28T09:00:00Z", "2026-11-28T09:00:00Z"),
+                    t(20_000, 3_000, 100_000, 0),
+                    75,
+                ),
+                slot(
+                    "2026-11-29T10:00:00Z",
+                    Agent::Claude,
+                    "claude-opus-4-6",
+                    "/home/dev/alpha",
+                    2,
+                    ("2026-11-29T10:01:00Z", "2026-11-29T10:14:00Z"),
+                    t(1_000, 2_000, 1_000_000, 10_000),
+                    125,
+                ),
+                slot(
+                    "2026-11-29T11:30:00Z",
+                    Agent::Claude,
+                    "claude-opus-4-6",
+                    "/home/dev/alpha/web",
+                    1,
+                    ("2026-11-29T11:31:00Z", "2026-11-29T11:31:00Z"),
+                    t(500, 500, 0, 0),
+                    50,
+                ),
+            ],
+            zone: crate::usage::tz::Zone::utc(),
+            now: at(NOW),
+            generated_at: Some(at(NOW)),
+            refresh: "idle",
+            coverage: json::parse(
+                r#"{"claude":{"files_seen":2},"codex":{"files_seen":1,"files_compressed":0},"partial":false}"#,
+            )
+            .unwrap(),
+            limits: vec![
+                (Agent::Claude, json::parse(r#"{"state":"disabled"}"#).unwrap()),
+                (
+                    Agent::Codex,
+                    json::parse(&format!(
+                        r#"{{"state":"ok","windows":[{{"id":"primary","window_minutes":300,"used_percent":12.5,"resets_at":{}}},{{"id":"secondary","window_minutes":10080,"used_percent":33,"resets_at":{}}}]}}"#,
+                        at("2026-11-29T14:30:00Z"),
+                        at("2026-12-02T12:00:00Z")
+                    ))
+                    .unwrap(),
+                ),
+            ],
+        }
+    }
+
+    fn request() -> Request {
+        let today = parse_date("2026-11-29").unwrap();
+        Request::new(None, None, None, None, false, today).unwrap()
+    }
+
+    fn text(view: View, width: usize) -> Vec<String> {
+        let format = Format::Text(Style {
+            width,
+            color: false,
+        });
+        render(&data(), &request(), view, format)
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn rule(n: usize) -> String {
+        "─".repeat(n)
+    }
+
+    #[test]
+    fn daily_at_160_columns() {
+        assert_eq!(
+            text(View::Period(Period::Day), 160),
+            [
+                "Daily usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
+                "Date        Models            Input  Output  Cache write  Cache read      Total   Cost".to_string(),
+                "2026-11-28  gpt-5.5          20,000   3,000            0     100,000    123,000  $0.75".to_string(),
+                "2026-11-29  claude-opus-4-6   1,500   2,500       10,000   1,000,000  1,014,000  $1.75".to_string(),
+                rule(86),
+                "Total                        21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn daily_at_80_columns_drops_the_cache_writes() {
+        assert_eq!(
+            text(View::Period(Period::Day), 80),
+            [
+                "Daily usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
+                "Date        Models            Input  Output  Cache read      Total   Cost"
+                    .to_string(),
+                "2026-11-28  gpt-5.5          20,000   3,000     100,000    123,000  $0.75"
+                    .to_string(),
+                "2026-11-29  claude-opus-4-6   1,500   2,500   1,000,000  1,014,000  $1.75"
+                    .to_string(),
+                rule(73),
+                "Total                        21,500   5,500   1,100,000  1,137,000  $2.50"
+                    .to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn weekly_at_160_columns() {
+        assert_eq!(
+            text(View::Period(Period::Week), 160),
+            [
+                "Weekly usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
+                "Week of     Models                     Input  Output  Cache write  Cache read      Total   Cost".to_string(),
+                "2026-11-23  claude-opus-4-6, gpt-5.5  21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+                rule(95),
+                "Total                                 21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn weekly_at_80_columns() {
+        assert_eq!(
+            text(View::Period(Period::Week), 80),
+            [
+                "Weekly usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
+                "Week of     Models                   Input  Output  Cache read      Total   Cost"
+                    .to_string(),
+                "2026-11-23  claude-opus-4-6, gpt-…  21,500   5,500   1,100,000  1,137,000  $2.50"
+                    .to_string(),
+                rule(80),
+                "Total                               21,500   5,500   1,100,000  1,137,000  $2.50"
+                    .to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn monthly_at_160_columns() {
+        assert_eq!(
+            text(View::Period(Period::Month), 160),
+            [
+                "Monthly usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
+                "Month    Models                     Input  Output  Cache write  Cache read      Total   Cost".to_string(),
+                "2026-11  claude-opus-4-6, gpt-5.5  21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+                rule(92),
+                "Total                              21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn monthly_at_80_columns() {
+        assert_eq!(
+            text(View::Period(Period::Month), 80),
+            [
+                "Monthly usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
+                "Month    Models                     Input  Output  Cache read      Total   Cost"
+                    .to_string(),
+                "2026-11  claude-opus-4-6, gpt-5.5  21,500   5,500   1,100,000  1,137,000  $2.50"
+                    .to_string(),
+                rule(79),
+                "Total                              21,500   5,500   1,100,000  1,137,000  $2.50"
+                    .to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn models_at_160_columns() {
+        assert_eq!(
+            text(View::Models, 160),
+            [
+                "Model usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
+                "Agent   Model             Input  Output  Cache write  Cache read      Total   Cost".to_string(),
+                "claude  claude-opus-4-6   1,500   2,500       10,000   1,000,000  1,014,000  $1.75".to_string(),
+                "codex   gpt-5.5          20,000   3,000            0     100,000    123,000  $0.75".to_string(),
+                rule(82),
+                "Total                    21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn models_at_80_columns() {
+        assert_eq!(
+            text(View::Models, 80),
+            [
+                "Model usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
+                "Agent   Model             Input  Output  Cache read      Total   Cost".to_string(),
+                "claude  claude-opus-4-6   1,500   2,500   1,000,000  1,014,000  $1.75".to_string(),
+                "codex   gpt-5.5          20,000   3,000     100,000    123,000  $0.75".to_string(),
+                rule(69),
+                "Total                    21,500   5,500   1,100,000  1,137,000  $2.50".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn dirs_at_160_columns() {
+        assert_eq!(
+            text(View::Dirs, 160),
+            [
+                "Directory usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
+                "Directory            Agents   Input  Output  Cache write  Cache read      Total   Cost".to_string(),
+                "/home/dev/alpha      claude   1,000   2,000       10,000   1,000,000  1,013,000  $1.25".to_string(),
+                "/home/dev/beta       codex   20,000   3,000            0     100,000    123,000  $0.75".to_string(),
+                "/home/dev/alpha/web  claude     500     500            0           0      1,000  $0.50".to_string(),
+                rule(86),
+                "Total                        21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn dirs_at_80_columns() {
+        assert_eq!(
+            text(View::Dirs, 80),
+            [
+                "Directory usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
+                "Directory            Agents   Input  Output  Cache read      Total   Cost"
+                    .to_string(),
+                "/home/dev/alpha      claude   1,000   2,000   1,000,000  1,013,000  $1.25"
+                    .to_string(),
+                "/home/dev/beta       codex   20,000   3,000     100,000    123,000  $0.75"
+                    .to_string(),
+                "/home/dev/alpha/web  claude     500     500           0      1,000  $0.50"
+                    .to_string(),
+                rule(73),
+                "Total                        21,500   5,500   1,100,000  1,137,000  $2.50"
+                    .to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn session_at_160_columns() {
+        assert_eq!(
+            text(View::Session, 160),
+            [
+                "Session usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
+                "Last active       Agent   Directory             Input  Output  Cache write  Cache read      Total   Cost".to_string(),
+                "2026-11-29 11:31  claude  /home/dev/alpha/web     500     500            0           0      1,000  $0.50".to_string(),
+                "2026-11-29 10:14  claude  /home/dev/alpha       1,000   2,000       10,000   1,000,000  1,013,000  $1.25".to_string(),
+                "2026-11-28 09:00  codex   /home/dev/beta       20,000   3,000            0     100,000    123,000  $0.75".to_string(),
+                rule(104),
+                "Total                                          21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn session_at_80_columns_drops_the_cache_columns() {
+        assert_eq!(
+            text(View::Session, 80),
+            [
+                "Session usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
+                "Last active       Agent   Directory             Input  Output      Total   Cost"
+                    .to_string(),
+                "2026-11-29 11:31  claude  /home/dev/alpha/web     500     500      1,000  $0.50"
+                    .to_string(),
+                "2026-11-29 10:14  claude  /home/dev/alpha       1,000   2,000  1,013,000  $1.25"
+                    .to_string(),
+                "2026-11-28 09:00  codex   /home/dev/beta       20,000   3,000    123,000  $0.75"
+                    .to_string(),
+                rule(79),
+                "Total                                          21,500   5,500  1,137,000  $2.50"
+                    .to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn summary_at_160_columns() {
+        assert_eq!(
+            text(View::Summary, 160),
+            [
+                "Usage in UTC; as of 12:00".to_string(),
+                "Agent        Today     tokens  7 days     tokens  30 days     tokens".to_string(),
+                "Claude Code  $1.75  1,014,000   $1.75  1,014,000    $1.75  1,014,000".to_string(),
+                "Codex        $0.00          0   $0.75    123,000    $0.75    123,000".to_string(),
+                rule(68),
+                "All          $1.75  1,014,000   $2.50  1,137,000    $2.50  1,137,000".to_string(),
+                "Limits, Codex: 5h 13% used, resets 14:30 (in 2h 30m); 7d 33% used, resets 2026-12-02 12:00 (in 3d 0h)".to_string(),
+                "Coverage: Claude Code 2 files, Codex 1 file.".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn summary_at_80_columns_fits_as_it_is() {
+        assert_eq!(
+            text(View::Summary, 80),
+            [
+                "Usage in UTC; as of 12:00".to_string(),
+                "Agent        Today     tokens  7 days     tokens  30 days     tokens".to_string(),
+                "Claude Code  $1.75  1,014,000   $1.75  1,014,000    $1.75  1,014,000".to_string(),
+                "Codex        $0.00          0   $0.75    123,000    $0.75    123,000".to_string(),
+                rule(68),
+                "All          $1.75  1,014,000   $2.50  1,137,000    $2.50  1,137,000".to_string(),
+                "Limits, Codex: 5h 13% used, resets 14:30 (in 2h 30m); 7d 33% used, resets 2026-12-02 12:00 (in 3d 0h)".to_string(),
+                "Coverage: Claude Code 2 files, Codex 1 file.".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn blocks_at_160_columns() {
+        assert_eq!(
+            text(View::Blocks, 160),
+            [
+                "5-hour block usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
+                "Block start       Agent   Status               Requests      Total   Cost  Burn/h".to_string(),
+                "2026-11-28 09:00  codex   ended                       1    123,000  $0.75".to_string(),
+                "2026-11-29 10:00  claude  active, 3h 00m left         3  1,014,000  $1.75   $1.17".to_string(),
+                "Active claude block 10:00–15:00: 1,014,000 tokens, $1.75; burning $1.17/h, projected $5.25 and 3,042,000 tokens at 15:00.".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn blocks_at_80_columns_drop_the_request_count() {
+        assert_eq!(
+            text(View::Blocks, 80),
+            [
+                "5-hour block usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
+                "Block start       Agent   Status                   Total   Cost  Burn/h".to_string(),
+                "2026-11-28 09:00  codex   ended                  123,000  $0.75".to_string(),
+                "2026-11-29 10:00  claude  active, 3h 00m left  1,014,000  $1.75   $1.17".to_string(),
+                "Active claude block 10:00–15:00: 1,014,000 tokens, $1.75; burning $1.17/h, projected $5.25 and 3,042,000 tokens at 15:00.".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn statusline_is_today_burn_rate_and_tightest_limit() {
+        assert_eq!(
+            text(View::Statusline, 80),
+            ["$1.75 today · $1.17/h · codex 7d 33%"]
+        );
+    }
+
+    fn doc(view: View, req: &Request, data: &Data) -> Value {
+        json::parse(render(data, req, view, Format::Json).trim_end()).unwrap()
+    }
+
+    fn keys(v: &Value) -> Vec<&str> {
+        v.as_object().unwrap().iter().map(|(k, _)| k).collect()
+    }
+
+    const TOTALS: [&str; 11] = [
+        "requests",
+        "input",
+        "cache_read",
+        "cache_write_5m",
+        "cache_write_1h",
+        "output",
+        "reasoning",
+        "total",
+        "cost_usd",
+        "unpriced_tokens",
+        "unpriced_requests",
+    ];
+
+    const HEADER: [&str; 10] = [
+        "v",
+        "view",
+        "now",
+        "generated_at",
+        "tz",
+        "refresh",
+        "since",
+        "until",
+        "agent",
+        "dir",
+    ];
+
+    #[test]
+    fn every_json_document_is_versioned_and_names_its_view() {
+        for view in [
+            View::Summary,
+            View::Period(Period::Day),
+            View::Period(Period::Week),
+            View::Period(Period::Month),
+            View::Session,
+            View::Blocks,
+            View::Models,
+            View::Dirs,
+        ] {
+            let d = doc(view, &request(), &data());
+            assert_eq!(&keys(&d)[..10], HEADER, "{view:?}");
+            assert_eq!(d.get("v").and_then(Value::as_i64), Some(1));
+            assert_eq!(d.get("view").and_then(Value::as_str), Some(view.name()));
+        }
+    }
+
+    #[test]
+    fn the_daily_document_has_rows_with_totals() {
+        let d = doc(View::Period(Period::Day), &request(), &data());
+        assert_eq!(keys(&d)[10..], ["rows", "totals"]);
+        let rows = d.get("rows").unwrap().as_array().unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(keys(&rows[1]), ["period", "models", "totals"]);
+        let t = rows[1].get("totals").unwrap();
+        assert_eq!(keys(t), TOTALS);
+        assert_eq!(t.get("total").and_then(Value::as_i64), Some(1_014_000));
+        assert_eq!(t.get("cost_usd").and_then(Value::as_f64), Some(1.75));
+        assert_eq!(t.get("requests").and_then(Value::as_i64), Some(3));
+        let all = d.get("totals").unwrap();
+        assert_eq!(all.get("total").and_then(Value::as_i64), Some(1_137_000));
+        // --breakdown adds each row's models.
+        let req = Request {
+            breakdown: true,
+            ..request()
+        };
+        let d = doc(View::Period(Period::Day), &req, &data());
+        let rows = d.get("rows").unwrap().as_array().unwrap();
+        let models = rows[0].get("models").unwrap().as_array().unwrap();
+        assert_eq!(keys(&models[0]), ["agent", "model", "totals"]);
+    }
+
+    #[test]
+    fn the_summary_document_has_windows_limits_and_coverage() {
+        let d = doc(View::Summary, &request(), &data());
+        assert_eq!(keys(&d)[10..], ["windows", "limits", "coverage"]);
+        let w = d.get("windows").unwrap();
+        assert_eq!(keys(w), ["today", "d7", "d30"]);
+        let total = |w: &str, a: &str| {
+            d.get("windows")
+                .and_then(|x| x.get(w))
+                .and_then(|x| x.get(a))
+                .and_then(|x| x.get("total"))
+                .and_then(Value::as_i64)
+        };
+        assert_eq!(total("today", "claude"), Some(1_014_000));
+        assert_eq!(total("today", "codex"), Some(0));
+        assert_eq!(total("d7", "all"), Some(1_137_000));
+        assert_eq!(keys(d.get("limits").unwrap()), ["claude", "codex"]);
+    }
+
+    #[test]
+    fn csv_has_one_header_and_raw_numbers() {
+        let csv = render(&data(), &request(), View::Period(Period::Day), Format::Csv);
+        assert_eq!(
+            csv,
+            "period,models,requests,input,output,reasoning,cache_write_5m,cache_write_1h,cache_read,total,cost_usd,unpriced_requests,unpriced_tokens\r\n\
+             2026-11-28,gpt-5.5,1,20000,3000,0,0,0,100000,123000,0.75,0,0\r\n\
+             2026-11-29,claude-opus-4-6,3,1500,2500,0,0,10000,1000000,1014000,1.75,0,0\r\n"
+        );
+        let req = Request {
+            breakdown: true,
+            ..request()
+        };
+        let csv = render(&data(), &req, View::Dirs, Format::Csv);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert!(lines[0].starts_with("directory,agents,agent,model,requests,"));
+        assert!(lines[1].starts_with("/home/dev/alpha,claude,claude,claude-opus-4-6,2,1000,"));
+        let csv = render(&data(), &request(), View::Blocks, Format::Csv);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[2].starts_with("claude,2026-11-29T10:00:00Z,2026-11-29T15:00:00Z,true,3,"));
+        assert!(lines[2].ends_with(",1.75,0,0,1.166667"));
+    }
+
+    #[test]
+    fn a_known_five_hour_limit_gives_the_projected_percentage() {
+        let mut data = data();
+        data.limits[0].1 = json::parse(
+            r#"{"state":"ok","windows":[{"id":"five_hour","window_minutes":300,"used_percent":20,"resets_at":null}]}"#,
+        )
+        .unwrap();
+        let d = doc(View::Blocks, &request(), &data);
+        let blocks = d.get("blocks").unwrap().as_array().unwrap();
+        let active = &blocks[1];
+        assert_eq!(active.get("active"), Some(&Value::Bool(true)));
+        // $1.75 now, $1.75/1.5 h over the 3 h left: $5.25, three times
+        // the cost so far, so 20% becomes 60%.
+        assert_eq!(
+            active.get("projected_cost_usd").and_then(Value::as_f64),
+            Some(5.25)
+        );
+        assert_eq!(
+            active.get("projected_percent").and_then(Value::as_f64),
+            Some(60.0)
+        );
+        assert_eq!(
+            active.get("projected_tokens").and_then(Value::as_i64),
+            Some(3_042_000)
+        );
+        assert_eq!(blocks[0].get("projected_percent"), Some(&Value::Null));
+        let lines = render(
+            &data,
+            &request(),
+            View::Blocks,
+            Format::Text(Style {
+                width: 160,
+                color: false,
+            }),
+        );
+        assert!(
+            lines.contains("; 5h limit 20% used, projected 60%."),
+            "{lines}"
+        );
+        let line = statusline(&data, &request());
+        assert_eq!(line, "$1.75 today · $1.17/h · codex 7d 33%");
+    }
+
+    #[test]
+    fn agent_and_directory_filters_apply_to_every_row() {
+        let today = parse_date("2026-11-29").unwrap();
+        let req = Request::new(
+            None,
+            None,
+            Some("claude"),
+            Some("/home/dev/alpha"),
+            false,
+            today,
+        )
+        .unwrap();
+        let d = doc(View::Dirs, &req, &data());
+        let rows = d.get("rows").unwrap().as_array().unwrap();
+        let dirs: Vec<&str> = rows
+            .iter()
+            .filter_map(|r| r.get("directory").and_then(Value::as_str))
+            .collect();
+        assert_eq!(dirs, ["/home/dev/alpha", "/home/dev/alpha/web"]);
+        let req = Request::new(
+            Some("2026-11-28"),
+            Some("2026-11-28"),
+            None,
+            None,
+            false,
+            today,
+        )
+        .unwrap();
+        let d = doc(View::Models, &req, &data());
+        assert_eq!(
+            d.get("totals")
+                .and_then(|t| t.get("total"))
+                .and_then(Value::as_i64),
+            Some(123_000)
+        );
+    }
+}

@@ -1,0 +1,323 @@
+//! Tables for a terminal and for CSV: columns, grouped numbers, and the one
+//! rule of fitting a width (drop the least important columns first, then
+//! cut the flexible text column), so a wide view still reads in 80 columns.
+
+/// How a column's cells line up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Align {
+    Left,
+    Right,
+}
+
+/// One column: its header, alignment, and importance (a lower `keep` is
+/// dropped first when the table is too wide; 0 is never dropped).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Column {
+    pub header: &'static str,
+    pub align: Align,
+    pub keep: u8,
+    /// The one column whose cells may be cut (with `…`) to fit.
+    pub flexible: bool,
+}
+
+impl Column {
+    pub fn text(header: &'static str, keep: u8) -> Column {
+        Column {
+            header,
+            align: Align::Left,
+            keep,
+            flexible: false,
+        }
+    }
+    pub fn number(header: &'static str, keep: u8) -> Column {
+        Column {
+            header,
+            align: Align::Right,
+            keep,
+            flexible: false,
+        }
+    }
+    pub fn flexible(header: &'static str, keep: u8) -> Column {
+        Column {
+            flexible: true,
+            ..Column::text(header, keep)
+        }
+    }
+}
+
+/// How a row is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowKind {
+    Plain,
+    /// A breakdown line under a row (dim when coloured).
+    Detail,
+    /// The totals line (bold when coloured, ruled off above).
+    Total,
+}
+
+/// A table: plain cells (CSV gets the raw values separately).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Table {
+    pub columns: Vec<Column>,
+    pub rows: Vec<(RowKind, Vec<String>)>,
+}
+
+/// Terminal styling: the width to fit and whether to colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Style {
+    pub width: usize,
+    pub color: bool,
+}
+
+const GAP: usize = 2;
+/// A flexible column is cut no narrower than this (or its header), so a
+/// path or model list stays readable: number columns go first.
+const FLEX_FLOOR: usize = 20;
+const BOLD: &str = "\x1b[1m";
+const DIM: &str = "\x1b[2m";
+const RESET: &str = "\x1b[0m";
+
+fn chars(s: &str) -> usize {
+    s.chars().count()
+}
+
+/// `s` cut to `width` characters, ending in `…` when cut.
+pub fn cut(s: &str, width: usize) -> String {
+    if chars(s) <= width {
+        return s.to_string();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let mut out: String = s.chars().take(width - 1).collect();
+    out.push('…');
+    out
+}
+
+impl Table {
+    /// The lines of the table fitted to `style.width` (pure).
+    pub fn lines(&self, style: Style) -> Vec<String> {
+        let mut shown: Vec<usize> = (0..self.columns.len()).collect();
+        let natural = |i: usize| {
+            self.rows
+                .iter()
+                .map(|(_, cells)| cells.get(i).map_or(0, |c| chars(c)))
+                .chain(std::iter::once(chars(self.columns[i].header)))
+                .max()
+                .unwrap_or(0)
+        };
+        let natural: Vec<usize> = (0..self.columns.len()).map(natural).collect();
+        let mut widths = natural.clone();
+        let total = |shown: &[usize], widths: &[usize]| {
+            shown.iter().map(|&i| widths[i]).sum::<usize>() + GAP * shown.len().saturating_sub(1)
+        };
+        // Cut the flexible column (down to FLEX_FLOOR characters) while
+        // that is enough, else drop the least important column (the rightmost
+        // of equals) and try again.
+        loop {
+            let over = total(&shown, &natural).saturating_sub(style.width);
+            widths.clone_from(&natural);
+            if over == 0 {
+                break;
+            }
+            let flexible = shown.iter().copied().find(|&i| self.columns[i].flexible);
+            if let Some(f) = flexible {
+                let floor = chars(self.columns[f].header).max(natural[f].min(FLEX_FLOOR));
+                if natural[f].saturating_sub(over) >= floor {
+                    widths[f] = natural[f] - over;
+                    break;
+                }
+            }
+            let victim = shown
+                .iter()
+                .enumerate()
+                .filter(|(_, i)| self.columns[**i].keep > 0)
+                .min_by_key(|(pos, i)| (self.columns[**i].keep, usize::MAX - pos));
+            match victim {
+                Some((pos, _)) => {
+                    shown.remove(pos);
+                }
+                None => {
+                    if let Some(f) = flexible {
+                        widths[f] = natural[f].min(chars(self.columns[f].header).max(4));
+                    }
+                    break;
+                }
+            }
+        }
+        let line = |cells: &[String], kind: RowKind, header: bool| {
+            let mut out = String::new();
+            for (n, &i) in shown.iter().enumerate() {
+                let w = widths[i];
+                let text = cut(cells.get(i).map_or("", String::as_str), w);
+                let pad = " ".repeat(w - chars(&text));
+                if n > 0 {
+                    out.push_str(&" ".repeat(GAP));
+                }
+                match self.columns[i].align {
+                    Align::Left if n + 1 == shown.len() => out.push_str(&text),
+                    Align::Left => {
+                        out.push_str(&text);
+                        out.push_str(&pad);
+                    }
+                    Align::Right => {
+                        out.push_str(&pad);
+                        out.push_str(&text);
+                    }
+                }
+            }
+            let out = out.trim_end().to_string();
+            match (style.color, header, kind) {
+                (true, true, _) | (true, false, RowKind::Total) => format!("{BOLD}{out}{RESET}"),
+                (true, false, RowKind::Detail) => format!("{DIM}{out}{RESET}"),
+                _ => out,
+            }
+        };
+        let headers: Vec<String> = self.columns.iter().map(|c| c.header.to_string()).collect();
+        let mut out = vec![line(&headers, RowKind::Plain, true)];
+        for (kind, cells) in &self.rows {
+            if *kind == RowKind::Total {
+                out.push("─".repeat(total(&shown, &widths).min(style.width)));
+            }
+            out.push(line(cells, *kind, false));
+        }
+        out
+    }
+}
+
+/// `1234567` as `1,234,567`.
+pub fn group(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Dollars with cents, grouped: `$1,234.56`.
+pub fn dollars(usd: f64) -> String {
+    let cents = (usd * 100.0).round().max(0.0) as u64;
+    format!("${}.{:02}", group(cents / 100), cents % 100)
+}
+
+/// One CSV field (RFC 4180 quoting when needed).
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// CSV text of a header and rows.
+pub fn csv(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut out = String::new();
+    let line = |cells: &mut dyn Iterator<Item = String>, out: &mut String| {
+        let joined: Vec<String> = cells.map(|c| csv_field(&c)).collect();
+        out.push_str(&joined.join(","));
+        out.push_str("\r\n");
+    };
+    line(&mut header.iter().map(|h| h.to_string()), &mut out);
+    for r in rows {
+        line(&mut r.iter().cloned(), &mut out);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> Table {
+        Table {
+            columns: vec![
+                Column::text("Day", 0),
+                Column::flexible("Models", 1),
+                Column::number("Input", 2),
+                Column::number("Cost", 0),
+            ],
+            rows: vec![
+                (
+                    RowKind::Plain,
+                    vec![
+                        "2026-11-29".into(),
+                        "claude-opus-4-6, gpt-5".into(),
+                        "1,000".into(),
+                        "$1.00".into(),
+                    ],
+                ),
+                (
+                    RowKind::Total,
+                    vec![
+                        "Total".into(),
+                        String::new(),
+                        "1,000".into(),
+                        "$1.00".into(),
+                    ],
+                ),
+            ],
+        }
+    }
+
+    #[test]
+    fn numbers_are_grouped_and_dollars_have_cents() {
+        assert_eq!(group(0), "0");
+        assert_eq!(group(999), "999");
+        assert_eq!(group(1000), "1,000");
+        assert_eq!(group(1_234_567), "1,234,567");
+        assert_eq!(dollars(1_234.565_1), "$1,234.57");
+        assert_eq!(dollars(0.004), "$0.00");
+    }
+
+    #[test]
+    fn a_wide_table_fits_by_cutting_then_dropping() {
+        let wide = table().lines(Style {
+            width: 160,
+            color: false,
+        });
+        assert_eq!(
+            wide,
+            [
+                "Day         Models                  Input   Cost",
+                "2026-11-29  claude-opus-4-6, gpt-5  1,000  $1.00",
+                "────────────────────────────────────────────────",
+                "Total                               1,000  $1.00",
+            ]
+        );
+        // 46 columns: Models is cut to 20; 40: that is not enough, so
+        // Models (keep 1) goes and Input (keep 2) stays.
+        let cut = table().lines(Style {
+            width: 46,
+            color: false,
+        });
+        assert_eq!(cut[1], "2026-11-29  claude-opus-4-6, gp…  1,000  $1.00");
+        let narrow = table().lines(Style {
+            width: 40,
+            color: false,
+        });
+        assert_eq!(
+            narrow,
+            [
+                "Day         Input   Cost",
+                "2026-11-29  1,000  $1.00",
+                "────────────────────────",
+                "Total       1,000  $1.00",
+            ]
+        );
+        let colored = table().lines(Style {
+            width: 30,
+            color: true,
+        });
+        assert_eq!(colored[0], "\x1b[1mDay         Input   Cost\x1b[0m");
+    }
+
+    #[test]
+    fn csv_quotes_only_when_needed() {
+        let text = csv(&["a", "b"], &[vec!["x,y".into(), "say \"hi\"".into()]]);
+        assert_eq!(text, "a,b\r\n\"x,y\",\"say \"\"hi\"\"\"\r\n");
+    }
+}

@@ -1,0 +1,241 @@
+//! The views for people on real caches: the usage fixture's known totals
+//! rendered at 80 and 160 columns (tables written by hand from the
+//! fixture's records and the bundled per-token prices), and the real
+//! binary on a scratch home (the empty-home line, a JSON document).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[allow(dead_code)]
+mod usage_fixture;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use heeler::base::json::{self, Value};
+use heeler::usage::aggregate::incremental::State;
+use heeler::usage::cache::Index;
+use heeler::usage::pricing::PriceTable;
+use heeler::usage::time::parse_date;
+use heeler::usage::tz::Zone;
+use heeler::usage::views::data::{Data, Request};
+use heeler::usage::views::render::{self, Format, View};
+use heeler::usage::views::table::Style;
+use heeler::usage::worker::{self, Roots};
+use usage_fixture::*;
+
+/// A scratch directory removed on drop (also when a test panics).
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        Scratch(temp_dir(name))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn fixture_data(home: &Path) -> Data {
+    write_tree(home);
+    let roots = Roots::resolve(home, None, None, None);
+    let prices = PriceTable::bundled().unwrap();
+    let mut index = Index::default();
+    let result = worker::scan(&mut index, &roots, &prices, NOW, None);
+    let state = State::full(&index, &prices, worker::window_start(NOW));
+    Data {
+        slots: state.detailed.slots.into_iter().collect(),
+        zone: Zone::utc(),
+        now: NOW,
+        generated_at: Some(NOW),
+        refresh: "idle",
+        coverage: result.snapshot.coverage,
+        limits: Vec::new(),
+    }
+}
+
+fn daily(data: &Data, width: usize) -> Vec<String> {
+    let today = parse_date("2026-11-29").unwrap();
+    let req = Request::new(
+        Some("2026-11-21"),
+        Some("2026-11-26"),
+        Some("claude"),
+        None,
+        false,
+        today,
+    )
+    .unwrap();
+    let style = Style {
+        width,
+        color: false,
+    };
+    render::render(data, &req, View::Period(render_day()), Format::Text(style))
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn render_day() -> heeler::usage::views::data::Period {
+    heeler::usage::views::data::Period::Day
+}
+
+/// msg_b1 (2026-11-21, Opus 4.6: 1,000 input at $5/M, 100 output at
+/// $25/M, 5,000 1-hour cache writes at $10/M: $0.0575) and msg_c1
+/// (2026-11-26, an unknown model: 10 tokens, unpriced).
+#[test]
+fn fixture_daily_at_160_and_80_columns() {
+    let home = Scratch::new("views-fixture");
+    let data = fixture_data(&home.0);
+    let title = "Daily usage, 2026-11-21 to 2026-11-26 (UTC), claude only; as of 12:00";
+    let note = "Not in the costs: 1 request (10 tokens) of models without a price.";
+    assert_eq!(
+        daily(&data, 160),
+        [
+            title.to_string(),
+            "Date        Models               Input  Output  Cache write  Cache read  Total   Cost"
+                .into(),
+            "2026-11-21  claude-opus-4-6      1,000     100        5,000           0  6,100  $0.06"
+                .into(),
+            "2026-11-26  claude-unreleased-9      5       5            0           0     10  $0.00"
+                .into(),
+            "─".repeat(85),
+            "Total                            1,005     105        5,000           0  6,110  $0.06"
+                .into(),
+            note.into(),
+        ]
+    );
+    assert_eq!(
+        daily(&data, 80),
+        [
+            title.to_string(),
+            "Date        Models               Input  Output  Cache read  Total   Cost".into(),
+            "2026-11-21  claude-opus-4-6      1,000     100           0  6,100  $0.06".into(),
+            "2026-11-26  claude-unreleased-9      5       5           0     10  $0.00".into(),
+            "─".repeat(72),
+            "Total                            1,005     105           0  6,110  $0.06".into(),
+            note.into(),
+        ]
+    );
+}
+
+/// The fixture's Claude totals over 30 days (tests/usage.rs counts them:
+/// six requests, 218 output tokens) come out of the JSON document too.
+#[test]
+fn fixture_models_document_sums_to_the_known_totals() {
+    let home = Scratch::new("views-fixture-json");
+    let data = fixture_data(&home.0);
+    let today = parse_date("2026-11-29").unwrap();
+    let req = Request::new(None, None, Some("claude"), None, false, today).unwrap();
+    let doc =
+        json::parse(render::render(&data, &req, View::Models, Format::Json).trim_end()).unwrap();
+    let totals = doc.get("totals").unwrap();
+    assert_eq!(totals.get("requests").and_then(Value::as_i64), Some(6));
+    assert_eq!(
+        totals.get("output").and_then(Value::as_i64),
+        Some(50 + 20 + 3 + 40 + 100 + 5)
+    );
+    assert_eq!(
+        totals.get("cache_write_1h").and_then(Value::as_i64),
+        Some(200 + 5000)
+    );
+}
+
+fn heeler(home: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_heeler"))
+        .args(args)
+        .env_clear()
+        .env("HOME", home)
+        .env("PATH", "/usr/bin:/bin")
+        .env("TZ", "UTC")
+        .output()
+        .unwrap()
+}
+
+/// Waits for a background worker a view started to finish, so the
+/// scratch home can be removed.
+fn settle(home: &Path) {
+    let dir = heeler::usage::paths::UsageDir(home.join(".local/state/herdr/plugins/heeler/usage"));
+    for _ in 0..200 {
+        if !worker::is_running(&dir) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn an_empty_home_names_the_roots_searched() {
+    let home = Scratch::new("views-empty");
+    let worker = heeler(&home.0, &["usage", "worker"]);
+    assert!(worker.status.success(), "{worker:?}");
+    let out = heeler(&home.0, &["usage"]);
+    settle(&home.0);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let claude = home.0.join(".claude");
+    assert!(
+        text.contains("No Claude Code or Codex transcripts found")
+            && text.contains(&claude.display().to_string())
+            && text.contains("Set CLAUDE_CONFIG_DIR or CODEX_HOME"),
+        "{text}"
+    );
+    assert!(!text.contains('\x1b'), "no colour off a terminal: {text:?}");
+}
+
+#[test]
+fn the_binary_prints_a_view_document_and_rejects_bad_options() {
+    let home = Scratch::new("views-binary");
+    // Two requests an hour ago, whatever the clock says.
+    let now = heeler::base::clock::unix_seconds();
+    let lines: String = (0..2)
+        .map(|i| {
+            Claude {
+                at: now - 3600 + i * 60,
+                msg: ["m1", "m2"][i as usize],
+                req: ["r1", "r2"][i as usize],
+                output: 7,
+                ..Claude::default()
+            }
+            .line()
+                + "\n"
+        })
+        .collect();
+    write(
+        &home.0.join(".claude/projects/-home-dev-alpha/s.jsonl"),
+        &lines,
+    );
+    assert!(heeler(&home.0, &["usage", "worker"]).status.success());
+    let out = heeler(&home.0, &["usage", "daily", "--json", "--agent", "claude"]);
+    settle(&home.0);
+    assert!(out.status.success(), "{out:?}");
+    let doc = json::parse(String::from_utf8(out.stdout).unwrap().trim_end()).unwrap();
+    assert_eq!(doc.get("view").and_then(Value::as_str), Some("daily"));
+    let totals = doc.get("totals").unwrap();
+    assert_eq!(totals.get("requests").and_then(Value::as_i64), Some(2));
+    assert_eq!(totals.get("output").and_then(Value::as_i64), Some(14));
+    // The statusline reads recent-v1.json; without it, the whole state:
+    // the same line either way.
+    let recent = home
+        .0
+        .join(".local/state/herdr/plugins/heeler/usage/recent-v1.json");
+    assert!(recent.exists());
+    let fast = heeler(&home.0, &["usage", "statusline"]);
+    settle(&home.0);
+    std::fs::remove_file(&recent).unwrap();
+    let slow = heeler(&home.0, &["usage", "statusline"]);
+    settle(&home.0);
+    assert_eq!(
+        String::from_utf8_lossy(&fast.stdout),
+        String::from_utf8_lossy(&slow.stdout)
+    );
+    assert!(String::from_utf8_lossy(&fast.stdout).contains(" today"));
+    let bad = heeler(&home.0, &["usage", "daily", "--since", "someday"]);
+    settle(&home.0);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--since"));
+    let bad = heeler(&home.0, &["usage", "blocks", "--tz", "Nowhere/Zone"]);
+    settle(&home.0);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("is not a time zone on this Host"));
+}
