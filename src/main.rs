@@ -39,8 +39,8 @@ fn main() -> ExitCode {
             pair::popup::event_loop::run(pair_args)
         }
         Some(cli::Command::Pair(pair_args)) => pair::headless::run(pair_args),
-        Some(cli::Command::NotifyHook(hook_args)) => hooks::notify::run(hook_args),
-        Some(cli::Command::ActivityHook(hook_args)) => hooks::activity::run(hook_args),
+        Some(cli::Command::NotifyHook(hook_args)) => hooks::worker::notify_hook(hook_args),
+        Some(cli::Command::ActivityHook(hook_args)) => hooks::worker::activity_hook(hook_args),
         Some(cli::Command::HookWorker(worker_args)) => hooks::worker::run(worker_args),
         Some(cli::Command::SidebarHook(hook_args)) => hooks::startup::run(hook_args),
         Some(cli::Command::Usage(usage_args)) => usage::command::run(usage_args),

@@ -122,8 +122,23 @@ fn a_notify_hook_delivers_a_sealed_push_to_the_relay() {
     f.herdr.set_agents(AGENT_BLOCKED);
     f.herdr.set_workspaces(WORKSPACES);
     f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
-    let output = run(&["notify-hook"], &f.env(&event("w1:p1", "blocked")), "");
+    let env = f.env(&event("w1:p1", "blocked"));
+    let output = run(&["notify-hook"], &env, "");
     assert!(output.status.success(), "{}", stderr(&output));
+    // The session's hook worker delivers after the debounce; where no
+    // worker can be started (qemu-user without binfmt_misc) the hook
+    // delivered before it exited.
+    settle_env(&env);
+    // Only the fallback may be logged: the worker could not be started.
+    let logged = f.failure_text();
+    assert!(
+        logged.is_empty()
+            || logged.lines().all(|line| line
+                .starts_with("notify-hook: cannot start the hook worker (")
+                && line.ends_with("); the hook serves its queue")),
+        "{logged}"
+    );
+    println!("hook failure log: {logged:?}");
     let requests = f.relay.requests();
     assert_eq!(requests.len(), 1);
     assert_eq!(

@@ -14,8 +14,6 @@ use std::path::{Path, PathBuf};
 
 use crate::base::base64;
 use crate::base::json::{self, Object, Value};
-use crate::cli::NotifyHookArgs;
-use crate::exit::Failure;
 use crate::herdr::client::{HerdrClient, HerdrError};
 use crate::hooks::delivery::{self, DeliveryError, Registration, Relays, StateRecord};
 use crate::hooks::env::{self, Event, HookEnv, StartError};
@@ -34,6 +32,9 @@ pub enum NotifyError {
     Delivery(DeliveryError),
     /// The event could not be handed to the session's worker.
     Queue(std::io::Error),
+    /// The event is queued but no worker could be started; the caller
+    /// serves the queue itself (`worker::event_hook`).
+    NoWorker(std::io::Error),
 }
 
 impl std::fmt::Display for NotifyError {
@@ -44,6 +45,16 @@ impl std::fmt::Display for NotifyError {
             NotifyError::RecheckNoStatus => f.write_str("status re-check returned no agent_status"),
             NotifyError::Delivery(e) => write!(f, "{e}"),
             NotifyError::Queue(e) => write!(f, "cannot hand the event to the hook worker: {e}"),
+            NotifyError::NoWorker(e) => write!(f, "cannot start the hook worker: {e}"),
+        }
+    }
+}
+
+impl From<spool::HandOverError> for NotifyError {
+    fn from(e: spool::HandOverError) -> NotifyError {
+        match e {
+            spool::HandOverError::Queue(e) => NotifyError::Queue(e),
+            spool::HandOverError::NoWorker(e) => NotifyError::NoWorker(e),
         }
     }
 }
@@ -52,11 +63,6 @@ impl From<StartError> for NotifyError {
     fn from(e: StartError) -> NotifyError {
         NotifyError::Start(e)
     }
-}
-
-/// The CLI entry point.
-pub fn run(_args: NotifyHookArgs) -> Result<(), Failure> {
-    run_with(&env::process_env).map_err(|e| Failure::new(format!("notify-hook: {e}"), 1))
 }
 
 /// The notify flag of a status: only Blocked and Done notify.
@@ -223,7 +229,7 @@ pub fn run_with(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Result<(
     }
 
     let due_ms = crate::base::clock::unix_millis().saturating_add(settings.debounce_ms);
-    spool::hand_over(&env, due_ms, Job::Notify { event, ts }).map_err(NotifyError::Queue)
+    spool::hand_over(&env, due_ms, Job::Notify { event, ts }).map_err(NotifyError::from)
 }
 
 /// What the worker shares between the events of one batch: the herdr

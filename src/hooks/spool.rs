@@ -376,19 +376,32 @@ fn own_executable() -> io::Result<PathBuf> {
     std::env::current_exe()
 }
 
+/// Why an event could not be left with a worker.
+#[derive(Debug)]
+pub enum HandOverError {
+    /// The event could not be queued, or the worker lock not probed.
+    Queue(io::Error),
+    /// The event is queued, but no worker process could be started: the
+    /// system refused the spawn (no process slots) or refused to run this
+    /// binary again (qemu-user without binfmt_misc answers `ENOEXEC`). The
+    /// caller serves the queue in its own process instead.
+    NoWorker(io::Error),
+}
+
 /// Makes sure a worker serves `queue` after an entry was written: when no
 /// process holds the lock, starts `heeler hook-worker` detached (its own
 /// session, stdio on `/dev/null`, no descriptor of ours or herdr's, the
 /// lock released before the spawn). When the lock is held, its holder is a
 /// worker that scans again before it exits, or a probe like this one that
 /// starts a worker after it.
-pub fn ensure_worker(queue: &Queue) -> io::Result<()> {
-    match queue.try_lock()? {
+pub fn ensure_worker(queue: &Queue) -> Result<(), HandOverError> {
+    match queue.try_lock().map_err(HandOverError::Queue)? {
         None => return Ok(()),
         Some(probe) => drop(probe),
     }
     use std::os::unix::process::CommandExt;
-    let mut command = std::process::Command::new(own_executable()?);
+    let mut command =
+        std::process::Command::new(own_executable().map_err(HandOverError::NoWorker)?);
     command
         .arg("hook-worker")
         .arg0("heeler")
@@ -397,19 +410,21 @@ pub fn ensure_worker(queue: &Queue) -> io::Result<()> {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
     crate::base::sys::detach_on_spawn(&mut command);
-    command.spawn().map(|_| ())
+    command.spawn().map(|_| ()).map_err(HandOverError::NoWorker)
 }
 
 /// What both event hooks do once they know an event is worth the
 /// debounce: queue it in their session's spool, due at `due_ms`, and make
 /// sure a worker serves it.
-pub fn hand_over(env: &HookEnv, due_ms: u64, job: Job) -> io::Result<()> {
+pub fn hand_over(env: &HookEnv, due_ms: u64, job: Job) -> Result<(), HandOverError> {
     let queue = Queue::of(&env.state_dir);
-    queue.enqueue(&Entry {
-        due_ms,
-        origin: Origin::of(env),
-        job,
-    })?;
+    queue
+        .enqueue(&Entry {
+            due_ms,
+            origin: Origin::of(env),
+            job,
+        })
+        .map_err(HandOverError::Queue)?;
     ensure_worker(&queue)
 }
 

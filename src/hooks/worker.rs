@@ -23,6 +23,12 @@
 //! marker, the latest-wins claim. After releasing the lock it looks at the
 //! spool once more and serves again if an entry arrived meanwhile.
 //!
+//! When the hook cannot start a worker at all (the system refuses the
+//! spawn, or refuses to run this binary again: qemu-user without
+//! binfmt_misc answers `ENOEXEC`), [`notify_hook`] and [`activity_hook`]
+//! serve the queue in the hook's own process, as the hooks did before
+//! there was a worker: the event is late for herdr's slot, never lost.
+//!
 //! Failures cannot reach herdr's plugin log any more; each is one line in
 //! the failure log (`failure_log.rs`), worded as the hook's stderr line was.
 
@@ -31,7 +37,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::base::json::Value;
-use crate::cli::HookWorkerArgs;
+use crate::cli::{ActivityHookArgs, HookWorkerArgs, NotifyHookArgs};
 use crate::exit::Failure;
 use crate::herdr::client::HerdrError;
 use crate::herdr::session;
@@ -74,10 +80,45 @@ pub fn next_step(dues: &[u64], now_ms: u64, gather: Duration) -> Step {
     Step::Serve(dues.iter().take_while(|due| **due <= now_ms).count())
 }
 
+/// `heeler notify-hook`: the hook, then the queue served here when no
+/// worker could be started.
+pub fn notify_hook(_args: NotifyHookArgs) -> Result<(), Failure> {
+    match notify::run_with(&env::process_env) {
+        Err(notify::NotifyError::NoWorker(e)) => serve_in_hook("notify-hook", &e),
+        result => result.map_err(|e| Failure::new(format!("notify-hook: {e}"), 1)),
+    }
+}
+
+/// `heeler activity-hook`: the hook, then the queue served here when no
+/// worker could be started.
+pub fn activity_hook(_args: ActivityHookArgs) -> Result<(), Failure> {
+    match activity::run_with(&env::process_env) {
+        Err(activity::ActivityError::NoWorker(e)) => serve_in_hook("activity-hook", &e),
+        result => result.map_err(|e| Failure::new(format!("activity-hook: {e}"), 1)),
+    }
+}
+
+/// The worker's work in the hook's own process, after the hook queued its
+/// event but could not start a worker; the reason is logged once.
+fn serve_in_hook(hook: &str, error: &std::io::Error) -> Result<(), Failure> {
+    if let Some(dir) = env::process_env("HERDR_PLUGIN_STATE_DIR").filter(|v| !v.is_empty()) {
+        let line =
+            format!("{hook}: cannot start the hook worker ({error}); the hook serves its queue");
+        log(Path::new(&dir), &line);
+    }
+    serve_here()
+}
+
 /// The CLI entry point.
 pub fn run(_args: HookWorkerArgs) -> Result<(), Failure> {
     // First, before anything here owns a descriptor.
     crate::base::sys::close_inherited_fds();
+    serve_here()
+}
+
+/// Serves this process's session queue (from the hook environment) until
+/// it is idle.
+fn serve_here() -> Result<(), Failure> {
     let fail = |why: &str| Failure::new(format!("hook-worker: {why}"), 1);
     let plugin_state_dir = env::process_env("HERDR_PLUGIN_STATE_DIR")
         .filter(|v| !v.is_empty())

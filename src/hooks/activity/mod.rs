@@ -23,8 +23,6 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::base::json::{self, Value};
-use crate::cli::ActivityHookArgs;
-use crate::exit::Failure;
 use crate::herdr::client::{HerdrClient, HerdrError};
 use crate::hooks::activity::budget::{push_body, seal_within_budget, step_after_too_large};
 use crate::hooks::activity::claim::{read_claim, superseded, write_claim};
@@ -50,6 +48,9 @@ pub enum ActivityError {
     Delivery(DeliveryError),
     /// The event could not be handed to the session's worker.
     Queue(std::io::Error),
+    /// The event is queued but no worker could be started; the caller
+    /// serves the queue itself (`worker::event_hook`).
+    NoWorker(std::io::Error),
 }
 
 impl std::fmt::Display for ActivityError {
@@ -63,6 +64,16 @@ impl std::fmt::Display for ActivityError {
             ActivityError::AgentList(e) => f.write_str(&e.failed("agent list")),
             ActivityError::Delivery(e) => write!(f, "{e}"),
             ActivityError::Queue(e) => write!(f, "cannot hand the event to the hook worker: {e}"),
+            ActivityError::NoWorker(e) => write!(f, "cannot start the hook worker: {e}"),
+        }
+    }
+}
+
+impl From<spool::HandOverError> for ActivityError {
+    fn from(e: spool::HandOverError) -> ActivityError {
+        match e {
+            spool::HandOverError::Queue(e) => ActivityError::Queue(e),
+            spool::HandOverError::NoWorker(e) => ActivityError::NoWorker(e),
         }
     }
 }
@@ -71,11 +82,6 @@ impl From<StartError> for ActivityError {
     fn from(e: StartError) -> ActivityError {
         ActivityError::Start(e)
     }
-}
-
-/// The CLI entry point.
-pub fn run(_args: ActivityHookArgs) -> Result<(), Failure> {
-    run_with(&env::process_env).map_err(|e| Failure::new(format!("activity-hook: {e}"), 1))
 }
 
 /// Reads `activity/last-state.json`; missing or corrupt means none.
@@ -183,7 +189,7 @@ pub fn run_with(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Result<(
         .map_err(|e| ActivityError::Claim(format!("cannot write {}: {e}", claim_path.display())))?;
     let due_ms = crate::base::clock::unix_millis().saturating_add(settings.activity_debounce_ms);
     spool::hand_over(&env, due_ms, Job::Activity { pid, claimed_at_ms })
-        .map_err(ActivityError::Queue)
+        .map_err(ActivityError::from)
 }
 
 /// `activity/claim.json` of a session state dir.
