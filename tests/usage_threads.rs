@@ -46,7 +46,7 @@ fn claude_records(n: usize, records: std::ops::Range<usize>, at: i64) -> String 
         // Every seventh message of every fifth file is shared by a few
         // files (a duplicate the aggregate must count once, whichever file
         // a thread read first).
-        let id = if n % 5 == 0 && r % 7 == 0 {
+        let id = if n.is_multiple_of(5) && r.is_multiple_of(7) {
             format!("shared{}", r % 5)
         } else {
             format!("m{n}-{r}")
@@ -57,11 +57,11 @@ fn claude_records(n: usize, records: std::ops::Range<usize>, at: i64) -> String 
             req: &id,
             model: ["claude-opus-4-6", "claude-sonnet-4-5"][(n + r) % 2],
             cwd: ["/home/dev/alpha", "/home/dev/beta"][n % 2],
-            sidechain: r % 11 == 0,
+            sidechain: r.is_multiple_of(11),
             input: (n * 31 + r) as u64 % 97,
             output: 1 + (n * 17 + r) as u64 % 500,
             read: (r as u64 % 3) * 1000,
-            split: (r % 3 == 0).then_some((r as u64, n as u64)),
+            split: r.is_multiple_of(3).then_some((r as u64, n as u64)),
             write: 40,
             speed: None,
         }
@@ -161,7 +161,7 @@ fn one_thread_and_several_write_the_same_snapshot() {
 
     // Appends to many files (none with a shared message: the aggregate is
     // then updated, not rebuilt), then an incremental refresh of each run.
-    for n in (1..40).step_by(3).filter(|n| n % 5 != 0) {
+    for n in (1..40).step_by(3).filter(|n: &usize| !n.is_multiple_of(5)) {
         append(
             &claude_file(&home, n),
             &claude_records(n + 100, 1..5, NOW - HOUR),
