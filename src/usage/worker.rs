@@ -86,17 +86,35 @@ pub fn scan_with_state(
     now: i64,
     deadline: Option<Instant>,
 ) -> ScanResult {
+    let threads = cache::default_threads();
+    scan_on_threads(index, state, roots, found, prices, now, deadline, threads)
+}
+
+/// [`scan_with_state`] parsing on `threads` threads (any count gives the
+/// same result; tests compare one with several).
+#[allow(clippy::too_many_arguments)]
+pub fn scan_on_threads(
+    index: &mut Index,
+    state: &mut Option<State>,
+    roots: &Roots,
+    found: Discovery,
+    prices: &PriceTable,
+    now: i64,
+    deadline: Option<Instant>,
+    threads: usize,
+) -> ScanResult {
     let since = window_start(now);
     let candidates = &found.candidates;
     let trace = Trace::new();
     let before = state.as_ref().map(|_| index.fingerprint());
     let mut changes = cache::Changes::default();
-    let mut stats = cache::refresh_tracked(
+    let mut stats = cache::refresh_threads(
         index,
         candidates,
         since.saturating_mul(1_000_000_000),
         deadline,
         &mut changes,
+        threads,
     );
     trace.mark("  stat and read changed files");
     let incremental = match (state.as_mut(), before) {
@@ -113,12 +131,13 @@ pub fn scan_with_state(
         if index.files.len() < before.len() {
             changed_keys.extend(before.into_iter().filter(|k| !index.files.contains_key(k)));
             let mut again = cache::Changes::default();
-            let more = cache::refresh_tracked(
+            let more = cache::refresh_threads(
                 index,
                 candidates,
                 since.saturating_mul(1_000_000_000),
                 deadline,
                 &mut again,
+                threads,
             );
             stats.reparsed += more.reparsed;
             stats.bytes_read += more.bytes_read;

@@ -5,9 +5,14 @@
 //! a fifth of the Codex files zstd-compressed like Codex's cold archives —
 //! then times the release `heeler` binary: a cold scan (empty cache), a
 //! warm refresh (nothing changed), a one-file-append refresh and a warm
-//! query. When `ccusage` is installed (on PATH or `CCUSAGE=/path`) it runs
-//! on the same Claude corpus and the ratio is printed. Figures only: no
-//! budget is asserted here.
+//! query. The cold scan runs `--rounds` times (5), each beside the `cat`
+//! floor of the same files (and `--baseline <heeler>`, an older build, when
+//! given), and the medians are printed as ratios of wall and CPU time; the
+//! one-file append beside its floor, the walk that stats every file. When
+//! `ccusage` is installed (on PATH, `CCUSAGE=/path` or under
+//! `target/ccusage`) it runs on the same Claude corpus interleaved with
+//! heeler's cold scan of that tree (at least 5 pairs, medians). Figures
+//! only: no budget is asserted here.
 //!
 //! Memory: every refresh's peak RSS (`wait4`'s `ru_maxrss`) is printed,
 //! also for two inputs that must not be held whole: a 2 GiB file that is
@@ -242,10 +247,19 @@ fn generate(
     })
 }
 
-/// Wall time and peak RSS of one run.
+/// Wall time, CPU time (user + system) and peak RSS of one run.
+#[derive(Clone, Copy, Default)]
 struct Run {
     took: Duration,
+    cpu: Duration,
     rss_kib: i64,
+}
+
+fn cpu_of(usage: &libc::rusage) -> Duration {
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
+    };
+    tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
 /// Runs `command` to its end (stdout discarded) and measures it.
@@ -269,8 +283,70 @@ fn measure(mut command: Command) -> Result<Run, String> {
     }
     Ok(Run {
         took,
+        cpu: cpu_of(&usage),
         rss_kib: crate::bench_accept::max_rss_kib(&usage),
     })
+}
+
+/// The median wall and CPU times of `runs`, and their peak RSS.
+fn median(runs: &[Run]) -> Run {
+    let pick = |f: fn(&Run) -> Duration| {
+        let mut v: Vec<Duration> = runs.iter().map(f).collect();
+        v.sort();
+        v.get(v.len() / 2).copied().unwrap_or_default()
+    };
+    Run {
+        took: pick(|r| r.took),
+        cpu: pick(|r| r.cpu),
+        rss_kib: runs.iter().map(|r| r.rss_kib).max().unwrap_or(0),
+    }
+}
+
+/// Every file under `dir`, in walk order.
+fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        match e.file_type() {
+            Ok(t) if t.is_dir() => files_under(&e.path(), out),
+            Ok(t) if t.is_file() => out.push(e.path()),
+            _ => {}
+        }
+    }
+}
+
+/// The floor of a cold scan: `cat` of every file to /dev/null (in batches
+/// of 500 arguments; the times summed).
+fn cat_floor(files: &[PathBuf]) -> Result<Run, String> {
+    let mut total = Run::default();
+    for batch in files.chunks(500) {
+        let mut c = Command::new("cat");
+        c.args(batch);
+        let run = measure(c)?;
+        total.took += run.took;
+        total.cpu += run.cpu;
+        total.rss_kib = total.rss_kib.max(run.rss_kib);
+    }
+    Ok(total)
+}
+
+/// The floor of a refresh: the walk of the transcript trees with a `stat`
+/// of every file (`find -printf` of size and mtime).
+fn walk_floor(home: &Path) -> Result<Run, String> {
+    let mut c = Command::new("find");
+    c.arg(home.join(".claude/projects"))
+        .arg(home.join(".codex/sessions"))
+        .args(["-type", "f", "-printf", "%s %T@\\n"]);
+    measure(c)
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+fn ratio(a: Duration, b: Duration) -> f64 {
+    a.as_secs_f64() / b.as_secs_f64().max(1e-9)
 }
 
 fn time(command: Command) -> Result<Duration, String> {
@@ -381,6 +457,13 @@ pub fn run(args: &[String]) -> Result<(), String> {
         .unwrap_or(1.0);
     let memory_only = args.iter().any(|a| a == "--memory");
     let views_only = args.iter().any(|a| a == "--views");
+    let rounds: usize = crate::flag(args, "--rounds")
+        .map(|s| s.parse().map_err(|_| "--rounds takes a count"))
+        .transpose()?
+        .unwrap_or(5)
+        .max(1);
+    // Another heeler binary (an older build) timed side by side.
+    let baseline = crate::flag(args, "--baseline").map(PathBuf::from);
     let claude_files = ((5000.0 * scale) as usize).max(1);
     let codex_files = ((2000.0 * scale) as usize).max(1);
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -408,15 +491,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         started.elapsed().as_secs_f64()
     );
     let state = work.join("state");
-    // Drop the page cache influence as far as we can without root tricks:
-    // the first run reads from disk or cache alike for both tools.
-    let cold = measure(heeler(&bin, &corpus.home, &state, &["usage", "worker"]))?;
-    println!(
-        "cold scan (empty cache):      {:>10.2} s  ({:.0} MB/s)   peak RSS {}",
-        cold.took.as_secs_f64(),
-        corpus.bytes as f64 / 1e6 / cold.took.as_secs_f64(),
-        mib(cold.rss_kib)
-    );
+    let cold = cold_scans(&bin, baseline.as_deref(), &corpus, &work, &state, rounds)?;
     let index_bytes = dir_bytes(&state);
     let warm = measure(heeler(&bin, &corpus.home, &state, &["usage", "worker"]))?;
     println!(
@@ -429,7 +504,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
         return views(&bin, &corpus.home, &state);
     }
     if !memory_only {
-        peak = peak.max(timings(&bin, &corpus, &work, &state, now, warm.took)?);
+        peak = peak.max(timings(
+            &bin, &corpus, &work, &state, now, warm.took, rounds,
+        )?);
         views(&bin, &corpus.home, &state)?;
     }
     println!(
@@ -482,6 +559,77 @@ fn views(bin: &Path, home: &Path, state: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Cold scans (empty cache) of the whole corpus, interleaved with the
+/// `cat` floor of the same files and, when given, the baseline binary's
+/// cold scan: `rounds` of each, medians printed with their ratios. The
+/// last scan's state is left in `state`.
+fn cold_scans(
+    bin: &Path,
+    baseline: Option<&Path>,
+    corpus: &Corpus,
+    work: &Path,
+    state: &Path,
+    rounds: usize,
+) -> Result<Run, String> {
+    let mut files = Vec::new();
+    files_under(&corpus.home, &mut files);
+    files.sort();
+    let (mut floor, mut ours, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
+    // One untimed read first, so every timed run finds the files cached.
+    cat_floor(&files)?;
+    for _ in 0..rounds {
+        floor.push(cat_floor(&files)?);
+        let _ = fs::remove_dir_all(state);
+        ours.push(measure(heeler(
+            bin,
+            &corpus.home,
+            state,
+            &["usage", "worker"],
+        ))?);
+        if let Some(old) = baseline {
+            let old_state = work.join("state-baseline");
+            let _ = fs::remove_dir_all(&old_state);
+            theirs.push(measure(heeler(
+                old,
+                &corpus.home,
+                &old_state,
+                &["usage", "worker"],
+            ))?);
+        }
+    }
+    let (floor, cold) = (median(&floor), median(&ours));
+    println!(
+        "cat floor ({} files):        {:>8.3} s wall  {:>8.3} s CPU   (median of {rounds})",
+        files.len(),
+        secs(floor.took),
+        secs(floor.cpu)
+    );
+    println!(
+        "cold scan (empty cache):      {:>8.3} s wall  {:>8.3} s CPU   ({:.0} MB/s; median of {rounds})   peak RSS {}",
+        secs(cold.took),
+        secs(cold.cpu),
+        corpus.bytes as f64 / 1e6 / secs(cold.took),
+        mib(cold.rss_kib)
+    );
+    println!(
+        "cold scan / cat floor:        {:>8.2}x wall {:>8.2}x CPU",
+        ratio(cold.took, floor.took),
+        ratio(cold.cpu, floor.cpu)
+    );
+    if let Some(old) = baseline {
+        let old_run = median(&theirs);
+        println!(
+            "baseline cold ({}): {:.3} s wall  {:.3} s CPU; this build / baseline: {:.2}x wall {:.2}x CPU",
+            old.display(),
+            secs(old_run.took),
+            secs(old_run.cpu),
+            ratio(cold.took, old_run.took),
+            ratio(cold.cpu, old_run.cpu)
+        );
+    }
+    Ok(cold)
+}
+
 /// The append, query and ccusage timings; returns the appends' peak RSS.
 fn timings(
     bin: &Path,
@@ -490,10 +638,12 @@ fn timings(
     state: &Path,
     now: i64,
     warm: Duration,
+    rounds: usize,
 ) -> Result<i64, String> {
     // One-file appends: five records to the newest Claude file, then a
     // refresh; repeated so the figure is a median, not one sample.
-    let mut appends: Vec<Duration> = Vec::new();
+    let mut appends: Vec<Run> = Vec::new();
+    let mut walks: Vec<Run> = Vec::new();
     let mut peak = 0;
     for round in 0..9u64 {
         let mut file = fs::OpenOptions::new()
@@ -516,17 +666,28 @@ fn timings(
         drop(file);
         let run = measure(heeler(bin, &corpus.home, state, &["usage", "worker"]))?;
         peak = peak.max(run.rss_kib);
-        appends.push(run.took);
+        appends.push(run);
+        walks.push(walk_floor(&corpus.home)?);
     }
-    let first_append = appends[0];
-    appends.sort();
+    let first_append = appends[0].took;
+    let (append, walk) = (median(&appends), median(&walks));
+    let mut took: Vec<Duration> = appends.iter().map(|r| r.took).collect();
+    took.sort();
     println!(
-        "one-file append refresh:      {:>12}   (median of 9; min {}, max {}, first {})   peak RSS {}",
-        ms(appends[4]),
-        ms(appends[0]),
-        ms(appends[8]),
+        "one-file append refresh:      {:>12} wall {:>9} CPU   (median of 9; min {}, max {}, first {})   peak RSS {}",
+        ms(append.took),
+        ms(append.cpu),
+        ms(took[0]),
+        ms(took[8]),
         ms(first_append),
         mib(peak)
+    );
+    println!(
+        "  its floor, the walk (find -printf size, mtime): {} wall {} CPU; append / walk {:.2}x wall {:.2}x CPU",
+        ms(walk.took),
+        ms(walk.cpu),
+        ratio(append.took, walk.took),
+        ratio(append.cpu, walk.cpu)
     );
     let mut queries: Vec<Duration> = (0..21)
         .map(|_| {
@@ -564,6 +725,8 @@ fn timings(
         ms(other[10]),
         ms(other[20])
     );
+    let local = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/ccusage/node_modules/.bin/ccusage");
     let ccusage = std::env::var("CCUSAGE")
         .ok()
         .map(PathBuf::from)
@@ -573,48 +736,70 @@ fn timings(
                     .map(|d| Path::new(d).join("ccusage"))
                     .find(|c| c.is_file())
             })
-        });
-    match ccusage {
-        None => {
-            println!("ccusage: SKIPPED (not installed; npm install ccusage, then CCUSAGE=path)")
-        }
-        Some(cc) => {
-            let mut c = Command::new(&cc);
-            c.args([
-                "claude",
-                "daily",
-                "--json",
-                "--offline",
-                "--timezone",
-                "UTC",
-            ])
-            .env("HOME", &corpus.home)
-            .env("CLAUDE_CONFIG_DIR", corpus.home.join(".claude"));
-            let theirs = time(c)?;
-            // Our cold scan of the same Claude-only tree, for a like-for-like ratio.
-            let claude_only = work.join("claude-only");
-            fs::create_dir_all(&claude_only).map_err(|e| e.to_string())?;
-            let link = claude_only.join(".claude");
-            let _ = fs::remove_file(&link);
-            std::os::unix::fs::symlink(corpus.home.join(".claude"), &link)
-                .map_err(|e| e.to_string())?;
-            let ours = time(heeler(
-                bin,
-                &claude_only,
-                &work.join("state-claude"),
-                &["usage", "worker"],
-            ))?;
-            println!(
-                "ccusage claude daily --json:  {:>10.2} s   heeler cold (Claude only) {:.2} s   ratio {:.2}x",
-                theirs.as_secs_f64(),
-                ours.as_secs_f64(),
-                theirs.as_secs_f64() / ours.as_secs_f64()
-            );
-            println!(
-                "ccusage warm (no cache) vs heeler warm refresh: ratio {:.0}x",
-                theirs.as_secs_f64() / warm.as_secs_f64()
-            );
-        }
+        })
+        .or_else(|| local.is_file().then_some(local));
+    let Some(cc) = ccusage else {
+        println!(
+            "ccusage: SKIPPED (not installed: npm install --prefix target/ccusage ccusage@20.0.24, or CCUSAGE=path)"
+        );
+        return Ok(peak);
+    };
+    // Our cold scan of the same Claude-only tree, for a like-for-like ratio.
+    let claude_only = work.join("claude-only");
+    fs::create_dir_all(&claude_only).map_err(|e| e.to_string())?;
+    let link = claude_only.join(".claude");
+    let _ = fs::remove_file(&link);
+    std::os::unix::fs::symlink(corpus.home.join(".claude"), &link).map_err(|e| e.to_string())?;
+    let ours_state = work.join("state-claude");
+    // Interleaved, ccusage then heeler, so both see the same load.
+    let (mut theirs, mut ours) = (Vec::new(), Vec::new());
+    let pairs = rounds.max(5);
+    for _ in 0..pairs {
+        let mut c = Command::new(&cc);
+        c.args([
+            "claude",
+            "daily",
+            "--json",
+            "--offline",
+            "--timezone",
+            "UTC",
+        ])
+        .env("HOME", &corpus.home)
+        .env("CLAUDE_CONFIG_DIR", corpus.home.join(".claude"));
+        theirs.push(measure(c)?);
+        let _ = fs::remove_dir_all(&ours_state);
+        ours.push(measure(heeler(
+            bin,
+            &claude_only,
+            &ours_state,
+            &["usage", "worker"],
+        ))?);
     }
+    let mut pair_ratios: Vec<f64> = theirs
+        .iter()
+        .zip(&ours)
+        .map(|(t, o)| ratio(t.took, o.took))
+        .collect();
+    pair_ratios.sort_by(f64::total_cmp);
+    let (theirs, ours) = (median(&theirs), median(&ours));
+    println!(
+        "ccusage claude daily --json:  {:>8.3} s wall {:>8.3} s CPU   heeler cold (Claude only) {:.3} s wall {:.3} s CPU   (medians of {pairs} interleaved pairs)",
+        secs(theirs.took),
+        secs(theirs.cpu),
+        secs(ours.took),
+        secs(ours.cpu),
+    );
+    println!(
+        "ccusage / heeler:             {:>8.2}x wall {:>8.2}x CPU   (per-pair wall ratios {:.2}x to {:.2}x, median {:.2}x)",
+        ratio(theirs.took, ours.took),
+        ratio(theirs.cpu, ours.cpu),
+        pair_ratios[0],
+        pair_ratios[pair_ratios.len() - 1],
+        pair_ratios[pair_ratios.len() / 2]
+    );
+    println!(
+        "ccusage (no cache) vs heeler warm refresh: ratio {:.0}x",
+        ratio(theirs.took, warm)
+    );
     Ok(peak)
 }

@@ -7,7 +7,8 @@
 //! offset, reparse, drop — is decided by [`plan::decide`] from values (the
 //! rules are listed there); [`refresh_tracked`] is the loop that gathers
 //! those values (`stat`, the head hash, the stored events), performs the
-//! plans and parses the changed files on every core.
+//! plans and parses the changed files on every core (work-stealing, biggest
+//! first, merged in path order).
 //!
 //! The entries themselves ([`FileEntry`], [`Index`]) are the store's
 //! (`usage::store::entry`, re-exported here), with their encodings and the
@@ -19,6 +20,8 @@ use std::fs::{File, Metadata};
 use std::io::{self, Read};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 use crate::usage::event::{Agent, FileParse, fnv1a};
@@ -241,6 +244,26 @@ pub fn refresh_tracked(
     deadline: Option<Instant>,
     changes: &mut Changes,
 ) -> RefreshStats {
+    refresh_threads(
+        index,
+        candidates,
+        window_start_ns,
+        deadline,
+        changes,
+        default_threads(),
+    )
+}
+
+/// [`refresh_tracked`] parsing on `threads` threads (the result is the
+/// same for any count; tests compare them).
+pub fn refresh_threads(
+    index: &mut Index,
+    candidates: &[Candidate],
+    window_start_ns: i64,
+    deadline: Option<Instant>,
+    changes: &mut Changes,
+    threads: usize,
+) -> RefreshStats {
     let mut stats = RefreshStats::default();
     // Candidates and entries are both in path order: one merge pass, with
     // unchanged entries left where they are (thousands of them; moving or
@@ -316,43 +339,80 @@ pub fn refresh_tracked(
         let old = index.files.remove(&key);
         changes.files.push(Change { key, old });
     }
-    // Parse changed files on every core, biggest first, in interleaved shares.
-    jobs.sort_by_key(|j| std::cmp::Reverse(j.now.size));
-    let threads = std::thread::available_parallelism()
+    let ran = parse_jobs(jobs, threads, deadline);
+    stats.bytes_read += ran.bytes;
+    stats.partial |= ran.partial;
+    for (key, entry, old) in ran.done {
+        match entry {
+            Some(entry) => index.files.insert(key.clone(), entry),
+            None => index.files.remove(&key),
+        };
+        changes.files.push(Change { key, old });
+    }
+    stats
+}
+
+/// Parsing threads for a refresh on this machine: every core, up to four
+/// (each holds a line buffer; see `scan::LONG_LINE`).
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
         .clamp(1, 4)
-        .min(jobs.len().max(1));
-    let mut shares: Vec<Vec<Job>> = (0..threads).map(|_| Vec::new()).collect();
-    for (i, job) in jobs.into_iter().enumerate() {
-        shares[i % threads].push(job);
-    }
-    let results: Vec<JobsDone> = std::thread::scope(|scope| {
-        let handles: Vec<_> = shares
-            .into_iter()
-            .map(|share| scope.spawn(move || run_jobs(share, deadline)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_default())
-            .collect()
-    });
+}
+
+/// What the parsing threads produced, in job order whatever thread ran
+/// what: the entries of the jobs that ran (with each previous entry),
+/// bytes read, whether the deadline cut any job off.
+#[derive(Default)]
+struct Parsed {
+    done: Vec<(String, Option<FileEntry>, Option<FileEntry>)>,
+    bytes: u64,
+    partial: bool,
+}
+
+/// Runs `jobs` on `threads` threads, biggest file first: each thread takes
+/// the next job when it finishes one (so a thread that drew a big file does
+/// not hold the others up), and the results are put back in path order,
+/// so the merge is the same for any thread count and any timing.
+fn parse_jobs(mut jobs: Vec<Job>, threads: usize, deadline: Option<Instant>) -> Parsed {
+    jobs.sort_by(|a, b| b.now.size.cmp(&a.now.size).then_with(|| a.key.cmp(&b.key)));
+    let threads = threads.clamp(1, jobs.len().max(1));
+    let slots: Vec<Mutex<Option<Job>>> = jobs.into_iter().map(|j| Mutex::new(Some(j))).collect();
+    let next = AtomicUsize::new(0);
+    let take = || {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        slots
+            .get(i)
+            .and_then(|slot| slot.lock().unwrap_or_else(PoisonError::into_inner).take())
+    };
+    let results: Vec<JobsDone> = if threads == 1 {
+        vec![run_jobs(std::iter::from_fn(take), deadline)]
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads)
+                .map(|_| scope.spawn(|| run_jobs(std::iter::from_fn(take), deadline)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_default())
+                .collect()
+        })
+    };
+    let mut parsed = Parsed::default();
     for (entries, bytes, partial) in results {
-        stats.bytes_read += bytes;
-        stats.partial |= partial;
-        for (key, entry, done) in entries {
-            // A job that ran replaces the entry; one cut off by the
-            // deadline leaves it as it was.
-            if let Some(old) = done {
-                match entry {
-                    Some(entry) => index.files.insert(key.clone(), entry),
-                    None => index.files.remove(&key),
-                };
-                changes.files.push(Change { key, old });
-            }
-        }
+        parsed.bytes += bytes;
+        parsed.partial |= partial;
+        // A job that ran replaces the entry; one cut off by the deadline
+        // leaves it as it was.
+        parsed.done.extend(
+            entries
+                .into_iter()
+                .filter_map(|(key, entry, done)| done.map(|old| (key, entry, old))),
+        );
     }
-    stats
+    parsed.done.sort_by(|a, b| a.0.cmp(&b.0));
+    parsed
 }
 
 /// Entries a thread produced (with the previous entry when the job ran),
@@ -389,8 +449,8 @@ impl Job {
     }
 }
 
-fn run_jobs(jobs: Vec<Job>, deadline: Option<Instant>) -> JobsDone {
-    let mut out = Vec::with_capacity(jobs.len());
+fn run_jobs(jobs: impl Iterator<Item = Job>, deadline: Option<Instant>) -> JobsDone {
+    let mut out = Vec::new();
     let (mut bytes, mut partial) = (0, false);
     for job in jobs {
         if deadline.is_some_and(|d| Instant::now() > d) {

@@ -17,10 +17,13 @@
 use std::path::{Path, PathBuf};
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
 
 use crate::usage::event::{Event, EventKind, FileParse, flags, fnv1a};
 use crate::usage::parse::jsonpick::Cursor;
-use crate::usage::parse::scan::{find, trim};
+use crate::usage::parse::scan::trim;
 
 /// Claude Code roots that exist and hold `projects/`: every entry of a
 /// comma-separated `CLAUDE_CONFIG_DIR`, then `~/.claude`, then
@@ -70,7 +73,7 @@ pub fn parse_line(fp: &mut FileParse, line: &[u8]) {
         fp.malformed += 1;
         return;
     }
-    if !may_hold(line, b"\"usage\"") || !may_hold(line, b"\"assistant\"") {
+    if !may_hold_usage(line) {
         return;
     }
     let Some((top, nested)) = pick(line) else {
@@ -82,12 +85,17 @@ pub fn parse_line(fp: &mut FileParse, line: &[u8]) {
     }
 }
 
-/// Whether `line` may hold the JSON string `needle` (a quoted ASCII word):
+/// Whether `line` may hold the JSON strings `"usage"` and `"assistant"`:
 /// literally, or spelled with `\u` escapes, which only a line holding `\u`
-/// can. A line without it holds no such member name or value, so skipping
-/// it loses nothing a full parse would find.
-fn may_hold(line: &[u8], needle: &[u8]) -> bool {
-    find(line, needle).is_some() || find(line, b"\\u").is_some()
+/// can. A line without them holds no such member name or value, so
+/// skipping it loses nothing a full parse would find. Most lines are
+/// skipped here after a vectorised search or two, their bodies unparsed.
+fn may_hold_usage(line: &[u8]) -> bool {
+    static USAGE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"usage\""));
+    static ASSISTANT: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"assistant\""));
+    static ESCAPE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\\u"));
+    let literal = USAGE.find(line).is_some() && ASSISTANT.find(line).is_some();
+    literal || ESCAPE.find(line).is_some()
 }
 
 /// The members of a record that Usage reads (an assistant record, or the

@@ -23,14 +23,16 @@ impl<'a> Cursor<'a> {
         Cursor { b, i: 0 }
     }
 
-    #[inline]
+    // Called before every token: inlined, as a call would cost more than
+    // the check (the release build optimises for size).
+    #[inline(always)]
     fn ws(&mut self) {
         while self.i < self.b.len() && matches!(self.b[self.i], b' ' | b'\t' | b'\n' | b'\r') {
             self.i += 1;
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn peek(&mut self) -> Option<u8> {
         self.ws();
         self.b.get(self.i).copied()

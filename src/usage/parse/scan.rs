@@ -67,7 +67,26 @@ fn lines_capped<R: Read>(
         if buf.is_empty() {
             return Ok(pass);
         }
-        let newline = first_where(buf, |v| bytes_equal(v, b'\n'), |b| b == b'\n');
+        if length == 0 {
+            // No line under way: the lines wholly in the buffer are handed
+            // over where they lie (no copy), and only a line the buffer
+            // cuts is gathered in `line`.
+            let mut start = 0;
+            while let Some(newline) = memchr::memchr(b'\n', &buf[start..]) {
+                if newline >= cap {
+                    pass.oversized += 1;
+                } else {
+                    f(&buf[start..start + newline]);
+                }
+                start += newline + 1;
+            }
+            pass.consumed += start as u64;
+            if start > 0 {
+                reader.consume(start);
+                continue;
+            }
+        }
+        let newline = memchr::memchr(b'\n', buf);
         let chunk = &buf[..newline.unwrap_or(buf.len())];
         if !over && line.len() + chunk.len() >= cap {
             over = true;
@@ -157,37 +176,6 @@ pub fn first_where(
         .iter()
         .position(|&b| tail(b))
         .map(|i| base + i)
-}
-
-/// How common a byte is in transcript JSON (higher: more common), to
-/// anchor a search on the needle's rarest byte.
-fn commonness(b: u8) -> u8 {
-    match b {
-        b'"' | b' ' | b':' | b',' => 255,
-        b'e' | b't' | b'a' | b'o' | b'i' | b'n' | b's' | b'r' => 200,
-        b'h' | b'l' | b'd' | b'c' | b'u' | b'm' | b'_' => 150,
-        b'{' | b'}' | b'[' | b']' | b'0'..=b'9' => 120,
-        b'a'..=b'z' => 100,
-        _ => 50,
-    }
-}
-
-/// Position of `needle` in `hay`.
-pub fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    let (anchor, &rare) = needle
-        .iter()
-        .enumerate()
-        .min_by_key(|&(_, &b)| commonness(b))?;
-    let mut from = anchor;
-    while from < hay.len() {
-        let at = from + first_where(&hay[from..], |v| bytes_equal(v, rare), |b| b == rare)?;
-        let start = at - anchor;
-        if hay.get(start..start + needle.len()) == Some(needle) {
-            return Some(start);
-        }
-        from = at + 1;
-    }
-    None
 }
 
 /// Trims ASCII whitespace (including a `\r` before the newline).
@@ -287,23 +275,61 @@ mod tests {
         assert_eq!(pass.consumed, text.len() as u64);
     }
 
-    #[test]
-    fn find_and_trim() {
-        assert_eq!(find(b"xx\"usage\":{", b"\"usage\""), Some(2));
-        assert_eq!(find(b"ab", b"abc"), None);
-        assert_eq!(find(b"aab", b"ab"), Some(1));
-        assert_eq!(find(b"", b"ab"), None);
-        assert_eq!(find(b"ab", b""), None);
-        // Every position, inside and across 8-byte words.
-        let hay = b"0123456789abcdefghijklmnopqrstuvwxyz\"usage\":{\"assistant\"}";
-        for len in 1..=6 {
-            for start in 0..=hay.len() - len {
-                let needle = &hay[start..start + len];
-                let naive = hay.windows(len).position(|w| w == needle);
-                assert_eq!(find(hay, needle), naive, "{needle:?}");
-            }
+    /// A reader that hands out at most `step` bytes per read, so lines
+    /// straddle every refill of the line reader's buffer.
+    struct Trickle<'a> {
+        text: &'a [u8],
+        step: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            let n = self.step.min(out.len()).min(self.text.len());
+            out[..n].copy_from_slice(&self.text[..n]);
+            self.text = &self.text[n..];
+            Ok(n)
         }
-        assert_eq!(find(b"\"usag\"usage\"", b"\"usage\""), Some(5));
+    }
+
+    #[test]
+    fn lines_are_whole_however_the_reads_cut_them() {
+        // Lines of 0 to 3,000 bytes, over a megabyte: some wholly inside a
+        // buffer, some cut by its end, some over a small cap.
+        let mut text = Vec::new();
+        let mut n = 1u64;
+        while text.len() < 1 << 20 {
+            n = n.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            let len = (n >> 33) as usize % 3000;
+            text.extend(std::iter::repeat_n(b'a' + (len % 26) as u8, len));
+            text.push(b'\n');
+        }
+        text.extend_from_slice(b"torn");
+        let cap = 2500;
+        let expected: Vec<&[u8]> = text
+            .split(|&b| b == b'\n')
+            .filter(|l| l.len() < cap)
+            .collect();
+        let expected = &expected[..expected.len() - 1];
+        let oversized = text
+            .split(|&b| b == b'\n')
+            .filter(|l| l.len() >= cap)
+            .count();
+        for step in [usize::MAX, 300_000, 4096, 7] {
+            let mut seen: Vec<Vec<u8>> = Vec::new();
+            let reader = Trickle { text: &text, step };
+            let pass =
+                lines_capped(reader, cap, &mut Vec::new(), |l| seen.push(l.to_vec())).unwrap();
+            assert!(
+                seen.iter().map(Vec::as_slice).eq(expected.iter().copied()),
+                "step {step}"
+            );
+            assert_eq!(pass.consumed, (text.len() - 4) as u64, "step {step}");
+            assert_eq!(pass.oversized, oversized as u64, "step {step}");
+        }
+    }
+
+    #[test]
+    fn trim_strips_ascii_whitespace() {
         assert_eq!(trim(b"  {} \r"), b"{}");
         assert_eq!(trim(b"   "), b"");
     }
