@@ -295,6 +295,11 @@ fn parse_tzif(name: &str, bytes: &[u8]) -> Result<Zone, TzError> {
     })
 }
 
+/// The largest hours of a POSIX offset (POSIX: 0 to 24).
+const MAX_OFFSET_HOURS: i32 = 24;
+/// The largest hours of a rule's time of day (RFC 8536 3.3.1: -167 to 167).
+const MAX_RULE_HOURS: i32 = 167;
+
 /// A POSIX TZ rule (`CET-1CEST,M3.5.0,M10.5.0/3`): the footer of a TZif file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PosixTz {
@@ -327,7 +332,7 @@ impl PosixTz {
             at: 0,
         };
         p.name()?;
-        let std_offset = -p.offset()?;
+        let std_offset = -p.offset(MAX_OFFSET_HOURS)?;
         if p.done() {
             return Some(PosixTz {
                 std_offset,
@@ -336,7 +341,7 @@ impl PosixTz {
         }
         p.name()?;
         let dst_offset = if p.peek() != Some(b',') && !p.done() {
-            -p.offset()?
+            -p.offset(MAX_OFFSET_HOURS)?
         } else {
             std_offset + 3600
         };
@@ -454,8 +459,14 @@ impl Cursor<'_> {
         }
         (self.at > start).then_some(n)
     }
-    /// `[+-]hh[:mm[:ss]]` in seconds (POSIX sign: positive is west).
-    fn offset(&mut self) -> Option<i32> {
+    /// A number no greater than `max`.
+    fn number_upto(&mut self, max: i32) -> Option<i32> {
+        self.number().filter(|&n| n <= max)
+    }
+    /// `[+-]hh[:mm[:ss]]` in seconds (POSIX sign: positive is west), hours
+    /// at most `max_hours` (24 for an offset, as POSIX; 167 for a rule's
+    /// time of day, as RFC 8536), minutes and seconds below 60.
+    fn offset(&mut self, max_hours: i32) -> Option<i32> {
         let sign = match self.peek() {
             Some(b'-') => {
                 self.at += 1;
@@ -467,13 +478,13 @@ impl Cursor<'_> {
             }
             _ => 1,
         };
-        let mut seconds = self.number()?.checked_mul(3600)?;
+        let mut seconds = self.number_upto(max_hours)? * 3600;
         if self.peek() == Some(b':') {
             self.at += 1;
-            seconds += self.number()? * 60;
+            seconds += self.number_upto(59)? * 60;
             if self.peek() == Some(b':') {
                 self.at += 1;
-                seconds += self.number()?;
+                seconds += self.number_upto(59)?;
             }
         }
         Some(sign * seconds)
@@ -482,7 +493,7 @@ impl Cursor<'_> {
         let day = match self.peek()? {
             b'J' => {
                 self.at += 1;
-                RuleDay::Julian1(u32::try_from(self.number()?).ok()?)
+                RuleDay::Julian1(u32::try_from(self.number()?).ok().filter(|n| (1..=365).contains(n))?)
             }
             b'M' => {
                 self.at += 1;
@@ -496,11 +507,11 @@ impl Cursor<'_> {
                 }
                 RuleDay::Month(m, w, d)
             }
-            _ => RuleDay::Julian0(u32::try_from(self.number()?).ok()?),
+            _ => RuleDay::Julian0(u32::try_from(self.number_upto(365)?).ok()?),
         };
         let time = if self.peek() == Some(b'/') {
             self.at += 1;
-            self.offset()?
+            self.offset(MAX_RULE_HOURS)?
         } else {
             7200
         };
@@ -511,6 +522,27 @@ impl Cursor<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn posix_offsets_out_of_range_are_refused_not_overflowed() {
+        // Found by the tzif fuzz target: the minutes overflowed an i32.
+        assert_eq!(PosixTz::parse("HgiZTz5:222222222"), None);
+        assert_eq!(PosixTz::parse("AAA1:99999999"), None);
+        assert_eq!(PosixTz::parse("AAA1:60"), None);
+        assert_eq!(PosixTz::parse("AAA1:00:60"), None);
+        assert_eq!(PosixTz::parse("AAA25"), None);
+        assert_eq!(PosixTz::parse("AAA-24BBB-25"), None);
+        assert!(PosixTz::parse("AAA24:59:59").is_some());
+        // RFC 8536 3.3.1: a rule's time of day runs from -167 to 167 hours.
+        assert!(PosixTz::parse("AAA-1BBB,M3.5.0/167,M10.5.0/-167").is_some());
+        assert_eq!(PosixTz::parse("AAA-1BBB,M3.5.0/168,M10.5.0"), None);
+        // Julian days: `Jn` is 1 to 365, `n` is 0 to 365.
+        assert!(PosixTz::parse("AAA-1BBB,J1,J365").is_some());
+        assert_eq!(PosixTz::parse("AAA-1BBB,J0,J365"), None);
+        assert_eq!(PosixTz::parse("AAA-1BBB,J1,J366"), None);
+        assert!(PosixTz::parse("AAA-1BBB,0,365").is_some());
+        assert_eq!(PosixTz::parse("AAA-1BBB,0,366"), None);
+    }
 
     #[test]
     fn posix_rules_for_both_hemispheres() {
