@@ -5,8 +5,14 @@ use heeler::wire::envelope::{self, Domain, NotificationKey};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let key = NotificationKey::from_bytes([7; 32]);
-    let (selector, rest) = heeler_fuzz::selector(data);
+    let (selector, mut rest) = heeler_fuzz::selector(data);
+    // Bit 2: the key is the input's next 32 bytes (seeds from the vectors).
+    let mut key = [7; 32];
+    if selector & 4 != 0 && rest.len() >= 32 {
+        key.copy_from_slice(&rest[..32]);
+        rest = &rest[32..];
+    }
+    let key = NotificationKey::from_bytes(key);
     let (domain, other) = match selector & 1 {
         0 => (Domain::Notification, Domain::Activity),
         _ => (Domain::Activity, Domain::Notification),

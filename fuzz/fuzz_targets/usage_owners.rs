@@ -14,7 +14,13 @@ struct Dir(PathBuf);
 
 impl Dir {
     fn new() -> Option<Dir> {
-        let path = std::env::temp_dir().join(format!("heeler-fuzz-owners-{}", std::process::id()));
+        // tmpfs when there is one: a run writes and reads a file.
+        let shm = Path::new("/dev/shm");
+        let base = match shm.is_dir() {
+            true => shm.to_path_buf(),
+            false => std::env::temp_dir(),
+        };
+        let path = base.join(format!("heeler-fuzz-owners-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&path);
         std::fs::create_dir(&path).ok()?;
         Some(Dir(path))

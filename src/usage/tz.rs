@@ -262,6 +262,11 @@ fn parse_tzif(name: &str, bytes: &[u8]) -> Result<Zone, TzError> {
     for _ in 0..h.timecnt {
         times.push(r.time(time_size == 8)?);
     }
+    // RFC 8536: transition times are in strictly ascending order (the
+    // lookup is a binary search).
+    if !times.windows(2).all(|w| w[0] < w[1]) {
+        return Err(TzError::Corrupt);
+    }
     let indices = r.take(h.timecnt)?.to_vec();
     let mut types = Vec::with_capacity(h.typecnt);
     for _ in 0..h.typecnt {
@@ -603,6 +608,24 @@ mod tests {
         let mut bytes = bare_header(0, 0);
         bytes.extend([0, 0, 0x0e, 0x10, 0, 0]);
         assert_eq!(Zone::from_tzif("x", &bytes).unwrap().offset_at(0), 3600);
+    }
+
+    #[test]
+    fn transitions_out_of_order_are_corrupt() {
+        // Found by the tzif fuzz target against jiff: an unsorted table
+        // made the binary search answer from the wrong transition.
+        let file = |times: [i32; 2]| {
+            let mut bytes = bare_header(0, 2);
+            for t in times {
+                bytes.extend(t.to_be_bytes());
+            }
+            bytes.extend([0, 0]);
+            bytes.extend([0, 0, 0x0e, 0x10, 0, 0]);
+            bytes
+        };
+        assert!(Zone::from_tzif("x", &file([50, 100])).is_ok());
+        assert_eq!(Zone::from_tzif("x", &file([100, 50])), Err(TzError::Corrupt));
+        assert_eq!(Zone::from_tzif("x", &file([50, 50])), Err(TzError::Corrupt));
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod bench_hooks;
 mod bench_popup;
 mod bench_sidebar;
 mod bench_usage;
+mod fuzz;
 mod pricing;
 mod static_build;
 mod vectors;
@@ -26,6 +27,7 @@ tasks:
   bench-hooks     CPU time and peak RSS of the event hooks (release build; [--runs N])
   bench-popup     start to first painted checklist of `heeler pair` (release build; --debug, --runs N)
   bench-usage     usage cold scan, warm query and one-file append on a synthetic corpus [--scale 1.0]
+  fuzz            build the cargo-fuzz targets and run each: --time SECONDS [--runs N] [target…]
   pricing         regenerate pricing.json: --input FILE --date YYYY-MM-DD [--source litellm|models-dev] [--version V]
   static          build x86_64-unknown-linux-musl statically here (README.md: Static build)
                   and check it [--target <arch>-unknown-linux-musl]";
@@ -40,6 +42,7 @@ fn main() -> ExitCode {
         Some("bench-hooks") => bench_hooks::run(rest).map_err(Into::into),
         Some("bench-popup") => bench_popup::run(rest),
         Some("bench-usage") => bench_usage::run(rest).map_err(Into::into),
+        Some("fuzz") => fuzz::run(rest),
         Some("pricing") => pricing::run(rest).map_err(Into::into),
         Some("static") => static_build::run(rest).map_err(Into::into),
         _ => {
