@@ -252,7 +252,11 @@ fn parse_tzif(name: &str, bytes: &[u8]) -> Result<Zone, TzError> {
     if h.version >= b'2' {
         // Skip the v1 block; the v2 block has 64-bit times.
         r.take(h.block_len(4).ok_or(TzError::Corrupt)?)?;
+        let version = h.version;
         h = header(&mut r, 8)?;
+        if h.version != version {
+            return Err(TzError::Corrupt);
+        }
         time_size = 8;
     }
     if h.typecnt == 0 {
@@ -626,6 +630,24 @@ mod tests {
         assert!(Zone::from_tzif("x", &file([50, 100])).is_ok());
         assert_eq!(Zone::from_tzif("x", &file([100, 50])), Err(TzError::Corrupt));
         assert_eq!(Zone::from_tzif("x", &file([50, 50])), Err(TzError::Corrupt));
+    }
+
+    #[test]
+    fn a_second_header_of_another_version_is_corrupt() {
+        // Found by the tzif fuzz target against jiff: a `TZif2` file whose
+        // 64-bit header said `1` lost its footer. RFC 8536: both headers
+        // carry the same version.
+        let file = |second: u8| {
+            let mut bytes = bare_header(b'2', 0);
+            bytes.extend([0, 0, 0x0e, 0x10, 0, 0]);
+            bytes.extend(bare_header(second, 0));
+            bytes.extend([0, 0, 0x0e, 0x10, 0, 0]);
+            bytes.extend(b"\n<+01>-1\n");
+            bytes
+        };
+        assert!(Zone::from_tzif("x", &file(b'2')).is_ok());
+        assert_eq!(Zone::from_tzif("x", &file(b'1')), Err(TzError::Corrupt));
+        assert_eq!(Zone::from_tzif("x", &file(b'3')), Err(TzError::Corrupt));
     }
 
     #[test]
