@@ -210,6 +210,9 @@ fn header(r: &mut Reader, time_size: usize) -> Result<Header, TzError> {
         return Err(TzError::Corrupt);
     }
     let version = r.take(1)?[0];
+    if !matches!(version, 0 | b'2' | b'3' | b'4') {
+        return Err(TzError::Corrupt);
+    }
     r.take(15)?;
     let mut counts = [0usize; 6];
     for c in &mut counts {
@@ -648,6 +651,17 @@ mod tests {
         assert!(Zone::from_tzif("x", &file(b'2')).is_ok());
         assert_eq!(Zone::from_tzif("x", &file(b'1')), Err(TzError::Corrupt));
         assert_eq!(Zone::from_tzif("x", &file(b'3')), Err(TzError::Corrupt));
+        // The same fuzz target: a version byte of `1`, which no RFC
+        // defines (0, `2`, `3` and, RFC 9636, `4` are the versions).
+        let mut v1 = bare_header(b'1', 0);
+        v1.extend([0, 0, 0x0e, 0x10, 0, 0]);
+        assert_eq!(Zone::from_tzif("x", &v1), Err(TzError::Corrupt));
+        let mut v4 = bare_header(b'4', 0);
+        v4.extend([0, 0, 0x0e, 0x10, 0, 0]);
+        v4.extend(bare_header(b'4', 0));
+        v4.extend([0, 0, 0x0e, 0x10, 0, 0]);
+        v4.extend(b"\n<+01>-1\n");
+        assert!(Zone::from_tzif("x", &v4).is_ok());
     }
 
     #[test]
