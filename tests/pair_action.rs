@@ -8,7 +8,6 @@ use std::fs;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
-use std::path::PathBuf;
 use std::process::Command;
 
 fn scratch(name: &str) -> scratch::TempDir {

@@ -24,12 +24,6 @@ pub fn temp_dir(name: &str) -> TempDir {
 #[derive(Debug)]
 pub struct TempDir(PathBuf);
 
-impl TempDir {
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
 impl std::ops::Deref for TempDir {
     type Target = Path;
     fn deref(&self) -> &Path {
