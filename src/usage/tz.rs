@@ -291,10 +291,11 @@ fn parse_tzif(name: &str, bytes: &[u8]) -> Result<Zone, TzError> {
         transitions.push((at, ty));
     }
     let footer = if h.version >= b'2' {
-        let rest = r.0.rest();
-        let text = std::str::from_utf8(rest).unwrap_or("");
-        let text = text.strip_prefix('\n').unwrap_or("");
-        text.split('\n').next().and_then(PosixTz::parse)
+        // The footer is the line after the data: only its bytes must be
+        // text (a TZif reader ignores what follows it).
+        let rest = r.0.rest().strip_prefix(b"\n").unwrap_or_default();
+        let line = rest.split(|&b| b == b'\n').next().unwrap_or_default();
+        std::str::from_utf8(line).ok().and_then(PosixTz::parse)
     } else {
         None
     };
@@ -662,6 +663,20 @@ mod tests {
         v4.extend([0, 0, 0x0e, 0x10, 0, 0]);
         v4.extend(b"\n<+01>-1\n");
         assert!(Zone::from_tzif("x", &v4).is_ok());
+    }
+
+    #[test]
+    fn bytes_after_the_footer_line_do_not_hide_it() {
+        // Found by the tzif fuzz target against jiff: bytes after the
+        // footer's newline that were not UTF-8 dropped the footer.
+        let mut bytes = bare_header(b'2', 0);
+        bytes.extend([0, 0, 0x8c, 0xa0, 0, 0]);
+        bytes.extend(bare_header(b'2', 0));
+        bytes.extend([0, 0, 0x8c, 0xa0, 0, 0]);
+        bytes.extend(b"\nAEST-10AEDT,M10.1.0,M4.1.0/3\n\x05\xcf\xff\xff");
+        let zone = Zone::from_tzif("x", &bytes).unwrap();
+        // 1970-01-01 09:59:59 in Sydney is summer time.
+        assert_eq!(zone.offset_at(-1), 39_600);
     }
 
     #[test]
