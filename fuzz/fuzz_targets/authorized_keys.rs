@@ -42,7 +42,10 @@ fuzz_target!(|data: &[u8]| {
         _ => ak::revoke_blob(&lines, &arg_text),
     };
     if let Some(new) = edited {
-        assert!(is_subsequence(&new, &lines), "an edit changed a line it kept");
+        assert!(
+            is_subsequence(&new, &lines),
+            "an edit changed a line it kept"
+        );
         if selector % 5 == 4 {
             assert!(!ak::has_blob(&new, &arg_text));
         }

@@ -506,7 +506,11 @@ impl Cursor<'_> {
         let day = match self.peek()? {
             b'J' => {
                 self.at += 1;
-                RuleDay::Julian1(u32::try_from(self.number()?).ok().filter(|n| (1..=365).contains(n))?)
+                RuleDay::Julian1(
+                    u32::try_from(self.number()?)
+                        .ok()
+                        .filter(|n| (1..=365).contains(n))?,
+                )
             }
             b'M' => {
                 self.at += 1;
@@ -632,7 +636,10 @@ mod tests {
             bytes
         };
         assert!(Zone::from_tzif("x", &file([50, 100])).is_ok());
-        assert_eq!(Zone::from_tzif("x", &file([100, 50])), Err(TzError::Corrupt));
+        assert_eq!(
+            Zone::from_tzif("x", &file([100, 50])),
+            Err(TzError::Corrupt)
+        );
         assert_eq!(Zone::from_tzif("x", &file([50, 50])), Err(TzError::Corrupt));
     }
 

@@ -91,7 +91,10 @@ pub fn run(args: &[String]) -> crate::Result {
 
     let vectors = root.join("../shared/heeler-vectors");
     let mut failed = Vec::new();
-    println!("{:<20} {:>12} {:>7} {:>7} {:>8}", "target", "executions", "cov", "ft", "crashes");
+    println!(
+        "{:<20} {:>12} {:>7} {:>7} {:>8}",
+        "target", "executions", "cov", "ft", "crashes"
+    );
     for name in &chosen {
         let work = fuzz.join("corpus-work").join(name);
         fs::create_dir_all(&work)?;
@@ -107,11 +110,19 @@ pub fn run(args: &[String]) -> crate::Result {
             failed.push(name.clone());
         }
     }
-    println!("fuzz: {} targets in {} s", chosen.len(), started.elapsed().as_secs());
+    println!(
+        "fuzz: {} targets in {} s",
+        chosen.len(),
+        started.elapsed().as_secs()
+    );
     if failed.is_empty() {
         Ok(())
     } else {
-        Err(format!("crashes in {} (inputs in fuzz/artifacts/)", failed.join(", ")).into())
+        Err(format!(
+            "crashes in {} (inputs in fuzz/artifacts/)",
+            failed.join(", ")
+        )
+        .into())
     }
 }
 
@@ -280,7 +291,10 @@ fn runtime_seeds(target: &str, root: &Path, vectors: &Path) -> Vec<Vec<u8>> {
             }
             out
         }
-        "sidebar_toml" => strings(&cases(&vectors.join("sidebar-layout-v1.json"), &both), "toml"),
+        "sidebar_toml" => strings(
+            &cases(&vectors.join("sidebar-layout-v1.json"), &both),
+            "toml",
+        ),
         "notifications_json" => cases(&vectors.join("notification-session-v1.json"), &["delivery"])
             .iter()
             .filter_map(|c| c.get("entries"))

@@ -322,10 +322,7 @@ fn plan_segments(e: &mut FileEntry, end: u64, blob: &mut Vec<u8>) {
 /// Decodes a base's body (its bytes without the seal): the entries, which
 /// point into the events file `open` returns for the id the base names.
 /// `None` when anything is damaged or the body is not consumed exactly.
-pub fn decode_base(
-    bytes: &[u8],
-    open: impl FnOnce(u64) -> Option<EventsFile>,
-) -> Option<Index> {
+pub fn decode_base(bytes: &[u8], open: impl FnOnce(u64) -> Option<EventsFile>) -> Option<Index> {
     let mut r = Reader::new(bytes);
     let header = codec::read_header(&mut r)?;
     let file = open(r.u64()?)?;
