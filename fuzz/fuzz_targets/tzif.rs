@@ -39,8 +39,23 @@ fuzz_target!(|data: &[u8]| {
             let Ok(ts) = jiff::Timestamp::from_second(t) else {
                 continue;
             };
-            let expected = tz.to_offset(ts).seconds();
-            assert_eq!(zone.offset_at(t), expected, "offset at {t}");
+            let expected = tz.to_offset(ts);
+            // jiff evaluates a POSIX rule in the instant's UTC year: where
+            // that is not its local year, a rule in force at New Year gets
+            // the previous year's answer (glibc agrees with us:
+            // `TZ=AEST-10AEDT,0,M4.1.0/3 date -d @-1` says AEDT, jiff +10).
+            // Such instants are not compared.
+            let utc_year = ts.to_zoned(jiff::tz::TimeZone::UTC).year();
+            let local = |offset: i32| {
+                jiff::tz::Offset::from_seconds(offset)
+                    .ok()
+                    .map(|o| ts.to_zoned(jiff::tz::TimeZone::fixed(o)).year())
+            };
+            let ours = zone.offset_at(t);
+            if local(ours) != Some(utc_year) || local(expected.seconds()) != Some(utc_year) {
+                continue;
+            }
+            assert_eq!(ours, expected.seconds(), "offset at {t}");
             let _ = zone.local_day(t);
         }
     }

@@ -397,8 +397,10 @@ impl PosixTz {
                 if unix >= start && unix < end {
                     in_dst = true;
                 }
-            } else if y == year {
-                // Southern hemisphere: DST spans New Year.
+            } else if start > end && y == year {
+                // Southern hemisphere: DST spans New Year. (A rule that
+                // starts and ends at the same instant has no DST, as glibc
+                // reads it.)
                 in_dst = !(unix >= end && unix < start);
             }
         }
@@ -559,6 +561,17 @@ mod tests {
         assert_eq!(PosixTz::parse("AAA-1BBB,J1,J366"), None);
         assert!(PosixTz::parse("AAA-1BBB,0,365").is_some());
         assert_eq!(PosixTz::parse("AAA-1BBB,0,366"), None);
+    }
+
+    #[test]
+    fn a_rule_that_starts_as_it_ends_has_no_dst() {
+        // Found by the tzif fuzz target against jiff; glibc agrees
+        // (`TZ=AEST-10AEDT,M4.1.0,M4.1.0/3 date -d @0` says AEST): both
+        // ends fall on the same instant, so DST is never in effect.
+        let rule = PosixTz::parse("AEST-10AEDT,M4.1.0,M4.1.0/3").unwrap();
+        for t in [0, 10_000_000, 20_000_000, 1_700_000_000] {
+            assert_eq!(rule.offset_at(t), 36_000, "at {t}");
+        }
     }
 
     #[test]
