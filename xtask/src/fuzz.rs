@@ -77,7 +77,16 @@ pub fn run(args: &[String]) -> crate::Result {
         [only] => Some(only.as_str()),
         _ => None,
     };
-    let status = Command::new("cargo")
+    let mut build = Command::new("cargo");
+    // What `cargo run` set for this task is not the build's: without it
+    // the build reuses what `cargo fuzz build` run by hand compiled.
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        if name == "CARGO" || name == "LD_LIBRARY_PATH" || is_cargo_run_var(&name) {
+            build.env_remove(&*name);
+        }
+    }
+    let status = build
         .current_dir(&root)
         .env("RUSTC_BOOTSTRAP", "1")
         .args(["fuzz", "build", "--debug-assertions"])
@@ -124,6 +133,21 @@ pub fn run(args: &[String]) -> crate::Result {
         )
         .into())
     }
+}
+
+/// The variables `cargo run` sets for the program it runs (those of the
+/// package and the binary), as opposed to the user's `CARGO_HOME` and
+/// build settings.
+fn is_cargo_run_var(name: &str) -> bool {
+    [
+        "CARGO_PKG_",
+        "CARGO_MANIFEST_",
+        "CARGO_CRATE_",
+        "CARGO_BIN_",
+        "CARGO_PRIMARY_",
+    ]
+    .iter()
+    .any(|prefix| name.starts_with(prefix))
 }
 
 /// The arguments that are not flags or flag values: target names.
