@@ -318,7 +318,6 @@ fn plan_segments(e: &mut FileEntry, end: u64, blob: &mut Vec<u8>) {
     blob.extend(raw);
 }
 
-/// Applies a journal payload; `false` if damaged.
 /// Decodes a base's body (its bytes without the seal): the entries, which
 /// point into the events file `open` returns for the id the base names.
 /// `None` when anything is damaged or the body is not consumed exactly.
