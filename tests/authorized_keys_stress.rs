@@ -15,6 +15,8 @@
 //!   record the ceremony polls for survives every refusal.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod scratch;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -70,9 +72,8 @@ fn foreign_lines() -> Vec<Vec<u8>> {
     lines
 }
 
-fn temp_home(tag: &str) -> PathBuf {
-    let home = std::env::temp_dir().join(format!("heeler-stress-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&home);
+fn temp_home(tag: &str) -> scratch::TempDir {
+    let home = scratch::TempDir::new(&format!("heeler-stress-{tag}"));
     std::fs::create_dir_all(home.join(".ssh")).unwrap();
     home
 }
@@ -438,13 +439,7 @@ fn an_expiry_racing_accept_never_loses_an_enrollment() {
 }
 
 /// A temp home removed on drop, also when the test panics.
-struct RemovedOnDrop(PathBuf);
-
-impl Drop for RemovedOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+struct RemovedOnDrop(scratch::TempDir);
 
 #[test]
 fn staggered_accepts_never_hide_the_enrollment() {

@@ -17,6 +17,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod scratch;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -931,9 +932,7 @@ fn bootstrap_public_line_equals_ssh_keygen_y() {
         common::skip(&reason);
         return;
     }
-    let dir = std::env::temp_dir().join(format!("heeler-keygen-y-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch::TempDir::new("heeler-keygen-y");
     for round in 0..5 {
         let key = heeler::pair::bootstrap_key::BootstrapKey::generate().unwrap();
         let file = dir.join(format!("k{round}"));
@@ -957,9 +956,7 @@ fn host_fingerprint_equals_ssh_keygen_lf() {
         common::skip(&reason);
         return;
     }
-    let dir = std::env::temp_dir().join(format!("heeler-keygen-lf-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch::TempDir::new("heeler-keygen-lf");
     for key_type in ["rsa", "ecdsa", "ed25519"] {
         let file = dir.join(format!("ssh_host_{key_type}_key"));
         run_ok(

@@ -2,17 +2,16 @@
 //! tested from a minimal environment, moved into place only when it passes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod scratch;
+
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use heeler::pair::endpoint::{Launcher, prepare, test_launcher};
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("heeler-endpoint-{name}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> scratch::TempDir {
+    scratch::TempDir::new(&format!("heeler-endpoint-{name}"))
 }
 
 /// A stand-in herdr whose `plugin config-dir` prints `answer` (and `extra`

@@ -99,7 +99,7 @@ fn both_hooks_run_inside_a_real_herdr() {
     let root = temp_dir("real");
     let mut herdr = Herdr {
         bin: PathBuf::from(bin),
-        root: root.clone(),
+        root: root.to_path_buf(),
         server: None,
     };
     let config_home = root.join("xdg-config/herdr");

@@ -2,18 +2,16 @@
 //! through a stand-in herdr CLI when no socket answers.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod scratch;
+
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
-use std::path::PathBuf;
 use std::process::Command;
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("heeler-action-{name}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> scratch::TempDir {
+    scratch::TempDir::new(&format!("heeler-action-{name}"))
 }
 
 /// Whether process `pid` is still running 2 s from now (a SIGKILL takes

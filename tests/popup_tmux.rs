@@ -10,6 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod scratch;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -148,9 +149,11 @@ impl Popup {
         let run = root.join("run.sh");
         fs::write(&run, script).unwrap();
         fs::set_permissions(&run, fs::Permissions::from_mode(0o755)).unwrap();
-        let socket = format!("heeler-{name}-{}", std::process::id());
+        // The server's socket lives in the root (`-S`), not in
+        // /tmp/tmux-<uid>, so the test leaves nothing behind in /tmp.
+        let socket = root.join("tmux.sock").to_string_lossy().into_owned();
         let status = Command::new("tmux")
-            .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d"])
+            .args(["-S", &socket, "-f", "/dev/null", "new-session", "-d"])
             .args([
                 "-x",
                 &options.width.to_string(),
@@ -171,7 +174,7 @@ impl Popup {
 
     fn tmux(&self, args: &[&str]) -> String {
         let output = Command::new("tmux")
-            .args(["-L", &self.socket])
+            .args(["-S", &self.socket])
             .args(args)
             .output()
             .unwrap();
@@ -886,8 +889,7 @@ fn fake_herdr(path: &Path, config: &Path) {
 #[test]
 fn herdr_outside_the_config_home_gets_a_v2_code() {
     require_tmux!();
-    let base = std::env::temp_dir().join(format!("hv2-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&base);
+    let base = scratch::TempDir::new("hv2");
     let config = base.join("c/herdr/plugins/config/heeler");
     let state = base.join("s/herdr/plugins/heeler");
     fs::create_dir_all(&config).unwrap();
@@ -959,8 +961,7 @@ fn herdr_outside_the_config_home_gets_a_v2_code() {
 #[test]
 fn a_shared_state_home_offers_no_code() {
     require_tmux!();
-    let base = std::env::temp_dir().join(format!("hv2s-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&base);
+    let base = scratch::TempDir::new("hv2s");
     let config = base.join("c/herdr/plugins/config/heeler");
     fs::create_dir_all(&config).unwrap();
     fs::write(

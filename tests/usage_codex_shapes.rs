@@ -8,7 +8,7 @@
 mod usage_fixture;
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use heeler::base::json::Value;
@@ -473,17 +473,11 @@ fn shapes() -> Vec<Shape> {
 }
 
 /// A fake `$HOME`, removed on drop (also when a test panics).
-struct Home(PathBuf);
+struct Home(usage_fixture::TempDir);
 
 impl Home {
     fn new(name: &str) -> Home {
         Home(usage_fixture::temp_dir(name))
-    }
-}
-
-impl Drop for Home {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
     }
 }
 

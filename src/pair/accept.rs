@@ -180,11 +180,7 @@ pub fn accept(
         let _ = ceremony::drop_bootstrap(&location, &state, pairing_id);
         return Err(AcceptError::Expired(pairing_id.clone()));
     }
-    let submitted = read_submission(stdin, timeout);
-    if submitted.trim().is_empty() {
-        return Err(AcceptError::NoInput);
-    }
-    let key = device_key::parse(&submitted).map_err(AcceptError::InvalidKey)?;
+    let key = submitted_key(&read_submission(stdin, timeout))?;
     enroll(&location, &state, pairing_id, pending.expires_at, &key, now)?;
     Ok(key)
 }
@@ -236,6 +232,15 @@ fn enroll(
     }
     state.remove_pending(pairing_id).map_err(|e| internal(&e))?;
     Ok(())
+}
+
+/// The Device Key a submission (what [`read_submission`] returned) names:
+/// blank is [`AcceptError::NoInput`], anything else must be a valid key.
+pub fn submitted_key(submitted: &str) -> Result<DeviceKey, AcceptError> {
+    if submitted.trim().is_empty() {
+        return Err(AcceptError::NoInput);
+    }
+    device_key::parse(submitted).map_err(AcceptError::InvalidKey)
 }
 
 /// Reads stdin until the first newline, [`MAX_INPUT_CHARS`] characters,

@@ -210,6 +210,9 @@ fn header(r: &mut Reader, time_size: usize) -> Result<Header, TzError> {
         return Err(TzError::Corrupt);
     }
     let version = r.take(1)?[0];
+    if !matches!(version, 0 | b'2' | b'3' | b'4') {
+        return Err(TzError::Corrupt);
+    }
     r.take(15)?;
     let mut counts = [0usize; 6];
     for c in &mut counts {
@@ -252,7 +255,11 @@ fn parse_tzif(name: &str, bytes: &[u8]) -> Result<Zone, TzError> {
     if h.version >= b'2' {
         // Skip the v1 block; the v2 block has 64-bit times.
         r.take(h.block_len(4).ok_or(TzError::Corrupt)?)?;
+        let version = h.version;
         h = header(&mut r, 8)?;
+        if h.version != version {
+            return Err(TzError::Corrupt);
+        }
         time_size = 8;
     }
     if h.typecnt == 0 {
@@ -261,6 +268,11 @@ fn parse_tzif(name: &str, bytes: &[u8]) -> Result<Zone, TzError> {
     let mut times = Vec::with_capacity(h.timecnt);
     for _ in 0..h.timecnt {
         times.push(r.time(time_size == 8)?);
+    }
+    // RFC 8536: transition times are in strictly ascending order (the
+    // lookup is a binary search).
+    if !times.windows(2).all(|w| w[0] < w[1]) {
+        return Err(TzError::Corrupt);
     }
     let indices = r.take(h.timecnt)?.to_vec();
     let mut types = Vec::with_capacity(h.typecnt);
@@ -279,10 +291,11 @@ fn parse_tzif(name: &str, bytes: &[u8]) -> Result<Zone, TzError> {
         transitions.push((at, ty));
     }
     let footer = if h.version >= b'2' {
-        let rest = r.0.rest();
-        let text = std::str::from_utf8(rest).unwrap_or("");
-        let text = text.strip_prefix('\n').unwrap_or("");
-        text.split('\n').next().and_then(PosixTz::parse)
+        // The footer is the line after the data: only its bytes must be
+        // text (a TZif reader ignores what follows it).
+        let rest = r.0.rest().strip_prefix(b"\n").unwrap_or_default();
+        let line = rest.split(|&b| b == b'\n').next().unwrap_or_default();
+        std::str::from_utf8(line).ok().and_then(PosixTz::parse)
     } else {
         None
     };
@@ -294,6 +307,11 @@ fn parse_tzif(name: &str, bytes: &[u8]) -> Result<Zone, TzError> {
         footer,
     })
 }
+
+/// The largest hours of a POSIX offset (POSIX: 0 to 24).
+const MAX_OFFSET_HOURS: i32 = 24;
+/// The largest hours of a rule's time of day (RFC 8536 3.3.1: -167 to 167).
+const MAX_RULE_HOURS: i32 = 167;
 
 /// A POSIX TZ rule (`CET-1CEST,M3.5.0,M10.5.0/3`): the footer of a TZif file.
 #[derive(Debug, Clone, PartialEq)]
@@ -327,7 +345,7 @@ impl PosixTz {
             at: 0,
         };
         p.name()?;
-        let std_offset = -p.offset()?;
+        let std_offset = -p.offset(MAX_OFFSET_HOURS)?;
         if p.done() {
             return Some(PosixTz {
                 std_offset,
@@ -336,7 +354,7 @@ impl PosixTz {
         }
         p.name()?;
         let dst_offset = if p.peek() != Some(b',') && !p.done() {
-            -p.offset()?
+            -p.offset(MAX_OFFSET_HOURS)?
         } else {
             std_offset + 3600
         };
@@ -379,8 +397,10 @@ impl PosixTz {
                 if unix >= start && unix < end {
                     in_dst = true;
                 }
-            } else if y == year {
-                // Southern hemisphere: DST spans New Year.
+            } else if start > end && y == year {
+                // Southern hemisphere: DST spans New Year. (A rule that
+                // starts and ends at the same instant has no DST, as glibc
+                // reads it.)
                 in_dst = !(unix >= end && unix < start);
             }
         }
@@ -454,8 +474,14 @@ impl Cursor<'_> {
         }
         (self.at > start).then_some(n)
     }
-    /// `[+-]hh[:mm[:ss]]` in seconds (POSIX sign: positive is west).
-    fn offset(&mut self) -> Option<i32> {
+    /// A number no greater than `max`.
+    fn number_upto(&mut self, max: i32) -> Option<i32> {
+        self.number().filter(|&n| n <= max)
+    }
+    /// `[+-]hh[:mm[:ss]]` in seconds (POSIX sign: positive is west), hours
+    /// at most `max_hours` (24 for an offset, as POSIX; 167 for a rule's
+    /// time of day, as RFC 8536), minutes and seconds below 60.
+    fn offset(&mut self, max_hours: i32) -> Option<i32> {
         let sign = match self.peek() {
             Some(b'-') => {
                 self.at += 1;
@@ -467,13 +493,13 @@ impl Cursor<'_> {
             }
             _ => 1,
         };
-        let mut seconds = self.number()?.checked_mul(3600)?;
+        let mut seconds = self.number_upto(max_hours)? * 3600;
         if self.peek() == Some(b':') {
             self.at += 1;
-            seconds += self.number()? * 60;
+            seconds += self.number_upto(59)? * 60;
             if self.peek() == Some(b':') {
                 self.at += 1;
-                seconds += self.number()?;
+                seconds += self.number_upto(59)?;
             }
         }
         Some(sign * seconds)
@@ -482,7 +508,11 @@ impl Cursor<'_> {
         let day = match self.peek()? {
             b'J' => {
                 self.at += 1;
-                RuleDay::Julian1(u32::try_from(self.number()?).ok()?)
+                RuleDay::Julian1(
+                    u32::try_from(self.number()?)
+                        .ok()
+                        .filter(|n| (1..=365).contains(n))?,
+                )
             }
             b'M' => {
                 self.at += 1;
@@ -496,11 +526,11 @@ impl Cursor<'_> {
                 }
                 RuleDay::Month(m, w, d)
             }
-            _ => RuleDay::Julian0(u32::try_from(self.number()?).ok()?),
+            _ => RuleDay::Julian0(u32::try_from(self.number_upto(365)?).ok()?),
         };
         let time = if self.peek() == Some(b'/') {
             self.at += 1;
-            self.offset()?
+            self.offset(MAX_RULE_HOURS)?
         } else {
             7200
         };
@@ -511,6 +541,38 @@ impl Cursor<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn posix_offsets_out_of_range_are_refused_not_overflowed() {
+        // Found by the tzif fuzz target: the minutes overflowed an i32.
+        assert_eq!(PosixTz::parse("HgiZTz5:222222222"), None);
+        assert_eq!(PosixTz::parse("AAA1:99999999"), None);
+        assert_eq!(PosixTz::parse("AAA1:60"), None);
+        assert_eq!(PosixTz::parse("AAA1:00:60"), None);
+        assert_eq!(PosixTz::parse("AAA25"), None);
+        assert_eq!(PosixTz::parse("AAA-24BBB-25"), None);
+        assert!(PosixTz::parse("AAA24:59:59").is_some());
+        // RFC 8536 3.3.1: a rule's time of day runs from -167 to 167 hours.
+        assert!(PosixTz::parse("AAA-1BBB,M3.5.0/167,M10.5.0/-167").is_some());
+        assert_eq!(PosixTz::parse("AAA-1BBB,M3.5.0/168,M10.5.0"), None);
+        // Julian days: `Jn` is 1 to 365, `n` is 0 to 365.
+        assert!(PosixTz::parse("AAA-1BBB,J1,J365").is_some());
+        assert_eq!(PosixTz::parse("AAA-1BBB,J0,J365"), None);
+        assert_eq!(PosixTz::parse("AAA-1BBB,J1,J366"), None);
+        assert!(PosixTz::parse("AAA-1BBB,0,365").is_some());
+        assert_eq!(PosixTz::parse("AAA-1BBB,0,366"), None);
+    }
+
+    #[test]
+    fn a_rule_that_starts_as_it_ends_has_no_dst() {
+        // Found by the tzif fuzz target against jiff; glibc agrees
+        // (`TZ=AEST-10AEDT,M4.1.0,M4.1.0/3 date -d @0` says AEST): both
+        // ends fall on the same instant, so DST is never in effect.
+        let rule = PosixTz::parse("AEST-10AEDT,M4.1.0,M4.1.0/3").unwrap();
+        for t in [0, 10_000_000, 20_000_000, 1_700_000_000] {
+            assert_eq!(rule.offset_at(t), 36_000, "at {t}");
+        }
+    }
 
     #[test]
     fn posix_rules_for_both_hemispheres() {
@@ -571,6 +633,70 @@ mod tests {
         let mut bytes = bare_header(0, 0);
         bytes.extend([0, 0, 0x0e, 0x10, 0, 0]);
         assert_eq!(Zone::from_tzif("x", &bytes).unwrap().offset_at(0), 3600);
+    }
+
+    #[test]
+    fn transitions_out_of_order_are_corrupt() {
+        // Found by the tzif fuzz target against jiff: an unsorted table
+        // made the binary search answer from the wrong transition.
+        let file = |times: [i32; 2]| {
+            let mut bytes = bare_header(0, 2);
+            for t in times {
+                bytes.extend(t.to_be_bytes());
+            }
+            bytes.extend([0, 0]);
+            bytes.extend([0, 0, 0x0e, 0x10, 0, 0]);
+            bytes
+        };
+        assert!(Zone::from_tzif("x", &file([50, 100])).is_ok());
+        assert_eq!(
+            Zone::from_tzif("x", &file([100, 50])),
+            Err(TzError::Corrupt)
+        );
+        assert_eq!(Zone::from_tzif("x", &file([50, 50])), Err(TzError::Corrupt));
+    }
+
+    #[test]
+    fn a_second_header_of_another_version_is_corrupt() {
+        // Found by the tzif fuzz target against jiff: a `TZif2` file whose
+        // 64-bit header said `1` lost its footer. RFC 8536: both headers
+        // carry the same version.
+        let file = |second: u8| {
+            let mut bytes = bare_header(b'2', 0);
+            bytes.extend([0, 0, 0x0e, 0x10, 0, 0]);
+            bytes.extend(bare_header(second, 0));
+            bytes.extend([0, 0, 0x0e, 0x10, 0, 0]);
+            bytes.extend(b"\n<+01>-1\n");
+            bytes
+        };
+        assert!(Zone::from_tzif("x", &file(b'2')).is_ok());
+        assert_eq!(Zone::from_tzif("x", &file(b'1')), Err(TzError::Corrupt));
+        assert_eq!(Zone::from_tzif("x", &file(b'3')), Err(TzError::Corrupt));
+        // The same fuzz target: a version byte of `1`, which no RFC
+        // defines (0, `2`, `3` and, RFC 9636, `4` are the versions).
+        let mut v1 = bare_header(b'1', 0);
+        v1.extend([0, 0, 0x0e, 0x10, 0, 0]);
+        assert_eq!(Zone::from_tzif("x", &v1), Err(TzError::Corrupt));
+        let mut v4 = bare_header(b'4', 0);
+        v4.extend([0, 0, 0x0e, 0x10, 0, 0]);
+        v4.extend(bare_header(b'4', 0));
+        v4.extend([0, 0, 0x0e, 0x10, 0, 0]);
+        v4.extend(b"\n<+01>-1\n");
+        assert!(Zone::from_tzif("x", &v4).is_ok());
+    }
+
+    #[test]
+    fn bytes_after_the_footer_line_do_not_hide_it() {
+        // Found by the tzif fuzz target against jiff: bytes after the
+        // footer's newline that were not UTF-8 dropped the footer.
+        let mut bytes = bare_header(b'2', 0);
+        bytes.extend([0, 0, 0x8c, 0xa0, 0, 0]);
+        bytes.extend(bare_header(b'2', 0));
+        bytes.extend([0, 0, 0x8c, 0xa0, 0, 0]);
+        bytes.extend(b"\nAEST-10AEDT,M10.1.0,M4.1.0/3\n\x05\xcf\xff\xff");
+        let zone = Zone::from_tzif("x", &bytes).unwrap();
+        // 1970-01-01 09:59:59 in Sydney is summer time.
+        assert_eq!(zone.offset_at(-1), 39_600);
     }
 
     #[test]

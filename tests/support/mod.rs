@@ -22,8 +22,13 @@ pub const KEY_B: &str = "QkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkI";
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
-/// A fresh, empty directory under the system temp dir.
-pub fn temp_dir(name: &str) -> PathBuf {
+/// A fresh, empty directory under the system temp dir; removed when the
+/// returned guard is dropped.
+pub fn temp_dir(name: &str) -> TempDir {
+    TempDir::new(name)
+}
+
+fn fresh_dir(name: &str) -> PathBuf {
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("hh-{name}-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -40,8 +45,21 @@ pub struct TempDir {
 impl TempDir {
     pub fn new(name: &str) -> TempDir {
         TempDir {
-            path: temp_dir(name),
+            path: fresh_dir(name),
         }
+    }
+}
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        &self.path
     }
 }
 
@@ -372,7 +390,8 @@ impl Fixture {
     /// A Host whose herdr socket is at `relative` under the fixture root
     /// (e.g. `herdr/sessions/work/herdr.sock`).
     pub fn with_socket(name: &str, relative: &str) -> Fixture {
-        let root = temp_dir(name);
+        // The fixture removes its root when dropped.
+        let root = fresh_dir(name);
         let config = root.join("config");
         let state = root.join("state");
         std::fs::create_dir_all(&config).unwrap();

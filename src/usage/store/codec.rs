@@ -405,7 +405,9 @@ impl FileEntry {
         let Some(file) = self.pending.take() else {
             return true;
         };
-        let mut events = Vec::with_capacity(self.stored_count() as usize);
+        // No reservation from the stored counts: they are read from the
+        // index, and only a segment that decodes proves its count.
+        let mut events = Vec::new();
         for segment in &self.stored {
             match file
                 .read(*segment)
@@ -497,6 +499,25 @@ mod tests {
             stored: Vec::new(),
             pending: None,
         }
+    }
+
+    #[test]
+    fn a_damaged_event_count_reserves_nothing_it_cannot_read() {
+        // Found by the usage_index fuzz target: a segment claiming 2^32
+        // events made materialize reserve hundreds of GB and abort.
+        let dir = crate::base::scratch::ScratchDir::new("codec-count");
+        let path = dir.join("events");
+        std::fs::write(&path, [0u8; 16]).unwrap();
+        let file = EventsFile(std::sync::Arc::new(std::fs::File::open(&path).unwrap()));
+        let mut e = entry(Agent::Claude);
+        e.stored.push(Segment {
+            offset: 0,
+            len: 16,
+            count: u32::MAX,
+            sum: hash_words(&[0u8; 16]),
+        });
+        e.pending = Some(file);
+        assert!(!e.materialize());
     }
 
     /// An event carrying every field, whatever its kind.

@@ -111,7 +111,16 @@ impl Store {
             (Ok(_), Ok(meta)) => meta,
             _ => return empty(),
         };
-        let Some((index, events)) = unseal(&bytes).and_then(|body| self.decode_base(body)) else {
+        let Some((index, events)) = unseal(&bytes).and_then(|body| {
+            let mut opened = None;
+            let index = decode_base(body, |id| {
+                let events = self.open_events(id)?;
+                let file = events.file.clone();
+                opened = Some(events);
+                Some(file)
+            })?;
+            Some((index, opened?))
+        }) else {
             return empty();
         };
         let mut index = index;
@@ -138,24 +147,6 @@ impl Store {
         }
         loaded.origin.journal_valid = whole && applied == records.len();
         (index, loaded)
-    }
-
-    fn decode_base(&self, bytes: &[u8]) -> Option<(Index, Events)> {
-        let mut r = Reader::new(bytes);
-        let header = codec::read_header(&mut r)?;
-        let events = self.open_events(r.u64()?)?;
-        // Entries are stored sorted: collected, the map is bulk-built.
-        let mut entries = Vec::with_capacity(header.count);
-        for _ in 0..header.count {
-            let (path, e) = codec::read_entry(&mut r, &events.file)?;
-            if header.keeps(e.agent) {
-                entries.push((path, e));
-            }
-        }
-        let index = Index {
-            files: entries.into_iter().collect(),
-        };
-        r.at_end().then_some((index, events))
     }
 
     /// Persists `index` after a refresh that changed the entries `keys`
@@ -327,8 +318,30 @@ fn plan_segments(e: &mut FileEntry, end: u64, blob: &mut Vec<u8>) {
     blob.extend(raw);
 }
 
-/// Applies a journal payload; `false` if damaged.
-fn apply_record(index: &mut Index, payload: &[u8], file: &EventsFile) -> bool {
+/// Decodes a base's body (its bytes without the seal): the entries, which
+/// point into the events file `open` returns for the id the base names.
+/// `None` when anything is damaged or the body is not consumed exactly.
+pub fn decode_base(bytes: &[u8], open: impl FnOnce(u64) -> Option<EventsFile>) -> Option<Index> {
+    let mut r = Reader::new(bytes);
+    let header = codec::read_header(&mut r)?;
+    let file = open(r.u64()?)?;
+    // Entries are stored sorted: collected, the map is bulk-built.
+    let mut entries = Vec::with_capacity(header.count);
+    for _ in 0..header.count {
+        let (path, e) = codec::read_entry(&mut r, &file)?;
+        if header.keeps(e.agent) {
+            entries.push((path, e));
+        }
+    }
+    let index = Index {
+        files: entries.into_iter().collect(),
+    };
+    r.at_end().then_some(index)
+}
+
+/// Replays one journal record over `index`; `false` (and `index`
+/// unchanged) when the record is damaged.
+pub fn apply_record(index: &mut Index, payload: &[u8], file: &EventsFile) -> bool {
     match codec::read_record(payload, file) {
         Some(Record::Entry(path, e)) => {
             index.files.insert(path, *e);

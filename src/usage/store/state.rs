@@ -81,13 +81,7 @@ impl StateStore {
         };
         origin.journal_len = journal.len() as u64;
         let (records, whole) = journal::records(&journal, &origin.header);
-        let mut applied = 0;
-        for payload in &records {
-            if apply_record(&mut parts, payload).is_none() {
-                break;
-            }
-            applied += 1;
-        }
+        let applied = replay(&mut parts, &records);
         origin.journal_valid = whole && applied == records.len();
         Some((parts, origin))
     }
@@ -293,6 +287,24 @@ fn encode_base<'a>(state: &'a State) -> Option<Vec<u8>> {
     }
     seal(&mut o);
     Some(o)
+}
+
+/// The fingerprint and slots that a base's body (its bytes without the
+/// seal) and the journal record payloads after it decode to, and how many
+/// records applied: what [`StateStore::load_slots`] reads, without the
+/// files. `None` for a damaged base.
+pub fn decode(body: &[u8], records: &[&[u8]]) -> Option<(u64, Detailed, usize)> {
+    let mut parts = decode_base(body)?;
+    let applied = replay(&mut parts, records);
+    Some((parts.fingerprint, parts.detailed, applied))
+}
+
+/// Applies `records` in order up to the first damaged one; how many applied.
+fn replay(parts: &mut Parts, records: &[&[u8]]) -> usize {
+    records
+        .iter()
+        .take_while(|payload| apply_record(parts, payload).is_some())
+        .count()
 }
 
 fn decode_base(bytes: &[u8]) -> Option<Parts> {

@@ -1,0 +1,18 @@
+//! Claude Code transcript lines: any bytes, line by line, never panic,
+//! and the events they give survive the cache's event encoding.
+#![no_main]
+use heeler::usage::event::FileParse;
+use heeler::usage::parse::claude;
+use heeler::usage::store::codec;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let mut fp = FileParse::default();
+    for line in data.split(|&b| b == b'\n') {
+        claude::parse_line(&mut fp, line);
+    }
+    let raw = codec::encode_events(&fp.events);
+    let count = u32::try_from(fp.events.len()).expect("few events");
+    let decoded = codec::decode_events(&raw, count, fp.strings.len());
+    assert_eq!(decoded.as_ref(), Some(&fp.events));
+});

@@ -1,0 +1,19 @@
+//! An events segment's event stream: never panics; what decodes encodes
+//! back to a stream that decodes to the same events.
+#![no_main]
+use heeler::usage::store::codec;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let (count, rest) = heeler_fuzz::selector(data);
+    let (strings, raw) = heeler_fuzz::selector(rest);
+    let strings = usize::from(strings);
+    if let Some(events) = codec::decode_events(raw, u32::from(count), strings) {
+        assert_eq!(events.len(), usize::from(count));
+        let again = codec::encode_events(&events);
+        assert_eq!(
+            codec::decode_events(&again, u32::from(count), strings).as_ref(),
+            Some(&events)
+        );
+    }
+});
