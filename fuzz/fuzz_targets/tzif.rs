@@ -76,11 +76,11 @@ fn same_month_rule(data: &[u8]) -> bool {
         .rsplit('\n')
         .next()
         .unwrap_or("");
-    let months: Vec<&str> = footer
+    let months: Vec<u32> = footer
         .split(',')
         .skip(1)
         .filter_map(|part| part.strip_prefix('M'))
-        .filter_map(|rule| rule.split('.').next())
+        .filter_map(|rule| rule.split('.').next()?.parse().ok())
         .collect();
     months.len() == 2 && months[0] == months[1]
 }
