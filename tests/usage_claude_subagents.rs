@@ -8,8 +8,7 @@
 #[allow(dead_code)]
 mod usage_fixture;
 
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use heeler::base::json::Value;
 use heeler::usage::cache::Index;
@@ -125,7 +124,7 @@ const TRUTH: Truth = Truth {
 };
 
 /// A fake `$HOME`, removed on drop (also when a test panics).
-struct Home(PathBuf);
+struct Home(usage_fixture::TempDir);
 
 impl Home {
     fn new(name: &str, files: &[(&str, String)]) -> Home {
@@ -134,12 +133,6 @@ impl Home {
             write(&home.0.join(path), text);
         }
         home
-    }
-}
-
-impl Drop for Home {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
     }
 }
 

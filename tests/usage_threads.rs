@@ -18,15 +18,6 @@ use heeler::usage::pricing::PriceTable;
 use heeler::usage::worker::{self, Roots};
 use usage_fixture::*;
 
-/// The test's tree, removed when the test ends, also on a panic.
-struct Tree(PathBuf);
-
-impl Drop for Tree {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
-
 fn claude_file(home: &Path, n: usize) -> PathBuf {
     home.join(format!(
         ".claude/projects/-home-dev-p{}/s{n:03}.jsonl",
@@ -106,8 +97,9 @@ fn append(path: &Path, text: &str) {
 
 #[test]
 fn one_thread_and_several_write_the_same_snapshot() {
-    let tree = Tree(temp_dir("usage-threads"));
-    let home = tree.0.join("home");
+    // Removed when the test ends, also on a panic.
+    let tree = temp_dir("usage-threads");
+    let home = tree.join("home");
     write_tree(&home);
     // Sizes from one record to hundreds, so some threads draw one big file
     // and others many small ones.

@@ -7,7 +7,7 @@
 #[allow(dead_code)]
 mod usage_fixture;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use heeler::base::json::{self, Value};
@@ -23,17 +23,11 @@ use heeler::usage::worker::{self, Roots};
 use usage_fixture::*;
 
 /// A scratch directory removed on drop (also when a test panics).
-struct Scratch(PathBuf);
+struct Scratch(TempDir);
 
 impl Scratch {
     fn new(name: &str) -> Scratch {
         Scratch(temp_dir(name))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
