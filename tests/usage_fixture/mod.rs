@@ -2,7 +2,7 @@
 //! every format quirk Usage must handle, written fresh by each test.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use heeler::usage::time::format_timestamp;
 
@@ -11,42 +11,14 @@ pub const NOW: i64 = 1_795_953_600;
 pub const HOUR: i64 = 3600;
 pub const DAY: i64 = 86_400;
 
+#[path = "../scratch/mod.rs"]
+mod scratch;
+pub use scratch::TempDir;
+
 /// A fresh, empty directory under the system temp dir, removed with
 /// everything in it when the guard is dropped (also when a test panics).
 pub fn temp_dir(name: &str) -> TempDir {
-    let dir = std::env::temp_dir().join(format!("heeler-{name}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    TempDir(dir)
-}
-
-/// See [`temp_dir`]: derefs to its path.
-#[derive(Debug)]
-pub struct TempDir(PathBuf);
-
-impl std::ops::Deref for TempDir {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl AsRef<Path> for TempDir {
-    fn as_ref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl AsRef<std::ffi::OsStr> for TempDir {
-    fn as_ref(&self) -> &std::ffi::OsStr {
-        self.0.as_os_str()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
+    TempDir::new(&format!("heeler-{name}"))
 }
 
 pub fn write(path: &Path, text: &str) {
