@@ -36,11 +36,22 @@ fn run_in(root: &Path, tag: Option<&str>) -> Output {
     output
 }
 
+/// A copy of the files the script reads, removed with everything in it when
+/// dropped (also when the test panics).
+struct Copy(PathBuf);
+
+impl Drop for Copy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A copy of the files the script reads, with `edit` applied to one of them.
-fn copy_with(name: &str, file: &str, edit: impl Fn(String) -> String) -> PathBuf {
+fn copy_with(name: &str, file: &str, edit: impl Fn(String) -> String) -> Copy {
     let root = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("check-tag-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
+    let copy = Copy(root.clone());
     for rel in FILES {
         let from = Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
         let to = root.join(rel);
@@ -49,7 +60,7 @@ fn copy_with(name: &str, file: &str, edit: impl Fn(String) -> String) -> PathBuf
         let text = if *rel == file { edit(text) } else { text };
         std::fs::write(to, text).unwrap();
     }
-    root
+    copy
 }
 
 #[test]
@@ -81,8 +92,8 @@ fn any_file_with_another_version_is_refused() {
         "herdr-plugin.toml",
         "test-vectors/plugin-version-v1.json",
     ] {
-        let root = copy_with(&file.replace('/', "-"), file, bumped);
-        let output = run_in(&root, Some(&format!("v{VERSION}")));
+        let copy = copy_with(&file.replace('/', "-"), file, bumped);
+        let output = run_in(&copy.0, Some(&format!("v{VERSION}")));
         assert!(!output.status.success(), "{file} bump not noticed");
         let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
         assert!(stderr.contains("9.9.9"), "{stderr}");
