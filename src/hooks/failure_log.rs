@@ -7,7 +7,8 @@
 //!
 //! The log is bounded: past [`CAP_BYTES`] the file is renamed to
 //! `hook-failures.log.1` (replacing the previous one) and started over, so
-//! at most two capped files exist. Both are 0600 and never written through
+//! at most two capped files exist; the check and the rotation are made
+//! under a lock on the log, as workers of several sessions log at once. Both are 0600 and never written through
 //! a symbolic link. Every line passes through the relay client's token
 //! redaction first (hex runs of push-token length), and the lines written
 //! here name tokens only by their 8-character prefix, so no key, token or
@@ -56,18 +57,62 @@ pub fn rotates(len: u64, line_len: u64) -> bool {
     len > 0 && len + line_len > CAP_BYTES
 }
 
+/// How long an appender waits for another one's lock before it writes
+/// without rotating (a line is never dropped for a lock).
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// Appends `message` to the log in `plugin_state_dir`; a failure to log is
 /// returned for the caller to drop (there is nowhere left to report it).
+///
+/// Several workers log at once, so the size check, the rotation and the
+/// write happen under an exclusive `flock` on the open log. A writer that
+/// gets the lock checks first that its descriptor is still the file at the
+/// path: if another writer rotated it meanwhile, it opens the new file, so
+/// a rotation never moves a just-started log over the rotated one.
 pub fn append(plugin_state_dir: &Path, message: &str) -> std::io::Result<()> {
     let log = path_in(plugin_state_dir);
     let line = format_line(crate::base::clock::unix_seconds(), message);
     crate::base::atomic_file::create_dir_all(plugin_state_dir, 0o700)?;
-    let len = std::fs::symlink_metadata(&log).map_or(0, |m| m.len());
-    if rotates(len, line.len() as u64) {
-        std::fs::rename(&log, rotated_path(&log))?;
+    // One open to rotate, one to write the fresh file, and spares for
+    // rotations by others in between.
+    for _ in 0..4 {
+        let mut file = crate::base::sys::open_append_private(&log)?;
+        if !lock_within(&file, LOCK_WAIT) {
+            return file.write_all(line.as_bytes());
+        }
+        if !is_file_at(&file, &log) {
+            continue;
+        }
+        if rotates(file.metadata()?.len(), line.len() as u64) {
+            std::fs::rename(&log, rotated_path(&log))?;
+            continue;
+        }
+        return file.write_all(line.as_bytes());
     }
-    let mut file = crate::base::sys::open_append_private(&log)?;
-    file.write_all(line.as_bytes())
+    crate::base::sys::open_append_private(&log)?.write_all(line.as_bytes())
+}
+
+/// Takes an exclusive lock on `file` within `wait`; whether it was taken.
+fn lock_within(file: &std::fs::File, wait: std::time::Duration) -> bool {
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        match crate::base::sys::try_lock_exclusive(file) {
+            Ok(true) => return true,
+            Ok(false) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            _ => return false,
+        }
+    }
+}
+
+/// Whether the open `file` is still the file at `path` (not rotated away).
+fn is_file_at(file: &std::fs::File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::symlink_metadata(path)) {
+        (Ok(open), Ok(at_path)) => open.dev() == at_path.dev() && open.ino() == at_path.ino(),
+        _ => false,
+    }
 }
 
 /// One failure read back: its time as written and its message.
@@ -164,5 +209,39 @@ mod tests {
         std::os::unix::fs::symlink(&target, path_in(dir.path())).unwrap();
         assert!(append(dir.path(), "notify-hook: x").is_err());
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "");
+    }
+
+    #[test]
+    fn concurrent_appenders_keep_the_cap_and_the_rotated_file() {
+        // Workers of several sessions log at once. Each line is checked
+        // against the cap and a full log is rotated while the log is locked,
+        // so the log never passes the cap, and a rotation never replaces the
+        // rotated file with a log another writer has just started.
+        let dir = ScratchDir::new("failure-log-concurrent");
+        let line = "notify-hook: ".to_owned() + &"z".repeat(2_000);
+        let written = "2027-01-15T08:00:00Z ".len() + MAX_LINE_CHARS + 1;
+        std::thread::scope(|scope| {
+            for _ in 0..8 {
+                scope.spawn(|| {
+                    for _ in 0..150 {
+                        append(dir.path(), &line).unwrap();
+                    }
+                });
+            }
+        });
+        let log = path_in(dir.path());
+        let rotated = std::fs::metadata(rotated_path(&log)).unwrap().len();
+        let current = std::fs::metadata(&log).unwrap().len();
+        assert!(current <= CAP_BYTES, "the log is {current} bytes");
+        assert!(rotated <= CAP_BYTES, "the rotated log is {rotated} bytes");
+        // A file is rotated only when the next line does not fit.
+        assert!(
+            rotated + written as u64 > CAP_BYTES,
+            "the rotated log holds only {rotated} bytes"
+        );
+        for path in [rotated_path(&log), log] {
+            let text = std::fs::read_to_string(path).unwrap();
+            assert!(text.lines().all(|l| l.len() + 1 == written));
+        }
     }
 }
