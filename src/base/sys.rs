@@ -428,6 +428,10 @@ pub fn open_append_private(path: &std::path::Path) -> io::Result<std::fs::File> 
 
 /// The local wall-clock time of a Unix timestamp as `(hour, minute,
 /// second)` (`localtime_r`), `None` if the conversion fails.
+// The libc crate marks `time_t` deprecated on musl because it changes
+// width on 32-bit musl targets (musl 1.2); on the 64-bit targets heeler
+// ships it is 64 bits either way, and `try_from` refuses what does not fit.
+#[allow(deprecated)]
 pub(crate) fn local_time_of_day(unix_seconds: i64) -> Option<(u32, u32, u32)> {
     let time = libc::time_t::try_from(unix_seconds).ok()?;
     // SAFETY: an all-zero `tm` is a valid value (integers and a null zone
