@@ -24,7 +24,7 @@ use crate::usage::store::owners::{Owners, OwnersRef};
 const MAGIC: &[u8; 4] = b"HUAG";
 const JOURNAL_MAGIC: &[u8; 4] = b"HUAJ";
 /// Bump when the layout or the aggregation rules change.
-pub const STATE_VERSION: u32 = 2;
+pub const STATE_VERSION: u32 = 3;
 /// The journal may always grow to this many bytes.
 pub const MIN_JOURNAL: u64 = 256 << 10;
 
@@ -235,6 +235,15 @@ fn read_owners(r: &mut Reader) -> Option<Vec<(u64, u64)>> {
     (0..n).map(|_| Some((r.u64()?, r.u64()?))).collect()
 }
 
+/// `(file, [three counters])` rows, in file order.
+fn read_file_counters(r: &mut Reader) -> Option<Vec<(u64, [u64; 3])>> {
+    let n = r.count64(32)?;
+    let rows: Vec<(u64, [u64; 3])> = (0..n)
+        .map(|_| Some((r.u64()?, [r.u64()?, r.u64()?, r.u64()?])))
+        .collect::<Option<_>>()?;
+    rows.windows(2).all(|w| w[0].0 < w[1].0).then_some(rows)
+}
+
 fn encode_base<'a>(state: &'a State) -> Option<Vec<u8>> {
     let owners = state.owners.reference()?;
     let d = &state.detailed;
@@ -246,6 +255,13 @@ fn encode_base<'a>(state: &'a State) -> Option<Vec<u8>> {
     put_str(&mut o, &state.pricing);
     for n in [d.duplicates_claude, d.duplicates_codex, d.forks_unresolved] {
         put_u64(&mut o, n);
+    }
+    put_u64(&mut o, d.by_file.len() as u64);
+    for (file, counts) in &d.by_file {
+        put_u64(&mut o, *file);
+        for n in counts {
+            put_u64(&mut o, *n);
+        }
     }
     let mut index: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
     let mut strings: Vec<&str> = Vec::new();
@@ -319,6 +335,7 @@ fn decode_base(bytes: &[u8]) -> Option<Parts> {
         duplicates_claude: r.u64()?,
         duplicates_codex: r.u64()?,
         forks_unresolved: r.u64()?,
+        by_file: read_file_counters(&mut r)?.into_iter().collect(),
         ..Detailed::default()
     };
     let ns = r.count64(8)?;
@@ -364,6 +381,14 @@ fn encode_record(state: &State, changed: &Changed) -> Vec<u8> {
     for n in [d.duplicates_claude, d.duplicates_codex, d.forks_unresolved] {
         put_u64(&mut o, n);
     }
+    // A file's counters, all zero when it has none left.
+    put_u64(&mut o, changed.files.len() as u64);
+    for file in &changed.files {
+        put_u64(&mut o, *file);
+        for n in d.by_file.get(file).copied().unwrap_or_default() {
+            put_u64(&mut o, n);
+        }
+    }
     put_u64(&mut o, changed.slots.len() as u64);
     for key in &changed.slots {
         let (slot, agent, model, cwd) = key;
@@ -399,6 +424,7 @@ fn apply_record(parts: &mut Parts, payload: &[u8]) -> Option<()> {
     let fingerprint = r.u64()?;
     let since = r.i64()?;
     let counters = [r.u64()?, r.u64()?, r.u64()?];
+    let files = read_file_counters(&mut r)?;
     let n = r.count64(8 * 5)?;
     let mut slots: Vec<(SlotKey, Option<SlotAcc>)> = Vec::with_capacity(n);
     for _ in 0..n {
@@ -421,6 +447,13 @@ fn apply_record(parts: &mut Parts, payload: &[u8]) -> Option<()> {
     parts.since = since;
     let d = &mut parts.detailed;
     [d.duplicates_claude, d.duplicates_codex, d.forks_unresolved] = counters;
+    for (file, counts) in files {
+        if counts == [0; 3] {
+            d.by_file.remove(&file);
+        } else {
+            d.by_file.insert(file, counts);
+        }
+    }
     for (key, acc) in slots {
         match acc {
             Some(acc) => d.slots.insert(key, acc),
@@ -458,6 +491,7 @@ mod tests {
             duplicates_claude: 3,
             ..Detailed::default()
         };
+        d.by_file.insert(2, [3, 0, 0]);
         d.slots.insert(key(900), acc(2));
         d.slots.insert(key(1800), acc(1));
         State {
@@ -480,6 +514,10 @@ mod tests {
         let changed = state.changed.get_or_insert_with(Changed::default);
         changed.slots.insert(key(slot));
         changed.owners.insert(id);
+        // The owner's file was charged a Codex duplicate.
+        state.detailed.duplicates_codex += 1;
+        state.detailed.by_file.entry(owner).or_default()[1] += 1;
+        changed.files.insert(owner);
     }
 
     fn files_in(dir: &Path) -> Vec<String> {
