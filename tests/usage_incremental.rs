@@ -153,7 +153,10 @@ fn run(seed: u64, retention: i64) -> (u64, u64) {
     let mut rng = Rng(seed);
     let mut now = NOW;
     for n in 0..4 {
-        write(&claude_path(&home, n), &claude_lines(&mut rng, now, 6, retention));
+        write(
+            &claude_path(&home, n),
+            &claude_lines(&mut rng, now, 6, retention),
+        );
     }
     for n in 0..3 {
         write(&codex_path(&home, n), &codex_text(&mut rng, now, n, 4));
@@ -403,7 +406,10 @@ fn damaged_cache_files_are_refused_or_repaired_never_trusted() {
     let prices = PriceTable::bundled().unwrap();
     let mut rng = Rng(0xdead_beef);
     for n in 0..4 {
-        write(&claude_path(&home, n), &claude_lines(&mut rng, NOW, 6, WINDOW));
+        write(
+            &claude_path(&home, n),
+            &claude_lines(&mut rng, NOW, 6, WINDOW),
+        );
     }
     for n in 0..2 {
         write(&codex_path(&home, n), &codex_text(&mut rng, NOW, n, 4));

@@ -79,7 +79,9 @@ pub fn parse(text: &str) -> Result<Config, ConfigError> {
 
 fn retention(value: &DeValue<'_>) -> Result<i64, ConfigError> {
     let range = || {
-        format!("usage.toml: retention_days must be a whole number of days from {MIN_RETENTION_DAYS} to {MAX_RETENTION_DAYS}")
+        format!(
+            "usage.toml: retention_days must be a whole number of days from {MIN_RETENTION_DAYS} to {MAX_RETENTION_DAYS}"
+        )
     };
     let DeValue::Integer(n) = value else {
         return Err(ConfigError(range()));
@@ -157,7 +159,12 @@ mod tests {
                 "usage.toml: unknown key \"retention\" (the one key is retention_days)".into()
             ))
         );
-        assert!(days("retention_days = ").unwrap_err().0.starts_with("usage.toml is not TOML: "));
+        assert!(
+            days("retention_days = ")
+                .unwrap_err()
+                .0
+                .starts_with("usage.toml is not TOML: ")
+        );
     }
 
     #[test]
@@ -173,6 +180,11 @@ mod tests {
         };
         assert_eq!(load(&env), Ok(Config::default()));
         std::fs::write(dir.0.join("usage.toml"), "retention_days = 180\n").unwrap();
-        assert_eq!(load(&env), Ok(Config { retention_days: 180 }));
+        assert_eq!(
+            load(&env),
+            Ok(Config {
+                retention_days: 180
+            })
+        );
     }
 }

@@ -440,7 +440,10 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
     let retention = match crate::usage::config::from_env() {
         Ok(config) => config.retention_days,
         Err(e) => {
-            eprintln!("{e}; keeping {} days", crate::usage::config::DEFAULT_RETENTION_DAYS);
+            eprintln!(
+                "{e}; keeping {} days",
+                crate::usage::config::DEFAULT_RETENTION_DAYS
+            );
             crate::usage::config::DEFAULT_RETENTION_DAYS
         }
     };
@@ -666,6 +669,15 @@ mod tests {
         // Before the epoch the boundary is still the one at or below.
         assert_eq!(window_start(100), -32 * DAY);
         assert_eq!(window_start(-100), -32 * DAY - 900);
+    }
+
+    #[test]
+    fn the_history_starts_retention_days_and_the_margins_back() {
+        assert_eq!(history_start(NOW, 30), window_start(NOW));
+        assert_eq!(history_start(NOW, 90), NOW - 92 * DAY);
+        assert_eq!(history_start(NOW + 899, 365), NOW - 367 * DAY);
+        // Never shorter than the app's window.
+        assert_eq!(history_start(NOW, 7), window_start(NOW));
     }
 
     fn object(text: &str) -> Object {

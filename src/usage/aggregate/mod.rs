@@ -339,7 +339,10 @@ pub fn flatten_since(d: &Detailed, since: i64) -> Aggregate {
         forks_unresolved: d.forks_unresolved,
         ..Aggregate::default()
     };
-    for ((slot, agent, model, cwd), acc) in d.slots.range((since, Agent::Claude, String::new(), String::new())..) {
+    for ((slot, agent, model, cwd), acc) in d
+        .slots
+        .range((since, Agent::Claude, String::new(), String::new())..)
+    {
         if acc.requests == 0 {
             continue;
         }

@@ -109,7 +109,8 @@ pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
         today,
     )
     .map_err(|e| Failure::new(format!("{name}: {}", e.0), 2))?;
-    let config = crate::usage::config::from_env().map_err(|e| Failure::new(format!("{name}: {e}"), 1))?;
+    let config =
+        crate::usage::config::from_env().map_err(|e| Failure::new(format!("{name}: {e}"), 1))?;
     req.check_history(config.retention_days, today)
         .map_err(|e| Failure::new(format!("{name}: {}", e.0), 2))?;
     let (generated_at, coverage, runtime) = match &inputs.stored {
