@@ -140,7 +140,7 @@ pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
         (Some(recent), _) => recent,
         (None, Ok(dir)) if generated_at.is_some() => {
             crate::usage::store::state::StateStore::in_dir(&dir.0)
-                .load_slots()
+                .load_slots_from(first_slot(&req, today))
                 .map(|(_, d)| d.slots.into_iter().collect())
                 .unwrap_or_default()
         }
@@ -182,6 +182,14 @@ pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
     Ok(())
+}
+
+/// The first slot any view of `req` reads (the summary shows 30 days
+/// whatever `--since` says): a day before the first local day's UTC
+/// midnight, since no zone is a day or more ahead of UTC.
+pub fn first_slot(req: &Request, today: i64) -> i64 {
+    let first_day = req.since.min(today - (data::DEFAULT_DAYS - 1));
+    (first_day - 1).saturating_mul(86_400)
 }
 
 /// The line naming the roots searched when a refresh found no transcript.
@@ -242,4 +250,24 @@ fn wait_for_first_refresh(dir: &crate::usage::paths::UsageDir, runtime: Option<&
 /// `12.3 MB`.
 fn megabytes(bytes: u64) -> String {
     format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::usage::time::parse_date;
+
+    #[test]
+    fn a_view_reads_from_a_day_before_its_first_local_day() {
+        let today = parse_date("2026-11-29").unwrap();
+        let req = |since: &str| Request::new(Some(since), None, None, None, false, today).unwrap();
+        // The summary's 30 days reach back to 2026-10-31 whatever --since.
+        let oct30 = crate::usage::time::parse_timestamp("2026-10-30T00:00:00Z").unwrap();
+        assert_eq!(first_slot(&req("2026-11-28"), today), oct30);
+        let sep1 = crate::usage::time::parse_timestamp("2026-09-01T00:00:00Z").unwrap();
+        assert_eq!(first_slot(&req("2026-09-02"), today), sep1);
+        // Local midnight of 2026-09-02 in the zone furthest ahead (UTC+14)
+        // is 2026-09-01T10:00Z: after the first slot read.
+        assert!(first_slot(&req("2026-09-02"), today) <= sep1 + 10 * 3600);
+    }
 }
