@@ -175,7 +175,10 @@ fn put_str(o: &mut Vec<u8>, s: &str) {
     o.extend(s.as_bytes());
 }
 
-fn acc_numbers(a: &SlotAcc) -> [u64; 12] {
+/// A slot's sums as the state writes them: requests, the six token
+/// counts, picodollars, unpriced tokens and requests, then the first and
+/// last request's time (what `recent-v1.json` writes too).
+pub fn acc_numbers(a: &SlotAcc) -> [u64; 12] {
     let t = &a.tokens;
     [
         a.requests,
@@ -193,7 +196,8 @@ fn acc_numbers(a: &SlotAcc) -> [u64; 12] {
     ]
 }
 
-fn acc_from(n: [u64; 12]) -> SlotAcc {
+/// The sums [`acc_numbers`] wrote.
+pub fn acc_from(n: [u64; 12]) -> SlotAcc {
     SlotAcc {
         requests: n[0],
         tokens: Tokens {

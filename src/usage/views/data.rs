@@ -83,16 +83,13 @@ impl Request {
         if since > until {
             return Err(BadOption("--since is after --until".into()));
         }
-        let agent = match agent {
-            None => None,
-            Some("claude") => Some(Agent::Claude),
-            Some("codex") => Some(Agent::Codex),
-            Some(other) => {
-                return Err(BadOption(format!(
-                    "--agent must be claude or codex: {other:?}"
-                )));
-            }
-        };
+        let agent =
+            match agent {
+                None => None,
+                Some(name) => Some(Agent::from_name(name).ok_or_else(|| {
+                    BadOption(format!("--agent must be claude or codex: {name:?}"))
+                })?),
+            };
         let dir = dir.map(|d| match d.trim_end_matches('/') {
             "" => "/".to_string(),
             d => d.to_string(),
