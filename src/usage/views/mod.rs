@@ -14,7 +14,10 @@
 //!   format (width and colour included).
 //! - `mod.rs` (this file): the thin edge: options, the query's refresh
 //!   rule (`query::refresh`, so a stale cache starts the same background
-//!   worker), the aggregate's slots, the terminal, printing.
+//!   worker), the history kept (`usage.toml`, `usage::config`: a `--since`
+//!   before it is refused), the aggregate's slots from the day before a
+//!   view's first day ([`first_slot`]), our limits or pi-herdr's, whichever
+//!   was read last ([`with_pi_herdr`]), the terminal, printing.
 //!
 //! Invariants: a view never scans a transcript and never changes the
 //! app's query or its document; the views are pure and the terminal's
