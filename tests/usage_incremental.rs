@@ -44,7 +44,11 @@ fn codex_path(home: &Path, n: u64) -> PathBuf {
     ))
 }
 
-fn claude_lines(rng: &mut Rng, now: i64, count: u64) -> String {
+/// Days of history the cache keeps in a run (`usage.toml`'s
+/// `retention_days`; 30 is the app's window alone).
+const WINDOW: i64 = 30;
+
+fn claude_lines(rng: &mut Rng, now: i64, count: u64, retention: i64) -> String {
     let mut out = String::new();
     for _ in 0..count {
         // A small shared pool of ids (cross-file duplicates, sidechain
@@ -56,9 +60,13 @@ fn claude_lines(rng: &mut Rng, now: i64, count: u64) -> String {
         };
         let models = ["claude-opus-4-6", "claude-sonnet-4-5", "claude-mystery-9"];
         let line = Claude {
-            // Some records near the window's start, so window moves matter.
+            // Some records near the history's start, so window moves
+            // matter; with a longer history, some on either side of the
+            // app's window.
             at: if rng.below(5) == 0 {
-                now - 32 * DAY + rng.below(6 * HOUR as u64) as i64
+                now - (retention + 2) * DAY + rng.below(6 * HOUR as u64) as i64
+            } else if retention > WINDOW && rng.below(3) == 0 {
+                now - 28 * DAY - rng.below(8 * DAY as u64) as i64
             } else {
                 now - rng.below(10 * DAY as u64) as i64
             },
@@ -113,18 +121,42 @@ fn append(path: &Path, text: &str) {
         .unwrap();
 }
 
-fn fresh_into(index: &mut Index, home: &Path, now: i64) -> ScanResult {
+fn fresh_into(index: &mut Index, home: &Path, now: i64, retention: i64) -> ScanResult {
     let roots = Roots::resolve(home, None, None, None);
-    worker::scan(index, &roots, &PriceTable::bundled().unwrap(), now, None)
+    worker::scan_retaining(
+        index,
+        &mut None,
+        &roots,
+        worker::discover(&roots),
+        &PriceTable::bundled().unwrap(),
+        now,
+        None,
+        2,
+        retention,
+    )
 }
 
-fn run(seed: u64) -> (u64, u64) {
+/// Sets a file's modification time to `at` (UTC seconds).
+fn age(path: &Path, at: i64) {
+    let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(at as u64);
+    fs::File::options()
+        .append(true)
+        .open(path)
+        .unwrap()
+        .set_modified(when)
+        .unwrap();
+}
+
+fn run(seed: u64, retention: i64) -> (u64, u64) {
     let home = temp_dir(&format!("usage-incremental-{seed}"));
     let prices = PriceTable::bundled().unwrap();
     let mut rng = Rng(seed);
     let mut now = NOW;
     for n in 0..4 {
-        write(&claude_path(&home, n), &claude_lines(&mut rng, now, 6));
+        write(
+            &claude_path(&home, n),
+            &claude_lines(&mut rng, now, 6, retention),
+        );
     }
     for n in 0..3 {
         write(&codex_path(&home, n), &codex_text(&mut rng, now, n, 4));
@@ -143,15 +175,17 @@ fn run(seed: u64) -> (u64, u64) {
     let (mut incremental, mut steps) = (0, 0);
     for step in 0..40 {
         let n = rng.below(6);
-        let op = rng.below(9);
+        // Ageing a file (out of the app's window, in the history) only
+        // when the cache keeps more than the window.
+        let op = rng.below(if retention > WINDOW { 10 } else { 9 });
         let what = match op {
             0..=2 => {
                 let path = claude_path(&home, n);
                 if path.exists() {
                     let count = 1 + rng.below(3);
-                    append(&path, &claude_lines(&mut rng, now, count));
+                    append(&path, &claude_lines(&mut rng, now, count, retention));
                 } else {
-                    write(&path, &claude_lines(&mut rng, now, 3));
+                    write(&path, &claude_lines(&mut rng, now, 3, retention));
                 }
                 "append claude"
             }
@@ -162,7 +196,10 @@ fn run(seed: u64) -> (u64, u64) {
                 "rewrite codex"
             }
             4 => {
-                write(&claude_path(&home, n), &claude_lines(&mut rng, now, 4));
+                write(
+                    &claude_path(&home, n),
+                    &claude_lines(&mut rng, now, 4, retention),
+                );
                 "rewrite claude"
             }
             5 => {
@@ -190,6 +227,13 @@ fn run(seed: u64) -> (u64, u64) {
                 }
                 "append codex"
             }
+            9 => {
+                let path = claude_path(&home, n);
+                if path.exists() {
+                    age(&path, now - (32 + rng.below(20) as i64) * DAY);
+                }
+                "age claude"
+            }
             _ => {
                 now += (1 + rng.below(4) as i64) * HOUR;
                 "advance now"
@@ -197,7 +241,7 @@ fn run(seed: u64) -> (u64, u64) {
         };
         let (mut index, loaded) = store.load();
         let mut state = state_store.load();
-        let result = worker::scan_with_state(
+        let result = worker::scan_retaining(
             &mut index,
             &mut state,
             &roots,
@@ -205,6 +249,8 @@ fn run(seed: u64) -> (u64, u64) {
             &prices,
             now,
             None,
+            2,
+            retention,
         );
         let keys: Vec<&str> = result.changed_keys.iter().map(String::as_str).collect();
         store.save(&mut index, &keys, loaded).unwrap();
@@ -222,7 +268,7 @@ fn run(seed: u64) -> (u64, u64) {
         // compacted at every chance for odd seeds) is the one a full
         // aggregation builds.
         let mut scratch = Index::default();
-        let mut expected = fresh_into(&mut scratch, &home, now);
+        let mut expected = fresh_into(&mut scratch, &home, now, retention);
         scratch.materialize();
         // The aggregate's id names the index it was built from (entry
         // identities, not contents): only the contents must agree.
@@ -230,12 +276,19 @@ fn run(seed: u64) -> (u64, u64) {
         // What a query reads back: the stored state's slots.
         let (stored_id, stored) = state_store.load_slots().unwrap();
         assert_eq!(stored_id, result.snapshot.aggregate);
+        let window = worker::window_start(now);
         assert_eq!(
-            heeler::usage::aggregate::flatten(&stored).slots,
+            heeler::usage::aggregate::flatten_since(&stored, window).slots,
             result.snapshot.slots,
             "seed {seed} step {step} ({what}): stored slots differ"
         );
-        let rebuilt = State::full(&scratch, &prices, worker::window_start(now));
+        let rebuilt = State::full(&scratch, &prices, worker::history_start(now, retention));
+        // The whole history (slots before the app's window, the counters
+        // by file) is what a full aggregation gives.
+        assert_eq!(
+            stored, rebuilt.detailed,
+            "seed {seed} step {step} ({what}): the stored history differs"
+        );
         assert_eq!(
             state_store.load().unwrap().owners.rows().unwrap(),
             rebuilt.owners.rows().unwrap(),
@@ -257,7 +310,14 @@ fn run(seed: u64) -> (u64, u64) {
 fn incremental_refresh_equals_a_scan_from_scratch() {
     let (mut incremental, mut steps) = (0, 0);
     for seed in [1, 7, 42, 1234, 99_991, 31_337] {
-        let (i, s) = run(seed);
+        let (i, s) = run(seed, WINDOW);
+        incremental += i;
+        steps += s;
+    }
+    // A longer history (`retention_days = 90`): files and records older
+    // than the app's window are kept, and the snapshot stays the window's.
+    for seed in [5, 77, 2024] {
+        let (i, s) = run(seed, 90);
         incremental += i;
         steps += s;
     }
@@ -346,7 +406,10 @@ fn damaged_cache_files_are_refused_or_repaired_never_trusted() {
     let prices = PriceTable::bundled().unwrap();
     let mut rng = Rng(0xdead_beef);
     for n in 0..4 {
-        write(&claude_path(&home, n), &claude_lines(&mut rng, NOW, 6));
+        write(
+            &claude_path(&home, n),
+            &claude_lines(&mut rng, NOW, 6, WINDOW),
+        );
     }
     for n in 0..2 {
         write(&codex_path(&home, n), &codex_text(&mut rng, NOW, n, 4));
@@ -370,7 +433,7 @@ fn damaged_cache_files_are_refused_or_repaired_never_trusted() {
         states.save(state.as_mut().unwrap()).unwrap();
         result
     };
-    let expected = fresh_into(&mut Index::default(), &home, NOW).snapshot;
+    let expected = fresh_into(&mut Index::default(), &home, NOW, WINDOW).snapshot;
     let (mut damaged, mut rounds) = (0, 0);
     // Appends below stay at NOW, so the expected totals move with them.
     for round in 0..60u64 {
@@ -380,7 +443,7 @@ fn damaged_cache_files_are_refused_or_repaired_never_trusted() {
         // An append so that journals and segments exist too.
         append(
             &claude_path(&home, round % 4),
-            &claude_lines(&mut rng, NOW, 1),
+            &claude_lines(&mut rng, NOW, 1, WINDOW),
         );
         refresh(&store, &states);
         // The cache's files (the snapshot is rewritten by every refresh).
@@ -421,7 +484,7 @@ fn damaged_cache_files_are_refused_or_repaired_never_trusted() {
         // One refresh later the totals are exactly a fresh scan's.
         let full = refresh(&store, &states);
         let result = full.snapshot;
-        let want = fresh_into(&mut Index::default(), &home, NOW).snapshot;
+        let want = fresh_into(&mut Index::default(), &home, NOW, WINDOW).snapshot;
         assert_eq!(
             result.slots, want.slots,
             "round {round}: {victim:?} {:?} {}",

@@ -233,3 +233,153 @@ fn the_binary_prints_a_view_document_and_rejects_bad_options() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("is not a time zone on this Host"));
 }
+
+/// Writes one Claude record `days` days before the fixture's now, in a
+/// file last written then.
+fn old_session(home: &Path, days: i64, msg: &str, output: u64) {
+    let at = NOW - days * DAY;
+    let path = home.join(format!(".claude/projects/-home-dev-old/{msg}.jsonl"));
+    let line = Claude {
+        at,
+        msg,
+        req: msg,
+        cwd: "/home/dev/old",
+        output,
+        ..Claude::default()
+    }
+    .line();
+    write(&path, &(line + "\n"));
+    let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs((at + 60) as u64);
+    std::fs::File::options()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(when)
+        .unwrap();
+}
+
+/// The fixture scanned keeping `retention` days: the snapshot (what the
+/// app's query reads) and the whole aggregate.
+fn scan_keeping(home: &Path, retention: i64) -> (worker::ScanResult, State) {
+    let roots = Roots::resolve(home, None, None, None);
+    let prices = PriceTable::bundled().unwrap();
+    let mut index = Index::default();
+    let mut state = None;
+    let result = worker::scan_retaining(
+        &mut index,
+        &mut state,
+        &roots,
+        worker::discover(&roots),
+        &prices,
+        NOW,
+        None,
+        2,
+        retention,
+    );
+    (result, state.unwrap())
+}
+
+/// Records 45 and 100 days old: 90 days of history keep the first, not
+/// the second; the app's query answers exactly what a 30-day cache gives.
+#[test]
+fn ninety_days_of_history_show_45_days_back_and_leave_the_query_as_it_was() {
+    let home = Scratch::new("views-history");
+    write_tree(&home.0);
+    old_session(&home.0, 45, "msg_45", 45);
+    old_session(&home.0, 100, "msg_100", 100);
+    let (window, window_state) = scan_keeping(&home.0, 30);
+    let (kept, kept_state) = scan_keeping(&home.0, 90);
+    // The snapshot and the query's token members are the 30-day ones.
+    let mut snapshot = kept.snapshot.clone();
+    snapshot.aggregate = window.snapshot.aggregate;
+    assert_eq!(snapshot, window.snapshot);
+    let parts = |state: &State| {
+        let slots = heeler::usage::aggregate::flatten(&state.detailed).slots;
+        heeler::usage::report::token_parts(&slots, &Zone::utc(), NOW)
+    };
+    assert_eq!(parts(&kept_state), parts(&window_state));
+    // The views read the whole history.
+    let data = Data {
+        slots: kept_state.detailed.slots.into_iter().collect(),
+        zone: Zone::utc(),
+        now: NOW,
+        generated_at: Some(NOW),
+        refresh: "idle",
+        coverage: kept.snapshot.coverage,
+        limits: Vec::new(),
+    };
+    let today = parse_date("2026-11-29").unwrap();
+    // 90 days up to 2026-11-29 start on 2026-09-01.
+    let req = Request::new(
+        Some("2026-09-01"),
+        None,
+        None,
+        Some("/home/dev/old"),
+        false,
+        today,
+    )
+    .unwrap();
+    assert_eq!(req.check_history(90, today), Ok(()));
+    let doc = json::parse(
+        render::render(&data, &req, View::Period(render_day()), Format::Json).trim_end(),
+    )
+    .unwrap();
+    let rows: Vec<(String, i64)> = doc
+        .get("rows")
+        .and_then(Value::as_array)
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r.get("period").and_then(Value::as_str).unwrap().to_string(),
+                r.get("totals")
+                    .and_then(|t| t.get("output"))
+                    .and_then(Value::as_i64)
+                    .unwrap(),
+            )
+        })
+        .collect();
+    // 2026-11-29 minus 45 days.
+    assert_eq!(rows, [("2026-10-15".to_string(), 45)]);
+    // 100 days back is before the history: a clear refusal, not an
+    // empty table.
+    let old = Request::new(Some("2026-08-21"), None, None, None, false, today).unwrap();
+    let refused = old.check_history(90, today).unwrap_err().0;
+    assert!(
+        refused.starts_with(
+            "--since 2026-08-21 is before the history kept (90 days, from 2026-09-01)"
+        ),
+        "{refused}"
+    );
+    // Even asked for, the 100-day record is not kept.
+    assert!(
+        data.slots.iter().all(|(key, _)| key.0 >= NOW - 92 * DAY),
+        "nothing older than the history"
+    );
+}
+
+#[test]
+fn the_binary_refuses_a_since_before_the_history_and_a_bad_usage_toml() {
+    let home = Scratch::new("views-history-binary");
+    let config = home.0.join(".config/herdr/plugins/config/heeler");
+    assert!(heeler(&home.0, &["usage", "worker"]).status.success());
+    let bad = heeler(&home.0, &["usage", "daily", "--since", "2000-01-01"]);
+    settle(&home.0);
+    assert_eq!(bad.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        stderr.contains("--since 2000-01-01 is before the history kept (90 days, from ")
+            && stderr.contains("set retention_days in usage.toml (up to 365)"),
+        "{stderr}"
+    );
+    write(&config.join("usage.toml"), "retention_days = 400\n");
+    let bad = heeler(&home.0, &["usage", "daily"]);
+    settle(&home.0);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains(
+            "usage.toml: retention_days must be a whole number of days from 30 to 365, not 400"
+        ),
+        "{bad:?}"
+    );
+}

@@ -20,6 +20,15 @@ impl Agent {
             Agent::Codex => "codex",
         }
     }
+
+    /// The agent [`Agent::name`] names.
+    pub fn from_name(name: &str) -> Option<Agent> {
+        match name {
+            "claude" => Some(Agent::Claude),
+            "codex" => Some(Agent::Codex),
+            _ => None,
+        }
+    }
 }
 
 /// What kind of line an [`Event`] came from.

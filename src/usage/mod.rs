@@ -2,6 +2,8 @@
 //! in milliseconds from a cache a background worker keeps.
 //!
 //! - `command.rs`: `heeler usage …` arguments and dispatch.
+//! - `config.rs`: `usage.toml` (how many days of history the cache keeps
+//!   for the views).
 //! - `query.rs`: the instant answer: reads the state files as values, decides
 //!   (purely) the v1 JSON and a plan of effects, then performs the plan
 //!   (the Claude toggle file, a zone to render ahead, starting the worker).
@@ -34,6 +36,7 @@
 pub mod aggregate;
 pub mod cache;
 pub mod command;
+pub mod config;
 pub mod discover;
 pub mod event;
 pub mod limits;

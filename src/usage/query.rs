@@ -199,7 +199,7 @@ fn read_snapshot(dir: &UsageDir, zone: &Zone, now: i64) -> SnapshotRead {
     if let Some(ahead) = Prerendered::read(&text, &zone.name, zone.local_day(now)) {
         return SnapshotRead::Ahead(ahead);
     }
-    match with_slots(dir, Snapshot::parse(&text)) {
+    match with_slots(dir, Snapshot::parse(&text), now) {
         Some(snapshot) => SnapshotRead::Slots(snapshot),
         None => SnapshotRead::Unreadable,
     }
@@ -208,11 +208,13 @@ fn read_snapshot(dir: &UsageDir, zone: &Zone, now: i64) -> SnapshotRead {
 /// `snapshot` with its slots, read from the aggregate state it names. The
 /// worker writes the state before the snapshot, so a state newer than the
 /// snapshot read means a refresh finished meanwhile: the snapshot is read
-/// again (once; after that the newer slots are used as they are).
-fn with_slots(dir: &UsageDir, snapshot: Option<Snapshot>) -> Option<Snapshot> {
+/// again (once; after that the newer slots are used as they are). Only
+/// the slots of the app's window at `now` are read: the state keeps the
+/// views' longer history too (`usage.toml`), which the answer never shows.
+fn with_slots(dir: &UsageDir, snapshot: Option<Snapshot>, now: i64) -> Option<Snapshot> {
     let mut snapshot = snapshot?;
     let store = crate::usage::store::state::StateStore::in_dir(&dir.0);
-    let (fingerprint, detailed) = store.load_slots()?;
+    let (fingerprint, detailed) = store.load_slots_from(crate::usage::worker::window_start(now))?;
     if fingerprint != snapshot.aggregate
         && let Some(again) = std::fs::read_to_string(dir.snapshot())
             .ok()

@@ -71,6 +71,17 @@ pub fn window_start(now: i64) -> i64 {
     (now - WINDOW_SECONDS).div_euclid(aggregate::SLOT) * aggregate::SLOT
 }
 
+/// The days of [`WINDOW_SECONDS`] the app's query answers.
+pub const WINDOW_DAYS: i64 = crate::usage::report::DAYS;
+
+/// The first slot the cache keeps at `now` for `retention_days` of
+/// history (`usage.toml`): the same margins as [`window_start`], so 30
+/// days of retention is the app's window exactly.
+pub fn history_start(now: i64, retention_days: i64) -> i64 {
+    let extra = retention_days.max(WINDOW_DAYS) - WINDOW_DAYS;
+    window_start(now) - extra * 86_400
+}
+
 /// [`scan`] over `found` (what [`discover`] found under `roots`) that
 /// updates `state` (the aggregate kept beside the index) incrementally
 /// when it matches `index`, and rebuilds it otherwise (a refresh that
@@ -103,7 +114,37 @@ pub fn scan_on_threads(
     deadline: Option<Instant>,
     threads: usize,
 ) -> ScanResult {
-    let since = window_start(now);
+    scan_retaining(
+        index,
+        state,
+        roots,
+        found,
+        prices,
+        now,
+        deadline,
+        threads,
+        WINDOW_DAYS,
+    )
+}
+
+/// [`scan_on_threads`] keeping `retention_days` of history in the index
+/// and the aggregate ([`history_start`]); the snapshot (what the app's
+/// query reads) still covers the app's window only: its coverage counts
+/// the files and slots of [`window_start`] on, whatever the retention.
+#[allow(clippy::too_many_arguments)]
+pub fn scan_retaining(
+    index: &mut Index,
+    state: &mut Option<State>,
+    roots: &Roots,
+    found: Discovery,
+    prices: &PriceTable,
+    now: i64,
+    deadline: Option<Instant>,
+    threads: usize,
+    retention_days: i64,
+) -> ScanResult {
+    let since = history_start(now, retention_days);
+    let window = window_start(now);
     let candidates = &found.candidates;
     let trace = Trace::new();
     let before = state.as_ref().map(|_| index.fingerprint());
@@ -148,12 +189,31 @@ pub fn scan_on_threads(
         *state = Some(State::full(index, prices, since));
     }
     trace.mark("  aggregate");
-    let agg = match state.as_ref() {
-        Some(s) => aggregate::flatten(&s.detailed),
-        None => aggregate::flatten(&aggregate::Detailed::default()),
-    };
+    let empty = aggregate::Detailed::default();
+    let detailed = state.as_ref().map_or(&empty, |s| &s.detailed);
+    let mut agg = aggregate::flatten_since(detailed, window);
+    // The files in the app's window: what a cache of that window alone
+    // would index.
+    let in_window = |e: &&cache::FileEntry| e.mtime_ns >= window.saturating_mul(1_000_000_000);
+    [
+        agg.duplicates_claude,
+        agg.duplicates_codex,
+        agg.forks_unresolved,
+    ] = detailed.counters_of(
+        index
+            .files
+            .iter()
+            .filter(|(_, e)| in_window(e))
+            .map(|(k, _)| crate::usage::store::owners::owner_of(k)),
+    );
     let seen = |agent: Agent| candidates.iter().filter(|c| c.agent == agent).count() as u64;
-    let entries = |agent: Agent| index.files.values().filter(move |e| e.agent == agent);
+    let entries = |agent: Agent| {
+        index
+            .files
+            .values()
+            .filter(move |e| e.agent == agent)
+            .filter(in_window)
+    };
     let unreadable = |agent: Agent, compressed: bool| {
         entries(agent)
             .filter(|e| e.unreadable && e.compressed == compressed)
@@ -375,7 +435,19 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
     let store = Store::in_dir(&dir.0);
     let had_base = dir.index().exists();
     let deadline = Instant::now() + budget();
-    let result = scan_with_state(
+    // A setting the views cannot use is theirs to report: the worker
+    // keeps the default, so the app's answers go on.
+    let retention = match crate::usage::config::from_env() {
+        Ok(config) => config.retention_days,
+        Err(e) => {
+            eprintln!(
+                "{e}; keeping {} days",
+                crate::usage::config::DEFAULT_RETENTION_DAYS
+            );
+            crate::usage::config::DEFAULT_RETENTION_DAYS
+        }
+    };
+    let result = scan_retaining(
         &mut index,
         &mut state,
         &roots,
@@ -383,6 +455,8 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
         &prices,
         now,
         Some(deadline),
+        cache::default_threads(),
+        retention,
     );
     trace.mark("scan and aggregate");
     let persist = persist_plan(result.stats.changed(), had_base, result.incremental);
@@ -595,6 +669,15 @@ mod tests {
         // Before the epoch the boundary is still the one at or below.
         assert_eq!(window_start(100), -32 * DAY);
         assert_eq!(window_start(-100), -32 * DAY - 900);
+    }
+
+    #[test]
+    fn the_history_starts_retention_days_and_the_margins_back() {
+        assert_eq!(history_start(NOW, 30), window_start(NOW));
+        assert_eq!(history_start(NOW, 90), NOW - 92 * DAY);
+        assert_eq!(history_start(NOW + 899, 365), NOW - 367 * DAY);
+        // Never shorter than the app's window.
+        assert_eq!(history_start(NOW, 7), window_start(NOW));
     }
 
     fn object(text: &str) -> Object {

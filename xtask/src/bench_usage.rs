@@ -24,6 +24,14 @@
 //! is timed warm, right after a refresh so none starts a worker (median of
 //! 21 runs; the budget is 50 ms per view and 5 ms for the
 //! statusline). `--views` runs only the cold and warm refreshes and these.
+//!
+//! History: `--history-days N` (N > 30) adds files older than 30 days, as
+//! dense per day as the default corpus's, so the corpus spans N days; the
+//! default corpus is the same either way. Then, for each retention of 30,
+//! 60, 90 (and 365 when N reaches it) days (`usage.toml`), the cache's
+//! size on disk and its cold, warm and one-file-append refreshes are
+//! printed, with the cost of each extra 30 days, and the views are timed
+//! at the default retention (90 days).
 
 use std::fs;
 use std::io::{Read, Write};
@@ -457,6 +465,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
         .unwrap_or(1.0);
     let memory_only = args.iter().any(|a| a == "--memory");
     let views_only = args.iter().any(|a| a == "--views");
+    let history_days: i64 = crate::flag(args, "--history-days")
+        .map(|s| {
+            s.parse()
+                .map_err(|_| "--history-days takes a number of days")
+        })
+        .transpose()?
+        .unwrap_or(30)
+        .clamp(30, 400);
     let rounds: usize = crate::flag(args, "--rounds")
         .map(|s| s.parse().map_err(|_| "--rounds takes a count"))
         .transpose()?
@@ -474,7 +490,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
         .run()
         .map_err(|e| e.to_string())?;
     let bin = root.join("target/release/heeler");
-    let work = root.join(format!("target/bench-usage/{claude_files}-{codex_files}"));
+    let work = match history_days {
+        30 => root.join(format!("target/bench-usage/{claude_files}-{codex_files}")),
+        days => root.join(format!(
+            "target/bench-usage/{claude_files}-{codex_files}-{days}d"
+        )),
+    };
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_err(|e| e.to_string())?
@@ -482,7 +503,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let home = work.join("home");
     let _ = fs::remove_dir_all(&work);
     let started = Instant::now();
-    let corpus = generate(&home, claude_files, codex_files, now)?;
+    let mut corpus = generate(&home, claude_files, codex_files, now)?;
+    if history_days > 30 {
+        corpus.bytes += generate_older(&home, claude_files, codex_files, now, history_days)?;
+    }
     println!(
         "corpus: {} Claude + {} Codex files, {:.0} MB on disk, generated in {:.1} s",
         corpus.claude_files,
@@ -491,6 +515,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
         started.elapsed().as_secs_f64()
     );
     let state = work.join("state");
+    if history_days > 30 {
+        return history(&bin, &corpus, &state, now, history_days);
+    }
     let cold = cold_scans(&bin, baseline.as_deref(), &corpus, &work, &state, rounds)?;
     let index_bytes = dir_bytes(&state);
     let warm = measure(heeler(&bin, &corpus.home, &state, &["usage", "worker"]))?;
@@ -523,6 +550,206 @@ pub fn run(args: &[String]) -> Result<(), String> {
         MAX_LINE >> 20,
         MAX_LINE >> 24,
         mib(peak)
+    );
+    Ok(())
+}
+
+/// Files from 30 to `days` days old, as many per day as [`generate`]
+/// writes for the last 30 days (distinct names, their own seed); returns
+/// their bytes on disk.
+fn generate_older(
+    home: &Path,
+    claude_files: usize,
+    codex_files: usize,
+    now: i64,
+    days: i64,
+) -> Result<u64, String> {
+    let io = |e: std::io::Error| e.to_string();
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let month = 30 * 86_400;
+    let span = (days - 30) * 86_400;
+    let scaled = |n: usize| (n as i64 * (days - 30) / 30) as usize;
+    let (claude_files, codex_files) = (scaled(claude_files), scaled(codex_files));
+    let mut bytes = 0u64;
+    for i in 0..claude_files {
+        let project = i % 40;
+        let cwd = format!("/home/bench/project-{project:02}");
+        let dir = home.join(format!(".claude/projects/-home-bench-project-{project:02}"));
+        fs::create_dir_all(&dir).map_err(io)?;
+        let start = now - month - span + (i as i64 * span) / claude_files.max(1) as i64;
+        let model = CLAUDE_MODELS[i % CLAUDE_MODELS.len()];
+        let mut text = String::new();
+        let mut at = start;
+        for n in 0..25 + rng.below(40) {
+            at += 20;
+            text.push_str(&claude_record(&mut rng, at, n, 50_000 + i, &cwd, model));
+        }
+        let path = dir.join(format!("older-{i:06}.jsonl"));
+        fs::write(&path, &text).map_err(io)?;
+        set_mtime(&path, at).map_err(io)?;
+        bytes += text.len() as u64;
+    }
+    for i in 0..codex_files {
+        let start = now - month - span + (i as i64 * span) / codex_files.max(1) as i64;
+        let cwd = format!("/home/bench/project-{:02}", i % 40);
+        let (text, end) = codex_file(&mut rng, start, 50_000 + i, &cwd);
+        let date = format_timestamp(start);
+        let (y, m, d) = (&date[0..4], &date[5..7], &date[8..10]);
+        let dir = home.join(format!(".codex/sessions/{y}/{m}/{d}"));
+        fs::create_dir_all(&dir).map_err(io)?;
+        let name = format!(
+            "rollout-{}-thread-older-{i}.jsonl",
+            &date[..19].replace(':', "-")
+        );
+        // Old rollouts are archived like the default corpus's: a fifth.
+        let path = if i % 5 == 0 {
+            let path = dir.join(format!("{name}.zst"));
+            let packed = ruzstd::encoding::compress_to_vec(
+                text.as_bytes(),
+                ruzstd::encoding::CompressionLevel::Fastest,
+            );
+            fs::write(&path, &packed).map_err(io)?;
+            bytes += packed.len() as u64;
+            path
+        } else {
+            fs::write(dir.join(&name), &text).map_err(io)?;
+            bytes += text.len() as u64;
+            dir.join(&name)
+        };
+        set_mtime(&path, end).map_err(io)?;
+    }
+    Ok(bytes)
+}
+
+/// Sets `usage.toml`'s `retention_days` in the corpus home's config dir
+/// (where `heeler` looks without `HERDR_PLUGIN_CONFIG_DIR`).
+fn set_retention(home: &Path, days: i64) -> Result<(), String> {
+    let dir = home.join(".config/herdr/plugins/config/heeler");
+    fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    fs::write(dir.join("usage.toml"), format!("retention_days = {days}\n"))
+        .map_err(|e| e.to_string())
+}
+
+/// One retention's cache: its size on disk and its refreshes.
+struct Kept {
+    days: i64,
+    bytes: u64,
+    cold: Run,
+    warm: Run,
+    append: Run,
+}
+
+/// The cache at each retention the corpus spans (30, 60, 90, 365 days):
+/// size and refresh costs, the cost of each extra 30 days over 30, and
+/// the views at the default retention.
+fn history(bin: &Path, corpus: &Corpus, state: &Path, now: i64, days: i64) -> Result<(), String> {
+    let retentions: Vec<i64> = [30, 60, 90, 365]
+        .into_iter()
+        .filter(|&r| r <= days)
+        .collect();
+    let mut kept: Vec<Kept> = Vec::new();
+    for &r in &retentions {
+        set_retention(&corpus.home, r)?;
+        let _ = fs::remove_dir_all(state);
+        let cold = measure(heeler(bin, &corpus.home, state, &["usage", "worker"]))?;
+        let bytes = dir_bytes(state);
+        let warm = median(
+            &(0..3)
+                .map(|_| measure(heeler(bin, &corpus.home, state, &["usage", "worker"])))
+                .collect::<Result<Vec<_>, _>>()?,
+        );
+        let mut appends = Vec::new();
+        for round in 0..5u64 {
+            let mut rng = Rng(70 + round);
+            let text: String = (0..5)
+                .map(|n| {
+                    claude_record(
+                        &mut rng,
+                        now - 60 + n,
+                        9000 + round * 10 + n as u64,
+                        99_999,
+                        "/home/bench/appended",
+                        "claude-opus-4-6",
+                    )
+                })
+                .collect();
+            fs::OpenOptions::new()
+                .append(true)
+                .open(&corpus.newest_claude)
+                .and_then(|mut f| f.write_all(text.as_bytes()))
+                .map_err(|e| e.to_string())?;
+            appends.push(measure(heeler(
+                bin,
+                &corpus.home,
+                state,
+                &["usage", "worker"],
+            ))?);
+        }
+        let k = Kept {
+            days: r,
+            bytes,
+            cold,
+            warm,
+            append: median(&appends),
+        };
+        println!(
+            "retention {:>3} days: cache {:>8.1} MiB   cold {:>7.2} s wall {:>7.2} s CPU   warm {:>9}   one-file append {:>9} (median of 5)   peak RSS {}",
+            k.days,
+            k.bytes as f64 / f64::from(1 << 20),
+            secs(k.cold.took),
+            secs(k.cold.cpu),
+            ms(k.warm.took),
+            ms(k.append.took),
+            mib(k.cold.rss_kib.max(k.append.rss_kib))
+        );
+        kept.push(k);
+    }
+    if let Some(base) = kept.first() {
+        for k in kept.iter().skip(1) {
+            let months = (k.days - base.days) as f64 / 30.0;
+            let per = |a: f64, b: f64| (a - b) / months;
+            println!(
+                "per extra 30 days (from {} to {} days): cache {:+.1} MiB, cold {:+.2} s, warm {:+.1} ms, one-file append {:+.1} ms",
+                base.days,
+                k.days,
+                per(k.bytes as f64, base.bytes as f64) / f64::from(1 << 20),
+                per(secs(k.cold.took), secs(base.cold.took)),
+                per(secs(k.warm.took), secs(base.warm.took)) * 1000.0,
+                per(secs(k.append.took), secs(base.append.took)) * 1000.0,
+            );
+        }
+    }
+    let default = heeler::usage::config::DEFAULT_RETENTION_DAYS;
+    println!("views at the default retention ({default} days):");
+    set_retention(&corpus.home, default)?;
+    time(heeler(bin, &corpus.home, state, &["usage", "worker"]))?;
+    views(bin, &corpus.home, state)?;
+    // The app's query reads the aggregate's slots for a zone the worker
+    // did not render ahead (its 30 days of them, whatever the retention).
+    other_zones(bin, &corpus.home, state)
+}
+
+/// The app's query in zones the worker did not render ahead: the slots
+/// are read from the aggregate state (the first query only; it asks for
+/// the zone to be rendered ahead by the next refresh, which this
+/// benchmark never runs).
+fn other_zones(bin: &Path, home: &Path, state: &Path) -> Result<(), String> {
+    let mut other: Vec<Duration> = (0..21)
+        .map(|i| {
+            let zone = ["Asia/Kathmandu", "America/St_Johns", "Australia/Eucla"][i % 3];
+            time(heeler(
+                bin,
+                home,
+                state,
+                &["usage", "query", "--refresh", "never", "--tz", zone],
+            ))
+        })
+        .collect::<Result<_, _>>()?;
+    other.sort();
+    println!(
+        "query, zone not rendered ahead: {:>10}   (median of 21; max {})",
+        ms(other[10]),
+        ms(other[20])
     );
     Ok(())
 }
@@ -705,26 +932,7 @@ fn timings(
         ms(queries[10]),
         ms(queries[20])
     );
-    // A zone the worker did not render ahead: the slots are read from the
-    // aggregate state (the first query only; it asks for the zone to be
-    // rendered ahead by the next refresh, which this benchmark never runs).
-    let mut other: Vec<Duration> = (0..21)
-        .map(|i| {
-            let zone = ["Asia/Kathmandu", "America/St_Johns", "Australia/Eucla"][i % 3];
-            time(heeler(
-                bin,
-                &corpus.home,
-                state,
-                &["usage", "query", "--refresh", "never", "--tz", zone],
-            ))
-        })
-        .collect::<Result<_, _>>()?;
-    other.sort();
-    println!(
-        "query, zone not rendered ahead: {:>10}   (median of 21; max {})",
-        ms(other[10]),
-        ms(other[20])
-    );
+    other_zones(bin, &corpus.home, state)?;
     let local = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../target/ccusage/node_modules/.bin/ccusage");
     let ccusage = std::env::var("CCUSAGE")

@@ -53,6 +53,8 @@ pub struct State {
 pub struct Changed {
     pub slots: BTreeSet<SlotKey>,
     pub owners: BTreeSet<u64>,
+    /// Files (owner ids) whose counters in [`Detailed::by_file`] changed.
+    pub files: BTreeSet<u64>,
 }
 
 fn parent_in<'a>(index: &'a Index) -> impl Fn(&str) -> Option<&'a FileParse> {
@@ -81,8 +83,10 @@ impl State {
             })
             .collect();
         let mut ids = Vec::new();
-        let detailed = aggregate::aggregate_detailed(&files, prices, since, None, Some(&mut ids));
+        let mut detailed =
+            aggregate::aggregate_detailed(&files, prices, since, None, Some(&mut ids));
         let file_owners: Vec<u64> = keys.iter().map(|k| owner_of(k)).collect();
+        detailed.rekey_files(|fi| file_owners.get(fi).copied().unwrap_or(0));
         let owners = Owners::new(
             ids.into_iter()
                 .map(|(id, fi)| (id, file_owners[fi]))
@@ -152,11 +156,13 @@ impl State {
         let mut pending = Pending {
             counters: [d.duplicates_claude, d.duplicates_codex, d.forks_unresolved],
             slots: BTreeMap::new(),
+            files: BTreeMap::new(),
         };
         let mut parts = Vec::with_capacity(changes.len());
         for c in changes.iter() {
-            let old = contribution(c.old.as_ref(), prices, since, &lookup);
-            let new = contribution(index.files.get(&c.key), prices, since, &lookup);
+            let owner = owner_of(&c.key);
+            let old = contribution(c.old.as_ref(), owner, prices, since, &lookup);
+            let new = contribution(index.files.get(&c.key), owner, prices, since, &lookup);
             // A fork whose parent is this file depends on it.
             let parent_ids: Vec<u64> = c
                 .old
@@ -166,7 +172,7 @@ impl State {
                 .filter(|t| !t.is_empty())
                 .map(|t| tagged(tag::CODEX_PARENT, thread_hash(t)))
                 .collect();
-            parts.push((c, owner_of(&c.key), old, new, parent_ids));
+            parts.push((c, owner, old, new, parent_ids));
         }
         let wanted: Vec<u64> = parts
             .iter()
@@ -206,6 +212,17 @@ impl State {
         [d.duplicates_claude, d.duplicates_codex, d.forks_unresolved] = pending.counters;
         if let Some(changed) = &mut self.changed {
             changed.slots.extend(pending.slots.keys().cloned());
+            changed.files.extend(pending.files.keys().copied());
+        }
+        for (file, counts) in pending.files {
+            match counts {
+                Some(counts) => {
+                    d.by_file.insert(file, counts);
+                }
+                None => {
+                    d.by_file.remove(&file);
+                }
+            }
         }
         for (key, acc) in pending.slots {
             match acc {
@@ -246,6 +263,22 @@ impl State {
         .enumerate()
         {
             pending.counters[i] = pending.counters[i].checked_sub(o)? + n;
+        }
+        // A changed file shares no identifier with another (checked by
+        // the caller), so every counter charged to it is its own.
+        for file in old.by_file.keys().chain(new.by_file.keys()) {
+            let current = match pending.files.get(file) {
+                Some(overlay) => *overlay,
+                None => self.detailed.by_file.get(file).copied(),
+            };
+            let (o, n) = (old.by_file.get(file), new.by_file.get(file));
+            let mut counts = current.unwrap_or_default();
+            for i in 0..3 {
+                counts[i] = counts[i].checked_sub(o.map_or(0, |o| o[i]))? + n.map_or(0, |n| n[i]);
+            }
+            pending
+                .files
+                .insert(*file, (counts != [0; 3]).then_some(counts));
         }
         for key in old.slots.keys().chain(new.slots.keys()) {
             let (o, n) = (old.slots.get(key), new.slots.get(key));
@@ -299,6 +332,7 @@ impl State {
 struct Pending {
     counters: [u64; 3],
     slots: BTreeMap<SlotKey, Option<SlotAcc>>,
+    files: BTreeMap<u64, Option<[u64; 3]>>,
 }
 
 /// `a` plus `b`, spans widened (a's span stands for what remains of it).
@@ -320,9 +354,10 @@ struct Contribution {
     ids: Vec<u64>,
 }
 
-/// One file's results aggregated alone.
+/// One file's results aggregated alone (its counters charged to `owner`).
 fn contribution<'a>(
     entry: Option<&'a FileEntry>,
+    owner: u64,
     prices: &PriceTable,
     since: i64,
     lookup: ParentLookup<'_, 'a>,
@@ -338,8 +373,9 @@ fn contribution<'a>(
         parse: &e.parse,
     }];
     let mut ids = Vec::new();
-    let detailed =
+    let mut detailed =
         aggregate::aggregate_detailed(&files, prices, since, Some(lookup), Some(&mut ids));
+    detailed.rekey_files(|_| owner);
     let mut ids: Vec<u64> = ids.into_iter().map(|(id, _)| id).collect();
     ids.sort_unstable();
     ids.dedup();

@@ -236,6 +236,53 @@ pub struct Detailed {
     pub duplicates_claude: u64,
     pub duplicates_codex: u64,
     pub forks_unresolved: u64,
+    /// The same three counters by the file each is charged to (the file
+    /// whose record was dropped, or the fork that found no parent): by
+    /// position in the files aggregated, which the aggregate state re-keys
+    /// by owner (`usage::store::owners::owner_of`). The cache keeps files
+    /// older than the app's window; coverage counts only the window's.
+    pub by_file: BTreeMap<u64, [u64; 3]>,
+}
+
+impl Detailed {
+    /// Charges one to counter `which` (0 Claude duplicates, 1 Codex
+    /// duplicates, 2 unresolved forks) of file `file`, and to the total.
+    fn charge(&mut self, file: usize, which: usize, n: u64) {
+        if n == 0 {
+            return;
+        }
+        match which {
+            0 => self.duplicates_claude += n,
+            1 => self.duplicates_codex += n,
+            _ => self.forks_unresolved += n,
+        }
+        self.by_file.entry(file as u64).or_default()[which] += n;
+    }
+
+    /// [`Detailed::by_file`] re-keyed: position `i` becomes `key(i)`.
+    pub fn rekey_files(&mut self, key: impl Fn(usize) -> u64) {
+        let by_file = std::mem::take(&mut self.by_file);
+        for (i, counts) in by_file {
+            let entry = self.by_file.entry(key(i as usize)).or_default();
+            for (e, c) in entry.iter_mut().zip(counts) {
+                *e += c;
+            }
+        }
+    }
+
+    /// The three counters summed over the files `files` names (by the
+    /// keys of [`Detailed::by_file`]).
+    pub fn counters_of(&self, files: impl Iterator<Item = u64>) -> [u64; 3] {
+        let mut sum = [0u64; 3];
+        for f in files {
+            if let Some(c) = self.by_file.get(&f) {
+                for (s, c) in sum.iter_mut().zip(c) {
+                    *s += c;
+                }
+            }
+        }
+        sum
+    }
 }
 
 /// Tags of the identifiers through which files interact during
@@ -280,13 +327,22 @@ pub fn aggregate(files: &[FileRef], prices: &PriceTable, since: i64) -> Aggregat
 
 /// Turns detailed sums into the snapshot's slots and coverage spans.
 pub fn flatten(d: &Detailed) -> Aggregate {
+    flatten_since(d, i64::MIN)
+}
+
+/// [`flatten`] of the slots at or after `since` only (the spans too; the
+/// counters are `d`'s totals).
+pub fn flatten_since(d: &Detailed, since: i64) -> Aggregate {
     let mut out = Aggregate {
         duplicates_claude: d.duplicates_claude,
         duplicates_codex: d.duplicates_codex,
         forks_unresolved: d.forks_unresolved,
         ..Aggregate::default()
     };
-    for ((slot, agent, model, cwd), acc) in &d.slots {
+    for ((slot, agent, model, cwd), acc) in d
+        .slots
+        .range((since, Agent::Claude, String::new(), String::new())..)
+    {
         if acc.requests == 0 {
             continue;
         }
@@ -351,17 +407,20 @@ pub fn aggregate_detailed<'a>(
                     best.insert(e.key, (fi, ei));
                 }
                 Some(slot) => {
-                    out.duplicates_claude += 1;
                     let old = &files[slot.0].parse.events[slot.1];
                     let (new_total, old_total) =
                         (claude_tokens(e.t).total(), claude_tokens(old.t).total());
-                    if new_total > old_total
+                    // The duplicate is the record dropped.
+                    let dropped = if new_total > old_total
                         || (new_total == old_total
                             && e.flags & flags::HAS_SPEED != 0
                             && old.flags & flags::HAS_SPEED == 0)
                     {
-                        *slot = (fi, ei);
-                    }
+                        std::mem::replace(slot, (fi, ei)).0
+                    } else {
+                        fi
+                    };
+                    out.charge(dropped, 0, 1);
                 }
             }
         }
@@ -381,7 +440,7 @@ pub fn aggregate_detailed<'a>(
         let fp = files[fi].parse;
         let e = &fp.events[ei];
         if e.flags & flags::SIDECHAIN != 0 && main_chain.contains(&e.group) {
-            out.duplicates_claude += 1;
+            out.charge(fi, 0, 1);
             continue;
         }
         requests.push(Request {
@@ -424,16 +483,16 @@ pub fn aggregate_detailed<'a>(
             (id, None) => threads.get(id).map(|&p| files[p].parse),
         };
         if found.is_none() && !meta.parent().is_empty() {
-            out.forks_unresolved += 1;
+            out.charge(fi, 2, 1);
         }
         let counted = codex::requests(f.parse, found);
-        out.duplicates_codex += counted.duplicates;
+        out.charge(fi, 1, counted.duplicates);
         for r in counted.requests {
             if let Some(ids) = ids.as_deref_mut() {
                 ids.push((tagged(tag::CODEX_KEY, r.key), fi));
             }
             if !seen.insert(r.key) {
-                out.duplicates_codex += 1;
+                out.charge(fi, 1, 1);
                 continue;
             }
             let model = match f.parse.string(r.model) {

@@ -8,10 +8,12 @@
 //! transcript). Neither we nor the app ever see their credentials. Results
 //! go to `limits-<agent>.json`, which queries read; every failure is a state
 //! (`not_installed`, `auth_required`, `unsupported`, `no_plan`, `error`,
-//! `needs_herdr_session`), never a crash.
+//! `needs_herdr_session`), never a crash. `pi_herdr.rs` reads the other
+//! source the views show: pi-herdr's `limits` document in herdr-core.
 
 pub mod due;
 pub mod herdr_action;
+pub mod pi_herdr;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

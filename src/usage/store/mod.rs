@@ -41,14 +41,17 @@
 //!
 //! # The incremental aggregate (`state`, `owners`)
 //! - `aggregate-v1.bin`, the base, replaced atomically: magic `HUAG`, its
-//!   version, the fingerprint of the index it aggregates, the window
-//!   start, the price table's hash, three counters, the strings, every
-//!   slot (strings interned) and the reference to the owners table (its
-//!   generation, size and the delta since it), sealed by a trailing
-//!   [`hash_words`].
+//!   version, the fingerprint of the index it aggregates, the history
+//!   start (`usage.toml`'s retention), the price table's hash, three
+//!   counters and the same three per file (owner id, in id order), the
+//!   strings, every slot (strings interned; fixed-size rows in key order,
+//!   so a reader can start at a time by bisection) and the reference to
+//!   the owners table (its generation, size and the delta since it),
+//!   sealed by a trailing [`hash_words`].
 //! - `aggregate-v1.journal`: the same journal framing (magic `HUAJ`, the
-//!   state version), each record the new fingerprint, window start and
-//!   counters plus the slots and owner entries that changed.
+//!   state version), each record the new fingerprint, history start and
+//!   counters, the files whose counters changed (all zero: none left),
+//!   then the slots and owner entries that changed.
 //! - `owners-v1.<generation>.bin`: magic `HUAO`, version, generation, row
 //!   count, then per block of 256 rows its first identifier (the fence) and
 //!   the [`hash_words`] of its rows, the header sealed, then the rows

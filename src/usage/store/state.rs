@@ -24,7 +24,7 @@ use crate::usage::store::owners::{Owners, OwnersRef};
 const MAGIC: &[u8; 4] = b"HUAG";
 const JOURNAL_MAGIC: &[u8; 4] = b"HUAJ";
 /// Bump when the layout or the aggregation rules change.
-pub const STATE_VERSION: u32 = 2;
+pub const STATE_VERSION: u32 = 3;
 /// The journal may always grow to this many bytes.
 pub const MIN_JOURNAL: u64 = 256 << 10;
 
@@ -64,12 +64,13 @@ impl StateStore {
         self.base.parent().unwrap_or(Path::new("."))
     }
 
-    fn read(&self) -> Option<(Parts, Origin)> {
+    /// The base and journal as loaded, slots before `from` left out.
+    fn read(&self, from: i64) -> Option<(Parts, Origin)> {
         let mut file = File::open(&self.base).ok()?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).ok()?;
         let meta = file.metadata().ok()?;
-        let mut parts = decode_base(unseal(&bytes)?)?;
+        let mut parts = decode_base(unseal(&bytes)?, from)?;
         let mut origin = Origin {
             base_len: bytes.len() as u64,
             journal_len: 0,
@@ -81,14 +82,14 @@ impl StateStore {
         };
         origin.journal_len = journal.len() as u64;
         let (records, whole) = journal::records(&journal, &origin.header);
-        let applied = replay(&mut parts, &records);
+        let applied = replay(&mut parts, &records, from);
         origin.journal_valid = whole && applied == records.len();
         Some((parts, origin))
     }
 
     /// The state with its owners table; `None` when missing or damaged.
     pub fn load(&self) -> Option<State> {
-        let (parts, origin) = self.read()?;
+        let (parts, origin) = self.read(i64::MIN)?;
         let owners = Owners::open(parts.owners, self.dir()).ok()?;
         Some(State {
             fingerprint: parts.fingerprint,
@@ -103,7 +104,14 @@ impl StateStore {
 
     /// The slots and fingerprint only (what a query needs).
     pub fn load_slots(&self) -> Option<(u64, Detailed)> {
-        let (parts, _) = self.read()?;
+        self.load_slots_from(i64::MIN)
+    }
+
+    /// [`StateStore::load_slots`] of the slots at or after `from` (UTC
+    /// seconds) only: a view of the last weeks decodes those, not the
+    /// whole history. The counters are the whole state's.
+    pub fn load_slots_from(&self, from: i64) -> Option<(u64, Detailed)> {
+        let (parts, _) = self.read(from)?;
         Some((parts.fingerprint, parts.detailed))
     }
 
@@ -167,7 +175,10 @@ fn put_str(o: &mut Vec<u8>, s: &str) {
     o.extend(s.as_bytes());
 }
 
-fn acc_numbers(a: &SlotAcc) -> [u64; 12] {
+/// A slot's sums as the state writes them: requests, the six token
+/// counts, picodollars, unpriced tokens and requests, then the first and
+/// last request's time (what `recent-v1.json` writes too).
+pub fn acc_numbers(a: &SlotAcc) -> [u64; 12] {
     let t = &a.tokens;
     [
         a.requests,
@@ -185,7 +196,8 @@ fn acc_numbers(a: &SlotAcc) -> [u64; 12] {
     ]
 }
 
-fn acc_from(n: [u64; 12]) -> SlotAcc {
+/// The sums [`acc_numbers`] wrote.
+pub fn acc_from(n: [u64; 12]) -> SlotAcc {
     SlotAcc {
         requests: n[0],
         tokens: Tokens {
@@ -235,6 +247,15 @@ fn read_owners(r: &mut Reader) -> Option<Vec<(u64, u64)>> {
     (0..n).map(|_| Some((r.u64()?, r.u64()?))).collect()
 }
 
+/// `(file, [three counters])` rows, in file order.
+fn read_file_counters(r: &mut Reader) -> Option<Vec<(u64, [u64; 3])>> {
+    let n = r.count64(32)?;
+    let rows: Vec<(u64, [u64; 3])> = (0..n)
+        .map(|_| Some((r.u64()?, [r.u64()?, r.u64()?, r.u64()?])))
+        .collect::<Option<_>>()?;
+    rows.windows(2).all(|w| w[0].0 < w[1].0).then_some(rows)
+}
+
 fn encode_base<'a>(state: &'a State) -> Option<Vec<u8>> {
     let owners = state.owners.reference()?;
     let d = &state.detailed;
@@ -246,6 +267,13 @@ fn encode_base<'a>(state: &'a State) -> Option<Vec<u8>> {
     put_str(&mut o, &state.pricing);
     for n in [d.duplicates_claude, d.duplicates_codex, d.forks_unresolved] {
         put_u64(&mut o, n);
+    }
+    put_u64(&mut o, d.by_file.len() as u64);
+    for (file, counts) in &d.by_file {
+        put_u64(&mut o, *file);
+        for n in counts {
+            put_u64(&mut o, *n);
+        }
     }
     let mut index: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
     let mut strings: Vec<&str> = Vec::new();
@@ -294,20 +322,28 @@ fn encode_base<'a>(state: &'a State) -> Option<Vec<u8>> {
 /// records applied: what [`StateStore::load_slots`] reads, without the
 /// files. `None` for a damaged base.
 pub fn decode(body: &[u8], records: &[&[u8]]) -> Option<(u64, Detailed, usize)> {
-    let mut parts = decode_base(body)?;
-    let applied = replay(&mut parts, records);
+    let mut parts = decode_base(body, i64::MIN)?;
+    let applied = replay(&mut parts, records, i64::MIN);
     Some((parts.fingerprint, parts.detailed, applied))
 }
 
-/// Applies `records` in order up to the first damaged one; how many applied.
-fn replay(parts: &mut Parts, records: &[&[u8]]) -> usize {
+/// Applies `records` in order up to the first damaged one (their slots
+/// before `from` left out); how many applied.
+fn replay(parts: &mut Parts, records: &[&[u8]], from: i64) -> usize {
     records
         .iter()
-        .take_while(|payload| apply_record(parts, payload).is_some())
+        .take_while(|payload| apply_record(parts, payload, from).is_some())
         .count()
 }
 
-fn decode_base(bytes: &[u8]) -> Option<Parts> {
+/// Bytes of one slot row of a base: slot, agent, model and directory
+/// string numbers, then the twelve numbers of its sums.
+const ROW: usize = 16 * 8;
+
+/// A base's body (without the seal); slots before `from` are skipped
+/// unread (rows are fixed-size and in key order, so the first one wanted
+/// is found by bisection; the seal vouches for the rows skipped).
+fn decode_base(bytes: &[u8], from: i64) -> Option<Parts> {
     let mut r = Reader::new(bytes);
     if r.take(4)? != MAGIC || r.u32()? != STATE_VERSION {
         return None;
@@ -319,18 +355,31 @@ fn decode_base(bytes: &[u8]) -> Option<Parts> {
         duplicates_claude: r.u64()?,
         duplicates_codex: r.u64()?,
         forks_unresolved: r.u64()?,
+        by_file: read_file_counters(&mut r)?.into_iter().collect(),
         ..Detailed::default()
     };
     let ns = r.count64(8)?;
     let strings: Vec<String> = (0..ns).map(|_| read_str(&mut r)).collect::<Option<_>>()?;
-    let nslots = r.count64(16 * 8)?;
-    let mut slots = Vec::with_capacity(nslots);
-    for _ in 0..nslots {
-        let slot = r.i64()?;
-        let agent = agent_from(r.u64()?)?;
-        let model = strings.get(usize::try_from(r.u64()?).ok()?)?.clone();
-        let cwd = strings.get(usize::try_from(r.u64()?).ok()?)?.clone();
-        slots.push(((slot, agent, model, cwd), acc_from(read_numbers(&mut r)?)));
+    let nslots = r.count64(ROW)?;
+    let rows = r.take(nslots.checked_mul(ROW)?)?;
+    let slot_of = |i: usize| Reader::new(rows.get(i * ROW..)?).i64();
+    let (mut first, mut end) = (0, nslots);
+    while first < end {
+        let mid = first + (end - first) / 2;
+        if slot_of(mid)? < from {
+            first = mid + 1;
+        } else {
+            end = mid;
+        }
+    }
+    let mut row = Reader::new(rows.get(first * ROW..)?);
+    let mut slots = Vec::with_capacity(nslots - first);
+    for _ in first..nslots {
+        let slot = row.i64()?;
+        let agent = agent_from(row.u64()?)?;
+        let model = strings.get(usize::try_from(row.u64()?).ok()?)?.clone();
+        let cwd = strings.get(usize::try_from(row.u64()?).ok()?)?.clone();
+        slots.push(((slot, agent, model, cwd), acc_from(read_numbers(&mut row)?)));
     }
     // Written in key order: bulk-built.
     if !slots.windows(2).all(|w| w[0].0 < w[1].0) {
@@ -364,6 +413,14 @@ fn encode_record(state: &State, changed: &Changed) -> Vec<u8> {
     for n in [d.duplicates_claude, d.duplicates_codex, d.forks_unresolved] {
         put_u64(&mut o, n);
     }
+    // A file's counters, all zero when it has none left.
+    put_u64(&mut o, changed.files.len() as u64);
+    for file in &changed.files {
+        put_u64(&mut o, *file);
+        for n in d.by_file.get(file).copied().unwrap_or_default() {
+            put_u64(&mut o, n);
+        }
+    }
     put_u64(&mut o, changed.slots.len() as u64);
     for key in &changed.slots {
         let (slot, agent, model, cwd) = key;
@@ -394,11 +451,12 @@ fn encode_record(state: &State, changed: &Changed) -> Vec<u8> {
     o
 }
 
-fn apply_record(parts: &mut Parts, payload: &[u8]) -> Option<()> {
+fn apply_record(parts: &mut Parts, payload: &[u8], from: i64) -> Option<()> {
     let mut r = Reader::new(payload);
     let fingerprint = r.u64()?;
     let since = r.i64()?;
     let counters = [r.u64()?, r.u64()?, r.u64()?];
+    let files = read_file_counters(&mut r)?;
     let n = r.count64(8 * 5)?;
     let mut slots: Vec<(SlotKey, Option<SlotAcc>)> = Vec::with_capacity(n);
     for _ in 0..n {
@@ -421,7 +479,14 @@ fn apply_record(parts: &mut Parts, payload: &[u8]) -> Option<()> {
     parts.since = since;
     let d = &mut parts.detailed;
     [d.duplicates_claude, d.duplicates_codex, d.forks_unresolved] = counters;
-    for (key, acc) in slots {
+    for (file, counts) in files {
+        if counts == [0; 3] {
+            d.by_file.remove(&file);
+        } else {
+            d.by_file.insert(file, counts);
+        }
+    }
+    for (key, acc) in slots.into_iter().filter(|(key, _)| key.0 >= from) {
         match acc {
             Some(acc) => d.slots.insert(key, acc),
             None => d.slots.remove(&key),
@@ -458,6 +523,7 @@ mod tests {
             duplicates_claude: 3,
             ..Detailed::default()
         };
+        d.by_file.insert(2, [3, 0, 0]);
         d.slots.insert(key(900), acc(2));
         d.slots.insert(key(1800), acc(1));
         State {
@@ -480,6 +546,10 @@ mod tests {
         let changed = state.changed.get_or_insert_with(Changed::default);
         changed.slots.insert(key(slot));
         changed.owners.insert(id);
+        // The owner's file was charged a Codex duplicate.
+        state.detailed.duplicates_codex += 1;
+        state.detailed.by_file.entry(owner).or_default()[1] += 1;
+        changed.files.insert(owner);
     }
 
     fn files_in(dir: &Path) -> Vec<String> {
@@ -661,18 +731,64 @@ mod tests {
     }
 
     #[test]
+    fn slots_from_a_time_on_are_the_whole_state_s_from_that_time() {
+        let dir = Scratch::new("slots-from");
+        let store = StateStore::in_dir(&dir.0);
+        let mut s = fresh_state();
+        for slot in 3..40 {
+            s.detailed.slots.insert(key(slot * 900), acc(slot as u64));
+        }
+        store.save(&mut s).unwrap();
+        // A journal record past the base: a new slot, one changed, one
+        // removed, on either side of `from`.
+        let mut s = store.load().unwrap();
+        change(&mut s, 45 * 900, 1, 7, 8);
+        change(&mut s, 4 * 900, 9, 7, 8);
+        s.detailed.slots.remove(&key(30 * 900));
+        s.changed.as_mut().unwrap().slots.insert(key(30 * 900));
+        store.save(&mut s).unwrap();
+        assert!(store.journal.exists());
+        let (_, all) = store.load_slots().unwrap();
+        assert_eq!(all, s.detailed);
+        for from in [
+            i64::MIN,
+            0,
+            900,
+            901,
+            4 * 900,
+            20 * 900,
+            39 * 900,
+            45 * 900,
+            46 * 900,
+        ] {
+            let (fingerprint, part) = store.load_slots_from(from).unwrap();
+            assert_eq!(fingerprint, s.fingerprint);
+            let want: Vec<_> = all
+                .slots
+                .range((from, Agent::Claude, String::new(), String::new())..)
+                .collect();
+            assert_eq!(part.slots.iter().collect::<Vec<_>>(), want, "from {from}");
+            assert_eq!(part.by_file, all.by_file);
+        }
+    }
+
+    #[test]
     fn every_truncation_of_a_base_is_refused() {
         let dir = Scratch::new("truncations");
         let store = StateStore::in_dir(&dir.0);
         store.save(&mut fresh_state()).unwrap();
         let bytes = fs::read(&store.base).unwrap();
         let body = unseal(&bytes).unwrap();
-        assert!(decode_base(body).is_some());
+        assert!(decode_base(body, i64::MIN).is_some());
         for cut in 0..body.len() {
-            assert!(decode_base(&body[..cut]).is_none(), "cut at {cut}");
+            assert!(
+                decode_base(&body[..cut], i64::MIN).is_none(),
+                "cut at {cut}"
+            );
+            assert!(decode_base(&body[..cut], 1800).is_none(), "cut at {cut}");
         }
         let mut longer = body.to_vec();
         longer.push(0);
-        assert!(decode_base(&longer).is_none());
+        assert!(decode_base(&longer, i64::MIN).is_none());
     }
 }

@@ -83,16 +83,13 @@ impl Request {
         if since > until {
             return Err(BadOption("--since is after --until".into()));
         }
-        let agent = match agent {
-            None => None,
-            Some("claude") => Some(Agent::Claude),
-            Some("codex") => Some(Agent::Codex),
-            Some(other) => {
-                return Err(BadOption(format!(
-                    "--agent must be claude or codex: {other:?}"
-                )));
-            }
-        };
+        let agent =
+            match agent {
+                None => None,
+                Some(name) => Some(Agent::from_name(name).ok_or_else(|| {
+                    BadOption(format!("--agent must be claude or codex: {name:?}"))
+                })?),
+            };
         let dir = dir.map(|d| match d.trim_end_matches('/') {
             "" => "/".to_string(),
             d => d.to_string(),
@@ -104,6 +101,27 @@ impl Request {
             dir,
             breakdown,
         })
+    }
+
+    /// Refuses a `--since` older than the history the cache keeps
+    /// (`retention_days` days up to `today`, `usage.toml`): those days
+    /// would show as empty, which reads as no usage.
+    pub fn check_history(&self, retention_days: i64, today: i64) -> Result<(), BadOption> {
+        let first = today - (retention_days - 1);
+        if self.since >= first {
+            return Ok(());
+        }
+        let max = crate::usage::config::MAX_RETENTION_DAYS;
+        let more = if retention_days < max {
+            format!("; set retention_days in usage.toml (up to {max}) to keep more")
+        } else {
+            String::new()
+        };
+        Err(BadOption(format!(
+            "--since {} is before the history kept ({retention_days} days, from {}){more}",
+            format_date(self.since),
+            format_date(first),
+        )))
     }
 
     /// Whether a slot's agent and directory are asked for.
@@ -234,6 +252,28 @@ mod tests {
         assert!(Request::new(Some("2026-12-01"), None, None, None, false, today).is_err());
         assert!(Request::new(Some("yesterday"), None, None, None, false, today).is_err());
         assert!(Request::new(None, None, Some("gemini"), None, false, today).is_err());
+    }
+
+    #[test]
+    fn a_since_before_the_history_kept_is_refused_with_the_way_out() {
+        let today = parse_date("2026-11-29").unwrap();
+        let since = |s: &str| Request::new(Some(s), None, None, None, false, today).unwrap();
+        // 90 days up to 2026-11-29 start on 2026-09-01.
+        assert_eq!(since("2026-09-01").check_history(90, today), Ok(()));
+        assert_eq!(
+            since("2026-08-31").check_history(90, today),
+            Err(BadOption(
+                "--since 2026-08-31 is before the history kept (90 days, from 2026-09-01); \
+                 set retention_days in usage.toml (up to 365) to keep more"
+                    .into()
+            ))
+        );
+        assert_eq!(
+            since("2025-01-01").check_history(365, today),
+            Err(BadOption(
+                "--since 2025-01-01 is before the history kept (365 days, from 2025-11-30)".into()
+            ))
+        );
     }
 
     #[test]

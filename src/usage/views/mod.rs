@@ -14,7 +14,10 @@
 //!   format (width and colour included).
 //! - `mod.rs` (this file): the thin edge: options, the query's refresh
 //!   rule (`query::refresh`, so a stale cache starts the same background
-//!   worker), the aggregate's slots, the terminal, printing.
+//!   worker), the history kept (`usage.toml`, `usage::config`: a `--since`
+//!   before it is refused), the aggregate's slots from the day before a
+//!   view's first day ([`first_slot`]), our limits or pi-herdr's, whichever
+//!   was read last ([`with_pi_herdr`]), the terminal, printing.
 //!
 //! Invariants: a view never scans a transcript and never changes the
 //! app's query or its document; the views are pure and the terminal's
@@ -109,6 +112,10 @@ pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
         today,
     )
     .map_err(|e| Failure::new(format!("{name}: {}", e.0), 2))?;
+    let config =
+        crate::usage::config::from_env().map_err(|e| Failure::new(format!("{name}: {e}"), 1))?;
+    req.check_history(config.retention_days, today)
+        .map_err(|e| Failure::new(format!("{name}: {}", e.0), 2))?;
     let (generated_at, coverage, runtime) = match &inputs.stored {
         Ok(stored) => {
             let header = match &stored.snapshot {
@@ -136,7 +143,7 @@ pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
         (Some(recent), _) => recent,
         (None, Ok(dir)) if generated_at.is_some() => {
             crate::usage::store::state::StateStore::in_dir(&dir.0)
-                .load_slots()
+                .load_slots_from(first_slot(&req, today))
                 .map(|(_, d)| d.slots.into_iter().collect())
                 .unwrap_or_default()
         }
@@ -149,10 +156,12 @@ pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
         generated_at,
         refresh: decision.state.name(),
         coverage,
-        limits: vec![
-            (Agent::Claude, decision.claude_limits.clone()),
-            (Agent::Codex, decision.codex_limits.clone()),
-        ],
+        limits: with_pi_herdr(
+            decision.claude_limits.clone(),
+            decision.codex_limits.clone(),
+            crate::usage::limits::pi_herdr::fetch().as_ref(),
+            inputs.now,
+        ),
     };
     let tty = termion::is_tty(&std::io::stdout());
     let width = if tty {
@@ -178,6 +187,33 @@ pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
     Ok(())
+}
+
+/// The limits the views show per agent: our probes' values, or pi-herdr's
+/// `limits` document's reading when that is fresher
+/// (`limits::pi_herdr::freshest`).
+pub fn with_pi_herdr(
+    claude: Value,
+    codex: Value,
+    doc: Option<&Value>,
+    now: i64,
+) -> Vec<(Agent, Value)> {
+    use crate::usage::limits::pi_herdr;
+    [(Agent::Claude, claude), (Agent::Codex, codex)]
+        .into_iter()
+        .map(|(agent, ours)| {
+            let theirs = doc.and_then(|d| pi_herdr::parse(d, agent, now));
+            (agent, pi_herdr::freshest(ours, theirs))
+        })
+        .collect()
+}
+
+/// The first slot any view of `req` reads (the summary shows 30 days
+/// whatever `--since` says): a day before the first local day's UTC
+/// midnight, since no zone is a day or more ahead of UTC.
+pub fn first_slot(req: &Request, today: i64) -> i64 {
+    let first_day = req.since.min(today - (data::DEFAULT_DAYS - 1));
+    (first_day - 1).saturating_mul(86_400)
 }
 
 /// The line naming the roots searched when a refresh found no transcript.
@@ -238,4 +274,77 @@ fn wait_for_first_refresh(dir: &crate::usage::paths::UsageDir, runtime: Option<&
 /// `12.3 MB`.
 fn megabytes(bytes: u64) -> String {
     format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::usage::time::parse_date;
+
+    /// pi-herdr README's example (Claude: 5h 67% resetting 1794321600,
+    /// 7d 36%), read at 1794310000.
+    const PI_DOC: &str = r#"{"schema":1,"updated_at":1794310000,"accounts":{"claude.1a2b3c4d":{"provider":"claude","account":"1a2b3c4d","plan":"max","status":"ok","binding":"5h","source":"header","host":"mentoair","at":1794310000,"windows":{"5h":{"id":"5h","label":"5 hours","window_s":18000,"used":67,"resets_at":1794321600,"status":"ok","at":1794310000},"7d":{"id":"7d","label":"7 days","window_s":604800,"used":36,"resets_at":1794571200,"status":"ok","at":1794310000}}}}}"#;
+
+    fn data_with(limits: Vec<(Agent, Value)>, now: i64) -> Data {
+        Data {
+            slots: Vec::new(),
+            zone: crate::usage::tz::Zone::utc(),
+            now,
+            generated_at: Some(now),
+            refresh: "idle",
+            coverage: Value::Null,
+            limits,
+        }
+    }
+
+    #[test]
+    fn pi_herdr_s_document_fills_the_limits_our_probe_has_not_read() {
+        let v = |t: &str| crate::base::json::parse(t).unwrap();
+        let doc = v(PI_DOC);
+        let now = 1_794_310_000 + 600;
+        let limits = with_pi_herdr(
+            v(r#"{"state":"pending"}"#),
+            v(r#"{"state":"disabled"}"#),
+            Some(&doc),
+            now,
+        );
+        let data = data_with(limits, now);
+        let today = data.zone.local_day(now);
+        let req = Request::new(None, None, None, None, false, today).unwrap();
+        let line = render::statusline(&data, &req);
+        assert!(line.ends_with("claude 5h 67%"), "{line}");
+        let style = Style {
+            width: 100,
+            color: false,
+        };
+        let summary = render::render(&data, &req, View::Summary, Format::Text(style));
+        // 1794321600 (14:40 UTC) is 11,000 s, 3 h 03 min, after now (11:36).
+        assert!(
+            summary.contains(
+                "Limits, Claude Code: 5h 67% used, resets 14:40 (in 3h 03m); 7d 36% used"
+            ),
+            "{summary}"
+        );
+        // Our own reading, newer than the document's, wins.
+        let ours = v(
+            r#"{"state":"ok","fetched_at":1794310300,"windows":[{"id":"five_hour","window_minutes":300,"used_percent":70,"resets_at":1794321600}]}"#,
+        );
+        let limits = with_pi_herdr(ours, v(r#"{"state":"disabled"}"#), Some(&doc), now);
+        let line = render::statusline(&data_with(limits, now), &req);
+        assert!(line.ends_with("claude 5h 70%"), "{line}");
+    }
+
+    #[test]
+    fn a_view_reads_from_a_day_before_its_first_local_day() {
+        let today = parse_date("2026-11-29").unwrap();
+        let req = |since: &str| Request::new(Some(since), None, None, None, false, today).unwrap();
+        // The summary's 30 days reach back to 2026-10-31 whatever --since.
+        let oct30 = crate::usage::time::parse_timestamp("2026-10-30T00:00:00Z").unwrap();
+        assert_eq!(first_slot(&req("2026-11-28"), today), oct30);
+        let sep1 = crate::usage::time::parse_timestamp("2026-09-01T00:00:00Z").unwrap();
+        assert_eq!(first_slot(&req("2026-09-02"), today), sep1);
+        // Local midnight of 2026-09-02 in the zone furthest ahead (UTC+14)
+        // is 2026-09-01T10:00Z: after the first slot read.
+        assert!(first_slot(&req("2026-09-02"), today) <= sep1 + 10 * 3600);
+    }
 }

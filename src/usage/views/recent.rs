@@ -7,7 +7,12 @@
 
 use crate::base::json::{self, Object, Value};
 use crate::usage::aggregate::{SlotAcc, SlotKey};
-use crate::usage::event::{Agent, Tokens};
+use crate::usage::event::Agent;
+use crate::usage::store::state::{acc_from, acc_numbers};
+
+/// The sums of a slot the file writes as decimal strings: the state's
+/// numbers without the two times, which are written as numbers.
+const COUNTS: usize = 10;
 
 /// Schema version of the file.
 pub const VERSION: i64 = 1;
@@ -24,28 +29,16 @@ pub fn encode<'a>(
     let list = slots
         .filter(|(k, acc)| k.0 >= now - SPAN && acc.requests > 0)
         .map(|((slot, agent, model, cwd), a)| {
-            let t = &a.tokens;
             Value::Array(vec![
                 Value::from(*slot),
                 Value::from(agent.name()),
                 Value::from(model.as_str()),
                 Value::from(cwd.as_str()),
                 Value::Array(
-                    [
-                        a.requests,
-                        t.input,
-                        t.cache_read,
-                        t.cache_write_5m,
-                        t.cache_write_1h,
-                        t.output,
-                        t.reasoning,
-                        a.cost_pico,
-                        a.unpriced_tokens,
-                        a.unpriced_requests,
-                    ]
-                    .iter()
-                    .map(|n| Value::from(n.to_string()))
-                    .collect(),
+                    acc_numbers(a)[..COUNTS]
+                        .iter()
+                        .map(|n| Value::from(n.to_string()))
+                        .collect(),
                 ),
                 Value::from(a.first_ts),
                 Value::from(a.last_ts),
@@ -74,31 +67,17 @@ pub fn decode(text: &str, generated_at: i64) -> Option<Vec<(SlotKey, SlotAcc)>> 
         let [slot, agent, model, cwd, counts, first, last] = s else {
             return None;
         };
-        let agent = match agent.as_str()? {
-            "claude" => Agent::Claude,
-            "codex" => Agent::Codex,
-            _ => return None,
-        };
-        let n: Vec<u64> = counts
-            .as_array()?
-            .iter()
-            .map(|c| c.as_str().and_then(|c| c.parse().ok()))
-            .collect::<Option<_>>()?;
-        let [
-            requests,
-            input,
-            cache_read,
-            w5,
-            w1h,
-            output,
-            reasoning,
-            cost,
-            ut,
-            ur,
-        ] = n[..]
-        else {
+        let agent = Agent::from_name(agent.as_str()?)?;
+        let counts = counts.as_array()?;
+        if counts.len() != COUNTS {
             return None;
-        };
+        }
+        let mut n = [0u64; 12];
+        for (n, c) in n.iter_mut().zip(counts) {
+            *n = c.as_str()?.parse().ok()?;
+        }
+        n[COUNTS] = first.as_i64()? as u64;
+        n[COUNTS + 1] = last.as_i64()? as u64;
         out.push((
             (
                 slot.as_i64()?,
@@ -106,22 +85,7 @@ pub fn decode(text: &str, generated_at: i64) -> Option<Vec<(SlotKey, SlotAcc)>> 
                 model.as_str()?.to_string(),
                 cwd.as_str()?.to_string(),
             ),
-            SlotAcc {
-                requests,
-                tokens: Tokens {
-                    input,
-                    cache_read,
-                    cache_write_5m: w5,
-                    cache_write_1h: w1h,
-                    output,
-                    reasoning,
-                },
-                cost_pico: cost,
-                unpriced_tokens: ut,
-                unpriced_requests: ur,
-                first_ts: first.as_i64()?,
-                last_ts: last.as_i64()?,
-            },
+            acc_from(n),
         ));
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
@@ -131,6 +95,7 @@ pub fn decode(text: &str, generated_at: i64) -> Option<Vec<(SlotKey, SlotAcc)>> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::usage::event::Tokens;
 
     #[test]
     fn recent_slots_round_trip_and_a_stale_file_is_ignored() {
@@ -157,5 +122,20 @@ mod tests {
         assert_eq!(decode(&text, now), Some(vec![(new, acc)]));
         assert_eq!(decode(&text, now + 1), None);
         assert_eq!(decode(&text[..text.len() - 1], now), None);
+        // The file's text, written by hand: counts as decimal strings in
+        // the state's order, the times as numbers.
+        assert_eq!(
+            text,
+            format!(
+                r#"{{"v":1,"generated_at":{now},"slots":[[{},"codex","gpt-5.5","/a \"b\"",["2","1","2","3","4","5","6","18446744073709551615","7","8"],{},{}]]}}"#,
+                now - 900,
+                now - 100,
+                now - 50
+            )
+        );
+        // Nine counts, or one that is not a number, is not such a file.
+        let short = text.replace(r#","8"]"#, "]");
+        assert_eq!(decode(&short, now), None);
+        assert_eq!(decode(&text.replace(r#""7""#, r#""x""#), now), None);
     }
 }
