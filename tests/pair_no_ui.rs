@@ -80,7 +80,8 @@ impl Dirs {
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
         let mut code = String::new();
         stdout.read_line(&mut code).unwrap();
-        let payload = pairing_code::decode(code.trim()).unwrap();
+        let payload = pairing_code::decode(code.trim())
+            .unwrap_or_else(|e| panic!("{e:?} / {code:?} / {}", stderr_of(&mut child)));
         (child, stdout, payload)
     }
 }

@@ -32,7 +32,8 @@
 //! - a file whose `flock` is busy is held by a live new process, whatever
 //!   its age: it is never taken over;
 //! - a file we could `flock` is held by an old process or abandoned; it is
-//!   taken over only when stale, by unlinking it *while holding its
+//!   taken over only when stale or when the pid it names is no process (a
+//!   holder killed with SIGKILL), by unlinking it *while holding its
 //!   `flock`* and after checking the path still names it, so two new
 //!   processes can never both take one stale lock over, and a new lock
 //!   that replaced it is never the one unlinked;
@@ -367,10 +368,42 @@ enum Seen {
     /// A lock file whose `flock` another process holds.
     Held,
     /// A lock file we hold the `flock` of (or could not `flock`: no
-    /// `flock` on this filesystem), last written `age` ago.
-    Unlocked { age: Duration },
+    /// `flock` on this filesystem), last written `age` ago, naming a
+    /// holder that is alive, dead or unknown.
+    Unlocked { age: Duration, holder: Holder },
     /// Something we may not take over.
     Unusable(Unusable),
+}
+
+/// What the pid a lock file names says about its holder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Holder {
+    /// A process with that id exists (perhaps another by pid reuse).
+    Alive,
+    /// No process has that id: the holder is gone.
+    Dead,
+    /// The file names no pid (being written, or not ours to read).
+    Unknown,
+}
+
+impl Holder {
+    /// Reads the `<pid>\n` a lock file holds (at most a few bytes).
+    fn of(file: &File) -> Holder {
+        use std::io::Read;
+        let mut bytes = [0u8; 24];
+        let mut reader = file;
+        let len = reader.read(&mut bytes).unwrap_or(0);
+        let pid = std::str::from_utf8(&bytes[..len])
+            .ok()
+            .and_then(|text| text.strip_suffix('\n'))
+            .and_then(|digits| digits.parse::<u32>().ok())
+            .filter(|pid| *pid > 0);
+        match pid {
+            Some(pid) if sys::process_exists(pid) => Holder::Alive,
+            Some(_) => Holder::Dead,
+            None => Holder::Unknown,
+        }
+    }
 }
 
 /// What to do after a look.
@@ -381,12 +414,19 @@ enum Step {
     TakeOver,
 }
 
-/// The decision after a look: a stale lock that no live new process holds
-/// is taken over, a vanished one is retried at once, anything else waits.
+/// The decision after a look: a lock that no live new process holds is
+/// taken over when it is stale or the process it names is gone (a holder
+/// killed with SIGKILL leaves a fresh file; an older process writes its
+/// pid before it edits, so a pid of no process is no holder); a vanished
+/// one is retried at once; anything else waits.
 fn next_step(seen: &Seen, stale_after: Duration) -> Step {
     match seen {
         Seen::Gone => Step::RetryNow,
-        Seen::Unlocked { age } if *age > stale_after => Step::TakeOver,
+        Seen::Unlocked { age, .. } if *age > stale_after => Step::TakeOver,
+        Seen::Unlocked {
+            holder: Holder::Dead,
+            ..
+        } => Step::TakeOver,
         Seen::Held | Seen::Unlocked { .. } | Seen::Unusable(_) => Step::Wait,
     }
 }
@@ -542,7 +582,8 @@ fn look(path: &Path) -> (Seen, Option<File>) {
         .ok()
         .and_then(|m| SystemTime::now().duration_since(m).ok())
         .unwrap_or_default();
-    (Seen::Unlocked { age }, Some(file))
+    let holder = Holder::of(&file);
+    (Seen::Unlocked { age, holder }, Some(file))
 }
 
 /// Unlinks a stale lock while holding its `flock` (`probe`), so no other
@@ -689,15 +730,64 @@ mod tests {
         let old = Duration::from_secs(11);
         assert_eq!(next_step(&Seen::Gone, stale), Step::RetryNow);
         assert_eq!(next_step(&Seen::Held, stale), Step::Wait);
-        assert_eq!(next_step(&Seen::Unlocked { age: stale }, stale), Step::Wait);
+        for holder in [Holder::Alive, Holder::Unknown] {
+            assert_eq!(
+                next_step(&Seen::Unlocked { age: stale, holder }, stale),
+                Step::Wait
+            );
+        }
+        for holder in [Holder::Alive, Holder::Dead, Holder::Unknown] {
+            assert_eq!(
+                next_step(&Seen::Unlocked { age: old, holder }, stale),
+                Step::TakeOver
+            );
+        }
         assert_eq!(
-            next_step(&Seen::Unlocked { age: old }, stale),
+            next_step(
+                &Seen::Unlocked {
+                    age: Duration::ZERO,
+                    holder: Holder::Dead
+                },
+                stale
+            ),
             Step::TakeOver
         );
         assert_eq!(
             next_step(&Seen::Unusable(Unusable::Symlink), stale),
             Step::Wait
         );
+    }
+
+    /// The id of a process that has exited (and been reaped).
+    fn dead_pid() -> u32 {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        assert!(!sys::process_exists(pid));
+        pid
+    }
+
+    #[test]
+    fn a_fresh_lock_left_by_a_dead_process_is_taken_over_at_once() {
+        // A holder killed with SIGKILL (its flock went with it) leaves a
+        // fresh lock file naming its pid. Nothing holds it, so the next
+        // writer need not wait for it to turn stale.
+        let dir = temp_dir("dead-holder");
+        let path = dir.join("l.lock");
+        fs::write(&path, format!("{}\n", dead_pid())).unwrap();
+        let (outcome, _) = acquire_bounded(&path, QUICK, || {});
+        assert_eq!(outcome, Ok(()));
+        // An unheld fresh lock naming a live process (one that predates
+        // flock, say) is still waited for, as is one naming no process.
+        for content in [
+            format!("{}\n", std::process::id()),
+            String::new(),
+            "x\n".into(),
+        ] {
+            fs::write(&path, content).unwrap();
+            let (outcome, _) = acquire_bounded(&path, QUICK, || {});
+            assert!(outcome.unwrap_err().contains("timed out"));
+        }
     }
 
     #[test]
