@@ -65,21 +65,38 @@ fuzz_target!(|data: &[u8]| {
 });
 
 /// Whether the footer's POSIX rule starts and ends DST in the same month
-/// (`AEST-10AEDT,M1.1.0,M1.1.0/1`). When the end comes first, DST spans the
-/// turn of the year as glibc reads it (`TZ='AEST-10AEDT,M1.1.0,M1.1.0/1'
-/// date -d @1699999999 +%z` prints +1100, as we do) and jiff reads +1000.
-/// Such zones are not compared. The footer need not be the file's last
-/// line (bytes may follow it), so every line is looked at.
+/// (`AEST-10AEDT,M1.1.0,M1.1.0/1`, or `AEST-05AEDT,M1.1.0,0` with a day of
+/// the year). When the end comes first, DST spans the turn of the year as
+/// glibc reads it (`TZ='AEST-10AEDT,M1.1.0,M1.1.0/1' date -d @1699999999
+/// +%z` prints +1100, as we do) and jiff reads +1000. Such zones are not
+/// compared. The footer need not be the file's last line (bytes may follow
+/// it), so every line is looked at.
 fn same_month_rule(data: &[u8]) -> bool {
-    String::from_utf8_lossy(data)
-        .split('\n')
-        .any(|line| {
-            let months: Vec<u32> = line
-                .split(',')
-                .skip(1)
-                .filter_map(|part| part.strip_prefix('M'))
-                .filter_map(|rule| rule.split('.').next()?.parse().ok())
-                .collect();
-            months.len() == 2 && months[0] == months[1]
-        })
+    String::from_utf8_lossy(data).split('\n').any(|line| {
+        let months: Vec<u32> = line.split(',').skip(1).filter_map(month_of_rule).collect();
+        months.len() == 2 && months[0] == months[1]
+    })
+}
+
+/// The month (1 to 12) a POSIX rule date falls in, in a year without a
+/// leap day: `Mm.w.d`, `Jn` (1 to 365, February 29 never counted) or `n`
+/// (0 to 365, counted from 0); any `/time` after it is ignored.
+fn month_of_rule(rule: &str) -> Option<u32> {
+    let date = rule.split('/').next()?;
+    let day_of_year = if let Some(m) = date.strip_prefix('M') {
+        return m.split('.').next()?.parse().ok();
+    } else if let Some(julian) = date.strip_prefix('J') {
+        julian.parse::<u32>().ok()?.checked_sub(1)?
+    } else {
+        date.parse::<u32>().ok()?
+    };
+    const DAYS: [u32; 12] = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    let mut left = day_of_year;
+    for (month, days) in (1..).zip(DAYS) {
+        if left < days {
+            return Some(month);
+        }
+        left -= days;
+    }
+    Some(12)
 }
