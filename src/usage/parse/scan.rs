@@ -128,8 +128,12 @@ pub fn read_plain(path: &Path, offset: u64, f: impl FnMut(&[u8])) -> io::Result<
 
 /// Reads a whole `.zst` file (offsets count decompressed bytes).
 pub fn read_zstd(path: &Path, f: impl FnMut(&[u8])) -> io::Result<Pass> {
-    let file = BufReader::new(File::open(path)?);
-    let decoder = ruzstd::decoding::StreamingDecoder::new(file)
+    zstd_lines(File::open(path)?, f)
+}
+
+/// [`for_each_line`] over the decompressed stream of a `.zst` file's bytes.
+pub fn zstd_lines<R: Read>(reader: R, f: impl FnMut(&[u8])) -> io::Result<Pass> {
+    let decoder = ruzstd::decoding::StreamingDecoder::new(BufReader::new(reader))
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
     for_each_line(decoder, f)
 }
