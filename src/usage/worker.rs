@@ -3,8 +3,9 @@
 //! One instance at a time (`flock` on `worker.lock`), it finds transcripts
 //! (`usage::discover`, while this thread loads the cache), brings the
 //! per-file cache up to date, updates the aggregate incrementally (or
-//! rebuilds it), and persists the index (`usage::store::index`), the
-//! aggregate (`usage::store::state`) and then `snapshot-v1.json`, probes
+//! rebuilds it), and persists the index (`usage::store::index`) and the
+//! aggregate (`usage::store::state`), one beside the other on two threads,
+//! and then `snapshot-v1.json`, probes
 //! limits when due, records its status and exits. A cold backfill stops at
 //! a time budget, persists its progress and marks the snapshot partial so
 //! the next query starts another run.
