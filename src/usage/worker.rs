@@ -3,8 +3,9 @@
 //! One instance at a time (`flock` on `worker.lock`), it finds transcripts
 //! (`usage::discover`, while this thread loads the cache), brings the
 //! per-file cache up to date, updates the aggregate incrementally (or
-//! rebuilds it), and persists the index (`usage::store::index`), the
-//! aggregate (`usage::store::state`) and then `snapshot-v1.json`, probes
+//! rebuilds it), and persists the index (`usage::store::index`) and the
+//! aggregate (`usage::store::state`), one beside the other on two threads,
+//! and then `snapshot-v1.json`, probes
 //! limits when due, records its status and exits. A cold backfill stops at
 //! a time budget, persists its progress and marks the snapshot partial so
 //! the next query starts another run.
@@ -460,21 +461,28 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
     );
     trace.mark("scan and aggregate");
     let persist = persist_plan(result.stats.changed(), had_base, result.incremental);
-    if persist.index {
-        let keys: Vec<&str> = result.changed_keys.iter().map(String::as_str).collect();
-        store
-            .save(&mut index, &keys, loaded)
-            .map_err(|e| WorkerError::Io("index-v1.bin", e))?;
-    }
-    trace.mark("write index");
-    if persist.aggregate
-        && let Some(state) = &mut state
-    {
-        StateStore::in_dir(&dir.0)
-            .save(state)
-            .map_err(|e| WorkerError::Io("aggregate-v1.bin", e))?;
-    }
-    trace.mark("write aggregate state");
+    // The index and the aggregate state are encoded and written on two
+    // threads. The state names the index it sums (its fingerprint): if only
+    // one of them is written, the next refresh rebuilds the state.
+    let (saved_index, saved_state) = std::thread::scope(|scope| {
+        let state_job = scope.spawn(|| match &mut state {
+            Some(state) if persist.aggregate => StateStore::in_dir(&dir.0).save(state),
+            _ => Ok(()),
+        });
+        let saved_index = if persist.index {
+            let keys: Vec<&str> = result.changed_keys.iter().map(String::as_str).collect();
+            store.save(&mut index, &keys, loaded)
+        } else {
+            Ok(())
+        };
+        let saved_state = state_job
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the state writer panicked")));
+        (saved_index, saved_state)
+    });
+    saved_index.map_err(|e| WorkerError::Io("index-v1.bin", e))?;
+    saved_state.map_err(|e| WorkerError::Io("aggregate-v1.bin", e))?;
+    trace.mark("write index and aggregate state");
     let rendered = render_ahead(dir, &result.snapshot, now);
     let text = result.snapshot.to_json_with(&rendered);
     trace.mark("render snapshot");

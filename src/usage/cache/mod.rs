@@ -18,7 +18,7 @@ pub mod plan;
 
 use std::fs::{File, Metadata};
 use std::io::{self, Read};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -96,12 +96,15 @@ fn known(e: &FileEntry) -> Known {
 
 /// The length and hash of the first [`HEAD_BYTES`] of the file (or all of
 /// a shorter one): what a later refresh compares to detect replacement.
-fn head(path: &Path) -> io::Result<(u32, u64)> {
-    let mut buf = vec![0u8; HEAD_BYTES];
-    let mut file = File::open(path)?;
+/// Read at its offset, so the file can be read from the start after.
+fn head(file: &File) -> io::Result<(u32, u64)> {
+    let mut buf = [0u8; HEAD_BYTES];
     let mut n = 0;
     while n < buf.len() {
-        let read = file.read(&mut buf[n..])?;
+        let read = match file.read_at(&mut buf[n..], n as u64) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            read => read?,
+        };
         if read == 0 {
             break;
         }
@@ -119,13 +122,17 @@ fn head_of_len(path: &Path, len: u32) -> Head {
     }
 }
 
-fn parse_into(entry: &mut FileEntry, path: &Path) -> io::Result<u64> {
-    let agent = entry.agent;
-    let parse = &mut entry.parse;
-    let on_line = |line: &[u8]| match agent {
+/// The parser of `agent`'s lines, into `parse` (one closure type for every
+/// read, so the line loop is compiled once).
+fn line_parser(agent: Agent, parse: &mut FileParse) -> impl FnMut(&[u8]) + '_ {
+    move |line: &[u8]| match agent {
         Agent::Claude => crate::usage::parse::claude::parse_line(parse, line),
         Agent::Codex => crate::usage::parse::codex::parse_line(parse, line),
-    };
+    }
+}
+
+fn parse_into(entry: &mut FileEntry, path: &Path) -> io::Result<u64> {
+    let on_line = line_parser(entry.agent, &mut entry.parse);
     let pass = if entry.compressed {
         scan::read_zstd(path, on_line)?
     } else {
@@ -133,6 +140,22 @@ fn parse_into(entry: &mut FileEntry, path: &Path) -> io::Result<u64> {
     };
     entry.offset += pass.consumed;
     entry.oversized += pass.oversized;
+    Ok(pass.consumed)
+}
+
+/// Parses a whole file into a fresh `entry` after recording its [`head`],
+/// through one open of the file.
+fn parse_fresh(entry: &mut FileEntry, path: &Path) -> io::Result<u64> {
+    let file = File::open(path)?;
+    (entry.head_len, entry.head_hash) = head(&file)?;
+    let on_line = line_parser(entry.agent, &mut entry.parse);
+    let pass = if entry.compressed {
+        scan::zstd_lines(file, on_line)?
+    } else {
+        scan::for_each_line(file, on_line)?
+    };
+    entry.offset = pass.consumed;
+    entry.oversized = pass.oversized;
     Ok(pass.consumed)
 }
 
@@ -467,14 +490,11 @@ fn run_jobs(jobs: impl Iterator<Item = Job>, deadline: Option<Instant>) -> JobsD
             reparse,
             old,
         } = job;
-        let result = (|| -> io::Result<u64> {
-            if reparse {
-                let (len, hash) = head(&path)?;
-                entry.head_len = len;
-                entry.head_hash = hash;
-            }
+        let result = if reparse {
+            parse_fresh(&mut entry, &path)
+        } else {
             parse_into(&mut entry, &path)
-        })();
+        };
         entry.size = now.size;
         entry.mtime_ns = now.mtime_ns;
         entry.dev = now.dev;
@@ -499,6 +519,87 @@ fn run_jobs(jobs: impl Iterator<Item = Job>, deadline: Option<Instant>) -> JobsD
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fresh_parse_records_the_head_of_the_file() {
+        let dir = crate::base::scratch::ScratchDir::new("cache-head");
+        let line = r#"{"type":"assistant","message":{"content":"words"}}"#;
+        let text = |n: usize| format!("{line}\n").repeat(n);
+        let packed = |t: &str| {
+            ruzstd::encoding::compress_to_vec(
+                t.as_bytes(),
+                ruzstd::encoding::CompressionLevel::Fastest,
+            )
+        };
+        let cases: Vec<(&str, bool, Vec<u8>)> = vec![
+            ("empty.jsonl", false, Vec::new()),
+            ("small.jsonl", false, text(3).into_bytes()),
+            ("torn.jsonl", false, [text(2).as_bytes(), b"{\"ty"].concat()),
+            ("large.jsonl", false, text(500).into_bytes()),
+            ("small.jsonl.zst", true, packed(&text(3))),
+            ("large.jsonl.zst", true, packed(&text(5000))),
+            (
+                "bad.jsonl.zst",
+                true,
+                b"\x28\xb5\x2f\xfdnot really zstd".to_vec(),
+            ),
+            ("worse.jsonl.zst", true, vec![7u8; 9000]),
+        ];
+        for (name, compressed, bytes) in cases {
+            let path = dir.join(name);
+            std::fs::write(&path, &bytes).unwrap();
+            let c = Candidate {
+                path: path.clone(),
+                agent: Agent::Claude,
+                compressed,
+                meta: None,
+            };
+            let stat = Stat {
+                dev: 1,
+                ino: 2,
+                size: bytes.len() as u64,
+                mtime_ns: 0,
+            };
+            let mut e = fresh_entry(&c, stat);
+            let parsed = parse_fresh(&mut e, &path);
+            // The file's first 4 KiB (or all of it), whatever the parse did.
+            let first = &bytes[..bytes.len().min(HEAD_BYTES)];
+            let want = (first.len() as u32, fnv1a(&[first]));
+            assert_eq!((e.head_len, e.head_hash), want, "{name}");
+            let lines = bytes.len() > 20 && !name.starts_with("bad") && !name.starts_with("worse");
+            assert_eq!(
+                parsed.is_ok(),
+                !name.starts_with("bad") && !name.starts_with("worse"),
+                "{name}"
+            );
+            if lines && !compressed {
+                assert_eq!(
+                    e.offset as usize,
+                    bytes.len() - usize::from(name == "torn.jsonl") * 4
+                );
+            }
+        }
+        assert!(
+            parse_fresh(
+                &mut fresh_entry(
+                    &Candidate {
+                        path: dir.join("missing"),
+                        agent: Agent::Codex,
+                        compressed: false,
+                        meta: None,
+                    },
+                    Stat {
+                        dev: 0,
+                        ino: 0,
+                        size: 0,
+                        mtime_ns: 0
+                    }
+                ),
+                &dir.join("missing")
+            )
+            .is_err()
+        );
+    }
 
     #[test]
     fn an_unterminated_tail_at_the_cap_is_an_oversized_line() {

@@ -205,9 +205,9 @@ fn pick_source(c: &mut Cursor, p: &mut Payload) -> Option<()> {
     })
 }
 
-fn pick_payload<'a>(raw: &'a [u8]) -> Option<Payload<'a>> {
+/// The payload object at `c`, read where it lies in the line.
+fn pick_payload<'a>(c: &mut Cursor<'a>) -> Option<Payload<'a>> {
     let mut p = Payload::default();
-    let mut c = Cursor::new(raw);
     c.object(|key, c| {
         match key {
             b"type" => p.kind = c.string()?,
@@ -279,8 +279,11 @@ struct Line<'a> {
 }
 
 fn apply(fp: &mut FileParse, line: &[u8], index: u64) -> Option<()> {
-    let (mut timestamp, mut kind, mut payload_raw): (Text, Text, Option<&[u8]>) =
-        (None, None, None);
+    let (mut timestamp, mut kind): (Text, Text) = (None, None);
+    // The last `payload` member counts: read in the one walk of the line,
+    // or, when it is not an object Usage can read, skipped and remembered
+    // as unreadable (so an earlier broken one does not decide the line).
+    let mut payload: Option<Option<Payload>> = None;
     let mut ordinal = None;
     let mut c = Cursor::new(line);
     c.object(|key, c| {
@@ -288,7 +291,19 @@ fn apply(fp: &mut FileParse, line: &[u8], index: u64) -> Option<()> {
             b"timestamp" => timestamp = c.string()?,
             b"type" => kind = c.string()?,
             b"ordinal" => ordinal = c.count()?,
-            b"payload" => payload_raw = Some(c.raw()?),
+            b"payload" => {
+                let mut probe = *c;
+                payload = Some(match pick_payload(&mut probe) {
+                    Some(p) => {
+                        *c = probe;
+                        Some(p)
+                    }
+                    None => {
+                        c.skip()?;
+                        None
+                    }
+                });
+            }
             _ => c.skip()?,
         }
         Some(())
@@ -296,8 +311,8 @@ fn apply(fp: &mut FileParse, line: &[u8], index: u64) -> Option<()> {
     if !c.at_end() {
         return None;
     }
-    let payload = match payload_raw {
-        Some(raw) => Some(pick_payload(raw)?),
+    let payload = match payload {
+        Some(picked) => Some(picked?),
         None => None,
     };
     record(
@@ -961,6 +976,31 @@ mod tests {
             let got = parse(std::slice::from_ref(&line));
             assert_eq!(got, want, "{line}");
         }
+    }
+
+    #[test]
+    fn the_last_payload_member_decides() {
+        let line = tc("2026-11-29T10:00:00Z", [100, 40, 10], [100, 40, 10]);
+        let want = parse(std::slice::from_ref(&line));
+        assert_eq!(want.events.len(), 1);
+        // An earlier payload that is no object, or an object that is not
+        // one Usage can read, is replaced by the last one.
+        for first in [
+            r#""text""#,
+            "[1,2]",
+            r#"{"type":"token_count","info":{"x" 1}}"#,
+        ] {
+            let twice = line.replacen(
+                r#""payload":"#,
+                &format!(r#""payload":{first},"payload":"#),
+                1,
+            );
+            assert_eq!(parse(std::slice::from_ref(&twice)), want, "{twice}");
+        }
+        // The last one not an object: a payload Usage cannot read.
+        let last = format!(r#"{},"payload":7}}"#, &line[..line.len() - 1]);
+        let got = parse(&[last]);
+        assert_eq!((got.events.len(), got.malformed), (0, 1));
     }
 
     #[test]

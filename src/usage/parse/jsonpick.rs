@@ -10,9 +10,10 @@
 
 use std::borrow::Cow;
 
-use crate::usage::parse::scan::{bytes_below, bytes_equal, first_where};
+use crate::usage::parse::scan::{bytes_below, bytes_equal};
 
-/// A position in one JSON text.
+/// A position in one JSON text (copied to try a reading and come back).
+#[derive(Clone, Copy)]
 pub struct Cursor<'a> {
     b: &'a [u8],
     i: usize,
@@ -44,7 +45,9 @@ impl<'a> Cursor<'a> {
     }
 
     /// Skips a string starting at `"`; returns its raw contents (escapes
-    /// undecoded) and whether it has escapes.
+    /// undecoded) and whether it has escapes. Inlined: it runs for every
+    /// key and string value, most of them a few bytes long.
+    #[inline(always)]
     fn raw_string(&mut self) -> Option<(&'a [u8], bool)> {
         if self.b.get(self.i) != Some(&b'"') {
             return None;
@@ -52,15 +55,26 @@ impl<'a> Cursor<'a> {
         let start = self.i + 1;
         let mut j = start;
         let mut escaped = false;
-        // Long string values (message text, tool output) are skipped a word
-        // at a time up to the next quote, backslash or control byte.
-        let special = |b: u8| b == b'"' || b == b'\\' || b < 0x20;
+        // Most strings (keys, ids, times) end within a few words, found a
+        // word at a time; past [`SHORT`] bytes (message text, tool output)
+        // the next quote or backslash is found by a vectorised search and
+        // the stretch passed over is checked for control bytes (which JSON
+        // forbids in a string) four words at a time.
         loop {
-            j += first_where(
-                self.b.get(j..)?,
-                |v| bytes_equal(v, b'"') | bytes_equal(v, b'\\') | bytes_below(v, 0x20),
-                special,
-            )?;
+            let rest = self.b.get(j..)?;
+            let k = match special_within(rest) {
+                Some(k) => k,
+                None if rest.len() <= SHORT => return None,
+                None => {
+                    let far = &rest[SHORT..];
+                    let k = memchr::memchr2(b'"', b'\\', far)?;
+                    if has_control(&far[..k]) {
+                        return None;
+                    }
+                    SHORT + k
+                }
+            };
+            j += k;
             match self.b[j] {
                 b'"' => break,
                 b'\\' => {
@@ -265,6 +279,55 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// Bytes of a string searched a word at a time before the vectorised
+/// search takes over (its call costs more than a few words).
+const SHORT: usize = 32;
+
+/// The first quote, backslash or control byte among the first [`SHORT`]
+/// bytes of `hay`.
+#[inline(always)]
+fn special_within(hay: &[u8]) -> Option<usize> {
+    let hay = &hay[..hay.len().min(SHORT)];
+    let mut words = hay.chunks_exact(8);
+    let mut base = 0;
+    for w in &mut words {
+        let v = u64::from_le_bytes(w.try_into().unwrap_or_default());
+        let m = bytes_equal(v, b'"') | bytes_equal(v, b'\\') | bytes_below(v, 0x20);
+        if m != 0 {
+            return Some(base + (m.trailing_zeros() / 8) as usize);
+        }
+        base += 8;
+    }
+    let tail = words.remainder();
+    let at = tail
+        .iter()
+        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+    Some(base + at)
+}
+
+/// Whether `bytes` holds a byte below 0x20: four words per step with one
+/// branch (the stretches are string bodies, often kilobytes long).
+fn has_control(bytes: &[u8]) -> bool {
+    let word = |c: &[u8]| u64::from_le_bytes(c.try_into().unwrap_or_default());
+    let mut blocks = bytes.chunks_exact(32);
+    for b in &mut blocks {
+        let m = bytes_below(word(&b[..8]), 0x20)
+            | bytes_below(word(&b[8..16]), 0x20)
+            | bytes_below(word(&b[16..24]), 0x20)
+            | bytes_below(word(&b[24..]), 0x20);
+        if m != 0 {
+            return true;
+        }
+    }
+    let mut words = blocks.remainder().chunks_exact(8);
+    for w in &mut words {
+        if bytes_below(word(w), 0x20) != 0 {
+            return true;
+        }
+    }
+    words.remainder().iter().any(|&b| b < 0x20)
+}
+
 /// The text of a string's raw contents with escapes, decoded by the full
 /// parser (rare: transcripts escape little beyond quotes and newlines).
 fn decode(raw: &[u8]) -> Option<String> {
@@ -339,6 +402,57 @@ mod tests {
             got,
             vec![Some(0), Some(12), Some(7), None, None, None, Some(1000)]
         );
+    }
+
+    #[test]
+    fn control_bytes_in_strings_fail_wherever_they_are() {
+        // Short and long strings, the byte in a 32-byte block, in a word
+        // after the blocks and in the last bytes; skipped and read values.
+        for len in [0usize, 5, 31, 32, 40, 70, 200] {
+            for at in [0, len / 2, len.saturating_sub(1)] {
+                for bad in [0x00, 0x09, 0x0a, 0x1f] {
+                    let mut body = vec![b'a'; len.max(1)];
+                    body[at.min(len.max(1) - 1)] = bad;
+                    let text = [&b"{\"k\":\""[..], &body, b"\"}"].concat();
+                    assert_eq!(Cursor::new(&text).object(|_, c| c.skip()), None);
+                    let read = Cursor::new(&text).object(|_, c| c.string().map(|_| ()));
+                    assert_eq!(read, None, "{len} {at} {bad}");
+                }
+            }
+            // The same strings without the byte (or with 0x20 and 0x7f,
+            // the bytes next to the range) are read whole.
+            let mut body = vec![b' '; len];
+            if len > 2 {
+                body[len / 2] = 0x7f;
+            }
+            let text = [&b"{\"k\":\""[..], &body, b"\"}"].concat();
+            let mut got = None;
+            Cursor::new(&text)
+                .object(|_, c| {
+                    got = c.string()?.map(|s| s.len());
+                    Some(())
+                })
+                .unwrap();
+            assert_eq!(got, Some(len));
+        }
+    }
+
+    #[test]
+    fn escapes_anywhere_in_a_long_string_are_stepped_over() {
+        let long = "x".repeat(100);
+        let text = format!(r#"{{"k":"{long}\"{long}\\{long}\u00e9","n":1}}"#);
+        let (mut s, mut n) = (None, None);
+        Cursor::new(text.as_bytes())
+            .object(|k, c| {
+                match k {
+                    b"k" => s = c.string()?.map(|s| s.into_owned()),
+                    _ => n = c.count()?,
+                }
+                Some(())
+            })
+            .unwrap();
+        assert_eq!(s, Some(format!("{long}\"{long}\\{long}é")));
+        assert_eq!(n, Some(1));
     }
 
     #[test]

@@ -128,8 +128,12 @@ pub fn read_plain(path: &Path, offset: u64, f: impl FnMut(&[u8])) -> io::Result<
 
 /// Reads a whole `.zst` file (offsets count decompressed bytes).
 pub fn read_zstd(path: &Path, f: impl FnMut(&[u8])) -> io::Result<Pass> {
-    let file = BufReader::new(File::open(path)?);
-    let decoder = ruzstd::decoding::StreamingDecoder::new(file)
+    zstd_lines(File::open(path)?, f)
+}
+
+/// [`for_each_line`] over the decompressed stream of a `.zst` file's bytes.
+pub fn zstd_lines<R: Read>(reader: R, f: impl FnMut(&[u8])) -> io::Result<Pass> {
+    let decoder = ruzstd::decoding::StreamingDecoder::new(BufReader::new(reader))
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
     for_each_line(decoder, f)
 }
@@ -137,45 +141,16 @@ pub fn read_zstd(path: &Path, f: impl FnMut(&[u8])) -> io::Result<Pass> {
 const LO: u64 = 0x0101_0101_0101_0101;
 const HI: u64 = 0x8080_8080_8080_8080;
 
-/// High bit set in each byte of `v` that is zero; below the first such
-/// byte the mask is exact (all a search needs).
-fn zero_bytes(v: u64) -> u64 {
-    v.wrapping_sub(LO) & !v & HI
-}
-
 /// High bit set in each byte of `v` below `n` (`n` ≤ 128; exact below the
-/// first such byte).
+/// first such byte, so the mask is non-zero exactly when a byte is below
+/// `n`): a word of transcript checked at a time.
 pub fn bytes_below(v: u64, n: u8) -> u64 {
     v.wrapping_sub(LO * u64::from(n)) & !v & HI
 }
 
 /// High bit set in each byte of `v` equal to `b` (exact below the first).
 pub fn bytes_equal(v: u64, b: u8) -> u64 {
-    zero_bytes(v ^ (LO * u64::from(b)))
-}
-
-/// The first position in `hay` whose 8-byte word `mask` flags, scanning a
-/// word at a time (transcripts are hundreds of MB: a byte loop is the
-/// cold scan's bottleneck), then the tail byte by byte with `tail`.
-pub fn first_where(
-    hay: &[u8],
-    mask: impl Fn(u64) -> u64,
-    tail: impl Fn(u8) -> bool,
-) -> Option<usize> {
-    let mut chunks = hay.chunks_exact(8);
-    let mut base = 0;
-    for chunk in &mut chunks {
-        let m = mask(u64::from_le_bytes(chunk.try_into().unwrap_or_default()));
-        if m != 0 {
-            return Some(base + (m.trailing_zeros() / 8) as usize);
-        }
-        base += 8;
-    }
-    chunks
-        .remainder()
-        .iter()
-        .position(|&b| tail(b))
-        .map(|i| base + i)
+    bytes_below(v ^ (LO * u64::from(b)), 1)
 }
 
 /// Trims ASCII whitespace (including a `\r` before the newline).
