@@ -8,7 +8,7 @@
 //!   rules (days in the asked zone, weeks from Monday, months).
 //! - `blocks.rs`: 5-hour blocks, burn rate and projection.
 //! - `table.rs`: columns, grouped numbers, fitting a width, CSV.
-//! - `recent.rs`: `recent-v1.json`, the last two days of slots the worker
+//! - `recent.rs`: `recent-v1.json`, the last two days of slots (summed per slot and agent) the worker
 //!   writes beside each snapshot, so the statusline decodes kilobytes.
 //! - `render.rs`: every view as a pure function of data, options and
 //!   format (width and colour included).
@@ -132,11 +132,14 @@ pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
         Err(_) => (None, Value::Null, None),
     };
     // The statusline needs two days at most: the small file, when it is
-    // the snapshot's.
+    // the snapshot's (its rows are summed over directories, so `--dir`
+    // reads the state).
     let recent = match (&ctx.dir, generated_at) {
-        (Ok(dir), Some(at)) if view == View::Statusline => std::fs::read_to_string(dir.recent())
-            .ok()
-            .and_then(|text| recent::decode(&text, at)),
+        (Ok(dir), Some(at)) if view == View::Statusline && flags.dir.is_none() => {
+            std::fs::read_to_string(dir.recent())
+                .ok()
+                .and_then(|text| recent::decode(&text, at))
+        }
         _ => None,
     };
     let slots = match (recent, &ctx.dir) {

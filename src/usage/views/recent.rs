@@ -1,39 +1,50 @@
-//! `recent-v1.json`: the aggregate's slots of the last two days, which the
+//! `recent-v1.json`: the aggregate's slots of the last two days, summed
+//! over models and directories (one row per slot and agent), which the
 //! worker writes beside each snapshot so the statusline (run by shell
 //! prompts and status bars, many times a minute) reads a few kilobytes
-//! instead of decoding the whole aggregate state. Derived, replaced
-//! atomically, and tied to its snapshot by `generated_at`: a file that
-//! does not match, or does not parse, is ignored and the full state read.
+//! instead of decoding the whole aggregate state. The statusline needs no
+//! more: today's cost, the blocks' burn rate and the limits; with
+//! `--dir` it reads the state. Derived, replaced atomically, and tied to
+//! its snapshot by `generated_at`: a file that does not match, is of
+//! another version, or does not parse, is ignored and the full state read.
 
 use crate::base::json::{self, Object, Value};
 use crate::usage::aggregate::{SlotAcc, SlotKey};
 use crate::usage::event::Agent;
 use crate::usage::store::state::{acc_from, acc_numbers};
+use crate::usage::views::data::merge;
 
 /// The sums of a slot the file writes as decimal strings: the state's
 /// numbers without the two times, which are written as numbers.
 const COUNTS: usize = 10;
 
-/// Schema version of the file.
-pub const VERSION: i64 = 1;
+/// Schema version of the file (2: rows summed over models and
+/// directories, which are written empty).
+pub const VERSION: i64 = 2;
 /// How far back the file holds slots: a local day in any zone (up to 26
 /// hours) plus a 5-hour block before it, rounded up.
 pub const SPAN: i64 = 2 * 86_400;
 
-/// The file's text: the slots from `now - SPAN` on (pure).
+/// The file's text: the slots from `now - SPAN` on, summed per slot and
+/// agent (pure).
 pub fn encode<'a>(
     generated_at: i64,
     now: i64,
     slots: impl Iterator<Item = (&'a SlotKey, &'a SlotAcc)>,
 ) -> String {
-    let list = slots
-        .filter(|(k, acc)| k.0 >= now - SPAN && acc.requests > 0)
-        .map(|((slot, agent, model, cwd), a)| {
+    let mut summed: std::collections::BTreeMap<(i64, Agent), SlotAcc> = Default::default();
+    for ((slot, agent, _, _), acc) in slots.filter(|(k, acc)| k.0 >= now - SPAN && acc.requests > 0)
+    {
+        merge(summed.entry((*slot, *agent)).or_default(), acc);
+    }
+    let list = summed
+        .iter()
+        .map(|((slot, agent), a)| {
             Value::Array(vec![
                 Value::from(*slot),
                 Value::from(agent.name()),
-                Value::from(model.as_str()),
-                Value::from(cwd.as_str()),
+                Value::from(""),
+                Value::from(""),
                 Value::Array(
                     acc_numbers(a)[..COUNTS]
                         .iter()
@@ -119,7 +130,8 @@ mod tests {
         let new: SlotKey = (now - 900, Agent::Codex, "gpt-5.5".into(), "/a \"b\"".into());
         let old: SlotKey = (now - SPAN - 900, Agent::Claude, "m".into(), "/c".into());
         let text = encode(now, now, [(&old, &acc), (&new, &acc)].into_iter());
-        assert_eq!(decode(&text, now), Some(vec![(new, acc)]));
+        let summed: SlotKey = (now - 900, Agent::Codex, String::new(), String::new());
+        assert_eq!(decode(&text, now), Some(vec![(summed, acc)]));
         assert_eq!(decode(&text, now + 1), None);
         assert_eq!(decode(&text[..text.len() - 1], now), None);
         // The file's text, written by hand: counts as decimal strings in
@@ -127,7 +139,7 @@ mod tests {
         assert_eq!(
             text,
             format!(
-                r#"{{"v":1,"generated_at":{now},"slots":[[{},"codex","gpt-5.5","/a \"b\"",["2","1","2","3","4","5","6","18446744073709551615","7","8"],{},{}]]}}"#,
+                r#"{{"v":2,"generated_at":{now},"slots":[[{},"codex","","",["2","1","2","3","4","5","6","18446744073709551615","7","8"],{},{}]]}}"#,
                 now - 900,
                 now - 100,
                 now - 50
@@ -137,5 +149,48 @@ mod tests {
         let short = text.replace(r#","8"]"#, "]");
         assert_eq!(decode(&short, now), None);
         assert_eq!(decode(&text.replace(r#""7""#, r#""x""#), now), None);
+        // A file of the first version (one row per model and directory)
+        // is another file.
+        assert_eq!(decode(&text.replace(r#"{"v":2,"#, r#"{"v":1,"#), now), None);
+    }
+
+    #[test]
+    fn rows_are_summed_per_slot_and_agent_over_models_and_directories() {
+        let now = 1_795_953_600;
+        let acc = |requests: u64, first_ts: i64, last_ts: i64| SlotAcc {
+            requests,
+            tokens: Tokens {
+                input: 10 * requests,
+                output: requests,
+                ..Tokens::default()
+            },
+            cost_pico: 1_000 * requests,
+            first_ts,
+            last_ts,
+            ..SlotAcc::default()
+        };
+        let slot = now - 1_800;
+        let key = |agent, model: &str, cwd: &str| (slot, agent, model.to_string(), cwd.to_string());
+        let rows = [
+            (
+                key(Agent::Claude, "opus", "/a"),
+                acc(2, slot + 60, slot + 120),
+            ),
+            (
+                key(Agent::Claude, "sonnet", "/b"),
+                acc(3, slot + 30, slot + 90),
+            ),
+            (key(Agent::Codex, "gpt", "/a"), acc(1, slot + 10, slot + 10)),
+        ];
+        let text = encode(now, now, rows.iter().map(|(k, a)| (k, a)));
+        // Claude: 2 + 3 requests, 50 input, 5 output, 5,000 pico-dollars,
+        // from the first request of either row to the last.
+        assert_eq!(
+            decode(&text, now),
+            Some(vec![
+                (key(Agent::Claude, "", ""), acc(5, slot + 30, slot + 120)),
+                (key(Agent::Codex, "", ""), acc(1, slot + 10, slot + 10)),
+            ])
+        );
     }
 }
