@@ -271,6 +271,7 @@ pub fn refresh_tracked(
         index,
         candidates,
         window_start_ns,
+        window_start_ns,
         deadline,
         changes,
         default_threads(),
@@ -278,11 +279,15 @@ pub fn refresh_tracked(
 }
 
 /// [`refresh_tracked`] parsing on `threads` threads (the result is the
-/// same for any count; tests compare them).
+/// same for any count; tests compare them), the files modified since
+/// `first_since_ns` (the app's window, when more history is kept) before
+/// the older ones, so a deadline leaves history for the next run first.
+#[allow(clippy::too_many_arguments)]
 pub fn refresh_threads(
     index: &mut Index,
     candidates: &[Candidate],
     window_start_ns: i64,
+    first_since_ns: i64,
     deadline: Option<Instant>,
     changes: &mut Changes,
     threads: usize,
@@ -362,7 +367,7 @@ pub fn refresh_threads(
         let old = index.files.remove(&key);
         changes.files.push(Change { key, old });
     }
-    let ran = parse_jobs(jobs, threads, deadline);
+    let ran = parse_jobs(jobs, threads, deadline, first_since_ns);
     stats.bytes_read += ran.bytes;
     stats.partial |= ran.partial;
     for (key, entry, old) in ran.done {
@@ -394,12 +399,37 @@ struct Parsed {
     partial: bool,
 }
 
-/// Runs `jobs` on `threads` threads, biggest file first: each thread takes
-/// the next job when it finishes one (so a thread that drew a big file does
-/// not hold the others up), and the results are put back in path order,
-/// so the merge is the same for any thread count and any timing.
-fn parse_jobs(mut jobs: Vec<Job>, threads: usize, deadline: Option<Instant>) -> Parsed {
-    jobs.sort_by(|a, b| b.now.size.cmp(&a.now.size).then_with(|| a.key.cmp(&b.key)));
+/// Where a job goes in the order the threads take them: files modified
+/// since `first_since_ns` before older ones (a deadline then cuts history,
+/// not the app's window), and within each the biggest file first (so a
+/// thread that drew a big file does not hold the others up), then by key.
+fn job_rank(
+    key: &str,
+    size: u64,
+    mtime_ns: i64,
+    first_since_ns: i64,
+) -> (bool, std::cmp::Reverse<u64>, &str) {
+    (mtime_ns < first_since_ns, std::cmp::Reverse(size), key)
+}
+
+/// Runs `jobs` on `threads` threads in [`job_rank`] order: each thread
+/// takes the next job when it finishes one, and the results are put back
+/// in path order, so the merge is the same for any thread count and any
+/// timing.
+fn parse_jobs(
+    mut jobs: Vec<Job>,
+    threads: usize,
+    deadline: Option<Instant>,
+    first_since_ns: i64,
+) -> Parsed {
+    jobs.sort_by(|a, b| {
+        job_rank(&a.key, a.now.size, a.now.mtime_ns, first_since_ns).cmp(&job_rank(
+            &b.key,
+            b.now.size,
+            b.now.mtime_ns,
+            first_since_ns,
+        ))
+    });
     let threads = threads.clamp(1, jobs.len().max(1));
     let slots: Vec<Mutex<Option<Job>>> = jobs.into_iter().map(|j| Mutex::new(Some(j))).collect();
     let next = AtomicUsize::new(0);
@@ -519,6 +549,44 @@ fn run_jobs(jobs: impl Iterator<Item = Job>, deadline: Option<Instant>) -> JobsD
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_app_window_s_files_are_parsed_before_older_history_biggest_first() {
+        // (key, size, mtime in ns); the window starts at 1,000.
+        let jobs = [
+            ("a-old-big", 900, 10),
+            ("b-new-small", 5, 2_000),
+            ("c-old-small", 1, 20),
+            ("d-new-big", 50, 1_000),
+            ("e-new-big", 50, 3_000),
+        ];
+        let mut order = jobs.to_vec();
+        order.sort_by(|a, b| job_rank(a.0, a.1, a.2, 1_000).cmp(&job_rank(b.0, b.1, b.2, 1_000)));
+        let keys: Vec<&str> = order.iter().map(|j| j.0).collect();
+        assert_eq!(
+            keys,
+            [
+                "d-new-big",
+                "e-new-big",
+                "b-new-small",
+                "a-old-big",
+                "c-old-small"
+            ]
+        );
+        // With the window at the history's start, the order is by size.
+        order.sort_by(|a, b| job_rank(a.0, a.1, a.2, 0).cmp(&job_rank(b.0, b.1, b.2, 0)));
+        let keys: Vec<&str> = order.iter().map(|j| j.0).collect();
+        assert_eq!(
+            keys,
+            [
+                "a-old-big",
+                "d-new-big",
+                "e-new-big",
+                "b-new-small",
+                "c-old-small"
+            ]
+        );
+    }
 
     #[test]
     fn a_fresh_parse_records_the_head_of_the_file() {
