@@ -2,10 +2,10 @@
 //!
 //! One instance at a time (`flock` on `worker.lock`), it finds transcripts
 //! (`usage::discover`, while this thread loads the cache), brings the
-//! per-file cache up to date, updates the aggregate incrementally (or
-//! rebuilds it), and persists the index (`usage::store::index`) and the
-//! aggregate (`usage::store::state`), one beside the other on two threads,
-//! and then `snapshot-v1.json`, probes
+//! per-file cache up to date ([`refresh_index`]), writes the index
+//! (`usage::store::index`) on one thread while the other updates the
+//! aggregate incrementally or rebuilds it ([`summarize`]) and writes it
+//! (`usage::store::state`), and then `snapshot-v1.json`, probes
 //! limits when due, records its status and exits. A cold backfill stops at
 //! a time budget, persists its progress and marks the snapshot partial so
 //! the next query starts another run.
@@ -144,6 +144,49 @@ pub fn scan_retaining(
     threads: usize,
     retention_days: i64,
 ) -> ScanResult {
+    let refreshed = refresh_index(
+        index,
+        state,
+        &found,
+        prices,
+        now,
+        deadline,
+        threads,
+        retention_days,
+    );
+    summarize(index, state, refreshed, roots, &found, prices)
+}
+
+/// What [`refresh_index`] did, for [`summarize`] to finish.
+#[derive(Debug)]
+pub struct Refreshed {
+    pub stats: cache::RefreshStats,
+    /// Whether `state` was brought up to date incrementally (else
+    /// [`summarize`] rebuilds it from the index).
+    pub incremental: bool,
+    /// Index keys whose entries changed (what the index journal records).
+    pub changed_keys: Vec<String>,
+    now: i64,
+    since: i64,
+    window: i64,
+}
+
+/// The first half of [`scan_retaining`], the one that changes the index:
+/// brings `index` up to date with `found` and `state` with the index when
+/// that can be done incrementally (every entry is loaded otherwise, so
+/// that [`summarize`], which only reads the index, can rebuild the state
+/// while the index is written).
+#[allow(clippy::too_many_arguments)]
+pub fn refresh_index(
+    index: &mut Index,
+    state: &mut Option<State>,
+    found: &Discovery,
+    prices: &PriceTable,
+    now: i64,
+    deadline: Option<Instant>,
+    threads: usize,
+    retention_days: i64,
+) -> Refreshed {
     let since = history_start(now, retention_days);
     let window = window_start(now);
     let candidates = &found.candidates;
@@ -189,6 +232,40 @@ pub fn scan_retaining(
             changed_keys.extend(again.keys());
             index.materialize();
         }
+    }
+    trace.mark("  update the aggregate, or load every entry");
+    Refreshed {
+        stats,
+        incremental,
+        changed_keys,
+        now,
+        since,
+        window,
+    }
+}
+
+/// The second half of [`scan_retaining`], which only reads the index:
+/// rebuilds `state` from it unless [`refresh_index`] updated it, and sums
+/// the app's window into the snapshot with its coverage.
+pub fn summarize(
+    index: &Index,
+    state: &mut Option<State>,
+    refreshed: Refreshed,
+    roots: &Roots,
+    found: &Discovery,
+    prices: &PriceTable,
+) -> ScanResult {
+    let Refreshed {
+        stats,
+        incremental,
+        changed_keys,
+        now,
+        since,
+        window,
+    } = refreshed;
+    let candidates = &found.candidates;
+    let trace = Trace::new();
+    if !incremental {
         *state = Some(State::full(index, prices, since));
     }
     trace.mark("  aggregate");
@@ -450,37 +527,51 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
             crate::usage::config::DEFAULT_RETENTION_DAYS
         }
     };
-    let result = scan_retaining(
+    let refreshed = refresh_index(
         &mut index,
         &mut state,
-        &roots,
-        candidates,
+        &candidates,
         &prices,
         now,
         Some(deadline),
         cache::default_threads(),
         retention,
     );
-    trace.mark("scan and aggregate");
-    let persist = persist_plan(result.stats.changed(), had_base, result.incremental);
-    // The index and the aggregate state are encoded and written on two
-    // threads. The state names the index it sums (its fingerprint): if only
-    // one of them is written, the next refresh rebuilds the state.
-    let (saved_index, saved_state) = std::thread::scope(|scope| {
-        let state_job = scope.spawn(|| match &mut state {
+    trace.mark("refresh the index");
+    let persist = persist_plan(refreshed.stats.changed(), had_base, refreshed.incremental);
+    let keys: Vec<String> = match persist.index {
+        true => refreshed.changed_keys.clone(),
+        false => Vec::new(),
+    };
+    // The index is written on one thread while the other aggregates it
+    // (from scratch after a cold scan: the longest step after the parse)
+    // and then writes the aggregate. The state names the index it sums
+    // (its fingerprint): if only one of them is written, the next refresh
+    // rebuilds the state.
+    let (result, written, saved_state) = std::thread::scope(|scope| {
+        let index = &index;
+        let writer = scope.spawn(move || {
+            if !persist.index {
+                return Ok(None);
+            }
+            let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+            store.write(index, &keys, loaded).map(Some)
+        });
+        let result = summarize(index, &mut state, refreshed, &roots, &candidates, &prices);
+        trace.mark("aggregate (beside the index write)");
+        let saved_state = match &mut state {
             Some(state) if persist.aggregate => StateStore::in_dir(&dir.0).save(state),
             _ => Ok(()),
-        });
-        let saved_index = if persist.index {
-            let keys: Vec<&str> = result.changed_keys.iter().map(String::as_str).collect();
-            store.save(&mut index, &keys, loaded)
-        } else {
-            Ok(())
         };
-        let saved_state = state_job
+        let written = writer
             .join()
-            .unwrap_or_else(|_| Err(io::Error::other("the state writer panicked")));
-        (saved_index, saved_state)
+            .unwrap_or_else(|_| Err(io::Error::other("the index writer panicked")));
+        (result, written, saved_state)
+    });
+    let saved_index = written.map(|w| {
+        if let Some(w) = w {
+            w.adopt(&mut index);
+        }
     });
     saved_index.map_err(|e| WorkerError::Io("index-v1.bin", e))?;
     saved_state.map_err(|e| WorkerError::Io("aggregate-v1.bin", e))?;

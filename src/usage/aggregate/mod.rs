@@ -183,6 +183,20 @@ impl SlotAcc {
         }
     }
 
+    /// Sums `o` into this slot, its span too.
+    fn merge(&mut self, o: &SlotAcc) {
+        if o.requests == 0 {
+            return;
+        }
+        if self.requests == 0 || o.first_ts < self.first_ts {
+            self.first_ts = o.first_ts;
+        }
+        if self.requests == 0 || o.last_ts > self.last_ts {
+            self.last_ts = o.last_ts;
+        }
+        self.add_counts(o);
+    }
+
     /// Sums everything but the span (callers decide the span).
     pub fn add_counts(&mut self, o: &SlotAcc) {
         self.requests += o.requests;
@@ -257,6 +271,15 @@ impl Detailed {
             _ => self.forks_unresolved += n,
         }
         self.by_file.entry(file as u64).or_default()[which] += n;
+    }
+
+    /// [`Detailed::charge`] for every file of `charges` (by position).
+    fn charge_files(&mut self, charges: &[[u64; 3]]) {
+        for (file, counts) in charges.iter().enumerate() {
+            for (which, &n) in counts.iter().enumerate() {
+                self.charge(file, which, n);
+            }
+        }
     }
 
     /// [`Detailed::by_file`] re-keyed: position `i` becomes `key(i)`.
@@ -377,10 +400,19 @@ pub fn aggregate_detailed<'a>(
     mut ids: Option<&mut Vec<(u64, usize)>>,
 ) -> Detailed {
     let mut out = Detailed::default();
-    let mut requests: Vec<Request> = Vec::new();
+    // Counters by file position, charged to `out` at the end.
+    let mut charges = vec![[0u64; 3]; files.len()];
+    let mut charge = |file: usize, which: usize, n: u64| charges[file][which] += n;
+    let claude_events: usize = files
+        .iter()
+        .filter(|f| f.agent == Agent::Claude)
+        .map(|f| f.parse.events.len())
+        .sum();
+    let mut requests: Vec<Request> = Vec::with_capacity(claude_events);
 
     // Claude: best record per (message.id, requestId).
-    let mut best: HashMap<u64, (usize, usize)> = HashMap::default();
+    let mut best: HashMap<u64, (usize, usize)> =
+        HashMap::with_capacity_and_hasher(claude_events, Default::default());
     let mut kept: Vec<(usize, usize)> = Vec::new();
     for (fi, f) in files.iter().enumerate() {
         if f.agent != Agent::Claude {
@@ -420,7 +452,7 @@ pub fn aggregate_detailed<'a>(
                     } else {
                         fi
                     };
-                    out.charge(dropped, 0, 1);
+                    charge(dropped, 0, 1);
                 }
             }
         }
@@ -440,7 +472,7 @@ pub fn aggregate_detailed<'a>(
         let fp = files[fi].parse;
         let e = &fp.events[ei];
         if e.flags & flags::SIDECHAIN != 0 && main_chain.contains(&e.group) {
-            out.charge(fi, 0, 1);
+            charge(fi, 0, 1);
             continue;
         }
         requests.push(Request {
@@ -483,16 +515,16 @@ pub fn aggregate_detailed<'a>(
             (id, None) => threads.get(id).map(|&p| files[p].parse),
         };
         if found.is_none() && !meta.parent().is_empty() {
-            out.charge(fi, 2, 1);
+            charge(fi, 2, 1);
         }
         let counted = codex::requests(f.parse, found);
-        out.charge(fi, 1, counted.duplicates);
+        charge(fi, 1, counted.duplicates);
         for r in counted.requests {
             if let Some(ids) = ids.as_deref_mut() {
                 ids.push((tagged(tag::CODEX_KEY, r.key), fi));
             }
             if !seen.insert(r.key) {
-                out.charge(fi, 1, 1);
+                charge(fi, 1, 1);
                 continue;
             }
             let model = match f.parse.string(r.model) {
@@ -511,19 +543,46 @@ pub fn aggregate_detailed<'a>(
         }
     }
 
+    out.charge_files(&charges);
+
     let mut slots: HashMap<(i64, Agent, &str, &str), SlotAcc> = HashMap::default();
     let mut lookups: HashMap<&str, Option<&crate::usage::pricing::ModelPrice>> = HashMap::default();
+    // A file's requests come in order, and mostly share their slot, model
+    // and directory (the same interned strings): a run of them is summed
+    // here, and the map (which hashes the strings) is touched once a run.
+    type Run<'s> = ((i64, Agent, &'s str, &'s str), SlotAcc);
+    let mut run: Option<Run> = None;
+    let mut price: Option<(&str, Option<&crate::usage::pricing::ModelPrice>)> = None;
+    let same = |a: &(i64, Agent, &str, &str), b: &(i64, Agent, &str, &str)| {
+        a.0 == b.0 && a.1 == b.1 && std::ptr::eq(a.2, b.2) && std::ptr::eq(a.3, b.3)
+    };
     for r in requests.iter().filter(|r| r.ts >= since) {
-        let price = *lookups
-            .entry(r.model)
-            .or_insert_with(|| prices.lookup(r.model));
-        let cost = price
+        let model_price = match price {
+            Some((model, p)) if std::ptr::eq(model, r.model) => p,
+            _ => {
+                let p = *lookups
+                    .entry(r.model)
+                    .or_insert_with(|| prices.lookup(r.model));
+                price = Some((r.model, p));
+                p
+            }
+        };
+        let cost = model_price
             .and_then(|p| crate::usage::pricing::cost_with(p, r.agent, r.tier, r.bits, &r.tokens));
-        let slot = r.ts.div_euclid(SLOT) * SLOT;
-        slots
-            .entry((slot, r.agent, r.model, r.cwd))
-            .or_default()
-            .add_request(r.ts, &r.tokens, cost);
+        let key = (r.ts.div_euclid(SLOT) * SLOT, r.agent, r.model, r.cwd);
+        match &mut run {
+            Some((k, acc)) if same(k, &key) => acc.add_request(r.ts, &r.tokens, cost),
+            _ => {
+                let mut acc = SlotAcc::default();
+                acc.add_request(r.ts, &r.tokens, cost);
+                if let Some((k, done)) = run.replace((key, acc)) {
+                    slots.entry(k).or_default().merge(&done);
+                }
+            }
+        }
+    }
+    if let Some((k, done)) = run {
+        slots.entry(k).or_default().merge(&done);
     }
     out.slots = slots
         .into_iter()

@@ -147,10 +147,15 @@ pub fn read_header(r: &mut Reader) -> Option<Header> {
 
 /// Appends one stored entry (metadata and segment list) to `out`.
 pub fn write_entry(out: &mut Vec<u8>, path: &str, e: &FileEntry) {
+    write_entry_stored(out, path, e, &e.stored);
+}
+
+/// [`write_entry`] with `stored` for the entry's segment list.
+pub fn write_entry_stored(out: &mut Vec<u8>, path: &str, e: &FileEntry, stored: &[Segment]) {
     let mut o = Out(std::mem::take(out));
     encode_meta(&mut o, path, e);
-    o.u32(e.stored.len() as u32);
-    for s in &e.stored {
+    o.u32(stored.len() as u32);
+    for s in stored {
         o.u64(s.offset);
         o.u32(s.len);
         o.u32(s.count);

@@ -60,6 +60,36 @@ pub struct Loaded {
     events: Option<Events>,
 }
 
+/// What a [`Store::write`] changed on disk that the entries must record.
+#[derive(Debug, Default)]
+#[must_use = "the entries must adopt what was written"]
+pub struct Written {
+    /// Entries and where their events now are.
+    stored: Vec<(String, Vec<Segment>)>,
+    /// Entries whose events could not be read (dropped from the index).
+    lost: Vec<String>,
+    /// The new events file of a compaction (for entries not loaded yet).
+    events: Option<EventsFile>,
+}
+
+impl Written {
+    /// Records in `index` (the index that was written) where its entries'
+    /// events now are.
+    pub fn adopt(self, index: &mut Index) {
+        for path in &self.lost {
+            index.files.remove(path);
+        }
+        for (path, stored) in self.stored {
+            if let Some(e) = index.files.get_mut(&path) {
+                e.stored = stored;
+                if let (Some(file), true) = (&self.events, e.pending.is_some()) {
+                    e.pending = Some(file.clone());
+                }
+            }
+        }
+    }
+}
+
 fn journal_header(meta: &fs::Metadata) -> Vec<u8> {
     journal::header(JOURNAL_MAGIC, meta, &codec::versions())
 }
@@ -154,6 +184,16 @@ impl Store {
     /// events file and the entries to the journal when the base can be
     /// extended, else a compaction. Entries' segment lists are updated.
     pub fn save(&self, index: &mut Index, keys: &[&str], loaded: Loaded) -> io::Result<()> {
+        let written = self.write(index, keys, loaded)?;
+        written.adopt(index);
+        Ok(())
+    }
+
+    /// The file half of [`Store::save`]: writes what `index` needs on disk
+    /// without changing it (so it can run beside work that reads the
+    /// index), and returns what the entries must then record
+    /// ([`Written::adopt`]).
+    pub fn write(&self, index: &Index, keys: &[&str], loaded: Loaded) -> io::Result<Written> {
         let origin = &loaded.origin;
         let appendable =
             origin.base_len > 0 && origin.extendable() && fs::metadata(&self.base).is_ok();
@@ -186,7 +226,7 @@ impl Store {
             let dead = (end + blob.len() as u64).saturating_sub(live);
             if journal_fits && dead <= live.max(self.min_dead) {
                 if records.is_empty() {
-                    return Ok(());
+                    return Ok(Written::default());
                 }
                 events.file.0.write_all_at(&blob, end)?;
                 let header = match origin.journal_len {
@@ -194,12 +234,14 @@ impl Store {
                     _ => None,
                 };
                 journal::append(&self.journal, header.as_deref(), &records)?;
-                for (key, entry) in planned {
-                    if let (Some(new), Some(e)) = (entry, index.files.get_mut(key)) {
-                        e.stored = new.stored;
-                    }
-                }
-                return Ok(());
+                let stored = planned
+                    .into_iter()
+                    .filter_map(|(key, entry)| Some((key.to_string(), entry?.stored)))
+                    .collect();
+                return Ok(Written {
+                    stored,
+                    ..Written::default()
+                });
             }
         }
         self.compact(index, loaded.events.as_ref().map(|e| e.id))
@@ -207,33 +249,38 @@ impl Store {
 
     /// Writes a new events file and base for `index` and removes the
     /// journal and the old events file.
-    fn compact(&self, index: &mut Index, old: Option<u64>) -> io::Result<()> {
+    fn compact(&self, index: &Index, old: Option<u64>) -> io::Result<Written> {
         let id = new_generation(old.unwrap_or(0));
         let mut blob = codec::events_header(id);
         let mut out = codec::header(index.files.len());
         out.extend(id.to_le_bytes());
-        let mut lost = Vec::new();
-        for (path, e) in index.files.iter_mut() {
+        let mut written = Written::default();
+        let mut kept = 0;
+        for (path, e) in &index.files {
             // One segment per entry: copied as is, or re-encoded.
             let copied = match (&e.pending, e.stored.as_slice()) {
                 (Some(file), [one]) => Some(file.read(*one).map(|raw| (raw, one.count))),
                 _ => None,
             };
+            let encode = |events: &[crate::usage::event::Event]| {
+                (codec::encode_events(events), events.len() as u32)
+            };
             let raw = match copied {
                 Some(copy) => copy,
-                None if e.materialize() => Some((
-                    codec::encode_events(&e.parse.events),
-                    e.parse.events.len() as u32,
-                )),
-                None => None,
+                None if e.is_loaded() => Some(encode(&e.parse.events)),
+                None => {
+                    let mut loaded = e.clone();
+                    loaded.materialize().then(|| encode(&loaded.parse.events))
+                }
             };
+            // An entry whose events cannot be read is dropped (reparsed next).
             let Some((raw, count)) = raw else {
-                lost.push(path.clone());
+                written.lost.push(path.clone());
                 continue;
             };
-            e.stored.clear();
+            let mut stored = Vec::new();
             if count > 0 {
-                e.stored.push(Segment {
+                stored.push(Segment {
                     offset: blob.len() as u64,
                     len: raw.len() as u32,
                     count,
@@ -241,32 +288,23 @@ impl Store {
                 });
                 blob.extend(raw);
             }
+            codec::write_entry_stored(&mut out, path, e, &stored);
+            written.stored.push((path.clone(), stored));
+            kept += 1;
         }
-        // An entry whose events cannot be read is dropped (reparsed next).
-        for path in lost {
-            index.files.remove(&path);
-        }
-        let count_fix = codec::header(index.files.len());
+        let count_fix = codec::header(kept);
         out[..count_fix.len()].copy_from_slice(&count_fix);
-        for (path, e) in &index.files {
-            codec::write_entry(&mut out, path, e);
-        }
         seal(&mut out);
         let events_path = self.events_path(id);
         crate::base::atomic_file::write_unsynced(&events_path, &blob, 0o600)?;
-        let file = EventsFile(Arc::new(File::open(&events_path)?));
-        for e in index.files.values_mut() {
-            if e.pending.is_some() {
-                e.pending = Some(file.clone());
-            }
-        }
+        written.events = Some(EventsFile(Arc::new(File::open(&events_path)?)));
         crate::base::atomic_file::write_unsynced(&self.base, &out, 0o600)?;
         match fs::remove_file(&self.journal) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
             _ => {}
         }
         self.remove_other_events(id);
-        Ok(())
+        Ok(written)
     }
 
     /// Removes events files other than `keep` (an older compaction's).
@@ -550,6 +588,39 @@ mod tests {
         assert_ne!(events_files(&dir), old_events);
         let (back, _) = store.load();
         assert_eq!(back.to_bytes(), index.to_bytes());
+    }
+
+    #[test]
+    fn a_write_leaves_the_index_alone_until_it_is_adopted() {
+        // A compaction of lazily loaded entries, one of them in two
+        // segments: `write` only reads the index (it runs beside the
+        // aggregation), and adopting what it wrote gives what `save` gives.
+        let dir = Scratch::new("write-adopt");
+        let mut store = Store::in_dir(&dir.0);
+        let (mut index, loaded) = saved(&store, two_files());
+        let a = index.files.get_mut("/a").unwrap();
+        assert!(a.materialize());
+        a.parse.events.push(event(30));
+        store.save(&mut index, &["/a"], loaded).unwrap();
+        let (lazy, loaded) = store.load();
+        assert_eq!(lazy.files["/a"].stored.len(), 2);
+        assert!(!lazy.files["/a"].is_loaded());
+        store.min_journal = 0;
+        let before = lazy.clone();
+        let written = store.write(&lazy, &[], loaded).unwrap();
+        assert_eq!(lazy, before, "write changes nothing in the index");
+        assert!(!store.journal.exists(), "it compacted");
+        let mut adopted = lazy;
+        written.adopt(&mut adopted);
+        let a = &adopted.files["/a"];
+        assert!(!a.is_loaded(), "still lazy, in the new events file");
+        assert_eq!((a.stored.len(), a.stored_count()), (1, 3));
+        assert_eq!(adopted.to_bytes(), before.to_bytes());
+        let (back, _) = store.load();
+        assert_eq!(back.to_bytes(), before.to_bytes());
+        let mut all = back;
+        all.materialize();
+        assert_eq!(all.files["/a"].parse.events.len(), 3);
     }
 
     #[test]
