@@ -253,17 +253,66 @@ pub fn unseal(bytes: &[u8]) -> Option<&[u8]> {
 
 /// FNV-1a 64: the stable hash of dedupe keys and file heads (stored in the
 /// cache, so it must not change between runs the way `DefaultHasher` may).
+/// Parts are separated by a 0xff byte (never in UTF-8 text); the hash is
+/// never 0 (which means "none" where it is stored).
 pub fn fnv1a(parts: &[&[u8]]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut h = FNV_OFFSET;
     for (i, part) in parts.iter().enumerate() {
         if i > 0 {
-            h ^= 0xff;
-            h = h.wrapping_mul(0x0100_0000_01b3);
+            h = fnv_bytes(h, &[0xff]);
         }
-        for b in *part {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
+        h = fnv_bytes(h, part);
+    }
+    fnv_finish(h)
+}
+
+/// [`fnv1a`] of `[a]` and of `[a, b]`, reading `a` once (a Claude
+/// record's message id alone and with its request id).
+pub fn fnv1a_and_pair(a: &[u8], b: &[u8]) -> (u64, u64) {
+    let h = fnv_bytes(FNV_OFFSET, a);
+    (
+        fnv_finish(h),
+        fnv_finish(fnv_bytes(fnv_bytes(h, &[0xff]), b)),
+    )
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+fn fnv_bytes(mut h: u64, bytes: &[u8]) -> u64 {
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+fn fnv_finish(h: u64) -> u64 {
+    if h == 0 { 1 } else { h }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv1a_is_the_published_fnv_1a_64() {
+        // Vectors from the FNV reference (Fowler, Noll, Vo: test suite).
+        assert_eq!(fnv1a(&[b""]), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(&[b"a"]), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a(&[b"foobar"]), 0x8594_4171_f739_67e8);
+        // Parts are joined by a 0xff byte.
+        assert_eq!(fnv1a(&[b"foo", b"bar"]), fnv1a(&[b"foo\xffbar"]));
+    }
+
+    #[test]
+    fn the_pair_hash_is_the_hash_of_each_part_list() {
+        for (a, b) in [
+            (&b""[..], &b""[..]),
+            (b"msg_01", b"req_01"),
+            (b"a", b""),
+            (b"", b"z"),
+        ] {
+            assert_eq!(fnv1a_and_pair(a, b), (fnv1a(&[a]), fnv1a(&[a, b])));
         }
     }
-    if h == 0 { 1 } else { h }
 }

@@ -23,7 +23,7 @@ use crate::usage::cache::{Change, FileEntry, Index};
 use crate::usage::event::{Agent, FileParse};
 use crate::usage::pricing::PriceTable;
 use crate::usage::store::journal::Origin;
-use crate::usage::store::owners::{Owners, owner_of};
+use crate::usage::store::owners::{self, Owners, owner_of};
 
 /// More changed files than this: aggregate from scratch (cheaper than many
 /// isolated passes, and a cold scan changes everything anyway).
@@ -82,16 +82,29 @@ impl State {
                 parse: &e.parse,
             })
             .collect();
-        let mut ids = Vec::new();
-        let mut detailed =
-            aggregate::aggregate_detailed(&files, prices, since, None, Some(&mut ids));
         let file_owners: Vec<u64> = keys.iter().map(|k| owner_of(k)).collect();
-        detailed.rekey_files(|fi| file_owners.get(fi).copied().unwrap_or(0));
-        let owners = Owners::new(
+        let owned = |ids: Vec<(u64, usize)>| -> Vec<(u64, u64)> {
             ids.into_iter()
                 .map(|(id, fi)| (id, file_owners[fi]))
-                .collect(),
-        );
+                .collect()
+        };
+        // The Claude identifiers (most of the owners table: two a record)
+        // are listed and sorted on a thread of their own while this one
+        // sums the requests.
+        let claude_table = || {
+            let mut ids = Vec::new();
+            aggregate::claude_ids(&files, &mut ids);
+            owners::sorted(owned(ids))
+        };
+        let (mut detailed, owners) = std::thread::scope(|scope| {
+            let claude = scope.spawn(&claude_table);
+            let mut ids = Vec::new();
+            let detailed =
+                aggregate::aggregate_detailed(&files, prices, since, None, Some(&mut ids));
+            let claude = claude.join().unwrap_or_else(|_| claude_table());
+            (detailed, Owners::from_sorted(claude, owned(ids)))
+        });
+        detailed.rekey_files(|fi| file_owners.get(fi).copied().unwrap_or(0));
         State {
             fingerprint: index.fingerprint(),
             since,
@@ -373,6 +386,7 @@ fn contribution<'a>(
         parse: &e.parse,
     }];
     let mut ids = Vec::new();
+    aggregate::claude_ids(&files, &mut ids);
     let mut detailed =
         aggregate::aggregate_detailed(&files, prices, since, Some(lookup), Some(&mut ids));
     detailed.rekey_files(|_| owner);

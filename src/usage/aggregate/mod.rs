@@ -388,10 +388,31 @@ pub fn flatten_since(d: &Detailed, since: i64) -> Aggregate {
     out
 }
 
+/// Every (tagged identifier, index into `files`) through which the Claude
+/// files of `files` can affect each other's results: each record's dedupe
+/// key and message id. With [`aggregate_detailed`]'s Codex identifiers,
+/// what the owners table is built from.
+pub fn claude_ids(files: &[FileRef], ids: &mut Vec<(u64, usize)>) {
+    for (fi, f) in files.iter().enumerate() {
+        if f.agent != Agent::Claude {
+            continue;
+        }
+        for e in f.parse.events.iter().filter(|e| e.kind == EventKind::Claude) {
+            if e.key != 0 {
+                ids.push((tagged(tag::CLAUDE_KEY, e.key), fi));
+            }
+            if e.group != 0 {
+                ids.push((tagged(tag::CLAUDE_GROUP, e.group), fi));
+            }
+        }
+    }
+}
+
 /// [`aggregate`] with its sums kept exact. `parent` resolves Codex fork
 /// parents (default: the first of `files` with that thread id); `ids`, when
 /// given, receives every (tagged identifier, index into `files`) through
-/// which files can affect each other's results.
+/// which Codex files can affect each other's results ([`claude_ids`] lists
+/// the Claude files' identifiers).
 pub fn aggregate_detailed<'a>(
     files: &[FileRef<'a>],
     prices: &PriceTable,
@@ -421,14 +442,6 @@ pub fn aggregate_detailed<'a>(
         for (ei, e) in f.parse.events.iter().enumerate() {
             if e.kind != EventKind::Claude {
                 continue;
-            }
-            if let Some(ids) = ids.as_deref_mut() {
-                if e.key != 0 {
-                    ids.push((tagged(tag::CLAUDE_KEY, e.key), fi));
-                }
-                if e.group != 0 {
-                    ids.push((tagged(tag::CLAUDE_GROUP, e.group), fi));
-                }
             }
             if e.key == 0 {
                 kept.push((fi, ei));

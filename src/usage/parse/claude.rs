@@ -21,7 +21,7 @@ use std::sync::LazyLock;
 
 use memchr::memmem::Finder;
 
-use crate::usage::event::{Event, EventKind, FileParse, flags, fnv1a};
+use crate::usage::event::{Event, EventKind, FileParse, flags, fnv1a, fnv1a_and_pair};
 use crate::usage::parse::jsonpick::Cursor;
 use crate::usage::parse::scan::trim;
 
@@ -76,10 +76,13 @@ pub fn parse_line(fp: &mut FileParse, line: &[u8]) {
     if !may_hold_usage(line) {
         return;
     }
-    let Some((top, nested)) = pick(line) else {
+    // Filled in place: the records are large, and this runs for every
+    // assistant line.
+    let (mut top, mut nested) = (Fields::default(), None);
+    if pick(line, &mut top, &mut nested).is_none() {
         fp.malformed += 1;
         return;
-    };
+    }
     if let Some(event) = event_of(fp, &top, nested.as_ref()) {
         fp.events.push(event);
     }
@@ -120,14 +123,12 @@ struct Fields<'a> {
     geo: Option<Cow<'a, str>>,
 }
 
-/// The line's record and, when it has a `data.message` object, the record
-/// nested there.
-fn pick(line: &[u8]) -> Option<(Fields<'_>, Option<Fields<'_>>)> {
-    let mut top = Fields::default();
-    let mut nested = None;
+/// Reads the line's record into `top` and, when it has a `data.message`
+/// object, the record nested there into `nested`.
+fn pick<'a>(line: &'a [u8], top: &mut Fields<'a>, nested: &mut Option<Fields<'a>>) -> Option<()> {
     let mut c = Cursor::new(line);
-    pick_record(&mut c, &mut top, Some(&mut nested))?;
-    c.at_end().then_some((top, nested))
+    pick_record(&mut c, top, Some(nested))?;
+    c.at_end().then_some(())
 }
 
 /// Reads the record at `c` into `f`; `nested` (the top level only) receives
@@ -261,7 +262,10 @@ fn record_event(
     let message_id = f.message_id.as_deref().filter(|s| !s.is_empty());
     let request_id = f.request_id.as_deref().filter(|s| !s.is_empty());
     let (key, group) = match (message_id, request_id) {
-        (Some(m), Some(r)) => (fnv1a(&[m.as_bytes(), r.as_bytes()]), fnv1a(&[m.as_bytes()])),
+        (Some(m), Some(r)) => {
+            let (group, key) = fnv1a_and_pair(m.as_bytes(), r.as_bytes());
+            (key, group)
+        }
         (Some(m), None) => (0, fnv1a(&[m.as_bytes()])),
         _ => (0, 0),
     };

@@ -83,9 +83,20 @@ pub fn owner_of(path: &str) -> u64 {
 
 /// `ids` (identifier, owner) as a table: sorted, one row per identifier,
 /// [`SHARED`] where several owners have it.
-pub fn build(mut ids: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+pub fn build(ids: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    collapse(sorted(ids))
+}
+
+/// `ids` sorted and without repeats: a part of a table [`Owners::from_sorted`]
+/// completes (sorted on another thread).
+pub fn sorted(mut ids: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
     ids.sort_unstable();
     ids.dedup();
+    ids
+}
+
+/// The table of sorted, distinct `ids`: one row per identifier.
+fn collapse(ids: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
     let mut out: Vec<(u64, u64)> = Vec::with_capacity(ids.len());
     for (id, owner) in ids {
         match out.last_mut() {
@@ -105,6 +116,31 @@ impl Owners {
     pub fn new(ids: Vec<(u64, u64)>) -> Owners {
         Owners {
             base: Base::Memory(build(ids)),
+            delta: BTreeMap::new(),
+            min_delta: MIN_DELTA,
+        }
+    }
+
+    /// [`Owners::new`] of the identifiers `part` ([`sorted`]) and `more`.
+    pub fn from_sorted(part: Vec<(u64, u64)>, more: Vec<(u64, u64)>) -> Owners {
+        let more = sorted(more);
+        let mut merged = Vec::with_capacity(part.len() + more.len());
+        let (mut a, mut b) = (part.into_iter().peekable(), more.into_iter().peekable());
+        loop {
+            let next = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) if x <= y => a.next(),
+                (Some(_), Some(_)) => b.next(),
+                (Some(_), None) => a.next(),
+                (None, _) => b.next(),
+            };
+            match next {
+                Some(row) if merged.last() != Some(&row) => merged.push(row),
+                Some(_) => {}
+                None => break,
+            }
+        }
+        Owners {
+            base: Base::Memory(collapse(merged)),
             delta: BTreeMap::new(),
             min_delta: MIN_DELTA,
         }
@@ -405,6 +441,35 @@ mod tests {
             build(vec![(4, 1), (4, 1), (2, 1), (4, 2)]),
             vec![(2, 1), (4, SHARED)]
         );
+    }
+
+    #[test]
+    fn a_table_completed_from_a_sorted_part_is_the_table_of_all() {
+        // Identifiers repeated within a part, shared across the parts, and
+        // each part's own; in every split of one list into two.
+        let ids: Vec<(u64, u64)> = vec![
+            (7, 1),
+            (3, 2),
+            (7, 1),
+            (9, 3),
+            (3, 1),
+            (1, 4),
+            (9, 3),
+            (12, 5),
+            (7, 6),
+        ];
+        let table = |o: Owners| match o.base {
+            Base::Memory(rows) => rows,
+            Base::File(_) => panic!("built in memory"),
+        };
+        // By the rule: one row per identifier, shared when two files have it.
+        let want = vec![(1, 4), (3, SHARED), (7, SHARED), (9, 3), (12, 5)];
+        assert_eq!(table(Owners::new(ids.clone())), want);
+        for cut in 0..=ids.len() {
+            let (part, more) = ids.split_at(cut);
+            let got = table(Owners::from_sorted(sorted(part.to_vec()), more.to_vec()));
+            assert_eq!(got, want, "split at {cut}");
+        }
     }
 
     #[test]
