@@ -397,7 +397,12 @@ pub fn claude_ids(files: &[FileRef], ids: &mut Vec<(u64, usize)>) {
         if f.agent != Agent::Claude {
             continue;
         }
-        for e in f.parse.events.iter().filter(|e| e.kind == EventKind::Claude) {
+        for e in f
+            .parse
+            .events
+            .iter()
+            .filter(|e| e.kind == EventKind::Claude)
+        {
             if e.key != 0 {
                 ids.push((tagged(tag::CLAUDE_KEY, e.key), fi));
             }

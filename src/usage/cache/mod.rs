@@ -131,12 +131,12 @@ fn line_parser(agent: Agent, parse: &mut FileParse) -> impl FnMut(&[u8]) + '_ {
     }
 }
 
-fn parse_into(entry: &mut FileEntry, path: &Path) -> io::Result<u64> {
+fn parse_into(entry: &mut FileEntry, path: &Path, buffers: &mut scan::Buffers) -> io::Result<u64> {
     let on_line = line_parser(entry.agent, &mut entry.parse);
     let pass = if entry.compressed {
-        scan::read_zstd(path, on_line)?
+        scan::read_zstd(path, buffers, on_line)?
     } else {
-        scan::read_plain(path, entry.offset, on_line)?
+        scan::read_plain(path, entry.offset, buffers, on_line)?
     };
     entry.offset += pass.consumed;
     entry.oversized += pass.oversized;
@@ -145,14 +145,14 @@ fn parse_into(entry: &mut FileEntry, path: &Path) -> io::Result<u64> {
 
 /// Parses a whole file into a fresh `entry` after recording its [`head`],
 /// through one open of the file.
-fn parse_fresh(entry: &mut FileEntry, path: &Path) -> io::Result<u64> {
+fn parse_fresh(entry: &mut FileEntry, path: &Path, buffers: &mut scan::Buffers) -> io::Result<u64> {
     let file = File::open(path)?;
     (entry.head_len, entry.head_hash) = head(&file)?;
     let on_line = line_parser(entry.agent, &mut entry.parse);
     let pass = if entry.compressed {
-        scan::zstd_lines(file, on_line)?
+        scan::zstd_lines(file, buffers, on_line)?
     } else {
-        scan::for_each_line(file, on_line)?
+        scan::for_each_line(file, buffers, on_line)?
     };
     entry.offset = pass.consumed;
     entry.oversized = pass.oversized;
@@ -504,6 +504,8 @@ impl Job {
 
 fn run_jobs(jobs: impl Iterator<Item = Job>, deadline: Option<Instant>) -> JobsDone {
     let mut out = Vec::new();
+    // One set of read buffers for every file this thread parses.
+    let mut buffers = scan::Buffers::new();
     let (mut bytes, mut partial) = (0, false);
     for job in jobs {
         if deadline.is_some_and(|d| Instant::now() > d) {
@@ -521,9 +523,9 @@ fn run_jobs(jobs: impl Iterator<Item = Job>, deadline: Option<Instant>) -> JobsD
             old,
         } = job;
         let result = if reparse {
-            parse_fresh(&mut entry, &path)
+            parse_fresh(&mut entry, &path, &mut buffers)
         } else {
-            parse_into(&mut entry, &path)
+            parse_into(&mut entry, &path, &mut buffers)
         };
         entry.size = now.size;
         entry.mtime_ns = now.mtime_ns;
@@ -629,7 +631,7 @@ mod tests {
                 mtime_ns: 0,
             };
             let mut e = fresh_entry(&c, stat);
-            let parsed = parse_fresh(&mut e, &path);
+            let parsed = parse_fresh(&mut e, &path, &mut scan::Buffers::new());
             // The file's first 4 KiB (or all of it), whatever the parse did.
             let first = &bytes[..bytes.len().min(HEAD_BYTES)];
             let want = (first.len() as u32, fnv1a(&[first]));
@@ -663,7 +665,8 @@ mod tests {
                         mtime_ns: 0
                     }
                 ),
-                &dir.join("missing")
+                &dir.join("missing"),
+                &mut scan::Buffers::new()
             )
             .is_err()
         );

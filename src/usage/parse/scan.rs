@@ -5,7 +5,7 @@
 //! offset, so a torn last line is read again, whole, on the next refresh.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 
@@ -35,107 +35,146 @@ pub struct Pass {
     pub oversized: u64,
 }
 
-/// Calls `f` with every complete line (without its `\n`) of `reader`.
-pub fn for_each_line<R: Read>(reader: R, f: impl FnMut(&[u8])) -> io::Result<Pass> {
-    lines_capped(reader, MAX_LINE, &mut Vec::with_capacity(LINE_BUFFER), f)
+/// Bytes read from a file at a time.
+const READ_BUFFER: usize = 256 * 1024;
+
+/// The buffers a line reader works in, kept by a parsing thread from one
+/// file to the next: allocating a 256 KiB read buffer per file costs a
+/// fresh mapping, its page faults and its unmapping under musl's allocator
+/// (the release builds'), thousands of times in a cold scan.
+pub struct Buffers {
+    read: Vec<u8>,
+    line: Vec<u8>,
 }
 
-/// [`for_each_line`] with lines of `cap` bytes or more (newline included:
-/// over `cap`) skipped as they stream: `line` (the caller's, so a test can
-/// see its growth) never holds more than `cap` bytes, however long a line
-/// is, and an unterminated tail of any length is left unconsumed. A line
-/// over a sixteenth of `cap` is buffered under [`LONG_LINE`], and the
-/// buffer shrinks back when it ends or passes the cap.
-fn lines_capped<R: Read>(
+impl Buffers {
+    pub fn new() -> Buffers {
+        Buffers {
+            read: vec![0; READ_BUFFER],
+            line: Vec::with_capacity(LINE_BUFFER),
+        }
+    }
+}
+
+impl Default for Buffers {
+    fn default() -> Buffers {
+        Buffers::new()
+    }
+}
+
+/// Calls `f` with every complete line (without its `\n`) of `reader`.
+pub fn for_each_line<R: Read>(
     reader: R,
+    buffers: &mut Buffers,
+    f: impl FnMut(&[u8]),
+) -> io::Result<Pass> {
+    lines_capped(reader, MAX_LINE, buffers, f)
+}
+
+/// [`for_each_line`] with the line cap `cap` (tests use small ones). A
+/// line is handed over where it lies in the read buffer when it is wholly
+/// in it; only a line a read cuts is gathered in the line buffer.
+fn lines_capped<R: Read>(
+    mut reader: R,
     cap: usize,
-    line: &mut Vec<u8>,
+    buffers: &mut Buffers,
     mut f: impl FnMut(&[u8]),
 ) -> io::Result<Pass> {
-    let mut reader = BufReader::with_capacity(256 * 1024, reader);
+    let Buffers { read, line } = buffers;
     let mut pass = Pass::default();
     // Bytes of the current line so far, and whether it passed the cap.
     let (mut length, mut over) = (0u64, false);
     let mut long = None;
     line.clear();
     loop {
-        let buf = match reader.fill_buf() {
-            Ok(buf) => buf,
+        let n = match reader.read(read) {
+            Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
-        if buf.is_empty() {
+        if n == 0 {
             return Ok(pass);
         }
-        if length == 0 {
-            // No line under way: the lines wholly in the buffer are handed
-            // over where they lie (no copy), and only a line the buffer
-            // cuts is gathered in `line`.
-            let mut start = 0;
-            while let Some(newline) = memchr::memchr(b'\n', &buf[start..]) {
-                if newline >= cap {
+        let mut data = &read[..n];
+        while !data.is_empty() {
+            if length == 0 {
+                // No line under way: the lines wholly in the buffer are
+                // handed over where they lie (no copy).
+                let mut start = 0;
+                while let Some(newline) = memchr::memchr(b'\n', &data[start..]) {
+                    if newline >= cap {
+                        pass.oversized += 1;
+                    } else {
+                        f(&data[start..start + newline]);
+                    }
+                    start += newline + 1;
+                }
+                pass.consumed += start as u64;
+                data = &data[start..];
+                if data.is_empty() {
+                    break;
+                }
+            }
+            let newline = memchr::memchr(b'\n', data);
+            let chunk = &data[..newline.unwrap_or(data.len())];
+            if !over && line.len() + chunk.len() >= cap {
+                over = true;
+                line.clear();
+                line.shrink_to(LINE_BUFFER);
+                long = None;
+            }
+            if !over {
+                if long.is_none() && line.len() + chunk.len() > cap / 16 {
+                    long = Some(LONG_LINE.lock().unwrap_or_else(PoisonError::into_inner));
+                }
+                line.extend_from_slice(chunk);
+            }
+            let used = chunk.len() + usize::from(newline.is_some());
+            data = &data[used..];
+            length += used as u64;
+            if newline.is_some() {
+                pass.consumed += length;
+                if over {
                     pass.oversized += 1;
                 } else {
-                    f(&buf[start..start + newline]);
+                    f(line);
                 }
-                start += newline + 1;
-            }
-            pass.consumed += start as u64;
-            if start > 0 {
-                reader.consume(start);
-                continue;
-            }
-        }
-        let newline = memchr::memchr(b'\n', buf);
-        let chunk = &buf[..newline.unwrap_or(buf.len())];
-        if !over && line.len() + chunk.len() >= cap {
-            over = true;
-            line.clear();
-            line.shrink_to(LINE_BUFFER);
-            long = None;
-        }
-        if !over {
-            if long.is_none() && line.len() + chunk.len() > cap / 16 {
-                long = Some(LONG_LINE.lock().unwrap_or_else(PoisonError::into_inner));
-            }
-            line.extend_from_slice(chunk);
-        }
-        let used = chunk.len() + usize::from(newline.is_some());
-        reader.consume(used);
-        length += used as u64;
-        if newline.is_some() {
-            pass.consumed += length;
-            if over {
-                pass.oversized += 1;
-            } else {
-                f(line);
-            }
-            (length, over) = (0, false);
-            line.clear();
-            if long.take().is_some() {
-                line.shrink_to(LINE_BUFFER);
+                (length, over) = (0, false);
+                line.clear();
+                if long.take().is_some() {
+                    line.shrink_to(LINE_BUFFER);
+                }
             }
         }
     }
 }
 
 /// Reads a plain file from `offset`.
-pub fn read_plain(path: &Path, offset: u64, f: impl FnMut(&[u8])) -> io::Result<Pass> {
+pub fn read_plain(
+    path: &Path,
+    offset: u64,
+    buffers: &mut Buffers,
+    f: impl FnMut(&[u8]),
+) -> io::Result<Pass> {
     let mut file = File::open(path)?;
     file.seek(SeekFrom::Start(offset))?;
-    for_each_line(file, f)
+    for_each_line(file, buffers, f)
 }
 
 /// Reads a whole `.zst` file (offsets count decompressed bytes).
-pub fn read_zstd(path: &Path, f: impl FnMut(&[u8])) -> io::Result<Pass> {
-    zstd_lines(File::open(path)?, f)
+pub fn read_zstd(path: &Path, buffers: &mut Buffers, f: impl FnMut(&[u8])) -> io::Result<Pass> {
+    zstd_lines(File::open(path)?, buffers, f)
 }
 
 /// [`for_each_line`] over the decompressed stream of a `.zst` file's bytes.
-pub fn zstd_lines<R: Read>(reader: R, f: impl FnMut(&[u8])) -> io::Result<Pass> {
+pub fn zstd_lines<R: Read>(
+    reader: R,
+    buffers: &mut Buffers,
+    f: impl FnMut(&[u8]),
+) -> io::Result<Pass> {
     let decoder = ruzstd::decoding::StreamingDecoder::new(BufReader::new(reader))
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
-    for_each_line(decoder, f)
+    for_each_line(decoder, buffers, f)
 }
 
 const LO: u64 = 0x0101_0101_0101_0101;
@@ -175,7 +214,10 @@ mod tests {
     #[test]
     fn only_complete_lines_are_consumed() {
         let mut seen = Vec::new();
-        let pass = for_each_line(&b"a\nbb\r\ntorn"[..], |l| seen.push(l.to_vec())).unwrap();
+        let pass = for_each_line(&b"a\nbb\r\ntorn"[..], &mut Buffers::new(), |l| {
+            seen.push(l.to_vec())
+        })
+        .unwrap();
         assert_eq!(seen, vec![b"a".to_vec(), b"bb\r".to_vec()]);
         assert_eq!(pass.consumed, 6);
     }
@@ -183,23 +225,33 @@ mod tests {
     #[test]
     fn a_line_over_the_cap_is_skipped_as_it_streams() {
         // A 10 MB line with no newline: never buffered, never consumed.
-        let mut line = Vec::new();
-        let pass = lines_capped(io::repeat(b'x').take(10 << 20), 1024, &mut line, |_| {
+        let mut buffers = Buffers::new();
+        let pass = lines_capped(io::repeat(b'x').take(10 << 20), 1024, &mut buffers, |_| {
             panic!("no complete line")
         })
         .unwrap();
         assert_eq!(pass, Pass::default());
-        assert!(line.capacity() <= 2048, "{}", line.capacity());
+        assert!(
+            buffers.line.capacity() <= LINE_BUFFER,
+            "{}",
+            buffers.line.capacity()
+        );
         // Then terminated, and followed by lines that fit.
         let long = io::repeat(b'x').take(10 << 20);
         let rest = &b"\n{}\nyy"[..];
         let mut seen = Vec::new();
-        let pass =
-            lines_capped(long.chain(rest), 1024, &mut line, |l| seen.push(l.to_vec())).unwrap();
+        let pass = lines_capped(long.chain(rest), 1024, &mut buffers, |l| {
+            seen.push(l.to_vec())
+        })
+        .unwrap();
         assert_eq!(seen, [b"{}".to_vec()]);
         assert_eq!(pass.consumed, (10 << 20) + 4);
         assert_eq!(pass.oversized, 1);
-        assert!(line.capacity() <= 2048, "{}", line.capacity());
+        assert!(
+            buffers.line.capacity() <= LINE_BUFFER,
+            "{}",
+            buffers.line.capacity()
+        );
     }
 
     #[test]
@@ -214,9 +266,9 @@ mod tests {
             .to_vec(),
         ]
         .concat();
-        let mut line = Vec::with_capacity(LINE_BUFFER);
+        let mut buffers = Buffers::new();
         let mut seen = Vec::new();
-        let pass = lines_capped(&text[..], 4 << 20, &mut line, |l| {
+        let pass = lines_capped(&text[..], 4 << 20, &mut buffers, |l| {
             if l.len() == 1 << 20 {
                 assert!(LONG_LINE.try_lock().is_err(), "the guard is held");
             }
@@ -226,7 +278,11 @@ mod tests {
         assert_eq!(seen, [1 << 20, 2]);
         assert_eq!(pass.consumed, text.len() as u64);
         // The buffer went back to its usual size after the long line.
-        assert!(line.capacity() <= LINE_BUFFER, "{}", line.capacity());
+        assert!(
+            buffers.line.capacity() <= LINE_BUFFER,
+            "{}",
+            buffers.line.capacity()
+        );
         // Past the cap the line is dropped and the buffer shrinks at once.
         let over = [
             vec![b'y'; 5 << 20],
@@ -235,16 +291,22 @@ mod tests {
             .to_vec(),
         ]
         .concat();
-        let pass = lines_capped(&over[..], 4 << 20, &mut line, |_| panic!("over the cap")).unwrap();
+        let pass =
+            lines_capped(&over[..], 4 << 20, &mut buffers, |_| panic!("over the cap")).unwrap();
         assert_eq!(pass.oversized, 1);
-        assert!(line.capacity() <= LINE_BUFFER, "{}", line.capacity());
+        assert!(
+            buffers.line.capacity() <= LINE_BUFFER,
+            "{}",
+            buffers.line.capacity()
+        );
     }
 
     #[test]
     fn the_cap_counts_the_newline() {
         let text = b"aaa\naaaa\nbb\n";
         let mut seen = Vec::new();
-        let pass = lines_capped(&text[..], 4, &mut Vec::new(), |l| seen.push(l.to_vec())).unwrap();
+        let pass =
+            lines_capped(&text[..], 4, &mut Buffers::new(), |l| seen.push(l.to_vec())).unwrap();
         assert_eq!(seen, [b"aaa".to_vec(), b"bb".to_vec()]);
         assert_eq!(pass.oversized, 1);
         assert_eq!(pass.consumed, text.len() as u64);
@@ -289,11 +351,12 @@ mod tests {
             .split(|&b| b == b'\n')
             .filter(|l| l.len() >= cap)
             .count();
+        // One set of buffers for every pass, as a parsing thread keeps them.
+        let mut buffers = Buffers::new();
         for step in [usize::MAX, 300_000, 4096, 7] {
             let mut seen: Vec<Vec<u8>> = Vec::new();
             let reader = Trickle { text: &text, step };
-            let pass =
-                lines_capped(reader, cap, &mut Vec::new(), |l| seen.push(l.to_vec())).unwrap();
+            let pass = lines_capped(reader, cap, &mut buffers, |l| seen.push(l.to_vec())).unwrap();
             assert!(
                 seen.iter().map(Vec::as_slice).eq(expected.iter().copied()),
                 "step {step}"
