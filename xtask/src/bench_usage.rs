@@ -6,8 +6,10 @@
 //! then times the release `heeler` binary: a cold scan (empty cache), a
 //! warm refresh (nothing changed), a one-file-append refresh and a warm
 //! query. The cold scan runs `--rounds` times (5), each beside the `cat`
-//! floor of the same files (and `--baseline <heeler>`, an older build, when
-//! given), and the medians are printed as ratios of wall and CPU time; the
+//! floor of the same files (and `--baseline <heeler>`, an older build, or
+//! `--baseline-rev <commit>`, that commit's release build, made once under
+//! `target/bench-baseline/`, when given), and the medians are printed as
+//! ratios of wall and CPU time; the
 //! one-file append beside its floor, the walk that stats every file. When
 //! `ccusage` is installed (on PATH, `CCUSAGE=/path` or under
 //! `target/ccusage`) it runs on the same Claude corpus interleaved with
@@ -479,7 +481,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         .unwrap_or(5)
         .max(1);
     // Another heeler binary (an older build) timed side by side.
-    let baseline = crate::flag(args, "--baseline").map(PathBuf::from);
+    let mut baseline = crate::flag(args, "--baseline").map(PathBuf::from);
     let claude_files = ((5000.0 * scale) as usize).max(1);
     let codex_files = ((2000.0 * scale) as usize).max(1);
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -490,6 +492,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
         .run()
         .map_err(|e| e.to_string())?;
     let bin = root.join("target/release/heeler");
+    if let Some(rev) = crate::flag(args, "--baseline-rev") {
+        baseline = Some(build_rev(&sh, &root, rev)?);
+    }
     let work = match history_days {
         30 => root.join(format!("target/bench-usage/{claude_files}-{codex_files}")),
         days => root.join(format!(
@@ -552,6 +557,42 @@ pub fn run(args: &[String]) -> Result<(), String> {
         mib(peak)
     );
     Ok(())
+}
+
+/// The release binary of commit `rev` (a build the budgets are
+/// relative to, say): its tree exported with `git archive` (no worktree
+/// left registered) and built under `target/bench-baseline/<commit>/`,
+/// kept for the next run.
+fn build_rev(sh: &xshell::Shell, root: &Path, rev: &str) -> Result<PathBuf, String> {
+    let spec = format!("{rev}^{{commit}}");
+    let commit = xshell::cmd!(sh, "git rev-parse --verify {spec}")
+        .read()
+        .map_err(|e| format!("--baseline-rev {rev}: {e}"))?;
+    let dir = root.join("target/bench-baseline").join(commit.trim());
+    let bin = dir.join("target/release/heeler");
+    if bin.is_file() {
+        return Ok(bin);
+    }
+    let tree = dir.join("tree");
+    let _ = fs::remove_dir_all(&tree);
+    fs::create_dir_all(&tree).map_err(|e| e.to_string())?;
+    let archive = xshell::cmd!(sh, "git archive --format=tar {commit}")
+        .output()
+        .map_err(|e| e.to_string())?
+        .stdout;
+    xshell::cmd!(sh, "tar -xf - -C {tree}")
+        .stdin(archive)
+        .run()
+        .map_err(|e| e.to_string())?;
+    println!("building the baseline {rev} ({})…", commit.trim());
+    let target = dir.join("target");
+    xshell::cmd!(
+        sh,
+        "cargo build --release --quiet --bin heeler --manifest-path {tree}/Cargo.toml --target-dir {target}"
+    )
+    .run()
+    .map_err(|e| e.to_string())?;
+    Ok(bin)
 }
 
 /// Files from 30 to `days` days old, as many per day as [`generate`]

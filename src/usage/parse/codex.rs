@@ -386,7 +386,17 @@ fn record(fp: &mut FileParse, line: Line) -> Option<()> {
                     if (id.is_none() || id.as_deref() == Some("codex"))
                         && ts >= fp.codex.rate_limits_ts
                     {
-                        fp.codex.rate_limits = String::from_utf8_lossy(raw).into_owned();
+                        // Every token_count line has one: the text is
+                        // copied into the string's own buffer.
+                        match std::str::from_utf8(raw) {
+                            Ok(text) => {
+                                fp.codex.rate_limits.clear();
+                                fp.codex.rate_limits.push_str(text);
+                            }
+                            Err(_) => {
+                                fp.codex.rate_limits = String::from_utf8_lossy(raw).into_owned();
+                            }
+                        }
                         fp.codex.rate_limits_ts = ts;
                     }
                 }
