@@ -97,7 +97,7 @@ impl State {
             owners::sorted(owned(ids))
         };
         let (mut detailed, owners) = std::thread::scope(|scope| {
-            let claude = scope.spawn(&claude_table);
+            let claude = scope.spawn(claude_table);
             let mut ids = Vec::new();
             let detailed =
                 aggregate::aggregate_detailed(&files, prices, since, None, Some(&mut ids));
