@@ -397,18 +397,19 @@ pub fn claude_ids(files: &[FileRef], ids: &mut Vec<(u64, usize)>) {
         if f.agent != Agent::Claude {
             continue;
         }
-        for e in f
-            .parse
-            .events
-            .iter()
-            .filter(|e| e.kind == EventKind::Claude)
-        {
-            if e.key != 0 {
+        // Claude Code writes a record per content block, one after the
+        // other with the same ids: a repeat of the previous record's is
+        // not listed again (the table lists each pair once anyway).
+        let mut previous = (0, 0);
+        let records = f.parse.events.iter();
+        for e in records.filter(|e| e.kind == EventKind::Claude) {
+            if e.key != 0 && e.key != previous.0 {
                 ids.push((tagged(tag::CLAUDE_KEY, e.key), fi));
             }
-            if e.group != 0 {
+            if e.group != 0 && e.group != previous.1 {
                 ids.push((tagged(tag::CLAUDE_GROUP, e.group), fi));
             }
+            previous = (e.key, e.group);
         }
     }
 }

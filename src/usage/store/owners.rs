@@ -14,6 +14,7 @@
 //! cache like the rest of the usage state: written atomically, checked by
 //! magic, generation and length, not `fsync`ed.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File};
 use std::io::{self, Read};
@@ -205,7 +206,10 @@ impl Owners {
     /// the new one is written).
     pub fn save(&mut self, dir: &Path) -> io::Result<bool> {
         let table = match &self.base {
-            Base::Memory(table) => merge(table.iter().copied(), &self.delta),
+            // A table just built (a cold scan's half a million rows) is
+            // encoded as it is.
+            Base::Memory(table) if self.delta.is_empty() => Cow::Borrowed(table.as_slice()),
+            Base::Memory(table) => Cow::Owned(merge(table.iter().copied(), &self.delta)),
             Base::File(base) => {
                 let limit = match self.min_delta {
                     0 => 0,
@@ -214,7 +218,7 @@ impl Owners {
                 if self.delta.len() <= limit {
                     return Ok(false);
                 }
-                merge(base.all()?.into_iter(), &self.delta)
+                Cow::Owned(merge(base.all()?.into_iter(), &self.delta))
             }
         };
         let previous = match &self.base {
@@ -224,7 +228,9 @@ impl Owners {
         let generation = new_generation(previous);
         let path = dir.join(file_name(generation));
         crate::base::atomic_file::write_unsynced(&path, &encode(generation, &table), 0o600)?;
-        self.base = Base::File(BaseFile::open(&path, generation, table.len() as u64)?);
+        let count = table.len() as u64;
+        drop(table);
+        self.base = Base::File(BaseFile::open(&path, generation, count)?);
         self.delta.clear();
         Ok(true)
     }
@@ -305,32 +311,32 @@ fn header_len(blocks: usize) -> u64 {
     (4 + 4 + 8 + 8 + 16 * blocks + 8) as u64
 }
 
-fn rows_bytes(rows: &[(u64, u64)]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(rows.len() * 16);
-    for (id, owner) in rows {
+fn encode(generation: u64, table: &[(u64, u64)]) -> Vec<u8> {
+    let blocks = table.len().div_ceil(BLOCK);
+    let header = header_len(blocks) as usize;
+    // The rows go after the header, which holds their blocks' checksums:
+    // written first, at their place, then summed where they lie.
+    let mut out = vec![0u8; header];
+    out.reserve(table.len() * 16);
+    for (id, owner) in table {
         out.extend(id.to_le_bytes());
         out.extend(owner.to_le_bytes());
     }
-    out
-}
-
-fn encode(generation: u64, table: &[(u64, u64)]) -> Vec<u8> {
-    let blocks = table.len().div_ceil(BLOCK);
-    let mut out = Vec::with_capacity(header_len(blocks) as usize + table.len() * 16);
-    out.extend(MAGIC);
-    out.extend(VERSION.to_le_bytes());
-    out.extend(generation.to_le_bytes());
-    out.extend((table.len() as u64).to_le_bytes());
+    let mut head = Vec::with_capacity(header);
+    head.extend(MAGIC);
+    head.extend(VERSION.to_le_bytes());
+    head.extend(generation.to_le_bytes());
+    head.extend((table.len() as u64).to_le_bytes());
     // Per block: its first identifier (the fence) and a checksum, so a
     // lookup reads and verifies one block.
-    for chunk in table.chunks(BLOCK) {
-        out.extend(chunk[0].0.to_le_bytes());
-        out.extend(hash_words(&rows_bytes(chunk)).to_le_bytes());
+    for (chunk, rows) in table.chunks(BLOCK).zip(out[header..].chunks(BLOCK * 16)) {
+        head.extend(chunk[0].0.to_le_bytes());
+        head.extend(hash_words(rows).to_le_bytes());
     }
     // The header is sealed too: a damaged fence would send a lookup to
     // the wrong (intact) block.
-    crate::usage::event::seal(&mut out);
-    out.extend(rows_bytes(table));
+    crate::usage::event::seal(&mut head);
+    out[..header].copy_from_slice(&head);
     out
 }
 
