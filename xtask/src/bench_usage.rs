@@ -6,7 +6,9 @@
 //! then times the release `heeler` binary: a cold scan (empty cache), a
 //! warm refresh (nothing changed), a one-file-append refresh and a warm
 //! query. The cold scan runs `--rounds` times (5), each beside the `cat`
-//! floor of the same files (and `--baseline <heeler>`, an older build, or
+//! floor of the same files (`--bin <heeler>` times another build than
+//! this checkout's release binary: the static one users run, say; and
+//! `--baseline <heeler>`, an older build, or
 //! `--baseline-rev <commit>`, that commit's release build, made once under
 //! `target/bench-baseline/`, when given), and the medians are printed as
 //! ratios of wall and CPU time; the
@@ -487,11 +489,19 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let sh = xshell::Shell::new().map_err(|e| e.to_string())?;
     sh.change_dir(&root);
-    println!("building the release binary…");
-    xshell::cmd!(sh, "cargo build --release --quiet --bin heeler")
-        .run()
-        .map_err(|e| e.to_string())?;
-    let bin = root.join("target/release/heeler");
+    // `--bin`: another build to time (the static release binary, say:
+    // what users run), else this checkout's release build.
+    let bin = match crate::flag(args, "--bin") {
+        Some(path) => fs::canonicalize(path).map_err(|e| format!("--bin {path}: {e}"))?,
+        None => {
+            println!("building the release binary…");
+            xshell::cmd!(sh, "cargo build --release --quiet --bin heeler")
+                .run()
+                .map_err(|e| e.to_string())?;
+            root.join("target/release/heeler")
+        }
+    };
+    println!("timing {}", bin.display());
     if let Some(rev) = crate::flag(args, "--baseline-rev") {
         baseline = Some(build_rev(&sh, &root, rev)?);
     }
