@@ -48,7 +48,7 @@ type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<QuickHas
 type HashSet<K> = std::collections::HashSet<K, BuildHasherDefault<QuickHasher>>;
 
 use crate::base::json::{Object, Value};
-use crate::usage::event::{Agent, EventKind, FileParse, Tokens, flags};
+use crate::usage::event::{Agent, Event, EventKind, FileParse, Tokens, flags};
 use crate::usage::parse::codex;
 use crate::usage::pricing::PriceTable;
 
@@ -437,15 +437,47 @@ pub fn aggregate_detailed<'a>(
         .sum();
     let mut requests: Vec<Request> = Vec::with_capacity(claude_events);
 
-    // Claude: best record per (message.id, requestId).
+    // Claude: best record per (message.id, requestId): the first of the
+    // records with the largest total, a total that records its speed
+    // before one that does not; every other record is a duplicate, charged
+    // to its file. That best does not depend on how the records are
+    // grouped, so a run of consecutive records with one key (a message's
+    // content blocks) is reduced first, and only its best meets the map.
+    let better = |new: &Event, old: &Event| {
+        let (new_total, old_total) = (claude_tokens(new.t).total(), claude_tokens(old.t).total());
+        new_total > old_total
+            || (new_total == old_total
+                && new.flags & flags::HAS_SPEED != 0
+                && old.flags & flags::HAS_SPEED == 0)
+    };
     let mut best: HashMap<u64, (usize, usize)> =
         HashMap::with_capacity_and_hasher(claude_events, Default::default());
     let mut kept: Vec<(usize, usize)> = Vec::new();
+    let mut meet =
+        |key: u64, fi: usize, ei: usize, charge: &mut dyn FnMut(usize, usize, u64)| match best
+            .get_mut(&key)
+        {
+            None => {
+                best.insert(key, (fi, ei));
+            }
+            Some(slot) => {
+                let old = &files[slot.0].parse.events[slot.1];
+                let dropped = if better(&files[fi].parse.events[ei], old) {
+                    std::mem::replace(slot, (fi, ei)).0
+                } else {
+                    fi
+                };
+                charge(dropped, 0, 1);
+            }
+        };
     for (fi, f) in files.iter().enumerate() {
         if f.agent != Agent::Claude {
             continue;
         }
-        for (ei, e) in f.parse.events.iter().enumerate() {
+        let events = &f.parse.events;
+        // The key of the run under way and its best record so far.
+        let mut run: Option<(u64, usize)> = None;
+        for (ei, e) in events.iter().enumerate() {
             if e.kind != EventKind::Claude {
                 continue;
             }
@@ -453,27 +485,23 @@ pub fn aggregate_detailed<'a>(
                 kept.push((fi, ei));
                 continue;
             }
-            match best.get_mut(&e.key) {
-                None => {
-                    best.insert(e.key, (fi, ei));
+            match run {
+                Some((key, at)) if key == e.key => {
+                    if better(e, &events[at]) {
+                        run = Some((key, ei));
+                    }
+                    // Both records are this file's: so is the duplicate.
+                    charge(fi, 0, 1);
                 }
-                Some(slot) => {
-                    let old = &files[slot.0].parse.events[slot.1];
-                    let (new_total, old_total) =
-                        (claude_tokens(e.t).total(), claude_tokens(old.t).total());
-                    // The duplicate is the record dropped.
-                    let dropped = if new_total > old_total
-                        || (new_total == old_total
-                            && e.flags & flags::HAS_SPEED != 0
-                            && old.flags & flags::HAS_SPEED == 0)
-                    {
-                        std::mem::replace(slot, (fi, ei)).0
-                    } else {
-                        fi
-                    };
-                    charge(dropped, 0, 1);
+                _ => {
+                    if let Some((key, at)) = run.replace((e.key, ei)) {
+                        meet(key, fi, at, &mut charge);
+                    }
                 }
             }
+        }
+        if let Some((key, at)) = run {
+            meet(key, fi, at, &mut charge);
         }
     }
     let mut by_key: Vec<(usize, usize)> = best.into_values().collect();
@@ -659,6 +687,86 @@ mod tests {
         assert_eq!(agg.duplicates_claude, 2);
         assert!(t.cost_usd > 0.0);
         assert_eq!(t.unpriced_requests, 0);
+    }
+
+    #[test]
+    fn the_best_record_of_a_key_is_the_same_however_its_records_are_grouped() {
+        // Records of three keys spread over four files, in runs and
+        // interleaved, with equal totals and the speed flag; the expected
+        // result is worked out here by the rule itself: per key, the first
+        // record (in file order) of the largest (total, has speed); every
+        // other record is a duplicate of its own file.
+        let mut n = 7u64;
+        let mut next = |m: u64| {
+            n = n
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (n >> 33) % m
+        };
+        let mut files: Vec<Vec<(u64, u64, bool)>> = Vec::new();
+        for _ in 0..4 {
+            let mut records = Vec::new();
+            for _ in 0..12 {
+                let key = next(3);
+                // A run: the same key again, half the time.
+                let repeat = if next(2) == 0 { 2 } else { 1 };
+                for _ in 0..repeat {
+                    records.push((key, 1 + next(3), next(3) == 0));
+                }
+            }
+            files.push(records);
+        }
+        let line = |key: u64, output: u64, fast: bool| {
+            let speed = if fast { r#","speed":"fast""# } else { "" };
+            format!(
+                r#"{{"type":"assistant","timestamp":"2026-11-29T10:00:00Z","cwd":"/p","requestId":"r{key}","message":{{"id":"m{key}","model":"claude-opus-4-6","usage":{{"input_tokens":1,"output_tokens":{output}{speed}}}}}}}"#
+            )
+        };
+        let parsed: Vec<FileParse> = files
+            .iter()
+            .map(|records| {
+                claude(
+                    &records
+                        .iter()
+                        .map(|r| line(r.0, r.1, r.2))
+                        .collect::<Vec<_>>(),
+                )
+            })
+            .collect();
+        let refs: Vec<FileRef> = parsed
+            .iter()
+            .map(|parse| FileRef {
+                agent: Agent::Claude,
+                parse,
+            })
+            .collect();
+        let got = aggregate_detailed(&refs, &table(), 0, None, None);
+        let mut best: BTreeMap<u64, (u64, bool, usize)> = BTreeMap::new();
+        let mut counts = [0u64; 4];
+        for (fi, records) in files.iter().enumerate() {
+            for &(key, output, fast) in records {
+                counts[fi] += 1;
+                match best.get(&key) {
+                    Some(&(o, f, _)) if (output, fast) <= (o, f) => {}
+                    _ => {
+                        best.insert(key, (output, fast, fi));
+                    }
+                }
+            }
+        }
+        let mut duplicates = counts;
+        for &(_, _, fi) in best.values() {
+            duplicates[fi] -= 1;
+        }
+        let output: u64 = got.slots.values().map(|s| s.tokens.output).sum();
+        assert_eq!(output, best.values().map(|b| b.0).sum::<u64>());
+        let requests: u64 = got.slots.values().map(|s| s.requests).sum();
+        assert_eq!(requests, best.len() as u64);
+        for (fi, want) in duplicates.iter().enumerate() {
+            let charged = got.by_file.get(&(fi as u64)).map_or(0, |c| c[0]);
+            assert_eq!(charged, *want, "file {fi}");
+        }
+        assert_eq!(got.duplicates_claude, duplicates.iter().sum::<u64>());
     }
 
     #[test]
