@@ -39,7 +39,11 @@ pub fn format_date(days: i64) -> String {
 
 /// Parses `YYYY-MM-DD` into a day number.
 pub fn parse_date(text: &str) -> Option<i64> {
-    let b = text.as_bytes();
+    date_of(text.as_bytes())
+}
+
+/// [`parse_date`] of bytes (anything but ASCII is refused).
+fn date_of(b: &[u8]) -> Option<i64> {
     if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
         return None;
     }
@@ -72,11 +76,17 @@ fn digits(b: &[u8]) -> Option<i64> {
 /// Parses an RFC 3339 / ISO-8601 timestamp (`2026-11-29T10:00:00.123Z`,
 /// `…+08:00`, fraction optional) into whole Unix seconds (fraction dropped).
 pub fn parse_timestamp(text: &str) -> Option<i64> {
-    let b = text.as_bytes();
+    timestamp_of(text.as_bytes())
+}
+
+/// [`parse_timestamp`] of bytes: every byte of the format is ASCII, so
+/// bytes that are not UTF-8 are refused like any other wrong byte (what a
+/// parser that has not checked the text can rely on).
+pub fn timestamp_of(b: &[u8]) -> Option<i64> {
     if b.len() < 20 || (b[10] != b'T' && b[10] != b't' && b[10] != b' ') {
         return None;
     }
-    let days = parse_date(&text[0..10])?;
+    let days = date_of(&b[0..10])?;
     if b[13] != b':' || b[16] != b':' {
         return None;
     }

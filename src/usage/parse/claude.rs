@@ -105,8 +105,9 @@ fn may_hold_usage(line: &[u8]) -> bool {
 /// record a `progress` line nests as `data.message`).
 #[derive(Default)]
 struct Fields<'a> {
-    kind: Option<Cow<'a, str>>,
-    timestamp: Option<Cow<'a, str>>,
+    // Compared with ASCII, or parsed as ASCII: bytes, unchecked.
+    kind: Option<Cow<'a, [u8]>>,
+    timestamp: Option<Cow<'a, [u8]>>,
     cwd: Option<Cow<'a, str>>,
     request_id: Option<Cow<'a, str>>,
     sidechain: bool,
@@ -140,8 +141,8 @@ fn pick_record<'a>(
 ) -> Option<()> {
     c.object(|key, c| {
         match key {
-            b"type" => f.kind = c.string()?,
-            b"timestamp" => f.timestamp = c.string()?,
+            b"type" => f.kind = c.bytes()?,
+            b"timestamp" => f.timestamp = c.bytes()?,
             b"cwd" => f.cwd = c.string()?,
             b"requestId" => f.request_id = c.string()?,
             b"isSidechain" => f.sidechain = c.bool()? == Some(true),
@@ -214,9 +215,9 @@ fn pick_usage<'a>(c: &mut Cursor<'a>, f: &mut Fields<'a>) -> Option<()> {
 /// in the directory of the line when it names none of its own).
 fn event_of(fp: &mut FileParse, top: &Fields, nested: Option<&Fields>) -> Option<Event> {
     match top.kind.as_deref() {
-        Some("assistant") => record_event(fp, top, top.cwd.as_deref(), false),
-        Some("progress") => {
-            let n = nested.filter(|n| n.kind.as_deref() == Some("assistant"))?;
+        Some(b"assistant") => record_event(fp, top, top.cwd.as_deref(), false),
+        Some(b"progress") => {
+            let n = nested.filter(|n| n.kind.as_deref() == Some(b"assistant"))?;
             record_event(fp, n, n.cwd.as_deref().or(top.cwd.as_deref()), true)
         }
         _ => None,
@@ -232,7 +233,7 @@ fn record_event(
     if !f.has_usage {
         return None;
     }
-    let ts = crate::usage::time::parse_timestamp(f.timestamp.as_deref()?)?;
+    let ts = crate::usage::time::timestamp_of(f.timestamp.as_deref()?)?;
     let model = f.model.as_deref().filter(|m| !m.is_empty())?;
     if model == "<synthetic>" {
         return None;
@@ -293,6 +294,10 @@ pub(super) fn parse_line_exact(fp: &mut FileParse, line: &[u8]) {
     fn text(v: Option<&Value>) -> Option<Cow<'_, str>> {
         v.and_then(Value::as_str).map(Cow::Borrowed)
     }
+    fn bytes(v: Option<&Value>) -> Option<Cow<'_, [u8]>> {
+        v.and_then(Value::as_str)
+            .map(|s| Cow::Borrowed(s.as_bytes()))
+    }
     fn object(v: Option<&Value>) -> Option<&Object> {
         v.and_then(Value::as_object)
     }
@@ -331,8 +336,8 @@ pub(super) fn parse_line_exact(fp: &mut FileParse, line: &[u8]) {
             });
         let of_usage = |k: &str| count(usage.and_then(|u| u.get(k)));
         Fields {
-            kind: text(record.get("type")),
-            timestamp: text(record.get("timestamp")),
+            kind: bytes(record.get("type")),
+            timestamp: bytes(record.get("timestamp")),
             cwd: text(record.get("cwd")),
             request_id: text(record.get("requestId")),
             sidechain: record.get("isSidechain").and_then(Value::as_bool) == Some(true),

@@ -25,10 +25,15 @@ impl<'a> Cursor<'a> {
     }
 
     // Called before every token: inlined, as a call would cost more than
-    // the check (the release build optimises for size).
+    // the check (the release build optimises for size). Transcripts are
+    // compact JSON, so the first byte is almost always past white space
+    // (every JSON white space byte is at most a space).
     #[inline(always)]
     fn ws(&mut self) {
-        while self.i < self.b.len() && matches!(self.b[self.i], b' ' | b'\t' | b'\n' | b'\r') {
+        while let Some(&c) = self.b.get(self.i) {
+            if c > b' ' || !matches!(c, b' ' | b'\t' | b'\n' | b'\r') {
+                return;
+            }
             self.i += 1;
         }
     }
@@ -230,6 +235,22 @@ impl<'a> Cursor<'a> {
 
     /// A non-negative integer (JS `Number.isInteger` semantics, so `12.0`
     /// counts), or `None` for any other value (skipped).
+    /// A string's bytes, escapes decoded, not checked as UTF-8: for a
+    /// value only compared with ASCII text or parsed as ASCII, where the
+    /// check would change no outcome. `Some(None)` for a value that is not
+    /// a string (skipped), `None` for malformed JSON.
+    pub fn bytes(&mut self) -> Option<Option<Cow<'a, [u8]>>> {
+        if self.peek()? != b'"' {
+            self.skip()?;
+            return Some(None);
+        }
+        let (raw, escaped) = self.raw_string()?;
+        if !escaped {
+            return Some(Some(Cow::Borrowed(raw)));
+        }
+        Some(Some(Cow::Owned(decode(raw)?.into_bytes())))
+    }
+
     pub fn count(&mut self) -> Option<Option<u64>> {
         // Fast path: plain digits followed by a delimiter.
         self.ws();
