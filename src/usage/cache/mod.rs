@@ -296,9 +296,11 @@ pub fn refresh_threads(
     // Candidates and entries are both in path order: one merge pass, with
     // unchanged entries left where they are (thousands of them; moving or
     // rehashing them would cost more than the rest of a quiet refresh).
-    let mut wanted: Vec<(String, &Candidate)> = candidates
+    // Keys borrowed from the paths (a UTF-8 path is its key): a quiet
+    // refresh allocates none of its thousands.
+    let mut wanted: Vec<(std::borrow::Cow<str>, &Candidate)> = candidates
         .iter()
-        .map(|c| (c.path.to_string_lossy().into_owned(), c))
+        .map(|c| (c.path.to_string_lossy(), c))
         .collect();
     wanted.sort_by(|a, b| a.0.cmp(&b.0));
     wanted.dedup_by(|a, b| a.0 == b.0);
@@ -306,11 +308,11 @@ pub fn refresh_threads(
     let mut jobs: Vec<Job> = Vec::new();
     let mut entries = index.files.iter_mut().peekable();
     for (key, c) in wanted {
-        while let Some((k, _)) = entries.next_if(|(k, _)| k.as_str() < key.as_str()) {
+        while let Some((k, _)) = entries.next_if(|(k, _)| k.as_str() < key.as_ref()) {
             gone.push(k.clone());
         }
         let mut existing = entries
-            .next_if(|(k, _)| k.as_str() == key.as_str())
+            .next_if(|(k, _)| k.as_str() == key.as_ref())
             .map(|(_, e)| e);
         let now = match &c.meta {
             Some(meta) => Some(stat_of(meta)),
@@ -322,7 +324,7 @@ pub fn refresh_threads(
             (Plan::TooOld, existing, _) => {
                 stats.skipped_old += 1;
                 if existing.is_some() {
-                    gone.push(key);
+                    gone.push(key.into_owned());
                 }
             }
             (Plan::Reuse, ..) => stats.reused += 1,
@@ -330,12 +332,12 @@ pub fn refresh_threads(
                 stats.reused += 1;
                 stats.touched += 1;
                 old.mtime_ns = now.mtime_ns;
-                changes.touched.push(key);
+                changes.touched.push(key.into_owned());
             }
             (Plan::Append, Some(old), Some(now)) => {
                 stats.appended += 1;
                 jobs.push(Job {
-                    key,
+                    key: key.into_owned(),
                     path: c.path.clone(),
                     now,
                     entry: old.clone(),
@@ -345,17 +347,17 @@ pub fn refresh_threads(
             }
             (Plan::Parse, None, Some(now)) => {
                 stats.reparsed += 1;
-                jobs.push(Job::fresh(key, c, now, None));
+                jobs.push(Job::fresh(key.into_owned(), c, now, None));
             }
             (Plan::Reparse, Some(old), Some(now)) => {
                 stats.reparsed += 1;
-                jobs.push(Job::fresh(key, c, now, Some(old.clone())));
+                jobs.push(Job::fresh(key.into_owned(), c, now, Some(old.clone())));
             }
             // `Plan::Drop` (a vanished file), and any plan without the
             // entry or the stat it acts on, which the decision never makes.
             (_, existing, _) => {
                 if existing.is_some() {
-                    gone.push(key);
+                    gone.push(key.into_owned());
                 }
             }
         }
