@@ -184,16 +184,16 @@ impl SlotAcc {
     }
 
     /// Sums `o` into this slot, its span too.
-    fn merge(&mut self, o: &SlotAcc) {
+    pub fn merge(&mut self, o: &SlotAcc) {
         if o.requests == 0 {
             return;
         }
-        if self.requests == 0 || o.first_ts < self.first_ts {
-            self.first_ts = o.first_ts;
+        if self.requests == 0 {
+            *self = *o;
+            return;
         }
-        if self.requests == 0 || o.last_ts > self.last_ts {
-            self.last_ts = o.last_ts;
-        }
+        self.first_ts = self.first_ts.min(o.first_ts);
+        self.last_ts = self.last_ts.max(o.last_ts);
         self.add_counts(o);
     }
 

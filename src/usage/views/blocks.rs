@@ -72,7 +72,7 @@ pub fn blocks<'a>(slots: impl Iterator<Item = (i64, Agent, &'a SlotAcc)>) -> Vec
         let current = open.iter_mut().find(|b| b.agent == agent);
         match current {
             Some(b) if acc.first_ts < b.end && acc.first_ts - b.acc.last_ts <= BLOCK => {
-                crate::usage::views::data::merge(&mut b.acc, acc);
+                b.acc.merge(acc);
             }
             Some(b) => {
                 out.push(*b);

@@ -189,23 +189,9 @@ pub fn sum_by<K: Ord>(items: impl Iterator<Item = (K, SlotAcc)>) -> BTreeMap<K, 
     let mut out: BTreeMap<K, SlotAcc> = BTreeMap::new();
     for (k, acc) in items {
         let e = out.entry(k).or_default();
-        merge(e, &acc);
+        e.merge(&acc);
     }
     out
-}
-
-/// Adds `o` into `e`, spans included.
-pub fn merge(e: &mut SlotAcc, o: &SlotAcc) {
-    if o.requests == 0 {
-        return;
-    }
-    if e.requests == 0 {
-        *e = *o;
-        return;
-    }
-    e.first_ts = e.first_ts.min(o.first_ts);
-    e.last_ts = e.last_ts.max(o.last_ts);
-    e.add_counts(o);
 }
 
 #[cfg(test)]

@@ -12,7 +12,6 @@ use crate::base::json::{self, Object, Value};
 use crate::usage::aggregate::{SlotAcc, SlotKey};
 use crate::usage::event::Agent;
 use crate::usage::store::state::{acc_from, acc_numbers};
-use crate::usage::views::data::merge;
 
 /// The sums of a slot the file writes as decimal strings: the state's
 /// numbers without the two times, which are written as numbers.
@@ -35,7 +34,7 @@ pub fn encode<'a>(
     let mut summed: std::collections::BTreeMap<(i64, Agent), SlotAcc> = Default::default();
     for ((slot, agent, _, _), acc) in slots.filter(|(k, acc)| k.0 >= now - SPAN && acc.requests > 0)
     {
-        merge(summed.entry((*slot, *agent)).or_default(), acc);
+        summed.entry((*slot, *agent)).or_default().merge(acc);
     }
     let list = summed
         .iter()

@@ -11,7 +11,7 @@ use crate::usage::event::Agent;
 use crate::usage::time::{format_date, format_timestamp};
 use crate::usage::views::blocks::{self, Block};
 use crate::usage::views::data::{
-    Data, Period, Request, merge, period_label, period_start, selected, sum_by,
+    Data, Period, Request, period_label, period_start, selected, sum_by,
 };
 use crate::usage::views::table::{self, Column, RowKind, Style, Table, dollars, group};
 
@@ -130,7 +130,7 @@ fn tabular(
 ) -> String {
     let mut all = SlotAcc::default();
     for r in &rows {
-        merge(&mut all, &r.acc);
+        all.merge(&r.acc);
     }
     match format {
         Format::Json => {
@@ -332,8 +332,8 @@ fn rows_by<K: Ord + Clone>(
     let mut out: BTreeMap<K, Grouped> = BTreeMap::new();
     for (day, k, acc) in picked {
         let e = out.entry(key(*day, k)).or_default();
-        merge(&mut e.0, acc);
-        merge(e.1.entry((k.1, k.2.clone())).or_default(), acc);
+        e.0.merge(acc);
+        e.1.entry((k.1, k.2.clone())).or_default().merge(acc);
     }
     out
 }
@@ -747,8 +747,8 @@ fn summary(data: &Data, req: &Request, format: Format) -> String {
         };
         for (w, days) in [1, 7, 30].iter().enumerate() {
             if *day > today - days {
-                merge(&mut sums[i][w], acc);
-                merge(&mut sums[agents.len()][w], acc);
+                sums[i][w].merge(acc);
+                sums[agents.len()][w].merge(acc);
             }
         }
     }
@@ -830,7 +830,7 @@ fn summary(data: &Data, req: &Request, format: Format) -> String {
             lines.extend(t.lines(style));
             let mut all = SlotAcc::default();
             for windows in &sums[..agents.len()] {
-                merge(&mut all, &windows[2]);
+                all.merge(&windows[2]);
             }
             lines.extend(notes(&all));
             lines.extend(limit_lines(data, &agents));
@@ -936,7 +936,7 @@ pub fn statusline(data: &Data, req: &Request) -> String {
     let picked = selected(data, &req);
     let mut all = SlotAcc::default();
     for (_, _, acc) in &picked {
-        merge(&mut all, acc);
+        all.merge(acc);
     }
     let mut parts = vec![format!("{} today", dollars(all.totals().cost_usd))];
     // The active block may have started yesterday: look back 5 hours.
