@@ -453,23 +453,20 @@ pub fn aggregate_detailed<'a>(
     let mut best: HashMap<u64, (usize, usize)> =
         HashMap::with_capacity_and_hasher(claude_events, Default::default());
     let mut kept: Vec<(usize, usize)> = Vec::new();
-    let mut meet =
-        |key: u64, fi: usize, ei: usize, charge: &mut dyn FnMut(usize, usize, u64)| match best
-            .get_mut(&key)
-        {
-            None => {
-                best.insert(key, (fi, ei));
-            }
-            Some(slot) => {
-                let old = &files[slot.0].parse.events[slot.1];
-                let dropped = if better(&files[fi].parse.events[ei], old) {
-                    std::mem::replace(slot, (fi, ei)).0
-                } else {
-                    fi
-                };
-                charge(dropped, 0, 1);
-            }
+    // A run's best record meets the map: the file of the record it beats,
+    // or its own when it loses, has the duplicate.
+    let mut meet = |key: u64, fi: usize, ei: usize| -> Option<usize> {
+        let Some(slot) = best.get_mut(&key) else {
+            best.insert(key, (fi, ei));
+            return None;
         };
+        let old = &files[slot.0].parse.events[slot.1];
+        Some(if better(&files[fi].parse.events[ei], old) {
+            std::mem::replace(slot, (fi, ei)).0
+        } else {
+            fi
+        })
+    };
     for (fi, f) in files.iter().enumerate() {
         if f.agent != Agent::Claude {
             continue;
@@ -494,14 +491,18 @@ pub fn aggregate_detailed<'a>(
                     charge(fi, 0, 1);
                 }
                 _ => {
-                    if let Some((key, at)) = run.replace((e.key, ei)) {
-                        meet(key, fi, at, &mut charge);
+                    if let Some((key, at)) = run.replace((e.key, ei))
+                        && let Some(dropped) = meet(key, fi, at)
+                    {
+                        charge(dropped, 0, 1);
                     }
                 }
             }
         }
-        if let Some((key, at)) = run {
-            meet(key, fi, at, &mut charge);
+        if let Some((key, at)) = run
+            && let Some(dropped) = meet(key, fi, at)
+        {
+            charge(dropped, 0, 1);
         }
     }
     let mut by_key: Vec<(usize, usize)> = best.into_values().collect();

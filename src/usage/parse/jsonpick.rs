@@ -233,8 +233,6 @@ impl<'a> Cursor<'a> {
         Some(Some(Cow::Owned(decode(raw)?)))
     }
 
-    /// A non-negative integer (JS `Number.isInteger` semantics, so `12.0`
-    /// counts), or `None` for any other value (skipped).
     /// A string's bytes, escapes decoded, not checked as UTF-8: for a
     /// value only compared with ASCII text or parsed as ASCII, where the
     /// check would change no outcome. `Some(None)` for a value that is not
@@ -251,6 +249,8 @@ impl<'a> Cursor<'a> {
         Some(Some(Cow::Owned(decode(raw)?.into_bytes())))
     }
 
+    /// A non-negative integer (JS `Number.isInteger` semantics, so `12.0`
+    /// counts), or `None` for any other value (skipped).
     pub fn count(&mut self) -> Option<Option<u64>> {
         // Fast path: plain digits followed by a delimiter.
         self.ws();

@@ -255,15 +255,14 @@ impl Store {
         let mut out = codec::header(index.files.len());
         out.extend(id.to_le_bytes());
         let mut written = Written::default();
-        let mut kept = 0;
+        let encode = |events: &[crate::usage::event::Event]| {
+            (codec::encode_events(events), events.len() as u32)
+        };
         for (path, e) in &index.files {
             // One segment per entry: copied as is, or re-encoded.
             let copied = match (&e.pending, e.stored.as_slice()) {
                 (Some(file), [one]) => Some(file.read(*one).map(|raw| (raw, one.count))),
                 _ => None,
-            };
-            let encode = |events: &[crate::usage::event::Event]| {
-                (codec::encode_events(events), events.len() as u32)
             };
             let raw = match copied {
                 Some(copy) => copy,
@@ -290,9 +289,8 @@ impl Store {
             }
             codec::write_entry_stored(&mut out, path, e, &stored);
             written.stored.push((path.clone(), stored));
-            kept += 1;
         }
-        let count_fix = codec::header(kept);
+        let count_fix = codec::header(written.stored.len());
         out[..count_fix.len()].copy_from_slice(&count_fix);
         seal(&mut out);
         let events_path = self.events_path(id);
