@@ -255,18 +255,11 @@ pub fn summarize(
     found: &Discovery,
     prices: &PriceTable,
 ) -> ScanResult {
-    let Refreshed {
-        stats,
-        incremental,
-        changed_keys,
-        now,
-        since,
-        window,
-    } = refreshed;
+    let (stats, window) = (refreshed.stats, refreshed.window);
     let candidates = &found.candidates;
     let trace = Trace::new();
-    if !incremental {
-        *state = Some(State::full(index, prices, since));
+    if !refreshed.incremental {
+        *state = Some(State::full(index, prices, refreshed.since));
     }
     trace.mark("  aggregate");
     let empty = aggregate::Detailed::default();
@@ -332,7 +325,7 @@ pub fn summarize(
     trace.mark("  flatten and coverage");
     ScanResult {
         snapshot: Snapshot {
-            generated_at: now,
+            generated_at: refreshed.now,
             partial: stats.partial,
             pricing: prices.meta.clone(),
             coverage,
@@ -340,8 +333,8 @@ pub fn summarize(
             slots: agg.slots,
         },
         stats,
-        incremental,
-        changed_keys,
+        incremental: refreshed.incremental,
+        changed_keys: refreshed.changed_keys,
     }
 }
 

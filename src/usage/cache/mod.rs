@@ -564,11 +564,15 @@ mod tests {
             ("d-new-big", 50, 1_000),
             ("e-new-big", 50, 3_000),
         ];
-        let mut order = jobs.to_vec();
-        order.sort_by(|a, b| job_rank(a.0, a.1, a.2, 1_000).cmp(&job_rank(b.0, b.1, b.2, 1_000)));
-        let keys: Vec<&str> = order.iter().map(|j| j.0).collect();
+        let order = |since: i64| {
+            let mut order = jobs.to_vec();
+            order.sort_by(|a, b| {
+                job_rank(a.0, a.1, a.2, since).cmp(&job_rank(b.0, b.1, b.2, since))
+            });
+            order.iter().map(|j| j.0).collect::<Vec<&str>>()
+        };
         assert_eq!(
-            keys,
+            order(1_000),
             [
                 "d-new-big",
                 "e-new-big",
@@ -578,10 +582,8 @@ mod tests {
             ]
         );
         // With the window at the history's start, the order is by size.
-        order.sort_by(|a, b| job_rank(a.0, a.1, a.2, 0).cmp(&job_rank(b.0, b.1, b.2, 0)));
-        let keys: Vec<&str> = order.iter().map(|j| j.0).collect();
         assert_eq!(
-            keys,
+            order(0),
             [
                 "a-old-big",
                 "d-new-big",

@@ -115,33 +115,21 @@ fn file_name(generation: u64) -> String {
 impl Owners {
     /// A table built from every file's identifiers.
     pub fn new(ids: Vec<(u64, u64)>) -> Owners {
-        Owners {
-            base: Base::Memory(build(ids)),
-            delta: BTreeMap::new(),
-            min_delta: MIN_DELTA,
-        }
+        Owners::in_memory(build(ids))
     }
 
     /// [`Owners::new`] of the identifiers `part` ([`sorted`]) and `more`.
-    pub fn from_sorted(part: Vec<(u64, u64)>, more: Vec<(u64, u64)>) -> Owners {
-        let more = sorted(more);
-        let mut merged = Vec::with_capacity(part.len() + more.len());
-        let (mut a, mut b) = (part.into_iter().peekable(), more.into_iter().peekable());
-        loop {
-            let next = match (a.peek(), b.peek()) {
-                (Some(x), Some(y)) if x <= y => a.next(),
-                (Some(_), Some(_)) => b.next(),
-                (Some(_), None) => a.next(),
-                (None, _) => b.next(),
-            };
-            match next {
-                Some(row) if merged.last() != Some(&row) => merged.push(row),
-                Some(_) => {}
-                None => break,
-            }
-        }
+    pub fn from_sorted(mut part: Vec<(u64, u64)>, more: Vec<(u64, u64)>) -> Owners {
+        // The stable sort finds `part`'s run and merges the rest into it.
+        part.extend(more);
+        part.sort();
+        part.dedup();
+        Owners::in_memory(collapse(part))
+    }
+
+    fn in_memory(table: Vec<(u64, u64)>) -> Owners {
         Owners {
-            base: Base::Memory(collapse(merged)),
+            base: Base::Memory(table),
             delta: BTreeMap::new(),
             min_delta: MIN_DELTA,
         }
