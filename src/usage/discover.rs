@@ -276,7 +276,7 @@ pub fn discover(roots: &Roots) -> Discovery {
             Kind::Codex => discovery.dirs_unreadable_codex += 1,
         }
     }
-    let mut out: Vec<Candidate> = found
+    let unsorted: Vec<Candidate> = found
         .into_iter()
         .flat_map(|f| f.files)
         .filter_map(|(path, meta, kind)| {
@@ -295,21 +295,60 @@ pub fn discover(roots: &Roots) -> Discovery {
             })
         })
         .collect();
-    out.sort_by(|a, b| {
-        a.path
-            .as_os_str()
-            .as_bytes()
-            .cmp(b.path.as_os_str().as_bytes())
-    });
-    out.dedup_by(|a, b| a.path == b.path);
-    discovery.candidates = out;
+    discovery.candidates = in_path_order(unsorted);
     discovery
+}
+
+/// `found` sorted by path bytes, the first of each path kept. A candidate
+/// is large (its metadata): their positions are sorted, not they.
+fn in_path_order(found: Vec<Candidate>) -> Vec<Candidate> {
+    fn bytes(c: &Candidate) -> &[u8] {
+        c.path.as_os_str().as_bytes()
+    }
+    let mut order: Vec<usize> = (0..found.len()).collect();
+    // Position breaks ties: unstable and still deterministic.
+    order.sort_unstable_by(|&a, &b| bytes(&found[a]).cmp(bytes(&found[b])).then(a.cmp(&b)));
+    order.dedup_by(|a, b| bytes(&found[*a]) == bytes(&found[*b]));
+    let mut slots: Vec<Option<Candidate>> = found.into_iter().map(Some).collect();
+    order.iter().filter_map(|&i| slots[i].take()).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn candidates_come_in_path_byte_order_with_the_first_of_a_path_kept() {
+        let found = |path: &str, agent| Candidate {
+            path: PathBuf::from(path),
+            agent,
+            compressed: false,
+            meta: None,
+        };
+        let sorted = in_path_order(vec![
+            found("/r/b.jsonl", Agent::Claude),
+            found("/r/a/z.jsonl", Agent::Claude),
+            found("/r/b.jsonl", Agent::Codex),
+            found("/r/a.jsonl", Agent::Codex),
+            found("/r/B.jsonl", Agent::Claude),
+        ]);
+        let got: Vec<(&str, Agent)> = sorted
+            .iter()
+            .map(|c| (c.path.to_str().unwrap(), c.agent))
+            .collect();
+        // Byte order: 'B' (0x42) before 'a' (0x61); '.' (0x2e) before '/'
+        // (0x2f), so "a.jsonl" before "a/z.jsonl".
+        assert_eq!(
+            got,
+            [
+                ("/r/B.jsonl", Agent::Claude),
+                ("/r/a.jsonl", Agent::Codex),
+                ("/r/a/z.jsonl", Agent::Claude),
+                ("/r/b.jsonl", Agent::Claude),
+            ]
+        );
+    }
 
     #[test]
     fn a_missing_directory_is_not_an_unreadable_one() {

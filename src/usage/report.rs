@@ -296,7 +296,7 @@ pub fn token_parts(slots: &[SlotTotals], zone: &Zone, now: i64) -> Object {
             .entry((s.agent, &s.model))
             .or_default()
             .add(&s.totals);
-        let d = dirs.entry(s.cwd.as_str()).or_default();
+        let d = dirs.entry(&*s.cwd).or_default();
         d.0.add(&s.totals);
         match s.agent {
             Agent::Claude => d.1 = true,

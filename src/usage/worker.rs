@@ -144,9 +144,11 @@ pub fn scan_retaining(
     threads: usize,
     retention_days: i64,
 ) -> ScanResult {
+    let loaded = state.as_ref().map(|_| index.fingerprint());
     let refreshed = refresh_index(
         index,
         state,
+        loaded,
         &found,
         prices,
         now,
@@ -175,11 +177,14 @@ pub struct Refreshed {
 /// brings `index` up to date with `found` and `state` with the index when
 /// that can be done incrementally (every entry is loaded otherwise, so
 /// that [`summarize`], which only reads the index, can rebuild the state
-/// while the index is written).
+/// while the index is written). `loaded` is the index's fingerprint as it
+/// was loaded, when there is a state (worked out while the transcripts
+/// are walked).
 #[allow(clippy::too_many_arguments)]
 pub fn refresh_index(
     index: &mut Index,
     state: &mut Option<State>,
+    loaded: Option<u64>,
     found: &Discovery,
     prices: &PriceTable,
     now: i64,
@@ -191,7 +196,6 @@ pub fn refresh_index(
     let window = window_start(now);
     let candidates = &found.candidates;
     let trace = Trace::new();
-    let before = state.as_ref().map(|_| index.fingerprint());
     let mut changes = cache::Changes::default();
     let mut stats = cache::refresh_threads(
         index,
@@ -203,7 +207,7 @@ pub fn refresh_index(
         threads,
     );
     trace.mark("  stat and read changed files");
-    let incremental = match (state.as_mut(), before) {
+    let incremental = match (state.as_mut(), loaded) {
         (Some(s), Some(before)) => s.apply(before, index, &mut changes.files, prices, since),
         _ => false,
     };
@@ -391,8 +395,10 @@ pub fn is_running(dir: &UsageDir) -> bool {
     matches!(crate::base::sys::try_lock_exclusive(&file), Ok(false))
 }
 
+// Unsynced like the cache: a crash can only leave an older status, and two
+// `fsync`s for each write would cost a refresh more than its status is worth.
 fn write_status(dir: &UsageDir, status: &Object) -> io::Result<()> {
-    atomic_file::write(
+    atomic_file::write_unsynced(
         &dir.status(),
         Value::Object(status.clone()).to_json().as_bytes(),
         0o600,
@@ -494,16 +500,17 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
     let trace = Trace::new();
     // Walking the transcript trees waits on the kernel; loading the cache
     // is work for the other core.
-    let (candidates, (mut index, loaded, mut state)) = std::thread::scope(|scope| {
+    let (candidates, (mut index, loaded, mut state, fingerprint)) = std::thread::scope(|scope| {
         let walker = scope.spawn(|| discover(&roots));
         let store = Store::in_dir(&dir.0);
         let (index, loaded) = store.load();
         trace.mark("load index");
         let state = StateStore::in_dir(&dir.0).load();
+        let fingerprint = state.as_ref().map(|_| index.fingerprint());
         trace.mark("load aggregate state");
         let candidates = walker.join().unwrap_or_else(|_| discover(&roots));
         trace.mark("discover (in parallel)");
-        (candidates, (index, loaded, state))
+        (candidates, (index, loaded, state, fingerprint))
     });
     let store = Store::in_dir(&dir.0);
     let had_base = dir.index().exists();
@@ -523,6 +530,7 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
     let refreshed = refresh_index(
         &mut index,
         &mut state,
+        fingerprint,
         &candidates,
         &prices,
         now,

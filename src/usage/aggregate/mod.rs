@@ -105,8 +105,8 @@ pub fn round_usd(cost: f64) -> f64 {
 pub struct SlotTotals {
     pub slot: i64,
     pub agent: Agent,
-    pub model: String,
-    pub cwd: String,
+    pub model: Text,
+    pub cwd: Text,
     pub totals: Totals,
 }
 
@@ -241,7 +241,12 @@ fn to_pico(cost: f64) -> u64 {
 }
 
 /// Slot identity: (slot start, agent, model, directory).
-pub type SlotKey = (i64, Agent, String, String);
+pub type SlotKey = (i64, Agent, Text, Text);
+
+/// A model or directory name in a slot key: shared, so the thousands of
+/// slots that name one model or directory hold it once and copying a key
+/// (decoding the state, flattening it) allocates nothing.
+pub type Text = std::sync::Arc<str>;
 
 /// What aggregation computes, before it is flattened into an [`Aggregate`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -364,7 +369,7 @@ pub fn flatten_since(d: &Detailed, since: i64) -> Aggregate {
     };
     for ((slot, agent, model, cwd), acc) in d
         .slots
-        .range((since, Agent::Claude, String::new(), String::new())..)
+        .range((since, Agent::Claude, Text::from(""), Text::from(""))..)
     {
         if acc.requests == 0 {
             continue;
@@ -635,7 +640,7 @@ pub fn aggregate_detailed<'a>(
     out.slots = slots
         .into_iter()
         .map(|((slot, agent, model, cwd), acc)| {
-            ((slot, agent, model.to_string(), cwd.to_string()), acc)
+            ((slot, agent, Text::from(model), Text::from(cwd)), acc)
         })
         .collect();
     out

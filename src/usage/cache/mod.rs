@@ -300,7 +300,12 @@ pub fn refresh_threads(
     // refresh allocates none of its thousands.
     let mut wanted: Vec<(std::borrow::Cow<str>, &Candidate)> = candidates
         .iter()
-        .map(|c| (c.path.to_string_lossy(), c))
+        .map(|c| match c.path.to_str() {
+            // The plain check: a path that is not UTF-8 is rare, and the
+            // lossy conversion checks much more slowly.
+            Some(key) => (std::borrow::Cow::Borrowed(key), c),
+            None => (c.path.to_string_lossy(), c),
+        })
         .collect();
     wanted.sort_by(|a, b| a.0.cmp(&b.0));
     wanted.dedup_by(|a, b| a.0 == b.0);

@@ -168,6 +168,7 @@ pub fn write_entry_stored(out: &mut Vec<u8>, path: &str, e: &FileEntry, stored: 
 pub fn read_entry(r: &mut Reader, file: &EventsFile) -> Option<(String, FileEntry)> {
     let (path, mut e) = decode_meta(r)?;
     let n = r.count32(SEGMENT_BYTES)?;
+    e.stored.reserve_exact(n);
     for _ in 0..n {
         e.stored.push(Segment {
             offset: r.u64()?,
@@ -273,13 +274,21 @@ fn decode_meta(r: &mut Reader) -> Option<(String, FileEntry)> {
         head_hash: r.u64()?,
         offset: r.u64()?,
         oversized: r.u64()?,
-        parse: FileParse::default(),
+        parse: FileParse {
+            malformed: r.u64()?,
+            strings: Vec::new(),
+            events: Vec::new(),
+            codex: CodexMeta::default(),
+        },
         stored: Vec::new(),
         pending: None,
     };
-    e.parse.malformed = r.u64()?;
+    // Sized first: thousands of entries load on every refresh.
     let ns = r.count32(4)?;
-    e.parse.strings = (0..ns).map(|_| read_str(r)).collect::<Option<_>>()?;
+    e.parse.strings.reserve_exact(ns);
+    for _ in 0..ns {
+        e.parse.strings.push(read_str(r)?);
+    }
     // Index 0 is the empty string every event may name.
     if e.parse.strings.first().map(String::as_str) != Some("") {
         return None;

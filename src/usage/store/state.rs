@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use crate::base::bytes::Reader;
 use crate::usage::aggregate::incremental::{Changed, State};
-use crate::usage::aggregate::{Detailed, SlotAcc, SlotKey};
+use crate::usage::aggregate::{Detailed, SlotAcc, SlotKey, Text};
 use crate::usage::event::{Agent, Tokens, seal, unseal};
 use crate::usage::store::journal::{self, Origin};
 use crate::usage::store::owners::{Owners, OwnersRef};
@@ -287,12 +287,7 @@ fn encode_base<'a>(state: &'a State) -> Option<Vec<u8>> {
         .slots
         .keys()
         .map(|(slot, agent, model, cwd)| {
-            [
-                *slot as u64,
-                agent_code(*agent),
-                intern(model.as_str()),
-                intern(cwd.as_str()),
-            ]
+            [*slot as u64, agent_code(*agent), intern(model), intern(cwd)]
         })
         .collect();
     put_u64(&mut o, strings.len() as u64);
@@ -359,7 +354,9 @@ fn decode_base(bytes: &[u8], from: i64) -> Option<Parts> {
         ..Detailed::default()
     };
     let ns = r.count64(8)?;
-    let strings: Vec<String> = (0..ns).map(|_| read_str(&mut r)).collect::<Option<_>>()?;
+    let strings: Vec<Text> = (0..ns)
+        .map(|_| read_str(&mut r).map(Text::from))
+        .collect::<Option<_>>()?;
     let nslots = r.count64(ROW)?;
     let rows = r.take(nslots.checked_mul(ROW)?)?;
     let slot_of = |i: usize| Reader::new(rows.get(i * ROW..)?).i64();
@@ -462,7 +459,12 @@ fn apply_record(parts: &mut Parts, payload: &[u8], from: i64) -> Option<()> {
     for _ in 0..n {
         let slot = r.i64()?;
         let agent = agent_from(r.u64()?)?;
-        let key = (slot, agent, read_str(&mut r)?, read_str(&mut r)?);
+        let key = (
+            slot,
+            agent,
+            Text::from(read_str(&mut r)?),
+            Text::from(read_str(&mut r)?),
+        );
         let acc = match r.u64()? {
             1 => Some(acc_from(read_numbers(&mut r)?)),
             0 => None,
@@ -514,7 +516,7 @@ mod tests {
     }
 
     fn key(slot: i64) -> SlotKey {
-        (slot, Agent::Codex, "gpt-5".to_string(), "/p".to_string())
+        (slot, Agent::Codex, "gpt-5".into(), "/p".into())
     }
 
     /// A state built from scratch: two slots, owners 1→2 and 3 shared.
@@ -765,7 +767,7 @@ mod tests {
             assert_eq!(fingerprint, s.fingerprint);
             let want: Vec<_> = all
                 .slots
-                .range((from, Agent::Claude, String::new(), String::new())..)
+                .range((from, Agent::Claude, "".into(), "".into())..)
                 .collect();
             assert_eq!(part.slots.iter().collect::<Vec<_>>(), want, "from {from}");
             assert_eq!(part.by_file, all.by_file);

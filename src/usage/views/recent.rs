@@ -9,7 +9,7 @@
 //! another version, or does not parse, is ignored and the full state read.
 
 use crate::base::json::{self, Object, Value};
-use crate::usage::aggregate::{SlotAcc, SlotKey};
+use crate::usage::aggregate::{SlotAcc, SlotKey, Text};
 use crate::usage::event::Agent;
 use crate::usage::store::state::{acc_from, acc_numbers};
 
@@ -92,8 +92,8 @@ pub fn decode(text: &str, generated_at: i64) -> Option<Vec<(SlotKey, SlotAcc)>> 
             (
                 slot.as_i64()?,
                 agent,
-                model.as_str()?.to_string(),
-                cwd.as_str()?.to_string(),
+                Text::from(model.as_str()?),
+                Text::from(cwd.as_str()?),
             ),
             acc_from(n),
         ));
@@ -129,7 +129,7 @@ mod tests {
         let new: SlotKey = (now - 900, Agent::Codex, "gpt-5.5".into(), "/a \"b\"".into());
         let old: SlotKey = (now - SPAN - 900, Agent::Claude, "m".into(), "/c".into());
         let text = encode(now, now, [(&old, &acc), (&new, &acc)].into_iter());
-        let summed: SlotKey = (now - 900, Agent::Codex, String::new(), String::new());
+        let summed: SlotKey = (now - 900, Agent::Codex, "".into(), "".into());
         assert_eq!(decode(&text, now), Some(vec![(summed, acc)]));
         assert_eq!(decode(&text, now + 1), None);
         assert_eq!(decode(&text[..text.len() - 1], now), None);
@@ -169,7 +169,8 @@ mod tests {
             ..SlotAcc::default()
         };
         let slot = now - 1_800;
-        let key = |agent, model: &str, cwd: &str| (slot, agent, model.to_string(), cwd.to_string());
+        let key =
+            |agent, model: &str, cwd: &str| -> SlotKey { (slot, agent, model.into(), cwd.into()) };
         let rows = [
             (
                 key(Agent::Claude, "opus", "/a"),

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::base::json::{Object, Value};
-use crate::usage::aggregate::{SlotAcc, round_usd};
+use crate::usage::aggregate::{SlotAcc, Text, round_usd};
 use crate::usage::event::Agent;
 use crate::usage::time::{format_date, format_timestamp};
 use crate::usage::views::blocks::{self, Block};
@@ -60,7 +60,7 @@ struct Row {
     labels: Vec<String>,
     json: Object,
     acc: SlotAcc,
-    models: BTreeMap<(Agent, String), SlotAcc>,
+    models: BTreeMap<(Agent, Text), SlotAcc>,
 }
 
 /// The token columns every tabular view ends with.
@@ -161,7 +161,7 @@ fn tabular(
                 if req.breakdown {
                     for ((agent, model), acc) in &r.models {
                         let mut c = cells.clone();
-                        c.extend([agent.name().to_string(), model.clone()]);
+                        c.extend([agent.name().to_string(), model.to_string()]);
                         c.extend(csv_cells(acc));
                         lines.push(c);
                     }
@@ -207,7 +207,7 @@ fn tabular(
     }
 }
 
-fn models_value(models: &BTreeMap<(Agent, String), SlotAcc>) -> Value {
+fn models_value(models: &BTreeMap<(Agent, Text), SlotAcc>) -> Value {
     Value::Array(
         models
             .iter()
@@ -215,7 +215,7 @@ fn models_value(models: &BTreeMap<(Agent, String), SlotAcc>) -> Value {
                 Value::Object(
                     Object::new()
                         .with("agent", agent.name())
-                        .with("model", model.as_str())
+                        .with("model", &**model)
                         .with("totals", acc.totals().to_value()),
                 )
             })
@@ -323,7 +323,7 @@ fn duration(seconds: i64) -> String {
 }
 
 /// A row's sums and its sums per (agent, model).
-type Grouped = (SlotAcc, BTreeMap<(Agent, String), SlotAcc>);
+type Grouped = (SlotAcc, BTreeMap<(Agent, Text), SlotAcc>);
 
 fn rows_by<K: Ord + Clone>(
     picked: &[(i64, &crate::usage::aggregate::SlotKey, &SlotAcc)],
@@ -389,11 +389,11 @@ pub fn render(data: &Data, req: &Request, view: View, format: Format) -> String 
                     labels: vec![
                         local_minute(data, acc.last_ts),
                         agent.name().into(),
-                        cwd.clone(),
+                        cwd.to_string(),
                     ],
                     json: Object::new()
                         .with("agent", agent.name())
-                        .with("directory", cwd.as_str())
+                        .with("directory", &*cwd)
                         .with("first_at", acc.first_ts)
                         .with("last_at", acc.last_ts),
                     acc,
@@ -424,10 +424,10 @@ pub fn render(data: &Data, req: &Request, view: View, format: Format) -> String 
             let mut rows: Vec<Row> = rows_by(&picked, |_, k| (k.1, k.2.clone()))
                 .into_iter()
                 .map(|((agent, model), (acc, _))| Row {
-                    labels: vec![agent.name().into(), model.clone()],
+                    labels: vec![agent.name().into(), model.to_string()],
                     json: Object::new()
                         .with("agent", agent.name())
-                        .with("model", model.as_str())
+                        .with("model", &*model)
                         .with("priced", acc.unpriced_requests == 0),
                     acc,
                     models: BTreeMap::new(),
@@ -456,8 +456,8 @@ pub fn render(data: &Data, req: &Request, view: View, format: Format) -> String 
                 .map(|(cwd, (acc, models))| {
                     let agents = agents_of(&models);
                     Row {
-                        labels: vec![cwd.clone(), agents.join(", ")],
-                        json: Object::new().with("directory", cwd.as_str()).with(
+                        labels: vec![cwd.to_string(), agents.join(", ")],
+                        json: Object::new().with("directory", &*cwd).with(
                             "agents",
                             Value::Array(agents.iter().map(|a| Value::from(*a)).collect()),
                         ),
@@ -487,20 +487,20 @@ pub fn render(data: &Data, req: &Request, view: View, format: Format) -> String 
     }
 }
 
-fn agents_of(models: &BTreeMap<(Agent, String), SlotAcc>) -> Vec<&'static str> {
+fn agents_of(models: &BTreeMap<(Agent, Text), SlotAcc>) -> Vec<&'static str> {
     let mut agents: Vec<&'static str> = models.keys().map(|(a, _)| a.name()).collect();
     agents.dedup();
     agents
 }
 
-fn model_names(models: &BTreeMap<(Agent, String), SlotAcc>) -> String {
-    let mut names: Vec<&str> = models.keys().map(|(_, m)| m.as_str()).collect();
+fn model_names(models: &BTreeMap<(Agent, Text), SlotAcc>) -> String {
+    let mut names: Vec<&str> = models.keys().map(|(_, m)| &**m).collect();
     names.dedup();
     names.join(", ")
 }
 
-fn models_names_value(models: &BTreeMap<(Agent, String), SlotAcc>) -> Value {
-    let mut names: Vec<&str> = models.keys().map(|(_, m)| m.as_str()).collect();
+fn models_names_value(models: &BTreeMap<(Agent, Text), SlotAcc>) -> Value {
+    let mut names: Vec<&str> = models.keys().map(|(_, m)| &**m).collect();
     names.dedup();
     Value::Array(names.into_iter().map(Value::from).collect())
 }
@@ -1000,7 +1000,7 @@ mod tests {
         cents: u64,
     ) -> (crate::usage::aggregate::SlotKey, SlotAcc) {
         (
-            (at(slot), agent, model.to_string(), cwd.to_string()),
+            (at(slot), agent, model.into(), cwd.into()),
             SlotAcc {
                 requests,
                 tokens,
