@@ -169,13 +169,21 @@ impl FileParse {
     /// The index of `s`, adding it if new (linear: a file has few distinct
     /// models and directories).
     pub fn intern(&mut self, s: &str) -> u32 {
+        self.intern_utf8(s.as_bytes())
+    }
+
+    /// [`FileParse::intern`] of text already checked as UTF-8 (by
+    /// `jsonpick::Cursor::text`), compared as bytes: only a new string is
+    /// made a `String`.
+    pub fn intern_utf8(&mut self, s: &[u8]) -> u32 {
         if s.is_empty() {
             return 0;
         }
-        if let Some(i) = self.strings.iter().position(|x| x == s) {
+        if let Some(i) = self.strings.iter().position(|x| x.as_bytes() == s) {
             return i as u32;
         }
-        self.strings.push(s.to_string());
+        // Lossless for UTF-8, the only text this is given.
+        self.strings.push(String::from_utf8_lossy(s).into_owned());
         (self.strings.len() - 1) as u32
     }
 

@@ -108,20 +108,21 @@ struct Fields<'a> {
     // Compared with ASCII, or parsed as ASCII: bytes, unchecked.
     kind: Option<Cow<'a, [u8]>>,
     timestamp: Option<Cow<'a, [u8]>>,
-    cwd: Option<Cow<'a, str>>,
-    request_id: Option<Cow<'a, str>>,
+    // The rest are text (`Cursor::text`: checked as UTF-8, kept as bytes).
+    cwd: Option<Cow<'a, [u8]>>,
+    request_id: Option<Cow<'a, [u8]>>,
     sidechain: bool,
-    message_id: Option<Cow<'a, str>>,
-    model: Option<Cow<'a, str>>,
+    message_id: Option<Cow<'a, [u8]>>,
+    model: Option<Cow<'a, [u8]>>,
     has_usage: bool,
     input: u64,
     output: u64,
     cache_read: u64,
     cache_write: u64,
     split: Option<(u64, u64)>,
-    tier: Option<Cow<'a, str>>,
-    speed: Option<Cow<'a, str>>,
-    geo: Option<Cow<'a, str>>,
+    tier: Option<Cow<'a, [u8]>>,
+    speed: Option<Cow<'a, [u8]>>,
+    geo: Option<Cow<'a, [u8]>>,
 }
 
 /// Reads the line's record into `top` and, when it has a `data.message`
@@ -143,14 +144,14 @@ fn pick_record<'a>(
         match key {
             b"type" => f.kind = c.bytes()?,
             b"timestamp" => f.timestamp = c.bytes()?,
-            b"cwd" => f.cwd = c.string()?,
-            b"requestId" => f.request_id = c.string()?,
+            b"cwd" => f.cwd = c.text()?,
+            b"requestId" => f.request_id = c.text()?,
             b"isSidechain" => f.sidechain = c.bool()? == Some(true),
             b"message" if !c.raw_is_object() => c.skip()?,
             b"message" => c.object(|key, c| {
                 match key {
-                    b"id" => f.message_id = c.string()?,
-                    b"model" => f.model = c.string()?,
+                    b"id" => f.message_id = c.text()?,
+                    b"model" => f.model = c.text()?,
                     b"usage" => {
                         f.has_usage = true;
                         return pick_usage(c, f);
@@ -185,9 +186,9 @@ fn pick_usage<'a>(c: &mut Cursor<'a>, f: &mut Fields<'a>) -> Option<()> {
                 b"output_tokens" => f.output = c.count()?.unwrap_or(0),
                 b"cache_read_input_tokens" => f.cache_read = c.count()?.unwrap_or(0),
                 b"cache_creation_input_tokens" => f.cache_write = c.count()?.unwrap_or(0),
-                b"service_tier" => f.tier = c.string()?,
-                b"speed" => f.speed = c.string()?,
-                b"inference_geo" => f.geo = c.string()?,
+                b"service_tier" => f.tier = c.text()?,
+                b"speed" => f.speed = c.text()?,
+                b"inference_geo" => f.geo = c.text()?,
                 b"cache_creation" if c.raw_is_object() => {
                     let (mut five, mut hour) = (0, 0);
                     c.object(|key, c| {
@@ -227,7 +228,7 @@ fn event_of(fp: &mut FileParse, top: &Fields, nested: Option<&Fields>) -> Option
 fn record_event(
     fp: &mut FileParse,
     f: &Fields,
-    cwd: Option<&str>,
+    cwd: Option<&[u8]>,
     sidechain: bool,
 ) -> Option<Event> {
     if !f.has_usage {
@@ -235,7 +236,7 @@ fn record_event(
     }
     let ts = crate::usage::time::timestamp_of(f.timestamp.as_deref()?)?;
     let model = f.model.as_deref().filter(|m| !m.is_empty())?;
-    if model == "<synthetic>" {
+    if model == b"<synthetic>" {
         return None;
     }
     let (input, output, cache_read, cache_write) = (f.input, f.output, f.cache_read, f.cache_write);
@@ -253,29 +254,29 @@ fn record_event(
         bits |= flags::SIDECHAIN;
     }
     match f.speed.as_deref() {
-        Some("fast") => bits |= flags::FAST | flags::HAS_SPEED,
+        Some(b"fast") => bits |= flags::FAST | flags::HAS_SPEED,
         Some(_) => bits |= flags::HAS_SPEED,
         None => {}
     }
-    if f.geo.as_deref() == Some("us") {
+    if f.geo.as_deref() == Some(b"us") {
         bits |= flags::GEO_US;
     }
     let message_id = f.message_id.as_deref().filter(|s| !s.is_empty());
     let request_id = f.request_id.as_deref().filter(|s| !s.is_empty());
     let (key, group) = match (message_id, request_id) {
         (Some(m), Some(r)) => {
-            let (group, key) = fnv1a_and_pair(m.as_bytes(), r.as_bytes());
+            let (group, key) = fnv1a_and_pair(m, r);
             (key, group)
         }
-        (Some(m), None) => (0, fnv1a(&[m.as_bytes()])),
+        (Some(m), None) => (0, fnv1a(&[m])),
         _ => (0, 0),
     };
     Some(Event {
         kind: EventKind::Claude,
         ts,
-        model: fp.intern(model),
-        cwd: fp.intern(cwd.unwrap_or("")),
-        tier: fp.intern(f.tier.as_deref().unwrap_or("")),
+        model: fp.intern_utf8(model),
+        cwd: fp.intern_utf8(cwd.unwrap_or(b"")),
+        tier: fp.intern_utf8(f.tier.as_deref().unwrap_or(b"")),
         flags: bits,
         key,
         group,
@@ -291,8 +292,9 @@ fn record_event(
 #[cfg(test)]
 pub(super) fn parse_line_exact(fp: &mut FileParse, line: &[u8]) {
     use crate::base::json::{self, Number, Object, Value};
-    fn text(v: Option<&Value>) -> Option<Cow<'_, str>> {
-        v.and_then(Value::as_str).map(Cow::Borrowed)
+    fn text(v: Option<&Value>) -> Option<Cow<'_, [u8]>> {
+        v.and_then(Value::as_str)
+            .map(|s| Cow::Borrowed(s.as_bytes()))
     }
     fn bytes(v: Option<&Value>) -> Option<Cow<'_, [u8]>> {
         v.and_then(Value::as_str)

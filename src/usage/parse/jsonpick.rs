@@ -233,6 +233,24 @@ impl<'a> Cursor<'a> {
         Some(Some(Cow::Owned(decode(raw)?)))
     }
 
+    /// A string's bytes, escapes decoded, when they are UTF-8: what
+    /// [`Cursor::string`] reads, without making it a `str` (a check a word
+    /// at a time where it is ASCII, as nearly every id, model and directory
+    /// is). `Some(None)` for any other value (skipped) or a string that is
+    /// not UTF-8, `None` for malformed JSON.
+    pub fn text(&mut self) -> Option<Option<Cow<'a, [u8]>>> {
+        if self.peek()? != b'"' {
+            self.skip()?;
+            return Some(None);
+        }
+        let (raw, escaped) = self.raw_string()?;
+        if !escaped {
+            let utf8 = raw.is_ascii() || std::str::from_utf8(raw).is_ok();
+            return Some(utf8.then_some(Cow::Borrowed(raw)));
+        }
+        Some(Some(Cow::Owned(decode(raw)?.into_bytes())))
+    }
+
     /// A string's bytes, escapes decoded, not checked as UTF-8: for a
     /// value only compared with ASCII text or parsed as ASCII, where the
     /// check would change no outcome. `Some(None)` for a value that is not
@@ -366,6 +384,32 @@ fn decode(raw: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_is_a_string_s_bytes_only_when_they_are_utf8() {
+        let read = |json: &[u8]| {
+            let mut c = Cursor::new(json);
+            let got = c.text().map(|t| t.map(Cow::into_owned));
+            (got, c.at_end())
+        };
+        assert_eq!(read(br#""msg_01""#), (Some(Some(b"msg_01".to_vec())), true));
+        assert_eq!(
+            read("\"h\u{e9}\"".as_bytes()),
+            (Some(Some("h\u{e9}".into())), true)
+        );
+        // Escapes decoded, as `string` decodes them.
+        assert_eq!(
+            read(br#""a\u00e9\n""#),
+            (Some(Some("a\u{e9}\n".into())), true)
+        );
+        // Not UTF-8 (a lone continuation byte, a truncated sequence): no text,
+        // as `string` gives none; the value is still consumed.
+        assert_eq!(read(b"\"a\x80b\""), (Some(None), true));
+        assert_eq!(read(b"\"\xc3\""), (Some(None), true));
+        // Another kind of value is skipped; broken JSON is malformed.
+        assert_eq!(read(b"12"), (Some(None), true));
+        assert_eq!(read(b"\"open"), (None, false));
+    }
 
     #[test]
     fn picks_members_and_skips_the_rest() {
