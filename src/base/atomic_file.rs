@@ -153,8 +153,9 @@ pub fn write(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
 
 /// Like [`write`] but without `fsync`: still atomic (a reader sees the old
 /// or the new file), but a crash may lose the new contents. Only for
-/// ephemeral state whose loss is harmless (pairing state files), where the
-/// fsyncs would dominate the cost of a short-lived process.
+/// ephemeral state whose loss is harmless (pairing state files; the usage
+/// cache, snapshot and worker status, all rebuilt by the next refresh),
+/// where the fsyncs would dominate the cost of a short-lived process.
 pub fn write_unsynced(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
     write_atomically(path, contents, mode, None, Durability::Unsynced)
 }

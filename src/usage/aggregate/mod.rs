@@ -510,21 +510,32 @@ pub fn aggregate_detailed<'a>(
             charge(dropped, 0, 1);
         }
     }
-    let mut by_key: Vec<(usize, usize)> = best.into_values().collect();
-    by_key.sort_unstable();
-    kept.extend(by_key);
+    // One sort puts the kept records back in file order (the records
+    // without a key are already in it; positions are distinct).
+    kept.extend(best.into_values());
     kept.sort_unstable();
     // Sidechain replays: a message the main chain has is not counted again.
-    let main_chain: HashSet<u64> = kept
+    // The set is built on the side that is usually the smaller: the
+    // sidechains' messages, then those the main chain has too.
+    let event = |&(fi, ei): &(usize, usize)| &files[fi].parse.events[ei];
+    let side = |e: &Event| e.flags & flags::SIDECHAIN != 0;
+    let mut replayed: HashMap<u64, bool> = kept
         .iter()
-        .map(|&(fi, ei)| &files[fi].parse.events[ei])
-        .filter(|e| e.group != 0 && e.flags & flags::SIDECHAIN == 0)
-        .map(|e| e.group)
+        .map(event)
+        .filter(|e| e.group != 0 && side(e))
+        .map(|e| (e.group, false))
         .collect();
+    if !replayed.is_empty() {
+        for e in kept.iter().map(event).filter(|e| !side(e)) {
+            if let Some(on_main) = replayed.get_mut(&e.group) {
+                *on_main = true;
+            }
+        }
+    }
     for (fi, ei) in kept {
         let fp = files[fi].parse;
         let e = &fp.events[ei];
-        if e.flags & flags::SIDECHAIN != 0 && main_chain.contains(&e.group) {
+        if side(e) && replayed.get(&e.group) == Some(&true) {
             charge(fi, 0, 1);
             continue;
         }
