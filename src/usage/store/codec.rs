@@ -357,16 +357,21 @@ impl Default for EventBytes {
     }
 }
 
+// Inlined: the release build optimises for size, and a call per field
+// would cost more than the field.
 impl EventBytes {
+    #[inline(always)]
     fn u8(&mut self, v: u8) {
         self.buf[self.len] = v;
         self.len += 1;
     }
+    #[inline(always)]
     fn u64(&mut self, v: u64) {
         self.buf[self.len..self.len + 8].copy_from_slice(&v.to_le_bytes());
         self.len += 8;
     }
     /// LEB128 unsigned varint.
+    #[inline(always)]
     fn var(&mut self, mut v: u64) {
         while v >= 0x80 {
             self.u8((v as u8) | 0x80);
