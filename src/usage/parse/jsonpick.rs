@@ -239,16 +239,8 @@ impl<'a> Cursor<'a> {
     /// is). `Some(None)` for any other value (skipped) or a string that is
     /// not UTF-8, `None` for malformed JSON.
     pub fn text(&mut self) -> Option<Option<Cow<'a, [u8]>>> {
-        if self.peek()? != b'"' {
-            self.skip()?;
-            return Some(None);
-        }
-        let (raw, escaped) = self.raw_string()?;
-        if !escaped {
-            let utf8 = raw.is_ascii() || std::str::from_utf8(raw).is_ok();
-            return Some(utf8.then_some(Cow::Borrowed(raw)));
-        }
-        Some(Some(Cow::Owned(decode(raw)?.into_bytes())))
+        let utf8 = |b: &Cow<[u8]>| b.is_ascii() || std::str::from_utf8(b).is_ok();
+        Some(self.bytes()?.filter(utf8))
     }
 
     /// A string's bytes, escapes decoded, not checked as UTF-8: for a

@@ -575,6 +575,13 @@ mod tests {
     }
 
     /// An event carrying every field, whatever its kind.
+    const KINDS: [EventKind; 4] = [
+        EventKind::Claude,
+        EventKind::CodexTotals,
+        EventKind::CodexLast,
+        EventKind::CodexRecord,
+    ];
+
     fn full_event(kind: EventKind, ts: i64) -> Event {
         Event {
             kind,
@@ -595,11 +602,15 @@ mod tests {
     /// or Codex record a key, Codex totals and last-usage events the
     /// `last` counters.
     fn event(kind: EventKind, ts: i64) -> Event {
-        let full = full_event(kind, ts);
+        own_fields(full_event(kind, ts))
+    }
+
+    /// `e` with the fields its kind does not have set to zero.
+    fn own_fields(e: Event) -> Event {
         Event {
-            key: if has_key(kind) { full.key } else { 0 },
-            last: if has_last(kind) { full.last } else { [0; 6] },
-            ..full
+            key: if has_key(e.kind) { e.key } else { 0 },
+            last: if has_last(e.kind) { e.last } else { [0; 6] },
+            ..e
         }
     }
 
@@ -620,12 +631,7 @@ mod tests {
 
     #[test]
     fn events_round_trip_and_keep_only_the_fields_of_their_kind() {
-        let kinds = [
-            EventKind::Claude,
-            EventKind::CodexTotals,
-            EventKind::CodexLast,
-            EventKind::CodexRecord,
-        ];
+        let kinds = KINDS;
         // Timestamps going back and forth: deltas of both signs.
         let events: Vec<Event> = kinds
             .iter()
@@ -644,17 +650,11 @@ mod tests {
     #[test]
     fn the_largest_events_of_every_kind_round_trip() {
         // Every varint at its longest: what an event's bytes must hold.
-        let kinds = [
-            EventKind::Claude,
-            EventKind::CodexTotals,
-            EventKind::CodexLast,
-            EventKind::CodexRecord,
-        ];
-        let largest: Vec<Event> = kinds
+        let largest: Vec<Event> = KINDS
             .iter()
             .enumerate()
             .map(|(n, &kind)| {
-                let e = Event {
+                own_fields(Event {
                     ts: if n % 2 == 0 { i64::MIN } else { i64::MAX },
                     model: u32::MAX,
                     cwd: u32::MAX,
@@ -665,12 +665,7 @@ mod tests {
                     t: [u64::MAX; 6],
                     last: [u64::MAX; 6],
                     ..full_event(kind, 0)
-                };
-                Event {
-                    key: if has_key(kind) { e.key } else { 0 },
-                    last: if has_last(kind) { e.last } else { [0; 6] },
-                    ..e
-                }
+                })
             })
             .collect();
         let raw = encode_events(&largest);
