@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
+use crate::usage::discover::byte_order;
 use crate::usage::event::{Agent, FileParse, fnv1a};
 use crate::usage::parse::scan;
 pub use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
@@ -307,13 +308,15 @@ pub fn refresh_threads(
             None => (c.path.to_string_lossy(), c),
         })
         .collect();
-    wanted.sort_by(|a, b| a.0.cmp(&b.0));
+    wanted.sort_by(|a, b| byte_order(a.0.as_bytes(), b.0.as_bytes()));
     wanted.dedup_by(|a, b| a.0 == b.0);
     let mut gone: Vec<String> = Vec::new();
     let mut jobs: Vec<Job> = Vec::new();
     let mut entries = index.files.iter_mut().peekable();
     for (key, c) in wanted {
-        while let Some((k, _)) = entries.next_if(|(k, _)| k.as_str() < key.as_ref()) {
+        while let Some((k, _)) =
+            entries.next_if(|(k, _)| byte_order(k.as_bytes(), key.as_bytes()).is_lt())
+        {
             gone.push(k.clone());
         }
         let mut existing = entries
