@@ -1,5 +1,6 @@
 //! A bounded cursor over bytes: the one way heeler reads binary formats
-//! (its own cache files and the system's TZif zone files).
+//! (its own cache files and the system's TZif zone files); and the order of
+//! byte strings, compared a word at a time.
 //!
 //! Every read checks the bytes that remain first, so a truncated or
 //! corrupt input yields `None` instead of a panic, and a length read from
@@ -114,9 +115,53 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// `a.cmp(b)`, compared eight bytes at a time. Usage sorts and merges
+/// thousands of transcript paths that share long prefixes (the root, the
+/// project directory), and the static build's `memcmp` goes a byte at a
+/// time: in its one-file append, sorting the candidates with it took 6% of
+/// the CPU.
+pub fn byte_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    let word = |c: &[u8]| u64::from_be_bytes(c.try_into().unwrap_or_default());
+    let mut equal = 0;
+    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+        // Big-endian: the first byte that differs decides, as in `cmp`.
+        let (x, y) = (word(x), word(y));
+        if x != y {
+            return x.cmp(&y);
+        }
+        equal += 8;
+    }
+    a[equal..].cmp(&b[equal..])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn byte_order_is_the_order_of_byte_strings() {
+        // Oracle: the slice order. Every prefix of a 40-byte string (so
+        // every length around a word), and each with one byte changed to
+        // the lowest, a middle and the highest value at every position:
+        // strings equal up to any point, then differing or ending.
+        let base: Vec<u8> = (0..40).map(|i| b'a' + (i % 7) as u8).collect();
+        let mut strings: Vec<Vec<u8>> = Vec::new();
+        for len in 0..=base.len() {
+            strings.push(base[..len].to_vec());
+            for at in (0..len).step_by(3) {
+                for byte in [0x00, 0x61, 0xff] {
+                    let mut s = base[..len].to_vec();
+                    s[at] = byte;
+                    strings.push(s);
+                }
+            }
+        }
+        for a in &strings {
+            for b in &strings {
+                assert_eq!(byte_order(a, b), a.cmp(b), "{a:?} {b:?}");
+            }
+        }
+    }
 
     #[test]
     fn integers_read_in_their_byte_order() {

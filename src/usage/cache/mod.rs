@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
-use crate::usage::discover::byte_order;
+use crate::base::bytes::byte_order;
 use crate::usage::event::{Agent, FileParse, fnv1a};
 use crate::usage::parse::scan;
 pub use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
