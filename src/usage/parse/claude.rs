@@ -292,11 +292,9 @@ fn record_event(
 #[cfg(test)]
 pub(super) fn parse_line_exact(fp: &mut FileParse, line: &[u8]) {
     use crate::base::json::{self, Number, Object, Value};
+    // A string member's bytes: the exact parser has already checked the
+    // whole line as UTF-8, so `Cursor::bytes` and `Cursor::text` read alike.
     fn text(v: Option<&Value>) -> Option<Cow<'_, [u8]>> {
-        v.and_then(Value::as_str)
-            .map(|s| Cow::Borrowed(s.as_bytes()))
-    }
-    fn bytes(v: Option<&Value>) -> Option<Cow<'_, [u8]>> {
         v.and_then(Value::as_str)
             .map(|s| Cow::Borrowed(s.as_bytes()))
     }
@@ -338,8 +336,8 @@ pub(super) fn parse_line_exact(fp: &mut FileParse, line: &[u8]) {
             });
         let of_usage = |k: &str| count(usage.and_then(|u| u.get(k)));
         Fields {
-            kind: bytes(record.get("type")),
-            timestamp: bytes(record.get("timestamp")),
+            kind: text(record.get("type")),
+            timestamp: text(record.get("timestamp")),
             cwd: text(record.get("cwd")),
             request_id: text(record.get("requestId")),
             sidechain: record.get("isSidechain").and_then(Value::as_bool) == Some(true),

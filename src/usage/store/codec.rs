@@ -344,14 +344,14 @@ pub fn encode_events(events: &[Event]) -> Vec<u8> {
 /// 165 bytes (kind, time delta, three string indexes, flags, key, group,
 /// the twelve counters).
 struct EventBytes {
-    buf: [u8; 168],
+    buf: [u8; EventBytes::MAX],
     len: usize,
 }
 
 impl Default for EventBytes {
     fn default() -> EventBytes {
         EventBytes {
-            buf: [0; 168],
+            buf: [0; EventBytes::MAX],
             len: 0,
         }
     }
@@ -360,6 +360,9 @@ impl Default for EventBytes {
 // Inlined: the release build optimises for size, and a call per field
 // would cost more than the field.
 impl EventBytes {
+    /// The bound above, rounded up to a multiple of eight.
+    const MAX: usize = 168;
+
     #[inline(always)]
     fn u8(&mut self, v: u8) {
         self.buf[self.len] = v;
