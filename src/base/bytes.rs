@@ -134,6 +134,31 @@ pub fn byte_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
     a[equal..].cmp(&b[equal..])
 }
 
+/// `a == b`, compared eight bytes at a time (see [`byte_order`]; the static
+/// build's `bcmp` is byte-wise too).
+pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && byte_order(a, b).is_eq()
+}
+
+/// How many bytes `a` and `b` share at their start, counted eight at a
+/// time. Strings that all share a prefix sort as their rests do, so a sort
+/// of paths under one root need not compare the root again and again.
+pub fn shared_prefix(a: &[u8], b: &[u8]) -> usize {
+    let word = |c: &[u8]| u64::from_le_bytes(c.try_into().unwrap_or_default());
+    let mut equal = 0;
+    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+        // Little-endian: the lowest set bit of the difference is the
+        // first byte that differs.
+        let differ = word(x) ^ word(y);
+        if differ != 0 {
+            return equal + (differ.trailing_zeros() / 8) as usize;
+        }
+        equal += 8;
+    }
+    let rest = a[equal..].iter().zip(&b[equal..]);
+    equal + rest.take_while(|(x, y)| x == y).count()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,6 +184,29 @@ mod tests {
         for a in &strings {
             for b in &strings {
                 assert_eq!(byte_order(a, b), a.cmp(b), "{a:?} {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn shared_prefixes_and_equality_agree_with_bytewise_scans() {
+        // Oracle: a byte-by-byte count and the slice equality, over strings
+        // that differ (or end) at every position around a word.
+        let base: Vec<u8> = (0..40).map(|i| b'a' + (i % 7) as u8).collect();
+        let mut strings: Vec<Vec<u8>> = Vec::new();
+        for len in 0..=base.len() {
+            strings.push(base[..len].to_vec());
+            for at in 0..len {
+                let mut s = base[..len].to_vec();
+                s[at] ^= 0x80;
+                strings.push(s);
+            }
+        }
+        for a in &strings {
+            for b in &strings {
+                let oracle = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+                assert_eq!(shared_prefix(a, b), oracle, "{a:?} {b:?}");
+                assert_eq!(same_bytes(a, b), a == b, "{a:?} {b:?}");
             }
         }
     }

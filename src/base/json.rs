@@ -551,42 +551,63 @@ fn write_value(out: &mut String, value: &Value, sorted: bool) {
             out.push(']');
         }
         Value::Object(object) => {
-            let mut members: Vec<&(String, Value)> = object.members.iter().collect();
-            if sorted {
-                members.sort_by(|a, b| a.0.cmp(&b.0));
-            }
             out.push('{');
-            for (i, (key, item)) in members.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
+            if sorted {
+                let mut members: Vec<&(String, Value)> = object.members.iter().collect();
+                members.sort_by(|a, b| a.0.cmp(&b.0));
+                for (i, (key, item)) in members.into_iter().enumerate() {
+                    write_member(out, i, key, item, sorted);
                 }
-                write_string(out, key);
-                out.push(':');
-                write_value(out, item, sorted);
+            } else {
+                for (i, (key, item)) in object.members.iter().enumerate() {
+                    write_member(out, i, key, item, sorted);
+                }
             }
             out.push('}');
         }
     }
 }
 
-/// A JSON string literal with `JSON.stringify`'s escapes.
-pub fn write_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
+fn write_member(out: &mut String, i: usize, key: &str, item: &Value, sorted: bool) {
+    if i > 0 {
+        out.push(',');
     }
+    write_string(out, key);
+    out.push(':');
+    write_value(out, item, sorted);
+}
+
+/// A JSON string literal as `JSON.stringify` writes it: `"`, `\\` and the
+/// control characters escaped (the short escapes where JSON has one),
+/// everything else as it is. The runs between escapes are copied whole
+/// (snapshots and views write thousands of strings, nearly all plain).
+pub fn write_string(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
+    out.push('"');
+    let mut plain = 0;
+    for (i, &b) in s.as_bytes().iter().enumerate() {
+        let short = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x00..=0x1f => "",
+            _ => continue,
+        };
+        // `i` is at an ASCII byte, so both ends of the run are character
+        // boundaries.
+        out.push_str(&s[plain..i]);
+        if short.is_empty() {
+            let _ = write!(out, "\\u{:04x}", b);
+        } else {
+            out.push_str(short);
+        }
+        plain = i + 1;
+    }
+    out.push_str(&s[plain..]);
     out.push('"');
 }
 
@@ -599,14 +620,29 @@ pub fn quote(s: &str) -> String {
 
 fn write_number(out: &mut String, n: Number) {
     match n {
-        Number::Unsigned(n) => {
-            let _ = write!(out, "{n}");
-        }
-        Number::Signed(n) => {
-            let _ = write!(out, "{n}");
-        }
+        Number::Unsigned(n) => write_integer(out, false, n),
+        Number::Signed(n) => write_integer(out, n < 0, n.unsigned_abs()),
         Number::Float(f) => out.push_str(&format_js_number(f)),
     }
+}
+
+/// An integer's decimal digits, put together on the stack (the formatter's
+/// machinery costs more than the digits; a snapshot has thousands).
+fn write_integer(out: &mut String, negative: bool, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if negative {
+        out.push('-');
+    }
+    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
 }
 
 /// `Number.prototype.toString` for a double: the shortest round-trip digits,
@@ -739,6 +775,59 @@ mod tests {
             quote("\u{1}\u{7f}\u{2028}\"\\"),
             "\"\\u0001\u{7f}\u{2028}\\\"\\\\\""
         );
+    }
+
+    #[test]
+    fn strings_are_quoted_as_ecmascript_quotes_them() {
+        // Oracle: ECMA-262's QuoteJSONString, a character at a time: the
+        // short escapes, other code units below U+0020 as lowercase `\u`
+        // escapes, everything else (U+007F, U+2028, astral) as it is.
+        fn quote_json_string(s: &str) -> String {
+            let mut out = String::from("\"");
+            for c in s.chars() {
+                match c {
+                    '\u{8}' => out += "\\b",
+                    '\t' => out += "\\t",
+                    '\n' => out += "\\n",
+                    '\u{c}' => out += "\\f",
+                    '\r' => out += "\\r",
+                    '"' => out += "\\\"",
+                    '\\' => out += "\\\\",
+                    c if (c as u32) < 0x20 => out += &format!("\\u{:04x}", c as u32),
+                    c => out.push(c),
+                }
+            }
+            out + "\""
+        }
+        // Every ASCII character alone, at a run's start, middle and end, and
+        // beside multi-byte characters.
+        for b in 0u8..0x80 {
+            let c = char::from(b);
+            for s in [
+                format!("{c}"),
+                format!("{c}plain"),
+                format!("pl{c}ain"),
+                format!("plain{c}"),
+                format!("é{c}€{c}😀"),
+                format!("{c}{c}\u{2028}{c}"),
+            ] {
+                assert_eq!(quote(&s), quote_json_string(&s), "{s:?}");
+            }
+        }
+        assert_eq!(quote(""), "\"\"");
+    }
+
+    #[test]
+    fn integers_print_as_their_decimal_digits() {
+        // Oracle: the standard formatter.
+        let unsigned = [0, 1, 9, 10, 99, 100, 12_345, u64::from(u32::MAX), u64::MAX];
+        for n in unsigned {
+            assert_eq!(Value::from(n).to_json(), n.to_string());
+        }
+        let signed = [i64::MIN, i64::MIN + 1, -1_000_000, -10, -9, -1];
+        for n in signed {
+            assert_eq!(Value::Number(Number::Signed(n)).to_json(), n.to_string());
+        }
     }
 
     #[test]

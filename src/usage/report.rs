@@ -9,7 +9,7 @@
 //! zone and on any day without rescanning.
 
 use crate::base::json::{self, Object, Value};
-use crate::usage::aggregate::{SlotTotals, Totals};
+use crate::usage::aggregate::{SlotTotals, Text, Totals};
 use crate::usage::event::Agent;
 use crate::usage::parse::jsonpick::Cursor;
 use crate::usage::pricing::SourceMeta;
@@ -266,6 +266,40 @@ pub fn render(snapshot: Option<&Snapshot>, zone: &Zone, env: &Envelope) -> Value
     assemble(header, parts, zone, env)
 }
 
+/// Sums by (kind, name) for tens of thousands of slots and a few dozen
+/// names. Slots share their names' allocations (a state's string table),
+/// so a slot finds its sum by its name's address, a word to hash; only a
+/// new address is looked up by the text. A name held in two allocations
+/// still has one sum, and every sum adds its slots in their order.
+struct SumsByName<'s, K, V> {
+    by_address: HashMap<(K, usize), usize>,
+    by_name: HashMap<(K, &'s str), usize>,
+    sums: Vec<((K, &'s str), V)>,
+}
+
+impl<K, V> Default for SumsByName<'_, K, V> {
+    fn default() -> Self {
+        SumsByName {
+            by_address: HashMap::default(),
+            by_name: HashMap::default(),
+            sums: Vec::new(),
+        }
+    }
+}
+
+impl<'s, K: Copy + Eq + std::hash::Hash, V: Default> SumsByName<'s, K, V> {
+    fn entry(&mut self, kind: K, name: &'s Text) -> &mut V {
+        let address = std::sync::Arc::as_ptr(name).cast::<u8>() as usize;
+        let at = *self.by_address.entry((kind, address)).or_insert_with(|| {
+            *self.by_name.entry((kind, name)).or_insert_with(|| {
+                self.sums.push(((kind, name), V::default()));
+                self.sums.len() - 1
+            })
+        });
+        &mut self.sums[at].1
+    }
+}
+
 /// The token members of an answer (`windows`, `daily`, `models`,
 /// `directories`), which depend only on the slots, the zone and the local
 /// day of `now`: the worker renders them ahead for the zones queries use.
@@ -276,8 +310,8 @@ pub fn token_parts(slots: &[SlotTotals], zone: &Zone, now: i64) -> Object {
     // Tens of thousands of slots, a few dozen models and directories: the
     // sums go to hash maps (sorted below), and slots sharing a time (they
     // come in time order) share one zone lookup.
-    let mut models: HashMap<(Agent, &str), Totals> = HashMap::default();
-    let mut dirs: HashMap<&str, (Totals, bool, bool)> = HashMap::default();
+    let mut models: SumsByName<Agent, Totals> = SumsByName::default();
+    let mut dirs: SumsByName<(), (Totals, bool, bool)> = SumsByName::default();
     let mut last: Option<(i64, i64)> = None;
     for s in slots {
         let day = match last {
@@ -292,11 +326,8 @@ pub fn token_parts(slots: &[SlotTotals], zone: &Zone, now: i64) -> Object {
             continue;
         }
         days[(day - first) as usize].add(s.agent, &s.totals);
-        models
-            .entry((s.agent, &s.model))
-            .or_default()
-            .add(&s.totals);
-        let d = dirs.entry(&*s.cwd).or_default();
+        models.entry(s.agent, &s.model).add(&s.totals);
+        let d = dirs.entry((), &s.cwd);
         d.0.add(&s.totals);
         match s.agent {
             Agent::Claude => d.1 = true,
@@ -334,7 +365,7 @@ pub fn token_parts(slots: &[SlotTotals], zone: &Zone, now: i64) -> Object {
             )
         })
         .collect();
-    let mut model_list: Vec<((Agent, &str), Totals)> = models.into_iter().collect();
+    let mut model_list = models.sums;
     model_list.sort_by(|a, b| {
         b.1.cost_usd
             .total_cmp(&a.1.cost_usd)
@@ -353,11 +384,11 @@ pub fn token_parts(slots: &[SlotTotals], zone: &Zone, now: i64) -> Object {
             )
         })
         .collect();
-    let mut dir_list: Vec<(&str, (Totals, bool, bool))> = dirs.into_iter().collect();
-    dir_list.sort_by(|a, b| by_total_then_cost(&a.1.0, &b.1.0).then(a.0.cmp(b.0)));
+    let mut dir_list = dirs.sums;
+    dir_list.sort_by(|a, b| by_total_then_cost(&a.1.0, &b.1.0).then(a.0.1.cmp(b.0.1)));
     let mut other = Totals::default();
     let mut top = Vec::new();
-    for (i, (path, (t, claude, codex))) in dir_list.iter().enumerate() {
+    for (i, (((), path), (t, claude, codex))) in dir_list.iter().enumerate() {
         if i >= TOP_DIRECTORIES {
             other.add(t);
             continue;

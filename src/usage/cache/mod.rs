@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
-use crate::base::bytes::byte_order;
+use crate::base::bytes::{byte_order, same_bytes};
 use crate::usage::event::{Agent, FileParse, fnv1a};
 use crate::usage::parse::scan;
 pub use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
@@ -309,19 +309,28 @@ pub fn refresh_threads(
         })
         .collect();
     wanted.sort_by(|a, b| byte_order(a.0.as_bytes(), b.0.as_bytes()));
-    wanted.dedup_by(|a, b| a.0 == b.0);
+    wanted.dedup_by(|a, b| same_bytes(a.0.as_bytes(), b.0.as_bytes()));
     let mut gone: Vec<String> = Vec::new();
     let mut jobs: Vec<Job> = Vec::new();
     let mut entries = index.files.iter_mut().peekable();
     for (key, c) in wanted {
-        while let Some((k, _)) =
-            entries.next_if(|(k, _)| byte_order(k.as_bytes(), key.as_bytes()).is_lt())
-        {
-            gone.push(k.clone());
+        // One comparison of each entry with the key: before it, gone; equal,
+        // its entry.
+        let mut existing = None;
+        while let Some((k, _)) = entries.peek() {
+            match byte_order(k.as_bytes(), key.as_bytes()) {
+                std::cmp::Ordering::Less => {
+                    if let Some((k, _)) = entries.next() {
+                        gone.push(k.clone());
+                    }
+                }
+                std::cmp::Ordering::Equal => {
+                    existing = entries.next().map(|(_, e)| e);
+                    break;
+                }
+                std::cmp::Ordering::Greater => break,
+            }
         }
-        let mut existing = entries
-            .next_if(|(k, _)| k.as_str() == key.as_ref())
-            .map(|(_, e)| e);
         let now = match &c.meta {
             Some(meta) => Some(stat_of(meta)),
             None => std::fs::metadata(&c.path).ok().as_ref().map(stat_of),
