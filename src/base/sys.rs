@@ -548,6 +548,166 @@ pub fn disable_core_dumps() -> io::Result<()> {
     Ok(())
 }
 
+/// A directory open for listing, whose files' metadata is read relative to
+/// it (`fstatat`). The usage walk lists a thousand directories and `stat`s
+/// thousands of transcripts on every refresh: this way no path is joined or
+/// looked up again for a file's metadata, and an entry's name is not copied.
+/// (On musl, `std`'s `DirEntry::metadata` is an `lstat` of the joined path:
+/// an allocation and a walk of every component per file.)
+pub(crate) struct Directory {
+    stream: std::ptr::NonNull<libc::DIR>,
+}
+
+/// What a directory entry is, not following a symbolic link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EntryKind {
+    Directory,
+    File,
+    Other,
+}
+
+/// One entry of a [`Directory`], borrowed until the next is read.
+pub(crate) struct DirEntry<'a> {
+    directory: &'a Directory,
+    name: &'a CStr,
+    kind: EntryKind,
+}
+
+/// What `lstat` reports of a file's identity, size and modification time,
+/// as `std`'s `MetadataExt` converts them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FileStat {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime_sec: i64,
+    pub mtime_nsec: i64,
+}
+
+impl Directory {
+    pub(crate) fn open(path: &std::path::Path) -> io::Result<Directory> {
+        use std::os::unix::ffi::OsStrExt;
+        let path = std::ffi::CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        // SAFETY: `path` is NUL-terminated and outlives the call; opendir
+        // returns NULL or a stream we own until closedir (in `drop`).
+        let stream = unsafe { libc::opendir(path.as_ptr()) };
+        std::ptr::NonNull::new(stream)
+            .map(|stream| Directory { stream })
+            .ok_or_else(io::Error::last_os_error)
+    }
+
+    /// The next entry other than `.` and `..`; `None` at the end, an error
+    /// when the listing fails (after which it should not be read on).
+    pub(crate) fn next_entry(&mut self) -> Option<io::Result<DirEntry<'_>>> {
+        let directory: &Directory = self;
+        loop {
+            // readdir reports the end and an error alike, by NULL; only an
+            // error sets errno.
+            clear_errno();
+            // SAFETY: the stream is open (closed only in `drop`). The entry
+            // it returns stays valid until the next readdir or closedir on
+            // this stream; `&mut self` forbids both while the returned
+            // entry borrows it.
+            let entry = unsafe { libc::readdir(directory.stream.as_ptr()) };
+            if entry.is_null() {
+                let error = io::Error::last_os_error();
+                return (error.raw_os_error() != Some(0)).then_some(Err(error));
+            }
+            // SAFETY: a non-NULL entry from readdir is valid (see above), and
+            // its `d_name` is NUL-terminated within it.
+            let (name, d_type) =
+                unsafe { (CStr::from_ptr((*entry).d_name.as_ptr()), (*entry).d_type) };
+            if name == c"." || name == c".." {
+                continue;
+            }
+            let kind = match d_type {
+                libc::DT_DIR => EntryKind::Directory,
+                libc::DT_REG => EntryKind::File,
+                // Some file systems do not say: then lstat does. An entry
+                // gone before it could be asked is neither.
+                libc::DT_UNKNOWN => directory
+                    .lstat_raw(name)
+                    .map_or(EntryKind::Other, |st| kind_of_mode(st.st_mode)),
+                _ => EntryKind::Other,
+            };
+            return Some(Ok(DirEntry {
+                directory,
+                name,
+                kind,
+            }));
+        }
+    }
+
+    fn lstat_raw(&self, name: &CStr) -> io::Result<libc::stat> {
+        // SAFETY: the stream is open, so its descriptor is valid.
+        let fd = unsafe { libc::dirfd(self.stream.as_ptr()) };
+        // SAFETY: an all-zero `stat` is a valid value of the plain C struct.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `fd` is valid, `name` NUL-terminated, and `st` a struct we
+        // own for fstatat to fill.
+        if unsafe { libc::fstatat(fd, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(st)
+    }
+}
+
+impl Drop for Directory {
+    fn drop(&mut self) {
+        // SAFETY: the stream is open and closed only here, once.
+        unsafe { libc::closedir(self.stream.as_ptr()) };
+    }
+}
+
+impl DirEntry<'_> {
+    pub(crate) fn name(&self) -> &std::ffi::OsStr {
+        use std::os::unix::ffi::OsStrExt;
+        std::ffi::OsStr::from_bytes(self.name.to_bytes())
+    }
+
+    pub(crate) fn kind(&self) -> EntryKind {
+        self.kind
+    }
+
+    /// The entry's metadata (`lstat`), read relative to its directory.
+    pub(crate) fn stat(&self) -> io::Result<FileStat> {
+        let st = self.directory.lstat_raw(self.name)?;
+        // The conversions of `std::os::unix::fs::MetadataExt`.
+        #[allow(clippy::unnecessary_cast)]
+        Ok(FileStat {
+            dev: st.st_dev as u64,
+            ino: st.st_ino as u64,
+            size: st.st_size as u64,
+            mtime_sec: st.st_mtime as i64,
+            mtime_nsec: st.st_mtime_nsec as i64,
+        })
+    }
+}
+
+fn kind_of_mode(mode: libc::mode_t) -> EntryKind {
+    match mode & libc::S_IFMT {
+        libc::S_IFDIR => EntryKind::Directory,
+        libc::S_IFREG => EntryKind::File,
+        _ => EntryKind::Other,
+    }
+}
+
+/// Sets this thread's errno to 0.
+fn clear_errno() {
+    // SAFETY: the location is this thread's errno, valid for writing for
+    // the thread's life.
+    #[cfg(target_os = "linux")]
+    unsafe {
+        *libc::__errno_location() = 0;
+    }
+    // SAFETY: as above.
+    #[cfg(target_os = "macos")]
+    unsafe {
+        *libc::__error() = 0;
+    }
+}
+
 /// Whether this process may still write a core dump: a non-zero soft
 /// `RLIMIT_CORE`, or (on Linux) the dumpable flag set. For tests.
 #[cfg(test)]
@@ -570,6 +730,61 @@ pub(crate) fn may_dump_core() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_directory_lists_what_std_lists_with_lstat_metadata() {
+        use std::os::unix::fs::MetadataExt;
+        // Oracle: `std::fs::read_dir` and `symlink_metadata`.
+        let dir = crate::base::scratch::ScratchDir::new("sys-directory");
+        std::fs::write(dir.join("a.jsonl"), b"one line\n").unwrap();
+        std::fs::write(dir.join("b"), b"").unwrap();
+        std::fs::create_dir(dir.join("sub")).unwrap();
+        std::os::unix::fs::symlink(dir.join("a.jsonl"), dir.join("link.jsonl")).unwrap();
+        std::os::unix::fs::symlink(dir.join("sub"), dir.join("link-dir")).unwrap();
+        let mut want: Vec<(std::ffi::OsString, EntryKind, Option<FileStat>)> =
+            std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| {
+                    let e = e.unwrap();
+                    let meta = std::fs::symlink_metadata(e.path()).unwrap();
+                    let kind = if meta.file_type().is_dir() {
+                        EntryKind::Directory
+                    } else if meta.file_type().is_file() {
+                        EntryKind::File
+                    } else {
+                        EntryKind::Other
+                    };
+                    let stat = FileStat {
+                        dev: meta.dev(),
+                        ino: meta.ino(),
+                        size: meta.size(),
+                        mtime_sec: meta.mtime(),
+                        mtime_nsec: meta.mtime_nsec(),
+                    };
+                    (e.file_name(), kind, Some(stat))
+                })
+                .collect();
+        let mut listing = Directory::open(dir.path()).unwrap();
+        let mut got = Vec::new();
+        while let Some(entry) = listing.next_entry() {
+            let entry = entry.unwrap();
+            got.push((entry.name().to_owned(), entry.kind(), entry.stat().ok()));
+        }
+        want.sort_by(|a, b| a.0.cmp(&b.0));
+        got.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(got.len(), 5);
+        assert_eq!(got, want);
+        assert_eq!(
+            Directory::open(&dir.join("missing"))
+                .err()
+                .map(|e| e.kind()),
+            Some(io::ErrorKind::NotFound)
+        );
+        assert_eq!(
+            Directory::open(&dir.join("b")).err().map(|e| e.kind()),
+            Some(io::ErrorKind::NotADirectory)
+        );
+    }
 
     #[test]
     fn after_disabling_core_dumps_none_can_be_written() {

@@ -8,13 +8,13 @@
 //! relative to the open directory, no second path walk).
 
 use std::ffi::OsStr;
-use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex};
 
 use crate::base::bytes::{byte_order, same_bytes, shared_prefix};
 use crate::base::json::Value;
+use crate::base::sys::{self, EntryKind, FileStat as Stat};
 use crate::usage::cache::Candidate;
 use crate::usage::event::Agent;
 
@@ -125,7 +125,7 @@ impl Kind {
 /// be listed (by kind).
 #[derive(Default)]
 struct Found {
-    files: Vec<(PathBuf, fs::Metadata, Kind)>,
+    files: Vec<(PathBuf, Stat, Kind)>,
     unreadable: Vec<Kind>,
 }
 
@@ -171,8 +171,8 @@ fn read_one(
     found: &mut Found,
 ) -> Vec<(PathBuf, usize, Kind)> {
     let mut subdirs = Vec::new();
-    let entries = match fs::read_dir(dir) {
-        Ok(entries) => entries,
+    let mut listing = match sys::Directory::open(dir) {
+        Ok(listing) => listing,
         Err(e) => {
             if !missing(&e) {
                 found.unreadable.push(kind);
@@ -181,28 +181,25 @@ fn read_one(
         }
     };
     let mut broken = false;
-    for entry in entries {
+    while let Some(entry) = listing.next_entry() {
         let entry = match entry {
             Ok(entry) => entry,
             Err(e) => {
                 broken |= !missing(&e);
-                continue;
+                break;
             }
         };
-        let Ok(file_type) = entry.file_type() else {
-            continue;
-        };
-        if file_type.is_dir() {
-            if depth < MAX_DEPTH {
-                subdirs.push((joined(dir, &entry.file_name()), depth + 1, kind));
+        match entry.kind() {
+            EntryKind::Directory if depth < MAX_DEPTH => {
+                subdirs.push((joined(dir, entry.name()), depth + 1, kind));
             }
-        } else if file_type.is_file() {
-            let name = entry.file_name();
-            if kind.wants(&name)
-                && let Ok(meta) = entry.metadata()
-            {
-                found.files.push((joined(dir, &name), meta, kind));
+            // A file gone before its metadata could be read is not listed.
+            EntryKind::File if kind.wants(entry.name()) => {
+                if let Ok(stat) = entry.stat() {
+                    found.files.push((joined(dir, entry.name()), stat, kind));
+                }
             }
+            _ => {}
         }
     }
     if broken {
@@ -211,10 +208,10 @@ fn read_one(
     subdirs
 }
 
-/// `dir/name`, allocated once at its length. `DirEntry::path` allocates
-/// the directory's length and grows it for the name: a reallocation for
-/// each of thousands of entries, which the static build's allocator does
-/// by copying (in its one-file append, 7% of the instructions).
+/// `dir/name`, allocated once at its length (`std`'s `DirEntry::path`
+/// allocates the directory's length and grows it for the name: a
+/// reallocation for each of thousands of entries, which the static build's
+/// allocator does by copying).
 fn joined(dir: &Path, name: &OsStr) -> PathBuf {
     let mut path = PathBuf::with_capacity(dir.as_os_str().len() + 1 + name.len());
     path.push(dir);
@@ -293,7 +290,7 @@ pub fn discover(roots: &Roots) -> Discovery {
     let unsorted: Vec<Candidate> = found
         .into_iter()
         .flat_map(|f| f.files)
-        .filter_map(|(path, meta, kind)| {
+        .filter_map(|(path, stat, kind)| {
             let (agent, compressed) = match kind {
                 Kind::Claude => (Agent::Claude, false),
                 Kind::Codex => (Agent::Codex, path.as_os_str().as_bytes().ends_with(b".zst")),
@@ -305,7 +302,7 @@ pub fn discover(roots: &Roots) -> Discovery {
                 path,
                 agent,
                 compressed,
-                meta: Some(meta),
+                stat: Some(stat.into()),
             })
         })
         .collect();
@@ -339,6 +336,7 @@ fn in_path_order(found: Vec<Candidate>) -> Vec<Candidate> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
@@ -347,7 +345,7 @@ mod tests {
             path: PathBuf::from(path),
             agent,
             compressed: false,
-            meta: None,
+            stat: None,
         };
         let sorted = in_path_order(vec![
             found("/r/b.jsonl", Agent::Claude),

@@ -40,7 +40,7 @@ pub struct Candidate {
     pub agent: Agent,
     pub compressed: bool,
     /// Its metadata when discovery already read it (else `stat`ed here).
-    pub meta: Option<Metadata>,
+    pub stat: Option<Stat>,
 }
 
 impl RefreshStats {
@@ -65,8 +65,20 @@ pub struct RefreshStats {
     pub partial: bool,
 }
 
-fn mtime_ns(meta: &Metadata) -> i64 {
-    meta.mtime().saturating_mul(1_000_000_000) + meta.mtime_nsec()
+/// A modification time in nanoseconds, from its seconds and nanoseconds.
+fn mtime_ns(sec: i64, nsec: i64) -> i64 {
+    sec.saturating_mul(1_000_000_000) + nsec
+}
+
+impl From<crate::base::sys::FileStat> for Stat {
+    fn from(s: crate::base::sys::FileStat) -> Stat {
+        Stat {
+            dev: s.dev,
+            ino: s.ino,
+            size: s.size,
+            mtime_ns: mtime_ns(s.mtime_sec, s.mtime_nsec),
+        }
+    }
 }
 
 fn stat_of(meta: &Metadata) -> Stat {
@@ -74,7 +86,7 @@ fn stat_of(meta: &Metadata) -> Stat {
         dev: meta.dev(),
         ino: meta.ino(),
         size: meta.size(),
-        mtime_ns: mtime_ns(meta),
+        mtime_ns: mtime_ns(meta.mtime(), meta.mtime_nsec()),
     }
 }
 
@@ -331,8 +343,8 @@ pub fn refresh_threads(
                 std::cmp::Ordering::Greater => break,
             }
         }
-        let now = match &c.meta {
-            Some(meta) => Some(stat_of(meta)),
+        let now = match c.stat {
+            Some(stat) => Some(stat),
             None => std::fs::metadata(&c.path).ok().as_ref().map(stat_of),
         };
         let plan = plan_for(c, existing.as_deref_mut(), now, window_start_ns);
@@ -643,7 +655,7 @@ mod tests {
                 path: path.clone(),
                 agent: Agent::Claude,
                 compressed,
-                meta: None,
+                stat: None,
             };
             let stat = Stat {
                 dev: 1,
@@ -677,7 +689,7 @@ mod tests {
                         path: dir.join("missing"),
                         agent: Agent::Codex,
                         compressed: false,
-                        meta: None,
+                        stat: None,
                     },
                     Stat {
                         dev: 0,
@@ -699,7 +711,7 @@ mod tests {
             path: PathBuf::from("/x.jsonl"),
             agent: Agent::Codex,
             compressed: false,
-            meta: None,
+            stat: None,
         };
         let stat = Stat {
             dev: 1,

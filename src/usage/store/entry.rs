@@ -210,12 +210,23 @@ mod tests {
             let mut h = mix(0x6865_656c_6572_0001, len as u64);
             for start in (0..len).step_by(8) {
                 let mut word = 0u64;
-                for (k, &b) in path.as_bytes()[start..len.min(start + 8)].iter().enumerate() {
+                for (k, &b) in path.as_bytes()[start..len.min(start + 8)]
+                    .iter()
+                    .enumerate()
+                {
                     word |= u64::from(b) << (8 * k);
                 }
                 h = mix(h, word);
             }
-            for n in [0, e.dev, e.ino, e.size, e.mtime_ns as u64, e.head_hash, e.offset] {
+            for n in [
+                0,
+                e.dev,
+                e.ino,
+                e.size,
+                e.mtime_ns as u64,
+                e.head_hash,
+                e.offset,
+            ] {
                 h = mix(h, n);
             }
             assert_eq!(index_of(&path, e).fingerprint(), h, "{path:?}");

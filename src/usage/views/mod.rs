@@ -248,7 +248,7 @@ fn wait_for_first_refresh(dir: &crate::usage::paths::UsageDir, runtime: Option<&
     let bytes: u64 = found
         .candidates
         .iter()
-        .filter_map(|c| c.meta.as_ref().map(std::fs::Metadata::len))
+        .filter_map(|c| c.stat.map(|s| s.size))
         .sum();
     let started = std::time::Instant::now();
     let mut err = std::io::stderr().lock();
