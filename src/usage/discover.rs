@@ -121,12 +121,22 @@ impl Kind {
     }
 }
 
-/// What walkers found: wanted files, and the directories that could not
-/// be listed (by kind).
+/// What walkers found: each directory's listing (by job number), and the
+/// directories that could not be listed (by kind).
 #[derive(Default)]
 struct Found {
-    files: Vec<(PathBuf, Stat, Kind)>,
+    listings: Vec<(usize, Listing)>,
     unreadable: Vec<Kind>,
+}
+
+/// One directory's wanted files and walked subdirectories, in the byte
+/// order of their paths (see [`read_one`]); a subdirectory is the number
+/// of the job that reads it.
+type Listing = Vec<Listed>;
+
+enum Listed {
+    File(PathBuf, Stat, Kind),
+    Dir(usize),
 }
 
 /// Every transcript under the roots, and how many directories under them
@@ -157,27 +167,41 @@ fn missing(e: &std::io::Error) -> bool {
     )
 }
 
-/// Directories waiting to be read, and how many are being read.
+/// Directories waiting to be read (with their job numbers), how many are
+/// being read, and the next job number.
 struct Queue {
-    dirs: Vec<(PathBuf, usize, Kind)>,
+    dirs: Vec<Job>,
     busy: usize,
+    jobs: usize,
 }
 
-/// Reads one directory: wanted files into `found`, subdirectories back.
-fn read_one(
-    dir: &Path,
+struct Job {
+    dir: PathBuf,
     depth: usize,
     kind: Kind,
-    found: &mut Found,
-) -> Vec<(PathBuf, usize, Kind)> {
-    let mut subdirs = Vec::new();
+    number: usize,
+}
+
+/// Reads one directory: its listing, and the subdirectories to walk
+/// (numbered by `number_jobs` when they are queued).
+///
+/// Every path below a directory `D` starts with `D/`, then an entry's
+/// name: a file's path ends there, a subdirectory's continues with `/`.
+/// So the byte order of all the paths below `D` is the order of the
+/// entries by name, a subdirectory's name read with its `/`, with each
+/// subdirectory's own paths in its place (no other entry's name falls
+/// between `name/` and the paths that extend it). The listing is sorted
+/// so here, comparing names of a few dozen bytes; [`discover`] then
+/// puts the listings together in order, without comparing whole paths.
+fn read_one(dir: &Path, depth: usize, kind: Kind, found: &mut Found) -> (Listing, Vec<PathBuf>) {
+    let mut entries: Vec<(PathBuf, Option<Stat>)> = Vec::new();
     let mut listing = match sys::Directory::open(dir) {
         Ok(listing) => listing,
         Err(e) => {
             if !missing(&e) {
                 found.unreadable.push(kind);
             }
-            return subdirs;
+            return (Vec::new(), Vec::new());
         }
     };
     let mut broken = false;
@@ -191,12 +215,12 @@ fn read_one(
         };
         match entry.kind() {
             EntryKind::Directory if depth < MAX_DEPTH => {
-                subdirs.push((joined(dir, entry.name()), depth + 1, kind));
+                entries.push((joined(dir, entry.name()), None));
             }
             // A file gone before its metadata could be read is not listed.
             EntryKind::File if kind.wants(entry.name()) => {
                 if let Ok(stat) = entry.stat() {
-                    found.files.push((joined(dir, entry.name()), stat, kind));
+                    entries.push((joined(dir, entry.name()), Some(stat)));
                 }
             }
             _ => {}
@@ -205,7 +229,47 @@ fn read_one(
     if broken {
         found.unreadable.push(kind);
     }
-    subdirs
+    // The names start after `dir/` in every path.
+    let name_at = dir.as_os_str().len() + 1;
+    fn key((path, stat): &(PathBuf, Option<Stat>), name_at: usize) -> (&[u8], bool) {
+        let name = path
+            .as_os_str()
+            .as_bytes()
+            .get(name_at..)
+            .unwrap_or_default();
+        (name, stat.is_none())
+    }
+    entries.sort_unstable_by(|a, b| {
+        let ((a, a_dir), (b, b_dir)) = (key(a, name_at), key(b, name_at));
+        name_order(a, a_dir, b, b_dir)
+    });
+    let mut subdirs = Vec::new();
+    let listing = entries
+        .into_iter()
+        .map(|(path, stat)| match stat {
+            Some(stat) => Listed::File(path, stat, kind),
+            None => {
+                subdirs.push(path);
+                // Numbered when queued; until then the position among the
+                // subdirectories.
+                Listed::Dir(subdirs.len() - 1)
+            }
+        })
+        .collect();
+    (listing, subdirs)
+}
+
+/// The order of two names of one directory's entries, a subdirectory's
+/// (`dir`) read with a `/` after it: the order of the paths that start
+/// with them.
+fn name_order(a: &[u8], a_dir: bool, b: &[u8], b_dir: bool) -> std::cmp::Ordering {
+    let n = a.len().min(b.len());
+    byte_order(&a[..n], &b[..n]).then_with(|| {
+        // One name starts the other: the byte after the shorter one decides,
+        // a `/` for a subdirectory, none (first) for a file.
+        let next = |name: &[u8], dir: bool| name.get(n).copied().or(dir.then_some(b'/'));
+        next(a, a_dir).cmp(&next(b, b_dir))
+    })
 }
 
 /// `dir/name`, allocated once at its length (`std`'s `DirEntry::path`
@@ -241,16 +305,50 @@ fn walker(queue: &Mutex<Queue>, wake: &Condvar) -> Found {
                 };
             }
         };
-        let Some((dir, depth, kind)) = job else {
+        let Some(job) = job else {
             wake.notify_all();
             return found;
         };
-        let subdirs = read_one(&dir, depth, kind, &mut found);
+        let (mut listing, subdirs) = read_one(&job.dir, job.depth, job.kind, &mut found);
         if let Ok(mut q) = queue.lock() {
-            q.dirs.extend(subdirs);
+            let first = q.jobs;
+            q.jobs += subdirs.len();
+            for (i, dir) in subdirs.into_iter().enumerate() {
+                q.dirs.push(Job {
+                    dir,
+                    depth: job.depth + 1,
+                    kind: job.kind,
+                    number: first + i,
+                });
+            }
             q.busy -= 1;
+            for listed in &mut listing {
+                if let Listed::Dir(n) = listed {
+                    *n += first;
+                }
+            }
+            found.listings.push((job.number, listing));
         }
         wake.notify_all();
+    }
+}
+
+/// The files of job `number`'s listing and of its subdirectories', in
+/// order, appended to `out` (a directory not listed adds nothing).
+fn put_in_order(
+    number: usize,
+    listings: &mut [Option<Listing>],
+    out: &mut Vec<(PathBuf, Stat, Kind)>,
+) {
+    let Some(listing) = listings.get_mut(number).and_then(Option::take) else {
+        return;
+    };
+    for listed in listing {
+        match listed {
+            Listed::File(path, stat, kind) => out.push((path, stat, kind)),
+            // At most MAX_DEPTH deep.
+            Listed::Dir(n) => put_in_order(n, listings, out),
+        }
     }
 }
 
@@ -259,20 +357,54 @@ fn walker(queue: &Mutex<Queue>, wake: &Condvar) -> Found {
 /// that could not be listed. A `.jsonl.zst` with a plain `.jsonl` sibling
 /// is left out (Codex materialises archives back to plain files on resume).
 pub fn discover(roots: &Roots) -> Discovery {
+    let mut discovery = walk(roots);
+    // Each root's files are in order; so are all of them unless a root lies
+    // inside another (or is named twice): then they are sorted.
+    fn bytes(c: &Candidate) -> &[u8] {
+        c.path.as_os_str().as_bytes()
+    }
+    let in_order = discovery
+        .candidates
+        .windows(2)
+        .all(|w| byte_order(bytes(&w[0]), bytes(&w[1])).is_lt());
+    if !in_order {
+        discovery.candidates = in_path_order(std::mem::take(&mut discovery.candidates));
+    }
+    discovery
+}
+
+/// [`discover`]'s walk: the roots' files in the order of the roots' paths,
+/// each root's in path order.
+fn walk(roots: &Roots) -> Discovery {
     let mut starts = Vec::new();
     for root in &roots.claude {
-        starts.push((root.join("projects"), 0, Kind::Claude));
+        starts.push((root.join("projects"), Kind::Claude));
     }
     for root in &roots.codex {
-        starts.push((root.join("sessions"), 0, Kind::Codex));
-        starts.push((root.join("archived_sessions"), 0, Kind::Codex));
+        starts.push((root.join("sessions"), Kind::Codex));
+        starts.push((root.join("archived_sessions"), Kind::Codex));
     }
+    // In path order (a stable sort: a root named twice keeps its first
+    // kind), so that the roots' files put one after the other are usually
+    // in order already.
+    starts.sort_by(|a, b| byte_order(a.0.as_os_str().as_bytes(), b.0.as_os_str().as_bytes()));
+    let roots = starts.len();
     let queue = Mutex::new(Queue {
-        dirs: starts,
+        dirs: starts
+            .into_iter()
+            .enumerate()
+            .map(|(number, (dir, kind))| Job {
+                dir,
+                depth: 0,
+                kind,
+                number,
+            })
+            .collect(),
         busy: 0,
+        jobs: roots,
     });
     let wake = Condvar::new();
-    let found: Vec<Found> = std::thread::scope(|scope| {
+    let mut found: Vec<Found> = std::thread::scope(|scope| {
         let helpers: Vec<_> = (1..WALKERS)
             .map(|_| scope.spawn(|| walker(&queue, &wake)))
             .collect();
@@ -287,9 +419,21 @@ pub fn discover(roots: &Roots) -> Discovery {
             Kind::Codex => discovery.dirs_unreadable_codex += 1,
         }
     }
-    let unsorted: Vec<Candidate> = found
+    let jobs = queue.into_inner().map_or(0, |q| q.jobs);
+    let mut listings: Vec<Option<Listing>> = (0..jobs).map(|_| None).collect();
+    for found in &mut found {
+        for (number, listing) in found.listings.drain(..) {
+            if let Some(slot) = listings.get_mut(number) {
+                *slot = Some(listing);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    for root in 0..roots {
+        put_in_order(root, &mut listings, &mut files);
+    }
+    let candidates: Vec<Candidate> = files
         .into_iter()
-        .flat_map(|f| f.files)
         .filter_map(|(path, stat, kind)| {
             let (agent, compressed) = match kind {
                 Kind::Claude => (Agent::Claude, false),
@@ -306,7 +450,7 @@ pub fn discover(roots: &Roots) -> Discovery {
             })
         })
         .collect();
-    discovery.candidates = in_path_order(unsorted);
+    discovery.candidates = candidates;
     discovery
 }
 
@@ -369,6 +513,121 @@ mod tests {
                 ("/r/b.jsonl", Agent::Claude),
             ]
         );
+    }
+
+    /// Writes an empty file at `path`, making its directories.
+    fn touch(path: &Path) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, b"").unwrap();
+    }
+
+    fn paths(found: &Discovery) -> Vec<Vec<u8>> {
+        let bytes = |c: &Candidate| c.path.as_os_str().as_bytes().to_vec();
+        found.candidates.iter().map(bytes).collect()
+    }
+
+    #[test]
+    fn the_walk_lists_every_transcript_in_path_byte_order() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = crate::base::scratch::ScratchDir::new("discover-order");
+        let claude = dir.join("claude");
+        let codex = dir.join("codex");
+        // Names that order differently by name than by path: a directory
+        // and files that extend its name with bytes below and above `/`
+        // ('-' and '.' are below it), nested subagent directories, upper
+        // case, a multi-byte name and one that is not UTF-8.
+        let p = claude.join("projects/p");
+        let mut wanted = vec![
+            p.join("a.jsonl"),
+            p.join("a/x.jsonl"),
+            p.join("a/sub/agent.jsonl"),
+            p.join("a.b.jsonl"),
+            p.join("a-b/y.jsonl"),
+            p.join("a0.jsonl"),
+            p.join("ab.jsonl"),
+            p.join("A.jsonl"),
+            p.join("\u{e9}.jsonl"),
+            p.join(OsStr::from_bytes(b"\xff.jsonl")),
+            claude.join("projects/p.q/z.jsonl"),
+            claude.join("projects/p-q/z.jsonl"),
+            claude.join("projects/p0/z.jsonl"),
+            codex.join("sessions/2026/11/08/rollout-b.jsonl"),
+            codex.join("sessions/2026/11/08/rollout-a.jsonl"),
+            codex.join("sessions/2026/11/09/rollout-a.jsonl.zst"),
+            codex.join("archived_sessions/rollout-c.jsonl"),
+        ];
+        for path in &wanted {
+            touch(path);
+        }
+        // Not transcripts: another extension, a Codex name without the
+        // prefix, an archive beside its plain file, a symbolic link.
+        touch(&p.join("notes.txt"));
+        touch(&codex.join("sessions/2026/11/08/other.jsonl"));
+        touch(&codex.join("archived_sessions/rollout-c.jsonl.zst"));
+        std::os::unix::fs::symlink(p.join("a.jsonl"), p.join("link.jsonl")).unwrap();
+        let found = discover(&Roots {
+            claude: vec![claude.clone()],
+            codex: vec![codex.clone()],
+        });
+        // Oracle: the slice order of the paths' bytes.
+        let mut want: Vec<Vec<u8>> = wanted
+            .drain(..)
+            .map(|p| p.as_os_str().as_bytes().to_vec())
+            .collect();
+        want.sort();
+        assert_eq!(paths(&found), want);
+        // In order as walked, without the general sort.
+        let walked = walk(&Roots {
+            claude: vec![claude.clone()],
+            codex: vec![codex.clone()],
+        });
+        assert_eq!(paths(&walked), want);
+
+        // A root named twice, and one inside another: each path once, in
+        // order still.
+        let inner = p.join("a");
+        touch(&inner.join("projects/deep.jsonl"));
+        want.push(
+            inner
+                .join("projects/deep.jsonl")
+                .as_os_str()
+                .as_bytes()
+                .to_vec(),
+        );
+        want.sort();
+        let found = discover(&Roots {
+            claude: vec![inner, claude.clone(), claude],
+            codex: vec![codex],
+        });
+        assert_eq!(paths(&found), want);
+    }
+
+    #[test]
+    fn names_order_as_the_paths_that_start_with_them() {
+        // Oracle: the slice order of the names with `/x` after a
+        // directory's (its paths), for names that start one another.
+        let names: [&[u8]; 8] = [b"", b"a", b"a-", b"a.", b"a0", b"ab", b"abc", b"b"];
+        for a in names {
+            for b in names {
+                for (a_dir, b_dir) in [(false, false), (false, true), (true, false), (true, true)] {
+                    let path = |name: &[u8], dir: bool| {
+                        let mut p = name.to_vec();
+                        if dir {
+                            p.extend(b"/x");
+                        }
+                        p
+                    };
+                    if a == b && a_dir != b_dir {
+                        continue; // one directory cannot hold both
+                    }
+                    assert_eq!(
+                        name_order(a, a_dir, b, b_dir),
+                        path(a, a_dir).cmp(&path(b, b_dir)),
+                        "{a:?} {a_dir} {b:?} {b_dir}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
