@@ -193,8 +193,15 @@ struct Job {
 /// between `name/` and the paths that extend it). The listing is sorted
 /// so here, comparing names of a few dozen bytes; [`discover`] then
 /// puts the listings together in order, without comparing whole paths.
-fn read_one(dir: &Path, depth: usize, kind: Kind, found: &mut Found) -> (Listing, Vec<PathBuf>) {
-    let mut entries: Vec<(PathBuf, Option<Stat>)> = Vec::new();
+fn read_one(
+    dir: &Path,
+    depth: usize,
+    kind: Kind,
+    found: &mut Found,
+    scratch: &mut Scratch,
+) -> (Listing, Vec<PathBuf>) {
+    let Scratch { entries, order } = scratch;
+    entries.clear();
     let mut listing = match sys::Directory::open(dir) {
         Ok(listing) => listing,
         Err(e) => {
@@ -239,16 +246,20 @@ fn read_one(dir: &Path, depth: usize, kind: Kind, found: &mut Found) -> (Listing
             .unwrap_or_default();
         (name, stat.is_none())
     }
-    entries.sort_unstable_by(|a, b| {
-        let ((a, a_dir), (b, b_dir)) = (key(a, name_at), key(b, name_at));
+    // Positions are sorted, not the entries (each a path and metadata, and
+    // the static build's `memcpy` is a call).
+    order.clear();
+    order.extend(0..entries.len());
+    order.sort_unstable_by(|&a, &b| {
+        let ((a, a_dir), (b, b_dir)) = (key(&entries[a], name_at), key(&entries[b], name_at));
         name_order(a, a_dir, b, b_dir)
     });
     let mut subdirs = Vec::new();
-    let listing = entries
-        .into_iter()
-        .map(|(path, stat)| match stat {
-            Some(stat) => Listed::File(path, stat, kind),
-            None => {
+    let listing = order
+        .iter()
+        .map(|&i| match std::mem::take(&mut entries[i]) {
+            (path, Some(stat)) => Listed::File(path, stat, kind),
+            (path, None) => {
                 subdirs.push(path);
                 // Numbered when queued; until then the position among the
                 // subdirectories.
@@ -257,6 +268,14 @@ fn read_one(dir: &Path, depth: usize, kind: Kind, found: &mut Found) -> (Listing
         })
         .collect();
     (listing, subdirs)
+}
+
+/// A walker's buffers, kept from directory to directory: one directory's
+/// entries and their order.
+#[derive(Default)]
+struct Scratch {
+    entries: Vec<(PathBuf, Option<Stat>)>,
+    order: Vec<usize>,
 }
 
 /// The order of two names of one directory's entries, a subdirectory's
@@ -286,6 +305,7 @@ fn joined(dir: &Path, name: &OsStr) -> PathBuf {
 /// One walker: takes directories until none are queued or being read.
 fn walker(queue: &Mutex<Queue>, wake: &Condvar) -> Found {
     let mut found = Found::default();
+    let mut scratch = Scratch::default();
     loop {
         let job = {
             let Ok(mut q) = queue.lock() else {
@@ -309,7 +329,8 @@ fn walker(queue: &Mutex<Queue>, wake: &Condvar) -> Found {
             wake.notify_all();
             return found;
         };
-        let (mut listing, subdirs) = read_one(&job.dir, job.depth, job.kind, &mut found);
+        let (mut listing, subdirs) =
+            read_one(&job.dir, job.depth, job.kind, &mut found, &mut scratch);
         if let Ok(mut q) = queue.lock() {
             let first = q.jobs;
             q.jobs += subdirs.len();
