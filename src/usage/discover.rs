@@ -4,8 +4,10 @@
 //! On a busy Host this is thousands of files in a thousand directories,
 //! and a refresh that finds one appended file spends most of its time
 //! here, so the walk runs on two threads sharing a queue of directories,
-//! and reads each file's metadata through its directory entry (`statx`
-//! relative to the open directory, no second path walk).
+//! reads each file's metadata relative to its open directory
+//! (`sys::Directory`: no path joined or looked up again), and puts the
+//! files in the index's order (path bytes) by sorting each directory's
+//! entries by name (`read_one` says why that is enough).
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;

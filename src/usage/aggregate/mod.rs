@@ -50,7 +50,7 @@ type HashSet<K> = std::collections::HashSet<K, BuildHasherDefault<QuickHasher>>;
 use crate::base::json::{Object, Value};
 use crate::usage::event::{Agent, Event, EventKind, FileParse, Tokens, flags};
 use crate::usage::parse::codex;
-use crate::usage::pricing::PriceTable;
+use crate::usage::pricing::{ModelPrice, PriceTable};
 
 /// Slot length in seconds.
 pub const SLOT: i64 = 900;
@@ -137,6 +137,77 @@ struct Request<'a> {
     tier: &'a str,
     bits: u8,
     tokens: Tokens,
+}
+
+/// The slot sums of requests added one by one. A file's requests come in
+/// order and mostly share their slot, model and directory (the same
+/// interned strings): a run of them is summed here, and the map (which
+/// hashes the strings) is touched once a run.
+struct SlotSums<'p, 'a> {
+    prices: &'p PriceTable,
+    since: i64,
+    slots: HashMap<SlotOf<'a>, SlotAcc>,
+    lookups: HashMap<&'a str, Option<&'p ModelPrice>>,
+    run: Option<(SlotOf<'a>, SlotAcc)>,
+    price: Option<(&'a str, Option<&'p ModelPrice>)>,
+}
+
+/// A [`SlotKey`] with borrowed names, while summing.
+type SlotOf<'a> = (i64, Agent, &'a str, &'a str);
+
+impl<'p, 'a> SlotSums<'p, 'a> {
+    fn new(prices: &'p PriceTable, since: i64) -> Self {
+        SlotSums {
+            prices,
+            since,
+            slots: HashMap::default(),
+            lookups: HashMap::default(),
+            run: None,
+            price: None,
+        }
+    }
+
+    /// Counts `r` unless it is before the window.
+    fn add(&mut self, r: Request<'a>) {
+        if r.ts < self.since {
+            return;
+        }
+        let model_price = match self.price {
+            Some((model, p)) if std::ptr::eq(model, r.model) => p,
+            _ => {
+                let prices = self.prices;
+                let p = *self
+                    .lookups
+                    .entry(r.model)
+                    .or_insert_with(|| prices.lookup(r.model));
+                self.price = Some((r.model, p));
+                p
+            }
+        };
+        let cost = model_price
+            .and_then(|p| crate::usage::pricing::cost_with(p, r.agent, r.tier, r.bits, &r.tokens));
+        let key = (r.ts.div_euclid(SLOT) * SLOT, r.agent, r.model, r.cwd);
+        let same = |a: &SlotOf, b: &SlotOf| {
+            a.0 == b.0 && a.1 == b.1 && std::ptr::eq(a.2, b.2) && std::ptr::eq(a.3, b.3)
+        };
+        match &mut self.run {
+            Some((k, acc)) if same(k, &key) => acc.add_request(r.ts, &r.tokens, cost),
+            _ => {
+                let mut acc = SlotAcc::default();
+                acc.add_request(r.ts, &r.tokens, cost);
+                if let Some((k, done)) = self.run.replace((key, acc)) {
+                    self.slots.entry(k).or_default().merge(&done);
+                }
+            }
+        }
+    }
+
+    fn finish(mut self) -> HashMap<SlotOf<'a>, SlotAcc> {
+        if let Some((k, done)) = self.run.take() {
+            self.slots.entry(k).or_default().merge(&done);
+        }
+        self.slots
+    }
 }
 
 fn claude_tokens(t: [u64; 6]) -> Tokens {
@@ -440,7 +511,10 @@ pub fn aggregate_detailed<'a>(
         .filter(|f| f.agent == Agent::Claude)
         .map(|f| f.parse.events.len())
         .sum();
-    let mut requests: Vec<Request> = Vec::with_capacity(claude_events);
+    // Every counted request is summed into its slot as it is found (Claude's
+    // in file order, then Codex's), not listed first: a cold rebuild counts
+    // hundreds of thousands.
+    let mut sums = SlotSums::new(prices, since);
 
     // Claude: best record per (message.id, requestId): the first of the
     // records with the largest total, a total that records its speed
@@ -539,7 +613,7 @@ pub fn aggregate_detailed<'a>(
             charge(fi, 0, 1);
             continue;
         }
-        requests.push(Request {
+        sums.add(Request {
             agent: Agent::Claude,
             ts: e.ts,
             model: fp.string(e.model),
@@ -595,7 +669,7 @@ pub fn aggregate_detailed<'a>(
                 "" => "unknown",
                 m => m,
             };
-            requests.push(Request {
+            sums.add(Request {
                 agent: Agent::Codex,
                 ts: r.ts,
                 model,
@@ -609,45 +683,7 @@ pub fn aggregate_detailed<'a>(
 
     out.charge_files(&charges);
 
-    let mut slots: HashMap<(i64, Agent, &str, &str), SlotAcc> = HashMap::default();
-    let mut lookups: HashMap<&str, Option<&crate::usage::pricing::ModelPrice>> = HashMap::default();
-    // A file's requests come in order, and mostly share their slot, model
-    // and directory (the same interned strings): a run of them is summed
-    // here, and the map (which hashes the strings) is touched once a run.
-    type Run<'s> = ((i64, Agent, &'s str, &'s str), SlotAcc);
-    let mut run: Option<Run> = None;
-    let mut price: Option<(&str, Option<&crate::usage::pricing::ModelPrice>)> = None;
-    let same = |a: &(i64, Agent, &str, &str), b: &(i64, Agent, &str, &str)| {
-        a.0 == b.0 && a.1 == b.1 && std::ptr::eq(a.2, b.2) && std::ptr::eq(a.3, b.3)
-    };
-    for r in requests.iter().filter(|r| r.ts >= since) {
-        let model_price = match price {
-            Some((model, p)) if std::ptr::eq(model, r.model) => p,
-            _ => {
-                let p = *lookups
-                    .entry(r.model)
-                    .or_insert_with(|| prices.lookup(r.model));
-                price = Some((r.model, p));
-                p
-            }
-        };
-        let cost = model_price
-            .and_then(|p| crate::usage::pricing::cost_with(p, r.agent, r.tier, r.bits, &r.tokens));
-        let key = (r.ts.div_euclid(SLOT) * SLOT, r.agent, r.model, r.cwd);
-        match &mut run {
-            Some((k, acc)) if same(k, &key) => acc.add_request(r.ts, &r.tokens, cost),
-            _ => {
-                let mut acc = SlotAcc::default();
-                acc.add_request(r.ts, &r.tokens, cost);
-                if let Some((k, done)) = run.replace((key, acc)) {
-                    slots.entry(k).or_default().merge(&done);
-                }
-            }
-        }
-    }
-    if let Some((k, done)) = run {
-        slots.entry(k).or_default().merge(&done);
-    }
+    let slots = sums.finish();
     out.slots = slots
         .into_iter()
         .map(|((slot, agent, model, cwd), acc)| {
