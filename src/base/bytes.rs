@@ -163,12 +163,11 @@ pub fn shared_prefix(a: &[u8], b: &[u8]) -> usize {
 mod tests {
     use super::*;
 
-    #[test]
-    fn byte_order_is_the_order_of_byte_strings() {
-        // Oracle: the slice order. Every prefix of a 40-byte string (so
-        // every length around a word), and each with one byte changed to
-        // the lowest, a middle and the highest value at every position:
-        // strings equal up to any point, then differing or ending.
+    /// Every prefix of a 40-byte string (so every length around a word),
+    /// and each with one byte changed to the lowest, a middle and the
+    /// highest value at every third position (every position in a word):
+    /// strings equal up to any point, then differing or ending.
+    fn strings_around_words() -> Vec<Vec<u8>> {
         let base: Vec<u8> = (0..40).map(|i| b'a' + (i % 7) as u8).collect();
         let mut strings: Vec<Vec<u8>> = Vec::new();
         for len in 0..=base.len() {
@@ -181,6 +180,13 @@ mod tests {
                 }
             }
         }
+        strings
+    }
+
+    #[test]
+    fn byte_order_is_the_order_of_byte_strings() {
+        // Oracle: the slice order.
+        let strings = strings_around_words();
         for a in &strings {
             for b in &strings {
                 assert_eq!(byte_order(a, b), a.cmp(b), "{a:?} {b:?}");
@@ -190,18 +196,8 @@ mod tests {
 
     #[test]
     fn shared_prefixes_and_equality_agree_with_bytewise_scans() {
-        // Oracle: a byte-by-byte count and the slice equality, over strings
-        // that differ (or end) at every position around a word.
-        let base: Vec<u8> = (0..40).map(|i| b'a' + (i % 7) as u8).collect();
-        let mut strings: Vec<Vec<u8>> = Vec::new();
-        for len in 0..=base.len() {
-            strings.push(base[..len].to_vec());
-            for at in 0..len {
-                let mut s = base[..len].to_vec();
-                s[at] ^= 0x80;
-                strings.push(s);
-            }
-        }
+        // Oracle: a byte-by-byte count and the slice equality.
+        let strings = strings_around_words();
         for a in &strings {
             for b in &strings {
                 let oracle = a.iter().zip(b).take_while(|(x, y)| x == y).count();
