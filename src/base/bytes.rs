@@ -140,25 +140,6 @@ pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && byte_order(a, b).is_eq()
 }
 
-/// How many bytes `a` and `b` share at their start, counted eight at a
-/// time. Strings that all share a prefix sort as their rests do, so a sort
-/// of paths under one root need not compare the root again and again.
-pub fn shared_prefix(a: &[u8], b: &[u8]) -> usize {
-    let (mut a, mut b, mut equal) = (a, b, 0);
-    while let (Some((x, a_rest)), Some((y, b_rest))) =
-        (a.split_first_chunk::<8>(), b.split_first_chunk::<8>())
-    {
-        // Little-endian: the lowest set bit of the difference is the
-        // first byte that differs.
-        let differ = u64::from_le_bytes(*x) ^ u64::from_le_bytes(*y);
-        if differ != 0 {
-            return equal + (differ.trailing_zeros() / 8) as usize;
-        }
-        (a, b, equal) = (a_rest, b_rest, equal + 8);
-    }
-    equal + a.iter().zip(b).take_while(|(x, y)| x == y).count()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,13 +176,10 @@ mod tests {
     }
 
     #[test]
-    fn shared_prefixes_and_equality_agree_with_bytewise_scans() {
-        // Oracle: a byte-by-byte count and the slice equality.
+    fn equality_agrees_with_the_slice_equality() {
         let strings = strings_around_words();
         for a in &strings {
             for b in &strings {
-                let oracle = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-                assert_eq!(shared_prefix(a, b), oracle, "{a:?} {b:?}");
                 assert_eq!(same_bytes(a, b), a == b, "{a:?} {b:?}");
             }
         }

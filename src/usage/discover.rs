@@ -14,7 +14,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex};
 
-use crate::base::bytes::{byte_order, same_bytes, shared_prefix};
+use crate::base::bytes::{byte_order, same_bytes};
 use crate::base::json::Value;
 use crate::base::sys::{self, EntryKind, FileStat as Stat};
 use crate::usage::cache::Candidate;
@@ -252,7 +252,7 @@ fn read_one(
     // the static build's `memcpy` is a call).
     order.clear();
     order.extend(0..entries.len());
-    order.sort_unstable_by(|&a, &b| {
+    sort_positions(order, &|a, b| {
         let ((a, a_dir), (b, b_dir)) = (key(&entries[a], name_at), key(&entries[b], name_at));
         name_order(a, a_dir, b, b_dir)
     });
@@ -407,10 +407,20 @@ fn walk(roots: &Roots) -> Discovery {
         starts.push((root.join("sessions"), Kind::Codex));
         starts.push((root.join("archived_sessions"), Kind::Codex));
     }
-    // In path order (a stable sort: a root named twice keeps its first
-    // kind), so that the roots' files put one after the other are usually
-    // in order already.
-    starts.sort_by(|a, b| byte_order(a.0.as_os_str().as_bytes(), b.0.as_os_str().as_bytes()));
+    // In path order, so that the roots' files put one after the other are
+    // usually in order already. A handful: sorted by insertion, which is
+    // stable (a root named twice keeps its first kind) and adds no sort to
+    // the binary.
+    fn path(start: &(PathBuf, Kind)) -> &[u8] {
+        start.0.as_os_str().as_bytes()
+    }
+    for i in 1..starts.len() {
+        let mut j = i;
+        while j > 0 && byte_order(path(&starts[j - 1]), path(&starts[j])).is_gt() {
+            starts.swap(j - 1, j);
+            j -= 1;
+        }
+    }
     let roots = starts.len();
     let queue = Mutex::new(Queue {
         dirs: starts
@@ -477,27 +487,29 @@ fn walk(roots: &Roots) -> Discovery {
     discovery
 }
 
-/// `found` sorted by path bytes, the first of each path kept. A candidate
-/// is large (its metadata): their positions are sorted, not they.
+/// `found` sorted by path bytes, the first of each path kept: the order
+/// when roots overlap. A candidate is large (its metadata): their positions
+/// are sorted, not they.
 fn in_path_order(found: Vec<Candidate>) -> Vec<Candidate> {
     fn bytes(c: &Candidate) -> &[u8] {
         c.path.as_os_str().as_bytes()
     }
-    // Every path starts with the bytes they all share (the roots' common
-    // part, tens of bytes): the sort compares what follows.
-    let shared = found.first().map_or(0, |first| {
-        let first = bytes(first);
-        found
-            .iter()
-            .fold(first.len(), |n, c| n.min(shared_prefix(first, bytes(c))))
-    });
-    let rest = |i: usize| &bytes(&found[i])[shared..];
     let mut order: Vec<usize> = (0..found.len()).collect();
     // Position breaks ties: unstable and still deterministic.
-    order.sort_unstable_by(|&a, &b| byte_order(rest(a), rest(b)).then(a.cmp(&b)));
-    order.dedup_by(|a, b| same_bytes(rest(*a), rest(*b)));
+    sort_positions(&mut order, &|a, b| {
+        byte_order(bytes(&found[a]), bytes(&found[b])).then(a.cmp(&b))
+    });
+    order.dedup_by(|a, b| same_bytes(bytes(&found[*a]), bytes(&found[*b])));
     let mut slots: Vec<Option<Candidate>> = found.into_iter().map(Some).collect();
     order.iter().filter_map(|&i| slots[i].take()).collect()
+}
+
+/// `order` (positions) sorted by `cmp`: the one instance of the sort that
+/// the walk's position sorts share (each instance is kilobytes of the
+/// static binary, and a call through `cmp` costs little beside a
+/// comparison of names or paths).
+fn sort_positions(order: &mut [usize], cmp: &dyn Fn(usize, usize) -> std::cmp::Ordering) {
+    order.sort_unstable_by(|&a, &b| cmp(a, b));
 }
 
 #[cfg(test)]
