@@ -185,7 +185,7 @@ struct Job {
 }
 
 /// Reads one directory: its listing, and the subdirectories to walk
-/// (numbered by `number_jobs` when they are queued).
+/// (numbered by [`walker`] when it queues them).
 ///
 /// Every path below a directory `D` starts with `D/`, then an entry's
 /// name: a file's path ends there, a subdirectory's continues with `/`.
@@ -193,8 +193,8 @@ struct Job {
 /// entries by name, a subdirectory's name read with its `/`, with each
 /// subdirectory's own paths in its place (no other entry's name falls
 /// between `name/` and the paths that extend it). The listing is sorted
-/// so here, comparing names of a few dozen bytes; [`discover`] then
-/// puts the listings together in order, without comparing whole paths.
+/// so here, comparing names of a few dozen bytes; [`put_in_order`] then
+/// puts the listings together, without comparing whole paths.
 fn read_one(
     dir: &Path,
     depth: usize,
@@ -452,7 +452,11 @@ fn walk(roots: &Roots) -> Discovery {
             Kind::Codex => discovery.dirs_unreadable_codex += 1,
         }
     }
-    let jobs = queue.into_inner().map_or(0, |q| q.jobs);
+    // A walker that panicked leaves the others' listings usable.
+    let jobs = queue
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .jobs;
     let mut listings: Vec<Option<Listing>> = (0..jobs).map(|_| None).collect();
     for found in &mut found {
         for (number, listing) in found.listings.drain(..) {
