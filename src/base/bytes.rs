@@ -115,11 +115,10 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// `a.cmp(b)`, compared eight bytes at a time. Usage sorts and merges
-/// thousands of transcript paths that share long prefixes (the root, the
-/// project directory), and the static build's `memcmp` goes a byte at a
-/// time: in its one-file append, sorting the candidates with it took 6% of
-/// the CPU.
+/// `a.cmp(b)`, compared eight bytes at a time. Usage merges thousands of
+/// transcript paths that share long prefixes (the root, the project
+/// directory) with its index on every refresh, and the static build's
+/// `memcmp` goes a byte at a time.
 pub fn byte_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
     let (mut a, mut b) = (a, b);
     while let (Some((x, a_rest)), Some((y, b_rest))) =

@@ -137,7 +137,7 @@ struct Found {
 type Listing = Vec<Listed>;
 
 enum Listed {
-    File(PathBuf, Stat, Kind),
+    File(PathBuf, Stat),
     Dir(usize),
 }
 
@@ -260,7 +260,7 @@ fn read_one(
     let listing = order
         .iter()
         .map(|&i| match std::mem::take(&mut entries[i]) {
-            (path, Some(stat)) => Listed::File(path, stat, kind),
+            (path, Some(stat)) => Listed::File(path, stat),
             (path, None) => {
                 subdirs.push(path);
                 // Numbered when queued; until then the position among the
@@ -357,9 +357,11 @@ fn walker(queue: &Mutex<Queue>, wake: &Condvar) -> Found {
 }
 
 /// The files of job `number`'s listing and of its subdirectories', in
-/// order, appended to `out` (a directory not listed adds nothing).
+/// order, appended to `out` with their root's `kind` (a directory not
+/// listed adds nothing).
 fn put_in_order(
     number: usize,
+    kind: Kind,
     listings: &mut [Option<Listing>],
     out: &mut Vec<(PathBuf, Stat, Kind)>,
 ) {
@@ -368,9 +370,9 @@ fn put_in_order(
     };
     for listed in listing {
         match listed {
-            Listed::File(path, stat, kind) => out.push((path, stat, kind)),
+            Listed::File(path, stat) => out.push((path, stat, kind)),
             // At most MAX_DEPTH deep.
-            Listed::Dir(n) => put_in_order(n, listings, out),
+            Listed::Dir(n) => put_in_order(n, kind, listings, out),
         }
     }
 }
@@ -421,7 +423,7 @@ fn walk(roots: &Roots) -> Discovery {
             j -= 1;
         }
     }
-    let roots = starts.len();
+    let kinds: Vec<Kind> = starts.iter().map(|(_, kind)| *kind).collect();
     let queue = Mutex::new(Queue {
         dirs: starts
             .into_iter()
@@ -434,7 +436,7 @@ fn walk(roots: &Roots) -> Discovery {
             })
             .collect(),
         busy: 0,
-        jobs: roots,
+        jobs: kinds.len(),
     });
     let wake = Condvar::new();
     let mut found: Vec<Found> = std::thread::scope(|scope| {
@@ -466,8 +468,8 @@ fn walk(roots: &Roots) -> Discovery {
         }
     }
     let mut files = Vec::new();
-    for root in 0..roots {
-        put_in_order(root, &mut listings, &mut files);
+    for (root, &kind) in kinds.iter().enumerate() {
+        put_in_order(root, kind, &mut listings, &mut files);
     }
     let candidates: Vec<Candidate> = files
         .into_iter()

@@ -343,10 +343,9 @@ pub fn refresh_threads(
                 std::cmp::Ordering::Greater => break,
             }
         }
-        let now = match c.stat {
-            Some(stat) => Some(stat),
-            None => std::fs::metadata(&c.path).ok().as_ref().map(stat_of),
-        };
+        let now = c
+            .stat
+            .or_else(|| std::fs::metadata(&c.path).ok().as_ref().map(stat_of));
         let plan = plan_for(c, existing.as_deref_mut(), now, window_start_ns);
         match (plan, existing, now) {
             (Plan::Ignore, ..) => {}

@@ -577,7 +577,7 @@ mod tests {
         assert!(!e.materialize());
     }
 
-    /// An event carrying every field, whatever its kind.
+    /// Every event kind.
     const KINDS: [EventKind; 4] = [
         EventKind::Claude,
         EventKind::CodexTotals,
@@ -585,6 +585,7 @@ mod tests {
         EventKind::CodexRecord,
     ];
 
+    /// An event carrying every field, whatever its kind.
     fn full_event(kind: EventKind, ts: i64) -> Event {
         Event {
             kind,
@@ -634,9 +635,8 @@ mod tests {
 
     #[test]
     fn events_round_trip_and_keep_only_the_fields_of_their_kind() {
-        let kinds = KINDS;
         // Timestamps going back and forth: deltas of both signs.
-        let events: Vec<Event> = kinds
+        let events: Vec<Event> = KINDS
             .iter()
             .zip([1_700_000_000, 1_699_999_000, 1_700_000_500, -5])
             .map(|(kind, ts)| event(*kind, ts))
@@ -644,9 +644,9 @@ mod tests {
         let raw = encode_events(&events);
         assert_eq!(decode_events(&raw, 4, 2), Some(events.clone()));
         // Fields a kind does not have are not stored.
-        let full: Vec<Event> = kinds.iter().map(|k| full_event(*k, 1)).collect();
+        let full: Vec<Event> = KINDS.iter().map(|k| full_event(*k, 1)).collect();
         let back = decode_events(&encode_events(&full), 4, 2).unwrap();
-        let only_own: Vec<Event> = kinds.iter().map(|k| event(*k, 1)).collect();
+        let only_own: Vec<Event> = KINDS.iter().map(|k| event(*k, 1)).collect();
         assert_eq!(back, only_own);
     }
 
