@@ -77,7 +77,7 @@ pub mod flags {
 }
 
 /// One usage-bearing line.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Event {
     pub kind: EventKind,
     /// UTC Unix seconds.
