@@ -468,12 +468,22 @@ fn job_rank(
 /// in path order, so the merge is the same for any thread count and any
 /// timing.
 fn parse_jobs(
-    mut jobs: Vec<Job>,
+    jobs: Vec<Job>,
     threads: usize,
     deadline: Option<Instant>,
     first_since_ns: i64,
 ) -> Parsed {
-    jobs.sort_by(|a, b| {
+    // Jobs are large (an entry each): they are put in order by index and
+    // moved once. Each job's place in path order is where its result goes.
+    let mut by_path: Vec<usize> = (0..jobs.len()).collect();
+    by_path.sort_by(|&a, &b| jobs[a].key.cmp(&jobs[b].key));
+    let mut place = vec![0; jobs.len()];
+    for (p, &j) in by_path.iter().enumerate() {
+        place[j] = p;
+    }
+    let mut by_rank = by_path;
+    by_rank.sort_by(|&a, &b| {
+        let (a, b) = (&jobs[a], &jobs[b]);
         job_rank(&a.key, a.now.size, a.now.mtime_ns, first_since_ns).cmp(&job_rank(
             &b.key,
             b.now.size,
@@ -481,8 +491,13 @@ fn parse_jobs(
             first_since_ns,
         ))
     });
-    let threads = threads.clamp(1, jobs.len().max(1));
-    let slots: Vec<Mutex<Option<Job>>> = jobs.into_iter().map(|j| Mutex::new(Some(j))).collect();
+    let count = jobs.len();
+    let mut jobs: Vec<Option<Job>> = jobs.into_iter().map(Some).collect();
+    let threads = threads.clamp(1, count.max(1));
+    let slots: Vec<Mutex<Option<(usize, Job)>>> = by_rank
+        .iter()
+        .map(|&j| Mutex::new(jobs[j].take().map(|job| (place[j], job))))
+        .collect();
     let next = AtomicUsize::new(0);
     let take = || {
         let i = next.fetch_add(1, Ordering::Relaxed);
@@ -504,28 +519,33 @@ fn parse_jobs(
         })
     };
     let mut parsed = Parsed::default();
+    let mut in_place: Vec<Option<Ran>> = (0..count).map(|_| None).collect();
     for (entries, bytes, partial) in results {
         parsed.bytes += bytes;
         parsed.partial |= partial;
-        // A job that ran replaces the entry; one cut off by the deadline
-        // leaves it as it was.
-        parsed.done.extend(
-            entries
-                .into_iter()
-                .filter_map(|(key, entry, done)| done.map(|old| (key, entry, old))),
-        );
+        for (place, ran) in entries {
+            if let Some(slot) = in_place.get_mut(place) {
+                *slot = Some(ran);
+            }
+        }
     }
-    parsed.done.sort_by(|a, b| a.0.cmp(&b.0));
+    // A job that ran replaces the entry; one cut off by the deadline
+    // leaves it as it was.
+    parsed.done = in_place
+        .into_iter()
+        .flatten()
+        .filter_map(|(key, entry, done)| done.map(|old| (key, entry, old)))
+        .collect();
     parsed
 }
 
 /// Entries a thread produced (with the previous entry when the job ran),
 /// bytes it read, whether it ran out of time.
-type JobsDone = (
-    Vec<(String, Option<FileEntry>, Option<Option<FileEntry>>)>,
-    u64,
-    bool,
-);
+type JobsDone = (Vec<(usize, Ran)>, u64, bool);
+
+/// A job's key, its entry after the job, and the previous entry when the
+/// job ran (`None` when the deadline cut it off).
+type Ran = (String, Option<FileEntry>, Option<Option<FileEntry>>);
 
 /// A file to read: from its entry's offset (`reparse` false) or from the
 /// start into a fresh entry.
@@ -553,17 +573,18 @@ impl Job {
     }
 }
 
-fn run_jobs(jobs: impl Iterator<Item = Job>, deadline: Option<Instant>) -> JobsDone {
+/// Runs the jobs `jobs` hands out, each with its place in the merge.
+fn run_jobs(jobs: impl Iterator<Item = (usize, Job)>, deadline: Option<Instant>) -> JobsDone {
     let mut out = Vec::new();
     // One set of read buffers for every file this thread parses.
     let mut buffers = scan::Buffers::new();
     let mut events = Vec::new();
     let (mut bytes, mut partial) = (0, false);
-    for job in jobs {
+    for (place, job) in jobs {
         if deadline.is_some_and(|d| Instant::now() > d) {
             // Out of time: keep whatever we had for this file.
             partial = true;
-            out.push((job.key, job.old, None));
+            out.push((place, (job.key, job.old, None)));
             continue;
         }
         let Job {
@@ -597,7 +618,7 @@ fn run_jobs(jobs: impl Iterator<Item = Job>, deadline: Option<Instant>) -> JobsD
                 entry.offset = 0;
             }
         }
-        out.push((key, Some(entry), Some(old)));
+        out.push((place, (key, Some(entry), Some(old))));
     }
     (out, bytes, partial)
 }
