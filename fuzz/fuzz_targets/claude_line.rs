@@ -11,8 +11,10 @@ fuzz_target!(|data: &[u8]| {
     for line in data.split(|&b| b == b'\n') {
         claude::parse_line(&mut fp, line);
     }
-    let raw = codec::encode_events(&fp.events);
+    let raw = codec::encode_events(&fp.events, &fp.lasts);
     let count = u32::try_from(fp.events.len()).expect("few events");
-    let decoded = codec::decode_events(&raw, count, fp.strings.len());
+    let mut lasts = Vec::new();
+    let decoded = codec::decode_events(&raw, count, fp.strings.len(), &mut lasts);
     assert_eq!(decoded.as_ref(), Some(&fp.events));
+    assert_eq!(lasts, fp.lasts);
 });

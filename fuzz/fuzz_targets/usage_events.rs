@@ -8,12 +8,21 @@ fuzz_target!(|data: &[u8]| {
     let (count, rest) = heeler_fuzz::selector(data);
     let (strings, raw) = heeler_fuzz::selector(rest);
     let strings = usize::from(strings);
-    if let Some(events) = codec::decode_events(raw, u32::from(count), strings) {
-        assert_eq!(events.len(), usize::from(count));
-        let again = codec::encode_events(&events);
-        assert_eq!(
-            codec::decode_events(&again, u32::from(count), strings).as_ref(),
-            Some(&events)
-        );
+    let mut lasts = Vec::new();
+    match codec::decode_events(raw, u32::from(count), strings, &mut lasts) {
+        Some(events) => {
+            assert_eq!(events.len(), usize::from(count));
+            let again = codec::encode_events(&events, &lasts);
+            let mut lasts_again = Vec::new();
+            assert_eq!(
+                codec::decode_events(&again, u32::from(count), strings, &mut lasts_again).as_ref(),
+                Some(&events)
+            );
+            assert_eq!(lasts_again, lasts);
+        }
+        None => assert!(
+            lasts.is_empty(),
+            "a stream that fails adds no last counters"
+        ),
     }
 });

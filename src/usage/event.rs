@@ -37,11 +37,13 @@ pub enum EventKind {
     /// A Claude assistant record; `t` = [input, cache_read, cache_write_5m,
     /// cache_write_1h, output, 0].
     Claude,
-    /// A Codex `token_count` with cumulative totals; `t` = total and `last`
-    /// = last usage (all zero when absent), both in Codex order [input,
+    /// A Codex `token_count` with cumulative totals; `t` = total and its
+    /// last counters ([`FileParse::last`]) = last usage (all zero when
+    /// absent), both in Codex order [input,
     /// cached_input, cache_write_input, output, reasoning_output, total].
     CodexTotals,
-    /// A Codex `token_count` with only `last_token_usage`; `last` holds it.
+    /// A Codex `token_count` with only `last_token_usage`; its last
+    /// counters hold it.
     CodexLast,
     /// A Codex `token_usage_record`; `t` = usage in Codex order, `key` =
     /// hash of `response_id`.
@@ -94,7 +96,36 @@ pub struct Event {
     /// number), where a fork's `history_base` cuts its parent.
     pub group: u64,
     pub t: [u64; 6],
-    pub last: [u64; 6],
+    /// Where its second set of counters is: 0 when they are all zero (every
+    /// Claude record), else one past their index in [`FileParse::lasts`]
+    /// ([`FileParse::last`] reads them). Kept beside the events, not in
+    /// each: a cold scan holds every event in memory, and two thirds of
+    /// them (Claude's) would carry 48 zero bytes.
+    pub last_at: u32,
+}
+
+/// Appends `last` to `lasts` and returns where an event finds it (see
+/// [`Event::last_at`]): 0 for all zero, the previous set's place when they
+/// are the same (Codex writes each `token_count` twice), else the new one.
+/// The one rule for the parsers and for the cache's decoding, so a file's
+/// decoded events and its parse agree.
+pub fn add_last(lasts: &mut Vec<[u64; 6]>, last: [u64; 6]) -> u32 {
+    if last == [0; 6] {
+        return 0;
+    }
+    if lasts.last() != Some(&last) {
+        lasts.push(last);
+    }
+    u32::try_from(lasts.len()).unwrap_or(u32::MAX)
+}
+
+/// The counters `last_at` points at in `lasts` (all zero for 0 or a place
+/// past the end).
+pub fn last_in(lasts: &[[u64; 6]], last_at: u32) -> [u64; 6] {
+    match (last_at as usize).checked_sub(1) {
+        Some(i) => lasts.get(i).copied().unwrap_or([0; 6]),
+        None => [0; 6],
+    }
 }
 
 /// Codex per-file facts and resumable parser state.
@@ -149,6 +180,8 @@ pub struct FileParse {
     /// Interned strings; index 0 is always "".
     pub strings: Vec<String>,
     pub events: Vec<Event>,
+    /// The events' non-zero last counters ([`Event::last_at`]).
+    pub lasts: Vec<[u64; 6]>,
     pub codex: CodexMeta,
     /// Candidate lines that were not valid JSON records.
     pub malformed: u64,
@@ -159,6 +192,7 @@ impl Default for FileParse {
         FileParse {
             strings: vec![String::new()],
             events: Vec::new(),
+            lasts: Vec::new(),
             codex: CodexMeta::default(),
             malformed: 0,
         }
@@ -185,6 +219,16 @@ impl FileParse {
         // Lossless for UTF-8, the only text this is given.
         self.strings.push(String::from_utf8_lossy(s).into_owned());
         (self.strings.len() - 1) as u32
+    }
+
+    /// `e`'s last counters (all zero for a Claude record).
+    pub fn last(&self, e: &Event) -> [u64; 6] {
+        last_in(&self.lasts, e.last_at)
+    }
+
+    /// Stores `last` for an event of this file: see [`add_last`].
+    pub fn add_last(&mut self, last: [u64; 6]) -> u32 {
+        add_last(&mut self.lasts, last)
     }
 
     pub fn string(&self, index: u32) -> &str {

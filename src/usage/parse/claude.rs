@@ -281,7 +281,7 @@ fn record_event(
         key,
         group,
         t,
-        last: [0; 6],
+        last_at: 0,
     })
 }
 

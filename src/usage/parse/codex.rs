@@ -408,6 +408,7 @@ fn record(fp: &mut FileParse, line: Line) -> Option<()> {
                     (None, Some(l)) => (EventKind::CodexLast, [0; 6], l),
                     (None, None) => return Some(()),
                 };
+                let last_at = fp.add_last(last);
                 fp.events.push(Event {
                     kind,
                     ts,
@@ -418,7 +419,7 @@ fn record(fp: &mut FileParse, line: Line) -> Option<()> {
                     key: 0,
                     group: line.ordinal,
                     t,
-                    last,
+                    last_at,
                 });
             }
             _ => {}
@@ -440,7 +441,7 @@ fn record(fp: &mut FileParse, line: Line) -> Option<()> {
                 key,
                 group: line.ordinal,
                 t: usage,
-                last: [0; 6],
+                last_at: 0,
             });
         }
         _ => {}
@@ -609,7 +610,7 @@ pub fn requests(fp: &FileParse, parent: Option<&FileParse>) -> Counted {
                     continue;
                 }
                 let counted = match before {
-                    _ if e.last != [0; 6] => e.last,
+                    _ if fp.last(e) != [0; 6] => fp.last(e),
                     Some(p) => std::array::from_fn(|i| e.t[i].saturating_sub(p[i])),
                     None if continued => {
                         out.duplicates += 1;
@@ -619,7 +620,7 @@ pub fn requests(fp: &FileParse, parent: Option<&FileParse>) -> Counted {
                 };
                 push(&mut out, e, counted, 0);
             }
-            EventKind::CodexLast => push(&mut out, e, e.last, 0),
+            EventKind::CodexLast => push(&mut out, e, fp.last(e), 0),
             _ => out.duplicates += 1,
         }
     }
@@ -800,8 +801,9 @@ mod tests {
     fn without_last(fp: &FileParse) -> FileParse {
         let mut bare = fp.clone();
         for e in &mut bare.events {
-            e.last = [0; 6];
+            e.last_at = 0;
         }
+        bare.lasts.clear();
         bare
     }
 

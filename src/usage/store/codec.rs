@@ -14,7 +14,9 @@
 use std::collections::BTreeMap;
 
 use crate::base::bytes::Reader;
-use crate::usage::event::{Agent, CodexMeta, Event, EventKind, FileParse, hash_words};
+use crate::usage::event::{
+    Agent, CodexMeta, Event, EventKind, FileParse, add_last, hash_words, last_in,
+};
 use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
 
 /// Bump when the index layout changes (everything is reparsed).
@@ -270,6 +272,7 @@ fn decode_meta(r: &mut Reader) -> Option<(String, FileEntry)> {
             malformed: r.u64()?,
             strings: Vec::new(),
             events: Vec::new(),
+            lasts: Vec::new(),
             codex: CodexMeta::default(),
         },
         stored: Vec::new(),
@@ -302,8 +305,9 @@ fn decode_meta(r: &mut Reader) -> Option<(String, FileEntry)> {
     Some((path, e))
 }
 
-/// `events` as one event stream (timestamps delta-coded from zero).
-pub fn encode_events(events: &[Event]) -> Vec<u8> {
+/// `events`, whose last counters are in `lasts` ([`Event::last_at`]), as
+/// one event stream (timestamps delta-coded from zero).
+pub fn encode_events(events: &[Event], lasts: &[[u64; 6]]) -> Vec<u8> {
     let mut out = Vec::with_capacity(events.len() * 40);
     let mut prev_ts = 0i64;
     for ev in events {
@@ -331,7 +335,7 @@ pub fn encode_events(events: &[Event]) -> Vec<u8> {
             o.var(n);
         }
         if has_last(ev.kind) {
-            for n in ev.last {
+            for n in last_in(lasts, ev.last_at) {
                 o.var(n);
             }
         }
@@ -388,8 +392,29 @@ impl EventBytes {
 }
 
 /// Reads exactly `count` events filling `raw`, whose string indexes are
-/// below `strings`.
-pub fn decode_events(raw: &[u8], count: u32, strings: usize) -> Option<Vec<Event>> {
+/// below `strings`, adding their last counters to `lasts` (by
+/// [`add_last`], as the parsers do; left as they were when `raw` does not
+/// decode).
+pub fn decode_events(
+    raw: &[u8],
+    count: u32,
+    strings: usize,
+    lasts: &mut Vec<[u64; 6]>,
+) -> Option<Vec<Event>> {
+    let before = lasts.len();
+    let events = decode_into(raw, count, strings, lasts);
+    if events.is_none() {
+        lasts.truncate(before);
+    }
+    events
+}
+
+fn decode_into(
+    raw: &[u8],
+    count: u32,
+    strings: usize,
+    lasts: &mut Vec<[u64; 6]>,
+) -> Option<Vec<Event>> {
     let mut r = Reader::new(raw);
     let count = count as usize;
     if count.checked_mul(MIN_EVENT)? > raw.len() {
@@ -424,6 +449,7 @@ pub fn decode_events(raw: &[u8], count: u32, strings: usize) -> Option<Vec<Event
                 *n = r.varint()?;
             }
         }
+        let last_at = add_last(lasts, last);
         events.push(Event {
             kind,
             ts,
@@ -434,7 +460,7 @@ pub fn decode_events(raw: &[u8], count: u32, strings: usize) -> Option<Vec<Event
             key,
             group,
             t,
-            last,
+            last_at,
         });
     }
     r.at_end().then_some(events)
@@ -465,13 +491,21 @@ impl FileEntry {
         // No reservation from the stored counts: they are read from the
         // index, and only a segment that decodes proves its count.
         let mut events = Vec::new();
+        let lasts_before = self.parse.lasts.len();
         for segment in &self.stored {
-            match file
-                .read(*segment)
-                .and_then(|raw| decode_events(&raw, segment.count, self.parse.strings.len()))
-            {
+            match file.read(*segment).and_then(|raw| {
+                decode_events(
+                    &raw,
+                    segment.count,
+                    self.parse.strings.len(),
+                    &mut self.parse.lasts,
+                )
+            }) {
                 Some(part) => events.extend(part),
-                None => return false,
+                None => {
+                    self.parse.lasts.truncate(lasts_before);
+                    return false;
+                }
             }
         }
         self.parse.events = events;
@@ -493,7 +527,7 @@ impl Index {
             } else {
                 Vec::new()
             };
-            let raw = encode_events(&events);
+            let raw = encode_events(&events, &loaded.parse.lasts);
             o.u32(events.len() as u32);
             o.u32(raw.len() as u32);
             o.0.extend_from_slice(&raw);
@@ -511,7 +545,12 @@ impl Index {
                 let (path, mut e) = decode_meta(&mut r)?;
                 let count = r.u32()?;
                 let len = usize::try_from(r.u32()?).ok()?;
-                e.parse.events = decode_events(r.take(len)?, count, e.parse.strings.len())?;
+                e.parse.events = decode_events(
+                    r.take(len)?,
+                    count,
+                    e.parse.strings.len(),
+                    &mut e.parse.lasts,
+                )?;
                 if n.keeps(e.agent) {
                     files.insert(path, e);
                 }
@@ -585,9 +624,13 @@ mod tests {
         EventKind::CodexRecord,
     ];
 
+    /// An event and its last counters (an event alone points into its
+    /// file's table of them): what the event streams are compared by.
+    type Full = (Event, [u64; 6]);
+
     /// An event carrying every field, whatever its kind.
-    fn full_event(kind: EventKind, ts: i64) -> Event {
-        Event {
+    fn full_event(kind: EventKind, ts: i64) -> Full {
+        let e = Event {
             kind,
             ts,
             model: 1,
@@ -597,25 +640,60 @@ mod tests {
             key: 0xdead_beef,
             group: 7,
             t: [1, 2, 3, 300, 5, 6],
-            last: [9; 6],
-        }
+            last_at: 0,
+        };
+        (e, [9; 6])
     }
 
     /// An event with only the fields its kind has (the others zero): every
     /// event has a group (a Claude message hash, a Codex ordinal), a Claude
     /// or Codex record a key, Codex totals and last-usage events the
     /// `last` counters.
-    fn event(kind: EventKind, ts: i64) -> Event {
+    fn event(kind: EventKind, ts: i64) -> Full {
         own_fields(full_event(kind, ts))
     }
 
     /// `e` with the fields its kind does not have set to zero.
-    fn own_fields(e: Event) -> Event {
-        Event {
-            key: if has_key(e.kind) { e.key } else { 0 },
-            last: if has_last(e.kind) { e.last } else { [0; 6] },
-            ..e
-        }
+    fn own_fields((e, last): Full) -> Full {
+        let key = if has_key(e.kind) { e.key } else { 0 };
+        let last = if has_last(e.kind) { last } else { [0; 6] };
+        (Event { key, ..e }, last)
+    }
+
+    /// `full` as events and their table of last counters, as a parser
+    /// makes them.
+    fn split(full: &[Full]) -> (Vec<Event>, Vec<[u64; 6]>) {
+        let mut lasts = Vec::new();
+        let events = full
+            .iter()
+            .map(|&(e, last)| Event {
+                last_at: add_last(&mut lasts, last),
+                ..e
+            })
+            .collect();
+        (events, lasts)
+    }
+
+    /// Encodes `full` (its last counters through the table).
+    fn encode_full(full: &[Full]) -> Vec<u8> {
+        let (events, lasts) = split(full);
+        encode_events(&events, &lasts)
+    }
+
+    /// Decodes a stream into events with their last counters (and checks
+    /// that it added nothing to the table it was given when it fails).
+    fn decode_full(raw: &[u8], count: u32, strings: usize) -> Option<Vec<Full>> {
+        let mut lasts = vec![[7; 6]];
+        let Some(events) = decode_events(raw, count, strings, &mut lasts) else {
+            assert_eq!(lasts, [[7; 6]], "a stream that fails adds nothing");
+            return None;
+        };
+        Some(
+            events
+                .iter()
+                .map(|e| (Event { last_at: 0, ..*e }, last_in(&lasts, e.last_at)))
+                .collect(),
+        )
     }
 
     #[test]
@@ -636,28 +714,28 @@ mod tests {
     #[test]
     fn events_round_trip_and_keep_only_the_fields_of_their_kind() {
         // Timestamps going back and forth: deltas of both signs.
-        let events: Vec<Event> = KINDS
+        let events: Vec<Full> = KINDS
             .iter()
             .zip([1_700_000_000, 1_699_999_000, 1_700_000_500, -5])
             .map(|(kind, ts)| event(*kind, ts))
             .collect();
-        let raw = encode_events(&events);
-        assert_eq!(decode_events(&raw, 4, 2), Some(events.clone()));
+        let raw = encode_full(&events);
+        assert_eq!(decode_full(&raw, 4, 2), Some(events.clone()));
         // Fields a kind does not have are not stored.
-        let full: Vec<Event> = KINDS.iter().map(|k| full_event(*k, 1)).collect();
-        let back = decode_events(&encode_events(&full), 4, 2).unwrap();
-        let only_own: Vec<Event> = KINDS.iter().map(|k| event(*k, 1)).collect();
+        let full: Vec<Full> = KINDS.iter().map(|k| full_event(*k, 1)).collect();
+        let back = decode_full(&encode_full(&full), 4, 2).unwrap();
+        let only_own: Vec<Full> = KINDS.iter().map(|k| event(*k, 1)).collect();
         assert_eq!(back, only_own);
     }
 
     #[test]
     fn the_largest_events_of_every_kind_round_trip() {
         // Every varint at its longest: what an event's bytes must hold.
-        let largest: Vec<Event> = KINDS
+        let largest: Vec<Full> = KINDS
             .iter()
             .enumerate()
             .map(|(n, &kind)| {
-                own_fields(Event {
+                let e = Event {
                     ts: if n % 2 == 0 { i64::MIN } else { i64::MAX },
                     model: u32::MAX,
                     cwd: u32::MAX,
@@ -666,36 +744,42 @@ mod tests {
                     key: u64::MAX,
                     group: u64::MAX,
                     t: [u64::MAX; 6],
-                    last: [u64::MAX; 6],
-                    ..full_event(kind, 0)
-                })
+                    ..full_event(kind, 0).0
+                };
+                own_fields((e, [u64::MAX; 6]))
             })
             .collect();
-        let raw = encode_events(&largest);
+        let raw = encode_full(&largest);
         let strings = u32::MAX as usize + 1;
-        assert_eq!(decode_events(&raw, 4, strings), Some(largest));
+        assert_eq!(decode_full(&raw, 4, strings), Some(largest));
     }
 
     #[test]
     fn damaged_event_streams_are_refused() {
-        let raw = encode_events(&[event(EventKind::Claude, 5)]);
+        let raw = encode_full(&[event(EventKind::Claude, 5)]);
         // One byte short, one byte over, a wrong count, a count the bytes
         // cannot hold, a string index past the table.
-        assert_eq!(decode_events(&raw[..raw.len() - 1], 1, 2), None);
+        assert_eq!(decode_full(&raw[..raw.len() - 1], 1, 2), None);
         let mut longer = raw.clone();
         longer.push(0);
-        assert_eq!(decode_events(&longer, 1, 2), None);
-        assert_eq!(decode_events(&raw, 2, 2), None);
-        assert_eq!(decode_events(&raw, u32::MAX, 2), None);
-        assert_eq!(decode_events(&raw, 1, 1), None);
-        assert_eq!(decode_events(&[0xff; 20], 1, 2), None);
+        assert_eq!(decode_full(&longer, 1, 2), None);
+        assert_eq!(decode_full(&raw, 2, 2), None);
+        assert_eq!(decode_full(&raw, u32::MAX, 2), None);
+        assert_eq!(decode_full(&raw, 1, 1), None);
+        assert_eq!(decode_full(&[0xff; 20], 1, 2), None);
+        // A stream whose last counters decode before it fails adds none.
+        let totals = encode_full(&[event(EventKind::CodexTotals, 5)]);
+        assert_eq!(decode_full(&totals[..totals.len() - 1], 1, 2), None);
+        let mut two = totals.clone();
+        two.extend_from_slice(&raw[..raw.len() - 1]);
+        assert_eq!(decode_full(&two, 2, 2), None);
     }
 
     #[test]
     fn an_index_round_trips_and_truncation_empties_it() {
         let mut index = Index::default();
         let mut claude = entry(Agent::Claude);
-        claude.parse.events = vec![event(EventKind::Claude, 10)];
+        claude.parse.events = vec![event(EventKind::Claude, 10).0];
         index.files.insert("/a.jsonl".into(), claude);
         index.files.insert("/b.jsonl".into(), entry(Agent::Codex));
         let bytes = index.to_bytes();

@@ -255,8 +255,11 @@ impl Store {
         let mut out = codec::header(index.files.len());
         out.extend(id.to_le_bytes());
         let mut written = Written::default();
-        let encode = |events: &[crate::usage::event::Event]| {
-            (codec::encode_events(events), events.len() as u32)
+        let encode = |parse: &crate::usage::event::FileParse| {
+            (
+                codec::encode_events(&parse.events, &parse.lasts),
+                parse.events.len() as u32,
+            )
         };
         for (path, e) in &index.files {
             // One segment per entry: copied as is, or re-encoded.
@@ -266,10 +269,10 @@ impl Store {
             };
             let raw = match copied {
                 Some(copy) => copy,
-                None if e.is_loaded() => Some(encode(&e.parse.events)),
+                None if e.is_loaded() => Some(encode(&e.parse)),
                 None => {
                     let mut loaded = e.clone();
-                    loaded.materialize().then(|| encode(&loaded.parse.events))
+                    loaded.materialize().then(|| encode(&loaded.parse))
                 }
             };
             // An entry whose events cannot be read is dropped (reparsed next).
@@ -344,7 +347,7 @@ fn plan_segments(e: &mut FileEntry, end: u64, blob: &mut Vec<u8>) {
     if from == events.len() {
         return;
     }
-    let raw = codec::encode_events(&events[from..]);
+    let raw = codec::encode_events(&events[from..], &e.parse.lasts);
     e.stored.push(Segment {
         offset: end + blob.len() as u64,
         len: raw.len() as u32,
@@ -419,7 +422,7 @@ mod tests {
             key: ts as u64,
             group: 3,
             t: [ts as u64, 2, 3, 4, 5, 0],
-            last: [0; 6],
+            last_at: 0,
         }
     }
 
