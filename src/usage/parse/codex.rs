@@ -68,10 +68,12 @@ fn wanted(line: &[u8]) -> Option<bool> {
     let mut payload: Option<&[u8]> = None;
     let walked = Cursor::new(line).object(|key, c| {
         match key {
+            // Compared with ASCII names: read as bytes, since a string
+            // that is not UTF-8 equals none of them either way.
             b"type" => {
-                answer = match c.string()?.as_deref() {
-                    Some("session_meta" | "turn_context" | "token_usage_record") => Some(true),
-                    Some("event_msg") => match payload {
+                answer = match c.bytes()?.as_deref() {
+                    Some(b"session_meta" | b"turn_context" | b"token_usage_record") => Some(true),
+                    Some(b"event_msg") => match payload {
                         Some(raw) => Some(event_wanted(&mut Cursor::new(raw))?),
                         None => {
                             event_msg = true;
@@ -103,10 +105,10 @@ fn event_wanted(c: &mut Cursor) -> Option<bool> {
         if key != b"type" {
             return c.skip();
         }
-        let kind = c.string()?;
+        let kind = c.bytes()?;
         answer = Some(matches!(
             kind.as_deref(),
-            Some("token_count" | "thread_settings_applied")
+            Some(b"token_count" | b"thread_settings_applied")
         ));
         None
     });
@@ -157,10 +159,15 @@ pub fn parse_line(fp: &mut FileParse, line: &[u8]) {
 
 type Text<'a> = Option<Cow<'a, str>>;
 
+/// A string member only compared with ASCII names or parsed as ASCII (a
+/// line's and a payload's `type`, a line's `timestamp`): its bytes,
+/// unchecked, since bytes that are not UTF-8 match none of them either way.
+type Bytes<'a> = Option<Cow<'a, [u8]>>;
+
 /// Payload members Usage reads, across all line types.
 #[derive(Default)]
 struct Payload<'a> {
-    kind: Text<'a>,
+    kind: Bytes<'a>,
     id: Text<'a>,
     timestamp: Text<'a>,
     cwd: Text<'a>,
@@ -177,6 +184,8 @@ struct Payload<'a> {
     total: Option<[u64; 6]>,
     last: Option<[u64; 6]>,
     rate_limits: Option<&'a [u8]>,
+    /// The `limit_id` of `rate_limits`, read in the same walk.
+    limit_id: Text<'a>,
     response_id: Text<'a>,
     usage: Option<[u64; 6]>,
 }
@@ -210,7 +219,7 @@ fn pick_payload<'a>(c: &mut Cursor<'a>) -> Option<Payload<'a>> {
     let mut p = Payload::default();
     c.object(|key, c| {
         match key {
-            b"type" => p.kind = c.string()?,
+            b"type" => p.kind = c.bytes()?,
             b"id" => p.id = c.string()?,
             b"timestamp" => p.timestamp = c.string()?,
             b"cwd" => p.cwd = c.string()?,
@@ -248,7 +257,17 @@ fn pick_payload<'a>(c: &mut Cursor<'a>) -> Option<Payload<'a>> {
                     Some(())
                 })?
             }
-            b"rate_limits" if c.raw_is_object() => p.rate_limits = Some(c.raw()?),
+            b"rate_limits" if c.raw_is_object() => {
+                let mut id = None;
+                p.rate_limits = Some(c.raw_object(|key, c| {
+                    if key == b"limit_id" {
+                        id = c.string()?;
+                        return Some(());
+                    }
+                    c.skip()
+                })?);
+                p.limit_id = id;
+            }
             _ => c.skip()?,
         }
         Some(())
@@ -256,30 +275,17 @@ fn pick_payload<'a>(c: &mut Cursor<'a>) -> Option<Payload<'a>> {
     Some(p)
 }
 
-/// The `limit_id` of a raw `rate_limits` object.
-fn limit_id(raw: &[u8]) -> Option<Option<String>> {
-    let mut id = None;
-    Cursor::new(raw).object(|key, c| {
-        if key == b"limit_id" {
-            id = c.string()?.map(|s| s.into_owned());
-            return Some(());
-        }
-        c.skip()
-    })?;
-    Some(id)
-}
-
 /// The envelope members of one line: what [`record`] reads.
 struct Line<'a> {
-    timestamp: Text<'a>,
-    kind: Text<'a>,
+    timestamp: Bytes<'a>,
+    kind: Bytes<'a>,
     /// The envelope `ordinal` (paginated rollouts), else the line number.
     ordinal: u64,
     payload: Option<Payload<'a>>,
 }
 
 fn apply(fp: &mut FileParse, line: &[u8], index: u64) -> Option<()> {
-    let (mut timestamp, mut kind): (Text, Text) = (None, None);
+    let (mut timestamp, mut kind): (Bytes, Bytes) = (None, None);
     // The last `payload` member counts: read in the one walk of the line,
     // or, when it is not an object Usage can read, skipped and remembered
     // as unreadable (so an earlier broken one does not decide the line).
@@ -288,8 +294,8 @@ fn apply(fp: &mut FileParse, line: &[u8], index: u64) -> Option<()> {
     let mut c = Cursor::new(line);
     c.object(|key, c| {
         match key {
-            b"timestamp" => timestamp = c.string()?,
-            b"type" => kind = c.string()?,
+            b"timestamp" => timestamp = c.bytes()?,
+            b"type" => kind = c.bytes()?,
             b"ordinal" => ordinal = c.count()?,
             b"payload" => {
                 let mut probe = *c;
@@ -331,14 +337,14 @@ fn record(fp: &mut FileParse, line: Line) -> Option<()> {
     let ts = line
         .timestamp
         .as_deref()
-        .and_then(crate::usage::time::parse_timestamp);
+        .and_then(crate::usage::time::timestamp_of);
     let Some(p) = line.payload else {
         return Some(());
     };
     let kind = line.kind;
     let nonempty = |t: &Text| t.as_deref().filter(|s| !s.is_empty()).map(str::to_owned);
     match kind.as_deref() {
-        Some("session_meta") => {
+        Some(b"session_meta") => {
             if !fp.codex.thread_id.is_empty() {
                 return Some(()); // Later session_meta lines are a parent's, replayed.
             }
@@ -359,7 +365,7 @@ fn record(fp: &mut FileParse, line: Line) -> Option<()> {
                 fp.codex.cwd = fp.intern(&cwd);
             }
         }
-        Some("turn_context") => {
+        Some(b"turn_context") => {
             if let Some(model) = nonempty(&p.model) {
                 fp.codex.model = fp.intern(&model);
             }
@@ -367,8 +373,8 @@ fn record(fp: &mut FileParse, line: Line) -> Option<()> {
                 fp.codex.cwd = fp.intern(&cwd);
             }
         }
-        Some("event_msg") => match p.kind.as_deref() {
-            Some("thread_settings_applied") => {
+        Some(b"event_msg") => match p.kind.as_deref() {
+            Some(b"thread_settings_applied") => {
                 if let Some(tier) = nonempty(&p.settings_tier).or_else(|| nonempty(&p.service_tier))
                 {
                     fp.codex.tier = fp.intern(&tier);
@@ -379,13 +385,11 @@ fn record(fp: &mut FileParse, line: Line) -> Option<()> {
                     fp.codex.model = fp.intern(&model);
                 }
             }
-            Some("token_count") => {
+            Some(b"token_count") => {
                 let Some(ts) = ts else { return Some(()) };
                 if let Some(raw) = p.rate_limits {
-                    let id = limit_id(raw)?;
-                    if (id.is_none() || id.as_deref() == Some("codex"))
-                        && ts >= fp.codex.rate_limits_ts
-                    {
+                    let id = p.limit_id.as_deref();
+                    if (id.is_none() || id == Some("codex")) && ts >= fp.codex.rate_limits_ts {
                         // Every token_count line has one: the text is
                         // copied into the string's own buffer.
                         match std::str::from_utf8(raw) {
@@ -424,7 +428,7 @@ fn record(fp: &mut FileParse, line: Line) -> Option<()> {
             }
             _ => {}
         },
-        Some("token_usage_record") => {
+        Some(b"token_usage_record") => {
             let (Some(ts), Some(usage)) = (ts, p.usage) else {
                 return Some(());
             };
@@ -609,8 +613,9 @@ pub fn requests(fp: &FileParse, parent: Option<&FileParse>) -> Counted {
                     out.duplicates += 1;
                     continue;
                 }
+                let last = fp.last(e);
                 let counted = match before {
-                    _ if fp.last(e) != [0; 6] => fp.last(e),
+                    _ if last != [0; 6] => last,
                     Some(p) => std::array::from_fn(|i| e.t[i].saturating_sub(p[i])),
                     None if continued => {
                         out.duplicates += 1;
@@ -650,6 +655,10 @@ pub(super) fn parse_line_exact(fp: &mut FileParse, line: &[u8]) {
     fn text(v: Option<&Value>) -> Text<'_> {
         v.and_then(Value::as_str).map(Cow::Borrowed)
     }
+    fn bytes(v: Option<&Value>) -> Bytes<'_> {
+        v.and_then(Value::as_str)
+            .map(|s| Cow::Borrowed(s.as_bytes()))
+    }
     fn object(v: Option<&Value>) -> Option<&Object> {
         v.and_then(Value::as_object)
     }
@@ -680,17 +689,21 @@ pub(super) fn parse_line_exact(fp: &mut FileParse, line: &[u8]) {
             .map(|k| count(o.get(k)))
         })
     }
-    let kind = text(top.get("type"));
+    let kind = bytes(top.get("type"));
     let wanted = matches!(
         kind.as_deref(),
-        Some("session_meta" | "turn_context" | "token_usage_record" | "event_msg")
+        Some(b"session_meta" | b"turn_context" | b"token_usage_record" | b"event_msg")
     );
-    let (payload, rate_limits) = match top.get("payload") {
-        None => (None, None),
-        Some(Value::Object(p)) => (
-            Some(p),
-            object(p.get("rate_limits")).map(|r| Value::Object(r.clone()).to_json()),
-        ),
+    let (payload, rate_limits, limit_id) = match top.get("payload") {
+        None => (None, None, None),
+        Some(Value::Object(p)) => {
+            let limits = object(p.get("rate_limits"));
+            (
+                Some(p),
+                limits.map(|r| Value::Object(r.clone()).to_json()),
+                limits.and_then(|r| text(r.get("limit_id"))),
+            )
+        }
         Some(_) => {
             if wanted {
                 fp.malformed += 1;
@@ -706,7 +719,7 @@ pub(super) fn parse_line_exact(fp: &mut FileParse, line: &[u8]) {
             .and_then(|s| object(s.get("subagent")))
             .and_then(|s| object(s.get("thread_spawn")));
         Payload {
-            kind: text(p.get("type")),
+            kind: bytes(p.get("type")),
             id: text(p.get("id")),
             timestamp: text(p.get("timestamp")),
             cwd: text(p.get("cwd")),
@@ -726,12 +739,13 @@ pub(super) fn parse_line_exact(fp: &mut FileParse, line: &[u8]) {
             total: info.and_then(|i| counters(i.get("total_token_usage"))),
             last: info.and_then(|i| counters(i.get("last_token_usage"))),
             rate_limits: rate_limits.as_deref().map(str::as_bytes),
+            limit_id: limit_id.clone(),
             response_id: text(p.get("response_id")),
             usage: counters(p.get("usage")),
         }
     });
     let line = Line {
-        timestamp: text(top.get("timestamp")),
+        timestamp: bytes(top.get("timestamp")),
         kind,
         ordinal: number(top.get("ordinal")).unwrap_or(index),
         payload,
@@ -1036,5 +1050,31 @@ mod tests {
         assert_eq!(fp.string(fp.codex.model), "gpt-5.4");
         assert!(fp.codex.rate_limits.contains("\"used_percent\":12"));
         assert_eq!(fp.malformed, 1);
+    }
+
+    #[test]
+    fn the_newest_limits_of_the_default_group_are_kept() {
+        let limits = |at: &str, id: &str, used: u32| {
+            format!(
+                r#"{{"timestamp":"2026-11-29T10:00:{at}Z","type":"event_msg","payload":{{"type":"token_count","info":null,"rate_limits":{{{id}"primary":{{"used_percent":{used}.0}}}}}}}}"#
+            )
+        };
+        let kept = |lines: &[String]| {
+            let fp = parse(lines);
+            assert_eq!(fp.malformed, 0);
+            fp.codex.rate_limits
+        };
+        let codex = limits("02", r#""limit_id":"codex","#, 12);
+        // Another group's limits are not the default's.
+        let other = limits("04", r#""limit_id":"other","#, 50);
+        assert!(kept(&[codex.clone(), other.clone()]).contains(":12.0"));
+        // Limits that name no group are the default's; so is an id spelled
+        // with escapes, read after the member before it.
+        let unnamed = limits("05", "", 70);
+        assert!(kept(&[codex.clone(), other.clone(), unnamed.clone()]).contains(":70.0"));
+        let escaped = limits("06", r#""x":[1,{"y":"}"}],"limit_id":"\u0063odex","#, 80);
+        assert!(kept(&[codex.clone(), unnamed.clone(), escaped.clone()]).contains(":80.0"));
+        // An older line does not replace newer limits.
+        assert!(kept(&[escaped, codex]).contains(":80.0"));
     }
 }

@@ -207,6 +207,18 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// Visits every member of the object at the cursor, as
+    /// [`Cursor::object`] does, and returns its raw text.
+    pub fn raw_object(
+        &mut self,
+        f: impl FnMut(&[u8], &mut Cursor<'a>) -> Option<()>,
+    ) -> Option<&'a [u8]> {
+        self.ws();
+        let start = self.i;
+        self.object(f)?;
+        Some(&self.b[start..self.i])
+    }
+
     /// Whether the value at the cursor is an object.
     pub fn raw_is_object(&mut self) -> bool {
         self.peek() == Some(b'{')
