@@ -474,6 +474,66 @@ mod tests {
     }
 
     #[test]
+    fn counts_agree_with_the_exact_parser_at_every_length() {
+        // Integers of 1 to 22 digits (the fast path takes up to 19, which
+        // cannot overflow), around u64::MAX, with fractions and exponents,
+        // negative, and after each delimiter; the exact parser's reading is
+        // the oracle (an unsigned integer, or an integral float below
+        // 9e18, as the parsers' exact paths count them).
+        let mut numbers: Vec<String> = (1..=22)
+            .flat_map(|n| ["9".repeat(n), format!("1{}", "0".repeat(n - 1))])
+            .collect();
+        numbers.extend(
+            [
+                "0",
+                "18446744073709551615",
+                "18446744073709551616",
+                "12.0",
+                "12.5",
+                "1e3",
+                "1.5e1",
+                "-1",
+                "-0",
+                "0.0",
+                "8999999999999999999.0",
+            ]
+            .map(String::from),
+        );
+        let oracle = |text: &str| match crate::base::json::parse(text) {
+            Ok(crate::base::json::Value::Number(crate::base::json::Number::Unsigned(n))) => Some(n),
+            Ok(crate::base::json::Value::Number(crate::base::json::Number::Float(f)))
+                if f.fract() == 0.0 && (0.0..9.0e18).contains(&f) =>
+            {
+                Some(f as u64)
+            }
+            _ => None,
+        };
+        for n in &numbers {
+            let want = oracle(n);
+            for (before, after) in [("[", "]"), ("[", " ]"), ("[", ",1]"), ("[\n", "\r\n,\t1]")] {
+                let text = format!("{before}{n}{after}");
+                let mut got = Vec::new();
+                Cursor::new(text.as_bytes())
+                    .array(|c| {
+                        got.push(c.count()?);
+                        Some(())
+                    })
+                    .unwrap();
+                assert_eq!(got[0], want, "{text:?}");
+            }
+            let object = format!(r#"{{"n":{n}}}"#);
+            let mut got = None;
+            Cursor::new(object.as_bytes())
+                .object(|_, c| {
+                    got = c.count()?;
+                    Some(())
+                })
+                .unwrap();
+            assert_eq!(got, want, "{object}");
+        }
+    }
+
+    #[test]
     fn control_bytes_in_strings_fail_wherever_they_are() {
         // Short and long strings, the byte in a 32-byte block, in a word
         // after the blocks and in the last bytes; skipped and read values.
