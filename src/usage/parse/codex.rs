@@ -739,7 +739,7 @@ pub(super) fn parse_line_exact(fp: &mut FileParse, line: &[u8]) {
             total: info.and_then(|i| counters(i.get("total_token_usage"))),
             last: info.and_then(|i| counters(i.get("last_token_usage"))),
             rate_limits: rate_limits.as_deref().map(str::as_bytes),
-            limit_id: limit_id.clone(),
+            limit_id,
             response_id: text(p.get("response_id")),
             usage: counters(p.get("usage")),
         }
