@@ -1,4 +1,5 @@
-//! The one place where heeler talks to the operating system below `std`.
+//! The one place where heeler talks to the operating system below `std`,
+//! or to the processor's vector instructions.
 //!
 //! Every `unsafe` block of the crate lives here, small and commented, so that
 //! a reviewer can audit all of it in one sitting. Callers get safe functions.
@@ -708,6 +709,46 @@ fn clear_errno() {
     }
 }
 
+/// The bytes of `block` that end a run of plain JSON string text: a quote,
+/// a backslash or a control byte (below 0x20, which JSON forbids in a
+/// string). Bit `i` of the mask is byte `i`. The usage scan reads every
+/// transcript string through this, 16 bytes at a time.
+#[inline(always)]
+pub fn string_stops(block: &[u8; 16]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{
+            _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
+            _mm_set1_epi8,
+        };
+        // SAFETY: SSE2 is part of every x86_64 processor, so the build
+        // target always has these instructions; the unaligned load reads
+        // exactly the 16 bytes `block` borrows.
+        unsafe {
+            let v = _mm_loadu_si128(block.as_ptr().cast());
+            let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+            let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+            // Unsigned `v < 0x20` is `min(v, 0x1f) == v`.
+            let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
+            _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control)) as u32
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        bytes_mask(block, |b| b == b'"' || b == b'\\' || b < 0x20)
+    }
+}
+
+/// The portable definition of [`string_stops`]: bit `i` set when byte `i`
+/// is in the class. What other processors run, and the tests' oracle.
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+fn bytes_mask(block: &[u8; 16], class: impl Fn(u8) -> bool) -> u32 {
+    block
+        .iter()
+        .enumerate()
+        .fold(0, |mask, (i, &b)| mask | (u32::from(class(b)) << i))
+}
+
 /// Whether this process may still write a core dump: a non-zero soft
 /// `RLIMIT_CORE`, or (on Linux) the dumpable flag set. For tests.
 #[cfg(test)]
@@ -783,6 +824,30 @@ mod tests {
         assert_eq!(
             Directory::open(&dir.join("b")).err().map(|e| e.kind()),
             Some(io::ErrorKind::NotADirectory)
+        );
+    }
+
+    #[test]
+    fn the_vector_mask_is_the_portable_mask() {
+        // Oracle: `bytes_mask`, the byte-by-byte definition. Every byte
+        // value at every position, among bytes of every class.
+        let stop = |b: u8| b == b'"' || b == b'\\' || b < 0x20;
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for round in 0..4096u32 {
+            let mut block = [0u8; 16];
+            for b in block.iter_mut() {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                *b = (seed >> 24) as u8;
+            }
+            block[(round % 16) as usize] = (round / 16) as u8;
+            assert_eq!(string_stops(&block), bytes_mask(&block, stop), "{block:?}");
+        }
+        assert_eq!(string_stops(b"plain text here."), 0);
+        assert_eq!(
+            string_stops(b"ab\"cd\\ef\tgh\x7f\x80\xffxy"),
+            0b0000_0001_0010_0100
         );
     }
 

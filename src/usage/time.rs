@@ -44,13 +44,14 @@ pub fn parse_date(text: &str) -> Option<i64> {
 
 /// [`parse_date`] of bytes (anything but ASCII is refused).
 fn date_of(b: &[u8]) -> Option<i64> {
-    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
-        return None;
+    match *b {
+        [y0, y1, y2, y3, b'-', m0, m1, b'-', d0, d1] => {
+            let year = two_digits(y0, y1)? * 100 + two_digits(y2, y3)?;
+            let (month, day) = (two_digits(m0, m1)? as u32, two_digits(d0, d1)? as u32);
+            valid_date(year, month, day).then(|| days_from_civil(year, month, day))
+        }
+        _ => None,
     }
-    let year = digits(&b[0..4])?;
-    let month = digits(&b[5..7])? as u32;
-    let day = digits(&b[8..10])? as u32;
-    valid_date(year, month, day).then(|| days_from_civil(year, month, day))
 }
 
 fn days_in_month(year: i64, month: u32) -> u32 {
@@ -66,11 +67,11 @@ fn valid_date(year: i64, month: u32, day: u32) -> bool {
     (1..=12).contains(&month) && day >= 1 && day <= days_in_month(year, month)
 }
 
-fn digits(b: &[u8]) -> Option<i64> {
-    if b.is_empty() || !b.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    Some(b.iter().fold(0i64, |n, d| n * 10 + i64::from(d - b'0')))
+/// The number two ASCII digits spell. Fields of a fixed width are read
+/// this way: every Claude and Codex usage line has a timestamp.
+fn two_digits(tens: u8, ones: u8) -> Option<i64> {
+    let (tens, ones) = (tens.wrapping_sub(b'0'), ones.wrapping_sub(b'0'));
+    (tens < 10 && ones < 10).then(|| i64::from(tens * 10 + ones))
 }
 
 /// Parses an RFC 3339 / ISO-8601 timestamp (`2026-11-29T10:00:00.123Z`,
@@ -83,37 +84,36 @@ pub fn parse_timestamp(text: &str) -> Option<i64> {
 /// bytes that are not UTF-8 are refused like any other wrong byte (what a
 /// parser that has not checked the text can rely on).
 pub fn timestamp_of(b: &[u8]) -> Option<i64> {
-    if b.len() < 20 || (b[10] != b'T' && b[10] != b't' && b[10] != b' ') {
+    let (Some(date), Some(&[b'T' | b't' | b' ', h0, h1, b':', m0, m1, b':', s0, s1])) =
+        (b.get(..10), b.get(10..19))
+    else {
         return None;
-    }
-    let days = date_of(&b[0..10])?;
-    if b[13] != b':' || b[16] != b':' {
-        return None;
-    }
-    let hour = digits(&b[11..13])?;
-    let minute = digits(&b[14..16])?;
-    let second = digits(&b[17..19])?;
+    };
+    let days = date_of(date)?;
+    let hour = two_digits(h0, h1)?;
+    let minute = two_digits(m0, m1)?;
+    let second = two_digits(s0, s1)?;
     if hour > 23 || minute > 59 || second > 60 {
         return None;
     }
     let mut rest = &b[19..];
-    if rest.first() == Some(&b'.') {
-        let fraction = rest[1..].iter().take_while(|c| c.is_ascii_digit()).count();
-        if fraction == 0 {
+    if let [b'.', fraction @ ..] = rest {
+        let digits = fraction.iter().take_while(|c| c.is_ascii_digit()).count();
+        if digits == 0 {
             return None;
         }
-        rest = &rest[1 + fraction..];
+        rest = &fraction[digits..];
     }
-    let offset = match rest {
+    let offset = match *rest {
         [b'Z' | b'z'] => 0,
-        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
-            let hours = digits(&[*h1, *h2])?;
-            let minutes = digits(&[*m1, *m2])?;
+        [sign @ (b'+' | b'-'), h0, h1, b':', m0, m1] => {
+            let hours = two_digits(h0, h1)?;
+            let minutes = two_digits(m0, m1)?;
             if hours > 23 || minutes > 59 {
                 return None;
             }
             let seconds = hours * 3600 + minutes * 60;
-            if *sign == b'-' { -seconds } else { seconds }
+            if sign == b'-' { -seconds } else { seconds }
         }
         _ => return None,
     };
@@ -176,5 +176,24 @@ mod tests {
         ] {
             assert_eq!(parse_timestamp(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn every_digit_of_a_timestamp_must_be_a_digit() {
+        let good = "2026-11-29T18:00:00.5+08:00";
+        assert_eq!(parse_timestamp(good), Some(1_795_946_400));
+        for (at, c) in good.bytes().enumerate() {
+            if !c.is_ascii_digit() {
+                continue;
+            }
+            for wrong in [b'/', b':', b'a', b' ', 0x80] {
+                let mut bad = good.as_bytes().to_vec();
+                bad[at] = wrong;
+                assert_eq!(timestamp_of(&bad), None, "{at}: {wrong:#x}");
+            }
+        }
+        assert_eq!(parse_date("2026-11-29"), Some(1_795_946_400 / 86_400));
+        assert_eq!(parse_date("2026-11-2x"), None);
+        assert_eq!(parse_date("2026-11-290"), None);
     }
 }
