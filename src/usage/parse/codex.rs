@@ -214,9 +214,10 @@ fn pick_source(c: &mut Cursor, p: &mut Payload) -> Option<()> {
     })
 }
 
-/// The payload object at `c`, read where it lies in the line.
-fn pick_payload<'a>(c: &mut Cursor<'a>) -> Option<Payload<'a>> {
-    let mut p = Payload::default();
+/// The payload object at `c`, read where it lies in the line into `p`
+/// (a fresh one: filled in place, as it is large and read for every
+/// wanted line).
+fn pick_payload<'a>(c: &mut Cursor<'a>, p: &mut Payload<'a>) -> Option<()> {
     c.object(|key, c| {
         match key {
             b"type" => p.kind = c.bytes()?,
@@ -234,7 +235,7 @@ fn pick_payload<'a>(c: &mut Cursor<'a>) -> Option<Payload<'a>> {
                 }
                 Some(())
             })?,
-            b"source" => pick_source(c, &mut p)?,
+            b"source" => pick_source(c, p)?,
             b"service_tier" => p.service_tier = c.string()?,
             b"response_id" => p.response_id = c.string()?,
             b"usage" => p.usage = counters(c)?,
@@ -271,17 +272,16 @@ fn pick_payload<'a>(c: &mut Cursor<'a>) -> Option<Payload<'a>> {
             _ => c.skip()?,
         }
         Some(())
-    })?;
-    Some(p)
+    })
 }
 
 /// The envelope members of one line: what [`record`] reads.
-struct Line<'a> {
+struct Line<'a, 'p> {
     timestamp: Bytes<'a>,
     kind: Bytes<'a>,
     /// The envelope `ordinal` (paginated rollouts), else the line number.
     ordinal: u64,
-    payload: Option<Payload<'a>>,
+    payload: Option<&'p Payload<'a>>,
 }
 
 fn apply(fp: &mut FileParse, line: &[u8], index: u64) -> Option<()> {
@@ -289,7 +289,10 @@ fn apply(fp: &mut FileParse, line: &[u8], index: u64) -> Option<()> {
     // The last `payload` member counts: read in the one walk of the line,
     // or, when it is not an object Usage can read, skipped and remembered
     // as unreadable (so an earlier broken one does not decide the line).
-    let mut payload: Option<Option<Payload>> = None;
+    // `picked`: whether a `payload` member was seen, and whether the last
+    // one was read.
+    let mut payload = Payload::default();
+    let mut picked: Option<bool> = None;
     let mut ordinal = None;
     let mut c = Cursor::new(line);
     c.object(|key, c| {
@@ -298,15 +301,18 @@ fn apply(fp: &mut FileParse, line: &[u8], index: u64) -> Option<()> {
             b"type" => kind = c.bytes()?,
             b"ordinal" => ordinal = c.count()?,
             b"payload" => {
+                if picked.is_some() {
+                    payload = Payload::default();
+                }
                 let mut probe = *c;
-                payload = Some(match pick_payload(&mut probe) {
-                    Some(p) => {
+                picked = Some(match pick_payload(&mut probe, &mut payload) {
+                    Some(()) => {
                         *c = probe;
-                        Some(p)
+                        true
                     }
                     None => {
                         c.skip()?;
-                        None
+                        false
                     }
                 });
             }
@@ -317,8 +323,9 @@ fn apply(fp: &mut FileParse, line: &[u8], index: u64) -> Option<()> {
     if !c.at_end() {
         return None;
     }
-    let payload = match payload {
-        Some(picked) => Some(picked?),
+    let payload = match picked {
+        Some(true) => Some(&payload),
+        Some(false) => return None,
         None => None,
     };
     record(
@@ -333,7 +340,7 @@ fn apply(fp: &mut FileParse, line: &[u8], index: u64) -> Option<()> {
 }
 
 /// What one picked line contributes to `fp`.
-fn record(fp: &mut FileParse, line: Line) -> Option<()> {
+fn record(fp: &mut FileParse, line: Line<'_, '_>) -> Option<()> {
     let ts = line
         .timestamp
         .as_deref()
@@ -748,7 +755,7 @@ pub(super) fn parse_line_exact(fp: &mut FileParse, line: &[u8]) {
         timestamp: bytes(top.get("timestamp")),
         kind,
         ordinal: number(top.get("ordinal")).unwrap_or(index),
-        payload,
+        payload: payload.as_ref(),
     };
     if record(fp, line).is_none() {
         fp.malformed += 1;

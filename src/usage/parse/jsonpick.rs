@@ -10,7 +10,7 @@
 
 use std::borrow::Cow;
 
-use crate::base::sys::string_stops;
+use crate::base::sys::first_string_stop;
 
 /// A position in one JSON text (copied to try a reading and come back).
 #[derive(Clone, Copy)]
@@ -65,12 +65,12 @@ impl<'a> Cursor<'a> {
         // one at a time.
         loop {
             let k = match self.b.get(j..).and_then(<[u8]>::first_chunk::<16>) {
-                Some(block) => match string_stops(block) {
-                    0 => {
+                Some(block) => match first_string_stop(block) {
+                    Some(k) => k,
+                    None => {
                         j += 16;
                         continue;
                     }
-                    mask => mask.trailing_zeros() as usize,
                 },
                 None => self
                     .b
@@ -273,26 +273,28 @@ impl<'a> Cursor<'a> {
     /// A non-negative integer (JS `Number.isInteger` semantics, so `12.0`
     /// counts), or `None` for any other value (skipped).
     pub fn count(&mut self) -> Option<Option<u64>> {
-        // Fast path: plain digits followed by a delimiter.
+        // Fast path: up to 19 plain digits (which cannot overflow a u64)
+        // followed by a delimiter; anything else takes the full reading.
         self.ws();
         let start = self.i;
-        let mut n: u64 = 0;
-        while let Some(d) = self.b.get(self.i).filter(|c| c.is_ascii_digit()) {
-            match n
-                .checked_mul(10)
-                .and_then(|n| n.checked_add(u64::from(d - b'0')))
-            {
-                Some(v) => n = v,
-                None => break,
+        let digits = self.b.get(start..).unwrap_or_default();
+        let (mut n, mut len) = (0u64, 0);
+        while len < 19 {
+            match digits.get(len) {
+                Some(&d) if d.is_ascii_digit() => {
+                    n = n * 10 + u64::from(d - b'0');
+                    len += 1;
+                }
+                _ => break,
             }
-            self.i += 1;
         }
-        if self.i > start
+        if len > 0
             && matches!(
-                self.b.get(self.i),
+                digits.get(len),
                 None | Some(b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t')
             )
         {
+            self.i = start + len;
             return Some(Some(n));
         }
         self.i = start;

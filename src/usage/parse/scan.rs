@@ -193,21 +193,6 @@ pub fn zstd_lines<R: Read>(
     pass
 }
 
-const LO: u64 = 0x0101_0101_0101_0101;
-const HI: u64 = 0x8080_8080_8080_8080;
-
-/// High bit set in each byte of `v` below `n` (`n` ≤ 128; exact below the
-/// first such byte, so the mask is non-zero exactly when a byte is below
-/// `n`): a word of transcript checked at a time.
-pub fn bytes_below(v: u64, n: u8) -> u64 {
-    v.wrapping_sub(LO * u64::from(n)) & !v & HI
-}
-
-/// High bit set in each byte of `v` equal to `b` (exact below the first).
-pub fn bytes_equal(v: u64, b: u8) -> u64 {
-    bytes_below(v ^ (LO * u64::from(b)), 1)
-}
-
 /// Trims ASCII whitespace (including a `\r` before the newline).
 pub fn trim(line: &[u8]) -> &[u8] {
     let start = line.iter().position(|b| !b.is_ascii_whitespace());
