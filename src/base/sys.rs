@@ -709,57 +709,144 @@ fn clear_errno() {
     }
 }
 
-/// Where in `block` the first byte is that ends a run of plain JSON string
-/// text: a quote, a backslash or a control byte (below 0x20, which JSON
-/// forbids in a string). The usage scan reads every transcript string
-/// through this, 16 bytes at a time: with SSE2 on x86_64 (every such
-/// processor has it), two words at a time elsewhere.
+/// Where the first byte of `text` at or after `from` is that ends a run of
+/// plain JSON string text: a quote, a backslash or a control byte (below
+/// 0x20, which JSON forbids in a string). The usage scan reads every
+/// transcript string through this, 16 bytes at a time with the vector
+/// instructions every processor of its targets has (SSE2 on x86_64, NEON
+/// on aarch64); elsewhere by [`first_string_stop_portable`].
 #[inline(always)]
-pub fn first_string_stop(block: &[u8; 16]) -> Option<usize> {
-    #[cfg(target_arch = "x86_64")]
+pub fn next_string_stop(text: &[u8], from: usize) -> Option<usize> {
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     {
-        use std::arch::x86_64::{
-            _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
-            _mm_set1_epi8,
-        };
-        // SAFETY: SSE2 is part of every x86_64 processor, so the build
-        // target always has these instructions; the unaligned load reads
-        // exactly the 16 bytes `block` borrows.
-        let mask = unsafe {
-            let v = _mm_loadu_si128(block.as_ptr().cast());
-            let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
-            let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
-            // Unsigned `v < 0x20` is `min(v, 0x1f) == v`.
-            let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
-            _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control))
-        };
-        (mask != 0).then(|| mask.trailing_zeros() as usize)
+        let mut at = from;
+        while let Some(block) = text.get(at..).and_then(<[u8]>::first_chunk::<16>) {
+            if let Some(k) = first_stop_in_block(block) {
+                return Some(at + k);
+            }
+            at += 16;
+        }
+        let tail = text.get(at..)?;
+        Some(at + tail.iter().position(|&b| is_string_stop(b))?)
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
-        first_string_stop_by_words(block)
+        Some(from + first_string_stop_portable(text.get(from..)?)?)
     }
 }
 
-/// [`first_string_stop`] with 64-bit words: each word's quote, backslash
-/// and control bytes flagged at once (exact up to the first one flagged,
-/// all that is read of it).
-#[cfg_attr(all(target_arch = "x86_64", not(test)), allow(dead_code))]
-fn first_string_stop_by_words(block: &[u8; 16]) -> Option<usize> {
+/// Whether `b` ends a run of plain string text (the definition the searches
+/// implement).
+fn is_string_stop(b: u8) -> bool {
+    b == b'"' || b == b'\\' || b < 0x20
+}
+
+/// The first string stop of a 16-byte block, with SSE2.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn first_stop_in_block(block: &[u8; 16]) -> Option<usize> {
+    use std::arch::x86_64::{
+        _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8,
+    };
+    // SAFETY: SSE2 is part of every x86_64 processor, so the build target
+    // always has these instructions; the unaligned load reads exactly the
+    // 16 bytes `block` borrows.
+    let mask = unsafe {
+        let v = _mm_loadu_si128(block.as_ptr().cast());
+        let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+        let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+        // Unsigned `v < 0x20` is `min(v, 0x1f) == v`.
+        let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
+        _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control))
+    };
+    (mask != 0).then(|| mask.trailing_zeros() as usize)
+}
+
+/// The first string stop of a 16-byte block, with NEON.
+#[cfg(target_arch = "aarch64")]
+#[inline(always)]
+fn first_stop_in_block(block: &[u8; 16]) -> Option<usize> {
+    use std::arch::aarch64::{
+        vceqq_u8, vcltq_u8, vdupq_n_u8, vget_lane_u64, vld1q_u8, vorrq_u8, vreinterpret_u64_u8,
+        vreinterpretq_u16_u8, vshrn_n_u16,
+    };
+    // SAFETY: NEON (Advanced SIMD) is part of every aarch64 processor, so
+    // the build target always has these instructions; the load reads
+    // exactly the 16 bytes `block` borrows.
+    let nibbles = unsafe {
+        let v = vld1q_u8(block.as_ptr());
+        let quote = vceqq_u8(v, vdupq_n_u8(b'"'));
+        let backslash = vceqq_u8(v, vdupq_n_u8(b'\\'));
+        let control = vcltq_u8(v, vdupq_n_u8(0x20));
+        let stops = vorrq_u8(vorrq_u8(quote, backslash), control);
+        // Each byte's 0x00 or 0xff narrowed to four bits: bits 4i to
+        // 4i + 3 are byte i.
+        vget_lane_u64::<0>(vreinterpret_u64_u8(vshrn_n_u16::<4>(vreinterpretq_u16_u8(
+            stops,
+        ))))
+    };
+    (nibbles != 0).then(|| (nibbles.trailing_zeros() / 4) as usize)
+}
+
+/// [`next_string_stop`] without vector instructions, from the start of `hay`: the first
+/// 32 bytes (where most keys, ids and times end) a 64-bit word at a time,
+/// each word's quotes, backslashes and control bytes flagged at once; past
+/// them, the next quote or backslash by `memchr2` (vectorised on every
+/// processor it knows), then the bytes passed over checked for a control
+/// byte, four words per step.
+#[cfg_attr(
+    all(any(target_arch = "x86_64", target_arch = "aarch64"), not(test)),
+    allow(dead_code)
+)]
+#[inline(always)]
+fn first_string_stop_portable(hay: &[u8]) -> Option<usize> {
+    const SHORT: usize = 32;
     const LO: u64 = 0x0101_0101_0101_0101;
     const HI: u64 = 0x8080_8080_8080_8080;
+    // Exact below the first byte flagged, all that is read of them.
     let below = |v: u64, n: u8| v.wrapping_sub(LO * u64::from(n)) & !v & HI;
     let equal = |v: u64, b: u8| below(v ^ (LO * u64::from(b)), 1);
-    let (low, high) = block.split_at(8);
-    [low, high].iter().enumerate().find_map(|(half, word)| {
-        let v = u64::from_le_bytes((*word).try_into().unwrap_or_default());
+    let word = |w: &[u8]| u64::from_le_bytes(w.try_into().unwrap_or_default());
+    let near = &hay[..hay.len().min(SHORT)];
+    let mut words = near.chunks_exact(8);
+    for (at, w) in (&mut words).enumerate() {
+        let v = word(w);
         let mask = equal(v, b'"') | equal(v, b'\\') | below(v, 0x20);
-        (mask != 0).then(|| half * 8 + (mask.trailing_zeros() / 8) as usize)
-    })
+        if mask != 0 {
+            return Some(at * 8 + (mask.trailing_zeros() / 8) as usize);
+        }
+    }
+    let tail = words.remainder();
+    if let Some(at) = tail.iter().position(|&b| is_string_stop(b)) {
+        return Some(near.len() - tail.len() + at);
+    }
+    let far = hay.get(SHORT..)?;
+    let next = memchr::memchr2(b'"', b'\\', far).unwrap_or(far.len());
+    // Four words per step with one branch: past 32 bytes, a string is
+    // message text or tool output, often kilobytes long.
+    let passed = &far[..next];
+    let mut blocks = passed.chunks_exact(32);
+    let mut control = blocks.any(|b| {
+        below(word(&b[..8]), 0x20)
+            | below(word(&b[8..16]), 0x20)
+            | below(word(&b[16..24]), 0x20)
+            | below(word(&b[24..]), 0x20)
+            != 0
+    });
+    if !control {
+        let mut words = blocks.remainder().chunks_exact(8);
+        control =
+            words.any(|w| below(word(w), 0x20) != 0) || words.remainder().iter().any(|&b| b < 0x20);
+    }
+    // A control byte before the quote or backslash is the stop (rare: the
+    // line is then not JSON).
+    match control {
+        true => Some(SHORT + passed.iter().position(|&b| b < 0x20)?),
+        false => (next < far.len()).then_some(SHORT + next),
+    }
 }
 
-/// Whether this process may still write a core dump: a non-zero soft
-/// `RLIMIT_CORE`, or (on Linux) the dumpable flag set. For tests.
 #[cfg(test)]
 pub(crate) fn may_dump_core() -> bool {
     let mut limit = libc::rlimit {
@@ -837,32 +924,52 @@ mod tests {
     }
 
     #[test]
-    fn the_first_string_stop_is_found_in_every_block() {
-        // Oracle: the byte-by-byte definition. Every byte value at every
-        // position, among random bytes; both the vector and the word
-        // search.
-        let stop = |b: &u8| *b == b'"' || *b == b'\\' || *b < 0x20;
+    fn the_first_string_stop_is_found_wherever_it_is() {
+        // Oracle: the byte-by-byte definition. Text of every length up to
+        // 100 bytes (past the 16-byte blocks and the portable search's
+        // 32-byte start), one byte of every value at every position among
+        // random bytes that are mostly plain text; both searches.
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        for round in 0..(16 * 256 * 4) {
-            let mut block = [0u8; 16];
-            for b in block.iter_mut() {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                // Mostly plain text, so the first stop lands everywhere.
-                *b = if seed.is_multiple_of(16) {
-                    (seed >> 24) as u8
-                } else {
-                    b'a' + (seed >> 40) as u8 % 26
-                };
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for len in 0..=100usize {
+            for at in 0..len.max(1) {
+                for value in (0..=255u8).step_by(7).chain([b'"', b'\\', 0x1f, 0x20]) {
+                    let mut hay: Vec<u8> = (0..len)
+                        .map(|_| match next() % 64 {
+                            0 => (next() >> 8) as u8,
+                            r => b'a' + (r % 26) as u8,
+                        })
+                        .collect();
+                    if let Some(b) = hay.get_mut(at) {
+                        *b = value;
+                    }
+                    let want = hay.iter().position(|&b| is_string_stop(b));
+                    assert_eq!(next_string_stop(&hay, 0), want, "{hay:?}");
+                    assert_eq!(first_string_stop_portable(&hay), want, "{hay:?}");
+                    let from = at.min(len);
+                    let want = hay[from..]
+                        .iter()
+                        .position(|&b| is_string_stop(b))
+                        .map(|k| from + k);
+                    assert_eq!(next_string_stop(&hay, from), want, "{hay:?} from {from}");
+                }
             }
-            block[round % 16] = (round / 16 % 256) as u8;
-            let want = block.iter().position(stop);
-            assert_eq!(first_string_stop(&block), want, "{block:?}");
-            assert_eq!(first_string_stop_by_words(&block), want, "{block:?}");
         }
-        assert_eq!(first_string_stop(b"plain text here."), None);
-        assert_eq!(first_string_stop(b"ab\x7f\x80\xff\tgh\"\\xyzabc"), Some(5));
+        assert_eq!(next_string_stop(b"plain text here.", 0), None);
+        assert_eq!(
+            next_string_stop(b"ab\x7f\x80\xff\tgh\"\\xyzabc", 0),
+            Some(5)
+        );
+        assert_eq!(
+            next_string_stop(b"ab\x7f\x80\xff\tgh\"\\xyzabc", 6),
+            Some(8)
+        );
+        assert_eq!(next_string_stop(b"ab", 3), None);
     }
 
     #[test]

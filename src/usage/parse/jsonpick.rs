@@ -10,7 +10,7 @@
 
 use std::borrow::Cow;
 
-use crate::base::sys::first_string_stop;
+use crate::base::sys::next_string_stop;
 
 /// A position in one JSON text (copied to try a reading and come back).
 #[derive(Clone, Copy)]
@@ -61,24 +61,9 @@ impl<'a> Cursor<'a> {
         let mut j = start;
         let mut escaped = false;
         // The next quote, backslash or control byte (which JSON forbids in
-        // a string), 16 bytes at a time; the last few bytes of the line
-        // one at a time.
+        // a string): a vectorised search (`base::sys`).
         loop {
-            let k = match self.b.get(j..).and_then(<[u8]>::first_chunk::<16>) {
-                Some(block) => match first_string_stop(block) {
-                    Some(k) => k,
-                    None => {
-                        j += 16;
-                        continue;
-                    }
-                },
-                None => self
-                    .b
-                    .get(j..)?
-                    .iter()
-                    .position(|&c| c == b'"' || c == b'\\' || c < 0x20)?,
-            };
-            j += k;
+            j = next_string_stop(self.b, j)?;
             match self.b[j] {
                 b'"' => break,
                 b'\\' => {
@@ -326,7 +311,7 @@ impl<'a> Cursor<'a> {
 /// The length of the escape whose backslash comes just before `after`
 /// (`\n` is 2, `\u00e9` is 6), or `None` when JSON has no such escape: a
 /// string is checked this way even when it is only skipped, as a full
-/// parse checks it. Escapes are rare in transcripts, so this costs little.
+/// parse checks it.
 fn escape_len(after: &[u8]) -> Option<usize> {
     match after {
         [b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't', ..] => Some(2),
