@@ -16,6 +16,8 @@
 //! - `process.rs`: running a program with one overall deadline, its process
 //!   group killed past it, its output read up to a cap.
 //! - `sys.rs`: every `unsafe` block of the crate, each with a `// SAFETY:`.
+//! - For unit tests only: `scratch.rs` (scratch directories) and
+//!   `test_rng.rs` (the one seeded random source).
 //!
 //! Architecture invariants: `base` imports nothing else from the crate, so
 //! every other area may use it. It knows no wire format, no herdr concept and
@@ -32,5 +34,7 @@ pub mod process;
 pub(crate) mod scratch;
 pub mod state_file;
 pub(crate) mod sys;
+#[cfg(test)]
+pub(crate) mod test_rng;
 
 pub use sys::disable_core_dumps;

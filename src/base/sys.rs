@@ -929,13 +929,8 @@ mod tests {
         // 100 bytes (past the 16-byte blocks and the portable search's
         // 32-byte start), one byte of every value at every position among
         // random bytes that are mostly plain text; both searches.
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut rng = crate::base::test_rng::Rng(0x9e37_79b9_7f4a_7c15);
+        let mut next = move || rng.next();
         for len in 0..=100usize {
             for at in 0..len.max(1) {
                 for value in (0..=255u8).step_by(7).chain([b'"', b'\\', 0x1f, 0x20]) {

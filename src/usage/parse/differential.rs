@@ -12,32 +12,9 @@
 use std::fmt::Write as _;
 
 use crate::base::json::{self, Number, Value};
+use crate::base::test_rng::Rng;
 use crate::usage::event::FileParse;
 use crate::usage::parse::{claude, codex};
-
-/// xorshift64*: a seeded source, so a failure reproduces.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    fn one_in(&mut self, n: u64) -> bool {
-        self.below(n) == 0
-    }
-
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len() as u64) as usize]
-    }
-}
 
 /// Text as transcripts carry it: words the prefilters look for, quotes,
 /// backslashes, control characters, non-ASCII and astral characters.
