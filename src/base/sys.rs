@@ -789,12 +789,12 @@ fn first_stop_in_block(block: &[u8; 16]) -> Option<usize> {
     (nibbles != 0).then(|| (nibbles.trailing_zeros() / 4) as usize)
 }
 
-/// [`next_string_stop`] without vector instructions, from the start of `hay`: the first
-/// 32 bytes (where most keys, ids and times end) a 64-bit word at a time,
-/// each word's quotes, backslashes and control bytes flagged at once; past
-/// them, the next quote or backslash by `memchr2` (vectorised on every
-/// processor it knows), then the bytes passed over checked for a control
-/// byte, four words per step.
+/// [`next_string_stop`] without vector instructions, from the start of
+/// `hay`: the first 32 bytes (where most keys, ids and times end) a 64-bit
+/// word at a time, each word's quotes, backslashes and control bytes
+/// flagged at once; past them, the next quote or backslash by `memchr2`
+/// (vectorised on every processor it knows), then the bytes passed over
+/// checked for a control byte, four words per step.
 #[cfg_attr(
     all(any(target_arch = "x86_64", target_arch = "aarch64"), not(test)),
     allow(dead_code)
@@ -927,8 +927,9 @@ mod tests {
     fn the_first_string_stop_is_found_wherever_it_is() {
         // Oracle: the byte-by-byte definition. Text of every length up to
         // 100 bytes (past the 16-byte blocks and the portable search's
-        // 32-byte start), one byte of every value at every position among
-        // random bytes that are mostly plain text; both searches.
+        // 32-byte start), a byte of every seventh value and each stop byte
+        // at every position among random bytes that are mostly plain text,
+        // searched from the start and from that position; both searches.
         let mut rng = crate::base::test_rng::Rng(0x9e37_79b9_7f4a_7c15);
         let mut next = move || rng.next();
         for len in 0..=100usize {
