@@ -12,7 +12,10 @@
 //! `--baseline-rev <commit>`, that commit's release build, made once under
 //! `target/bench-baseline/`, when given), and the medians are printed as
 //! ratios of wall and CPU time; the
-//! one-file append beside its floor, the walk that stats every file. When
+//! one-file append beside its floor, the walk that stats every file.
+//! Each round also runs the exact-scan floor (`scan_floor.rs`: the least
+//! work any exact cold scan does, stage by stage), printed against `cat`,
+//! the budget and the cold scan; `--floor` runs only `cat` and that floor. When
 //! `ccusage` is installed (on PATH, `CCUSAGE=/path` or under
 //! `target/ccusage`) it runs on the same Claude corpus interleaved with
 //! heeler's cold scan of that tree (at least 5 pairs, medians). Figures
@@ -44,6 +47,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use heeler::base::json::{self, Value};
+
+use crate::scan_floor;
 use heeler::usage::parse::scan::MAX_LINE;
 use heeler::usage::time::format_timestamp;
 
@@ -300,6 +305,33 @@ fn measure(mut command: Command) -> Result<Run, String> {
     })
 }
 
+/// Runs `command` to its end (stderr shown) and measures it, returning
+/// what it printed too.
+fn measure_output(mut command: Command) -> Result<(Run, String), String> {
+    let started = Instant::now();
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let mut stdout = String::new();
+    if let Some(mut pipe) = child.stdout.take() {
+        let _ = pipe.read_to_string(&mut stdout);
+    }
+    let (status, usage) =
+        crate::bench_accept::wait_with_rusage(child.id()).map_err(|e| e.to_string())?;
+    let took = started.elapsed();
+    if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+        return Err(format!("{command:?} failed ({status})"));
+    }
+    let run = Run {
+        took,
+        cpu: cpu_of(&usage),
+        rss_kib: crate::bench_accept::max_rss_kib(&usage),
+    };
+    Ok((run, stdout))
+}
+
 /// The median wall and CPU times of `runs`, and their peak RSS.
 fn median(runs: &[Run]) -> Run {
     let pick = |f: fn(&Run) -> Duration| {
@@ -469,6 +501,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         .unwrap_or(1.0);
     let memory_only = args.iter().any(|a| a == "--memory");
     let views_only = args.iter().any(|a| a == "--views");
+    let floor_only = args.iter().any(|a| a == "--floor");
     let history_days: i64 = crate::flag(args, "--history-days")
         .map(|s| {
             s.parse()
@@ -502,6 +535,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         }
     };
     println!("timing {}", bin.display());
+    let scan = ScanFloor::build(&sh, &root)?;
     if let Some(rev) = crate::flag(args, "--baseline-rev") {
         baseline = Some(build_rev(&sh, &root, rev)?);
     }
@@ -529,11 +563,22 @@ pub fn run(args: &[String]) -> Result<(), String> {
         corpus.bytes as f64 / 1e6,
         started.elapsed().as_secs_f64()
     );
+    if floor_only {
+        return floors_only(&scan, &corpus, rounds);
+    }
     let state = work.join("state");
     if history_days > 30 {
         return history(&bin, &corpus, &state, now, history_days);
     }
-    let cold = cold_scans(&bin, baseline.as_deref(), &corpus, &work, &state, rounds)?;
+    let cold = cold_scans(
+        &bin,
+        baseline.as_deref(),
+        &scan,
+        &corpus,
+        &work,
+        &state,
+        rounds,
+    )?;
     let index_bytes = dir_bytes(&state);
     let warm = measure(heeler(&bin, &corpus.home, &state, &["usage", "worker"]))?;
     println!(
@@ -844,6 +889,7 @@ fn views(bin: &Path, home: &Path, state: &Path) -> Result<(), String> {
 fn cold_scans(
     bin: &Path,
     baseline: Option<&Path>,
+    scan: &ScanFloor,
     corpus: &Corpus,
     work: &Path,
     state: &Path,
@@ -853,10 +899,12 @@ fn cold_scans(
     files_under(&corpus.home, &mut files);
     files.sort();
     let (mut floor, mut ours, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
+    let mut exact = vec![Vec::new(); scan_floor::Stage::ALL.len()];
     // One untimed read first, so every timed run finds the files cached.
     cat_floor(&files)?;
     for _ in 0..rounds {
         floor.push(cat_floor(&files)?);
+        exact_passes(scan, &corpus.home, &mut exact)?;
         let _ = fs::remove_dir_all(state);
         ours.push(measure(heeler(
             bin,
@@ -894,6 +942,7 @@ fn cold_scans(
         ratio(cold.took, floor.took),
         ratio(cold.cpu, floor.cpu)
     );
+    exact_floor(&exact, scan.threads, floor, Some(cold));
     if let Some(old) = baseline {
         let old_run = median(&theirs);
         println!(
@@ -906,6 +955,122 @@ fn cold_scans(
         );
     }
     Ok(cold)
+}
+
+/// The threads of the exact-scan floor: as many as heeler's parsing
+/// threads (the cores, at most 4).
+fn floor_threads() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().min(4))
+}
+
+/// One pass of each stage of the exact-scan floor, each a process of the
+/// release build of xtask (`scan_floor`), added to that stage's runs.
+fn exact_passes(
+    floor: &ScanFloor,
+    home: &Path,
+    runs: &mut [Vec<(Run, scan_floor::Pass)>],
+) -> Result<(), String> {
+    for (runs, stage) in runs.iter_mut().zip(scan_floor::Stage::ALL) {
+        let mut c = Command::new(&floor.bin);
+        c.args(["scan-floor", stage.name(), &floor.threads.to_string()])
+            .arg(home);
+        let (run, out) = measure_output(c)?;
+        let seen = scan_floor::parse_counts(out.trim())
+            .ok_or_else(|| format!("scan-floor printed {out:?}"))?;
+        runs.push((run, seen));
+    }
+    Ok(())
+}
+
+/// The release build of xtask that runs the exact-scan floor's passes, and
+/// their thread count.
+struct ScanFloor {
+    bin: PathBuf,
+    threads: usize,
+}
+
+impl ScanFloor {
+    fn build(sh: &xshell::Shell, root: &Path) -> Result<ScanFloor, String> {
+        xshell::cmd!(sh, "cargo build --release --quiet --package xtask")
+            .run()
+            .map_err(|e| e.to_string())?;
+        Ok(ScanFloor {
+            bin: root.join("target/release/xtask"),
+            threads: floor_threads(),
+        })
+    }
+}
+
+/// `--floor`: the `cat` floor and the exact-scan floor only, interleaved.
+fn floors_only(floor: &ScanFloor, corpus: &Corpus, rounds: usize) -> Result<(), String> {
+    let mut files = Vec::new();
+    files_under(&corpus.home, &mut files);
+    files.sort();
+    let mut cat = Vec::new();
+    let mut exact = vec![Vec::new(); scan_floor::Stage::ALL.len()];
+    cat_floor(&files)?;
+    for _ in 0..rounds {
+        cat.push(cat_floor(&files)?);
+        exact_passes(floor, &corpus.home, &mut exact)?;
+    }
+    let cat = median(&cat);
+    println!(
+        "cat floor ({} files):        {:>8.3} s wall  {:>8.3} s CPU   (median of {rounds})",
+        files.len(),
+        secs(cat.took),
+        secs(cat.cpu)
+    );
+    exact_floor(&exact, floor.threads, cat, None);
+    Ok(())
+}
+
+/// Prints the exact-scan floor (`scan_floor`), stage by stage (medians),
+/// against the `cat` floor and, when given, the cold scan of the same
+/// rounds.
+fn exact_floor(
+    stages: &[Vec<(Run, scan_floor::Pass)>],
+    threads: usize,
+    cat: Run,
+    cold: Option<Run>,
+) {
+    println!(
+        "exact-scan floor, {threads} threads (each stage adds to the one before; xtask scan-floor):"
+    );
+    let mut last = None;
+    for (runs, stage) in stages.iter().zip(scan_floor::Stage::ALL) {
+        let times: Vec<Run> = runs.iter().map(|r| r.0).collect();
+        let m = median(&times);
+        let seen = runs.last().map(|r| r.1).unwrap_or_default();
+        let seen = match stage {
+            scan_floor::Stage::Read | scan_floor::Stage::Decode => format!("{} lines", seen.lines),
+            scan_floor::Stage::Pick => format!("{} of {} lines", seen.picked, seen.lines),
+            scan_floor::Stage::Validate => format!("{} invalid", seen.invalid),
+        };
+        println!(
+            "  {:<48} {:>7.3} s wall {:>7.3} s CPU  {:>5.2}x cat CPU   ({seen})",
+            stage.label(),
+            secs(m.took),
+            secs(m.cpu),
+            ratio(m.cpu, cat.cpu)
+        );
+        last = Some(m);
+    }
+    let Some(least) = last else {
+        return;
+    };
+    let budget = cat.cpu.mul_f64(1.5);
+    println!(
+        "the budget (1.5x cat, {:.3} s CPU) is {:.2}x the exact-scan floor's CPU",
+        secs(budget),
+        ratio(budget, least.cpu)
+    );
+    if let Some(cold) = cold {
+        println!(
+            "cold scan / exact-scan floor:  {:>8.2}x wall {:>8.2}x CPU",
+            ratio(cold.took, least.took),
+            ratio(cold.cpu, least.cpu)
+        );
+    }
 }
 
 /// The append, query and ccusage timings; returns the appends' peak RSS.

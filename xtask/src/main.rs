@@ -13,6 +13,7 @@ mod dist;
 mod dist_layout;
 mod fuzz;
 mod pricing;
+mod scan_floor;
 mod vectors;
 
 use std::process::ExitCode;
@@ -29,6 +30,8 @@ tasks:
   bench-popup     start to first painted checklist of `heeler pair` (release build; --debug, --runs N)
   bench-usage     usage cold scan, warm query, one-file append and peak RSS on a synthetic corpus
                   [--scale 1.0] [--memory: only the refreshes' peak RSS]
+  scan-floor      one pass of bench-usage's in-process floor of an exact scan:
+                  read|decode|pick|validate THREADS HOME (run by bench-usage's release build)
   fuzz            build the cargo-fuzz targets and run each: --time SECONDS [--runs N] [target…]
   pricing         regenerate pricing.json: --input FILE --date YYYY-MM-DD [--source litellm|models-dev] [--version V]
   dist            build, check and package the release targets into target/dist/
@@ -45,6 +48,7 @@ fn main() -> ExitCode {
         Some("bench-hooks") => bench_hooks::run(rest).map_err(Into::into),
         Some("bench-popup") => bench_popup::run(rest),
         Some("bench-usage") => bench_usage::run(rest).map_err(Into::into),
+        Some("scan-floor") => scan_floor::run(rest).map_err(Into::into),
         Some("fuzz") => fuzz::run(rest),
         Some("pricing") => pricing::run(rest).map_err(Into::into),
         Some("dist") => dist::run(rest).map_err(Into::into),
