@@ -281,48 +281,38 @@ fn cpu_of(usage: &libc::rusage) -> Duration {
 
 /// Runs `command` to its end (stdout discarded) and measures it.
 fn measure(mut command: Command) -> Result<Run, String> {
+    command.stdout(Stdio::null());
+    measure_output(command).map(|(run, _)| run)
+}
+
+/// Runs `command` to its end and measures it, returning what it printed
+/// (nothing when its stdout was set elsewhere); its stderr is part of the
+/// error when it fails.
+fn measure_output(mut command: Command) -> Result<(Run, String), String> {
     let started = Instant::now();
     let mut child = command
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| e.to_string())?;
-    let mut stderr = String::new();
-    if let Some(mut pipe) = child.stderr.take() {
-        let _ = pipe.read_to_string(&mut stderr);
+    // stderr is drained beside stdout, so neither pipe fills and blocks.
+    let stderr = child.stderr.take().map(|mut pipe| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        })
+    });
+    let mut stdout = String::new();
+    if let Some(mut pipe) = child.stdout.take() {
+        let _ = pipe.read_to_string(&mut stdout);
     }
+    let stderr = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
     let (status, usage) =
         crate::bench_accept::wait_with_rusage(child.id()).map_err(|e| e.to_string())?;
     let took = started.elapsed();
     if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
         return Err(format!("{command:?} failed ({status}): {stderr}"));
-    }
-    Ok(Run {
-        took,
-        cpu: cpu_of(&usage),
-        rss_kib: crate::bench_accept::max_rss_kib(&usage),
-    })
-}
-
-/// Runs `command` to its end (stderr shown) and measures it, returning
-/// what it printed too.
-fn measure_output(mut command: Command) -> Result<(Run, String), String> {
-    let started = Instant::now();
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .spawn()
-        .map_err(|e| e.to_string())?;
-    let mut stdout = String::new();
-    if let Some(mut pipe) = child.stdout.take() {
-        let _ = pipe.read_to_string(&mut stdout);
-    }
-    let (status, usage) =
-        crate::bench_accept::wait_with_rusage(child.id()).map_err(|e| e.to_string())?;
-    let took = started.elapsed();
-    if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
-        return Err(format!("{command:?} failed ({status})"));
     }
     let run = Run {
         took,
@@ -343,20 +333,6 @@ fn median(runs: &[Run]) -> Run {
         took: pick(|r| r.took),
         cpu: pick(|r| r.cpu),
         rss_kib: runs.iter().map(|r| r.rss_kib).max().unwrap_or(0),
-    }
-}
-
-/// Every file under `dir`, in walk order.
-fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        match e.file_type() {
-            Ok(t) if t.is_dir() => files_under(&e.path(), out),
-            Ok(t) if t.is_file() => out.push(e.path()),
-            _ => {}
-        }
     }
 }
 
@@ -896,7 +872,7 @@ fn cold_scans(
     rounds: usize,
 ) -> Result<Run, String> {
     let mut files = Vec::new();
-    files_under(&corpus.home, &mut files);
+    scan_floor::files_under(&corpus.home, &mut files);
     files.sort();
     let (mut floor, mut ours, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
     let mut exact = vec![Vec::new(); scan_floor::Stage::ALL.len()];
@@ -972,7 +948,8 @@ fn exact_passes(
 ) -> Result<(), String> {
     for (runs, stage) in runs.iter_mut().zip(scan_floor::Stage::ALL) {
         let mut c = Command::new(&floor.bin);
-        c.args(["scan-floor", stage.name(), &floor.threads.to_string()])
+        c.stdout(Stdio::piped())
+            .args(["scan-floor", stage.name(), &floor.threads.to_string()])
             .arg(home);
         let (run, out) = measure_output(c)?;
         let seen = scan_floor::parse_counts(out.trim())
@@ -1004,7 +981,7 @@ impl ScanFloor {
 /// `--floor`: the `cat` floor and the exact-scan floor only, interleaved.
 fn floors_only(floor: &ScanFloor, corpus: &Corpus, rounds: usize) -> Result<(), String> {
     let mut files = Vec::new();
-    files_under(&corpus.home, &mut files);
+    scan_floor::files_under(&corpus.home, &mut files);
     files.sort();
     let mut cat = Vec::new();
     let mut exact = vec![Vec::new(); scan_floor::Stage::ALL.len()];

@@ -147,8 +147,9 @@ pub fn parse_counts(line: &str) -> Option<Pass> {
     n.next().is_none().then_some(pass)
 }
 
-/// Every regular file under `dir`, without following links.
-fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
+/// Every regular file under `dir`, in walk order, without following
+/// links (`bench-usage` lists its corpus with it too).
+pub fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
