@@ -29,8 +29,8 @@ tasks:
   bench-hooks     CPU time and peak RSS of the event hooks (release build; [--runs N])
   bench-popup     start to first painted checklist of `heeler pair` (release build; --debug, --runs N)
   bench-usage     usage cold scan, warm query, one-file append and peak RSS on a synthetic corpus
-                  [--scale 1.0] [--memory: only the refreshes' peak RSS]
-  scan-floor      one pass of bench-usage's in-process floor of an exact scan:
+                  [--scale 1.0] [--memory: only the refreshes' peak RSS] [--floor: only the cat and exact-scan floors]
+  scan-floor      one pass of bench-usage's exact-scan floor (the least work of any exact scan):
                   read|decode|pick|validate THREADS HOME (run by bench-usage's release build)
   fuzz            build the cargo-fuzz targets and run each: --time SECONDS [--runs N] [target…]
   pricing         regenerate pricing.json: --input FILE --date YYYY-MM-DD [--source litellm|models-dev] [--version V]
