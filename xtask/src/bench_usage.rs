@@ -47,10 +47,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use heeler::base::json::{self, Value};
-
-use crate::scan_floor;
 use heeler::usage::parse::scan::MAX_LINE;
 use heeler::usage::time::format_timestamp;
+
+use crate::scan_floor;
 
 struct Rng(u64);
 

@@ -5,13 +5,13 @@
 //! does, cumulatively, only the stages every exact scan of the corpus has to
 //! pay, each as a full pass over the page-cached files on every core:
 //!
-//! 1. every file read as heeler reads it (256 KiB `read`s, lines split at
-//!    `\n`, a line cut by a read carried over), the archives as stored;
-//! 2. the archives decoded instead (ruzstd, the crate heeler must use),
-//!    one decoder kept per thread as heeler keeps it;
-//! 3. the lines heeler's rules must parse picked out by substring: Claude's
-//!    that hold `"usage"` and `"assistant"`, Codex's that hold one of the
-//!    line types it reads, and any line holding a `\u` escape;
+//! 1. every file read by heeler's own line reader (`usage::parse::scan`:
+//!    256 KiB `read`s, lines split at `\n`), the archives as stored;
+//! 2. the archives decoded instead, by heeler's own zstd reader (ruzstd,
+//!    one decoder kept per thread in its `Buffers`);
+//! 3. the lines an exact reader must parse picked out: Claude's by heeler's
+//!    own prefilter (`claude::may_hold_usage`), Codex's by substring, those
+//!    that hold one of the line types it reads or a `\u` escape;
 //! 4. each picked line validated as JSON by serde_json (`IgnoredAny`), an
 //!    independent validator: the spec's reader (`JSON.parse`) refuses a
 //!    malformed line, so an exact reader checks every line it counts.
@@ -28,10 +28,11 @@
 //! heeler's profile, nor by `cargo xtask`'s unoptimised build.
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use heeler::usage::parse::{claude, scan};
 use memchr::memmem::Finder;
 
 /// One cumulative stage of the floor.
@@ -162,46 +163,36 @@ pub fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Substrings that mark a line an exact reader must parse.
-struct Picks {
-    usage: Finder<'static>,
-    assistant: Finder<'static>,
-    codex: [Finder<'static>; 4],
-    escape: Finder<'static>,
-}
+/// The Codex line types an exact reader parses, and the escape that could
+/// spell any of them, as substrings (Claude's lines are picked by heeler's
+/// own prefilter).
+struct CodexPicks([Finder<'static>; 5]);
 
-impl Picks {
-    fn new() -> Picks {
-        Picks {
-            usage: Finder::new(b"\"usage\""),
-            assistant: Finder::new(b"\"assistant\""),
-            codex: [
-                Finder::new(b"\"token_count\""),
-                Finder::new(b"\"session_meta\""),
-                Finder::new(b"\"turn_context\""),
-                Finder::new(b"\"token_usage_record\""),
-            ],
-            escape: Finder::new(b"\\u"),
-        }
+impl CodexPicks {
+    fn new() -> CodexPicks {
+        CodexPicks([
+            Finder::new(b"\"token_count\""),
+            Finder::new(b"\"session_meta\""),
+            Finder::new(b"\"turn_context\""),
+            Finder::new(b"\"token_usage_record\""),
+            Finder::new(b"\\u"),
+        ])
     }
 
     fn wanted(&self, codex: bool, line: &[u8]) -> bool {
-        let named = if codex {
-            self.codex.iter().any(|f| f.find(line).is_some())
+        if codex {
+            self.0.iter().any(|f| f.find(line).is_some())
         } else {
-            self.usage.find(line).is_some() && self.assistant.find(line).is_some()
-        };
-        named || self.escape.find(line).is_some()
+            claude::may_hold_usage(line)
+        }
     }
 }
 
 /// A thread's buffers, kept from file to file as heeler keeps its own.
 struct Worker {
     stage: Stage,
-    read: Vec<u8>,
-    carry: Vec<u8>,
-    zstd: ruzstd::decoding::FrameDecoder,
-    picks: Picks,
+    buffers: scan::Buffers,
+    picks: CodexPicks,
     counts: Pass,
 }
 
@@ -209,68 +200,33 @@ impl Worker {
     fn new(stage: Stage) -> Worker {
         Worker {
             stage,
-            read: vec![0; 256 * 1024],
-            carry: Vec::new(),
-            zstd: ruzstd::decoding::FrameDecoder::new(),
-            picks: Picks::new(),
+            buffers: scan::Buffers::new(),
+            picks: CodexPicks::new(),
             counts: Pass::default(),
         }
     }
 
     fn file(&mut self, path: &Path) -> io::Result<()> {
         let codex = path.components().any(|c| c.as_os_str() == ".codex");
-        let file = File::open(path)?;
         let archive = path.extension().is_some_and(|e| e == "zst");
-        if archive && self.stage >= Stage::Decode {
-            let mut frames = std::mem::take(&mut self.zstd);
-            let decoded = ruzstd::decoding::StreamingDecoder::new_with_decoder(
-                io::BufReader::new(file),
-                &mut frames,
-            )
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
-            .and_then(|decoder| self.lines(decoder, codex));
-            self.zstd = frames;
-            decoded
+        let Worker {
+            stage,
+            buffers,
+            picks,
+            counts,
+        } = self;
+        let look = |line: &[u8]| look(*stage, picks, counts, codex, line);
+        if archive && *stage >= Stage::Decode {
+            scan::read_zstd(path, buffers, look)?;
         } else {
-            self.lines(file, codex)
+            scan::for_each_line(File::open(path)?, buffers, look)?;
         }
-    }
-
-    fn lines(&mut self, mut reader: impl Read, codex: bool) -> io::Result<()> {
-        self.carry.clear();
-        loop {
-            let n = match reader.read(&mut self.read) {
-                Ok(0) => return Ok(()),
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            let mut start = 0;
-            while let Some(at) = memchr::memchr(b'\n', &self.read[start..n]) {
-                let end = start + at;
-                if self.carry.is_empty() {
-                    let line = &self.read[start..end];
-                    look(self.stage, &self.picks, &mut self.counts, codex, line);
-                } else {
-                    self.carry.extend_from_slice(&self.read[start..end]);
-                    look(
-                        self.stage,
-                        &self.picks,
-                        &mut self.counts,
-                        codex,
-                        &self.carry,
-                    );
-                    self.carry.clear();
-                }
-                start = end + 1;
-            }
-            self.carry.extend_from_slice(&self.read[start..n]);
-        }
+        Ok(())
     }
 }
 
 /// What `stage` does with one complete line.
-fn look(stage: Stage, picks: &Picks, counts: &mut Pass, codex: bool, line: &[u8]) {
+fn look(stage: Stage, picks: &CodexPicks, counts: &mut Pass, codex: bool, line: &[u8]) {
     counts.lines += 1;
     if stage < Stage::Pick || !picks.wanted(codex, line) {
         return;
