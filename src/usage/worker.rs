@@ -497,24 +497,6 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
     let prices = PriceTable::bundled().map_err(|_| WorkerError::Pricing)?;
     let runtime = crate::usage::runtime::read(dir);
     let roots = Roots::from_env(runtime.as_ref());
-    let trace = Trace::new();
-    // Walking the transcript trees waits on the kernel; loading the cache
-    // is work for the other core.
-    let (candidates, (mut index, loaded, mut state, fingerprint)) = std::thread::scope(|scope| {
-        let walker = scope.spawn(|| discover(&roots));
-        let store = Store::in_dir(&dir.0);
-        let (index, loaded) = store.load();
-        trace.mark("load index");
-        let state = StateStore::in_dir(&dir.0).load();
-        let fingerprint = state.as_ref().map(|_| index.fingerprint());
-        trace.mark("load aggregate state");
-        let candidates = walker.join().unwrap_or_else(|_| discover(&roots));
-        trace.mark("discover (in parallel)");
-        (candidates, (index, loaded, state, fingerprint))
-    });
-    let store = Store::in_dir(&dir.0);
-    let had_base = dir.index().exists();
-    let deadline = Instant::now() + budget();
     // A setting the views cannot use is theirs to report: the worker
     // keeps the default, so the app's answers go on.
     let retention = match crate::usage::config::from_env() {
@@ -527,16 +509,81 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
             crate::usage::config::DEFAULT_RETENTION_DAYS
         }
     };
+    let pass = Pass {
+        roots: &roots,
+        prices: &prices,
+        retention_days: retention,
+        now,
+        deadline: Some(Instant::now() + budget()),
+    };
+    let refreshed = refresh_cache(dir, &pass)?;
+    let trace = Trace::new();
+    crate::usage::limits::refresh_due(dir, runtime.as_ref(), &refreshed.index, now);
+    trace.mark("limits");
+    if trace.on {
+        let result = &refreshed.result;
+        eprintln!("{:?} incremental: {}", result.stats, result.incremental);
+    }
+    // The process ends right after this: freeing tens of thousands of
+    // entries and slots one by one would only delay the exit.
+    std::mem::forget(refreshed);
+    Ok(())
+}
+
+/// What one refresh of the cache works from besides the cache itself.
+#[derive(Debug, Clone, Copy)]
+pub struct Pass<'a> {
+    pub roots: &'a Roots,
+    pub prices: &'a PriceTable,
+    /// Days of history kept (`usage.toml`).
+    pub retention_days: i64,
+    pub now: i64,
+    /// When a cold backfill stops and persists its progress.
+    pub deadline: Option<Instant>,
+}
+
+/// The cache as one refresh left it.
+#[derive(Debug)]
+pub struct CacheRefresh {
+    pub result: ScanResult,
+    pub index: Index,
+    pub state: Option<State>,
+}
+
+/// One refresh of the cache in `dir`, exactly as `heeler usage worker`
+/// does it under its lock (the limits aside): loads the index and the
+/// aggregate state, brings them up to date with the transcripts, writes
+/// them, the snapshot and the recent slots. Tests drive this function to
+/// check the worker's own path.
+pub fn refresh_cache(dir: &UsageDir, pass: &Pass) -> Result<CacheRefresh, WorkerError> {
+    let (roots, prices, now) = (pass.roots, pass.prices, pass.now);
+    let trace = Trace::new();
+    // Walking the transcript trees waits on the kernel; loading the cache
+    // is work for the other core.
+    let (candidates, (mut index, loaded, mut state, fingerprint)) = std::thread::scope(|scope| {
+        let walker = scope.spawn(|| discover(roots));
+        let store = Store::in_dir(&dir.0);
+        let (index, loaded) = store.load();
+        trace.mark("load index");
+        let state = StateStore::in_dir(&dir.0).load();
+        let fingerprint = state.as_ref().map(|_| index.fingerprint());
+        trace.mark("load aggregate state");
+        let candidates = walker.join().unwrap_or_else(|_| discover(roots));
+        trace.mark("discover (in parallel)");
+        (candidates, (index, loaded, state, fingerprint))
+    });
+    let store = Store::in_dir(&dir.0);
+    let had_base = dir.index().exists();
     let refreshed = refresh_index(
         &mut index,
         &mut state,
         fingerprint,
         &candidates,
-        &prices,
+        prices,
         now,
-        Some(deadline),
+        pass.deadline,
         cache::default_threads(),
-        retention,
+        pass.retention_days,
     );
     trace.mark("refresh the index");
     let persist = persist_plan(refreshed.stats.changed(), had_base, refreshed.incremental);
@@ -558,7 +605,7 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
             let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
             store.write(index, &keys, loaded).map(Some)
         });
-        let result = summarize(index, &mut state, refreshed, &roots, &candidates, &prices);
+        let result = summarize(index, &mut state, refreshed, roots, &candidates, prices);
         trace.mark("aggregate (beside the index write)");
         let saved_state = match &mut state {
             Some(state) if persist.aggregate => StateStore::in_dir(&dir.0).save(state),
@@ -593,17 +640,11 @@ fn refresh_with_lock(dir: &UsageDir, now: i64) -> Result<(), WorkerError> {
     atomic_file::write_unsynced(&dir.snapshot(), text.as_bytes(), 0o600)
         .map_err(|e| WorkerError::Io("snapshot-v1.json", e))?;
     trace.mark("write snapshot");
-    crate::usage::limits::refresh_due(dir, runtime.as_ref(), &index, now);
-    trace.mark("limits");
-    if trace.on {
-        eprintln!("{:?} incremental: {}", result.stats, result.incremental);
-    }
-    // The process ends right after this: freeing tens of thousands of
-    // entries and slots one by one would only delay the exit.
-    std::mem::forget(index);
-    std::mem::forget(state);
-    std::mem::forget(result);
-    Ok(())
+    Ok(CacheRefresh {
+        result,
+        index,
+        state,
+    })
 }
 
 /// Most zones rendered ahead (the Host's plus those queries asked for).
