@@ -278,8 +278,17 @@ impl State {
             pending.counters[i] = pending.counters[i].checked_sub(o)? + n;
         }
         // A changed file shares no identifier with another (checked by
-        // the caller), so every counter charged to it is its own.
-        for file in old.by_file.keys().chain(new.by_file.keys()) {
+        // the caller), so every counter charged to it is its own. Each
+        // file and slot is visited once: one both sides name has its old
+        // part subtracted and its new part added in one step (visiting it
+        // once per side would apply the difference twice).
+        let files: BTreeSet<u64> = old
+            .by_file
+            .keys()
+            .chain(new.by_file.keys())
+            .copied()
+            .collect();
+        for file in &files {
             let current = match pending.files.get(file) {
                 Some(overlay) => *overlay,
                 None => self.detailed.by_file.get(file).copied(),
@@ -293,7 +302,8 @@ impl State {
                 .files
                 .insert(*file, (counts != [0; 3]).then_some(counts));
         }
-        for key in old.slots.keys().chain(new.slots.keys()) {
+        let keys: BTreeSet<&SlotKey> = old.slots.keys().chain(new.slots.keys()).collect();
+        for key in keys {
             let (o, n) = (old.slots.get(key), new.slots.get(key));
             let current = match pending.slots.get(key) {
                 Some(overlay) => *overlay,
