@@ -583,6 +583,8 @@ pub(crate) struct FileStat {
     pub size: u64,
     pub mtime_sec: i64,
     pub mtime_nsec: i64,
+    pub ctime_sec: i64,
+    pub ctime_nsec: i64,
 }
 
 impl Directory {
@@ -682,6 +684,8 @@ impl DirEntry<'_> {
             size: st.st_size as u64,
             mtime_sec: st.st_mtime as i64,
             mtime_nsec: st.st_mtime_nsec as i64,
+            ctime_sec: st.st_ctime as i64,
+            ctime_nsec: st.st_ctime_nsec as i64,
         })
     }
 }
@@ -897,6 +901,8 @@ mod tests {
                         size: meta.size(),
                         mtime_sec: meta.mtime(),
                         mtime_nsec: meta.mtime_nsec(),
+                        ctime_sec: meta.ctime(),
+                        ctime_nsec: meta.ctime_nsec(),
                     };
                     (e.file_name(), kind, Some(stat))
                 })

@@ -46,7 +46,7 @@ pub struct Candidate {
 impl RefreshStats {
     /// Whether the index differs from what was loaded.
     pub fn changed(&self) -> bool {
-        self.appended + self.reparsed + self.dropped + self.touched > 0
+        self.appended + self.reparsed + self.dropped > 0
     }
 }
 
@@ -59,14 +59,13 @@ pub struct RefreshStats {
     pub dropped: u64,
     pub skipped_old: u64,
     pub bytes_read: u64,
-    /// Files whose mtime alone moved (reused, index updated).
-    pub touched: u64,
     /// Stopped at the deadline with files left to read.
     pub partial: bool,
 }
 
-/// A modification time in nanoseconds, from its seconds and nanoseconds.
-fn mtime_ns(sec: i64, nsec: i64) -> i64 {
+/// A modification or change time in nanoseconds, from its seconds and
+/// nanoseconds.
+fn time_ns(sec: i64, nsec: i64) -> i64 {
     sec.saturating_mul(1_000_000_000) + nsec
 }
 
@@ -76,7 +75,8 @@ impl From<crate::base::sys::FileStat> for Stat {
             dev: s.dev,
             ino: s.ino,
             size: s.size,
-            mtime_ns: mtime_ns(s.mtime_sec, s.mtime_nsec),
+            mtime_ns: time_ns(s.mtime_sec, s.mtime_nsec),
+            ctime_ns: time_ns(s.ctime_sec, s.ctime_nsec),
         }
     }
 }
@@ -86,7 +86,8 @@ fn stat_of(meta: &Metadata) -> Stat {
         dev: meta.dev(),
         ino: meta.ino(),
         size: meta.size(),
-        mtime_ns: mtime_ns(meta.mtime(), meta.mtime_nsec()),
+        mtime_ns: time_ns(meta.mtime(), meta.mtime_nsec()),
+        ctime_ns: time_ns(meta.ctime(), meta.ctime_nsec()),
     }
 }
 
@@ -101,6 +102,7 @@ fn known(e: &FileEntry) -> Known {
             ino: e.ino,
             size: e.size,
             mtime_ns: e.mtime_ns,
+            ctime_ns: e.ctime_ns,
         },
         head_len: e.head_len,
         head_hash: e.head_hash,
@@ -210,6 +212,7 @@ fn fresh_entry(c: &Candidate, now: Stat) -> FileEntry {
         ino: now.ino,
         size: now.size,
         mtime_ns: now.mtime_ns,
+        ctime_ns: now.ctime_ns,
         head_len: 0,
         head_hash: 0,
         offset: 0,
@@ -280,16 +283,12 @@ pub fn refresh(
 pub struct Changes {
     /// Files whose events may differ (for incremental aggregation).
     pub files: Vec<Change>,
-    /// Files whose entry changed but not their events (mtime only).
-    pub touched: Vec<String>,
 }
 
 impl Changes {
     /// Every changed index key.
     pub fn keys(&self) -> Vec<String> {
-        let mut keys: Vec<String> = self.files.iter().map(|c| c.key.clone()).collect();
-        keys.extend(self.touched.iter().cloned());
-        keys
+        self.files.iter().map(|c| c.key.clone()).collect()
     }
 }
 
@@ -377,12 +376,6 @@ pub fn refresh_threads(
                 }
             }
             (Plan::Reuse, ..) => stats.reused += 1,
-            (Plan::Touch, Some(old), Some(now)) => {
-                stats.reused += 1;
-                stats.touched += 1;
-                old.mtime_ns = now.mtime_ns;
-                changes.touched.push(key.into_owned());
-            }
             (Plan::Append, Some(old), Some(now)) => {
                 stats.appended += 1;
                 jobs.push(Job {
@@ -604,6 +597,7 @@ fn run_jobs(jobs: impl Iterator<Item = (usize, Job)>, deadline: Option<Instant>)
         });
         entry.size = now.size;
         entry.mtime_ns = now.mtime_ns;
+        entry.ctime_ns = now.ctime_ns;
         entry.dev = now.dev;
         entry.ino = now.ino;
         match result {
@@ -706,6 +700,7 @@ mod tests {
                 ino: 2,
                 size: bytes.len() as u64,
                 mtime_ns: 0,
+                ctime_ns: 0,
             };
             let mut e = fresh_entry(&c, stat);
             let parsed = parse_fresh(&mut e, &path, &mut scan::Buffers::new());
@@ -739,7 +734,8 @@ mod tests {
                         dev: 0,
                         ino: 0,
                         size: 0,
-                        mtime_ns: 0
+                        mtime_ns: 0,
+                        ctime_ns: 0
                     }
                 ),
                 &dir.join("missing"),
@@ -762,6 +758,7 @@ mod tests {
             ino: 2,
             size: 0,
             mtime_ns: 0,
+            ctime_ns: 0,
         };
         let mut e = fresh_entry(&c, stat);
         let cap = scan::MAX_LINE as u64;

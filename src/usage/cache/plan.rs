@@ -11,15 +11,16 @@
 //!    entry dropped (an append-only file cannot hold records newer than
 //!    its mtime).
 //! 3. No entry: parsed from the start.
-//! 4. Same identity (device, inode, agent), size and mtime: reused.
+//! 4. Same identity (device, inode, agent), size, mtime and ctime: reused.
 //! 5. Another identity, a compressed archive (cold: decoded whole, reused
 //!    only by identity), an entry whose last read failed (retried only once
-//!    the file changed), or a smaller file: reparsed from the start.
+//!    the file changed), a smaller file, or a file of the same size whose
+//!    mtime or ctime moved (rewritten in place: an editor, or a tool that
+//!    sets the mtime back, which still moves the ctime): reparsed from the
+//!    start.
 //! 6. The head the entry hashed (its first `head_len` bytes) differs or
 //!    cannot be read: the file was replaced or rewritten, reparsed.
-//! 7. Same size and head, only the mtime moved: reused, the entry's mtime
-//!    updated ("touched").
-//! 8. Grown with the same head: the new lines are read from the entry's
+//! 7. Grown with the same head: the new lines are read from the entry's
 //!    offset, which needs its stored events loaded; if they cannot be, it
 //!    is reparsed.
 
@@ -33,6 +34,9 @@ pub struct Stat {
     pub ino: u64,
     pub size: u64,
     pub mtime_ns: i64,
+    /// The inode's change time (moved by every write, and by the `utimes`
+    /// that sets an mtime back).
+    pub ctime_ns: i64,
 }
 
 /// What the index remembers of a file, as far as the decision needs it.
@@ -104,8 +108,6 @@ pub enum Plan {
     Parse,
     /// Unchanged: the entry is kept as it is.
     Reuse,
-    /// Only the mtime moved: the entry is kept, its mtime updated.
-    Touch,
     /// Grown: the lines after the entry's offset are parsed.
     Append,
     /// Changed otherwise: parsed again from the start.
@@ -143,19 +145,17 @@ pub fn decide(known: Option<&Known>, facts: &Facts, window_start_ns: i64) -> Dec
         return Decision::Do(Plan::Parse);
     };
     let same_file = old.stat.dev == now.dev && old.stat.ino == now.ino && old.agent == facts.agent;
-    if same_file && old.stat.size == now.size && old.stat.mtime_ns == now.mtime_ns {
+    let same_times = old.stat.mtime_ns == now.mtime_ns && old.stat.ctime_ns == now.ctime_ns;
+    if same_file && old.stat.size == now.size && same_times {
         return Decision::Do(Plan::Reuse);
     }
-    if !same_file || old.compressed || old.unreadable || now.size < old.stat.size {
+    if !same_file || old.compressed || old.unreadable || now.size <= old.stat.size {
         return Decision::Do(Plan::Reparse);
     }
     match facts.head {
         Head::Unread => return Decision::ReadHead { len: old.head_len },
         Head::Hash(hash) if hash == old.head_hash => {}
         Head::Hash(_) | Head::Unreadable => return Decision::Do(Plan::Reparse),
-    }
-    if now.size == old.stat.size {
-        return Decision::Do(Plan::Touch);
     }
     match facts.events {
         Events::Unchecked => Decision::LoadEvents,
@@ -170,12 +170,14 @@ mod tests {
 
     const WINDOW: i64 = 1_000;
 
+    /// A stat whose ctime is its mtime (as after a plain write).
     fn stat(size: u64, mtime_ns: i64) -> Stat {
         Stat {
             dev: 1,
             ino: 10,
             size,
             mtime_ns,
+            ctime_ns: mtime_ns,
         }
     }
 
@@ -296,29 +298,23 @@ mod tests {
     }
 
     #[test]
-    fn a_file_whose_mtime_alone_moved_is_touched_after_its_head_is_checked() {
-        let now = stat(500, 3_000);
-        assert_eq!(
-            decide(Some(&known()), &found(now), WINDOW),
-            Decision::ReadHead { len: 400 }
-        );
-        assert_eq!(
-            plan(decide(
-                Some(&known()),
-                &with_head(now, Head::Hash(77)),
-                WINDOW
-            )),
-            Plan::Touch
-        );
-        // Same size but rewritten: the head tells.
-        assert_eq!(
-            plan(decide(
-                Some(&known()),
-                &with_head(now, Head::Hash(5)),
-                WINDOW
-            )),
-            Plan::Reparse
-        );
+    fn a_file_of_the_same_size_whose_times_moved_is_reparsed_unopened() {
+        // A rewrite in place can change any byte past the head, so neither
+        // the head nor the size proves the contents: the file is read
+        // again. That holds when only the ctime moved too (a rewrite that
+        // set the mtime back with `touch -d` or `utimes`).
+        let mtime_moved = stat(500, 3_000);
+        let ctime_moved = Stat {
+            ctime_ns: 3_000,
+            ..stat(500, 2_000)
+        };
+        for now in [mtime_moved, ctime_moved] {
+            assert_eq!(
+                decide(Some(&known()), &found(now), WINDOW),
+                Decision::Do(Plan::Reparse),
+                "{now:?}"
+            );
+        }
     }
 
     #[test]

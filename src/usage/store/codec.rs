@@ -20,7 +20,7 @@ use crate::usage::event::{
 use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
 
 /// Bump when the index layout changes (everything is reparsed).
-pub const INDEX_VERSION: u32 = 5;
+pub const INDEX_VERSION: u32 = 6;
 /// Bump when Claude/Codex line parsing changes (that agent is reparsed).
 pub const CLAUDE_PARSER_VERSION: u32 = 2;
 pub const CODEX_PARSER_VERSION: u32 = 2;
@@ -223,6 +223,7 @@ fn encode_meta(o: &mut Out, path: &str, e: &FileEntry) {
     o.u64(e.ino);
     o.u64(e.size);
     o.i64(e.mtime_ns);
+    o.i64(e.ctime_ns);
     o.u32(e.head_len);
     o.u64(e.head_hash);
     o.u64(e.offset);
@@ -264,6 +265,7 @@ fn decode_meta(r: &mut Reader) -> Option<(String, FileEntry)> {
         ino: r.u64()?,
         size: r.u64()?,
         mtime_ns: r.i64()?,
+        ctime_ns: r.i64()?,
         head_len: r.u32()?,
         head_hash: r.u64()?,
         offset: r.u64()?,
@@ -586,6 +588,7 @@ mod tests {
             ino: 2,
             size: 300,
             mtime_ns: 4_000,
+            ctime_ns: 4_000,
             head_len: 300,
             head_hash: 5,
             offset: 290,

@@ -23,6 +23,9 @@ pub struct FileEntry {
     pub ino: u64,
     pub size: u64,
     pub mtime_ns: i64,
+    /// The inode's change time: a rewrite in place that keeps the size
+    /// and sets the mtime back still moves it.
+    pub ctime_ns: i64,
     pub head_len: u32,
     pub head_hash: u64,
     /// Resume offset (plain files): bytes of complete lines parsed.
@@ -98,6 +101,7 @@ impl Index {
                 e.ino,
                 e.size,
                 e.mtime_ns as u64,
+                e.ctime_ns as u64,
                 e.head_hash,
                 e.offset,
             ] {
@@ -144,6 +148,7 @@ mod tests {
             ino: 2,
             size: 300,
             mtime_ns: 4_000,
+            ctime_ns: 4_000,
             head_len: 300,
             head_hash: 5,
             offset: 290,
@@ -171,6 +176,7 @@ mod tests {
             FileEntry { size: 9, ..entry() },
             FileEntry {
                 mtime_ns: 9,
+                ctime_ns: 9,
                 ..entry()
             },
             FileEntry {

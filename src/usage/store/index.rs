@@ -434,6 +434,7 @@ mod tests {
             ino,
             size: 100 * events.len() as u64,
             mtime_ns: 5,
+            ctime_ns: 5,
             head_len: 10,
             head_hash: 11,
             offset: 100 * events.len() as u64,
