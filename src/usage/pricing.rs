@@ -217,7 +217,8 @@ impl PriceTable {
             .and_then(|(_, to)| self.models.get(*to))
     }
 
-    /// The estimated cost of one request in USD, or `None` when unpriced.
+    /// The estimated cost in USD of one request that ran no web search,
+    /// or `None` when unpriced ([`cost_with`] prices searches too).
     pub fn cost(
         &self,
         agent: Agent,
@@ -226,12 +227,33 @@ impl PriceTable {
         bits: u8,
         tokens: &Tokens,
     ) -> Option<f64> {
-        cost_with(self.lookup(model)?, agent, tier, bits, tokens)
+        cost_with(self.lookup(model)?, agent, tier, bits, tokens, 0)
     }
 }
 
-/// [`PriceTable::cost`] with the model's prices already looked up.
+/// The estimated cost in USD of one request with the model's prices
+/// already looked up: its tokens, then `web_searches` at the model's
+/// per-search price. `None` (unpriced) when any part has no price.
+///
+/// The fast and US-only multipliers scale the token cost only: the vendor
+/// states them for token prices, and a search has its own flat price.
 pub fn cost_with(
+    price: &ModelPrice,
+    agent: Agent,
+    tier: &str,
+    bits: u8,
+    tokens: &Tokens,
+    web_searches: u64,
+) -> Option<f64> {
+    let searches = match web_searches {
+        0 => 0.0,
+        n => n as f64 * price.web_search?,
+    };
+    Some(token_cost(price, agent, tier, bits, tokens)? + searches)
+}
+
+/// The cost of a request's tokens (see [`cost_with`]).
+fn token_cost(
     price: &ModelPrice,
     agent: Agent,
     tier: &str,
@@ -478,10 +500,9 @@ mod tests {
     /// USD per million tokens, as the vendors publish rates.
     const M: f64 = 1e-6;
 
-    fn bundled_cost(model: &str, tier: &str, tokens: &Tokens) -> Option<f64> {
-        PriceTable::bundled()
-            .unwrap()
-            .cost(Agent::Claude, model, tier, 0, tokens)
+    fn bundled_cost(model: &str, tier: &str, tokens: &Tokens, searches: u64) -> Option<f64> {
+        let t = PriceTable::bundled().unwrap();
+        cost_with(t.lookup(model)?, Agent::Claude, tier, 0, tokens, searches)
     }
 
     #[test]
@@ -501,26 +522,26 @@ mod tests {
             "claude-sonnet-4-5",
             "claude-sonnet-4-20250514",
         ] {
-            let c = bundled_cost(model, "standard", &big).unwrap();
+            let c = bundled_cost(model, "standard", &big, 0).unwrap();
             assert!(close(c, 0.294), "{model}: {c}");
         }
         // 1-hour writes above the threshold: 100,000 × $12/M = $1.20, plus
         // 150,000 reads × $0.60/M = $0.09.
         let hour = tokens(0, 150_000, 0, 100_000, 0);
-        let c = bundled_cost("claude-sonnet-4-5", "", &hour).unwrap();
+        let c = bundled_cost("claude-sonnet-4-5", "", &hour, 0).unwrap();
         assert!(close(c, 1.2 + 0.09), "{c}");
         // Exactly 200,000 prompt tokens is not above it: base rates,
         // 1,000 × 3 + 199,000 × 0.30 + 100 × 15 = 64,200 $/M.
         let edge = tokens(1_000, 199_000, 0, 0, 100);
-        let c = bundled_cost("claude-sonnet-4-5", "standard", &edge).unwrap();
+        let c = bundled_cost("claude-sonnet-4-5", "standard", &edge, 0).unwrap();
         assert!(close(c, 0.0642), "{c}");
         // The Batch API halves the long-context rates too: $3 input and
         // $11.25 output per million, 300,000 × 3 + 1,000 × 11.25.
         let batch = tokens(300_000, 0, 0, 0, 1_000);
-        let c = bundled_cost("claude-sonnet-4-5", "batch", &batch).unwrap();
+        let c = bundled_cost("claude-sonnet-4-5", "batch", &batch, 0).unwrap();
         assert!(close(c, 0.9 + 0.01125), "{c}");
         // Sonnet 4.6 has a 1M window at its flat rates: no threshold.
-        let c = bundled_cost("claude-sonnet-4-6", "", &big).unwrap();
+        let c = bundled_cost("claude-sonnet-4-6", "", &big, 0).unwrap();
         assert!(close(c, 0.1545), "{c}");
     }
 
@@ -543,12 +564,63 @@ mod tests {
             ("claude-3-opus-20240229", 140.25),
             ("claude-3-haiku-20240307", 2.33),
         ] {
-            let c = bundled_cost(model, "standard", &each).unwrap();
+            let c = bundled_cost(model, "standard", &each, 0).unwrap();
             assert!((c - want).abs() < 1e-9, "{model}: {c} {want}");
         }
         // Small requests of the same models, at base rates: Sonnet 4 with
         // 10 input and 20 output tokens = 10 × 3 + 20 × 15 = 330 $/M.
-        let c = bundled_cost("claude-sonnet-4-20250514", "", &tokens(10, 0, 0, 0, 20));
+        let c = bundled_cost("claude-sonnet-4-20250514", "", &tokens(10, 0, 0, 0, 20), 0);
         assert!(close(c.unwrap(), 330.0 * M));
+    }
+
+    #[test]
+    fn web_searches_cost_ten_dollars_a_thousand_on_top_of_tokens() {
+        // Anthropic: $10 per 1,000 searches = $0.01 a search, plus tokens.
+        // Sonnet 4.5, 1,000 input and 100 output tokens and 3 searches:
+        // 1,000 × 3 + 100 × 15 = 4,500 $/M = $0.0045, + 3 × $0.01.
+        let small = tokens(1_000, 0, 0, 0, 100);
+        let c = bundled_cost("claude-sonnet-4-5", "", &small, 3).unwrap();
+        assert!(close(c, 0.0045 + 0.03), "{c}");
+        // Haiku 4.5 and the older models have it from the override file.
+        for model in [
+            "claude-haiku-4-5-20251001",
+            "claude-sonnet-4-20250514",
+            "claude-opus-4-1-20250805",
+            "claude-3-5-haiku-20241022",
+        ] {
+            let c = bundled_cost(model, "", &tokens(0, 0, 0, 0, 0), 2).unwrap();
+            assert!(close(c, 0.02), "{model}: {c}");
+        }
+        // A model without a search price: tokens alone are priced, a
+        // request with a search is unpriced (Claude 3 Opus had no web
+        // search tool).
+        assert!(bundled_cost("claude-3-opus-20240229", "", &small, 0).is_some());
+        assert_eq!(bundled_cost("claude-3-opus-20240229", "", &small, 1), None);
+    }
+
+    #[test]
+    fn multipliers_scale_tokens_and_not_searches() {
+        let t = PriceTable::parse(
+            r#"{"v": 1, "models": {"m": {"input": 1e-06, "output": 2e-06, "fast": 2.0, "us": 1.1, "web_search": 0.01}}}"#,
+        )
+        .unwrap();
+        let p = t.lookup("m").unwrap();
+        // (100 × 1 + 50 × 2) $/M = $0.0002, × 2 (fast) × 1.1 (US), then
+        // 4 searches × $0.01.
+        let c = cost_with(
+            p,
+            Agent::Claude,
+            "",
+            flags::FAST | flags::GEO_US,
+            &tokens(100, 0, 0, 0, 50),
+            4,
+        )
+        .unwrap();
+        assert!(close(c, 0.0002 * 2.0 * 1.1 + 0.04), "{c}");
+        // A tier the model lacks leaves the request unpriced, searches or not.
+        assert_eq!(
+            cost_with(p, Agent::Claude, "priority", 0, &tokens(1, 0, 0, 0, 1), 4),
+            None
+        );
     }
 }
