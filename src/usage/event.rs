@@ -35,7 +35,9 @@ impl Agent {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventKind {
     /// A Claude assistant record; `t` = [input, cache_read, cache_write_5m,
-    /// cache_write_1h, output, 0].
+    /// cache_write_1h, output, web_search_requests]: the last is
+    /// `usage.server_tool_use.web_search_requests`, a count of searches
+    /// priced per search and never added to the token totals.
     Claude,
     /// A Codex `token_count` with cumulative totals; `t` = total and its
     /// last counters ([`FileParse::last`]) = last usage (all zero when

@@ -5,8 +5,12 @@
 //! table (`pricing.json`) keeps only the Claude and OpenAI models and the
 //! fields Usage needs, with its source, version, date and the source's
 //! SHA-256 so a reviewer can reproduce it. `cargo xtask pricing` generates it
-//! offline from saved source bytes (`xtask/src/pricing/`); this module reads
-//! that format and owns what it means.
+//! offline from saved source bytes and lays `pricing-overrides.json` (vendor
+//! prices the source lacks, each with its source note) over them
+//! (`xtask/src/pricing/`); this module reads that format and owns what it
+//! means: rates per token, long-context rates for the whole request above a
+//! prompt threshold, service tiers, fast and US-only multipliers, and a
+//! price per web search.
 
 use std::collections::HashMap;
 
@@ -39,6 +43,9 @@ pub struct ModelPrice {
     pub fast: Option<f64>,
     /// Multiplier for US-only inference (`inference_geo: "us"`).
     pub us: Option<f64>,
+    /// USD per web search the request's server tools ran
+    /// (`server_tool_use.web_search_requests`).
+    pub web_search: Option<f64>,
 }
 
 /// Where a table came from (reported in every query answer).
@@ -158,6 +165,7 @@ impl PriceTable {
                 tiers,
                 fast: o.get("fast").and_then(Value::as_f64),
                 us: o.get("us").and_then(Value::as_f64),
+                web_search: o.get("web_search").and_then(Value::as_f64),
             };
             normalised
                 .entry(normalise_id(id))
@@ -209,7 +217,8 @@ impl PriceTable {
             .and_then(|(_, to)| self.models.get(*to))
     }
 
-    /// The estimated cost of one request in USD, or `None` when unpriced.
+    /// The estimated cost in USD of one request that ran no web search,
+    /// or `None` when unpriced ([`cost_with`] prices searches too).
     pub fn cost(
         &self,
         agent: Agent,
@@ -218,53 +227,72 @@ impl PriceTable {
         bits: u8,
         tokens: &Tokens,
     ) -> Option<f64> {
-        cost_with(self.lookup(model)?, agent, tier, bits, tokens)
+        cost_with(self.lookup(model)?, agent, tier, bits, tokens, 0)
     }
 }
 
-/// [`PriceTable::cost`] with the model's prices already looked up.
+/// The estimated cost in USD of one request with the model's prices
+/// already looked up: its tokens, then `web_searches` at the model's
+/// per-search price. `None` (unpriced) when any part has no price.
+///
+/// The fast and US-only multipliers scale the token cost only: the vendor
+/// states them for token prices, and a search has its own flat price.
 pub fn cost_with(
     price: &ModelPrice,
     agent: Agent,
     tier: &str,
     bits: u8,
     tokens: &Tokens,
+    web_searches: u64,
 ) -> Option<f64> {
-    {
-        let set = match tier_key(agent, tier)? {
-            None => &price.base,
-            Some(key) => &price.tiers.iter().find(|(k, _)| k == key)?.1,
-        };
-        let prompt = tokens.prompt();
-        let above = set
-            .above
-            .iter()
-            .rev()
-            .find(|(threshold, _)| prompt > *threshold)
-            .map(|(_, s)| s);
-        let pick = |f: fn(&RateSet) -> Option<f64>| above.and_then(f).or_else(|| f(set));
-        let input = pick(|s| s.input)?;
-        let output = pick(|s| s.output)?;
-        let (read_default, write_default) = match agent {
-            Agent::Claude => (0.1 * input, 1.25 * input),
-            Agent::Codex => (input, input),
-        };
-        let cache_read = pick(|s| s.cache_read).unwrap_or(read_default);
-        let write_5m = pick(|s| s.cache_write_5m).unwrap_or(write_default);
-        let write_1h = pick(|s| s.cache_write_1h).unwrap_or(2.0 * input);
-        let mut cost = tokens.input as f64 * input
-            + tokens.output as f64 * output
-            + tokens.cache_read as f64 * cache_read
-            + tokens.cache_write_5m as f64 * write_5m
-            + tokens.cache_write_1h as f64 * write_1h;
-        if bits & flags::FAST != 0 {
-            cost *= price.fast?;
-        }
-        if bits & flags::GEO_US != 0 {
-            cost *= price.us?;
-        }
-        Some(cost)
+    let searches = match web_searches {
+        0 => 0.0,
+        n => n as f64 * price.web_search?,
+    };
+    Some(token_cost(price, agent, tier, bits, tokens)? + searches)
+}
+
+/// The cost of a request's tokens (see [`cost_with`]).
+fn token_cost(
+    price: &ModelPrice,
+    agent: Agent,
+    tier: &str,
+    bits: u8,
+    tokens: &Tokens,
+) -> Option<f64> {
+    let set = match tier_key(agent, tier)? {
+        None => &price.base,
+        Some(key) => &price.tiers.iter().find(|(k, _)| k == key)?.1,
+    };
+    let prompt = tokens.prompt();
+    let above = set
+        .above
+        .iter()
+        .rev()
+        .find(|(threshold, _)| prompt > *threshold)
+        .map(|(_, s)| s);
+    let pick = |f: fn(&RateSet) -> Option<f64>| above.and_then(f).or_else(|| f(set));
+    let input = pick(|s| s.input)?;
+    let output = pick(|s| s.output)?;
+    let (read_default, write_default) = match agent {
+        Agent::Claude => (0.1 * input, 1.25 * input),
+        Agent::Codex => (input, input),
+    };
+    let cache_read = pick(|s| s.cache_read).unwrap_or(read_default);
+    let write_5m = pick(|s| s.cache_write_5m).unwrap_or(write_default);
+    let write_1h = pick(|s| s.cache_write_1h).unwrap_or(2.0 * input);
+    let mut cost = tokens.input as f64 * input
+        + tokens.output as f64 * output
+        + tokens.cache_read as f64 * cache_read
+        + tokens.cache_write_5m as f64 * write_5m
+        + tokens.cache_write_1h as f64 * write_1h;
+    if bits & flags::FAST != 0 {
+        cost *= price.fast?;
     }
+    if bits & flags::GEO_US != 0 {
+        cost *= price.us?;
+    }
+    Some(cost)
 }
 
 /// The tier's key in the table: `Some(None)` for standard rates,
@@ -467,5 +495,132 @@ mod tests {
         assert_eq!(t.meta.source_sha256.len(), 64);
         assert!(t.lookup("claude-opus-4-6").is_some());
         assert!(t.lookup("gpt-5.5").is_some());
+    }
+
+    /// USD per million tokens, as the vendors publish rates.
+    const M: f64 = 1e-6;
+
+    fn bundled_cost(model: &str, tier: &str, tokens: &Tokens, searches: u64) -> Option<f64> {
+        let t = PriceTable::bundled().unwrap();
+        cost_with(t.lookup(model)?, Agent::Claude, tier, 0, tokens, searches)
+    }
+
+    #[test]
+    fn sonnet_4_and_4_5_bill_a_prompt_over_200k_whole_at_the_long_context_rate() {
+        // Anthropic's pricing page: Sonnet 4/4.5 are $3 input, $15 output,
+        // $0.30 cache reads, $3.75 5-minute writes per million tokens; a
+        // request whose input + cache reads + cache writes exceed 200,000
+        // tokens is billed whole at $6 input, $22.50 output, $0.60 reads,
+        // $7.50 5-minute and $12 1-hour writes.
+        let big = tokens(5_000, 240_000, 10_000, 0, 2_000); // prompt 255,000
+        // 5,000 × 6 + 240,000 × 0.60 + 10,000 × 7.50 + 2,000 × 22.50
+        // = 30,000 + 144,000 + 75,000 + 45,000 = 294,000 $/M = $0.294
+        // (at the base rates it would be 15,000 + 72,000 + 37,500 + 30,000
+        // = 154,500 $/M = $0.1545).
+        for model in [
+            "claude-sonnet-4-5-20250929",
+            "claude-sonnet-4-5",
+            "claude-sonnet-4-20250514",
+        ] {
+            let c = bundled_cost(model, "standard", &big, 0).unwrap();
+            assert!(close(c, 0.294), "{model}: {c}");
+        }
+        // 1-hour writes above the threshold: 100,000 × $12/M = $1.20, plus
+        // 150,000 reads × $0.60/M = $0.09.
+        let hour = tokens(0, 150_000, 0, 100_000, 0);
+        let c = bundled_cost("claude-sonnet-4-5", "", &hour, 0).unwrap();
+        assert!(close(c, 1.2 + 0.09), "{c}");
+        // Exactly 200,000 prompt tokens is not above it: base rates,
+        // 1,000 × 3 + 199,000 × 0.30 + 100 × 15 = 64,200 $/M.
+        let edge = tokens(1_000, 199_000, 0, 0, 100);
+        let c = bundled_cost("claude-sonnet-4-5", "standard", &edge, 0).unwrap();
+        assert!(close(c, 0.0642), "{c}");
+        // The Batch API halves the long-context rates too: $3 input and
+        // $11.25 output per million, 300,000 × 3 + 1,000 × 11.25.
+        let batch = tokens(300_000, 0, 0, 0, 1_000);
+        let c = bundled_cost("claude-sonnet-4-5", "batch", &batch, 0).unwrap();
+        assert!(close(c, 0.9 + 0.01125), "{c}");
+        // Sonnet 4.6 has a 1M window at its flat rates: no threshold.
+        let c = bundled_cost("claude-sonnet-4-6", "", &big, 0).unwrap();
+        assert!(close(c, 0.1545), "{c}");
+    }
+
+    #[test]
+    fn older_claude_models_are_priced_at_the_vendor_table_rates() {
+        // One million tokens of each bucket (input, cache read, 5-minute
+        // write, 1-hour write, output) costs the sum of the five published
+        // rates per million: Opus 4/4.1 15 + 1.50 + 18.75 + 30 + 75,
+        // Sonnet 3.7 3 + 0.30 + 3.75 + 6 + 15, Haiku 3.5 0.80 + 0.08 + 1 +
+        // 1.6 + 4, Opus 3 as Opus 4, Haiku 3 0.25 + 0.03 + 0.30 + 0.50 + 1.25.
+        // The prompt is 4M tokens: Sonnet 4 bills it at its long-context
+        // rates, 6 + 0.60 + 7.50 + 12 + 22.50.
+        let each = tokens(1_000_000, 1_000_000, 1_000_000, 1_000_000, 1_000_000);
+        for (model, want) in [
+            ("claude-opus-4-20250514", 140.25),
+            ("claude-opus-4-1-20250805", 140.25),
+            ("claude-sonnet-4-20250514", 48.6),
+            ("claude-3-7-sonnet-20250219", 28.05),
+            ("claude-3-5-haiku-20241022", 7.48),
+            ("claude-3-opus-20240229", 140.25),
+            ("claude-3-haiku-20240307", 2.33),
+        ] {
+            let c = bundled_cost(model, "standard", &each, 0).unwrap();
+            assert!((c - want).abs() < 1e-9, "{model}: {c} {want}");
+        }
+        // Small requests of the same models, at base rates: Sonnet 4 with
+        // 10 input and 20 output tokens = 10 × 3 + 20 × 15 = 330 $/M.
+        let c = bundled_cost("claude-sonnet-4-20250514", "", &tokens(10, 0, 0, 0, 20), 0);
+        assert!(close(c.unwrap(), 330.0 * M));
+    }
+
+    #[test]
+    fn web_searches_cost_ten_dollars_a_thousand_on_top_of_tokens() {
+        // Anthropic: $10 per 1,000 searches = $0.01 a search, plus tokens.
+        // Sonnet 4.5, 1,000 input and 100 output tokens and 3 searches:
+        // 1,000 × 3 + 100 × 15 = 4,500 $/M = $0.0045, + 3 × $0.01.
+        let small = tokens(1_000, 0, 0, 0, 100);
+        let c = bundled_cost("claude-sonnet-4-5", "", &small, 3).unwrap();
+        assert!(close(c, 0.0045 + 0.03), "{c}");
+        // Haiku 4.5 and the older models have it from the override file.
+        for model in [
+            "claude-haiku-4-5-20251001",
+            "claude-sonnet-4-20250514",
+            "claude-opus-4-1-20250805",
+            "claude-3-5-haiku-20241022",
+        ] {
+            let c = bundled_cost(model, "", &tokens(0, 0, 0, 0, 0), 2).unwrap();
+            assert!(close(c, 0.02), "{model}: {c}");
+        }
+        // A model without a search price: tokens alone are priced, a
+        // request with a search is unpriced (Claude 3 Opus had no web
+        // search tool).
+        assert!(bundled_cost("claude-3-opus-20240229", "", &small, 0).is_some());
+        assert_eq!(bundled_cost("claude-3-opus-20240229", "", &small, 1), None);
+    }
+
+    #[test]
+    fn multipliers_scale_tokens_and_not_searches() {
+        let t = PriceTable::parse(
+            r#"{"v": 1, "models": {"m": {"input": 1e-06, "output": 2e-06, "fast": 2.0, "us": 1.1, "web_search": 0.01}}}"#,
+        )
+        .unwrap();
+        let p = t.lookup("m").unwrap();
+        // (100 × 1 + 50 × 2) $/M = $0.0002, × 2 (fast) × 1.1 (US), then
+        // 4 searches × $0.01.
+        let c = cost_with(
+            p,
+            Agent::Claude,
+            "",
+            flags::FAST | flags::GEO_US,
+            &tokens(100, 0, 0, 0, 50),
+            4,
+        )
+        .unwrap();
+        assert!(close(c, 0.0002 * 2.0 * 1.1 + 0.04), "{c}");
+        // A tier the model lacks leaves the request unpriced, searches or not.
+        assert_eq!(
+            cost_with(p, Agent::Claude, "priority", 0, &tokens(1, 0, 0, 0, 1), 4),
+            None
+        );
     }
 }

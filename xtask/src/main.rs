@@ -33,7 +33,8 @@ tasks:
   scan-floor      one pass of bench-usage's exact-scan floor (the least work of any exact scan):
                   read|decode|pick|validate THREADS HOME (run by bench-usage's release build)
   fuzz            build the cargo-fuzz targets and run each: --time SECONDS [--runs N] [target…]
-  pricing         regenerate pricing.json: --input FILE --date YYYY-MM-DD [--source litellm|models-dev] [--version V]
+  pricing         regenerate pricing.json from a price source and pricing-overrides.json:
+                  --input FILE --date YYYY-MM-DD [--source litellm|models-dev] [--version V]
   dist            build, check and package the release targets into target/dist/
                   (README.md: Release builds) [--target T]... [--native] [--out DIR]
                   | --checksums DIR";

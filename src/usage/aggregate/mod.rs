@@ -137,6 +137,9 @@ struct Request<'a> {
     tier: &'a str,
     bits: u8,
     tokens: Tokens,
+    /// Web searches the request's server tools ran (priced per search,
+    /// never counted as tokens).
+    web_searches: u64,
 }
 
 /// The slot sums of requests added one by one. A file's requests come in
@@ -184,8 +187,9 @@ impl<'p, 'a> SlotSums<'p, 'a> {
                 p
             }
         };
-        let cost = model_price
-            .and_then(|p| crate::usage::pricing::cost_with(p, r.agent, r.tier, r.bits, &r.tokens));
+        let cost = model_price.and_then(|p| {
+            crate::usage::pricing::cost_with(p, r.agent, r.tier, r.bits, &r.tokens, r.web_searches)
+        });
         let key = (r.ts.div_euclid(SLOT) * SLOT, r.agent, r.model, r.cwd);
         let same = |a: &SlotOf, b: &SlotOf| {
             a.0 == b.0 && a.1 == b.1 && std::ptr::eq(a.2, b.2) && std::ptr::eq(a.3, b.3)
@@ -210,6 +214,8 @@ impl<'p, 'a> SlotSums<'p, 'a> {
     }
 }
 
+/// A Claude record's tokens (its sixth counter, web searches, is not a
+/// token count: see `EventKind::Claude`).
 fn claude_tokens(t: [u64; 6]) -> Tokens {
     Tokens {
         input: t[0],
@@ -621,6 +627,7 @@ pub fn aggregate_detailed<'a>(
             tier: fp.string(e.tier),
             bits: e.flags,
             tokens: claude_tokens(e.t),
+            web_searches: e.t[5],
         });
     }
 
@@ -677,6 +684,7 @@ pub fn aggregate_detailed<'a>(
                 tier: f.parse.string(r.tier),
                 bits: 0,
                 tokens: r.tokens,
+                web_searches: 0,
             });
         }
     }
@@ -740,6 +748,43 @@ mod tests {
         assert_eq!(agg.duplicates_claude, 2);
         assert!(t.cost_usd > 0.0);
         assert_eq!(t.unpriced_requests, 0);
+    }
+
+    #[test]
+    fn web_searches_are_priced_per_search_and_never_counted_as_tokens() {
+        // Sonnet 4.5: 1,000 input and 100 output tokens at $3 and $15 per
+        // million = $0.0045, plus 3 searches at Anthropic's $10 per 1,000.
+        // The same request on a model without a search price is unpriced.
+        let line = |id: &str, model: &str| {
+            format!(
+                r#"{{"type":"assistant","timestamp":"2026-11-29T10:00:00Z","cwd":"/p","requestId":"r{id}","message":{{"id":"m{id}","model":"{model}","usage":{{"input_tokens":1000,"output_tokens":100,"server_tool_use":{{"web_search_requests":3}}}}}}}}"#
+            )
+        };
+        let fp = claude(&[
+            line("1", "claude-sonnet-4-5"),
+            line("2", "claude-3-opus-20240229"),
+        ]);
+        let agg = aggregate(
+            &[FileRef {
+                agent: Agent::Claude,
+                parse: &fp,
+            }],
+            &table(),
+            0,
+        );
+        let mut t = Totals::default();
+        for s in &agg.slots {
+            t.add(&s.totals);
+        }
+        assert_eq!(t.requests, 2);
+        assert_eq!(t.tokens.total(), 2 * 1_100);
+        assert_eq!(t.unpriced_requests, 1);
+        assert_eq!(t.unpriced_tokens, 1_100);
+        assert!(
+            (t.cost_usd - (0.0045 + 0.03)).abs() < 1e-12,
+            "{}",
+            t.cost_usd
+        );
     }
 
     #[test]

@@ -121,6 +121,7 @@ struct Fields<'a> {
     cache_read: u64,
     cache_write: u64,
     split: Option<(u64, u64)>,
+    web_searches: u64,
     tier: Option<Cow<'a, [u8]>>,
     speed: Option<Cow<'a, [u8]>>,
     geo: Option<Cow<'a, [u8]>>,
@@ -202,6 +203,13 @@ fn pick_usage<'a>(c: &mut Cursor<'a>, f: &mut Fields<'a>) -> Option<()> {
                     })?;
                     f.split = Some((five, hour));
                 }
+                b"server_tool_use" if c.raw_is_object() => c.object(|key, c| {
+                    match key {
+                        b"web_search_requests" => f.web_searches = c.count()?.unwrap_or(0),
+                        _ => c.skip()?,
+                    }
+                    Some(())
+                })?,
                 _ => c.skip()?,
             }
             Some(())
@@ -246,7 +254,14 @@ fn record_event(
         write_1h = hour.min(cache_write.max(five + hour));
         write_5m = cache_write.max(five + hour) - write_1h;
     }
-    let t = [input, cache_read, write_5m, write_1h, output, 0];
+    let t = [
+        input,
+        cache_read,
+        write_5m,
+        write_1h,
+        output,
+        f.web_searches,
+    ];
     if t.iter().all(|&n| n == 0) {
         return None;
     }
@@ -336,6 +351,7 @@ pub(super) fn parse_line_exact(fp: &mut FileParse, line: &[u8]) {
                 )
             });
         let of_usage = |k: &str| count(usage.and_then(|u| u.get(k)));
+        let server_tools = usage.and_then(|u| object(u.get("server_tool_use")));
         Fields {
             kind: text(record.get("type")),
             timestamp: text(record.get("timestamp")),
@@ -350,6 +366,7 @@ pub(super) fn parse_line_exact(fp: &mut FileParse, line: &[u8]) {
             cache_read: of_usage("cache_read_input_tokens"),
             cache_write: of_usage("cache_creation_input_tokens"),
             split,
+            web_searches: count(server_tools.and_then(|s| s.get("web_search_requests"))),
             tier: usage.and_then(|u| text(u.get("service_tier"))),
             speed: usage.and_then(|u| text(u.get("speed"))),
             geo: usage.and_then(|u| text(u.get("inference_geo"))),
@@ -385,6 +402,28 @@ mod tests {
         assert_eq!(fp.string(e.tier), "standard");
         assert_eq!(e.flags, flags::FAST | flags::HAS_SPEED | flags::GEO_US);
         assert_ne!(e.key, 0);
+    }
+
+    #[test]
+    fn web_searches_are_the_sixth_counter() {
+        let fp = parse(&[
+            r#"{"type":"assistant","timestamp":"2026-11-29T10:00:00Z","message":{"model":"m","usage":{"input_tokens":1,"output_tokens":2,"server_tool_use":{"web_fetch_requests":5,"web_search_requests":3}}}}"#,
+            r#"{"type":"assistant","timestamp":"2026-11-29T10:00:00Z","message":{"model":"m","usage":{"server_tool_use":{"web_search_requests":2},"input_tokens":0}}}"#,
+            r#"{"type":"assistant","timestamp":"2026-11-29T10:00:00Z","message":{"model":"m","usage":{"input_tokens":1,"server_tool_use":7}}}"#,
+            r#"{"type":"assistant","timestamp":"2026-11-29T10:00:00Z","message":{"model":"m","usage":{"input_tokens":1,"server_tool_use":{"web_search_requests":null}}}}"#,
+        ]);
+        let t: Vec<[u64; 6]> = fp.events.iter().map(|e| e.t).collect();
+        // Fetches are free (their content is billed as input tokens); a
+        // record with searches and no tokens still bills its searches.
+        assert_eq!(
+            t,
+            [
+                [1, 0, 0, 0, 2, 3],
+                [0, 0, 0, 0, 0, 2],
+                [1, 0, 0, 0, 0, 0],
+                [1, 0, 0, 0, 0, 0]
+            ]
+        );
     }
 
     #[test]

@@ -230,6 +230,7 @@ fn claude_assistant(rng: &mut Rng, ts: &str, cwd: &str) -> String {
     let extra = match rng.below(4) {
         0 => r#","speed":"fast","inference_geo":"us""#,
         1 => r#","speed":"standard""#,
+        2 => r#","server_tool_use":{"web_search_requests":2,"web_fetch_requests":1}"#,
         _ => "",
     };
     let usage = if rng.one_in(8) {

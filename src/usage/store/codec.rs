@@ -22,7 +22,9 @@ use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
 /// Bump when the index layout changes (everything is reparsed).
 pub const INDEX_VERSION: u32 = 6;
 /// Bump when Claude/Codex line parsing changes (that agent is reparsed).
-pub const CLAUDE_PARSER_VERSION: u32 = 2;
+/// Claude 3: a record's web searches (`server_tool_use.web_search_requests`)
+/// are its event's sixth counter, which version 2 left at 0.
+pub const CLAUDE_PARSER_VERSION: u32 = 3;
 pub const CODEX_PARSER_VERSION: u32 = 2;
 
 const MAGIC: &[u8; 4] = b"HUIX";

@@ -1,9 +1,11 @@
 //! `cargo xtask pricing`: regenerate `pricing.json` offline from saved
 //! source bytes (LiteLLM's `model_prices_and_context_window_backup.json`
-//! from the `litellm` PyPI wheel, or models.dev's `api.json`).
+//! from the `litellm` PyPI wheel, or models.dev's `api.json`) and the
+//! vendor prices the source lacks (`pricing-overrides.json`, beside the
+//! table).
 //!
-//! This file reads the flags and the source file and writes the table; the
-//! conversion itself is [`generate`], which does no I/O.
+//! This file reads the flags and the files and writes the table; the
+//! conversion and the merge are [`generate`], which does no I/O.
 
 mod generate;
 
@@ -11,6 +13,10 @@ use std::path::PathBuf;
 
 use heeler::base::json;
 use heeler::usage::pricing::SourceMeta;
+
+/// The vendor prices the source lacks, one row per fact with its source
+/// note (next to `pricing.json` in the repository root).
+pub const OVERRIDES: &str = "pricing-overrides.json";
 
 pub fn run(args: &[String]) -> Result<(), String> {
     let input = crate::flag(args, "--input").ok_or("--input FILE is required")?;
@@ -44,7 +50,17 @@ pub fn run(args: &[String]) -> Result<(), String> {
         _ => generate::from_models_dev(&value, &meta),
     }
     .map_err(|e| format!("{input}: {e}"))?;
-    let out = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../pricing.json");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let overrides_path = root.join(OVERRIDES);
+    let overrides_bytes =
+        std::fs::read(&overrides_path).map_err(|e| format!("{}: {e}", overrides_path.display()))?;
+    let overrides = std::str::from_utf8(&overrides_bytes)
+        .ok()
+        .and_then(|t| json::parse(t).ok())
+        .ok_or_else(|| format!("{}: not JSON", overrides_path.display()))?;
+    let table =
+        generate::apply_overrides(&table, &overrides, &generate::sha256_hex(&overrides_bytes))?;
+    let out = root.join("pricing.json");
     let mut text = pretty(&table);
     text.push('\n');
     std::fs::write(&out, text).map_err(|e| format!("{}: {e}", out.display()))?;
