@@ -63,6 +63,11 @@ pub struct SourceMeta {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PriceTable {
     pub meta: SourceMeta,
+    /// Names these prices exactly: the source's hash and a hash of the
+    /// whole table text, so an edit to the vendor overrides (which leaves
+    /// the source alone) still reprices what was aggregated with the old
+    /// table.
+    identity: String,
     models: HashMap<String, ModelPrice>,
     normalised: HashMap<String, String>,
 }
@@ -172,11 +177,24 @@ impl PriceTable {
                 .or_insert_with(|| id.to_string());
             models.insert(id.to_string(), price);
         }
+        let identity = format!(
+            "{}+{:016x}",
+            meta.source_sha256,
+            crate::usage::event::fnv1a(&[text.as_bytes()])
+        );
         Ok(PriceTable {
             meta,
+            identity,
             models,
             normalised,
         })
+    }
+
+    /// What an aggregate priced with this table records, to know whether
+    /// a later table prices it the same ([`PriceTable::identity`]'s field
+    /// doc says what it covers).
+    pub fn identity(&self) -> &str {
+        &self.identity
     }
 
     pub fn len(&self) -> usize {
@@ -495,6 +513,20 @@ mod tests {
         assert_eq!(t.meta.source_sha256.len(), 64);
         assert!(t.lookup("claude-opus-4-6").is_some());
         assert!(t.lookup("gpt-5.5").is_some());
+    }
+
+    #[test]
+    fn an_edited_override_changes_the_identity_an_aggregate_records() {
+        // Same source bytes, one rate changed (as an edit to the vendor
+        // overrides would leave it): the identity must differ, so an
+        // aggregate priced with the old table is rebuilt.
+        let base = PriceTable::bundled().unwrap();
+        let edited_text = BUNDLED.replacen("\"input\":0.000003", "\"input\":0.000004", 1);
+        assert_ne!(edited_text, BUNDLED);
+        let edited = PriceTable::parse(&edited_text).unwrap();
+        assert_eq!(edited.meta.source_sha256, base.meta.source_sha256);
+        assert_ne!(edited.identity(), base.identity());
+        assert_eq!(PriceTable::bundled().unwrap().identity(), base.identity());
     }
 
     /// USD per million tokens, as the vendors publish rates.

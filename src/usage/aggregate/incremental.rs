@@ -36,7 +36,7 @@ pub struct State {
     pub fingerprint: u64,
     /// Requests before this (UTC seconds, slot-aligned) are not counted.
     pub since: i64,
-    /// The price table's source hash.
+    /// The price table it was priced with ([`PriceTable::identity`]).
     pub pricing: String,
     pub detailed: Detailed,
     /// Who owns each identifier files can share.
@@ -108,7 +108,7 @@ impl State {
         State {
             fingerprint: index.fingerprint(),
             since,
-            pricing: prices.meta.source_sha256.clone(),
+            pricing: prices.identity().to_string(),
             detailed,
             owners,
             changed: None,
@@ -129,7 +129,7 @@ impl State {
         since: i64,
     ) -> bool {
         if self.fingerprint != before
-            || self.pricing != prices.meta.source_sha256
+            || self.pricing != prices.identity()
             || since < self.since
             || changes.len() > MAX_CHANGES
         {
