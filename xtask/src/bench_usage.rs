@@ -570,6 +570,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         peak = peak.max(timings(
             &bin, &corpus, &work, &state, now, warm.took, rounds,
         )?);
+        incremental_equals_rebuild(&bin, &corpus.home, &work, &state, now)?;
         views(&bin, &corpus.home, &state)?;
     }
     println!(
@@ -855,6 +856,67 @@ fn views(bin: &Path, home: &Path, state: &Path) -> Result<(), String> {
             ms(runs[20])
         );
     }
+    Ok(())
+}
+
+/// After the one-file appends (rounds 2 to 9 each append into a slot the
+/// file already holds, refreshed incrementally), the cache must answer
+/// exactly what a cold rebuild of the same transcripts answers: every
+/// period, session, model and directory view over the 30 days, as JSON,
+/// with the members that name when each cache was made (`now`,
+/// `generated_at`, `refresh`) left out. A difference is an error.
+fn incremental_equals_rebuild(
+    bin: &Path,
+    home: &Path,
+    work: &Path,
+    state: &Path,
+    now: i64,
+) -> Result<(), String> {
+    let rebuilt = work.join("state-rebuilt");
+    let _ = fs::remove_dir_all(&rebuilt);
+    measure(heeler(bin, home, &rebuilt, &["usage", "worker"]))?;
+    let today = now.div_euclid(86_400);
+    let since = heeler::usage::time::format_date(today - 29);
+    let until = heeler::usage::time::format_date(today);
+    let views: [&[&str]; 7] = [
+        &["daily"],
+        &["daily", "--breakdown"],
+        &["weekly"],
+        &["monthly"],
+        &["session"],
+        &["models"],
+        &["dirs"],
+    ];
+    let document = |state: &Path, view: &[&str]| -> Result<Value, String> {
+        let mut args = vec!["usage"];
+        args.extend_from_slice(view);
+        args.extend_from_slice(&["--json", "--since", &since, "--until", &until]);
+        let mut command = heeler(bin, home, state, &args);
+        command.stdout(Stdio::piped());
+        let (_, text) = measure_output(command)?;
+        let mut doc = json::parse(text.trim_end()).map_err(|_| format!("{view:?}: not JSON"))?;
+        if let Value::Object(o) = &mut doc {
+            for key in ["now", "generated_at", "refresh"] {
+                o.remove(key);
+            }
+        }
+        Ok(doc)
+    };
+    for view in views {
+        let (live, cold) = (document(state, view)?, document(&rebuilt, view)?);
+        if live != cold {
+            return Err(format!(
+                "after appends into existing slots, `heeler usage {}` differs from a cold rebuild's",
+                view.join(" ")
+            ));
+        }
+    }
+    let _ = fs::remove_dir_all(&rebuilt);
+    println!(
+        "incremental = rebuild: after 9 appends (8 into a slot the file held), {} views' JSON \
+         identical to a cold rebuild's",
+        views.len()
+    );
     Ok(())
 }
 
