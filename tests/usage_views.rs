@@ -383,3 +383,60 @@ fn the_binary_refuses_a_since_before_the_history_and_a_bad_usage_toml() {
         "{bad:?}"
     );
 }
+
+/// The app's document is summed per (slot, agent, model, directory) as it
+/// always was: its token members from the state's slots (kept per session
+/// too) are byte-identical to those from the same slots with every
+/// session merged away first (the keying before sessions), for the
+/// fixture's Claude and Codex files and a second session in one of its
+/// slots (`tests/usage.rs` checks the whole
+/// document against the app's vector).
+#[test]
+fn the_app_document_does_not_depend_on_sessions() {
+    use heeler::usage::aggregate::{Detailed, SlotAcc, flatten};
+    let home = Scratch::new("views-fixture-v1");
+    write_tree(&home.0);
+    // A parallel session beside msg_a1: its slot, model and directory.
+    let parallel = Claude {
+        at: NOW - 2 * HOUR + 300,
+        msg: "msg_p1",
+        req: "req_p1",
+        input: 3,
+        read: 700,
+        ..Claude::default()
+    }
+    .line()
+    .replace(r#""sessionId":"s""#, r#""sessionId":"s9""#);
+    write(
+        &home.0.join(".claude/projects/-home-dev-alpha/s9.jsonl"),
+        &lines(&[parallel]),
+    );
+    let roots = Roots::resolve(&home.0, None, None, None);
+    let prices = PriceTable::bundled().unwrap();
+    let mut index = Index::default();
+    worker::scan(&mut index, &roots, &prices, NOW, None);
+    let state = State::full(&index, &prices, worker::window_start(NOW));
+    let sessions: std::collections::BTreeSet<_> =
+        state.detailed.slots.keys().map(|k| k.4.clone()).collect();
+    assert!(sessions.len() > 2, "{sessions:?}");
+    let mut merged = Detailed::default();
+    for (k, acc) in &state.detailed.slots {
+        let key = (k.0, k.1, k.2.clone(), k.3.clone(), "".into());
+        merged
+            .slots
+            .entry(key)
+            .or_insert_with(SlotAcc::default)
+            .merge(acc);
+    }
+    assert!(merged.slots.len() < state.detailed.slots.len());
+    let parts = |d: &Detailed| {
+        let slots = flatten(d).slots;
+        Value::Object(heeler::usage::report::token_parts(
+            &slots,
+            &Zone::utc(),
+            NOW,
+        ))
+        .to_json()
+    };
+    assert_eq!(parts(&state.detailed), parts(&merged));
+}

@@ -22,7 +22,9 @@ use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
 /// Bump when the index layout changes (everything is reparsed).
 pub const INDEX_VERSION: u32 = 5;
 /// Bump when Claude/Codex line parsing changes (that agent is reparsed).
-pub const CLAUDE_PARSER_VERSION: u32 = 2;
+/// Claude 3: its events carry their record's `sessionId` (a Claude event's
+/// bytes changed too, so its entries of version 2 are never decoded).
+pub const CLAUDE_PARSER_VERSION: u32 = 3;
 pub const CODEX_PARSER_VERSION: u32 = 2;
 
 const MAGIC: &[u8; 4] = b"HUIX";
@@ -322,6 +324,9 @@ pub fn encode_events(events: &[Event], lasts: &[[u64; 6]]) -> Vec<u8> {
         o.var(u64::from(ev.model));
         o.var(u64::from(ev.cwd));
         o.var(u64::from(ev.tier));
+        if ev.kind == EventKind::Claude {
+            o.var(u64::from(ev.session));
+        }
         o.u8(ev.flags);
         if has_key(ev.kind) {
             o.u64(ev.key);
@@ -344,9 +349,9 @@ pub fn encode_events(events: &[Event], lasts: &[[u64; 6]]) -> Vec<u8> {
     out
 }
 
-/// One encoded event: at most 1 + 10 + 3 × 5 + 1 + 8 + 10 + 12 × 10 =
-/// 165 bytes (kind, time delta, three string indexes, flags, key, group,
-/// the twelve counters).
+/// One encoded event: at most 1 + 10 + 4 × 5 + 1 + 8 + 10 + 12 × 10 =
+/// 170 bytes (kind, time delta, four string indexes (the session's for
+/// Claude only), flags, key, group, the twelve counters).
 struct EventBytes {
     buf: [u8; EventBytes::MAX],
     len: usize,
@@ -365,7 +370,7 @@ impl Default for EventBytes {
 // would cost more than the field.
 impl EventBytes {
     /// The bound above, rounded up to a multiple of eight.
-    const MAX: usize = 168;
+    const MAX: usize = 176;
 
     #[inline(always)]
     fn u8(&mut self, v: u8) {
@@ -432,6 +437,11 @@ fn decode_into(
             index(r.varint()?)?,
             index(r.varint()?)?,
         );
+        let session = if kind == EventKind::Claude {
+            index(r.varint()?)?
+        } else {
+            0
+        };
         let flags = r.u8()?;
         let key = if has_key(kind) { r.u64()? } else { 0 };
         let group = if kind == EventKind::Claude {
@@ -456,6 +466,7 @@ fn decode_into(
             model,
             cwd,
             tier,
+            session,
             flags,
             key,
             group,
@@ -636,6 +647,7 @@ mod tests {
             model: 1,
             cwd: 0,
             tier: 0,
+            session: 1,
             flags: 2,
             key: 0xdead_beef,
             group: 7,
@@ -656,8 +668,13 @@ mod tests {
     /// `e` with the fields its kind does not have set to zero.
     fn own_fields((e, last): Full) -> Full {
         let key = if has_key(e.kind) { e.key } else { 0 };
+        let session = if e.kind == EventKind::Claude {
+            e.session
+        } else {
+            0
+        };
         let last = if has_last(e.kind) { last } else { [0; 6] };
-        (Event { key, ..e }, last)
+        (Event { key, session, ..e }, last)
     }
 
     /// `full` as events and their table of last counters, as a parser
@@ -740,6 +757,7 @@ mod tests {
                     model: u32::MAX,
                     cwd: u32::MAX,
                     tier: u32::MAX,
+                    session: u32::MAX,
                     flags: u8::MAX,
                     key: u64::MAX,
                     group: u64::MAX,

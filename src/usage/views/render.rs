@@ -1000,7 +1000,7 @@ mod tests {
         cents: u64,
     ) -> (crate::usage::aggregate::SlotKey, SlotAcc) {
         (
-            (at(slot), agent, model.into(), cwd.into()),
+            (at(slot), agent, model.into(), cwd.into(), "".into()),
             SlotAcc {
                 requests,
                 tokens,
