@@ -76,25 +76,26 @@ fn render_day() -> heeler::usage::views::data::Period {
 
 /// msg_b1 (2026-11-21, Opus 4.6: 1,000 input at $5/M, 100 output at
 /// $25/M, 5,000 1-hour cache writes at $10/M: $0.0575) and msg_c1
-/// (2026-11-26, an unknown model: 10 tokens, unpriced).
+/// (2026-11-26, an unknown model: 10 tokens, unpriced: no cost shown,
+/// the total marked as partial, the model named).
 #[test]
 fn fixture_daily_at_160_and_80_columns() {
     let home = Scratch::new("views-fixture");
     let data = fixture_data(&home.0);
     let title = "Daily usage, 2026-11-21 to 2026-11-26 (UTC), claude only; as of 12:00";
-    let note = "Not in the costs: 1 request (10 tokens) of models without a price.";
+    let note = "No price for claude-unreleased-9: 1 request (10 tokens) is not in the costs.";
     assert_eq!(
         daily(&data, 160),
         [
             title.to_string(),
-            "Date        Models               Input  Output  Cache write  Cache read  Total   Cost"
+            "Date        Models               Input  Output  Cache write  Cache read  Total    Cost"
                 .into(),
-            "2026-11-21  claude-opus-4-6      1,000     100        5,000           0  6,100  $0.06"
+            "2026-11-21  claude-opus-4-6      1,000     100        5,000           0  6,100   $0.06"
                 .into(),
-            "2026-11-26  claude-unreleased-9      5       5            0           0     10  $0.00"
+            "2026-11-26  claude-unreleased-9      5       5            0           0     10       —"
                 .into(),
-            "─".repeat(85),
-            "Total                            1,005     105        5,000           0  6,110  $0.06"
+            "─".repeat(86),
+            "Total                            1,005     105        5,000           0  6,110  $0.06+"
                 .into(),
             note.into(),
         ]
@@ -103,11 +104,12 @@ fn fixture_daily_at_160_and_80_columns() {
         daily(&data, 80),
         [
             title.to_string(),
-            "Date        Models               Input  Output  Cache read  Total   Cost".into(),
-            "2026-11-21  claude-opus-4-6      1,000     100           0  6,100  $0.06".into(),
-            "2026-11-26  claude-unreleased-9      5       5           0     10  $0.00".into(),
-            "─".repeat(72),
-            "Total                            1,005     105           0  6,110  $0.06".into(),
+            "Date        Models               Input  Output  Cache read  Total    Cost".into(),
+            "2026-11-21  claude-opus-4-6      1,000     100           0  6,100   $0.06".into(),
+            "2026-11-26  claude-unreleased-9      5       5           0     10       —".into(),
+            "─".repeat(73),
+            "Total                            1,005     105           0  6,110  $0.06+".into(),
+            "Hidden to fit 80 columns: Cache write.".into(),
             note.into(),
         ]
     );
