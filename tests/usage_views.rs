@@ -115,6 +115,58 @@ fn fixture_daily_at_160_and_80_columns() {
     );
 }
 
+/// Every Claude record of the fixture names session `s`: one row of its
+/// six requests over 30 days, in the fixture's three directories; each
+/// Codex rollout is a row of its own thread, and the rows add up to the
+/// model view's totals.
+#[test]
+fn fixture_sessions_are_claude_session_ids_and_codex_threads() {
+    let home = Scratch::new("views-fixture-sessions");
+    let data = fixture_data(&home.0);
+    let today = parse_date("2026-11-29").unwrap();
+    let req = Request::new(None, None, None, None, false, today).unwrap();
+    let doc = |view| json::parse(render::render(&data, &req, view, Format::Json).trim_end());
+    let sessions = doc(View::Session).unwrap();
+    let rows = sessions.get("rows").and_then(Value::as_array).unwrap();
+    let of = |agent: &str| -> Vec<&Value> {
+        rows.iter()
+            .filter(|r| r.get("agent").and_then(Value::as_str) == Some(agent))
+            .collect()
+    };
+    let requests = |r: &Value| {
+        r.get("totals")
+            .and_then(|t| t.get("requests"))
+            .and_then(Value::as_i64)
+    };
+    let claude = of("claude");
+    assert_eq!(claude.len(), 1);
+    assert_eq!(claude[0].get("session").and_then(Value::as_str), Some("s"));
+    assert_eq!(requests(claude[0]), Some(6));
+    let mut dirs: Vec<&str> = claude[0]
+        .get("directories")
+        .and_then(Value::as_array)
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    dirs.sort();
+    assert_eq!(
+        dirs,
+        ["/home/dev/alpha", "/home/dev/beta", "/home/dev/gamma"]
+    );
+    let codex = of("codex");
+    let mut threads: Vec<&str> = codex
+        .iter()
+        .map(|r| r.get("session").and_then(Value::as_str).unwrap())
+        .collect();
+    threads.sort();
+    threads.dedup();
+    assert!(!codex.is_empty());
+    assert_eq!(threads.len(), codex.len(), "one row per thread");
+    let models = doc(View::Models).unwrap();
+    assert_eq!(sessions.get("totals"), models.get("totals"));
+}
+
 /// The fixture's Claude totals over 30 days (tests/usage.rs counts them:
 /// six requests, 218 output tokens) come out of the JSON document too.
 #[test]

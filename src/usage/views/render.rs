@@ -58,6 +58,8 @@ pub enum Format {
 /// `--breakdown`) its sums per (agent, model).
 struct Row {
     labels: Vec<String>,
+    /// The label cells of CSV, when they differ from the table's.
+    csv: Option<Vec<String>>,
     json: Object,
     acc: SlotAcc,
     models: BTreeMap<(Agent, Text), SlotAcc>,
@@ -212,7 +214,7 @@ fn tabular(
             head.extend(CSV_TOKENS);
             let mut lines = Vec::new();
             for r in &rows {
-                let mut cells = r.labels.clone();
+                let mut cells = r.csv.clone().unwrap_or_else(|| r.labels.clone());
                 if req.breakdown {
                     for ((agent, model), acc) in &r.models {
                         let mut c = cells.clone();
@@ -422,6 +424,7 @@ pub fn render(data: &Data, req: &Request, view: View, format: Format) -> String 
                 .into_iter()
                 .map(|(start, (acc, models))| Row {
                     labels: vec![period_label(p, start), model_names(&models)],
+                    csv: None,
                     json: Object::new()
                         .with("period", period_label(p, start))
                         .with("models", models_names_value(&models)),
@@ -445,50 +448,13 @@ pub fn render(data: &Data, req: &Request, view: View, format: Format) -> String 
                 format,
             )
         }
-        View::Session => {
-            let mut rows: Vec<Row> = rows_by(&picked, |_, k| (k.1, k.3.clone()))
-                .into_iter()
-                .map(|((agent, cwd), (acc, models))| Row {
-                    labels: vec![
-                        local_minute(data, acc.last_ts),
-                        agent.name().into(),
-                        cwd.to_string(),
-                    ],
-                    json: Object::new()
-                        .with("agent", agent.name())
-                        .with("directory", &*cwd)
-                        .with("first_at", acc.first_ts)
-                        .with("last_at", acc.last_ts),
-                    acc,
-                    models,
-                })
-                .collect();
-            sorted_rows(&mut rows, |a, b| {
-                b.acc
-                    .last_ts
-                    .cmp(&a.acc.last_ts)
-                    .then(a.labels.cmp(&b.labels))
-            });
-            let columns = [
-                Column::text("Last active", 0),
-                Column::text("Agent", 3),
-                Column::flexible("Directory", 0),
-            ];
-            tabular(
-                data,
-                req,
-                view,
-                (&columns, &["last_active", "agent", "directory"]),
-                rows,
-                &unpriced,
-                format,
-            )
-        }
+        View::Session => sessions(data, req, &picked, &unpriced, format),
         View::Models => {
             let mut rows: Vec<Row> = rows_by(&picked, |_, k| (k.1, k.2.clone()))
                 .into_iter()
                 .map(|((agent, model), (acc, _))| Row {
                     labels: vec![agent.name().into(), model.to_string()],
+                    csv: None,
                     json: Object::new()
                         .with("agent", agent.name())
                         .with("model", &*model)
@@ -522,6 +488,7 @@ pub fn render(data: &Data, req: &Request, view: View, format: Format) -> String 
                     let agents = agents_of(&models);
                     Row {
                         labels: vec![cwd.to_string(), agents.join(", ")],
+                        csv: None,
                         json: Object::new().with("directory", &*cwd).with(
                             "agents",
                             Value::Array(agents.iter().map(|a| Value::from(*a)).collect()),
@@ -550,6 +517,126 @@ pub fn render(data: &Data, req: &Request, view: View, format: Format) -> String 
                 format,
             )
         }
+    }
+}
+
+/// The `session` view: one row per session (a Claude `sessionId`, a Codex
+/// thread), with its directories, models, first and last request and
+/// sums, the latest first. Requests whose transcript names no session
+/// are grouped per agent and directory instead. The table shows a
+/// session id's last eight characters (random in both UUID versions the
+/// agents write); CSV and JSON have it whole.
+fn sessions(
+    data: &Data,
+    req: &Request,
+    picked: &[(i64, &SlotKey, &SlotAcc)],
+    unpriced: &Unpriced,
+    format: Format,
+) -> String {
+    // One pass over the slots (thousands, a few hundred sessions): per
+    // session its sums, its sums per model and its tokens per directory,
+    // hashed (the rows are sorted below). A slot of no session is its
+    // directory's.
+    type Sums = (
+        SlotAcc,
+        BTreeMap<(Agent, Text), SlotAcc>,
+        BTreeMap<Text, u64>,
+    );
+    type Hashed = std::hash::BuildHasherDefault<crate::usage::aggregate::QuickHasher>;
+    let mut sums: std::collections::HashMap<(Agent, Text, Option<Text>), Sums, Hashed> =
+        Default::default();
+    for (_, k, acc) in picked {
+        let cwd = k.4.is_empty().then(|| k.3.clone());
+        let e = sums.entry((k.1, k.4.clone(), cwd)).or_default();
+        e.0.merge(acc);
+        e.1.entry((k.1, k.2.clone())).or_default().merge(acc);
+        *e.2.entry(k.3.clone()).or_default() += acc.tokens.total();
+    }
+    let mut rows: Vec<Row> = sums
+        .into_iter()
+        .map(|(key, (acc, models, dirs))| {
+            let (agent, session, _) = &key;
+            let mut by_tokens: Vec<(&Text, &u64)> = dirs.iter().collect();
+            by_tokens.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+            let paths: Vec<&str> = by_tokens.iter().map(|(d, _)| &***d).collect();
+            let id = if session.is_empty() {
+                Value::Null
+            } else {
+                Value::from(&**session)
+            };
+            let labels = |session: String| {
+                vec![
+                    local_minute(data, acc.last_ts),
+                    session,
+                    agent.name().into(),
+                    local_minute(data, acc.first_ts),
+                    paths.join(", "),
+                    model_names(&models),
+                ]
+            };
+            Row {
+                labels: labels(short_session(session)),
+                csv: Some(labels(session.to_string())),
+                json: Object::new()
+                    .with("session", id)
+                    .with("agent", agent.name())
+                    .with("directory", paths.first().copied().unwrap_or(""))
+                    .with(
+                        "directories",
+                        Value::Array(paths.iter().map(|p| Value::from(*p)).collect()),
+                    )
+                    .with("models", models_names_value(&models))
+                    .with("first_at", acc.first_ts)
+                    .with("last_at", acc.last_ts),
+                acc,
+                models,
+            }
+        })
+        .collect();
+    // The CSV labels hold the whole id: a total order.
+    sorted_rows(&mut rows, |a, b| {
+        b.acc
+            .last_ts
+            .cmp(&a.acc.last_ts)
+            .then(a.labels.cmp(&b.labels))
+            .then(a.csv.cmp(&b.csv))
+    });
+    let columns = [
+        Column::text("Last active", 0),
+        Column::text("Session", 0),
+        // Which agent matters more here than a token split.
+        Column::text("Agent", 7),
+        Column::text("Started", 1),
+        Column::flexible("Directory", 0),
+        Column::text("Models", 1),
+    ];
+    let names = [
+        "last_active",
+        "session",
+        "agent",
+        "started",
+        "directory",
+        "models",
+    ];
+    tabular(
+        data,
+        req,
+        View::Session,
+        (&columns, &names),
+        rows,
+        unpriced,
+        format,
+    )
+}
+
+/// A session id as the table shows it: `…` and its last eight
+/// characters, or `—` for none.
+fn short_session(id: &str) -> String {
+    let n = id.chars().count();
+    match n {
+        0 => "—".to_string(),
+        1..=9 => id.to_string(),
+        _ => std::iter::once('…').chain(id.chars().skip(n - 8)).collect(),
     }
 }
 
@@ -1354,38 +1441,39 @@ mod tests {
 
     #[test]
     fn session_at_160_columns() {
+        // B and C are one session (two directories, the one with more
+        // tokens first): 1,000 + 500 input, 2,000 + 500 output, 10,000
+        // written, 1,000,000 read, $1.25 + $0.50, from 10:01 to 11:31.
         assert_eq!(
             text(View::Session, 160),
             [
                 "Session usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
-                "Last active       Agent   Directory             Input  Output  Cache write  Cache read      Total   Cost".to_string(),
-                "2026-11-29 11:31  claude  /home/dev/alpha/web     500     500            0           0      1,000  $0.50".to_string(),
-                "2026-11-29 10:14  claude  /home/dev/alpha       1,000   2,000       10,000   1,000,000  1,013,000  $1.25".to_string(),
-                "2026-11-28 09:00  codex   /home/dev/beta       20,000   3,000            0     100,000    123,000  $0.75".to_string(),
-                rule(104),
-                "Total                                          21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+                "Last active       Session    Agent   Started           Directory                      Models            Input  Output  Cache write  Cache read      Total   Cost".to_string(),
+                "2026-11-29 11:31  …1f0b6d48  claude  2026-11-29 10:01  /home/dev/alpha, /home/dev/a…  claude-opus-4-6   1,500   2,500       10,000   1,000,000  1,014,000  $1.75".to_string(),
+                "2026-11-28 09:00  …2b7d9e11  codex   2026-11-28 09:00  /home/dev/beta                 gpt-5.5          20,000   3,000            0     100,000    123,000  $0.75".to_string(),
+                rule(160),
+                "Total                                                                                                  21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
             ]
         );
     }
 
     #[test]
-    fn session_at_80_columns_drops_the_cache_columns() {
+    fn session_at_80_columns_says_which_columns_it_hid() {
         assert_eq!(
             text(View::Session, 80),
             [
                 "Session usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
-                "Last active       Agent   Directory             Input  Output      Total   Cost"
+                "Last active       Session    Agent   Directory                      Total   Cost"
                     .to_string(),
-                "2026-11-29 11:31  claude  /home/dev/alpha/web     500     500      1,000  $0.50"
+                "2026-11-29 11:31  …1f0b6d48  claude  /home/dev/alpha, /home/d…  1,014,000  $1.75"
                     .to_string(),
-                "2026-11-29 10:14  claude  /home/dev/alpha       1,000   2,000  1,013,000  $1.25"
+                "2026-11-28 09:00  …2b7d9e11  codex   /home/dev/beta               123,000  $0.75"
                     .to_string(),
-                "2026-11-28 09:00  codex   /home/dev/beta       20,000   3,000    123,000  $0.75"
+                rule(80),
+                "Total                                                           1,137,000  $2.50"
                     .to_string(),
-                rule(79),
-                "Total                                          21,500   5,500  1,137,000  $2.50"
+                "Hidden to fit 80 columns: Started, Models, Input, Output, Cache write, Cache read."
                     .to_string(),
-                "Hidden to fit 80 columns: Cache write, Cache read.".to_string(),
             ]
         );
     }
@@ -1813,5 +1901,128 @@ mod tests {
         }
         // Without them, nothing is said.
         assert!(!text(View::Models, 160).iter().any(|l| l.contains("price")));
+    }
+
+    /// Two sessions in one slot, model and directory (`s-1` at 10:05 and
+    /// 10:10, `s-2` at 10:07), `s-1` again the next day, and a request
+    /// whose transcript names no session.
+    fn two_sessions() -> Data {
+        let tokens = |input| Tokens {
+            input,
+            ..Tokens::default()
+        };
+        let (opus, dir) = ("claude-opus-4-6", "/w");
+        let mut data = data();
+        data.slots = vec![
+            slot(
+                "2026-11-28T10:00:00Z",
+                Agent::Claude,
+                (opus, dir, "s-1"),
+                2,
+                ("2026-11-28T10:05:00Z", "2026-11-28T10:10:00Z"),
+                tokens(100),
+                10,
+            ),
+            slot(
+                "2026-11-28T10:00:00Z",
+                Agent::Claude,
+                (opus, dir, "s-2"),
+                1,
+                ("2026-11-28T10:07:00Z", "2026-11-28T10:07:00Z"),
+                tokens(20),
+                2,
+            ),
+            slot(
+                "2026-11-28T10:00:00Z",
+                Agent::Claude,
+                (opus, "/old", ""),
+                1,
+                ("2026-11-28T10:01:00Z", "2026-11-28T10:01:00Z"),
+                tokens(3),
+                1,
+            ),
+            slot(
+                "2026-11-29T09:00:00Z",
+                Agent::Claude,
+                (opus, dir, "s-1"),
+                1,
+                ("2026-11-29T09:01:00Z", "2026-11-29T09:01:00Z"),
+                tokens(4000),
+                40,
+            ),
+        ];
+        data
+    }
+
+    #[test]
+    fn sessions_are_rows_of_their_own_and_dates_filter_them_like_any_view() {
+        let data = two_sessions();
+        let rows = |req: &Request| {
+            let d = doc(View::Session, req, &data);
+            d.get("rows")
+                .and_then(Value::as_array)
+                .unwrap()
+                .iter()
+                .map(|r| {
+                    let session = r.get("session").and_then(Value::as_str).unwrap_or("-");
+                    let dir = r.get("directory").and_then(Value::as_str).unwrap();
+                    let totals = r.get("totals").unwrap();
+                    let n = |k: &str| totals.get(k).and_then(Value::as_i64).unwrap();
+                    (
+                        session.to_string(),
+                        dir.to_string(),
+                        n("requests"),
+                        n("input"),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        let row =
+            |s: &str, d: &str, requests, input| (s.to_string(), d.to_string(), requests, input);
+        // The latest first: s-1 (10:10 and the next day), s-2, then the
+        // request without a session, in its directory.
+        assert_eq!(
+            rows(&request()),
+            [
+                row("s-1", "/w", 3, 4100),
+                row("s-2", "/w", 1, 20),
+                row("-", "/old", 1, 3)
+            ]
+        );
+        // --since the second day: only s-1's request of that day.
+        let today = parse_date("2026-11-29").unwrap();
+        let since = Request::new(Some("2026-11-29"), None, None, None, false, today).unwrap();
+        assert_eq!(rows(&since), [row("s-1", "/w", 1, 4000)]);
+        // --until the first day: s-1 without its second day.
+        let until = Request::new(None, Some("2026-11-28"), None, None, false, today).unwrap();
+        assert_eq!(rows(&until)[0], row("s-1", "/w", 2, 100));
+        // The directory view still has one row for /w, all sessions summed.
+        let d = doc(View::Dirs, &request(), &data);
+        let first = &d.get("rows").and_then(Value::as_array).unwrap()[0];
+        assert_eq!(first.get("directory").and_then(Value::as_str), Some("/w"));
+        let input = first.get("totals").and_then(|t| t.get("input"));
+        assert_eq!(input.and_then(Value::as_i64), Some(4120));
+        // The table names a session by the end of its id; CSV whole.
+        let style = Format::Text(Style {
+            width: 200,
+            color: false,
+        });
+        let table = render(&data, &request(), View::Session, style);
+        assert!(table.lines().nth(4).unwrap().contains("  —  "), "{table}");
+        let csv = render(&data, &request(), View::Session, Format::Csv);
+        assert!(
+            csv.lines()
+                .nth(1)
+                .unwrap()
+                .starts_with("2026-11-29 09:01,s-1,claude,")
+        );
+        let full = render(
+            &super::tests::data(),
+            &request(),
+            View::Session,
+            Format::Csv,
+        );
+        assert!(full.contains(&format!(",{SESSION},claude,")), "{full}");
+        assert_eq!(short_session(SESSION), "…1f0b6d48");
     }
 }
