@@ -403,7 +403,7 @@ usage_view_args! {
     UsageDailyArgs "daily" "Tokens and cost per day.";
     UsageWeeklyArgs "weekly" "Tokens and cost per week (weeks start on Monday).";
     UsageMonthlyArgs "monthly" "Tokens and cost per month.";
-    UsageSessionArgs "session" "Tokens and cost per agent and directory, latest activity first.";
+    UsageSessionArgs "session" "Tokens and cost per session (a Claude Code session, a Codex thread), latest first.";
     UsageBlocksArgs "blocks" "5-hour blocks: tokens, cost, burn rate and the active block's projection.";
     UsageModelsArgs "models" "Tokens and cost per model.";
     UsageDirsArgs "dirs" "Tokens and cost per directory.";

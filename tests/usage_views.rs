@@ -76,25 +76,26 @@ fn render_day() -> heeler::usage::views::data::Period {
 
 /// msg_b1 (2026-11-21, Opus 4.6: 1,000 input at $5/M, 100 output at
 /// $25/M, 5,000 1-hour cache writes at $10/M: $0.0575) and msg_c1
-/// (2026-11-26, an unknown model: 10 tokens, unpriced).
+/// (2026-11-26, an unknown model: 10 tokens, unpriced: no cost shown,
+/// the total marked as partial, the model named).
 #[test]
 fn fixture_daily_at_160_and_80_columns() {
     let home = Scratch::new("views-fixture");
     let data = fixture_data(&home.0);
     let title = "Daily usage, 2026-11-21 to 2026-11-26 (UTC), claude only; as of 12:00";
-    let note = "Not in the costs: 1 request (10 tokens) of models without a price.";
+    let note = "No price for claude-unreleased-9: 1 request (10 tokens) is not in the costs.";
     assert_eq!(
         daily(&data, 160),
         [
             title.to_string(),
-            "Date        Models               Input  Output  Cache write  Cache read  Total   Cost"
+            "Date        Models               Input  Output  Cache write  Cache read  Total    Cost"
                 .into(),
-            "2026-11-21  claude-opus-4-6      1,000     100        5,000           0  6,100  $0.06"
+            "2026-11-21  claude-opus-4-6      1,000     100        5,000           0  6,100   $0.06"
                 .into(),
-            "2026-11-26  claude-unreleased-9      5       5            0           0     10  $0.00"
+            "2026-11-26  claude-unreleased-9      5       5            0           0     10       —"
                 .into(),
-            "─".repeat(85),
-            "Total                            1,005     105        5,000           0  6,110  $0.06"
+            "─".repeat(86),
+            "Total                            1,005     105        5,000           0  6,110  $0.06+"
                 .into(),
             note.into(),
         ]
@@ -103,14 +104,67 @@ fn fixture_daily_at_160_and_80_columns() {
         daily(&data, 80),
         [
             title.to_string(),
-            "Date        Models               Input  Output  Cache read  Total   Cost".into(),
-            "2026-11-21  claude-opus-4-6      1,000     100           0  6,100  $0.06".into(),
-            "2026-11-26  claude-unreleased-9      5       5           0     10  $0.00".into(),
-            "─".repeat(72),
-            "Total                            1,005     105           0  6,110  $0.06".into(),
+            "Date        Models               Input  Output  Cache read  Total    Cost".into(),
+            "2026-11-21  claude-opus-4-6      1,000     100           0  6,100   $0.06".into(),
+            "2026-11-26  claude-unreleased-9      5       5           0     10       —".into(),
+            "─".repeat(73),
+            "Total                            1,005     105           0  6,110  $0.06+".into(),
+            "Hidden to fit 80 columns: Cache write.".into(),
             note.into(),
         ]
     );
+}
+
+/// Every Claude record of the fixture names session `s`: one row of its
+/// six requests over 30 days, in the fixture's three directories; each
+/// Codex rollout is a row of its own thread, and the rows add up to the
+/// model view's totals.
+#[test]
+fn fixture_sessions_are_claude_session_ids_and_codex_threads() {
+    let home = Scratch::new("views-fixture-sessions");
+    let data = fixture_data(&home.0);
+    let today = parse_date("2026-11-29").unwrap();
+    let req = Request::new(None, None, None, None, false, today).unwrap();
+    let doc = |view| json::parse(render::render(&data, &req, view, Format::Json).trim_end());
+    let sessions = doc(View::Session).unwrap();
+    let rows = sessions.get("rows").and_then(Value::as_array).unwrap();
+    let of = |agent: &str| -> Vec<&Value> {
+        rows.iter()
+            .filter(|r| r.get("agent").and_then(Value::as_str) == Some(agent))
+            .collect()
+    };
+    let requests = |r: &Value| {
+        r.get("totals")
+            .and_then(|t| t.get("requests"))
+            .and_then(Value::as_i64)
+    };
+    let claude = of("claude");
+    assert_eq!(claude.len(), 1);
+    assert_eq!(claude[0].get("session").and_then(Value::as_str), Some("s"));
+    assert_eq!(requests(claude[0]), Some(6));
+    let mut dirs: Vec<&str> = claude[0]
+        .get("directories")
+        .and_then(Value::as_array)
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    dirs.sort();
+    assert_eq!(
+        dirs,
+        ["/home/dev/alpha", "/home/dev/beta", "/home/dev/gamma"]
+    );
+    let codex = of("codex");
+    let mut threads: Vec<&str> = codex
+        .iter()
+        .map(|r| r.get("session").and_then(Value::as_str).unwrap())
+        .collect();
+    threads.sort();
+    threads.dedup();
+    assert!(!codex.is_empty());
+    assert_eq!(threads.len(), codex.len(), "one row per thread");
+    let models = doc(View::Models).unwrap();
+    assert_eq!(sessions.get("totals"), models.get("totals"));
 }
 
 /// The fixture's Claude totals over 30 days (tests/usage.rs counts them:
@@ -382,4 +436,61 @@ fn the_binary_refuses_a_since_before_the_history_and_a_bad_usage_toml() {
         ),
         "{bad:?}"
     );
+}
+
+/// The app's document is summed per (slot, agent, model, directory) as it
+/// always was: its token members from the state's slots (kept per session
+/// too) are byte-identical to those from the same slots with every
+/// session merged away first (the keying before sessions), for the
+/// fixture's Claude and Codex files and a second session in one of its
+/// slots (`tests/usage.rs` checks the whole
+/// document against the app's vector).
+#[test]
+fn the_app_document_does_not_depend_on_sessions() {
+    use heeler::usage::aggregate::{Detailed, SlotAcc, flatten};
+    let home = Scratch::new("views-fixture-v1");
+    write_tree(&home.0);
+    // A parallel session beside msg_a1: its slot, model and directory.
+    let parallel = Claude {
+        at: NOW - 2 * HOUR + 300,
+        msg: "msg_p1",
+        req: "req_p1",
+        input: 3,
+        read: 700,
+        ..Claude::default()
+    }
+    .line()
+    .replace(r#""sessionId":"s""#, r#""sessionId":"s9""#);
+    write(
+        &home.0.join(".claude/projects/-home-dev-alpha/s9.jsonl"),
+        &lines(&[parallel]),
+    );
+    let roots = Roots::resolve(&home.0, None, None, None);
+    let prices = PriceTable::bundled().unwrap();
+    let mut index = Index::default();
+    worker::scan(&mut index, &roots, &prices, NOW, None);
+    let state = State::full(&index, &prices, worker::window_start(NOW));
+    let sessions: std::collections::BTreeSet<_> =
+        state.detailed.slots.keys().map(|k| k.4.clone()).collect();
+    assert!(sessions.len() > 2, "{sessions:?}");
+    let mut merged = Detailed::default();
+    for (k, acc) in &state.detailed.slots {
+        let key = (k.0, k.1, k.2.clone(), k.3.clone(), "".into());
+        merged
+            .slots
+            .entry(key)
+            .or_insert_with(SlotAcc::default)
+            .merge(acc);
+    }
+    assert!(merged.slots.len() < state.detailed.slots.len());
+    let parts = |d: &Detailed| {
+        let slots = flatten(d).slots;
+        Value::Object(heeler::usage::report::token_parts(
+            &slots,
+            &Zone::utc(),
+            NOW,
+        ))
+        .to_json()
+    };
+    assert_eq!(parts(&state.detailed), parts(&merged));
 }

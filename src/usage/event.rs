@@ -90,6 +90,9 @@ pub struct Event {
     pub model: u32,
     pub cwd: u32,
     pub tier: u32,
+    /// Claude: the record's `sessionId` (an index like the three above).
+    /// Codex: 0, its session being its file's (`CodexMeta::thread_id`).
+    pub session: u32,
     pub flags: u8,
     /// Dedupe key hash (0 = none). Claude: (`message.id`, `requestId`).
     pub key: u64,

@@ -134,6 +134,7 @@ struct Request<'a> {
     ts: i64,
     model: &'a str,
     cwd: &'a str,
+    session: &'a str,
     tier: &'a str,
     bits: u8,
     tokens: Tokens,
@@ -156,7 +157,7 @@ struct SlotSums<'p, 'a> {
 }
 
 /// A [`SlotKey`] with borrowed names, while summing.
-type SlotOf<'a> = (i64, Agent, &'a str, &'a str);
+type SlotOf<'a> = (i64, Agent, &'a str, &'a str, &'a str);
 
 impl<'p, 'a> SlotSums<'p, 'a> {
     fn new(prices: &'p PriceTable, since: i64) -> Self {
@@ -190,9 +191,19 @@ impl<'p, 'a> SlotSums<'p, 'a> {
         let cost = model_price.and_then(|p| {
             crate::usage::pricing::cost_with(p, r.agent, r.tier, r.bits, &r.tokens, r.web_searches)
         });
-        let key = (r.ts.div_euclid(SLOT) * SLOT, r.agent, r.model, r.cwd);
+        let key = (
+            r.ts.div_euclid(SLOT) * SLOT,
+            r.agent,
+            r.model,
+            r.cwd,
+            r.session,
+        );
         let same = |a: &SlotOf, b: &SlotOf| {
-            a.0 == b.0 && a.1 == b.1 && std::ptr::eq(a.2, b.2) && std::ptr::eq(a.3, b.3)
+            a.0 == b.0
+                && a.1 == b.1
+                && std::ptr::eq(a.2, b.2)
+                && std::ptr::eq(a.3, b.3)
+                && std::ptr::eq(a.4, b.4)
         };
         match &mut self.run {
             Some((k, acc)) if same(k, &key) => acc.add_request(r.ts, &r.tokens, cost),
@@ -227,9 +238,10 @@ fn claude_tokens(t: [u64; 6]) -> Tokens {
     }
 }
 
-/// One (slot, agent, model, directory) being summed: exact integers (cost in
-/// picodollars) so totals can be subtracted and re-added without drift,
-/// plus the first and last counted request (coverage spans).
+/// One (slot, agent, model, directory, session) being summed: exact
+/// integers (cost in picodollars) so totals can be subtracted and re-added
+/// without drift, plus the first and last counted request (coverage
+/// spans).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SlotAcc {
     pub requests: u64,
@@ -317,12 +329,15 @@ fn to_pico(cost: f64) -> u64 {
     (cost.max(0.0) * 1e12).round() as u64
 }
 
-/// Slot identity: (slot start, agent, model, directory).
-pub type SlotKey = (i64, Agent, Text, Text);
+/// Slot identity: (slot start, agent, model, directory, session). The
+/// session is a Claude record's `sessionId` or a Codex rollout's thread id
+/// (empty when the transcript names none): the `session` view groups by
+/// it, and [`flatten`] sums it away for everything else.
+pub type SlotKey = (i64, Agent, Text, Text, Text);
 
-/// A model or directory name in a slot key: shared, so the thousands of
-/// slots that name one model or directory hold it once and copying a key
-/// (decoding the state, flattening it) allocates nothing.
+/// A model, directory or session in a slot key: shared, so the thousands
+/// of slots that name one hold it once and copying a key (decoding the
+/// state, flattening it) allocates nothing.
 pub type Text = std::sync::Arc<str>;
 
 /// What aggregation computes, before it is flattened into an [`Aggregate`].
@@ -435,8 +450,16 @@ pub fn flatten(d: &Detailed) -> Aggregate {
     flatten_since(d, i64::MIN)
 }
 
+/// The first key at or after slot start `since`.
+pub fn slots_from(since: i64) -> SlotKey {
+    let none = Text::from("");
+    (since, Agent::Claude, none.clone(), none.clone(), none)
+}
+
 /// [`flatten`] of the slots at or after `since` only (the spans too; the
-/// counters are `d`'s totals).
+/// counters are `d`'s totals). A slot's sessions are summed (exact
+/// integers, before the cost becomes dollars), so each (slot, agent,
+/// model, directory) has one sum, as the app's document always had.
 pub fn flatten_since(d: &Detailed, since: i64) -> Aggregate {
     let mut out = Aggregate {
         duplicates_claude: d.duplicates_claude,
@@ -444,14 +467,8 @@ pub fn flatten_since(d: &Detailed, since: i64) -> Aggregate {
         forks_unresolved: d.forks_unresolved,
         ..Aggregate::default()
     };
-    for ((slot, agent, model, cwd), acc) in d
-        .slots
-        .range((since, Agent::Claude, Text::from(""), Text::from(""))..)
-    {
-        if acc.requests == 0 {
-            continue;
-        }
-        let span = match agent {
+    let mut push = |key: &SlotKey, acc: &SlotAcc| {
+        let span = match key.1 {
             Agent::Claude => &mut out.span_claude,
             Agent::Codex => &mut out.span_codex,
         };
@@ -460,12 +477,32 @@ pub fn flatten_since(d: &Detailed, since: i64) -> Aggregate {
         }
         span.1 = span.1.max(acc.last_ts);
         out.slots.push(SlotTotals {
-            slot: *slot,
-            agent: *agent,
-            model: model.clone(),
-            cwd: cwd.clone(),
+            slot: key.0,
+            agent: key.1,
+            model: key.2.clone(),
+            cwd: key.3.clone(),
             totals: acc.totals(),
         });
+    };
+    // Keys are in order, so one slot's sessions are next to each other.
+    let mut run: Option<(&SlotKey, SlotAcc)> = None;
+    for (key, acc) in d.slots.range(slots_from(since)..) {
+        if acc.requests == 0 {
+            continue;
+        }
+        match &mut run {
+            Some((k, sum)) if k.0 == key.0 && k.1 == key.1 && k.2 == key.2 && k.3 == key.3 => {
+                sum.merge(acc);
+            }
+            _ => {
+                if let Some((k, sum)) = run.replace((key, *acc)) {
+                    push(k, &sum);
+                }
+            }
+        }
+    }
+    if let Some((k, sum)) = run {
+        push(k, &sum);
     }
     out
 }
@@ -624,6 +661,7 @@ pub fn aggregate_detailed<'a>(
             ts: e.ts,
             model: fp.string(e.model),
             cwd: fp.string(e.cwd),
+            session: fp.string(e.session),
             tier: fp.string(e.tier),
             bits: e.flags,
             tokens: claude_tokens(e.t),
@@ -681,6 +719,7 @@ pub fn aggregate_detailed<'a>(
                 ts: r.ts,
                 model,
                 cwd: f.parse.string(r.cwd),
+                session: &meta.thread_id,
                 tier: f.parse.string(r.tier),
                 bits: 0,
                 tokens: r.tokens,
@@ -694,8 +733,9 @@ pub fn aggregate_detailed<'a>(
     let slots = sums.finish();
     out.slots = slots
         .into_iter()
-        .map(|((slot, agent, model, cwd), acc)| {
-            ((slot, agent, Text::from(model), Text::from(cwd)), acc)
+        .map(|((slot, agent, model, cwd, session), acc)| {
+            let names = (Text::from(model), Text::from(cwd), Text::from(session));
+            ((slot, agent, names.0, names.1, names.2), acc)
         })
         .collect();
     out
@@ -914,5 +954,67 @@ mod tests {
         assert_eq!(t.unpriced_tokens, 5);
         assert_eq!(t.cost_usd, 0.0);
         assert_eq!(agg.slots[0].slot % SLOT, 0);
+    }
+
+    #[test]
+    fn slots_are_per_session_and_flatten_sums_them_exactly() {
+        // Two sessions of one model and directory in one slot, and a
+        // Codex rollout: its session is its thread id.
+        let line = |msg: &str, session: &str, output: u64| {
+            rec(msg, msg, false, output, 0).replace(
+                r#""cwd":"/p","#,
+                &format!(r#""cwd":"/p","sessionId":"{session}","#),
+            )
+        };
+        let a = claude(&[
+            line("m1", "s-1", 4),
+            line("m2", "s-2", 6),
+            line("m3", "s-1", 1),
+        ]);
+        let mut x = FileParse::default();
+        for l in [
+            r#"{"timestamp":"2026-11-29T10:00:00Z","type":"session_meta","payload":{"id":"thread-9","cwd":"/p"}}"#,
+            r#"{"timestamp":"2026-11-29T10:00:00Z","type":"turn_context","payload":{"cwd":"/p","model":"gpt-5.5"}}"#,
+            r#"{"timestamp":"2026-11-29T10:00:01Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":10,"cached_input_tokens":0,"output_tokens":2,"reasoning_output_tokens":0,"total_tokens":12},"last_token_usage":{"input_tokens":10,"cached_input_tokens":0,"output_tokens":2,"reasoning_output_tokens":0,"total_tokens":12}}}}"#,
+        ] {
+            codex::parse_line(&mut x, l.as_bytes());
+        }
+        let files = [
+            FileRef {
+                agent: Agent::Claude,
+                parse: &a,
+            },
+            FileRef {
+                agent: Agent::Codex,
+                parse: &x,
+            },
+        ];
+        let d = aggregate_detailed(&files, &table(), 0, None, None);
+        let keyed: Vec<(&str, &str, u64, u64)> = d
+            .slots
+            .iter()
+            .map(|(k, acc)| (&*k.2, &*k.4, acc.requests, acc.tokens.output))
+            .collect();
+        assert_eq!(
+            keyed,
+            [
+                ("claude-opus-4-6", "s-1", 2, 5),
+                ("claude-opus-4-6", "s-2", 1, 6),
+                ("gpt-5.5", "thread-9", 1, 2),
+            ]
+        );
+        // Flattened, the two Claude sessions are one slot: counts and
+        // picodollars summed as integers, the span from either.
+        let flat = flatten(&d);
+        assert_eq!(flat.slots.len(), 2);
+        let mut sum = SlotAcc::default();
+        for (k, acc) in &d.slots {
+            if k.1 == Agent::Claude {
+                sum.merge(acc);
+            }
+        }
+        assert_eq!(flat.slots[0].totals, sum.totals());
+        assert_eq!(flat.slots[0].totals.requests, 3);
+        assert_eq!(&*flat.slots[1].model, "gpt-5.5");
     }
 }

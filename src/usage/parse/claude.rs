@@ -111,6 +111,7 @@ struct Fields<'a> {
     timestamp: Option<Cow<'a, [u8]>>,
     // The rest are text (`Cursor::text`: checked as UTF-8, kept as bytes).
     cwd: Option<Cow<'a, [u8]>>,
+    session: Option<Cow<'a, [u8]>>,
     request_id: Option<Cow<'a, [u8]>>,
     sidechain: bool,
     message_id: Option<Cow<'a, [u8]>>,
@@ -147,6 +148,7 @@ fn pick_record<'a>(
             b"type" => f.kind = c.bytes()?,
             b"timestamp" => f.timestamp = c.bytes()?,
             b"cwd" => f.cwd = c.text()?,
+            b"sessionId" => f.session = c.text()?,
             b"requestId" => f.request_id = c.text()?,
             b"isSidechain" => f.sidechain = c.bool()? == Some(true),
             b"message" if !c.raw_is_object() => c.skip()?,
@@ -222,24 +224,36 @@ fn pick_usage<'a>(c: &mut Cursor<'a>, f: &mut Fields<'a>) -> Option<()> {
 
 /// What a line contributes: an assistant record's usage, or the usage of the
 /// subagent's assistant record a `progress` line nests (a sidechain record,
-/// in the directory of the line when it names none of its own).
+/// in the directory and session of the line when it names none of its own).
 fn event_of(fp: &mut FileParse, top: &Fields, nested: Option<&Fields>) -> Option<Event> {
     match top.kind.as_deref() {
-        Some(b"assistant") => record_event(fp, top, top.cwd.as_deref(), false),
+        Some(b"assistant") => record_event(fp, top, (top.cwd(), top.session()), false),
         Some(b"progress") => {
             let n = nested.filter(|n| n.kind.as_deref() == Some(b"assistant"))?;
-            record_event(fp, n, n.cwd.as_deref().or(top.cwd.as_deref()), true)
+            let place = (n.cwd().or(top.cwd()), n.session().or(top.session()));
+            record_event(fp, n, place, true)
         }
         _ => None,
     }
 }
 
+impl Fields<'_> {
+    fn cwd(&self) -> Option<&[u8]> {
+        self.cwd.as_deref()
+    }
+    fn session(&self) -> Option<&[u8]> {
+        self.session.as_deref()
+    }
+}
+
+/// The event of record `f` (its directory and session id in `place`).
 fn record_event(
     fp: &mut FileParse,
     f: &Fields,
-    cwd: Option<&[u8]>,
+    place: (Option<&[u8]>, Option<&[u8]>),
     sidechain: bool,
 ) -> Option<Event> {
+    let (cwd, session) = place;
     if !f.has_usage {
         return None;
     }
@@ -293,6 +307,7 @@ fn record_event(
         model: fp.intern_utf8(model),
         cwd: fp.intern_utf8(cwd.unwrap_or(b"")),
         tier: fp.intern_utf8(f.tier.as_deref().unwrap_or(b"")),
+        session: fp.intern_utf8(session.unwrap_or(b"")),
         flags: bits,
         key,
         group,
@@ -356,6 +371,7 @@ pub(super) fn parse_line_exact(fp: &mut FileParse, line: &[u8]) {
             kind: text(record.get("type")),
             timestamp: text(record.get("timestamp")),
             cwd: text(record.get("cwd")),
+            session: text(record.get("sessionId")),
             request_id: text(record.get("requestId")),
             sidechain: record.get("isSidechain").and_then(Value::as_bool) == Some(true),
             message_id: message.and_then(|m| text(m.get("id"))),
@@ -400,6 +416,7 @@ mod tests {
         assert_eq!(fp.string(e.model), "claude-opus-4-6");
         assert_eq!(fp.string(e.cwd), "/p");
         assert_eq!(fp.string(e.tier), "standard");
+        assert_eq!(fp.string(e.session), "");
         assert_eq!(e.flags, flags::FAST | flags::HAS_SPEED | flags::GEO_US);
         assert_ne!(e.key, 0);
     }
@@ -477,6 +494,8 @@ mod tests {
         assert_eq!(e.t, [20, 300, 0, 0, 2, 0]);
         assert_eq!(fp.string(e.model), "claude-haiku-4-5");
         assert_eq!(fp.string(e.cwd), "/p");
+        // The session that ran the subagent (the nested record names none).
+        assert_eq!(fp.string(e.session), "s");
         assert_eq!(e.flags, flags::SIDECHAIN);
         assert_eq!(e.key, fnv1a(&[b"msg_s1", b"req_s1"]));
         assert_eq!(e.group, fnv1a(&[b"msg_s1"]));
@@ -497,6 +516,19 @@ mod tests {
         ]);
         assert_eq!(fp.string(fp.events[0].cwd), "/main");
         assert_eq!(fp.string(fp.events[1].cwd), "/sub");
+    }
+
+    #[test]
+    fn the_session_is_the_record_s_or_else_its_progress_line_s() {
+        let line = r#"{"type":"progress","sessionId":"outer","data":{"message":{"type":"assistant","timestamp":"2026-11-29T10:00:00Z","requestId":"r","message":{"id":"m","model":"claude-haiku-4-5","usage":{"input_tokens":1}}}}}"#;
+        let own = line.replace(
+            r#""type":"assistant","#,
+            r#""type":"assistant","sessionId":"inner","#,
+        );
+        let record = r#"{"type":"assistant","sessionId":"7f3c\u002d9","timestamp":"2026-11-29T10:00:00Z","message":{"model":"m","usage":{"input_tokens":1}}}"#;
+        let fp = parse(&[line, &own, record]);
+        let sessions: Vec<&str> = fp.events.iter().map(|e| fp.string(e.session)).collect();
+        assert_eq!(sessions, ["outer", "inner", "7f3c-9"]);
     }
 
     #[test]

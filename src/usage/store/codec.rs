@@ -23,7 +23,9 @@ use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
 pub const INDEX_VERSION: u32 = 6;
 /// Bump when Claude/Codex line parsing changes (that agent is reparsed).
 /// Claude 3: a record's web searches (`server_tool_use.web_search_requests`)
-/// are its event's sixth counter, which version 2 left at 0.
+/// are its event's sixth counter, which version 2 left at 0, and its events
+/// carry their record's `sessionId` (a Claude event's bytes changed too, so
+/// its entries of version 2 are never decoded).
 pub const CLAUDE_PARSER_VERSION: u32 = 3;
 pub const CODEX_PARSER_VERSION: u32 = 2;
 
@@ -326,6 +328,9 @@ pub fn encode_events(events: &[Event], lasts: &[[u64; 6]]) -> Vec<u8> {
         o.var(u64::from(ev.model));
         o.var(u64::from(ev.cwd));
         o.var(u64::from(ev.tier));
+        if ev.kind == EventKind::Claude {
+            o.var(u64::from(ev.session));
+        }
         o.u8(ev.flags);
         if has_key(ev.kind) {
             o.u64(ev.key);
@@ -348,9 +353,9 @@ pub fn encode_events(events: &[Event], lasts: &[[u64; 6]]) -> Vec<u8> {
     out
 }
 
-/// One encoded event: at most 1 + 10 + 3 × 5 + 1 + 8 + 10 + 12 × 10 =
-/// 165 bytes (kind, time delta, three string indexes, flags, key, group,
-/// the twelve counters).
+/// One encoded event: at most 1 + 10 + 4 × 5 + 1 + 8 + 10 + 12 × 10 =
+/// 170 bytes (kind, time delta, four string indexes (the session's for
+/// Claude only), flags, key, group, the twelve counters).
 struct EventBytes {
     buf: [u8; EventBytes::MAX],
     len: usize,
@@ -369,7 +374,7 @@ impl Default for EventBytes {
 // would cost more than the field.
 impl EventBytes {
     /// The bound above, rounded up to a multiple of eight.
-    const MAX: usize = 168;
+    const MAX: usize = 176;
 
     #[inline(always)]
     fn u8(&mut self, v: u8) {
@@ -436,6 +441,11 @@ fn decode_into(
             index(r.varint()?)?,
             index(r.varint()?)?,
         );
+        let session = if kind == EventKind::Claude {
+            index(r.varint()?)?
+        } else {
+            0
+        };
         let flags = r.u8()?;
         let key = if has_key(kind) { r.u64()? } else { 0 };
         let group = if kind == EventKind::Claude {
@@ -460,6 +470,7 @@ fn decode_into(
             model,
             cwd,
             tier,
+            session,
             flags,
             key,
             group,
@@ -641,6 +652,7 @@ mod tests {
             model: 1,
             cwd: 0,
             tier: 0,
+            session: 1,
             flags: 2,
             key: 0xdead_beef,
             group: 7,
@@ -661,8 +673,13 @@ mod tests {
     /// `e` with the fields its kind does not have set to zero.
     fn own_fields((e, last): Full) -> Full {
         let key = if has_key(e.kind) { e.key } else { 0 };
+        let session = if e.kind == EventKind::Claude {
+            e.session
+        } else {
+            0
+        };
         let last = if has_last(e.kind) { last } else { [0; 6] };
-        (Event { key, ..e }, last)
+        (Event { key, session, ..e }, last)
     }
 
     /// `full` as events and their table of last counters, as a parser
@@ -745,6 +762,7 @@ mod tests {
                     model: u32::MAX,
                     cwd: u32::MAX,
                     tier: u32::MAX,
+                    session: u32::MAX,
                     flags: u8::MAX,
                     key: u64::MAX,
                     group: u64::MAX,

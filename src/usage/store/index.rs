@@ -418,6 +418,7 @@ mod tests {
             model: 1,
             cwd: 0,
             tier: 0,
+            session: 1,
             flags: 0,
             key: ts as u64,
             group: 3,

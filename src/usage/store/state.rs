@@ -23,8 +23,9 @@ use crate::usage::store::owners::{Owners, OwnersRef};
 
 const MAGIC: &[u8; 4] = b"HUAG";
 const JOURNAL_MAGIC: &[u8; 4] = b"HUAJ";
-/// Bump when the layout or the aggregation rules change.
-pub const STATE_VERSION: u32 = 3;
+/// Bump when the layout or the aggregation rules change (4: slots are
+/// per session too).
+pub const STATE_VERSION: u32 = 4;
 /// The journal may always grow to this many bytes.
 pub const MIN_JOURNAL: u64 = 256 << 10;
 
@@ -283,11 +284,18 @@ fn encode_base<'a>(state: &'a State) -> Option<Vec<u8>> {
             strings.len() as u64 - 1
         })
     };
-    let rows: Vec<[u64; 4]> = d
+    let rows: Vec<[u64; 5]> = d
         .slots
         .keys()
-        .map(|(slot, agent, model, cwd)| {
-            [*slot as u64, agent_code(*agent), intern(model), intern(cwd)]
+        .map(|(slot, agent, model, cwd, session)| {
+            let (model, cwd) = (intern(model), intern(cwd));
+            [
+                *slot as u64,
+                agent_code(*agent),
+                model,
+                cwd,
+                intern(session),
+            ]
         })
         .collect();
     put_u64(&mut o, strings.len() as u64);
@@ -331,9 +339,9 @@ fn replay(parts: &mut Parts, records: &[&[u8]], from: i64) -> usize {
         .count()
 }
 
-/// Bytes of one slot row of a base: slot, agent, model and directory
-/// string numbers, then the twelve numbers of its sums.
-const ROW: usize = 16 * 8;
+/// Bytes of one slot row of a base: slot, agent, model, directory and
+/// session string numbers, then the twelve numbers of its sums.
+const ROW: usize = 17 * 8;
 
 /// A base's body (without the seal); slots before `from` are skipped
 /// unread (rows are fixed-size and in key order, so the first one wanted
@@ -374,9 +382,10 @@ fn decode_base(bytes: &[u8], from: i64) -> Option<Parts> {
     for _ in first..nslots {
         let slot = row.i64()?;
         let agent = agent_from(row.u64()?)?;
-        let model = strings.get(usize::try_from(row.u64()?).ok()?)?.clone();
-        let cwd = strings.get(usize::try_from(row.u64()?).ok()?)?.clone();
-        slots.push(((slot, agent, model, cwd), acc_from(read_numbers(&mut row)?)));
+        let mut text = || strings.get(usize::try_from(row.u64()?).ok()?).cloned();
+        let (model, cwd, session) = (text()?, text()?, text()?);
+        let key = (slot, agent, model, cwd, session);
+        slots.push((key, acc_from(read_numbers(&mut row)?)));
     }
     // Written in key order: bulk-built.
     if !slots.windows(2).all(|w| w[0].0 < w[1].0) {
@@ -420,11 +429,12 @@ fn encode_record(state: &State, changed: &Changed) -> Vec<u8> {
     }
     put_u64(&mut o, changed.slots.len() as u64);
     for key in &changed.slots {
-        let (slot, agent, model, cwd) = key;
+        let (slot, agent, model, cwd, session) = key;
         put_u64(&mut o, *slot as u64);
         put_u64(&mut o, agent_code(*agent));
         put_str(&mut o, model);
         put_str(&mut o, cwd);
+        put_str(&mut o, session);
         match d.slots.get(key) {
             Some(acc) => {
                 put_u64(&mut o, 1);
@@ -454,7 +464,7 @@ fn apply_record(parts: &mut Parts, payload: &[u8], from: i64) -> Option<()> {
     let since = r.i64()?;
     let counters = [r.u64()?, r.u64()?, r.u64()?];
     let files = read_file_counters(&mut r)?;
-    let n = r.count64(8 * 5)?;
+    let n = r.count64(8 * 6)?;
     let mut slots: Vec<(SlotKey, Option<SlotAcc>)> = Vec::with_capacity(n);
     for _ in 0..n {
         let slot = r.i64()?;
@@ -462,6 +472,7 @@ fn apply_record(parts: &mut Parts, payload: &[u8], from: i64) -> Option<()> {
         let key = (
             slot,
             agent,
+            Text::from(read_str(&mut r)?),
             Text::from(read_str(&mut r)?),
             Text::from(read_str(&mut r)?),
         );
@@ -516,7 +527,13 @@ mod tests {
     }
 
     fn key(slot: i64) -> SlotKey {
-        (slot, Agent::Codex, "gpt-5".into(), "/p".into())
+        (
+            slot,
+            Agent::Codex,
+            "gpt-5".into(),
+            "/p".into(),
+            "t-1".into(),
+        )
     }
 
     /// A state built from scratch: two slots, owners 1→2 and 3 shared.
@@ -767,7 +784,7 @@ mod tests {
             assert_eq!(fingerprint, s.fingerprint);
             let want: Vec<_> = all
                 .slots
-                .range((from, Agent::Claude, "".into(), "".into())..)
+                .range(crate::usage::aggregate::slots_from(from)..)
                 .collect();
             assert_eq!(part.slots.iter().collect::<Vec<_>>(), want, "from {from}");
             assert_eq!(part.by_file, all.by_file);

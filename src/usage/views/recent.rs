@@ -1,5 +1,5 @@
 //! `recent-v1.json`: the aggregate's slots of the last two days, summed
-//! over models and directories (one row per slot and agent), which the
+//! over models, directories and sessions (one row per slot and agent), which the
 //! worker writes beside each snapshot so the statusline (run by shell
 //! prompts and status bars, many times a minute) reads a few kilobytes
 //! instead of decoding the whole aggregate state. The statusline needs no
@@ -32,8 +32,7 @@ pub fn encode<'a>(
     slots: impl Iterator<Item = (&'a SlotKey, &'a SlotAcc)>,
 ) -> String {
     let mut summed: std::collections::BTreeMap<(i64, Agent), SlotAcc> = Default::default();
-    for ((slot, agent, _, _), acc) in slots.filter(|(k, acc)| k.0 >= now - SPAN && acc.requests > 0)
-    {
+    for ((slot, agent, ..), acc) in slots.filter(|(k, acc)| k.0 >= now - SPAN && acc.requests > 0) {
         summed.entry((*slot, *agent)).or_default().merge(acc);
     }
     let list = summed
@@ -94,6 +93,7 @@ pub fn decode(text: &str, generated_at: i64) -> Option<Vec<(SlotKey, SlotAcc)>> 
                 agent,
                 Text::from(model.as_str()?),
                 Text::from(cwd.as_str()?),
+                Text::from(""),
             ),
             acc_from(n),
         ));
@@ -126,10 +126,22 @@ mod tests {
             first_ts: now - 100,
             last_ts: now - 50,
         };
-        let new: SlotKey = (now - 900, Agent::Codex, "gpt-5.5".into(), "/a \"b\"".into());
-        let old: SlotKey = (now - SPAN - 900, Agent::Claude, "m".into(), "/c".into());
+        let new: SlotKey = (
+            now - 900,
+            Agent::Codex,
+            "gpt-5.5".into(),
+            "/a \"b\"".into(),
+            "t".into(),
+        );
+        let old: SlotKey = (
+            now - SPAN - 900,
+            Agent::Claude,
+            "m".into(),
+            "/c".into(),
+            "s".into(),
+        );
         let text = encode(now, now, [(&old, &acc), (&new, &acc)].into_iter());
-        let summed: SlotKey = (now - 900, Agent::Codex, "".into(), "".into());
+        let summed: SlotKey = (now - 900, Agent::Codex, "".into(), "".into(), "".into());
         assert_eq!(decode(&text, now), Some(vec![(summed, acc)]));
         assert_eq!(decode(&text, now + 1), None);
         assert_eq!(decode(&text[..text.len() - 1], now), None);
@@ -169,8 +181,9 @@ mod tests {
             ..SlotAcc::default()
         };
         let slot = now - 1_800;
-        let key =
-            |agent, model: &str, cwd: &str| -> SlotKey { (slot, agent, model.into(), cwd.into()) };
+        let key = |agent, model: &str, cwd: &str| -> SlotKey {
+            (slot, agent, model.into(), cwd.into(), "".into())
+        };
         let rows = [
             (
                 key(Agent::Claude, "opus", "/a"),

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::base::json::{Object, Value};
-use crate::usage::aggregate::{SlotAcc, Text, round_usd};
+use crate::usage::aggregate::{SlotAcc, SlotKey, Text, round_usd};
 use crate::usage::event::Agent;
 use crate::usage::time::{format_date, format_timestamp};
 use crate::usage::views::blocks::{self, Block};
@@ -58,6 +58,8 @@ pub enum Format {
 /// `--breakdown`) its sums per (agent, model).
 struct Row {
     labels: Vec<String>,
+    /// The label cells of CSV, when they differ from the table's.
+    csv: Option<Vec<String>>,
     json: Object,
     acc: SlotAcc,
     models: BTreeMap<(Agent, Text), SlotAcc>,
@@ -75,16 +77,68 @@ fn token_columns() -> Vec<Column> {
     ]
 }
 
+/// The token cells of a row. Output is `output` alone: reasoning is a
+/// part of it (`usage::event::Tokens`), so Input + Output + the cache
+/// columns add up to Total.
 fn token_cells(acc: &SlotAcc) -> Vec<String> {
     let t = &acc.tokens;
     vec![
         group(t.input),
-        group(t.output + t.reasoning),
+        group(t.output),
         group(t.cache_write_5m + t.cache_write_1h),
         group(t.cache_read),
         group(t.total()),
-        dollars(acc.totals().cost_usd),
+        cost_cell(acc),
     ]
+}
+
+/// A cost as a table shows it: dollars when every request was priced;
+/// `—` when none was (a model without a price is not free); the priced
+/// part with a `+` when only some were (the true cost is higher).
+fn cost_cell(acc: &SlotAcc) -> String {
+    if acc.unpriced_requests == 0 {
+        dollars(acc.totals().cost_usd)
+    } else if acc.unpriced_requests >= acc.requests {
+        UNPRICED.to_string()
+    } else {
+        format!("{}+", dollars(acc.totals().cost_usd))
+    }
+}
+
+/// The cost cell of requests none of which has a price.
+const UNPRICED: &str = "—";
+
+/// The models without a price among the slots shown, with their sums
+/// (every model with an unpriced request; only its unpriced counts
+/// matter to the warning and the document).
+type Unpriced = BTreeMap<(Agent, Text), SlotAcc>;
+
+fn unpriced_of<'a>(slots: impl Iterator<Item = (&'a SlotKey, &'a SlotAcc)>) -> Unpriced {
+    let mut out = Unpriced::new();
+    for (k, acc) in slots.filter(|(_, acc)| acc.unpriced_requests > 0) {
+        out.entry((k.1, k.2.clone())).or_default().merge(acc);
+    }
+    out
+}
+
+/// The `unpriced_models` member of every document with totals: one
+/// object per model without a price, with its unpriced requests and
+/// tokens (a script can name them without reading each row).
+fn unpriced_value(unpriced: &Unpriced) -> Value {
+    Value::Array(
+        unpriced
+            .iter()
+            .map(|((agent, model), acc)| {
+                Value::Object(
+                    Object::new()
+                        .with("agent", agent.name())
+                        .with("model", &**model)
+                        .with("unpriced_requests", acc.unpriced_requests)
+                        .with("unpriced_tokens", acc.unpriced_tokens),
+                )
+            })
+            .collect(),
+    )
 }
 
 const CSV_TOKENS: [&str; 11] = [
@@ -119,13 +173,15 @@ fn csv_cells(acc: &SlotAcc) -> Vec<String> {
     ]
 }
 
-/// A table view's text, CSV or JSON from its label columns and rows.
+/// A table view's text, CSV or JSON from its label columns and rows
+/// (`unpriced`: the models without a price among them).
 fn tabular(
     data: &Data,
     req: &Request,
     view: View,
     labels: (&[Column], &[&'static str]),
     rows: Vec<Row>,
+    unpriced: &Unpriced,
     format: Format,
 ) -> String {
     let mut all = SlotAcc::default();
@@ -146,7 +202,8 @@ fn tabular(
                 .collect();
             let doc = header(data, req, view)
                 .with("rows", Value::Array(list))
-                .with("totals", all.totals().to_value());
+                .with("totals", all.totals().to_value())
+                .with("unpriced_models", unpriced_value(unpriced));
             Value::Object(doc).to_json() + "\n"
         }
         Format::Csv => {
@@ -157,7 +214,7 @@ fn tabular(
             head.extend(CSV_TOKENS);
             let mut lines = Vec::new();
             for r in &rows {
-                let mut cells = r.labels.clone();
+                let mut cells = r.csv.clone().unwrap_or_else(|| r.labels.clone());
                 if req.breakdown {
                     for ((agent, model), acc) in &r.models {
                         let mut c = cells.clone();
@@ -201,7 +258,7 @@ fn tabular(
             t.rows.push((RowKind::Total, cells));
             let mut lines = vec![title(data, req, view)];
             lines.extend(t.lines(style));
-            lines.extend(notes(&all));
+            lines.extend(notes(&all, unpriced));
             lines.join("\n") + "\n"
         }
     }
@@ -283,16 +340,22 @@ fn freshness(data: &Data) -> String {
     }
 }
 
-fn notes(all: &SlotAcc) -> Vec<String> {
+/// The warning under a table whose requests include models without a
+/// price: which models, and how much is missing from the costs.
+fn notes(all: &SlotAcc, unpriced: &Unpriced) -> Vec<String> {
     if all.unpriced_requests == 0 {
         return Vec::new();
     }
     let n = all.unpriced_requests;
+    let mut names: Vec<&str> = unpriced.keys().map(|(_, m)| &**m).collect();
+    names.dedup();
     vec![format!(
-        "Not in the costs: {} request{} ({} tokens) of models without a price.",
+        "No price for {}: {} request{} ({} tokens) {} not in the costs.",
+        names.join(", "),
         group(n),
         if n == 1 { "" } else { "s" },
-        group(all.unpriced_tokens)
+        group(all.unpriced_tokens),
+        if n == 1 { "is" } else { "are" }
     )]
 }
 
@@ -351,15 +414,17 @@ fn by_cost(a: &SlotAcc, b: &SlotAcc) -> std::cmp::Ordering {
 /// The text of `view` (pure).
 pub fn render(data: &Data, req: &Request, view: View, format: Format) -> String {
     let picked = selected(data, req);
+    let unpriced = unpriced_of(picked.iter().map(|(_, k, acc)| (*k, *acc)));
     match view {
         View::Summary => summary(data, req, format),
         View::Statusline => statusline(data, req) + "\n",
-        View::Blocks => blocks_view(data, req, &picked, format),
+        View::Blocks => blocks_view(data, req, &picked, &unpriced, format),
         View::Period(p) => {
             let rows = rows_by(&picked, |day, _| period_start(p, day))
                 .into_iter()
                 .map(|(start, (acc, models))| Row {
                     labels: vec![period_label(p, start), model_names(&models)],
+                    csv: None,
                     json: Object::new()
                         .with("period", period_label(p, start))
                         .with("models", models_names_value(&models)),
@@ -379,52 +444,17 @@ pub fn render(data: &Data, req: &Request, view: View, format: Format) -> String 
                 view,
                 (&columns, &["period", "models"]),
                 rows,
+                &unpriced,
                 format,
             )
         }
-        View::Session => {
-            let mut rows: Vec<Row> = rows_by(&picked, |_, k| (k.1, k.3.clone()))
-                .into_iter()
-                .map(|((agent, cwd), (acc, models))| Row {
-                    labels: vec![
-                        local_minute(data, acc.last_ts),
-                        agent.name().into(),
-                        cwd.to_string(),
-                    ],
-                    json: Object::new()
-                        .with("agent", agent.name())
-                        .with("directory", &*cwd)
-                        .with("first_at", acc.first_ts)
-                        .with("last_at", acc.last_ts),
-                    acc,
-                    models,
-                })
-                .collect();
-            sorted_rows(&mut rows, |a, b| {
-                b.acc
-                    .last_ts
-                    .cmp(&a.acc.last_ts)
-                    .then(a.labels.cmp(&b.labels))
-            });
-            let columns = [
-                Column::text("Last active", 0),
-                Column::text("Agent", 3),
-                Column::flexible("Directory", 0),
-            ];
-            tabular(
-                data,
-                req,
-                view,
-                (&columns, &["last_active", "agent", "directory"]),
-                rows,
-                format,
-            )
-        }
+        View::Session => sessions(data, req, &picked, &unpriced, format),
         View::Models => {
             let mut rows: Vec<Row> = rows_by(&picked, |_, k| (k.1, k.2.clone()))
                 .into_iter()
                 .map(|((agent, model), (acc, _))| Row {
                     labels: vec![agent.name().into(), model.to_string()],
+                    csv: None,
                     json: Object::new()
                         .with("agent", agent.name())
                         .with("model", &*model)
@@ -447,6 +477,7 @@ pub fn render(data: &Data, req: &Request, view: View, format: Format) -> String 
                 view,
                 (&columns, &["agent", "model"]),
                 rows,
+                &unpriced,
                 format,
             )
         }
@@ -457,6 +488,7 @@ pub fn render(data: &Data, req: &Request, view: View, format: Format) -> String 
                     let agents = agents_of(&models);
                     Row {
                         labels: vec![cwd.to_string(), agents.join(", ")],
+                        csv: None,
                         json: Object::new().with("directory", &*cwd).with(
                             "agents",
                             Value::Array(agents.iter().map(|a| Value::from(*a)).collect()),
@@ -481,9 +513,130 @@ pub fn render(data: &Data, req: &Request, view: View, format: Format) -> String 
                 view,
                 (&columns, &["directory", "agents"]),
                 rows,
+                &unpriced,
                 format,
             )
         }
+    }
+}
+
+/// The `session` view: one row per session (a Claude `sessionId`, a Codex
+/// thread), with its directories, models, first and last request and
+/// sums, the latest first. Requests whose transcript names no session
+/// are grouped per agent and directory instead. The table shows a
+/// session id's last eight characters (random in both UUID versions the
+/// agents write); CSV and JSON have it whole.
+fn sessions(
+    data: &Data,
+    req: &Request,
+    picked: &[(i64, &SlotKey, &SlotAcc)],
+    unpriced: &Unpriced,
+    format: Format,
+) -> String {
+    // One pass over the slots (thousands, a few hundred sessions): per
+    // session its sums, its sums per model and its tokens per directory,
+    // hashed (the rows are sorted below). A slot of no session is its
+    // directory's.
+    type Sums = (
+        SlotAcc,
+        BTreeMap<(Agent, Text), SlotAcc>,
+        BTreeMap<Text, u64>,
+    );
+    type Hashed = std::hash::BuildHasherDefault<crate::usage::aggregate::QuickHasher>;
+    let mut sums: std::collections::HashMap<(Agent, Text, Option<Text>), Sums, Hashed> =
+        Default::default();
+    for (_, k, acc) in picked {
+        let cwd = k.4.is_empty().then(|| k.3.clone());
+        let e = sums.entry((k.1, k.4.clone(), cwd)).or_default();
+        e.0.merge(acc);
+        e.1.entry((k.1, k.2.clone())).or_default().merge(acc);
+        *e.2.entry(k.3.clone()).or_default() += acc.tokens.total();
+    }
+    let mut rows: Vec<Row> = sums
+        .into_iter()
+        .map(|(key, (acc, models, dirs))| {
+            let (agent, session, _) = &key;
+            let mut by_tokens: Vec<(&Text, &u64)> = dirs.iter().collect();
+            by_tokens.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+            let paths: Vec<&str> = by_tokens.iter().map(|(d, _)| &***d).collect();
+            let id = if session.is_empty() {
+                Value::Null
+            } else {
+                Value::from(&**session)
+            };
+            let labels = |session: String| {
+                vec![
+                    local_minute(data, acc.last_ts),
+                    session,
+                    agent.name().into(),
+                    local_minute(data, acc.first_ts),
+                    paths.join(", "),
+                    model_names(&models),
+                ]
+            };
+            Row {
+                labels: labels(short_session(session)),
+                csv: Some(labels(session.to_string())),
+                json: Object::new()
+                    .with("session", id)
+                    .with("agent", agent.name())
+                    .with("directory", paths.first().copied().unwrap_or(""))
+                    .with(
+                        "directories",
+                        Value::Array(paths.iter().map(|p| Value::from(*p)).collect()),
+                    )
+                    .with("models", models_names_value(&models))
+                    .with("first_at", acc.first_ts)
+                    .with("last_at", acc.last_ts),
+                acc,
+                models,
+            }
+        })
+        .collect();
+    // The CSV labels hold the whole id: a total order.
+    sorted_rows(&mut rows, |a, b| {
+        b.acc
+            .last_ts
+            .cmp(&a.acc.last_ts)
+            .then(a.labels.cmp(&b.labels))
+            .then(a.csv.cmp(&b.csv))
+    });
+    let columns = [
+        Column::text("Last active", 0),
+        Column::text("Session", 0),
+        // Which agent matters more here than a token split.
+        Column::text("Agent", 7),
+        Column::text("Started", 1),
+        Column::flexible("Directory", 0),
+        Column::text("Models", 1),
+    ];
+    let names = [
+        "last_active",
+        "session",
+        "agent",
+        "started",
+        "directory",
+        "models",
+    ];
+    tabular(
+        data,
+        req,
+        View::Session,
+        (&columns, &names),
+        rows,
+        unpriced,
+        format,
+    )
+}
+
+/// A session id as the table shows it: `…` and its last eight
+/// characters, or `—` for none.
+fn short_session(id: &str) -> String {
+    let n = id.chars().count();
+    match n {
+        0 => "—".to_string(),
+        1..=9 => id.to_string(),
+        _ => std::iter::once('…').chain(id.chars().skip(n - 8)).collect(),
     }
 }
 
@@ -565,7 +718,8 @@ fn percent(p: f64) -> String {
 fn blocks_view(
     data: &Data,
     req: &Request,
-    picked: &[(i64, &crate::usage::aggregate::SlotKey, &SlotAcc)],
+    picked: &[(i64, &SlotKey, &SlotAcc)],
+    unpriced: &Unpriced,
     format: Format,
 ) -> String {
     let per_agent = sum_by(picked.iter().map(|(_, k, acc)| ((k.0, k.1), **acc)));
@@ -622,8 +776,12 @@ fn blocks_view(
                     )
                 })
                 .collect();
-            Value::Object(header(data, req, View::Blocks).with("blocks", Value::Array(rows)))
-                .to_json()
+            Value::Object(
+                header(data, req, View::Blocks)
+                    .with("blocks", Value::Array(rows))
+                    .with("unpriced_models", unpriced_value(unpriced)),
+            )
+            .to_json()
                 + "\n"
         }
         Format::Csv => {
@@ -680,7 +838,7 @@ fn blocks_view(
                         status,
                         group(b.acc.requests),
                         group(b.acc.tokens.total()),
-                        dollars(b.acc.totals().cost_usd),
+                        cost_cell(&b.acc),
                         b.burn_per_hour().map(dollars).unwrap_or_default(),
                     ],
                 ));
@@ -691,6 +849,11 @@ fn blocks_view(
             } else {
                 lines.extend(t.lines(style));
             }
+            let mut all = SlotAcc::default();
+            for b in &list {
+                all.merge(&b.acc);
+            }
+            lines.extend(notes(&all, unpriced));
             for b in list.iter().filter(|b| b.active(data.now)) {
                 let (_, projected, limit, pct) = projection(b);
                 let t = b.acc.totals();
@@ -700,7 +863,7 @@ fn blocks_view(
                     local_time(data, b.start),
                     local_time(data, b.end),
                     group(t.tokens.total()),
-                    dollars(t.cost_usd),
+                    cost_cell(&b.acc),
                 );
                 match (b.burn_per_hour(), projected) {
                     (Some(rate), Some((cost, tokens))) => line.push_str(&format!(
@@ -735,6 +898,7 @@ fn summary(data: &Data, req: &Request, format: Format) -> String {
         ..req.clone()
     };
     let picked = selected(data, &req);
+    let unpriced = unpriced_of(picked.iter().map(|(_, k, acc)| (*k, *acc)));
     let agents: Vec<Agent> = match req.agent {
         Some(a) => vec![a],
         None => vec![Agent::Claude, Agent::Codex],
@@ -775,7 +939,8 @@ fn summary(data: &Data, req: &Request, format: Format) -> String {
                 header(data, &req, View::Summary)
                     .with("windows", Value::Object(windows))
                     .with("limits", Value::Object(limits))
-                    .with("coverage", data.coverage.clone()),
+                    .with("coverage", data.coverage.clone())
+                    .with("unpriced_models", unpriced_value(&unpriced)),
             )
             .to_json()
                 + "\n"
@@ -798,11 +963,11 @@ fn summary(data: &Data, req: &Request, format: Format) -> String {
                 columns: vec![
                     Column::text("Agent", 0),
                     Column::number("Today", 0),
-                    Column::number("tokens", 3),
+                    Column::number("tokens", 3).named("tokens today"),
                     Column::number("7 days", 0),
-                    Column::number("tokens", 2),
+                    Column::number("tokens", 2).named("7-day tokens"),
                     Column::number("30 days", 0),
-                    Column::number("tokens", 1),
+                    Column::number("tokens", 1).named("30-day tokens"),
                 ],
                 rows: Vec::new(),
             };
@@ -821,7 +986,7 @@ fn summary(data: &Data, req: &Request, format: Format) -> String {
                     _ => "All".to_string(),
                 }];
                 for window in &sums[i] {
-                    cells.push(dollars(window.totals().cost_usd));
+                    cells.push(cost_cell(window));
                     cells.push(group(window.tokens.total()));
                 }
                 t.rows.push((kind, cells));
@@ -832,7 +997,7 @@ fn summary(data: &Data, req: &Request, format: Format) -> String {
             for windows in &sums[..agents.len()] {
                 all.merge(&windows[2]);
             }
-            lines.extend(notes(&all));
+            lines.extend(notes(&all, &unpriced));
             lines.extend(limit_lines(data, &agents));
             lines.push(coverage_line(data));
             lines.join("\n") + "\n"
@@ -938,7 +1103,7 @@ pub fn statusline(data: &Data, req: &Request) -> String {
     for (_, _, acc) in &picked {
         all.merge(acc);
     }
-    let mut parts = vec![format!("{} today", dollars(all.totals().cost_usd))];
+    let mut parts = vec![format!("{} today", cost_cell(&all))];
     // The active block may have started yesterday: look back 5 hours.
     let recent: Vec<_> = data
         .slots
@@ -992,15 +1157,14 @@ mod tests {
     fn slot(
         slot: &str,
         agent: Agent,
-        model: &str,
-        cwd: &str,
+        (model, cwd, session): (&str, &str, &str),
         requests: u64,
         (first, last): (&str, &str),
         tokens: Tokens,
         cents: u64,
-    ) -> (crate::usage::aggregate::SlotKey, SlotAcc) {
+    ) -> (SlotKey, SlotAcc) {
         (
-            (at(slot), agent, model.into(), cwd.into()),
+            (at(slot), agent, model.into(), cwd.into(), session.into()),
             SlotAcc {
                 requests,
                 tokens,
@@ -1012,10 +1176,16 @@ mod tests {
         )
     }
 
-    /// A: Codex gpt-5.5 in /home/dev/beta on 11-28 (123,000 tokens,
-    /// $0.75); B: Claude Opus in /home/dev/alpha at 10:00 (1,013,000
-    /// tokens, $1.25); C: Claude Opus in /home/dev/alpha/web at 11:30
-    /// (1,000 tokens, $0.50).
+    /// The Codex thread of slot A.
+    const THREAD: &str = "0199e6a0-5c3b-7d21-9a4e-3f0c2b7d9e11";
+    /// The Claude session of slots B and C.
+    const SESSION: &str = "5b1f7c2e-8d4a-4e6b-9c3d-2a7e1f0b6d48";
+
+    /// A: Codex gpt-5.5 in /home/dev/beta on 11-28 (123,000 tokens, 1,200
+    /// of its 3,000 output reasoning, $0.75); B: Claude Opus in
+    /// /home/dev/alpha at 10:00 (1,013,000 tokens, $1.25); C: Claude Opus
+    /// in /home/dev/alpha/web at 11:30 (1,000 tokens, $0.50), the same
+    /// session as B.
     fn data() -> Data {
         let t = |input, output, cache_read, cache_write_1h| Tokens {
             input,
@@ -1024,23 +1194,25 @@ mod tests {
             cache_write_1h,
             ..Tokens::default()
         };
+        let codex = Tokens {
+            reasoning: 1_200,
+            ..t(20_000, 3_000, 100_000, 0)
+        };
         Data {
             slots: vec![
                 slot(
                     "2026-11-28T09:00:00Z",
                     Agent::Codex,
-                    "gpt-5.5",
-                    "/home/dev/beta",
+                    ("gpt-5.5", "/home/dev/beta", THREAD),
                     1,
                     ("2026-11-28T09:00:00Z", "2026-11-28T09:00:00Z"),
-                    t(20_000, 3_000, 100_000, 0),
+                    codex,
                     75,
                 ),
                 slot(
                     "2026-11-29T10:00:00Z",
                     Agent::Claude,
-                    "claude-opus-4-6",
-                    "/home/dev/alpha",
+                    ("claude-opus-4-6", "/home/dev/alpha", SESSION),
                     2,
                     ("2026-11-29T10:01:00Z", "2026-11-29T10:14:00Z"),
                     t(1_000, 2_000, 1_000_000, 10_000),
@@ -1049,8 +1221,7 @@ mod tests {
                 slot(
                     "2026-11-29T11:30:00Z",
                     Agent::Claude,
-                    "claude-opus-4-6",
-                    "/home/dev/alpha/web",
+                    ("claude-opus-4-6", "/home/dev/alpha/web", SESSION),
                     1,
                     ("2026-11-29T11:31:00Z", "2026-11-29T11:31:00Z"),
                     t(500, 500, 0, 0),
@@ -1130,6 +1301,7 @@ mod tests {
                 rule(73),
                 "Total                        21,500   5,500   1,100,000  1,137,000  $2.50"
                     .to_string(),
+                "Hidden to fit 80 columns: Cache write.".to_string(),
             ]
         );
     }
@@ -1161,6 +1333,7 @@ mod tests {
                 rule(80),
                 "Total                               21,500   5,500   1,100,000  1,137,000  $2.50"
                     .to_string(),
+                "Hidden to fit 80 columns: Cache write.".to_string(),
             ]
         );
     }
@@ -1192,6 +1365,7 @@ mod tests {
                 rule(79),
                 "Total                              21,500   5,500   1,100,000  1,137,000  $2.50"
                     .to_string(),
+                "Hidden to fit 80 columns: Cache write.".to_string(),
             ]
         );
     }
@@ -1222,6 +1396,7 @@ mod tests {
                 "codex   gpt-5.5          20,000   3,000     100,000    123,000  $0.75".to_string(),
                 rule(69),
                 "Total                    21,500   5,500   1,100,000  1,137,000  $2.50".to_string(),
+                "Hidden to fit 80 columns: Cache write.".to_string(),
             ]
         );
     }
@@ -1259,42 +1434,45 @@ mod tests {
                 rule(73),
                 "Total                        21,500   5,500   1,100,000  1,137,000  $2.50"
                     .to_string(),
+                "Hidden to fit 80 columns: Cache write.".to_string(),
             ]
         );
     }
 
     #[test]
     fn session_at_160_columns() {
+        // B and C are one session (two directories, the one with more
+        // tokens first): 1,000 + 500 input, 2,000 + 500 output, 10,000
+        // written, 1,000,000 read, $1.25 + $0.50, from 10:01 to 11:31.
         assert_eq!(
             text(View::Session, 160),
             [
                 "Session usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
-                "Last active       Agent   Directory             Input  Output  Cache write  Cache read      Total   Cost".to_string(),
-                "2026-11-29 11:31  claude  /home/dev/alpha/web     500     500            0           0      1,000  $0.50".to_string(),
-                "2026-11-29 10:14  claude  /home/dev/alpha       1,000   2,000       10,000   1,000,000  1,013,000  $1.25".to_string(),
-                "2026-11-28 09:00  codex   /home/dev/beta       20,000   3,000            0     100,000    123,000  $0.75".to_string(),
-                rule(104),
-                "Total                                          21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
+                "Last active       Session    Agent   Started           Directory                      Models            Input  Output  Cache write  Cache read      Total   Cost".to_string(),
+                "2026-11-29 11:31  …1f0b6d48  claude  2026-11-29 10:01  /home/dev/alpha, /home/dev/a…  claude-opus-4-6   1,500   2,500       10,000   1,000,000  1,014,000  $1.75".to_string(),
+                "2026-11-28 09:00  …2b7d9e11  codex   2026-11-28 09:00  /home/dev/beta                 gpt-5.5          20,000   3,000            0     100,000    123,000  $0.75".to_string(),
+                rule(160),
+                "Total                                                                                                  21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
             ]
         );
     }
 
     #[test]
-    fn session_at_80_columns_drops_the_cache_columns() {
+    fn session_at_80_columns_says_which_columns_it_hid() {
         assert_eq!(
             text(View::Session, 80),
             [
                 "Session usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
-                "Last active       Agent   Directory             Input  Output      Total   Cost"
+                "Last active       Session    Agent   Directory                      Total   Cost"
                     .to_string(),
-                "2026-11-29 11:31  claude  /home/dev/alpha/web     500     500      1,000  $0.50"
+                "2026-11-29 11:31  …1f0b6d48  claude  /home/dev/alpha, /home/d…  1,014,000  $1.75"
                     .to_string(),
-                "2026-11-29 10:14  claude  /home/dev/alpha       1,000   2,000  1,013,000  $1.25"
+                "2026-11-28 09:00  …2b7d9e11  codex   /home/dev/beta               123,000  $0.75"
                     .to_string(),
-                "2026-11-28 09:00  codex   /home/dev/beta       20,000   3,000    123,000  $0.75"
+                rule(80),
+                "Total                                                           1,137,000  $2.50"
                     .to_string(),
-                rule(79),
-                "Total                                          21,500   5,500  1,137,000  $2.50"
+                "Hidden to fit 80 columns: Started, Models, Input, Output, Cache write, Cache read."
                     .to_string(),
             ]
         );
@@ -1357,6 +1535,7 @@ mod tests {
                 "Block start       Agent   Status                   Total   Cost  Burn/h".to_string(),
                 "2026-11-28 09:00  codex   ended                  123,000  $0.75".to_string(),
                 "2026-11-29 10:00  claude  active, 3h 00m left  1,014,000  $1.75   $1.17".to_string(),
+                "Hidden to fit 80 columns: Requests.".to_string(),
                 "Active claude block 10:00–15:00: 1,014,000 tokens, $1.75; burning $1.17/h, projected $5.25 and 3,042,000 tokens at 15:00.".to_string(),
             ]
         );
@@ -1427,7 +1606,8 @@ mod tests {
     #[test]
     fn the_daily_document_has_rows_with_totals() {
         let d = doc(View::Period(Period::Day), &request(), &data());
-        assert_eq!(keys(&d)[10..], ["rows", "totals"]);
+        assert_eq!(keys(&d)[10..], ["rows", "totals", "unpriced_models"]);
+        assert_eq!(d.get("unpriced_models"), Some(&Value::Array(Vec::new())));
         let rows = d.get("rows").unwrap().as_array().unwrap();
         assert_eq!(rows.len(), 2);
         assert_eq!(keys(&rows[1]), ["period", "models", "totals"]);
@@ -1452,7 +1632,10 @@ mod tests {
     #[test]
     fn the_summary_document_has_windows_limits_and_coverage() {
         let d = doc(View::Summary, &request(), &data());
-        assert_eq!(keys(&d)[10..], ["windows", "limits", "coverage"]);
+        assert_eq!(
+            keys(&d)[10..],
+            ["windows", "limits", "coverage", "unpriced_models"]
+        );
         let w = d.get("windows").unwrap();
         assert_eq!(keys(w), ["today", "d7", "d30"]);
         let total = |w: &str, a: &str| {
@@ -1474,7 +1657,7 @@ mod tests {
         assert_eq!(
             csv,
             "period,models,requests,input,output,reasoning,cache_write_5m,cache_write_1h,cache_read,total,cost_usd,unpriced_requests,unpriced_tokens\r\n\
-             2026-11-28,gpt-5.5,1,20000,3000,0,0,0,100000,123000,0.75,0,0\r\n\
+             2026-11-28,gpt-5.5,1,20000,3000,1200,0,0,100000,123000,0.75,0,0\r\n\
              2026-11-29,claude-opus-4-6,3,1500,2500,0,0,10000,1000000,1014000,1.75,0,0\r\n"
         );
         let req = Request {
@@ -1570,5 +1753,276 @@ mod tests {
                 .and_then(Value::as_i64),
             Some(123_000)
         );
+    }
+
+    #[test]
+    fn the_output_column_is_output_and_the_columns_add_up_to_total() {
+        // A Codex call of output 100, 40 of it reasoning: Output 100, and
+        // 10 + 100 + 5 + 20 = 135 = Total.
+        let acc = SlotAcc {
+            requests: 1,
+            tokens: Tokens {
+                input: 10,
+                output: 100,
+                reasoning: 40,
+                cache_write_5m: 5,
+                cache_read: 20,
+                ..Tokens::default()
+            },
+            cost_pico: 10_000_000_000,
+            ..SlotAcc::default()
+        };
+        assert_eq!(
+            token_cells(&acc),
+            ["10", "100", "5", "20", "135", "$0.01"].map(String::from)
+        );
+        // Every row of every table at full width adds up the same way.
+        let number = |c: &str| c.replace(',', "").parse::<u64>().unwrap();
+        for view in [
+            View::Period(Period::Day),
+            View::Period(Period::Week),
+            View::Period(Period::Month),
+            View::Session,
+            View::Models,
+            View::Dirs,
+        ] {
+            let lines = text(view, 400);
+            for line in lines.iter().skip(2).filter(|l| !l.starts_with('─')) {
+                let cells: Vec<&str> = line.split_whitespace().collect();
+                let n = cells.len();
+                let parts: u64 = cells[n - 6..n - 2].iter().map(|c| number(c)).sum();
+                assert_eq!(parts, number(cells[n - 2]), "{view:?}: {line}");
+            }
+        }
+    }
+
+    /// The fixture with two more requests in slot C's directory on 11-29:
+    /// one of a model without a price (`mystery-1`, 700 tokens) and, in a
+    /// slot of its own, one of another (`mystery-2`, 300 tokens) beside
+    /// a priced request ($0.25, 100 tokens).
+    fn data_with_unpriced() -> Data {
+        let mut data = data();
+        let tokens = |input| Tokens {
+            input,
+            ..Tokens::default()
+        };
+        let (model, cwd) = ("mystery-1", "/home/dev/alpha/web");
+        let mut none = slot(
+            "2026-11-29T11:45:00Z",
+            Agent::Claude,
+            (model, cwd, SESSION),
+            1,
+            ("2026-11-29T11:46:00Z", "2026-11-29T11:46:00Z"),
+            tokens(700),
+            0,
+        );
+        none.1.unpriced_requests = 1;
+        none.1.unpriced_tokens = 700;
+        let mut some = slot(
+            "2026-11-29T11:45:00Z",
+            Agent::Claude,
+            ("mystery-2", cwd, SESSION),
+            2,
+            ("2026-11-29T11:47:00Z", "2026-11-29T11:48:00Z"),
+            tokens(400),
+            25,
+        );
+        some.1.unpriced_requests = 1;
+        some.1.unpriced_tokens = 300;
+        data.slots.extend([none, some]);
+        data
+    }
+
+    #[test]
+    fn unpriced_models_are_named_and_never_shown_as_free() {
+        let data = data_with_unpriced();
+        let style = Format::Text(Style {
+            width: 160,
+            color: false,
+        });
+        let models = render(&data, &request(), View::Models, style);
+        let lines: Vec<&str> = models.lines().collect();
+        // Costs: Opus $1.75; mystery-2 $0.25 of its priced request only;
+        // mystery-1 none at all; the total, $2.75, is a lower bound.
+        let cost = |model: &str| {
+            let mut rows = lines.iter().skip(2);
+            let line = rows
+                .find(|l| l.starts_with(model) || l.contains(&format!(" {model} ")))
+                .unwrap();
+            line.split_whitespace().last().unwrap().to_string()
+        };
+        assert_eq!(cost("claude-opus-4-6"), "$1.75");
+        assert_eq!(cost("mystery-2"), "$0.25+");
+        assert_eq!(cost("mystery-1"), "—");
+        assert_eq!(cost("Total"), "$2.75+");
+        assert_eq!(
+            lines.last().copied(),
+            Some(
+                "No price for mystery-1, mystery-2: 2 requests (1,000 tokens) are not in the costs."
+            )
+        );
+        // The day's row and the statusline say the same: 1,000 + 500 +
+        // 700 + 400 input, 1,014,000 + 1,100 tokens, $1.75 + $0.25 and
+        // more; over 10:01 to 11:48 (107 minutes), $1.12 an hour.
+        let daily = render(&data, &request(), View::Period(Period::Day), style);
+        assert!(
+            daily.contains("  2,600   2,500       10,000   1,000,000  1,015,100  $2.00+"),
+            "{daily}"
+        );
+        assert_eq!(
+            statusline(&data, &request()),
+            "$2.00+ today · $1.12/h · codex 7d 33%"
+        );
+        // A script finds the models by name in every document.
+        for view in [View::Summary, View::Models, View::Blocks, View::Session] {
+            let d = doc(view, &request(), &data);
+            let list = d.get("unpriced_models").and_then(Value::as_array).unwrap();
+            let named: Vec<(&str, &str, i64, i64)> = list
+                .iter()
+                .map(|m| {
+                    let n = |k: &str| m.get(k).and_then(Value::as_i64).unwrap();
+                    let s = |k: &str| m.get(k).and_then(Value::as_str).unwrap();
+                    (
+                        s("agent"),
+                        s("model"),
+                        n("unpriced_requests"),
+                        n("unpriced_tokens"),
+                    )
+                })
+                .collect();
+            assert_eq!(
+                named,
+                [
+                    ("claude", "mystery-1", 1, 700),
+                    ("claude", "mystery-2", 1, 300)
+                ],
+                "{view:?}"
+            );
+        }
+        // Without them, nothing is said.
+        assert!(!text(View::Models, 160).iter().any(|l| l.contains("price")));
+    }
+
+    /// Two sessions in one slot, model and directory (`s-1` at 10:05 and
+    /// 10:10, `s-2` at 10:07), `s-1` again the next day, and a request
+    /// whose transcript names no session.
+    fn two_sessions() -> Data {
+        let tokens = |input| Tokens {
+            input,
+            ..Tokens::default()
+        };
+        let (opus, dir) = ("claude-opus-4-6", "/w");
+        let mut data = data();
+        data.slots = vec![
+            slot(
+                "2026-11-28T10:00:00Z",
+                Agent::Claude,
+                (opus, dir, "s-1"),
+                2,
+                ("2026-11-28T10:05:00Z", "2026-11-28T10:10:00Z"),
+                tokens(100),
+                10,
+            ),
+            slot(
+                "2026-11-28T10:00:00Z",
+                Agent::Claude,
+                (opus, dir, "s-2"),
+                1,
+                ("2026-11-28T10:07:00Z", "2026-11-28T10:07:00Z"),
+                tokens(20),
+                2,
+            ),
+            slot(
+                "2026-11-28T10:00:00Z",
+                Agent::Claude,
+                (opus, "/old", ""),
+                1,
+                ("2026-11-28T10:01:00Z", "2026-11-28T10:01:00Z"),
+                tokens(3),
+                1,
+            ),
+            slot(
+                "2026-11-29T09:00:00Z",
+                Agent::Claude,
+                (opus, dir, "s-1"),
+                1,
+                ("2026-11-29T09:01:00Z", "2026-11-29T09:01:00Z"),
+                tokens(4000),
+                40,
+            ),
+        ];
+        data
+    }
+
+    #[test]
+    fn sessions_are_rows_of_their_own_and_dates_filter_them_like_any_view() {
+        let data = two_sessions();
+        let rows = |req: &Request| {
+            let d = doc(View::Session, req, &data);
+            d.get("rows")
+                .and_then(Value::as_array)
+                .unwrap()
+                .iter()
+                .map(|r| {
+                    let session = r.get("session").and_then(Value::as_str).unwrap_or("-");
+                    let dir = r.get("directory").and_then(Value::as_str).unwrap();
+                    let totals = r.get("totals").unwrap();
+                    let n = |k: &str| totals.get(k).and_then(Value::as_i64).unwrap();
+                    (
+                        session.to_string(),
+                        dir.to_string(),
+                        n("requests"),
+                        n("input"),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        let row =
+            |s: &str, d: &str, requests, input| (s.to_string(), d.to_string(), requests, input);
+        // The latest first: s-1 (10:10 and the next day), s-2, then the
+        // request without a session, in its directory.
+        assert_eq!(
+            rows(&request()),
+            [
+                row("s-1", "/w", 3, 4100),
+                row("s-2", "/w", 1, 20),
+                row("-", "/old", 1, 3)
+            ]
+        );
+        // --since the second day: only s-1's request of that day.
+        let today = parse_date("2026-11-29").unwrap();
+        let since = Request::new(Some("2026-11-29"), None, None, None, false, today).unwrap();
+        assert_eq!(rows(&since), [row("s-1", "/w", 1, 4000)]);
+        // --until the first day: s-1 without its second day.
+        let until = Request::new(None, Some("2026-11-28"), None, None, false, today).unwrap();
+        assert_eq!(rows(&until)[0], row("s-1", "/w", 2, 100));
+        // The directory view still has one row for /w, all sessions summed.
+        let d = doc(View::Dirs, &request(), &data);
+        let first = &d.get("rows").and_then(Value::as_array).unwrap()[0];
+        assert_eq!(first.get("directory").and_then(Value::as_str), Some("/w"));
+        let input = first.get("totals").and_then(|t| t.get("input"));
+        assert_eq!(input.and_then(Value::as_i64), Some(4120));
+        // The table names a session by the end of its id; CSV whole.
+        let style = Format::Text(Style {
+            width: 200,
+            color: false,
+        });
+        let table = render(&data, &request(), View::Session, style);
+        assert!(table.lines().nth(4).unwrap().contains("  —  "), "{table}");
+        let csv = render(&data, &request(), View::Session, Format::Csv);
+        assert!(
+            csv.lines()
+                .nth(1)
+                .unwrap()
+                .starts_with("2026-11-29 09:01,s-1,claude,")
+        );
+        let full = render(
+            &super::tests::data(),
+            &request(),
+            View::Session,
+            Format::Csv,
+        );
+        assert!(full.contains(&format!(",{SESSION},claude,")), "{full}");
+        assert_eq!(short_session(SESSION), "…1f0b6d48");
     }
 }

@@ -18,6 +18,9 @@ pub struct Column {
     pub keep: u8,
     /// The one column whose cells may be cut (with `…`) to fit.
     pub flexible: bool,
+    /// What [`dropped_note`] calls it: its header unless that alone is
+    /// ambiguous ([`Column::named`]).
+    pub name: &'static str,
 }
 
 impl Column {
@@ -27,15 +30,18 @@ impl Column {
             align: Align::Left,
             keep,
             flexible: false,
+            name: header,
         }
     }
     pub fn number(header: &'static str, keep: u8) -> Column {
         Column {
-            header,
             align: Align::Right,
-            keep,
-            flexible: false,
+            ..Column::text(header, keep)
         }
+    }
+    /// The column called `name` where its header is not enough.
+    pub fn named(self, name: &'static str) -> Column {
+        Column { name, ..self }
     }
     pub fn flexible(header: &'static str, keep: u8) -> Column {
         Column {
@@ -94,8 +100,22 @@ pub fn cut(s: &str, width: usize) -> String {
     out
 }
 
+/// The line under a table that had to leave columns out to fit: which
+/// ones, so a narrow terminal never shows a partial sum as if it were
+/// whole (Input + Output alone can be a few percent of Total).
+pub fn dropped_note(width: usize, dropped: &[&str]) -> Option<String> {
+    if dropped.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "Hidden to fit {width} columns: {}.",
+        dropped.join(", ")
+    ))
+}
+
 impl Table {
-    /// The lines of the table fitted to `style.width` (pure).
+    /// The lines of the table fitted to `style.width` (pure), then, when
+    /// columns were left out, the [`dropped_note`] naming them.
     pub fn lines(&self, style: Style) -> Vec<String> {
         let mut shown: Vec<usize> = (0..self.columns.len()).collect();
         let natural = |i: usize| {
@@ -181,6 +201,11 @@ impl Table {
             }
             out.push(line(cells, *kind, false));
         }
+        let dropped: Vec<&str> = (0..self.columns.len())
+            .filter(|i| !shown.contains(i))
+            .map(|i| self.columns[i].name)
+            .collect();
+        out.extend(dropped_note(style.width, &dropped));
         out
     }
 }
@@ -306,8 +331,11 @@ mod tests {
                 "2026-11-29  1,000  $1.00",
                 "────────────────────────",
                 "Total       1,000  $1.00",
+                "Hidden to fit 40 columns: Models.",
             ]
         );
+        // A table that fits says nothing more.
+        assert_eq!(wide.len(), 4);
         let colored = table().lines(Style {
             width: 30,
             color: true,
