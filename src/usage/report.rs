@@ -16,11 +16,7 @@ use crate::usage::pricing::SourceMeta;
 use crate::usage::time::format_date;
 use crate::usage::tz::Zone;
 
-type HashMap<K, V> = std::collections::HashMap<
-    K,
-    V,
-    std::hash::BuildHasherDefault<crate::usage::aggregate::QuickHasher>,
->;
+type HashMap<K, V> = crate::usage::aggregate::FastHashMap<K, V>;
 
 /// Schema version of the query answer and the snapshot file.
 pub const VERSION: u64 = 1;

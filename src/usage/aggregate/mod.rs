@@ -12,40 +12,13 @@
 pub mod incremental;
 
 use std::collections::BTreeMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
-/// A multiply-rotate hasher for the aggregation's maps: their keys are
+/// The aggregation's maps hash with FxHash (`rustc-hash`): their keys are
 /// hashes already, or short strings; SipHash's flood protection buys
 /// nothing here and costs a third of a full aggregation.
-#[derive(Default, Clone, Copy)]
-pub struct QuickHasher(u64);
-
-impl Hasher for QuickHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.write_u64(u64::from_le_bytes(c.try_into().unwrap_or_default()));
-        }
-        let mut tail = [0u8; 8];
-        tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-        self.write_u64(u64::from_le_bytes(tail) ^ (bytes.len() as u64) << 56);
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-    fn write_u8(&mut self, n: u8) {
-        self.write_u64(u64::from(n));
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<QuickHasher>>;
-type HashSet<K> = std::collections::HashSet<K, BuildHasherDefault<QuickHasher>>;
+pub type FastHashMap<K, V> = rustc_hash::FxHashMap<K, V>;
+type HashMap<K, V> = FastHashMap<K, V>;
+type HashSet<K> = rustc_hash::FxHashSet<K>;
 
 use crate::base::json::{Object, Value};
 use crate::usage::event::{Agent, Event, EventKind, FileParse, Tokens, flags};

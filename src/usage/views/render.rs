@@ -542,8 +542,7 @@ fn sessions(
         BTreeMap<(Agent, Text), SlotAcc>,
         BTreeMap<Text, u64>,
     );
-    type Hashed = std::hash::BuildHasherDefault<crate::usage::aggregate::QuickHasher>;
-    let mut sums: std::collections::HashMap<(Agent, Text, Option<Text>), Sums, Hashed> =
+    let mut sums: crate::usage::aggregate::FastHashMap<(Agent, Text, Option<Text>), Sums> =
         Default::default();
     for (_, k, acc) in picked {
         let cwd = k.4.is_empty().then(|| k.3.clone());
