@@ -200,23 +200,21 @@ fn enroll(
         return Err(AcceptError::AlreadyUsed(pairing_id.to_owned()));
     }
     let lines = locked.read().map_err(|e| internal(&e))?;
-    let without_bootstrap = authorized_keys::remove_pairing(&lines, pairing_id);
-    let changed = without_bootstrap.is_some();
-    let without_bootstrap = without_bootstrap.unwrap_or(lines);
+    let drop_bootstrap = |locked: &authorized_keys::Locked| {
+        locked
+            .rewrite(|lines| authorized_keys::remove_pairing(lines, pairing_id))
+            .map_err(|e| internal(&e))
+    };
     if now() > expires_at {
-        if changed {
-            locked.write(&without_bootstrap).map_err(|e| internal(&e))?;
-        }
+        drop_bootstrap(&locked)?;
         state.remove_pending(pairing_id).map_err(|e| internal(&e))?;
         return Err(AcceptError::Expired(pairing_id.to_owned()));
     }
-    let appended = !authorized_keys::has_blob(&without_bootstrap, &key.blob_base64);
-    let mut new_lines = without_bootstrap;
-    if appended {
-        new_lines.push(key.line.as_bytes().to_vec());
-    }
+    let appended = !authorized_keys::has_blob(&lines, &key.blob_base64);
     // The record first: if the popup's expiry runs right after we release
-    // the lock it must find it. If the key file write fails, undo it.
+    // the lock it must find it. If the key line cannot be added, undo it.
+    // The key line is one append and the bootstrap line's removal a
+    // checked rewrite, so a line someone else adds meanwhile stays.
     state
         .write_enrolled(&EnrolledRecord {
             pairing_id: pairing_id.to_owned(),
@@ -226,10 +224,11 @@ fn enroll(
             appended: Some(appended),
         })
         .map_err(|e| internal(&e))?;
-    if let Err(e) = locked.write(&new_lines) {
+    if appended && let Err(e) = locked.append(&key.line) {
         let _ = state.remove_enrolled(pairing_id);
         return Err(internal(&e));
     }
+    drop_bootstrap(&locked)?;
     state.remove_pending(pairing_id).map_err(|e| internal(&e))?;
     Ok(())
 }

@@ -267,8 +267,7 @@ pub fn begin_at(config: &CeremonyConfig, now: i64) -> Result<Ceremony, CeremonyE
         public_line: key.public_line(),
     })?;
     let location = Location::for_home(&config.home);
-    if let Err(e) = authorized_keys::edit(&location, |lines| authorized_keys::append(lines, &line))
-    {
+    if let Err(e) = authorized_keys::add_line(&location, &line) {
         let _ = state.remove_pending(&pairing_id);
         return Err(e.into());
     }
@@ -326,10 +325,7 @@ impl Ceremony {
             return Ok(Some(record.into()));
         }
         self.state.remove_pending(&self.pairing_id)?;
-        let lines = locked.read()?;
-        if let Some(lines) = authorized_keys::remove_pairing(&lines, &self.pairing_id) {
-            locked.write(&lines)?;
-        }
+        locked.rewrite(|lines| authorized_keys::remove_pairing(lines, &self.pairing_id))?;
         Ok(None)
     }
 
@@ -500,10 +496,7 @@ mod tests {
         let old = begin_at(&config, 1000).unwrap();
         let new = begin_at(&config, 2000).unwrap();
         let dev = "ssh-ed25519 AAAAdev phone";
-        authorized_keys::edit(&Location::for_home(&config.home), |l| {
-            authorized_keys::append(l, dev)
-        })
-        .unwrap();
+        authorized_keys::add_line(&Location::for_home(&config.home), dev).unwrap();
         sweep(&config.home, &config.state_dir, 1120).unwrap();
         let text = authorized(&config);
         assert!(!text.contains(old.pairing_id()));
