@@ -423,7 +423,7 @@ fn an_expiry_racing_accept_never_loses_an_enrollment() {
             .write_all(format!("{line}\n").as_bytes())
             .unwrap();
         std::thread::sleep(Duration::from_millis(rng.below(15)));
-        let expired = ceremony.expire().unwrap();
+        let expired = ceremony.end().unwrap();
         let output = child.wait_with_output().unwrap();
         let answer = String::from_utf8_lossy(&output.stdout).into_owned();
         let text = std::fs::read_to_string(home.join(".ssh/authorized_keys")).unwrap();
@@ -533,7 +533,7 @@ fn staggered_accepts_never_hide_the_enrollment() {
         });
         assert_eq!(&enrolled.line, line);
         assert!(enrolled.appended);
-        assert_eq!(ceremony.expire().unwrap(), Some(enrolled));
+        assert_eq!(ceremony.end().unwrap(), Some(enrolled));
         ceremony.end().unwrap();
     }
     println!(

@@ -5,8 +5,9 @@
 //! exactly one stdout line, `HERDR-ENROLL:OK:<SHA256:…>` (exit 0) or
 //! `HERDR-ENROLL:ERR:<unknown_pairing|expired|invalid_key|no_input>`
 //! (exit 1), with a human-readable detail on stderr. The enrollment itself
-//! (append the Device Key, drop the bootstrap line, record `enrolled/`,
-//! drop `pending/`) happens inside the authorized_keys lock, so it is single
+//! (record `enrolled/`, append the Device Key, drop the bootstrap line,
+//! drop `pending/`, in that order, so that the key file is the truth: see
+//! `enroll`) happens inside the authorized_keys lock, so it is single
 //! use even against a concurrent `accept` or a racing expiry. A Device Key
 //! that is already authorized (any line with its blob, options or not) is
 //! not appended again; the answer is still OK and the record says
@@ -181,11 +182,19 @@ pub fn accept(
         return Err(AcceptError::Expired(pairing_id.clone()));
     }
     let key = submitted_key(&read_submission(stdin, timeout))?;
+    ceremony::pause_point("accept");
     enroll(&location, &state, pairing_id, pending.expires_at, &key, now)?;
     Ok(key)
 }
 
-/// The locked step: single use, expiry re-checked, Device Key appended once.
+/// The locked step: single use, expiry re-checked, Device Key appended
+/// once. The writes go in the order that keeps the key file the truth
+/// (see `ceremony.rs`): the enrolled record first (what is about to be
+/// done), then the Device Key line (one append), then the bootstrap line's
+/// removal and the pending file's. Killed after the record, the ceremony
+/// finds a record without its key and reports nothing; killed after the
+/// key, it finds both and reports the enrollment, and this pairing stays
+/// used: a later `accept` finds the record's key present and refuses.
 fn enroll(
     location: &Location,
     state: &StateDir,
@@ -203,18 +212,23 @@ fn enroll(
     let drop_bootstrap = |locked: &authorized_keys::Locked| {
         locked
             .rewrite(|lines| authorized_keys::remove_pairing(lines, pairing_id))
-            .map_err(|e| internal(&e))
+            .map_err(|e| internal(&e))?;
+        state.remove_pending(pairing_id).map_err(|e| internal(&e))
     };
+    let earlier = state.read_enrolled(pairing_id);
+    if let ceremony::Verdict::Enrolled(_) =
+        ceremony::judge(earlier.as_ref(), &lines, ceremony::Moment::Settled)
+    {
+        // An earlier accept got its key in and was killed before its
+        // cleanup: the pairing is used.
+        drop_bootstrap(&locked)?;
+        return Err(AcceptError::AlreadyUsed(pairing_id.to_owned()));
+    }
     if now() > expires_at {
         drop_bootstrap(&locked)?;
-        state.remove_pending(pairing_id).map_err(|e| internal(&e))?;
         return Err(AcceptError::Expired(pairing_id.to_owned()));
     }
     let appended = !authorized_keys::has_blob(&lines, &key.blob_base64);
-    // The record first: if the popup's expiry runs right after we release
-    // the lock it must find it. If the key line cannot be added, undo it.
-    // The key line is one append and the bootstrap line's removal a
-    // checked rewrite, so a line someone else adds meanwhile stays.
     state
         .write_enrolled(&EnrolledRecord {
             pairing_id: pairing_id.to_owned(),
@@ -224,12 +238,16 @@ fn enroll(
             appended: Some(appended),
         })
         .map_err(|e| internal(&e))?;
+    ceremony::pause_point("record");
     if appended && let Err(e) = locked.append(&key.line) {
         let _ = state.remove_enrolled(pairing_id);
         return Err(internal(&e));
     }
-    drop_bootstrap(&locked)?;
-    state.remove_pending(pairing_id).map_err(|e| internal(&e))?;
+    ceremony::pause_point("key");
+    // The Device Key is in: the enrollment happened, so it is answered OK
+    // even if this cleanup fails (the ceremony's end removes the line
+    // again, and the record keeps the pairing single-use meanwhile).
+    let _ = drop_bootstrap(&locked);
     Ok(())
 }
 
@@ -459,6 +477,50 @@ mod tests {
         assert!(!enrolled.appended);
         assert!(!ceremony::revoke_device(&config.home, &enrolled).unwrap());
         assert_eq!(authorized(&config), format!("{mine}\n"), "revoke keeps it");
+    }
+
+    #[test]
+    fn a_record_without_its_key_does_not_use_the_pairing_and_one_with_it_does() {
+        let (_scratch, config) = setup("stale");
+        let ceremony = ceremony::begin_at(&config, 1000).unwrap();
+        let id = ceremony.pairing_id().to_owned();
+        let state = StateDir::new(&config.state_dir);
+        // What an accept killed between its record and its key line left.
+        let stale = EnrolledRecord {
+            pairing_id: id.clone(),
+            expires_at: 1120,
+            fingerprint: "SHA256:killed".into(),
+            line: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKilledKilledKilledKilledKilledKilledKill killed".into(),
+            appended: Some(true),
+        };
+        state.write_enrolled(&stale).unwrap();
+        assert!(ceremony.poll_enrolled().is_none(), "no key, no enrollment");
+        let key = submit(&config, &id, &device_line(), 1001).unwrap();
+        assert_eq!(
+            state.read_enrolled(&id).unwrap().fingerprint,
+            key.fingerprint
+        );
+        // What an accept killed after its key line left: the pending file
+        // and the bootstrap line are back, but the pairing is used.
+        state
+            .write_pending(&crate::pair::state::Pending {
+                pairing_id: id.clone(),
+                expires_at: 1120,
+                public_line: ceremony.public_line(),
+            })
+            .unwrap();
+        let other = format!(
+            "{} other",
+            BootstrapKey::from_seed([4; 32]).unwrap().public_line()
+        );
+        let again = submit(&config, &id, &other, 1002).unwrap_err();
+        assert_eq!(again, AcceptError::AlreadyUsed(id.clone()));
+        assert!(!state.pending_exists(&id));
+        assert_eq!(authorized(&config), format!("{}\n", device_line()));
+        assert_eq!(
+            ceremony.end().unwrap().map(|e| e.fingerprint),
+            Some(key.fingerprint)
+        );
     }
 
     #[test]
