@@ -8,7 +8,10 @@
 //! (record `enrolled/`, append the Device Key, drop the bootstrap line,
 //! drop `pending/`, in that order, so that the key file is the truth: see
 //! `enroll`) happens inside the authorized_keys lock, so it is single
-//! use even against a concurrent `accept` or a racing expiry. A Device Key
+//! use even against a concurrent `accept` or a racing expiry. The
+//! Bootstrap Key itself (this ceremony's, or any other bootstrap line's)
+//! is refused as a Device Key (`invalid_key`): its seed is in the Pairing
+//! Code, so it would log in forever. A Device Key
 //! that is already authorized (any line with its blob, options or not) is
 //! not appended again; the answer is still OK and the record says
 //! `appended: false`, so the starter offers no revoke for a line it did not
@@ -44,7 +47,7 @@ use crate::base::sys;
 use crate::cli::AcceptArgs;
 use crate::pair::authorized_keys::{self, Location};
 use crate::pair::ceremony;
-use crate::pair::device_key::{self, DeviceKey};
+use crate::pair::device_key::{self, DeviceKey, DeviceKeyError};
 use crate::pair::state::{EnrolledRecord, StateDir};
 
 /// Stop reading stdin after this many characters without a newline.
@@ -182,9 +185,25 @@ pub fn accept(
         return Err(AcceptError::Expired(pairing_id.clone()));
     }
     let key = submitted_key(&read_submission(stdin, timeout))?;
+    // The Pairing Code prints this key's seed: as a Device Key it would
+    // let anyone who saw the code log in for good.
+    if authorized_keys::key_blob_of(pending.public_line.as_bytes())
+        == Some(key.blob_base64.as_bytes())
+    {
+        return Err(AcceptError::InvalidKey(DeviceKeyError::BootstrapKey));
+    }
     ceremony::pause_point("accept");
     enroll(&location, &state, pairing_id, pending.expires_at, &key, now)?;
     Ok(key)
+}
+
+/// Whether a Bootstrap Key line among `lines` (one with a
+/// `herdr-pairing:` marker, of any ceremony) carries `blob`.
+fn is_bootstrap_blob(lines: &[Vec<u8>], blob: &str) -> bool {
+    lines.iter().any(|line| {
+        authorized_keys::marker_of(line).is_some()
+            && authorized_keys::key_blob_of(line) == Some(blob.as_bytes())
+    })
 }
 
 /// The locked step: single use, expiry re-checked, Device Key appended
@@ -227,6 +246,9 @@ fn enroll(
     if now() > expires_at {
         drop_bootstrap(&locked)?;
         return Err(AcceptError::Expired(pairing_id.to_owned()));
+    }
+    if is_bootstrap_blob(&lines, &key.blob_base64) {
+        return Err(AcceptError::InvalidKey(DeviceKeyError::BootstrapKey));
     }
     let appended = !authorized_keys::has_blob(&lines, &key.blob_base64);
     state
@@ -477,6 +499,32 @@ mod tests {
         assert!(!enrolled.appended);
         assert!(!ceremony::revoke_device(&config.home, &enrolled).unwrap());
         assert_eq!(authorized(&config), format!("{mine}\n"), "revoke keeps it");
+    }
+
+    #[test]
+    fn a_bootstrap_key_is_refused_as_a_device_key() {
+        let (_scratch, config) = setup("bootkey");
+        let other = ceremony::begin_at(&config, 1000).unwrap();
+        let ceremony = ceremony::begin_at(&config, 1000).unwrap();
+        let id = ceremony.pairing_id().to_owned();
+        for (public_line, whose) in [
+            (ceremony.public_line(), "this ceremony's"),
+            (other.public_line(), "another ceremony's"),
+        ] {
+            let error = submit(&config, &id, &format!("{public_line} phone\n"), 1001).unwrap_err();
+            assert_eq!(error.code(), Some("invalid_key"), "{whose}");
+            assert_eq!(
+                error.detail(),
+                "rejected Device Key line: key is a Bootstrap Key, not a Device Key"
+            );
+        }
+        assert!(
+            authorized(&config).contains(&id),
+            "a refusal keeps the line"
+        );
+        assert!(ceremony.poll_enrolled().is_none());
+        submit(&config, &id, &device_line(), 1001).unwrap();
+        assert_eq!(ceremony.end().unwrap().map(|e| e.line), Some(device_line()));
     }
 
     #[test]

@@ -33,7 +33,8 @@
 //! removing by a temp file swapped in only over the file it read, keeping
 //! every line it did not add, also those others write meanwhile. An
 //! enrollment is reported exactly when the key file holds its key, however
-//! the ceremony ends. A Bootstrap Key is authorized for exactly one
+//! the ceremony ends. The Bootstrap Key is never a Device Key. A Bootstrap
+//! Key is authorized for exactly one
 //! forced command and lives until its expiry at most; every way out of a
 //! ceremony removes it. Seeds never reach stdout/stderr except inside the
 //! Pairing Code.
