@@ -10,7 +10,9 @@
 //! that gathers the inputs (keys, ticks, background answers), feeds them to
 //! the machine and performs the effects it returns on the ceremony, the
 //! terminal, the clipboard and the clock. Whatever way it ends, the active
-//! Bootstrap Key is removed and the terminal restored.
+//! Bootstrap Key is removed and the terminal restored, and a device the
+//! ceremony's end finds enrolled is shown (a key on the QR screen) or
+//! printed after the terminal is restored (a signal), never dropped.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};

@@ -16,8 +16,9 @@
 //! - On the fatal screen any key fails the popup (exit 1); everywhere else
 //!   `q`, escape and Ctrl-C close it. Closing always ends the ceremony
 //!   (the loop's job); it never revokes an enrolled Device Key. On the QR
-//!   screen they first end the ceremony under the lock (`Cancelling`): a
-//!   device that enrolled since the last poll is shown, not closed over.
+//!   screen every key but `c` closes, after ending the ceremony under the
+//!   lock (`Cancelling`): a device that enrolled since the last poll is
+//!   shown, not closed over.
 //! - `Qr` is entered only with a running ceremony, so the QR screen is the
 //!   only phase that polls for an enrollment and watches the expiry.
 //! - An enrollment seen by the poll wins over the expiry; an enrollment
@@ -278,13 +279,16 @@ impl Popup {
         if self.in_flight() {
             return Vec::new();
         }
+        // Every key but `c` closes the QR screen. A device may have
+        // enrolled since the last poll: the locked end says, and an
+        // enrollment is shown instead of closing.
+        if let Phase::Qr(state) = &self.phase
+            && key != Key::Char('c')
+        {
+            self.phase = Phase::Cancelling(state.clone());
+            return vec![Effect::ExpireCeremony];
+        }
         if is_quit(key) {
-            // A device may have enrolled since the last poll: the locked
-            // end says, and an enrollment is shown instead of closing.
-            if let Phase::Qr(state) = &self.phase {
-                self.phase = Phase::Cancelling(state.clone());
-                return vec![Effect::ExpireCeremony];
-            }
             return vec![Effect::Close];
         }
         match &self.phase {
@@ -579,7 +583,7 @@ mod tests {
 
     #[test]
     fn quitting_the_qr_screen_ends_the_ceremony_and_shows_what_enrolled() {
-        for key in QUIT_KEYS {
+        for key in QUIT_KEYS.into_iter().chain([Key::Enter, Key::Char('x')]) {
             // Nothing enrolled (or the end failed): the popup closes.
             for outcome in [Ok(None), Err("lock timeout".to_owned())] {
                 let mut popup = in_phase(Phase::Qr(qr_state()));
@@ -830,8 +834,15 @@ mod tests {
             Key::Char('r'),
             Key::Other,
         ] {
+            // The close goes through the locked end of the ceremony.
+            let mut popup = on_qr();
             assert_eq!(
-                on_qr().step(Input::Key(key)),
+                popup.step(Input::Key(key)),
+                vec![Effect::ExpireCeremony],
+                "{key:?}"
+            );
+            assert_eq!(
+                popup.step(Input::CeremonyExpired(Ok(None))),
                 vec![Effect::Close],
                 "{key:?}"
             );
