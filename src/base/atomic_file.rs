@@ -486,6 +486,8 @@ fn replace_from_temp(
     if drift(identity, &now, || starts_with(old, &read.contents)) == Drift::Replaced {
         return Ok(Replace::Changed);
     }
+    #[cfg(test)]
+    test_hooks::run(&test_hooks::BEFORE_SWAP, path);
     if sys::exchange(temp, path)? {
         // `temp` now names what `path` named at the swap.
         let displaced = Identity::of(&fs::symlink_metadata(temp)?);
@@ -504,6 +506,8 @@ fn replace_from_temp(
     // the instant before the swap), then what a writer that had opened it
     // before the swap wrote a moment later.
     let carried = carry_over_from(old, identity.size, path)?;
+    #[cfg(test)]
+    test_hooks::run(&test_hooks::AFTER_SWAP, path);
     sync_parent(path);
     std::thread::sleep(SETTLE);
     carry_over_from(old, carried, path)?;
@@ -962,12 +966,29 @@ impl Drop for LockFile {
 #[cfg(test)]
 mod test_hooks {
     use std::cell::Cell;
+    use std::path::Path;
     use std::time::Duration;
 
     thread_local! {
         pub static ATTEMPTS: Cell<u32> = const { Cell::new(0) };
         pub static PAUSE_BEFORE_TAKEOVER: Cell<Duration> = const { Cell::new(Duration::ZERO) };
         pub static TAKEOVER_UNLINK_FAILS: Cell<bool> = const { Cell::new(false) };
+        /// Runs once just before a checked replace swaps (another writer
+        /// acting in that instant).
+        pub static BEFORE_SWAP: Cell<SwapHook> = const { Cell::new(None) };
+        /// Runs once right after a checked replace swapped and carried
+        /// over what it found (a writer that opened the old file before).
+        pub static AFTER_SWAP: Cell<SwapHook> = const { Cell::new(None) };
+    }
+
+    /// A test's action at a point of a checked replace.
+    pub type SwapHook = Option<Box<dyn FnOnce(&Path)>>;
+
+    /// Runs `hook` once if a test set it.
+    pub fn run(hook: &'static std::thread::LocalKey<Cell<SwapHook>>, path: &Path) {
+        if let Some(f) = hook.with(Cell::take) {
+            f(path);
+        }
     }
 }
 
@@ -1424,6 +1445,69 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names.len(), 2, "no temp file left: {names:?}");
+    }
+
+    #[test]
+    fn a_save_in_the_instant_before_the_swap_is_put_back() {
+        let dir = temp_dir("swap-race");
+        let path = dir.join("f");
+        fs::write(&path, b"a\nboot\n").unwrap();
+        let read = snapshot(&path).unwrap();
+        // An editor's save lands between the check and the swap.
+        test_hooks::BEFORE_SWAP.with(|h| {
+            h.set(Some(Box::new(|path: &Path| {
+                let saved = path.with_file_name("saved");
+                fs::write(&saved, b"a\nboot\nsaved\n").unwrap();
+                fs::rename(&saved, path).unwrap();
+            })));
+        });
+        assert_eq!(
+            replace_checked(&path, &read, b"a\n").unwrap(),
+            Replace::Changed
+        );
+        assert_eq!(
+            fs::read(&path).unwrap(),
+            b"a\nboot\nsaved\n",
+            "theirs is back"
+        );
+        // The retry, as `authorized_keys` does it, reads theirs.
+        let read = snapshot(&path).unwrap();
+        assert_eq!(
+            replace_checked(&path, &read, b"a\nsaved\n").unwrap(),
+            Replace::Done
+        );
+        assert_eq!(fs::read(&path).unwrap(), b"a\nsaved\n");
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1, "no temp file left");
+    }
+
+    #[test]
+    fn a_line_written_to_the_old_file_after_the_swap_is_carried_over() {
+        let dir = temp_dir("late");
+        let path = dir.join("f");
+        fs::write(&path, b"a\nboot\n").unwrap();
+        // A `>>` that opened the file before the swap and writes after it.
+        let late = OpenOptions::new().append(true).open(&path).unwrap();
+        let read = snapshot(&path).unwrap();
+        test_hooks::AFTER_SWAP.with(|h| {
+            h.set(Some(Box::new(move |_: &Path| {
+                let mut late = late;
+                late.write_all(b"late\n").unwrap();
+            })));
+        });
+        assert_eq!(
+            replace_checked(&path, &read, b"a\n").unwrap(),
+            Replace::Done
+        );
+        assert_eq!(fs::read(&path).unwrap(), b"a\nlate\n");
+        // A line the new file holds already is not carried twice (an
+        // editor that read the old file and saved over ours has it).
+        let read = snapshot(&path).unwrap();
+        append_line(&path, b"kept", 0o600).unwrap();
+        assert_eq!(
+            replace_checked(&path, &read, b"kept\n").unwrap(),
+            Replace::Done
+        );
+        assert_eq!(fs::read(&path).unwrap(), b"kept\n");
     }
 
     #[test]
