@@ -122,10 +122,18 @@ fn edit_retrying(
     location: &Location,
     change: impl Fn(&[Vec<u8>]) -> authorized_keys::Edited,
 ) -> u32 {
+    locked_retrying(location, |locked| locked.rewrite(&change).map(drop))
+}
+
+/// Runs `step` under the lock, retrying lock timeouts; returns how many.
+fn locked_retrying(
+    location: &Location,
+    step: impl Fn(&authorized_keys::Locked) -> Result<(), EditError>,
+) -> u32 {
     let mut timeouts = 0;
     loop {
-        match authorized_keys::edit(location, &change) {
-            Ok(_) => return timeouts,
+        match authorized_keys::Locked::acquire(location).and_then(|locked| step(&locked)) {
+            Ok(()) => return timeouts,
             Err(EditError::Lock(_)) => timeouts += 1,
             Err(e) => panic!("edit failed: {e}"),
         }
@@ -151,18 +159,18 @@ fn run_worker(home: &Path, worker: usize, operations: usize) {
                 let line = format!(
                     "restrict,command=\"'/h' accept --state-dir '/s' --pairing-id {id}\" ssh-ed25519 AAAAboot{worker}x{n} herdr-pairing:{id}:exp:{exp}"
                 );
-                edit_retrying(&location, |l| authorized_keys::append(l, &line))
+                locked_retrying(&location, |locked| locked.append(&line))
             }
             1 => edit_retrying(&location, |l| authorized_keys::remove_pairing(l, &id)),
             2 => edit_retrying(&location, |l| authorized_keys::sweep_expired(l, now)),
             3 => edit_retrying(&location, |l| authorized_keys::revoke_blob(l, &blob)),
             _ => {
                 let line = format!("ssh-ed25519 {blob} device{worker}");
-                edit_retrying(&location, |l| {
-                    if authorized_keys::has_blob(l, &blob) {
-                        None
+                locked_retrying(&location, |locked| {
+                    if authorized_keys::has_blob(&locked.read()?, &blob) {
+                        Ok(())
                     } else {
-                        authorized_keys::append(l, &line)
+                        locked.append(&line)
                     }
                 })
             }
@@ -415,7 +423,7 @@ fn an_expiry_racing_accept_never_loses_an_enrollment() {
             .write_all(format!("{line}\n").as_bytes())
             .unwrap();
         std::thread::sleep(Duration::from_millis(rng.below(15)));
-        let expired = ceremony.expire().unwrap();
+        let expired = ceremony.end().unwrap();
         let output = child.wait_with_output().unwrap();
         let answer = String::from_utf8_lossy(&output.stdout).into_owned();
         let text = std::fs::read_to_string(home.join(".ssh/authorized_keys")).unwrap();
@@ -525,10 +533,179 @@ fn staggered_accepts_never_hide_the_enrollment() {
         });
         assert_eq!(&enrolled.line, line);
         assert!(enrolled.appended);
-        assert_eq!(ceremony.expire().unwrap(), Some(enrolled));
+        assert_eq!(ceremony.end().unwrap(), Some(enrolled));
         ceremony.end().unwrap();
     }
     println!(
         "{rounds} rounds of {ACCEPTS} staggered accepts: one enrollment each, reported every time ({late_refusals} refusals said already used)"
     );
+}
+
+/// The numbers of the lines `tag` wrote that are in `text`, each counted.
+fn numbered(text: &str, tag: &str) -> std::collections::BTreeMap<usize, usize> {
+    let mut seen = std::collections::BTreeMap::new();
+    for line in text.lines() {
+        if let Some(n) = line
+            .strip_prefix("ssh-ed25519 AAAA")
+            .and_then(|rest| rest.strip_prefix(tag))
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse::<usize>().ok())
+        {
+            *seen.entry(n).or_insert(0) += 1;
+        }
+    }
+    seen
+}
+
+/// A writer that knows nothing of heeler's lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outsider {
+    /// `>>` (ssh-copy-id): opens the file `O_APPEND` and writes one
+    /// numbered line, every 2 ms.
+    Appender,
+    /// An editor's save: reads the whole file, adds a numbered line and
+    /// renames its copy over the file, every 5 ms.
+    Editor,
+}
+
+impl Outsider {
+    fn tag(self) -> &'static str {
+        match self {
+            Outsider::Appender => "append",
+            Outsider::Editor => "editor",
+        }
+    }
+
+    /// Writes line `n`.
+    fn write(self, file: &Path, n: usize) {
+        let line = format!("ssh-ed25519 AAAA{}{n} outsider\n", self.tag());
+        match self {
+            Outsider::Appender => {
+                let mut out = std::fs::OpenOptions::new().append(true).open(file).unwrap();
+                out.write_all(line.as_bytes()).unwrap();
+            }
+            Outsider::Editor => {
+                let saved = file.with_file_name("authorized_keys.editor-save");
+                let mut text = std::fs::read(file).unwrap();
+                text.extend_from_slice(line.as_bytes());
+                std::fs::write(&saved, &text).unwrap();
+                std::fs::rename(&saved, file).unwrap();
+            }
+        }
+    }
+
+    fn period(self) -> Duration {
+        match self {
+            Outsider::Appender => Duration::from_millis(2),
+            Outsider::Editor => Duration::from_millis(5),
+        }
+    }
+}
+
+/// Runs `ceremonies` ceremonies while `outsider` writes, then checks that
+/// every line it wrote is in the file exactly once and the user's own
+/// lines are intact. The ceremonies are the library's own steps, as the
+/// commands run them: `begin` (the bootstrap line), `accept` (the record,
+/// the Device Key line, the bootstrap line's removal) and `end`. An
+/// editor's save may drop heeler's own lines, as any editor would; those
+/// are not counted.
+fn ceremonies_beside(outsider: Outsider, ceremonies: usize) {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let home = temp_home(&format!("beside-{}", outsider.tag()));
+    write_initial(&home, false);
+    let file = home.join(".ssh/authorized_keys");
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (file, stop) = (file.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut n = 0;
+            while !stop.load(Ordering::SeqCst) {
+                outsider.write(&file, n);
+                n += 1;
+                std::thread::sleep(outsider.period());
+            }
+            n
+        })
+    };
+    let state = home.join("state");
+    let config = heeler::pair::ceremony::CeremonyConfig::new(
+        &home,
+        &state,
+        Path::new(env!("CARGO_BIN_EXE_heeler")),
+    );
+    let started = Instant::now();
+    for round in 0..ceremonies {
+        let ceremony = heeler::pair::ceremony::begin(&config).unwrap();
+        let seed = [u8::try_from(round % 250).unwrap() + 1; 32];
+        let device = format!(
+            "{} ceremony{round}",
+            BootstrapKey::from_seed(seed).unwrap().public_line()
+        );
+        let (mut phone, stdin) = std::os::unix::net::UnixStream::pair().unwrap();
+        phone.write_all(format!("{device}\n").as_bytes()).unwrap();
+        let request = heeler::pair::accept::Request {
+            state_dir: Some(state.clone()),
+            pairing_id: Some(ceremony.pairing_id().to_owned()),
+            home: Some(home.to_path_buf()),
+        };
+        let answer = heeler::pair::accept::accept(
+            &request,
+            stdin,
+            Duration::from_secs(5),
+            &heeler::base::clock::unix_seconds,
+        );
+        assert!(answer.is_ok(), "round {round}: {answer:?}");
+        let _ = ceremony.end();
+    }
+    let took = started.elapsed();
+    stop.store(true, Ordering::SeqCst);
+    let written = writer.join().unwrap();
+    let bytes = std::fs::read(&file).unwrap();
+    let text = String::from_utf8_lossy(&bytes);
+    let seen = numbered(&text, outsider.tag());
+    let missing: Vec<usize> = (0..written).filter(|n| !seen.contains_key(n)).collect();
+    let doubled: Vec<usize> = seen
+        .iter()
+        .filter(|(_, count)| **count > 1)
+        .map(|(n, _)| *n)
+        .collect();
+    println!(
+        "{ceremonies} ceremonies in {took:?} beside {outsider:?}: it wrote {written} lines, {} lost, {} doubled",
+        missing.len(),
+        doubled.len()
+    );
+    assert!(
+        missing.is_empty() && doubled.is_empty(),
+        "{outsider:?}: lost {missing:?}, doubled {doubled:?}"
+    );
+    assert!(written > ceremonies, "the {outsider:?} ran throughout");
+    let foreign: Vec<Vec<u8>> = authorized_keys::split_lines(&bytes)
+        .into_iter()
+        .filter(|l| foreign_lines().contains(l))
+        .collect();
+    assert_eq!(
+        foreign,
+        foreign_lines(),
+        "the user's own lines, in order, once"
+    );
+}
+
+/// ssh-copy-id's `>>` against 200 ceremonies: no line lost or doubled.
+#[test]
+fn ceremonies_lose_no_line_a_concurrent_appender_writes() {
+    if std::env::var(ROLE_ENV).is_ok() {
+        return;
+    }
+    ceremonies_beside(Outsider::Appender, 200);
+}
+
+/// An editor saving by rename against 200 ceremonies: no line of its
+/// saves lost or doubled.
+#[test]
+fn ceremonies_lose_no_line_a_concurrent_editor_saves() {
+    if std::env::var(ROLE_ENV).is_ok() {
+        return;
+    }
+    ceremonies_beside(Outsider::Editor, 200);
 }

@@ -529,6 +529,24 @@ fn enrollment_end_to_end_with_retries_restrictions_and_replay() {
     assert_eq!(text(&invalid.stdout), "HERDR-ENROLL:ERR:invalid_key\n");
     assert!(text(&invalid.stderr).contains("rejected Device Key line"));
     assert_eq!(invalid.status.code(), Some(1));
+    // The Bootstrap Key itself, offered as the Device Key: its seed is in
+    // the printed code, so it is refused, and the line stays.
+    let itself = rig.ssh(
+        &pairing.key_file,
+        format!("{} phone\n", derived.trim()).as_bytes(),
+        &[],
+    );
+    assert_eq!(
+        text(&itself.stdout),
+        "HERDR-ENROLL:ERR:invalid_key\n",
+        "{}",
+        text(&itself.stderr)
+    );
+    assert!(
+        text(&itself.stderr).contains("key is a Bootstrap Key, not a Device Key"),
+        "{}",
+        text(&itself.stderr)
+    );
 
     // The Bootstrap Key runs nothing but the forced command...
     let marker = rig.root.join("pwned");

@@ -72,9 +72,26 @@ impl Dirs {
         BufReader<std::process::ChildStdout>,
         pairing_code::Payload,
     ) {
+        self.start_paused(ttl, None)
+    }
+
+    /// [`Dirs::start`], the process stopping once at `pause` (a
+    /// `HEELER_TEST_PAUSE` value).
+    fn start_paused(
+        &self,
+        ttl: Option<&str>,
+        pause: Option<String>,
+    ) -> (
+        Child,
+        BufReader<std::process::ChildStdout>,
+        pairing_code::Payload,
+    ) {
         let mut cmd = self.command(&["pair", "--no-ui", "--address", "192.0.2.7"]);
         if let Some(ttl) = ttl {
             cmd.env("HEELER_TEST_PAIRING_TTL_SECONDS", ttl);
+        }
+        if let Some(pause) = pause {
+            cmd.env("HEELER_TEST_PAUSE", pause);
         }
         let mut child = cmd.spawn().unwrap();
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
@@ -623,4 +640,299 @@ fn accept_with_an_empty_home_enrolls_into_the_passwd_home() {
     assert!(rest.starts_with("enrolled SHA256:"), "{rest}");
     assert!(rest.ends_with(" empty-home\n"), "{rest}");
     assert_eq!(user.authorized_keys(), format!("{device_line}\n"));
+}
+
+/// A test-only pause point (`HEELER_TEST_PAUSE=<step>:<file>`, debug
+/// builds): the process creates the file when it reaches the step and
+/// waits there until the file is removed.
+struct Pause {
+    step: &'static str,
+    file: PathBuf,
+}
+
+impl Pause {
+    fn new(dirs: &Dirs, step: &'static str) -> Pause {
+        Pause {
+            step,
+            file: dirs.root.join(format!("paused-{step}")),
+        }
+    }
+
+    fn env(&self) -> String {
+        format!("{}:{}", self.step, self.file.display())
+    }
+
+    /// Waits until the process stands at the step (a generous bound, so a
+    /// process that never gets there fails the test instead of hanging).
+    fn reached(&self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !self.file.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "never paused at {}",
+                self.step
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
+    fn resume(&self) {
+        std::fs::remove_file(&self.file).unwrap();
+    }
+}
+
+/// What the test does to `accept` at its pause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// SIGKILL `accept` there; `pair` runs on to its (short) expiry.
+    KillAccept,
+    /// SIGTERM `pair` while `accept` stands there, then let `accept` go on.
+    CancelPair,
+}
+
+const DEVICE_SEED: [u8; 32] = [9; 32];
+
+fn device_line() -> String {
+    format!(
+        "{} phone",
+        heeler::pair::bootstrap_key::BootstrapKey::from_seed(DEVICE_SEED)
+            .unwrap()
+            .public_line()
+    )
+}
+
+/// One ceremony in which `accept` stops at `step` and the test does
+/// `stop`; returns `pair`'s status, its stdout after the code, the
+/// accept's stdout, and the key file.
+fn ceremony_stopped_at(step: &'static str, stop: Stop) -> (Option<i32>, String, String, String) {
+    let dirs = Dirs::new(&format!("stop-{step}-{stop:?}"));
+    // `pair` stops after its first poll, so nothing it does races the
+    // steps below; a short TTL ends it when no signal does.
+    let parked = Pause::new(&dirs, "poll");
+    let ttl = (stop == Stop::KillAccept).then_some("4");
+    let (mut pair, mut stdout, _) = dirs.start_paused(ttl, Some(parked.env()));
+    parked.reached();
+    let id = pairing_id_of(&dirs.authorized_keys());
+    let at = Pause::new(&dirs, step);
+    let state = dirs.root.join("state");
+    let mut accept = dirs
+        .command(&[
+            "accept",
+            "--state-dir",
+            state.to_str().unwrap(),
+            "--pairing-id",
+            &id,
+        ])
+        .env("HEELER_TEST_PAUSE", at.env())
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    accept
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(format!("{}\n", device_line()).as_bytes())
+        .unwrap();
+    at.reached();
+    match stop {
+        Stop::KillAccept => {
+            accept.kill().unwrap();
+            parked.resume();
+        }
+        Stop::CancelPair => {
+            assert!(kill("TERM", &pair).success());
+            // `pair` wakes with the signal pending and ends the ceremony,
+            // waiting for the lock while `accept` holds it (past `record`
+            // and `key`). At `accept` no lock is held yet: `pair` ends
+            // first, then `accept` goes on.
+            parked.resume();
+            if step == "accept" {
+                pair.wait().unwrap();
+            }
+            at.resume();
+        }
+    }
+    let accepted = accept.wait_with_output().unwrap();
+    let status = pair.wait().unwrap();
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    let err = stderr_of(&mut pair);
+    println!("{step} {stop:?}: pair {status:?} {rest:?} {err:?}");
+    let leftovers: Vec<String> = ["pending", "enrolled"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(state.join(d)).into_iter().flatten())
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(leftovers.is_empty(), "state left: {leftovers:?}");
+    let keys = dirs.authorized_keys();
+    assert!(
+        !keys.contains("herdr-pairing:"),
+        "the bootstrap line is gone: {keys}"
+    );
+    (
+        status.code(),
+        rest,
+        String::from_utf8_lossy(&accepted.stdout).into_owned(),
+        keys,
+    )
+}
+
+fn assert_enrolled(rest: &str, keys: &str) {
+    assert!(rest.starts_with("enrolled SHA256:"), "{rest:?}");
+    assert!(rest.ends_with(" phone\n"), "{rest:?}");
+    assert_eq!(keys, format!("{}\n", device_line()), "the key is there");
+}
+
+#[test]
+fn an_accept_killed_before_its_key_line_is_no_enrollment() {
+    // Killed before it takes the lock, or between its record and its key
+    // line: `pair` reports nothing and expires; no key was added.
+    for step in ["accept", "record"] {
+        let (status, rest, answer, keys) = ceremony_stopped_at(step, Stop::KillAccept);
+        assert_eq!(status, Some(1), "{step}: the code expired");
+        assert_eq!(rest, "", "{step}: no enrollment reported");
+        assert_eq!(answer, "", "{step}: killed before answering");
+        assert_eq!(keys, "", "{step}: no key");
+    }
+}
+
+#[test]
+fn an_accept_killed_after_its_key_line_is_reported() {
+    let (status, rest, answer, keys) = ceremony_stopped_at("key", Stop::KillAccept);
+    assert_eq!(status, Some(0));
+    assert_eq!(answer, "", "killed before answering");
+    assert_enrolled(&rest, &keys);
+}
+
+#[test]
+fn a_cancel_at_any_step_of_accept_reports_what_the_key_file_holds() {
+    // Cancelled while `accept` has only read the key: `pair` ends the
+    // ceremony first, and `accept` then finds it over.
+    let (status, rest, answer, keys) = ceremony_stopped_at("accept", Stop::CancelPair);
+    assert_eq!(status, Some(143));
+    assert_eq!(rest, "");
+    assert_eq!(answer, "HERDR-ENROLL:ERR:unknown_pairing\n");
+    assert_eq!(keys, "");
+    // Cancelled while `accept` holds the lock, after its record or its
+    // key line: `pair` waits for it and reports the enrollment.
+    for step in ["record", "key"] {
+        let (status, rest, answer, keys) = ceremony_stopped_at(step, Stop::CancelPair);
+        assert_eq!(status, Some(143), "{step}");
+        assert!(
+            answer.starts_with("HERDR-ENROLL:OK:SHA256:"),
+            "{step}: {answer}"
+        );
+        assert_enrolled(&rest, &keys);
+    }
+}
+
+#[test]
+fn a_signal_right_after_an_enrollment_reports_it() {
+    // `pair` stands between two polls (the pause), `accept` enrolls, and
+    // SIGTERM arrives before the next poll: the enrollment is reported,
+    // the key kept, and the status is the signal's.
+    let dirs = Dirs::new("signal-after-ok");
+    let parked = Pause::new(&dirs, "poll");
+    let (mut pair, mut stdout, _) = dirs.start_paused(None, Some(parked.env()));
+    parked.reached();
+    let id = pairing_id_of(&dirs.authorized_keys());
+    let state = dirs.root.join("state");
+    let mut accept = dirs
+        .command(&[
+            "accept",
+            "--state-dir",
+            state.to_str().unwrap(),
+            "--pairing-id",
+            &id,
+        ])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    accept
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(format!("{}\n", device_line()).as_bytes())
+        .unwrap();
+    let answer = accept.wait_with_output().unwrap();
+    assert!(String::from_utf8_lossy(&answer.stdout).starts_with("HERDR-ENROLL:OK:"));
+    assert!(kill("TERM", &pair).success());
+    parked.resume();
+    let status = pair.wait().unwrap();
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    let err = stderr_of(&mut pair);
+    assert_eq!(status.code(), Some(143), "{err}");
+    assert_enrolled(&rest, &dirs.authorized_keys());
+    assert!(err.contains("stays in authorized_keys"), "{err}");
+}
+
+#[test]
+fn a_record_whose_key_is_absent_is_never_reported() {
+    // What an `accept` killed between its enrolled record and its key line
+    // leaves: the record names a Device Key the key file does not hold.
+    // `pair` must not print "enrolled" for it; it expires instead.
+    let dirs = Dirs::new("record-no-key");
+    let (mut pair, mut stdout, _) = dirs.start(Some("2"));
+    let id = pairing_id_of(&dirs.authorized_keys());
+    let enrolled = dirs.root.join("state/enrolled");
+    std::fs::create_dir_all(&enrolled).unwrap();
+    std::fs::write(
+        enrolled.join(format!("{id}.json")),
+        format!(
+            "{{\"pairingId\":\"{id}\",\"expiresAt\":9999999999,\"fingerprint\":\"SHA256:x\",\"line\":\"{}\",\"appended\":true}}\n",
+            device_line()
+        ),
+    )
+    .unwrap();
+    let status = pair.wait().unwrap();
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    assert_eq!(rest, "", "no enrollment reported");
+    assert_eq!(status.code(), Some(1), "{}", stderr_of(&mut pair));
+    assert_eq!(dirs.authorized_keys(), "");
+    assert!(
+        !enrolled.join(format!("{id}.json")).exists(),
+        "the stale record went"
+    );
+}
+
+#[test]
+fn a_signal_within_the_poll_interval_after_an_ok_reports_it() {
+    // `pair` is stopped (SIGSTOP) while `accept` enrolls, then gets SIGTERM
+    // and SIGCONT: the signal is seen before the next poll (or, rarely,
+    // the poll runs first); either way the enrollment is reported and the
+    // key stays.
+    let dirs = Dirs::new("stop-then-term");
+    let (mut pair, mut stdout, _) = dirs.start(None);
+    let id = pairing_id_of(&dirs.authorized_keys());
+    assert!(kill("STOP", &pair).success());
+    let state = dirs.root.join("state");
+    let mut accept = dirs
+        .command(&[
+            "accept",
+            "--state-dir",
+            state.to_str().unwrap(),
+            "--pairing-id",
+            &id,
+        ])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    accept
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(format!("{}\n", device_line()).as_bytes())
+        .unwrap();
+    let answer = accept.wait_with_output().unwrap();
+    assert!(String::from_utf8_lossy(&answer.stdout).starts_with("HERDR-ENROLL:OK:"));
+    assert!(kill("TERM", &pair).success());
+    assert!(kill("CONT", &pair).success());
+    let status = pair.wait().unwrap();
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    let err = stderr_of(&mut pair);
+    assert!(matches!(status.code(), Some(143 | 0)), "{status:?} {err}");
+    assert_enrolled(&rest, &dirs.authorized_keys());
 }

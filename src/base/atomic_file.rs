@@ -293,6 +293,347 @@ fn write_then_rename(
     Ok(())
 }
 
+/// What tells one version of a file from another: which file it is
+/// (device and inode), how long, and when it last changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Identity {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime: (i64, i64),
+    pub ctime: (i64, i64),
+}
+
+impl Identity {
+    pub fn of(meta: &fs::Metadata) -> Identity {
+        Identity {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+}
+
+/// How the file at a path compares with the version a checked replace
+/// read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Drift {
+    /// The very version that was read.
+    Same,
+    /// The same file with bytes added at its end and the bytes read
+    /// still in front of them (someone's `>>`): the replace goes ahead
+    /// and carries the added bytes over.
+    Appended,
+    /// Another file (renamed over it), or the same one shrunk or
+    /// rewritten in place: the replace must start again from a new read.
+    Replaced,
+}
+
+/// The pure judgement of [`replace_checked`]: `read` is what was read,
+/// `now` what the path names just before the swap, `prefix_kept` whether
+/// the file still starts with the bytes read (asked only when it grew).
+pub fn drift(read: &Identity, now: &Identity, prefix_kept: impl FnOnce() -> bool) -> Drift {
+    if (read.dev, read.ino) != (now.dev, now.ino) || now.size < read.size {
+        Drift::Replaced
+    } else if now.size == read.size {
+        if (now.mtime, now.ctime) == (read.mtime, read.ctime) {
+            Drift::Same
+        } else {
+            Drift::Replaced
+        }
+    } else if prefix_kept() {
+        Drift::Appended
+    } else {
+        Drift::Replaced
+    }
+}
+
+/// A file as read for [`replace_checked`]: its bytes, its identity, and
+/// the open file itself, so bytes appended to it after the read can still
+/// be found once a new file has taken its place.
+#[derive(Debug)]
+pub struct Snapshot {
+    pub contents: Vec<u8>,
+    /// `None` when there was no file.
+    pub identity: Option<Identity>,
+    open: Option<File>,
+    mode: u32,
+    owner: Option<(u32, u32)>,
+}
+
+/// How many times [`snapshot`] re-reads a file that grew while it read.
+const SNAPSHOT_TRIES: u32 = 16;
+
+/// Reads `path` (a file, not a link: resolve it first) for a checked
+/// replace. A missing file is an empty snapshot.
+pub fn snapshot(path: &Path) -> io::Result<Snapshot> {
+    use std::io::{Read, Seek};
+    let mut file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Ok(Snapshot {
+                contents: Vec::new(),
+                identity: None,
+                open: None,
+                mode: 0o600,
+                owner: None,
+            });
+        }
+        Err(e) => return Err(e),
+    };
+    for _ in 0..SNAPSHOT_TRIES {
+        let mut contents = Vec::new();
+        file.rewind()?;
+        file.read_to_end(&mut contents)?;
+        let meta = file.metadata()?;
+        // An append between the read and the stat: read again, so the
+        // identity describes exactly the bytes in hand.
+        if meta.size() == contents.len() as u64 {
+            return Ok(Snapshot {
+                contents,
+                identity: Some(Identity::of(&meta)),
+                mode: meta.mode() & 0o777,
+                owner: Some((meta.uid(), meta.gid())),
+                open: Some(file),
+            });
+        }
+    }
+    Err(io::Error::other(format!(
+        "{} kept growing while it was read",
+        path.display()
+    )))
+}
+
+/// What [`replace_checked`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replace {
+    /// The new contents are in place (plus whatever others appended
+    /// meanwhile, carried over).
+    Done,
+    /// Another writer replaced or rewrote the file since the snapshot;
+    /// nothing was changed: read again and retry.
+    Changed,
+}
+
+/// How long after the swap [`replace_checked`] looks at the old file once
+/// more: a writer that opened it just before the swap (a `>>` between its
+/// open and its write) writes into the old file, and what it wrote is
+/// carried over into the new one.
+pub const SETTLE: Duration = Duration::from_millis(10);
+
+/// Replaces `path` (a file, not a link) with `contents` unless it changed
+/// since `read` was taken, keeping the old file's mode and, where we may,
+/// owner. The new file is written and synced beside it first; then, just
+/// before the swap, the path is checked against the snapshot ([`drift`]):
+/// another file or an in-place rewrite means [`Replace::Changed`] and
+/// nothing changes; bytes appended at the end are carried over. The swap
+/// itself is an atomic exchange where the system has one, so that a file
+/// renamed over the path in the instant between the check and the swap is
+/// found in the temp file's place, put back, and reported as
+/// [`Replace::Changed`]; elsewhere it is a rename. Appends that reach the
+/// old file during or just after the swap are carried over after
+/// [`SETTLE`]. Call it under the lock that serialises the path's writers.
+pub fn replace_checked(path: &Path, read: &Snapshot, contents: &[u8]) -> io::Result<Replace> {
+    let (temp, file) = create_temp(path, read.mode)?;
+    let result = replace_from_temp(path, read, contents, file, &temp);
+    // Ours: created with O_EXCL above. Gone already when it was renamed.
+    let _ = fs::remove_file(&temp);
+    result
+}
+
+fn replace_from_temp(
+    path: &Path,
+    read: &Snapshot,
+    contents: &[u8],
+    file: File,
+    temp: &Path,
+) -> io::Result<Replace> {
+    file.set_permissions(fs::Permissions::from_mode(read.mode))?;
+    if let Some((uid, gid)) = read.owner {
+        let ours = file.metadata()?;
+        if (ours.uid(), ours.gid()) != (uid, gid) {
+            // Best effort, as in `write_through_links`.
+            let _ = std::os::unix::fs::fchown(&file, Some(uid), Some(gid));
+        }
+    }
+    let mut writer = &file;
+    writer.write_all(contents)?;
+    // Synced before the check, so that the check and the swap are an
+    // instant apart.
+    file.sync_all()?;
+    let ours = Identity::of(&file.metadata()?);
+    drop(file);
+    let (Some(identity), Some(old)) = (&read.identity, &read.open) else {
+        // There was no file: it must still be absent, and a link refuses
+        // to replace one that appeared meanwhile.
+        return match fs::hard_link(temp, path) {
+            Ok(()) => {
+                sync_parent(path);
+                Ok(Replace::Done)
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(Replace::Changed),
+            Err(e) => Err(e),
+        };
+    };
+    let now = match fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_file() => Identity::of(&meta),
+        Ok(_) => return Ok(Replace::Changed),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Replace::Changed),
+        Err(e) => return Err(e),
+    };
+    if drift(identity, &now, || starts_with(old, &read.contents)) == Drift::Replaced {
+        return Ok(Replace::Changed);
+    }
+    #[cfg(test)]
+    test_hooks::run(&test_hooks::BEFORE_SWAP, path);
+    if sys::exchange(temp, path)? {
+        // `temp` now names what `path` named at the swap.
+        let displaced = Identity::of(&fs::symlink_metadata(temp)?);
+        if (displaced.dev, displaced.ino) != (identity.dev, identity.ino) {
+            // Renamed over in the instant before the swap: theirs goes
+            // back, with what was appended to ours meanwhile.
+            if sys::exchange(temp, path)? {
+                carry_over(temp, ours.size, path)?;
+            }
+            return Ok(Replace::Changed);
+        }
+    } else {
+        fs::rename(temp, path)?;
+    }
+    // What reached the old file since the read (an `Appended` drift, or
+    // the instant before the swap), then what a writer that had opened it
+    // before the swap wrote a moment later.
+    let carried = carry_over_from(old, identity.size, path)?;
+    #[cfg(test)]
+    test_hooks::run(&test_hooks::AFTER_SWAP, path);
+    sync_parent(path);
+    std::thread::sleep(SETTLE);
+    carry_over_from(old, carried, path)?;
+    Ok(Replace::Done)
+}
+
+/// Whether `file` starts with `prefix`.
+fn starts_with(file: &File, prefix: &[u8]) -> bool {
+    use std::os::unix::fs::FileExt;
+    let mut head = vec![0; prefix.len()];
+    file.read_exact_at(&mut head, 0).is_ok() && head == prefix
+}
+
+fn tail_of(from: &File, offset: u64) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut tail = Vec::new();
+    let mut reader = from;
+    std::io::Seek::seek(&mut reader, io::SeekFrom::Start(offset))?;
+    reader.read_to_end(&mut tail)?;
+    Ok(tail)
+}
+
+fn carry_over(from: &Path, offset: u64, to: &Path) -> io::Result<u64> {
+    carry_over_from(&File::open(from)?, offset, to)
+}
+
+/// Appends to `to` the whole lines `from` holds past `offset` (lines
+/// others appended to a file we were replacing) that `to` does not hold
+/// already (an editor that read the old file and saved over ours has
+/// them); returns the offset reached. A line still being written (no
+/// newline yet) waits for the next look.
+fn carry_over_from(from: &File, offset: u64, to: &Path) -> io::Result<u64> {
+    let mut tail = tail_of(from, offset)?;
+    let whole = tail.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    tail.truncate(whole);
+    if tail.is_empty() {
+        return Ok(offset);
+    }
+    let held = match fs::read(to) {
+        Ok(held) => held,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e),
+    };
+    let held: std::collections::HashSet<&[u8]> = held.split(|&b| b == b'\n').collect();
+    let missing: Vec<u8> = tail
+        .split_inclusive(|&b| b == b'\n')
+        .filter(|line| !held.contains(&line[..line.len() - 1]))
+        .flatten()
+        .copied()
+        .collect();
+    if !missing.is_empty() {
+        append_bytes(to, &missing, 0o600)?;
+    }
+    Ok(offset + tail.len() as u64)
+}
+
+fn sync_parent(path: &Path) {
+    if let Some(dir) = path.parent() {
+        // Durability of the rename itself; best effort.
+        if let Ok(dir) = File::open(if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        }) {
+            let _ = dir.sync_all();
+        }
+    }
+}
+
+/// Appends `line` (without its `\n`) to `path` (a file, not a link: resolve
+/// it first) as one `O_APPEND` write of the whole line and its newline,
+/// preceded by a newline when the file does not end with one; a missing
+/// file is created with `new_mode`. Nothing is read back or rewritten, so
+/// a concurrent appender (a user's `>>`) loses nothing.
+pub fn append_line(path: &Path, line: &[u8], new_mode: u32) -> io::Result<()> {
+    let mut bytes = Vec::with_capacity(line.len() + 2);
+    bytes.extend_from_slice(line);
+    bytes.push(b'\n');
+    append_bytes(path, &bytes, new_mode)
+}
+
+/// Appends `bytes` in one `O_APPEND` write (see [`append_line`]), with a
+/// newline in front when the file ends without one, and syncs.
+fn append_bytes(path: &Path, bytes: &[u8], new_mode: u32) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let file = loop {
+        match OpenOptions::new().read(true).append(true).open(path) {
+            Ok(file) => break file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        match OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create_new(true)
+            .mode(new_mode)
+            .open(path)
+        {
+            Ok(file) => {
+                file.set_permissions(fs::Permissions::from_mode(new_mode))?;
+                break file;
+            }
+            // Created by someone else meanwhile: append to theirs.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    };
+    let size = file.metadata()?.size();
+    let mut last = [b'\n'];
+    if size > 0 {
+        file.read_exact_at(&mut last, size - 1)?;
+    }
+    let mut out = Vec::with_capacity(bytes.len() + 1);
+    if last[0] != b'\n' {
+        out.push(b'\n');
+    }
+    out.extend_from_slice(bytes);
+    let mut writer = &file;
+    // One write(2): a regular file takes a small buffer whole.
+    let written = writer.write(&out)?;
+    if written != out.len() {
+        writer.write_all(&out[written..])?;
+    }
+    file.sync_all()
+}
+
 /// Creates `dir` and its missing parents; directories it creates get `mode`,
 /// existing ones are left as they are.
 pub fn create_dir_all(dir: &Path, mode: u32) -> io::Result<()> {
@@ -625,12 +966,29 @@ impl Drop for LockFile {
 #[cfg(test)]
 mod test_hooks {
     use std::cell::Cell;
+    use std::path::Path;
     use std::time::Duration;
 
     thread_local! {
         pub static ATTEMPTS: Cell<u32> = const { Cell::new(0) };
         pub static PAUSE_BEFORE_TAKEOVER: Cell<Duration> = const { Cell::new(Duration::ZERO) };
         pub static TAKEOVER_UNLINK_FAILS: Cell<bool> = const { Cell::new(false) };
+        /// Runs once just before a checked replace swaps (another writer
+        /// acting in that instant).
+        pub static BEFORE_SWAP: Cell<SwapHook> = const { Cell::new(None) };
+        /// Runs once right after a checked replace swapped and carried
+        /// over what it found (a writer that opened the old file before).
+        pub static AFTER_SWAP: Cell<SwapHook> = const { Cell::new(None) };
+    }
+
+    /// A test's action at a point of a checked replace.
+    pub type SwapHook = Option<Box<dyn FnOnce(&Path)>>;
+
+    /// Runs `hook` once if a test set it.
+    pub fn run(hook: &'static std::thread::LocalKey<Cell<SwapHook>>, path: &Path) {
+        if let Some(f) = hook.with(Cell::take) {
+            f(path);
+        }
     }
 }
 
@@ -979,6 +1337,177 @@ mod tests {
         }
         assert!(fs::symlink_metadata(name(dead, 3)).is_ok(), "not a file");
         assert_eq!(fs::read(&target).unwrap(), b"keys");
+    }
+
+    #[test]
+    fn drift_tells_appends_from_replacements() {
+        let read = Identity {
+            dev: 1,
+            ino: 2,
+            size: 10,
+            mtime: (5, 0),
+            ctime: (5, 0),
+        };
+        let never = || panic!("the prefix is asked only when the file grew");
+        assert_eq!(drift(&read, &read, never), Drift::Same);
+        let touched = Identity {
+            mtime: (6, 0),
+            ..read
+        };
+        assert_eq!(drift(&read, &touched, never), Drift::Replaced);
+        let grown = Identity {
+            size: 20,
+            mtime: (6, 0),
+            ctime: (6, 0),
+            ..read
+        };
+        assert_eq!(drift(&read, &grown, || true), Drift::Appended);
+        assert_eq!(drift(&read, &grown, || false), Drift::Replaced);
+        let shrunk = Identity { size: 9, ..read };
+        assert_eq!(drift(&read, &shrunk, never), Drift::Replaced);
+        let other = Identity { ino: 3, ..read };
+        assert_eq!(drift(&read, &other, never), Drift::Replaced);
+        let elsewhere = Identity { dev: 9, ..read };
+        assert_eq!(drift(&read, &elsewhere, never), Drift::Replaced);
+    }
+
+    #[test]
+    fn an_append_is_one_whole_line_after_a_newline() {
+        let dir = temp_dir("append");
+        let path = dir.join("f");
+        append_line(&path, b"one", 0o600).unwrap();
+        assert_eq!(existing_mode(&path).unwrap(), Some(0o600));
+        fs::write(&path, b"one\ntwo").unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
+        let before = fs::metadata(&path).unwrap().ino();
+        append_line(&path, b"three", 0o600).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"one\ntwo\nthree\n");
+        assert_eq!(fs::metadata(&path).unwrap().ino(), before, "not replaced");
+        assert_eq!(existing_mode(&path).unwrap(), Some(0o640));
+        append_line(&path, b"four", 0o600).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"one\ntwo\nthree\nfour\n");
+    }
+
+    #[test]
+    fn a_checked_replace_carries_appends_over_and_refuses_a_replaced_file() {
+        let dir = temp_dir("checked");
+        let path = dir.join("f");
+        fs::write(&path, b"a\nb\n").unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
+        // Unchanged: replaced, mode kept.
+        let read = snapshot(&path).unwrap();
+        assert_eq!(read.contents, b"a\nb\n");
+        assert_eq!(
+            replace_checked(&path, &read, b"a\n").unwrap(),
+            Replace::Done
+        );
+        assert_eq!(fs::read(&path).unwrap(), b"a\n");
+        assert_eq!(existing_mode(&path).unwrap(), Some(0o640));
+        // Someone's `>>` after the read: carried over.
+        let read = snapshot(&path).unwrap();
+        append_line(&path, b"theirs", 0o600).unwrap();
+        assert_eq!(replace_checked(&path, &read, b"").unwrap(), Replace::Done);
+        assert_eq!(fs::read(&path).unwrap(), b"theirs\n");
+        // An editor's save (a rename over it) after the read: nothing
+        // changes, and the caller is told to read again.
+        let read = snapshot(&path).unwrap();
+        fs::write(dir.join("saved"), b"theirs\nsaved\n").unwrap();
+        fs::rename(dir.join("saved"), &path).unwrap();
+        assert_eq!(
+            replace_checked(&path, &read, b"mine\n").unwrap(),
+            Replace::Changed
+        );
+        assert_eq!(fs::read(&path).unwrap(), b"theirs\nsaved\n");
+        // An in-place rewrite of the same length: read again too.
+        let read = snapshot(&path).unwrap();
+        File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(SystemTime::now() - Duration::from_secs(60))
+            .unwrap();
+        assert_eq!(
+            replace_checked(&path, &read, b"mine\n").unwrap(),
+            Replace::Changed
+        );
+        // A file that appeared after a read that found none is kept.
+        let fresh = dir.join("fresh");
+        let read = snapshot(&fresh).unwrap();
+        assert!(read.identity.is_none());
+        fs::write(&fresh, b"theirs\n").unwrap();
+        assert_eq!(
+            replace_checked(&fresh, &read, b"mine\n").unwrap(),
+            Replace::Changed
+        );
+        assert_eq!(fs::read(&fresh).unwrap(), b"theirs\n");
+        let names: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "no temp file left: {names:?}");
+    }
+
+    #[test]
+    fn a_save_in_the_instant_before_the_swap_is_put_back() {
+        let dir = temp_dir("swap-race");
+        let path = dir.join("f");
+        fs::write(&path, b"a\nboot\n").unwrap();
+        let read = snapshot(&path).unwrap();
+        // An editor's save lands between the check and the swap.
+        test_hooks::BEFORE_SWAP.with(|h| {
+            h.set(Some(Box::new(|path: &Path| {
+                let saved = path.with_file_name("saved");
+                fs::write(&saved, b"a\nboot\nsaved\n").unwrap();
+                fs::rename(&saved, path).unwrap();
+            })));
+        });
+        assert_eq!(
+            replace_checked(&path, &read, b"a\n").unwrap(),
+            Replace::Changed
+        );
+        assert_eq!(
+            fs::read(&path).unwrap(),
+            b"a\nboot\nsaved\n",
+            "theirs is back"
+        );
+        // The retry, as `authorized_keys` does it, reads theirs.
+        let read = snapshot(&path).unwrap();
+        assert_eq!(
+            replace_checked(&path, &read, b"a\nsaved\n").unwrap(),
+            Replace::Done
+        );
+        assert_eq!(fs::read(&path).unwrap(), b"a\nsaved\n");
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1, "no temp file left");
+    }
+
+    #[test]
+    fn a_line_written_to_the_old_file_after_the_swap_is_carried_over() {
+        let dir = temp_dir("late");
+        let path = dir.join("f");
+        fs::write(&path, b"a\nboot\n").unwrap();
+        // A `>>` that opened the file before the swap and writes after it.
+        let late = OpenOptions::new().append(true).open(&path).unwrap();
+        let read = snapshot(&path).unwrap();
+        test_hooks::AFTER_SWAP.with(|h| {
+            h.set(Some(Box::new(move |_: &Path| {
+                let mut late = late;
+                late.write_all(b"late\n").unwrap();
+            })));
+        });
+        assert_eq!(
+            replace_checked(&path, &read, b"a\n").unwrap(),
+            Replace::Done
+        );
+        assert_eq!(fs::read(&path).unwrap(), b"a\nlate\n");
+        // A line the new file holds already is not carried twice (an
+        // editor that read the old file and saved over ours has it).
+        let read = snapshot(&path).unwrap();
+        append_line(&path, b"kept", 0o600).unwrap();
+        assert_eq!(
+            replace_checked(&path, &read, b"kept\n").unwrap(),
+            Replace::Done
+        );
+        assert_eq!(fs::read(&path).unwrap(), b"kept\n");
     }
 
     #[test]

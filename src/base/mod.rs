@@ -2,8 +2,10 @@
 //! operating system below `std`.
 //!
 //! - `atomic_file.rs`: every file heeler rewrites (temp file, sync, rename,
-//!   exact modes, through symbolic links, the sweep of leftover temp files)
-//!   and the `LockFile` (an `O_EXCL` lock file held under `flock`) around
+//!   exact modes, through symbolic links, the sweep of leftover temp files;
+//!   for a file others write without our lock, the checked replace that
+//!   keeps their writes and whole-line `O_APPEND` appends) and the
+//!   `LockFile` (an `O_EXCL` lock file held under `flock`) around
 //!   read-modify-write cycles.
 //! - `json.rs`: the insertion-ordered JSON value, an exact parser and a
 //!   printer byte-identical to `JSON.stringify`.

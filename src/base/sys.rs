@@ -360,6 +360,51 @@ pub fn try_lock_exclusive(file: &std::fs::File) -> std::io::Result<bool> {
     }
 }
 
+/// Atomically swaps the files at `a` and `b` (both must exist): Linux
+/// `renameat2(RENAME_EXCHANGE)`, macOS `renamex_np(RENAME_SWAP)`.
+/// `Ok(false)` when the system or the file system cannot swap (then
+/// nothing happened and the caller falls back to a plain rename).
+pub(crate) fn exchange(a: &std::path::Path, b: &std::path::Path) -> io::Result<bool> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &std::path::Path| {
+        std::ffi::CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path holds a NUL byte"))
+    };
+    let (a, b) = (c(a)?, c(b)?);
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    // SAFETY: both paths are NUL-terminated and outlive the call; the raw
+    // syscall (the libc wrapper is missing from older musl) takes two
+    // directory descriptors (AT_FDCWD), two path pointers and a flag word,
+    // and touches no other memory of ours.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    #[cfg(target_vendor = "apple")]
+    // SAFETY: both paths are NUL-terminated and outlive the call;
+    // renamex_np only reads them.
+    let rc = i64::from(unsafe { libc::renamex_np(a.as_ptr(), b.as_ptr(), libc::RENAME_SWAP) });
+    #[cfg(not(any(target_os = "linux", target_os = "android", target_vendor = "apple")))]
+    let rc: i64 = {
+        let _ = (a, b);
+        return Ok(false);
+    };
+    if rc == 0 {
+        return Ok(true);
+    }
+    let err = io::Error::last_os_error();
+    match err.raw_os_error() {
+        Some(libc::EINVAL | libc::ENOSYS | libc::ENOTSUP) => Ok(false),
+        _ => Err(err),
+    }
+}
+
 /// Makes `command` start in a new session (`setsid`), detached from the
 /// caller's terminal and process group, so it outlives an SSH session.
 pub fn detach_on_spawn(command: &mut std::process::Command) {

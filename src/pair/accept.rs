@@ -5,9 +5,13 @@
 //! exactly one stdout line, `HERDR-ENROLL:OK:<SHA256:…>` (exit 0) or
 //! `HERDR-ENROLL:ERR:<unknown_pairing|expired|invalid_key|no_input>`
 //! (exit 1), with a human-readable detail on stderr. The enrollment itself
-//! (append the Device Key, drop the bootstrap line, record `enrolled/`,
-//! drop `pending/`) happens inside the authorized_keys lock, so it is single
-//! use even against a concurrent `accept` or a racing expiry. A Device Key
+//! (record `enrolled/`, append the Device Key, drop the bootstrap line,
+//! drop `pending/`, in that order, so that the key file is the truth: see
+//! `enroll`) happens inside the authorized_keys lock, so it is single
+//! use even against a concurrent `accept` or a racing expiry. The
+//! Bootstrap Key itself (this ceremony's, or any other bootstrap line's)
+//! is refused as a Device Key (`invalid_key`): its seed is in the Pairing
+//! Code, so it would log in forever. A Device Key
 //! that is already authorized (any line with its blob, options or not) is
 //! not appended again; the answer is still OK and the record says
 //! `appended: false`, so the starter offers no revoke for a line it did not
@@ -43,7 +47,7 @@ use crate::base::sys;
 use crate::cli::AcceptArgs;
 use crate::pair::authorized_keys::{self, Location};
 use crate::pair::ceremony;
-use crate::pair::device_key::{self, DeviceKey};
+use crate::pair::device_key::{self, DeviceKey, DeviceKeyError};
 use crate::pair::state::{EnrolledRecord, StateDir};
 
 /// Stop reading stdin after this many characters without a newline.
@@ -181,11 +185,35 @@ pub fn accept(
         return Err(AcceptError::Expired(pairing_id.clone()));
     }
     let key = submitted_key(&read_submission(stdin, timeout))?;
+    // The Pairing Code prints this key's seed: as a Device Key it would
+    // let anyone who saw the code log in for good.
+    if authorized_keys::key_blob_of(pending.public_line.as_bytes())
+        == Some(key.blob_base64.as_bytes())
+    {
+        return Err(AcceptError::InvalidKey(DeviceKeyError::BootstrapKey));
+    }
+    ceremony::pause_point("accept");
     enroll(&location, &state, pairing_id, pending.expires_at, &key, now)?;
     Ok(key)
 }
 
-/// The locked step: single use, expiry re-checked, Device Key appended once.
+/// Whether a Bootstrap Key line among `lines` (one with a
+/// `herdr-pairing:` marker, of any ceremony) carries `blob`.
+fn is_bootstrap_blob(lines: &[Vec<u8>], blob: &str) -> bool {
+    lines.iter().any(|line| {
+        authorized_keys::marker_of(line).is_some()
+            && authorized_keys::key_blob_of(line) == Some(blob.as_bytes())
+    })
+}
+
+/// The locked step: single use, expiry re-checked, Device Key appended
+/// once. The writes go in the order that keeps the key file the truth
+/// (see `ceremony.rs`): the enrolled record first (what is about to be
+/// done), then the Device Key line (one append), then the bootstrap line's
+/// removal and the pending file's. Killed after the record, the ceremony
+/// finds a record without its key and reports nothing; killed after the
+/// key, it finds both and reports the enrollment, and this pairing stays
+/// used: a later `accept` finds the record's key present and refuses.
 fn enroll(
     location: &Location,
     state: &StateDir,
@@ -200,23 +228,29 @@ fn enroll(
         return Err(AcceptError::AlreadyUsed(pairing_id.to_owned()));
     }
     let lines = locked.read().map_err(|e| internal(&e))?;
-    let without_bootstrap = authorized_keys::remove_pairing(&lines, pairing_id);
-    let changed = without_bootstrap.is_some();
-    let without_bootstrap = without_bootstrap.unwrap_or(lines);
+    let drop_bootstrap = |locked: &authorized_keys::Locked| {
+        locked
+            .rewrite(|lines| authorized_keys::remove_pairing(lines, pairing_id))
+            .map_err(|e| internal(&e))?;
+        state.remove_pending(pairing_id).map_err(|e| internal(&e))
+    };
+    let earlier = state.read_enrolled(pairing_id);
+    if let ceremony::Verdict::Enrolled(_) =
+        ceremony::judge(earlier.as_ref(), &lines, ceremony::Moment::Settled)
+    {
+        // An earlier accept got its key in and was killed before its
+        // cleanup: the pairing is used.
+        drop_bootstrap(&locked)?;
+        return Err(AcceptError::AlreadyUsed(pairing_id.to_owned()));
+    }
     if now() > expires_at {
-        if changed {
-            locked.write(&without_bootstrap).map_err(|e| internal(&e))?;
-        }
-        state.remove_pending(pairing_id).map_err(|e| internal(&e))?;
+        drop_bootstrap(&locked)?;
         return Err(AcceptError::Expired(pairing_id.to_owned()));
     }
-    let appended = !authorized_keys::has_blob(&without_bootstrap, &key.blob_base64);
-    let mut new_lines = without_bootstrap;
-    if appended {
-        new_lines.push(key.line.as_bytes().to_vec());
+    if is_bootstrap_blob(&lines, &key.blob_base64) {
+        return Err(AcceptError::InvalidKey(DeviceKeyError::BootstrapKey));
     }
-    // The record first: if the popup's expiry runs right after we release
-    // the lock it must find it. If the key file write fails, undo it.
+    let appended = !authorized_keys::has_blob(&lines, &key.blob_base64);
     state
         .write_enrolled(&EnrolledRecord {
             pairing_id: pairing_id.to_owned(),
@@ -226,11 +260,16 @@ fn enroll(
             appended: Some(appended),
         })
         .map_err(|e| internal(&e))?;
-    if let Err(e) = locked.write(&new_lines) {
+    ceremony::pause_point("record");
+    if appended && let Err(e) = locked.append(&key.line) {
         let _ = state.remove_enrolled(pairing_id);
         return Err(internal(&e));
     }
-    state.remove_pending(pairing_id).map_err(|e| internal(&e))?;
+    ceremony::pause_point("key");
+    // The Device Key is in: the enrollment happened, so it is answered OK
+    // even if this cleanup fails (the ceremony's end removes the line
+    // again, and the record keeps the pairing single-use meanwhile).
+    let _ = drop_bootstrap(&locked);
     Ok(())
 }
 
@@ -460,6 +499,76 @@ mod tests {
         assert!(!enrolled.appended);
         assert!(!ceremony::revoke_device(&config.home, &enrolled).unwrap());
         assert_eq!(authorized(&config), format!("{mine}\n"), "revoke keeps it");
+    }
+
+    #[test]
+    fn a_bootstrap_key_is_refused_as_a_device_key() {
+        let (_scratch, config) = setup("bootkey");
+        let other = ceremony::begin_at(&config, 1000).unwrap();
+        let ceremony = ceremony::begin_at(&config, 1000).unwrap();
+        let id = ceremony.pairing_id().to_owned();
+        for (public_line, whose) in [
+            (ceremony.public_line(), "this ceremony's"),
+            (other.public_line(), "another ceremony's"),
+        ] {
+            let error = submit(&config, &id, &format!("{public_line} phone\n"), 1001).unwrap_err();
+            assert_eq!(error.code(), Some("invalid_key"), "{whose}");
+            assert_eq!(
+                error.detail(),
+                "rejected Device Key line: key is a Bootstrap Key, not a Device Key"
+            );
+        }
+        assert!(
+            authorized(&config).contains(&id),
+            "a refusal keeps the line"
+        );
+        assert!(ceremony.poll_enrolled().is_none());
+        submit(&config, &id, &device_line(), 1001).unwrap();
+        assert_eq!(ceremony.end().unwrap().map(|e| e.line), Some(device_line()));
+    }
+
+    #[test]
+    fn a_record_without_its_key_does_not_use_the_pairing_and_one_with_it_does() {
+        let (_scratch, config) = setup("stale");
+        let ceremony = ceremony::begin_at(&config, 1000).unwrap();
+        let id = ceremony.pairing_id().to_owned();
+        let state = StateDir::new(&config.state_dir);
+        // What an accept killed between its record and its key line left.
+        let stale = EnrolledRecord {
+            pairing_id: id.clone(),
+            expires_at: 1120,
+            fingerprint: "SHA256:killed".into(),
+            line: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKilledKilledKilledKilledKilledKilledKill killed".into(),
+            appended: Some(true),
+        };
+        state.write_enrolled(&stale).unwrap();
+        assert!(ceremony.poll_enrolled().is_none(), "no key, no enrollment");
+        let key = submit(&config, &id, &device_line(), 1001).unwrap();
+        assert_eq!(
+            state.read_enrolled(&id).unwrap().fingerprint,
+            key.fingerprint
+        );
+        // What an accept killed after its key line left: the pending file
+        // and the bootstrap line are back, but the pairing is used.
+        state
+            .write_pending(&crate::pair::state::Pending {
+                pairing_id: id.clone(),
+                expires_at: 1120,
+                public_line: ceremony.public_line(),
+            })
+            .unwrap();
+        let other = format!(
+            "{} other",
+            BootstrapKey::from_seed([4; 32]).unwrap().public_line()
+        );
+        let again = submit(&config, &id, &other, 1002).unwrap_err();
+        assert_eq!(again, AcceptError::AlreadyUsed(id.clone()));
+        assert!(!state.pending_exists(&id));
+        assert_eq!(authorized(&config), format!("{}\n", device_line()));
+        assert_eq!(
+            ceremony.end().unwrap().map(|e| e.fingerprint),
+            Some(key.fingerprint)
+        );
     }
 
     #[test]

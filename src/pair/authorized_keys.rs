@@ -1,18 +1,32 @@
 //! Every edit heeler makes to `~/.ssh/authorized_keys`, through one door.
 //!
 //! That file is the user's, and losing a line locks them out of their own
-//! machine, so every edit is: take the exclusive lock file
+//! machine; and heeler is not its only writer: `ssh-copy-id` and a user's
+//! `>>` append to it without any lock, and an editor saves it by rename.
+//! So every edit takes the exclusive lock file
 //! `~/.ssh/authorized_keys.herdr-pairing.lock` (stale-lock takeover, the
-//! Node plugin's policy, so the two interoperate), read, apply a pure edit
-//! to the list of lines, and only if it changed write a temp file and
-//! rename it over the original with the original's mode (0600 for a new
-//! file), so sshd's StrictModes keeps accepting it. `~/.ssh` is created 0700
-//! when missing. A symbolic link (home-manager, config management) stays a
-//! link: the file it points at is the one replaced, with its temp file
-//! beside it, so a later revoke still applies where sshd reads. A writer
-//! that was killed leaves a temp copy, which may hold a revoked key; the
-//! next write sweeps such leftovers under the lock (the rule is
-//! `atomic_file`'s).
+//! Node plugin's policy, so the two interoperate), and then:
+//!
+//! - an addition (the bootstrap line, a Device Key) is one `O_APPEND`
+//!   write of the whole line ([`add_line`], [`Locked::append`]), with a
+//!   newline in front when the file does not end with one: nothing is read
+//!   back and rewritten, so no one else's append can be lost;
+//! - a removal (the bootstrap line after a ceremony, a sweep, a revoke)
+//!   reads the file, applies a pure edit to its lines and, only if that
+//!   changed them, writes a temp file with the original's mode (0600 for a
+//!   new file, so sshd's StrictModes keeps accepting it) and swaps it in
+//!   only if the file is still the one it read: lines appended meanwhile
+//!   are carried over, and a file renamed over it meanwhile (an editor's
+//!   save) makes it read again, a bounded number of times
+//!   ([`Locked::rewrite`]; the check and the swap are `atomic_file`'s
+//!   [`atomic_file::replace_checked`]).
+//!
+//! `~/.ssh` is created 0700 when missing. A symbolic link (home-manager,
+//! config management) stays a link: the file it points at is the one
+//! appended to or replaced, with its temp file beside it, so a later revoke
+//! still applies where sshd reads. A writer that was killed leaves a temp
+//! copy, which may hold a revoked key; the next rewrite sweeps such
+//! leftovers under the lock (the rule is `atomic_file`'s).
 //!
 //! Lines are bytes, not text: a line we do not touch is written back
 //! byte-for-byte, whatever its encoding. The file splits on `\n` with one
@@ -20,11 +34,12 @@
 //! by `\n` plus a final `\n` (or empty when no line is left): a missing
 //! final newline is added, blank lines are kept.
 //!
-//! The edits themselves (`append`, `remove_pairing`, `sweep_expired`,
-//! `remove_line`, `revoke_blob`) are pure functions over the lines; [`edit`]
-//! is the only effect. Revoking an enrolled Device Key is `remove_line`:
-//! only the exact line a ceremony appended goes, never another line that
-//! carries the same key (the user's own `from=`-restricted copy, say).
+//! The removals (`remove_pairing`, `sweep_expired`, `remove_line`,
+//! `revoke_blob`) are pure functions over the lines; [`edit`] and
+//! [`add_line`] are the effects. Revoking an enrolled Device Key is
+//! `remove_line`: only the exact line a ceremony appended goes, never
+//! another line that carries the same key (the user's own
+//! `from=`-restricted copy, say).
 
 use std::fmt;
 use std::io;
@@ -208,13 +223,6 @@ pub fn key_blob_of(line: &[u8]) -> Option<&[u8]> {
     if blob.is_empty() { None } else { Some(blob) }
 }
 
-/// Appends `line` (an edit that always changes the file).
-pub fn append(lines: &[Vec<u8>], line: &str) -> Edited {
-    let mut out = lines.to_vec();
-    out.push(line.as_bytes().to_vec());
-    Some(out)
-}
-
 /// Drops the bootstrap line(s) of one pairing id.
 pub fn remove_pairing(lines: &[Vec<u8>], pairing_id: &str) -> Edited {
     keep_only(lines, |line| {
@@ -256,9 +264,13 @@ fn keep_only(lines: &[Vec<u8>], keep: impl Fn(&[u8]) -> bool) -> Edited {
     }
 }
 
-/// Holds the authorized_keys lock; the file can be read and replaced while
-/// it lives. Other state that must change atomically with the file (the
-/// pairing state files) is written while a `Locked` is alive.
+/// How many times a removal reads and tries again when another writer
+/// replaced or rewrote the file between its read and its swap.
+pub const REWRITE_TRIES: u32 = 20;
+
+/// Holds the authorized_keys lock; the file can be read, appended to and
+/// rewritten while it lives. Other state that must change atomically with
+/// the file (the pairing state files) is written while a `Locked` is alive.
 #[derive(Debug)]
 pub struct Locked {
     location: Location,
@@ -291,35 +303,60 @@ impl Locked {
         }
     }
 
-    /// Atomically replaces the file with `lines`, keeping its mode; when
-    /// the file is a symbolic link, the file it points at is replaced and
-    /// the link kept. Leftover temp files of killed writers beside it are
-    /// swept first (we hold the lock, so none is in flight).
-    pub fn write(&self, lines: &[Vec<u8>]) -> Result<(), EditError> {
-        let fail = |e| EditError::Write(self.location.file.clone(), e);
-        let target = atomic_file::resolve_links(&self.location.file).map_err(fail)?;
+    /// The file the path stands for (the target of a symbolic link).
+    fn target(&self) -> Result<PathBuf, EditError> {
+        atomic_file::resolve_links(&self.location.file)
+            .map_err(|e| EditError::Write(self.location.file.clone(), e))
+    }
+
+    /// Appends `line` as one `O_APPEND` write (a newline first when the
+    /// file does not end with one); a new file is 0600. Nothing is
+    /// rewritten, so a line someone else appends meanwhile stays.
+    pub fn append(&self, line: &str) -> Result<(), EditError> {
+        let target = self.target()?;
+        atomic_file::append_line(&target, line.as_bytes(), 0o600)
+            .map_err(|e| EditError::Write(target, e))
+    }
+
+    /// Rewrites the file with `change` applied to its lines, keeping its
+    /// mode; when the file is a symbolic link, the file it points at is
+    /// replaced and the link kept. The swap happens only if the file is
+    /// still the one read (lines appended meanwhile are carried over);
+    /// otherwise it reads again, up to [`REWRITE_TRIES`] times. Leftover
+    /// temp files of killed writers beside it are swept first (we hold the
+    /// lock, so none is in flight). Returns whether the file changed.
+    pub fn rewrite(&self, change: impl Fn(&[Vec<u8>]) -> Edited) -> Result<bool, EditError> {
+        let target = self.target()?;
         atomic_file::sweep_stale_temps(&target);
-        // A read-only target (a Nix store file) fails here, naming it.
-        atomic_file::write_through_links(&target, &join_lines(lines), 0o600)
-            .map_err(|e| EditError::Write(target.clone(), e))?;
-        Ok(())
+        let fail = |e| EditError::Write(target.clone(), e);
+        for _ in 0..REWRITE_TRIES {
+            let snapshot = atomic_file::snapshot(&target).map_err(fail)?;
+            let Some(lines) = change(&split_lines(&snapshot.contents)) else {
+                return Ok(false);
+            };
+            // A read-only target (a Nix store file) fails here, naming it.
+            match atomic_file::replace_checked(&target, &snapshot, &join_lines(&lines))
+                .map_err(fail)?
+            {
+                atomic_file::Replace::Done => return Ok(true),
+                atomic_file::Replace::Changed => {}
+            }
+        }
+        Err(fail(io::Error::other(format!(
+            "it changed under every one of {REWRITE_TRIES} attempts"
+        ))))
     }
 }
 
-/// One locked read-edit-write cycle. Returns whether the file changed.
-pub fn edit(
-    location: &Location,
-    change: impl FnOnce(&[Vec<u8>]) -> Edited,
-) -> Result<bool, EditError> {
-    let locked = Locked::acquire(location)?;
-    let lines = locked.read()?;
-    match change(&lines) {
-        Some(new_lines) => {
-            locked.write(&new_lines)?;
-            Ok(true)
-        }
-        None => Ok(false),
-    }
+/// One locked rewrite (see [`Locked::rewrite`]). Returns whether the file
+/// changed.
+pub fn edit(location: &Location, change: impl Fn(&[Vec<u8>]) -> Edited) -> Result<bool, EditError> {
+    Locked::acquire(location)?.rewrite(change)
+}
+
+/// One locked append of `line` (see [`Locked::append`]).
+pub fn add_line(location: &Location, line: &str) -> Result<(), EditError> {
+    Locked::acquire(location)?.append(line)
 }
 
 #[cfg(test)]
@@ -404,8 +441,6 @@ mod tests {
             remove_line(&[ours.clone(), ours.clone()], &ours),
             Some(vec![])
         );
-        let appended = append(&removed, "ssh-ed25519 AAAAnew").unwrap();
-        assert_eq!(appended[..removed.len()], removed[..]);
     }
 
     #[test]
@@ -417,10 +452,10 @@ mod tests {
         assert!(!location.file.exists(), "no change writes nothing");
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&location.ssh_dir), 0o700);
-        assert!(edit(&location, |l| append(l, BOOT)).unwrap());
+        add_line(&location, BOOT).unwrap();
         assert_eq!(mode(&location.file), 0o600);
         std::fs::set_permissions(&location.file, std::fs::Permissions::from_mode(0o640)).unwrap();
-        assert!(edit(&location, |l| append(l, "ssh-ed25519 AAAAx")).unwrap());
+        add_line(&location, "ssh-ed25519 AAAAx").unwrap();
         assert_eq!(mode(&location.file), 0o640);
         assert!(edit(&location, |l| remove_pairing(l, "ab12")).unwrap());
         assert_eq!(
@@ -435,7 +470,7 @@ mod tests {
         use std::os::unix::fs::MetadataExt;
         let scratch = crate::base::scratch::ScratchDir::new("ak-owner");
         let location = Location::for_home(scratch.path());
-        assert!(edit(&location, |l| append(l, "ssh-ed25519 AAAAmine")).unwrap());
+        add_line(&location, "ssh-ed25519 AAAAmine").unwrap();
         // Another owner and group than the writer's: only root may set
         // them, so elsewhere there is nothing to prove.
         let (uid, gid) = (4242, 4343);
@@ -448,7 +483,7 @@ mod tests {
             println!("SKIPPED: cannot give the file another owner (not root)");
             return;
         }
-        assert!(edit(&location, |l| append(l, BOOT)).unwrap());
+        add_line(&location, BOOT).unwrap();
         assert!(edit(&location, |l| remove_pairing(l, "ab12")).unwrap());
         let meta = std::fs::metadata(&location.file).unwrap();
         assert_eq!((meta.uid(), meta.gid()), (uid, gid));
@@ -474,7 +509,7 @@ mod tests {
                 .file_type()
                 .is_symlink()
         };
-        assert!(edit(&location, |l| append(l, "ssh-ed25519 AAAAphone phone")).unwrap());
+        add_line(&location, "ssh-ed25519 AAAAphone phone").unwrap();
         assert!(is_link(), "the link survives an append");
         assert_eq!(
             std::fs::read(&real).unwrap(),
@@ -506,7 +541,14 @@ mod tests {
             .ssh_dir
             .join(format!("authorized_keys.tmp-{}-0", std::process::id()));
         std::fs::write(&live, b"in flight\n").unwrap();
-        assert!(edit(&location, |l| append(l, "ssh-ed25519 AAAAx")).unwrap());
+        add_line(&location, BOOT).unwrap();
+        add_line(&location, "ssh-ed25519 AAAAx").unwrap();
+        assert_eq!(
+            std::fs::read_dir(&location.ssh_dir).unwrap().count(),
+            3,
+            "an append sweeps nothing"
+        );
+        assert!(edit(&location, |l| remove_pairing(l, "ab12")).unwrap());
         assert!(!leftover.exists(), "a dead writer's copy is swept");
         assert!(live.exists(), "a live writer's fresh temp is kept");
         assert_eq!(

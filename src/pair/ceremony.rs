@@ -15,40 +15,47 @@
 //! let bootstrap = ceremony.bootstrap();                   // seed + exp for the Pairing Code
 //! # let _ = bootstrap;
 //! loop {
-//!     if let Some(enrolled) = ceremony.poll_enrolled() {  // every ≤ 400 ms
-//!         println!("{} {:?}", enrolled.fingerprint, enrolled.comment);
-//!         // optionally: ceremony::revoke_device(home, &enrolled)?;
-//!         break;
-//!     }
-//!     if unix_seconds() >= ceremony.expires_at() {
-//!         match ceremony.expire()? {                      // locked: never races accept
-//!             Some(enrolled) => { /* enrolled at the last moment */ let _ = enrolled; }
-//!             None => { /* expired: the line is gone */ }
+//!     let seen = ceremony.poll_enrolled().is_some();      // every ≤ 400 ms
+//!     if seen || unix_seconds() >= ceremony.expires_at() /* or a signal, a cancel */ {
+//!         match ceremony.end()? {                         // locked: what the key file holds
+//!             Some(enrolled) => println!("{} {:?}", enrolled.fingerprint, enrolled.comment),
+//!             None => { /* nothing enrolled: the line is gone */ }
 //!         }
+//!         // optionally: ceremony::revoke_device(home, &enrolled)?;
 //!         break;
 //!     }
 //! #   break;
 //! }
-//! ceremony.end()?;                                        // idempotent; also on signals
 //! # Ok(()) }
 //! ```
 //!
 //! * [`begin`] writes `pending/<id>.json` first, then appends the restricted
 //!   bootstrap line (removing the pending file again if the append fails).
-//! * [`Ceremony::expire`] runs inside the authorized_keys lock, the same lock
-//!   `heeler accept` enrolls under: if an enrolled record exists it is
-//!   returned and nothing is touched; otherwise the pending file and the
-//!   bootstrap line go. An enrollment is therefore never lost to a racing
-//!   expiry: either accept saw the pending file and the record exists, or it
-//!   did not and it answered `unknown_pairing`/`expired`.
-//! * [`Ceremony::end`] removes the bootstrap line, the pending and the
-//!   enrolled file; calling it again is harmless. It never touches an
-//!   enrolled Device Key line — revoking one is [`revoke_device`].
+//! * The key file is the truth. `heeler accept` writes `enrolled/<id>.json`
+//!   (the record of what it is about to do) before it appends the Device
+//!   Key line, then removes the bootstrap line and `pending/`; a record
+//!   whose key is not in `authorized_keys` is an enrollment that did not
+//!   happen (an `accept` killed between the two writes), and [`judge`], the
+//!   pure decision every reader of a record goes through, never reports
+//!   it. A poll ([`Ceremony::poll_enrolled`]) reads the record and the key
+//!   file without the lock, so a record whose key is still missing there
+//!   means "not yet".
+//! * [`Ceremony::end`] is the one way out, whatever ends the ceremony: an
+//!   enrollment seen by the poll, the expiry, a cancel, a signal. Inside the
+//!   authorized_keys lock, the lock `heeler accept` enrolls under, it reads
+//!   the record and the key file, removes the bootstrap line, the pending
+//!   and the enrolled file, and returns the Device Key this ceremony
+//!   enrolled if the key file holds it. An enrollment is therefore never
+//!   lost to a racing expiry or signal, and never reported without its key:
+//!   either accept finished its key line before `end` took the lock, or it
+//!   finds no pending file afterwards and refuses. Calling it again is
+//!   harmless (it returns `None`). It never touches an enrolled Device Key
+//!   line — revoking one is [`revoke_device`].
 //! * `heeler accept` refusing a pairing (no pending file, or expired) calls
-//!   [`drop_bootstrap`], never [`end_pairing`]: the enrolled record belongs
-//!   to the ceremony's starter, and a second session on the connection that
-//!   enrolled (sshd does not re-check authorized_keys per session) must not
-//!   hide that enrollment from the popup or `pair --no-ui`.
+//!   [`drop_bootstrap`], never [`Ceremony::end`]: the enrolled record
+//!   belongs to the ceremony's starter, and a second session on the
+//!   connection that enrolled (sshd does not re-check authorized_keys per
+//!   session) must not hide that enrollment from the popup or `pair --no-ui`.
 //! * [`revoke_device`] removes only the exact line the ceremony appended,
 //!   and nothing when the ceremony appended none (the Device Key was
 //!   already authorized, or the record does not say): revoke never removes
@@ -56,6 +63,8 @@
 //!   line for the same key.
 //! * [`sweep`] drops expired bootstrap lines (any ceremony, e.g. of a killed
 //!   popup) and finished state files.
+//! * [`pause_point`] (debug builds only) lets a test stop a process at a
+//!   named step, so killing or cancelling there is deterministic.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -237,6 +246,94 @@ impl From<EnrolledRecord> for Enrolled {
     }
 }
 
+/// When a record is judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Moment {
+    /// A poll, without the lock: an `accept` may be between its record
+    /// and its key line.
+    Poll,
+    /// Under the authorized_keys lock (the end of a ceremony, whatever
+    /// ended it, or `accept` itself): no other `accept` is in flight, so
+    /// what the files say is final.
+    Settled,
+}
+
+/// What a ceremony's record and the key file say together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Nothing yet (a poll only).
+    Waiting,
+    /// The key file holds the Device Key this ceremony enrolled.
+    Enrolled(Enrolled),
+    /// Nothing of this ceremony is in the key file; a record, if any, is
+    /// an `accept` that died before its key line.
+    NothingEnrolled,
+}
+
+/// The one decision on an enrollment: the key file is the truth. A record
+/// that says this ceremony appended its line counts only while that exact
+/// line is in `lines`; a record that says the key was already there (or,
+/// the Node plugin's, does not say) counts while a line with its key blob
+/// is. Otherwise a poll keeps waiting and a settled look finds nothing.
+pub fn judge(record: Option<&EnrolledRecord>, lines: &[Vec<u8>], moment: Moment) -> Verdict {
+    let nothing = match moment {
+        Moment::Poll => Verdict::Waiting,
+        Moment::Settled => Verdict::NothingEnrolled,
+    };
+    let Some(record) = record else {
+        return nothing;
+    };
+    let present = if record.appended == Some(true) {
+        lines.iter().any(|l| l.as_slice() == record.line.as_bytes())
+    } else {
+        authorized_keys::key_blob_of(record.line.as_bytes()).is_some_and(|blob| {
+            lines
+                .iter()
+                .any(|l| authorized_keys::key_blob_of(l) == Some(blob))
+        })
+    };
+    if present {
+        Verdict::Enrolled(record.clone().into())
+    } else {
+        nothing
+    }
+}
+
+/// Test-only (debug builds): `HEELER_TEST_PAUSE=<step>:<file>` stops this
+/// process the first time it reaches `step`: it creates `<file>` and waits
+/// until the test removes it (at most a minute), so a test can kill or
+/// signal it exactly there. The steps: `accept` (a submission read, the
+/// lock not yet taken), `record` (the enrolled record written, the key line
+/// not yet), `key` (the key line written, the bootstrap line not yet
+/// removed), `poll` (`pair --no-ui` after a poll that found nothing).
+/// Release builds compile it to nothing: no environment can pause them.
+pub fn pause_point(step: &str) {
+    #[cfg(debug_assertions)]
+    {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        static PAUSED: AtomicBool = AtomicBool::new(false);
+        let Ok(spec) = std::env::var("HEELER_TEST_PAUSE") else {
+            return;
+        };
+        let Some((wanted, file)) = spec.split_once(':') else {
+            return;
+        };
+        if wanted != step || PAUSED.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let file = Path::new(file);
+        if std::fs::write(file, std::process::id().to_string()).is_err() {
+            return;
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while file.exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = step;
+}
+
 /// One running ceremony. `Debug` never shows the seed.
 #[derive(Debug)]
 pub struct Ceremony {
@@ -267,8 +364,7 @@ pub fn begin_at(config: &CeremonyConfig, now: i64) -> Result<Ceremony, CeremonyE
         public_line: key.public_line(),
     })?;
     let location = Location::for_home(&config.home);
-    if let Err(e) = authorized_keys::edit(&location, |lines| authorized_keys::append(lines, &line))
-    {
+    if let Err(e) = authorized_keys::add_line(&location, &line) {
         let _ = state.remove_pending(&pairing_id);
         return Err(e.into());
     }
@@ -310,46 +406,40 @@ impl Ceremony {
         }
     }
 
-    /// The enrolled device, once `heeler accept` has recorded one.
+    /// The enrolled device, once `heeler accept` has recorded one and
+    /// its key line is in `authorized_keys` (see [`judge`]). Without the
+    /// lock: a hint to call [`Ceremony::end`], which decides.
     pub fn poll_enrolled(&self) -> Option<Enrolled> {
-        self.state
-            .read_enrolled(&self.pairing_id)
-            .map(Enrolled::from)
+        let record = self.state.read_enrolled(&self.pairing_id)?;
+        let lines = match std::fs::read(&self.location.file) {
+            Ok(contents) => authorized_keys::split_lines(&contents),
+            Err(_) => Vec::new(),
+        };
+        match judge(Some(&record), &lines, Moment::Poll) {
+            Verdict::Enrolled(enrolled) => Some(enrolled),
+            Verdict::Waiting | Verdict::NothingEnrolled => None,
+        }
     }
 
-    /// Ends the TTL: under the authorized_keys lock, returns the enrolled
-    /// device if one made it in time (touching nothing), otherwise removes
-    /// the pending file and the bootstrap line and returns `None`.
-    pub fn expire(&self) -> Result<Option<Enrolled>, CeremonyError> {
+    /// Ends the ceremony, whatever ended it (an enrollment, the expiry, a
+    /// cancel, a signal): under the authorized_keys lock, judges the record
+    /// against the key file ([`judge`], settled), removes the bootstrap
+    /// line, the pending and the enrolled file, and returns the Device Key
+    /// this ceremony enrolled if the key file holds it. Idempotent: a
+    /// second call finds no record and returns `None`.
+    pub fn end(&self) -> Result<Option<Enrolled>, CeremonyError> {
         let locked = authorized_keys::Locked::acquire(&self.location)?;
-        if let Some(record) = self.state.read_enrolled(&self.pairing_id) {
-            return Ok(Some(record.into()));
-        }
-        self.state.remove_pending(&self.pairing_id)?;
+        let record = self.state.read_enrolled(&self.pairing_id);
         let lines = locked.read()?;
-        if let Some(lines) = authorized_keys::remove_pairing(&lines, &self.pairing_id) {
-            locked.write(&lines)?;
-        }
-        Ok(None)
+        let verdict = judge(record.as_ref(), &lines, Moment::Settled);
+        locked.rewrite(|lines| authorized_keys::remove_pairing(lines, &self.pairing_id))?;
+        self.state.remove_pending(&self.pairing_id)?;
+        self.state.remove_enrolled(&self.pairing_id)?;
+        Ok(match verdict {
+            Verdict::Enrolled(enrolled) => Some(enrolled),
+            Verdict::Waiting | Verdict::NothingEnrolled => None,
+        })
     }
-
-    /// Removes the bootstrap line, the pending and the enrolled file.
-    /// Idempotent.
-    pub fn end(&self) -> Result<(), CeremonyError> {
-        end_pairing(&self.location, &self.state, &self.pairing_id)
-    }
-}
-
-/// The idempotent end of a ceremony by id: the bootstrap line, the pending
-/// and the enrolled file.
-pub fn end_pairing(
-    location: &Location,
-    state: &StateDir,
-    pairing_id: &str,
-) -> Result<(), CeremonyError> {
-    drop_bootstrap(location, state, pairing_id)?;
-    state.remove_enrolled(pairing_id)?;
-    Ok(())
 }
 
 /// Removes a pairing's bootstrap line and pending file, keeping its
@@ -472,26 +562,146 @@ mod tests {
     }
 
     #[test]
-    fn expire_returns_a_racing_enrollment_untouched() {
-        let (_scratch, config) = setup("expire");
-        let ceremony = begin_at(&config, 1000).unwrap();
+    fn end_reports_an_enrollment_only_when_the_key_file_holds_it() {
+        let (_scratch, config) = setup("end");
         let state = StateDir::new(&config.state_dir);
+        let location = Location::for_home(&config.home);
+        let dev = "ssh-ed25519 AAAAdev iPhone";
+        // A record without its key line (an accept killed between them):
+        // the poll waits, the end reports nothing and clears the record.
+        let ceremony = begin_at(&config, 1000).unwrap();
         let record = EnrolledRecord {
             pairing_id: ceremony.pairing_id().into(),
             expires_at: 1120,
             fingerprint: "SHA256:f".into(),
-            line: "ssh-ed25519 AAAAdev iPhone".into(),
+            line: dev.into(),
             appended: Some(true),
         };
         state.write_enrolled(&record).unwrap();
-        let before = authorized(&config);
-        let enrolled = ceremony.expire().unwrap().unwrap();
-        assert_eq!(enrolled.comment.as_deref(), Some("iPhone"));
-        assert_eq!(authorized(&config), before);
-        state.remove_enrolled(ceremony.pairing_id()).unwrap();
-        assert_eq!(ceremony.expire().unwrap(), None);
+        assert_eq!(ceremony.poll_enrolled(), None);
+        assert_eq!(ceremony.end().unwrap(), None);
         assert_eq!(authorized(&config), "");
+        assert!(state.read_enrolled(ceremony.pairing_id()).is_none());
         assert!(!state.pending_exists(ceremony.pairing_id()));
+        // The record and its key line: reported by the poll and the end,
+        // the key kept, everything else gone; a second end finds nothing.
+        let ceremony = begin_at(&config, 1000).unwrap();
+        let record = EnrolledRecord {
+            pairing_id: ceremony.pairing_id().into(),
+            ..record
+        };
+        state.write_enrolled(&record).unwrap();
+        authorized_keys::add_line(&location, dev).unwrap();
+        let polled = ceremony.poll_enrolled().unwrap();
+        assert_eq!(polled.comment.as_deref(), Some("iPhone"));
+        assert_eq!(ceremony.end().unwrap(), Some(polled));
+        assert_eq!(authorized(&config), format!("{dev}\n"));
+        assert!(state.read_enrolled(ceremony.pairing_id()).is_none());
+        assert_eq!(ceremony.end().unwrap(), None);
+        assert_eq!(authorized(&config), format!("{dev}\n"));
+    }
+
+    fn record(line: &str, appended: Option<bool>) -> EnrolledRecord {
+        EnrolledRecord {
+            pairing_id: "p".into(),
+            expires_at: 0,
+            fingerprint: "SHA256:f".into(),
+            line: line.into(),
+            appended,
+        }
+    }
+
+    #[test]
+    fn judge_believes_the_key_file() {
+        let ours = "ssh-ed25519 AAAAdev phone";
+        let file = |text: &str| authorized_keys::split_lines(text.as_bytes());
+        let with_ours = file(&format!("ssh-rsa AAAAmine me\n{ours}\n"));
+        let restricted = file("from=\"10.0.0.0/8\" ssh-ed25519 AAAAdev mine\n");
+        let without = file("ssh-rsa AAAAmine me\n");
+        let enrolled = |r: &EnrolledRecord| Verdict::Enrolled(r.clone().into());
+        for moment in [Moment::Poll, Moment::Settled] {
+            let nothing = if moment == Moment::Poll {
+                Verdict::Waiting
+            } else {
+                Verdict::NothingEnrolled
+            };
+            // No record: nothing, whatever the file holds.
+            assert_eq!(judge(None, &with_ours, moment), nothing);
+            // Appended: only the exact line counts.
+            let appended = record(ours, Some(true));
+            assert_eq!(
+                judge(Some(&appended), &with_ours, moment),
+                enrolled(&appended)
+            );
+            assert_eq!(judge(Some(&appended), &without, moment), nothing);
+            assert_eq!(judge(Some(&appended), &restricted, moment), nothing);
+            // Already there (or a record that does not say): any line with
+            // the key's blob counts.
+            for unsaid in [Some(false), None] {
+                let known = record(ours, unsaid);
+                assert_eq!(judge(Some(&known), &restricted, moment), enrolled(&known));
+                assert_eq!(judge(Some(&known), &with_ours, moment), enrolled(&known));
+                assert_eq!(judge(Some(&known), &without, moment), nothing);
+            }
+            // A record whose line has no key blob never counts.
+            assert_eq!(judge(Some(&record("", None)), &[vec![]], moment), nothing);
+        }
+    }
+
+    /// The judge against an independent oracle over random files and
+    /// records: a line "holds" the record's key when it is byte-equal
+    /// (appended) or has the same second word after an optional options
+    /// word (otherwise); seeded, so a failure prints its seed.
+    #[test]
+    fn judge_agrees_with_a_plain_oracle_on_random_files() {
+        let seed = 0x5eed_0030_u64;
+        let mut rng = crate::base::test_rng::Rng(seed);
+        let keys = ["AAAAone", "AAAAtwo", "AAAAthree"];
+        for round in 0..2000 {
+            let key = keys[rng.below(3) as usize];
+            let line = format!("ssh-ed25519 {key} phone");
+            let appended = [Some(true), Some(false), None][rng.below(3) as usize];
+            let mut lines = Vec::new();
+            for _ in 0..rng.below(5) {
+                let other = keys[rng.below(3) as usize];
+                let shape = match rng.below(4) {
+                    0 => format!("ssh-ed25519 {other} phone"),
+                    1 => format!("no-pty ssh-ed25519 {other} x"),
+                    2 => format!("ssh-ed25519 {other}"),
+                    _ => "# a comment".to_owned(),
+                };
+                lines.push(shape.into_bytes());
+            }
+            let holds = lines.iter().any(|l| {
+                if appended == Some(true) {
+                    l.as_slice() == line.as_bytes()
+                } else {
+                    let words: Vec<&[u8]> = l.split(|b| *b == b' ').collect();
+                    let blob = if words[0].starts_with(b"ssh-") {
+                        words.get(1)
+                    } else {
+                        words.get(2)
+                    };
+                    !l.starts_with(b"#") && blob == Some(&key.as_bytes())
+                }
+            });
+            let r = record(&line, appended);
+            let settled = judge(Some(&r), &lines, Moment::Settled);
+            let expected = if holds {
+                Verdict::Enrolled(r.clone().into())
+            } else {
+                Verdict::NothingEnrolled
+            };
+            assert_eq!(
+                settled,
+                expected,
+                "seed {seed} round {round}: record {r:?}, lines {:?}",
+                lines
+                    .iter()
+                    .map(|l| String::from_utf8_lossy(l).into_owned())
+                    .collect::<Vec<_>>()
+            );
+        }
     }
 
     #[test]
@@ -500,10 +710,7 @@ mod tests {
         let old = begin_at(&config, 1000).unwrap();
         let new = begin_at(&config, 2000).unwrap();
         let dev = "ssh-ed25519 AAAAdev phone";
-        authorized_keys::edit(&Location::for_home(&config.home), |l| {
-            authorized_keys::append(l, dev)
-        })
-        .unwrap();
+        authorized_keys::add_line(&Location::for_home(&config.home), dev).unwrap();
         sweep(&config.home, &config.state_dir, 1120).unwrap();
         let text = authorized(&config);
         assert!(!text.contains(old.pairing_id()));

@@ -44,6 +44,10 @@ pub enum DeviceKeyError {
     BadBlob,
     BadComment,
     MarkerComment,
+    /// The key of a Bootstrap Key line (of this ceremony or another): its
+    /// seed is printed in every Pairing Code, so it must never log in for
+    /// good.
+    BootstrapKey,
 }
 
 impl fmt::Display for DeviceKeyError {
@@ -59,6 +63,7 @@ impl fmt::Display for DeviceKeyError {
             DeviceKeyError::MarkerComment => {
                 "comment must not end with a herdr-pairing: Bootstrap Key marker"
             }
+            DeviceKeyError::BootstrapKey => "key is a Bootstrap Key, not a Device Key",
         })
     }
 }

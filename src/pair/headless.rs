@@ -6,13 +6,19 @@
 //! when the Device Key was already authorized and the ceremony added
 //! nothing, `already authorized SHA256:… [<label>]`, exit 0); when
 //! the code expires it cleans up and exits 1; SIGINT, SIGTERM and SIGHUP
-//! remove the bootstrap line before exiting (128 + signal). Progress and
-//! hints go to stderr. `--config-only` prints a code without a Bootstrap
+//! remove the bootstrap line before exiting (128 + signal). Whatever ends
+//! the wait, the ceremony's locked end reads `authorized_keys`, and a
+//! Device Key this ceremony enrolled that is there is printed, also on a
+//! signal (then with the signal's status); an enrolled record whose key is
+//! not there (an `accept` killed between the two) is never reported
+//! ([`exit_of`], pure, decides the exit). Progress and hints go to stderr. `--config-only` prints a code without a Bootstrap
 //! Key and exits at once, with or without `--no-ui`.
 //!
 //! Test-only environment (never set these in production):
 //! `HEELER_TEST_PAIRING_TTL_SECONDS` shortens the Bootstrap Key's TTL, and
-//! `HEELER_TEST_HOST_KEY_DIR` replaces `/etc/ssh` as the host key directory.
+//! `HEELER_TEST_HOST_KEY_DIR` replaces `/etc/ssh` as the host key directory;
+//! in debug builds, `HEELER_TEST_PAUSE` stops at a named step
+//! ([`ceremony::pause_point`]).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -170,17 +176,101 @@ pub fn outcome_line(enrolled: &ceremony::Enrolled) -> String {
     }
 }
 
-fn report_enrolled(
-    ceremony: &ceremony::Ceremony,
-    enrolled: &ceremony::Enrolled,
-) -> Result<(), Failure> {
-    print_line(&outcome_line(enrolled));
-    if !enrolled.appended {
-        note("This Device Key was already authorized; nothing was added to authorized_keys.");
+/// What ended the wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    /// A poll saw an enrollment.
+    Enrolled,
+    /// The TTL ran out.
+    Expired,
+    /// A termination signal arrived.
+    Signal(i32),
+}
+
+/// How `pair --no-ui` exits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exit {
+    /// The stdout line (an enrollment).
+    pub stdout: Option<String>,
+    /// The stderr lines.
+    pub stderr: Vec<String>,
+    /// The exit status.
+    pub status: u8,
+}
+
+/// The pure exit of a ceremony from what ended it and what its locked end
+/// ([`ceremony::Ceremony::end`]) found in the key file: an enrollment is
+/// printed whatever ended the wait (a signal keeps its 128 + signal
+/// status, and says the key stays); nothing enrolled is the expiry's exit
+/// 1 or the signal's status.
+pub fn exit_of(trigger: Trigger, ended: Result<Option<ceremony::Enrolled>, String>) -> Exit {
+    let signal_status_of = |signal| signal_status(signal);
+    match ended {
+        Ok(Some(enrolled)) => {
+            let mut stderr = Vec::new();
+            if !enrolled.appended {
+                stderr.push(
+                    "This Device Key was already authorized; nothing was added to authorized_keys."
+                        .to_owned(),
+                );
+            }
+            let status = match trigger {
+                Trigger::Signal(signal) => {
+                    stderr.push(format!(
+                        "heeler pair: stopped by signal {signal}; the Bootstrap Key was removed; the Device Key above enrolled and stays in authorized_keys"
+                    ));
+                    signal_status_of(signal)
+                }
+                Trigger::Enrolled | Trigger::Expired => 0,
+            };
+            Exit {
+                stdout: Some(outcome_line(&enrolled)),
+                stderr,
+                status,
+            }
+        }
+        Ok(None) => {
+            let (line, status) = match trigger {
+                Trigger::Signal(signal) => (
+                    format!(
+                        "heeler pair: stopped by signal {signal}; the Bootstrap Key was removed"
+                    ),
+                    signal_status_of(signal),
+                ),
+                Trigger::Expired => (
+                    "heeler pair: Pairing Code expired; the Bootstrap Key was removed".to_owned(),
+                    1,
+                ),
+                Trigger::Enrolled => (
+                    "heeler pair: the enrolled Device Key is no longer in authorized_keys; the Bootstrap Key was removed".to_owned(),
+                    1,
+                ),
+            };
+            Exit {
+                stdout: None,
+                stderr: vec![line],
+                status,
+            }
+        }
+        Err(error) => {
+            let (line, status) = match trigger {
+                Trigger::Signal(signal) => (
+                    format!("heeler pair: stopped by signal {signal}; cleanup failed: {error}"),
+                    signal_status_of(signal),
+                ),
+                Trigger::Expired => (format!("heeler pair: expiry failed: {error}"), 1),
+                Trigger::Enrolled => (
+                    format!("heeler pair: cannot confirm the enrollment: {error}"),
+                    1,
+                ),
+            };
+            Exit {
+                stdout: None,
+                stderr: vec![line],
+                status,
+            }
+        }
     }
-    ceremony
-        .end()
-        .map_err(|e| fail(format!("enrolled, but cleanup failed: {e}")))
 }
 
 /// The exit status of a ceremony ended by `signal` (after its cleanup):
@@ -190,47 +280,115 @@ pub fn signal_status(signal: i32) -> u8 {
     u8::try_from(128 + signal).unwrap_or(1)
 }
 
+/// Polls until an enrollment, the expiry or a signal, then ends the
+/// ceremony under the lock and exits with what the key file holds.
 fn wait(ceremony: &ceremony::Ceremony) -> Result<(), Failure> {
-    loop {
+    let trigger = loop {
         if let Some(signal) = sys::termination_signal() {
-            let cleanup = ceremony.end();
-            let status = signal_status(signal);
-            return Err(match cleanup {
-                Ok(()) => Failure::new(
-                    format!(
-                        "heeler pair: stopped by signal {signal}; the Bootstrap Key was removed"
-                    ),
-                    status,
-                ),
-                Err(e) => Failure::new(
-                    format!("heeler pair: stopped by signal {signal}; cleanup failed: {e}"),
-                    status,
-                ),
-            });
+            break Trigger::Signal(signal);
         }
-        if let Some(enrolled) = ceremony.poll_enrolled() {
-            return report_enrolled(ceremony, &enrolled);
+        if ceremony.poll_enrolled().is_some() {
+            break Trigger::Enrolled;
         }
         if crate::base::clock::unix_seconds() >= ceremony.expires_at() {
-            return match ceremony.expire() {
-                Ok(Some(enrolled)) => report_enrolled(ceremony, &enrolled),
-                Ok(None) => {
-                    let _ = ceremony.end();
-                    Err(fail("Pairing Code expired; the Bootstrap Key was removed"))
-                }
-                Err(e) => {
-                    let _ = ceremony.end();
-                    Err(fail(format!("expiry failed: {e}")))
-                }
-            };
+            break Trigger::Expired;
         }
+        ceremony::pause_point("poll");
         std::thread::sleep(POLL_INTERVAL);
+    };
+    // A signal that arrives now changes nothing: the end reports whatever
+    // enrolled.
+    let exit = exit_of(trigger, ceremony.end().map_err(|e| e.to_string()));
+    if let Some(line) = &exit.stdout {
+        print_line(line);
+    }
+    let mut stderr = exit.stderr;
+    let last = stderr.pop();
+    for line in stderr {
+        note(&line);
+    }
+    match (last, exit.status) {
+        (None, 0) => Ok(()),
+        (Some(line), 0) => {
+            note(&line);
+            Ok(())
+        }
+        (last, status) => Err(Failure::new(last.unwrap_or_default(), status)),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn enrolled(appended: bool) -> ceremony::Enrolled {
+        ceremony::Enrolled {
+            pairing_id: "p".into(),
+            expires_at: 0,
+            fingerprint: "SHA256:f".into(),
+            line: "ssh-ed25519 AAAA phone".into(),
+            comment: Some("phone".into()),
+            appended,
+        }
+    }
+
+    #[test]
+    fn an_enrollment_is_reported_whatever_ended_the_wait() {
+        for trigger in [Trigger::Enrolled, Trigger::Expired, Trigger::Signal(15)] {
+            let exit = exit_of(trigger, Ok(Some(enrolled(true))));
+            assert_eq!(exit.stdout.as_deref(), Some("enrolled SHA256:f phone"));
+            let status = if trigger == Trigger::Signal(15) {
+                143
+            } else {
+                0
+            };
+            assert_eq!(exit.status, status, "{trigger:?}");
+        }
+        let stopped = exit_of(Trigger::Signal(2), Ok(Some(enrolled(true))));
+        assert_eq!(
+            stopped.stderr,
+            [
+                "heeler pair: stopped by signal 2; the Bootstrap Key was removed; the Device Key above enrolled and stays in authorized_keys"
+            ]
+        );
+        let known = exit_of(Trigger::Enrolled, Ok(Some(enrolled(false))));
+        assert_eq!(
+            known.stdout.as_deref(),
+            Some("already authorized SHA256:f phone")
+        );
+        assert_eq!(
+            known.stderr,
+            ["This Device Key was already authorized; nothing was added to authorized_keys."]
+        );
+    }
+
+    #[test]
+    fn nothing_enrolled_is_the_expiry_or_the_signal() {
+        let signal = exit_of(Trigger::Signal(15), Ok(None));
+        assert_eq!(
+            (signal.stdout, signal.stderr, signal.status),
+            (
+                None,
+                vec!["heeler pair: stopped by signal 15; the Bootstrap Key was removed".to_owned()],
+                143
+            )
+        );
+        let expired = exit_of(Trigger::Expired, Ok(None));
+        assert_eq!(expired.status, 1);
+        assert_eq!(
+            expired.stderr,
+            ["heeler pair: Pairing Code expired; the Bootstrap Key was removed"]
+        );
+        let vanished = exit_of(Trigger::Enrolled, Ok(None));
+        assert_eq!((vanished.stdout, vanished.status), (None, 1));
+        let failed = exit_of(Trigger::Signal(1), Err("lock timeout".into()));
+        assert_eq!(failed.status, 129);
+        assert_eq!(
+            failed.stderr,
+            ["heeler pair: stopped by signal 1; cleanup failed: lock timeout"]
+        );
+        assert_eq!(exit_of(Trigger::Expired, Err("x".into())).status, 1);
+    }
 
     #[test]
     fn the_outcome_line_tells_an_addition_from_a_key_already_there() {

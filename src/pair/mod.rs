@@ -1,13 +1,14 @@
 //! Pairing: the server side of the ceremony that enrolls a phone's Device
 //! Key in `~/.ssh/authorized_keys`, and its front ends.
 //!
-//! - `ceremony.rs`: begin / poll / expire / end / revoke / sweep, the API
-//!   both front ends use; expiry and enrollment serialise on the
+//! - `ceremony.rs`: begin / poll / end / revoke / sweep, the API both
+//!   front ends use, and `judge`, the one decision on an enrollment (the
+//!   key file is the truth); every end and enrollment serialise on the
 //!   authorized_keys lock.
 //! - `authorized_keys.rs`: the only door to `authorized_keys`: pure line
-//!   edits (append, remove by pairing id, sweep, remove one exact line,
-//!   remove by blob), the
-//!   bootstrap marker grammar, and one locked temp+rename write cycle.
+//!   edits (remove by pairing id, sweep, remove one exact line, remove by
+//!   blob), the bootstrap marker grammar, locked `O_APPEND` additions of
+//!   whole lines, and one locked checked replace for removals.
 //! - `state.rs`: the `pending/` and `enrolled/` state files and their sweep.
 //! - `bootstrap_key.rs`: the per-ceremony Ed25519 key, its public line and
 //!   pairing ids.
@@ -28,8 +29,12 @@
 //! - `popup/`: the pairing popup (`heeler pair`).
 //!
 //! Architecture invariants: `authorized_keys` is edited only through
-//! `authorized_keys.rs`, under its lock, by temp file and rename, keeping
-//! every line it did not add. A Bootstrap Key is authorized for exactly one
+//! `authorized_keys.rs`, under its lock, adding by one `O_APPEND` write and
+//! removing by a temp file swapped in only over the file it read, keeping
+//! every line it did not add, also those others write meanwhile. An
+//! enrollment is reported exactly when the key file holds its key, however
+//! the ceremony ends. The Bootstrap Key is never a Device Key. A Bootstrap
+//! Key is authorized for exactly one
 //! forced command and lives until its expiry at most; every way out of a
 //! ceremony removes it. Seeds never reach stdout/stderr except inside the
 //! Pairing Code.

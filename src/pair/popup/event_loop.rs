@@ -10,7 +10,9 @@
 //! that gathers the inputs (keys, ticks, background answers), feeds them to
 //! the machine and performs the effects it returns on the ceremony, the
 //! terminal, the clipboard and the clock. Whatever way it ends, the active
-//! Bootstrap Key is removed and the terminal restored.
+//! Bootstrap Key is removed and the terminal restored, and a device the
+//! ceremony's end finds enrolled is shown (a key on the QR screen) or
+//! printed after the terminal is restored (a signal), never dropped.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -127,9 +129,9 @@ pub fn run(args: PairArgs) -> Result<(), Failure> {
         });
         session.tailscale = Some(receiver);
     }
-    let result = session.run_loop(&keys);
-    session.close();
-    result
+    let ending = session.run_loop(&keys);
+    let unshown = session.close();
+    finish(ending, unshown)
 }
 
 fn plugin_id() -> String {
@@ -295,7 +297,7 @@ impl Session {
             Phase::Select | Phase::AwaitingLauncher(_) | Phase::Starting => {
                 screen::checklist(&self.popup.list, &self.notes())
             }
-            Phase::Qr(state) | Phase::Expiring(state) => {
+            Phase::Qr(state) | Phase::Expiring(state) | Phase::Cancelling(state) => {
                 let hint = if state.copied_until.is_some() {
                     Hint::Copied
                 } else {
@@ -342,8 +344,8 @@ impl Session {
         }
     }
 
-    fn run_loop(&mut self, keys: &Receiver<Vec<u8>>) -> Result<(), Failure> {
-        let ending = loop {
+    fn run_loop(&mut self, keys: &Receiver<Vec<u8>>) -> Ending {
+        loop {
             if let Some(signal) = sys::termination_signal() {
                 break Ending::Signal(signal);
             }
@@ -351,7 +353,7 @@ impl Session {
                 Ok(bytes) => {
                     for key in keys::decode(&bytes) {
                         if let Some(ending) = self.feed(Input::Key(key)) {
-                            return finish(ending);
+                            return ending;
                         }
                         self.flush();
                     }
@@ -364,8 +366,7 @@ impl Session {
             if let Some(ending) = self.tick() {
                 break ending;
             }
-        };
-        finish(ending)
+        }
     }
 
     /// Everything that changes without a key: background answers, the
@@ -439,12 +440,15 @@ impl Session {
                     }
                     Effect::ExpireCeremony => {
                         let outcome = match &self.ceremony {
-                            Some(ceremony) => ceremony.expire().map_err(|e| e.to_string()),
+                            Some(ceremony) => ceremony.end().map_err(|e| e.to_string()),
                             None => Ok(None),
                         };
                         inputs.push_back(Input::CeremonyExpired(outcome));
                     }
-                    Effect::EndCeremony => self.end_ceremony(),
+                    Effect::EndCeremony => {
+                        // Only after an end that found nothing enrolled.
+                        let _ = self.end_ceremony();
+                    }
                     Effect::CopyCode(code) => {
                         let copied = clipboard::copy_with_pbcopy(&code);
                         inputs.push_back(Input::CodeCopied {
@@ -532,25 +536,55 @@ impl Session {
         Ok(Box::new(QrState::new(code, qr, details, expires_at)))
     }
 
-    fn end_ceremony(&mut self) {
-        if let Some(ceremony) = self.ceremony.take() {
-            // Idempotent; a failure leaves a line that dies with its TTL and
-            // is swept at the next start.
-            let _ = ceremony.end();
-        }
+    /// Ends the running ceremony, if any, and returns the device the key
+    /// file shows it enrolled, if the popup has not shown it.
+    fn end_ceremony(&mut self) -> Option<ceremony::Enrolled> {
+        let ceremony = self.ceremony.take()?;
+        // Idempotent; a failure leaves a line that dies with its TTL and
+        // is swept at the next start.
+        let enrolled = ceremony.end().ok().flatten()?;
+        let shown = matches!(
+            self.popup.phase,
+            Phase::Enrolled(_) | Phase::Revoking(_) | Phase::Revoked(_) | Phase::RevokeFailed(_)
+        );
+        (!shown).then_some(enrolled)
     }
 
-    /// Removes the Bootstrap Key; the terminal is restored when `self` drops.
-    fn close(mut self) {
-        self.end_ceremony();
+    /// Removes the Bootstrap Key and restores the terminal (when `self`
+    /// drops); returns an enrollment the popup had not shown (a signal or
+    /// a closed terminal ended it right after the device enrolled).
+    fn close(mut self) -> Option<ceremony::Enrolled> {
+        self.end_ceremony()
     }
 }
 
-fn finish(ending: Ending) -> Result<(), Failure> {
+/// The popup's exit. An enrollment the popup could not show is printed
+/// (the key file holds it, so it is never left unreported), as
+/// `pair --no-ui` prints it.
+fn finish(ending: Ending, unshown: Option<ceremony::Enrolled>) -> Result<(), Failure> {
+    if let Some(enrolled) = &unshown {
+        let line = headless::outcome_line(enrolled);
+        let mut stdout = std::io::stdout().lock();
+        let _ = std::io::Write::write_all(&mut stdout, format!("{line}\n").as_bytes());
+        let _ = std::io::Write::flush(&mut stdout);
+    }
+    let kept = if unshown.is_some() {
+        "; the Device Key above enrolled and stays in authorized_keys"
+    } else {
+        ""
+    };
     match ending {
-        Ending::Close => Ok(()),
+        Ending::Close => {
+            if unshown.is_some() {
+                let _ = std::io::Write::write_all(
+                    &mut std::io::stderr().lock(),
+                    format!("heeler pair: closed{kept}\n").as_bytes(),
+                );
+            }
+            Ok(())
+        }
         Ending::Signal(signal) => Err(Failure::new(
-            format!("heeler pair: stopped by signal {signal}"),
+            format!("heeler pair: stopped by signal {signal}{kept}"),
             headless::signal_status(signal),
         )),
         Ending::Fail(message) => Err(fatal_failure(&message)),

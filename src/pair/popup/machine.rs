@@ -15,7 +15,10 @@
 //!   keys are ignored while a revoke or an expiry runs).
 //! - On the fatal screen any key fails the popup (exit 1); everywhere else
 //!   `q`, escape and Ctrl-C close it. Closing always ends the ceremony
-//!   (the loop's job); it never revokes an enrolled Device Key.
+//!   (the loop's job); it never revokes an enrolled Device Key. On the QR
+//!   screen every key but `c` closes, after ending the ceremony under the
+//!   lock (`Cancelling`): a device that enrolled since the last poll is
+//!   shown, not closed over.
 //! - `Qr` is entered only with a running ceremony, so the QR screen is the
 //!   only phase that polls for an enrollment and watches the expiry.
 //! - An enrollment seen by the poll wins over the expiry; an enrollment
@@ -116,8 +119,11 @@ pub enum Phase {
     Starting,
     /// The QR of a running ceremony.
     Qr(Box<QrState>),
-    /// The TTL ran out; the locked expiry runs.
+    /// The TTL ran out; the locked end of the ceremony runs.
     Expiring(Box<QrState>),
+    /// The user quit the QR screen; the locked end of the ceremony runs,
+    /// and shows an enrollment it finds instead of closing.
+    Cancelling(Box<QrState>),
     /// The code expired and the Bootstrap Key was removed.
     Expired,
     /// A device enrolled.
@@ -151,7 +157,7 @@ pub enum Input {
         unix: i64,
     },
     /// The outcome of [`Effect::ExpireCeremony`]: a device that enrolled at
-    /// the last moment, none, or the error.
+    /// the last moment (the key file holds its key), none, or the error.
     CeremonyExpired(Result<Option<Enrolled>, String>),
     /// The outcome of [`Effect::CopyCode`]: whether a clipboard took the
     /// code, at `now`.
@@ -181,7 +187,8 @@ pub enum Effect {
     },
     /// Look for an enrollment; answer [`Input::EnrollmentPolled`].
     PollEnrollment,
-    /// Run the ceremony's locked expiry; answer [`Input::CeremonyExpired`].
+    /// End the ceremony under the lock (its bootstrap line, its state) and
+    /// say what the key file holds; answer [`Input::CeremonyExpired`].
     ExpireCeremony,
     /// Remove the Bootstrap Key and the ceremony's state.
     EndCeremony,
@@ -231,7 +238,11 @@ impl Popup {
     fn in_flight(&self) -> bool {
         matches!(
             self.phase,
-            Phase::AwaitingLauncher(_) | Phase::Starting | Phase::Expiring(_) | Phase::Revoking(_)
+            Phase::AwaitingLauncher(_)
+                | Phase::Starting
+                | Phase::Expiring(_)
+                | Phase::Cancelling(_)
+                | Phase::Revoking(_)
         )
     }
 
@@ -267,6 +278,15 @@ impl Popup {
         }
         if self.in_flight() {
             return Vec::new();
+        }
+        // Every key but `c` closes the QR screen. A device may have
+        // enrolled since the last poll: the locked end says, and an
+        // enrollment is shown instead of closing.
+        if let Phase::Qr(state) = &self.phase
+            && key != Key::Char('c')
+        {
+            self.phase = Phase::Cancelling(state.clone());
+            return vec![Effect::ExpireCeremony];
         }
         if is_quit(key) {
             return vec![Effect::Close];
@@ -392,6 +412,15 @@ impl Popup {
     }
 
     fn ceremony_expired(&mut self, outcome: Result<Option<Enrolled>, String>) -> Vec<Effect> {
+        if let Phase::Cancelling(_) = self.phase {
+            return match outcome {
+                Ok(Some(enrolled)) => {
+                    self.phase = Phase::Enrolled(enrolled);
+                    vec![Effect::Repaint]
+                }
+                Ok(None) | Err(_) => vec![Effect::Close],
+            };
+        }
         if !matches!(self.phase, Phase::Expiring(_)) {
             return Vec::new();
         }
@@ -535,7 +564,6 @@ mod tests {
     fn quit_keys_close_every_screen_but_the_fatal_one() {
         let screens = [
             Phase::Select,
-            Phase::Qr(qr_state()),
             Phase::Expired,
             Phase::Enrolled(enrolled()),
             Phase::Revoked("SHA256:device".into()),
@@ -550,6 +578,31 @@ mod tests {
                     "{phase:?}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn quitting_the_qr_screen_ends_the_ceremony_and_shows_what_enrolled() {
+        for key in QUIT_KEYS.into_iter().chain([Key::Enter, Key::Char('x')]) {
+            // Nothing enrolled (or the end failed): the popup closes.
+            for outcome in [Ok(None), Err("lock timeout".to_owned())] {
+                let mut popup = in_phase(Phase::Qr(qr_state()));
+                assert_eq!(popup.step(Input::Key(key)), vec![Effect::ExpireCeremony]);
+                assert!(matches!(popup.phase, Phase::Cancelling(_)));
+                assert_eq!(popup.step(Input::Key(Key::Enter)), vec![], "in flight");
+                assert_eq!(
+                    popup.step(Input::CeremonyExpired(outcome)),
+                    vec![Effect::Close]
+                );
+            }
+            // A device enrolled since the last poll: its screen, not a close.
+            let mut popup = in_phase(Phase::Qr(qr_state()));
+            popup.step(Input::Key(key));
+            assert_eq!(
+                popup.step(Input::CeremonyExpired(Ok(Some(enrolled())))),
+                vec![Effect::Repaint]
+            );
+            assert_eq!(popup.phase, Phase::Enrolled(enrolled()));
         }
     }
 
@@ -578,6 +631,7 @@ mod tests {
             Phase::AwaitingLauncher(vec!["10.0.0.1".into()]),
             Phase::Starting,
             Phase::Expiring(qr_state()),
+            Phase::Cancelling(qr_state()),
             Phase::Revoking(enrolled()),
         ];
         for phase in phases {
@@ -780,8 +834,15 @@ mod tests {
             Key::Char('r'),
             Key::Other,
         ] {
+            // The close goes through the locked end of the ceremony.
+            let mut popup = on_qr();
             assert_eq!(
-                on_qr().step(Input::Key(key)),
+                popup.step(Input::Key(key)),
+                vec![Effect::ExpireCeremony],
+                "{key:?}"
+            );
+            assert_eq!(
+                popup.step(Input::CeremonyExpired(Ok(None))),
                 vec![Effect::Close],
                 "{key:?}"
             );
