@@ -12,6 +12,8 @@ use std::process::Command;
 
 use heeler::base::json::{self, Value};
 
+mod common;
+
 const TOKEN: &str = "a1b2c3d4e5f60718293a4b5c6d7e8f90";
 const KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8";
 const SECRET_BLOB: &str = "AAAAC3NzaC1lZDI1NTE5AAAAIBootstrapBlobThatMustNotLeak";
@@ -439,4 +441,56 @@ fn doctor_shows_the_last_hook_failures_with_their_time() {
         );
     }
     assert!(!stdout.contains(TOKEN));
+}
+
+#[test]
+fn doctor_reports_config_files_that_are_devices_or_fifos_without_reading_them() {
+    // A pair.json linked to /dev/zero was read whole (gigabytes of memory)
+    // and a FIFO at any config path blocked doctor for good.
+    let home = Home::new("devices", banner_server("SSH-2.0-OpenSSH_9.2p1\r\n"), true);
+    let config = home.root.join("config");
+    for shape in ["/dev/zero", "/dev/urandom", "FIFO"] {
+        for name in ["pair.json", "notify.json", "notifications.json"] {
+            let path = config.join(name);
+            let _ = std::fs::remove_file(&path);
+            if shape == "FIFO" {
+                let made = Command::new("mkfifo").arg(&path).status().unwrap();
+                assert!(made.success(), "mkfifo");
+            } else {
+                std::os::unix::fs::symlink(shape, &path).unwrap();
+            }
+        }
+        let output = common::output_within(
+            Command::new(env!("CARGO_BIN_EXE_heeler"))
+                .args(["doctor", "--json"])
+                .env_clear()
+                .env(
+                    "PATH",
+                    format!("{}:/usr/bin:/bin", home.root.join("bin").display()),
+                )
+                .env("HOME", home.root.join("home"))
+                .env("HERDR_PLUGIN_CONFIG_DIR", &config),
+            std::time::Duration::from_secs(60),
+        );
+        let report = json::parse(&String::from_utf8(output.stdout).unwrap()).unwrap();
+        assert_exit_matches_report(output.status.code().unwrap(), &report);
+        let unreadable = |name: &str| {
+            format!(
+                "{name} could not be read ({} is not a regular file)",
+                config.join(name).display()
+            )
+        };
+        assert_eq!(status(&report, "pair_json"), "fail", "{shape}");
+        assert_eq!(summary(&report, "pair_json"), unreadable("pair.json"));
+        assert_eq!(status(&report, "notify_json"), "warn", "{shape}");
+        assert_eq!(
+            summary(&report, "notify_json"),
+            format!("{}; defaults are used", unreadable("notify.json"))
+        );
+        assert_eq!(status(&report, "notifications_json"), "fail", "{shape}");
+        assert_eq!(
+            summary(&report, "notifications_json"),
+            unreadable("notifications.json")
+        );
+    }
 }

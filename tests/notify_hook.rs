@@ -811,3 +811,45 @@ fn every_hook_run_records_the_runtime_for_usage_queries() {
         before
     );
 }
+
+/// Puts `shape` at `path`: a link to a device, or a FIFO nobody writes.
+fn plant(path: &std::path::Path, shape: &str) {
+    let _ = std::fs::remove_file(path);
+    if shape == "FIFO" {
+        let made = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(made.success(), "mkfifo");
+    } else {
+        std::os::unix::fs::symlink(shape, path).unwrap();
+    }
+}
+
+#[test]
+fn config_files_that_are_devices_or_fifos_never_hold_the_hook() {
+    // A FIFO at notify.json or notifications.json held the hook, and so one
+    // of herdr's 32 command slots, until something wrote to it. Now each is
+    // refused at once: the settings are the defaults, the registration is
+    // absent, so the hook ends without a herdr call or a push.
+    let f = blocked_host("devices");
+    for name in ["notify.json", "notifications.json"] {
+        for shape in ["/dev/zero", "/dev/urandom", "FIFO"] {
+            // Removed first: writing settings into a FIFO would block.
+            let _ = std::fs::remove_file(f.config.join("notify.json"));
+            let _ = std::fs::remove_file(f.registration_path());
+            f.write_settings("{}");
+            plant(&f.config.join(name), shape);
+            let output = common::output_within(
+                &mut hook_command("notify-hook", &f.env(&event("w1:p1", "blocked"))),
+                std::time::Duration::from_secs(60),
+            );
+            f.settle();
+            assert!(output.status.success(), "{name} {shape}: {output:?}");
+            assert_eq!(stderr(&output), "", "{name} {shape}");
+            assert_eq!(f.failure_text(), "", "{name} {shape}");
+        }
+    }
+    assert!(f.herdr.methods().is_empty());
+    assert!(f.relay.requests().is_empty());
+}

@@ -624,3 +624,52 @@ fn accept_with_an_empty_home_enrolls_into_the_passwd_home() {
     assert!(rest.ends_with(" empty-home\n"), "{rest}");
     assert_eq!(user.authorized_keys(), format!("{device_line}\n"));
 }
+
+/// How long a command may take before the test calls it blocked.
+const BLOCKED_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Puts `shape` at `path`: a link to a device, or a FIFO nobody writes.
+fn plant(path: &Path, shape: &str) {
+    let _ = std::fs::remove_file(path);
+    if shape == "FIFO" {
+        let made = Command::new("mkfifo").arg(path).status().unwrap();
+        assert!(made.success(), "mkfifo");
+    } else {
+        std::os::unix::fs::symlink(shape, path).unwrap();
+    }
+}
+
+#[test]
+fn a_pair_json_that_is_a_device_or_a_fifo_is_refused_at_once() {
+    // A link to /dev/zero was read whole (gigabytes) and a FIFO blocked the
+    // read for good; both are now a warning and the default port.
+    let dirs = Dirs::new("devjson");
+    let pair_json = dirs.root.join("config/pair.json");
+    for shape in ["/dev/zero", "/dev/urandom", "FIFO"] {
+        plant(&pair_json, shape);
+        let output = common::output_within(
+            &mut dirs.command(&["pair", "--no-ui", "--config-only", "--address", "10.0.0.1"]),
+            BLOCKED_AFTER,
+        );
+        assert!(output.status.success(), "{shape}: {output:?}");
+        let payload = pairing_code::decode(String::from_utf8_lossy(&output.stdout).trim()).unwrap();
+        assert_eq!(payload.port, 22, "{shape}");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stderr),
+            format!(
+                "pair.json could not be read ({} is not a regular file). Advertising 22.\n",
+                pair_json.display()
+            ),
+            "{shape}"
+        );
+    }
+    // A ceremony reads it the same way: the code is printed, and SIGTERM
+    // ends it as always.
+    let (child, _stdout, payload) = dirs.start(None);
+    assert_eq!(payload.port, 22);
+    assert!(payload.bootstrap.is_some());
+    kill("TERM", &child);
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(128 + 15));
+    assert_eq!(dirs.authorized_keys(), "");
+}

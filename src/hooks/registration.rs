@@ -17,7 +17,6 @@ use crate::base::json::{self, Value};
 use crate::herdr::session::Session;
 use crate::hooks::relay;
 use crate::hooks::row_layout::{self, RowLayout};
-use crate::hooks::settings::read_capped;
 use crate::wire::envelope::NotificationKey;
 
 /// Registration files larger than this are not the app's: treated as absent.
@@ -31,7 +30,7 @@ pub fn path_in(config_dir: &Path) -> PathBuf {
 /// The parsed file when it is a v1 document with a `devices` array; `None`
 /// ("absent") for anything else, including unreadable or oversized files.
 pub fn read(path: &Path) -> Option<Value> {
-    let text = read_capped(path, MAX_FILE_BYTES)?;
+    let text = crate::base::state_file::read_config_text(path, MAX_FILE_BYTES)?;
     let value = json::parse(&text).ok()?;
     is_v1(&value).then_some(value)
 }

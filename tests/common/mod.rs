@@ -72,3 +72,49 @@ pub fn describe_under_test() -> String {
         _ => binary_under_test().display().to_string(),
     }
 }
+
+/// Runs `command` to its end and returns its output, failing the test when
+/// it has not exited within `limit` (it is killed first): a process blocked
+/// for good, such as one opening a FIFO nobody writes, never exits, and a
+/// generous limit tells that from a slow machine.
+#[allow(dead_code)]
+pub fn output_within(command: &mut Command, limit: std::time::Duration) -> std::process::Output {
+    use std::process::Stdio;
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
+    // The pipes are drained on threads, so a chatty child never blocks.
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let started = std::time::Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() < limit => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{command:?} did not exit within {limit:?}: it blocked");
+            }
+        }
+    };
+    std::process::Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    }
+}
