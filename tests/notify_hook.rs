@@ -853,3 +853,50 @@ fn config_files_that_are_devices_or_fifos_never_hold_the_hook() {
     assert!(f.herdr.methods().is_empty());
     assert!(f.relay.requests().is_empty());
 }
+
+#[test]
+fn a_flood_of_events_leaves_a_bounded_spool_and_every_panes_newest_event() {
+    // 400 events within one debounce were 400 spool entries; only the
+    // delay cap bounded them. Now the spool holds at most MAX_ENTRIES, the
+    // superseded duplicates (an older event of the same pane and status)
+    // go first, and each drop is a line in the failure log.
+    use heeler::hooks::spool::{Job, MAX_ENTRIES, Queue};
+    let f = blocked_host("flood");
+    f.write_settings(r#"{"debounce_ms":60000}"#);
+    f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
+    for i in 0..400 {
+        let pane = format!("w1:p{}", i % 50);
+        let output = hook_command("notify-hook", &f.env(&event(&pane, "blocked")))
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    let queue = Queue::of(&session_state_dir(&f.env("")).unwrap());
+    let listed = queue.list();
+    assert_eq!(listed.len(), MAX_ENTRIES);
+    let panes: std::collections::BTreeSet<String> = listed
+        .iter()
+        .filter_map(|l| queue.read(l))
+        .filter_map(|entry| match entry.job {
+            Job::Notify { event, .. } => Some(event.pane),
+            Job::Activity { .. } => None,
+        })
+        .collect();
+    assert_eq!(panes.len(), 50, "every pane's newest event is kept");
+    let log = f.failure_text();
+    assert_eq!(log.lines().count(), 400 - MAX_ENTRIES, "{log}");
+    for line in log.lines() {
+        assert!(
+            line.starts_with(&format!(
+                "notify-hook: the hook queue holds more than {MAX_ENTRIES} events; dropped "
+            )) && line.ends_with(".json (superseded)"),
+            "{line}"
+        );
+    }
+    // Emptied, the spool lets the worker end now instead of in a minute.
+    for listed in queue.list() {
+        queue.take(&listed);
+    }
+    f.settle();
+    assert!(f.relay.requests().is_empty());
+}
