@@ -405,6 +405,7 @@ struct PasswdUser {
     uid: u32,
     gid: u32,
     root: PathBuf,
+    heeler: common::TrustedCopy,
 }
 
 impl Drop for PasswdUser {
@@ -451,18 +452,20 @@ impl PasswdUser {
                 .unwrap();
             assert!(added.status.success(), "useradd: {added:?}");
         }
+        // The binary under target/ may sit below directories the user
+        // cannot traverse, and the temp dir is one others may write to
+        // (which heeler refuses for a forced command's binary); a copy in a
+        // directory only root writes is neither.
+        let heeler = common::TrustedCopy::new(&name, Path::new(env!("CARGO_BIN_EXE_heeler")));
         let user = PasswdUser {
             uid: id_of("-u", &name),
             gid: id_of("-g", &name),
             name,
             root,
+            heeler,
         };
         std::fs::create_dir_all(&home).unwrap();
         user.own(&home);
-        // The binary under target/ may sit below directories the user
-        // cannot traverse; a copy beside the user's files is readable.
-        std::fs::copy(env!("CARGO_BIN_EXE_heeler"), user.heeler()).unwrap();
-        std::fs::set_permissions(user.heeler(), std::fs::Permissions::from_mode(0o755)).unwrap();
         std::fs::write(
             user.dir("hostkeys").join("ssh_host_ecdsa_key.pub"),
             "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBLcfUSSSNIBQAj/hJRedw91OfYBl8cH3TmBZbnAqRk3IF+DE3Qat5MuqssEA1NUWbqSSbGIRRcp0ckbz/p0pI18= root@host\n",
@@ -476,7 +479,7 @@ impl PasswdUser {
     }
 
     fn heeler(&self) -> PathBuf {
-        self.root.join("heeler")
+        self.heeler.path()
     }
 
     fn authorized_keys(&self) -> String {

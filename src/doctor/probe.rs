@@ -52,9 +52,11 @@ pub fn gather(network: bool) -> Facts {
             crate::hooks::failure_log::read_last(&dir, HOOK_FAILURES_SHOWN),
         )
     });
+    let exe_trust = dirs::trusted_binary(&exe);
     Facts {
         exe,
         exe_has_interpreter,
+        exe_trust,
         ssh_port,
         ssh_banner: read_banner(ssh_port),
         host_keys: ssh::host_key_paths()

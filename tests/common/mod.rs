@@ -118,3 +118,42 @@ pub fn output_within(command: &mut Command, limit: std::time::Duration) -> std::
         stderr: stderr.join().unwrap_or_default(),
     }
 }
+
+/// A copy of a heeler binary where `heeler pair` may name it in a forced
+/// command and every local user can run it: a directory only root writes,
+/// below `/run`. A copy under the sticky temp dir would not do: like
+/// sshd's `StrictModes`, heeler refuses a binary below a directory others
+/// may write to. Root only (the tests that switch users are); removed on
+/// drop.
+#[allow(dead_code)]
+pub struct TrustedCopy {
+    dir: PathBuf,
+}
+
+#[allow(dead_code)]
+impl TrustedCopy {
+    pub fn new(tag: &str, source: &std::path::Path) -> TrustedCopy {
+        use std::os::unix::fs::PermissionsExt;
+        let dir =
+            std::path::Path::new("/run").join(format!("heeler-test-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        let copy = TrustedCopy { dir };
+        let mode = |mode| std::fs::Permissions::from_mode(mode);
+        std::fs::set_permissions(&copy.dir, mode(0o755)).unwrap();
+        std::fs::copy(source, copy.path()).unwrap();
+        std::fs::set_permissions(copy.path(), mode(0o755)).unwrap();
+        copy
+    }
+
+    /// The copied binary.
+    pub fn path(&self) -> PathBuf {
+        self.dir.join("heeler")
+    }
+}
+
+impl Drop for TrustedCopy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
