@@ -562,7 +562,4 @@ fn pair_and_doctor_refuse_a_binary_another_user_can_replace() {
             "{case}"
         );
     }
-    // Left as TempDir can remove it.
-    std::os::unix::fs::chown(&bin, Some(0), Some(0)).unwrap();
-    chmod(&bin, 0o755);
 }
