@@ -19,8 +19,9 @@
 //! of read until memory runs out, and a FIFO is refused instead of waited
 //! on (it once held a hook in one of herdr's command slots).
 //!
-//! The plugin's config files, the pairing and hook state, and what doctor
-//! shows are all read here (the usage caches keep their own readers). A
+//! The plugin's config files, the herdr config the sidebar reads, the
+//! pairing, hook and sidebar state, and what doctor shows are all read
+//! here (the usage caches keep their own readers). A
 //! refusal is an [`io::Error`] of a kind the caller can tell apart:
 //! `NotFound` (missing), `InvalidInput` (not a regular file: a FIFO, a
 //! device, a directory, or for state a link), `FileTooLarge` (over the
