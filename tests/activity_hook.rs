@@ -580,3 +580,34 @@ fn hook_output_matches_the_inventory_vectors() {
         "{checked} inventory vectors reproduced through the hook (host name is this machine's)"
     );
 }
+
+#[test]
+fn a_registration_that_is_a_device_or_a_fifo_never_holds_the_hook() {
+    // A FIFO at notifications.json held the hook, and so one of herdr's 32
+    // command slots, until something wrote to it; now it is refused at
+    // once and counts as absent: no device, no herdr call, no push.
+    let f = host("devices");
+    let path = f.registration_path();
+    for shape in ["/dev/zero", "/dev/urandom", "FIFO"] {
+        let _ = std::fs::remove_file(&path);
+        if shape == "FIFO" {
+            let made = std::process::Command::new("mkfifo")
+                .arg(&path)
+                .status()
+                .unwrap();
+            assert!(made.success(), "mkfifo");
+        } else {
+            std::os::unix::fs::symlink(shape, &path).unwrap();
+        }
+        let output = common::output_within(
+            &mut hook_command("activity-hook", &f.env(&event("w1:p2", "blocked"))),
+            std::time::Duration::from_secs(60),
+        );
+        f.settle();
+        assert!(output.status.success(), "{shape}: {output:?}");
+        assert_eq!(stderr(&output), "", "{shape}");
+        assert_eq!(f.failure_text(), "", "{shape}");
+    }
+    assert!(f.herdr.methods().is_empty());
+    assert!(f.relay.requests().is_empty());
+}

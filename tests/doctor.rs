@@ -12,6 +12,8 @@ use std::process::Command;
 
 use heeler::base::json::{self, Value};
 
+mod common;
+
 const TOKEN: &str = "a1b2c3d4e5f60718293a4b5c6d7e8f90";
 const KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8";
 const SECRET_BLOB: &str = "AAAAC3NzaC1lZDI1NTE5AAAAIBootstrapBlobThatMustNotLeak";
@@ -197,6 +199,7 @@ fn doctor_names_tailscale_ssh_and_never_prints_secrets() {
         ids,
         [
             "binary",
+            "binary_trust",
             "ssh_server",
             "host_keys",
             "ssh_modes",
@@ -259,9 +262,13 @@ fn doctor_passes_openssh_and_exits_by_its_report() {
     ] {
         assert_eq!(status(&report, id), "pass", "{id}");
     }
+    // So can where this build sits: a checkout below a directory another
+    // user owns is one `heeler pair` refuses to name in a forced command.
     let host_keys_fail = status(&report, "host_keys") == "fail";
+    let binary_fail = status(&report, "binary_trust") == "fail";
     println!("host_keys: {}", summary(&report, "host_keys"));
-    assert_eq!(code, i32::from(host_keys_fail));
+    println!("binary_trust: {}", summary(&report, "binary_trust"));
+    assert_eq!(code, i32::from(host_keys_fail || binary_fail));
 }
 
 /// A loopback stand-in for the Push Relay: answers every request like the
@@ -439,4 +446,56 @@ fn doctor_shows_the_last_hook_failures_with_their_time() {
         );
     }
     assert!(!stdout.contains(TOKEN));
+}
+
+#[test]
+fn doctor_reports_config_files_that_are_devices_or_fifos_without_reading_them() {
+    // A pair.json linked to /dev/zero was read whole (gigabytes of memory)
+    // and a FIFO at any config path blocked doctor for good.
+    let home = Home::new("devices", banner_server("SSH-2.0-OpenSSH_9.2p1\r\n"), true);
+    let config = home.root.join("config");
+    for shape in ["/dev/zero", "/dev/urandom", "FIFO"] {
+        for name in ["pair.json", "notify.json", "notifications.json"] {
+            let path = config.join(name);
+            let _ = std::fs::remove_file(&path);
+            if shape == "FIFO" {
+                let made = Command::new("mkfifo").arg(&path).status().unwrap();
+                assert!(made.success(), "mkfifo");
+            } else {
+                std::os::unix::fs::symlink(shape, &path).unwrap();
+            }
+        }
+        let output = common::output_within(
+            Command::new(env!("CARGO_BIN_EXE_heeler"))
+                .args(["doctor", "--json"])
+                .env_clear()
+                .env(
+                    "PATH",
+                    format!("{}:/usr/bin:/bin", home.root.join("bin").display()),
+                )
+                .env("HOME", home.root.join("home"))
+                .env("HERDR_PLUGIN_CONFIG_DIR", &config),
+            std::time::Duration::from_secs(60),
+        );
+        let report = json::parse(&String::from_utf8(output.stdout).unwrap()).unwrap();
+        assert_exit_matches_report(output.status.code().unwrap(), &report);
+        let unreadable = |name: &str| {
+            format!(
+                "{name} could not be read ({} is not a regular file)",
+                config.join(name).display()
+            )
+        };
+        assert_eq!(status(&report, "pair_json"), "fail", "{shape}");
+        assert_eq!(summary(&report, "pair_json"), unreadable("pair.json"));
+        assert_eq!(status(&report, "notify_json"), "warn", "{shape}");
+        assert_eq!(
+            summary(&report, "notify_json"),
+            format!("{}; defaults are used", unreadable("notify.json"))
+        );
+        assert_eq!(status(&report, "notifications_json"), "fail", "{shape}");
+        assert_eq!(
+            summary(&report, "notifications_json"),
+            unreadable("notifications.json")
+        );
+    }
 }

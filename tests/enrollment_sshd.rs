@@ -90,6 +90,8 @@ struct Rig {
     gid: u32,
     home: PathBuf,
     heeler: PathBuf,
+    /// Where `heeler` lives; removed after the rest of the rig.
+    _heeler_copy: common::TrustedCopy,
     state_dir: PathBuf,
     config_dir: PathBuf,
     host_key_dir: PathBuf,
@@ -158,10 +160,9 @@ impl Rig {
         chown(&home, uid, gid);
 
         // The binary under target/ may sit below directories the user cannot
-        // traverse; a copy in the rig is readable by everyone.
-        let bin_dir = root.join("bin");
-        std::fs::create_dir_all(&bin_dir).unwrap();
-        let heeler = bin_dir.join("heeler");
+        // traverse, and the rig's temp dir is one others may write to (which
+        // heeler refuses for a forced command's binary): a copy in a
+        // directory only root writes is readable by everyone and trusted.
         // HEELER_TEST_BINARY (set by .ci/static-check) swaps in another
         // build, e.g. the static musl binary, as sshd's forced command.
         let under_test = std::env::var_os("HEELER_TEST_BINARY").map_or_else(
@@ -169,8 +170,8 @@ impl Rig {
             std::path::PathBuf::from,
         );
         println!("forced command binary: {}", under_test.display());
-        std::fs::copy(&under_test, &heeler).unwrap();
-        std::fs::set_permissions(&heeler, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let heeler_copy = common::TrustedCopy::new(&user, &under_test);
+        let heeler = heeler_copy.path();
 
         let state_dir = home.join(".local/state/herdr/plugins/heeler");
         let config_dir = home.join(".config/herdr/plugins/config/heeler");
@@ -226,6 +227,7 @@ impl Rig {
             gid,
             home,
             heeler,
+            _heeler_copy: heeler_copy,
             state_dir,
             config_dir,
             host_key_dir,

@@ -811,3 +811,92 @@ fn every_hook_run_records_the_runtime_for_usage_queries() {
         before
     );
 }
+
+/// Puts `shape` at `path`: a link to a device, or a FIFO nobody writes.
+fn plant(path: &std::path::Path, shape: &str) {
+    let _ = std::fs::remove_file(path);
+    if shape == "FIFO" {
+        let made = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(made.success(), "mkfifo");
+    } else {
+        std::os::unix::fs::symlink(shape, path).unwrap();
+    }
+}
+
+#[test]
+fn config_files_that_are_devices_or_fifos_never_hold_the_hook() {
+    // A FIFO at notify.json or notifications.json held the hook, and so one
+    // of herdr's 32 command slots, until something wrote to it. Now each is
+    // refused at once: the settings are the defaults, the registration is
+    // absent, so the hook ends without a herdr call or a push.
+    let f = blocked_host("devices");
+    for name in ["notify.json", "notifications.json"] {
+        for shape in ["/dev/zero", "/dev/urandom", "FIFO"] {
+            // Removed first: writing settings into a FIFO would block.
+            let _ = std::fs::remove_file(f.config.join("notify.json"));
+            let _ = std::fs::remove_file(f.registration_path());
+            f.write_settings("{}");
+            plant(&f.config.join(name), shape);
+            let output = common::output_within(
+                &mut hook_command("notify-hook", &f.env(&event("w1:p1", "blocked"))),
+                std::time::Duration::from_secs(60),
+            );
+            f.settle();
+            assert!(output.status.success(), "{name} {shape}: {output:?}");
+            assert_eq!(stderr(&output), "", "{name} {shape}");
+            assert_eq!(f.failure_text(), "", "{name} {shape}");
+        }
+    }
+    assert!(f.herdr.methods().is_empty());
+    assert!(f.relay.requests().is_empty());
+}
+
+#[test]
+fn a_flood_of_events_leaves_a_bounded_spool_and_every_panes_newest_event() {
+    // 400 events within one debounce were 400 spool entries; only the
+    // delay cap bounded them. Now the spool holds at most MAX_ENTRIES, the
+    // superseded duplicates (an older event of the same pane and status)
+    // go first, and each drop is a line in the failure log.
+    use heeler::hooks::spool::{Job, MAX_ENTRIES, Queue};
+    let f = blocked_host("flood");
+    f.write_settings(r#"{"debounce_ms":60000}"#);
+    f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
+    for i in 0..400 {
+        let pane = format!("w1:p{}", i % 50);
+        let output = hook_command("notify-hook", &f.env(&event(&pane, "blocked")))
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    let queue = Queue::of(&session_state_dir(&f.env("")).unwrap());
+    let listed = queue.list();
+    assert_eq!(listed.len(), MAX_ENTRIES);
+    let panes: std::collections::BTreeSet<String> = listed
+        .iter()
+        .filter_map(|l| queue.read(l))
+        .filter_map(|entry| match entry.job {
+            Job::Notify { event, .. } => Some(event.pane),
+            Job::Activity { .. } => None,
+        })
+        .collect();
+    assert_eq!(panes.len(), 50, "every pane's newest event is kept");
+    let log = f.failure_text();
+    assert_eq!(log.lines().count(), 400 - MAX_ENTRIES, "{log}");
+    for line in log.lines() {
+        assert!(
+            line.starts_with(&format!(
+                "notify-hook: the hook queue holds more than {MAX_ENTRIES} events; dropped "
+            )) && line.ends_with(".json (superseded)"),
+            "{line}"
+        );
+    }
+    // Emptied, the spool lets the worker end now instead of in a minute.
+    for listed in queue.list() {
+        queue.take(&listed);
+    }
+    f.settle();
+    assert!(f.relay.requests().is_empty());
+}

@@ -422,6 +422,7 @@ struct PasswdUser {
     uid: u32,
     gid: u32,
     root: PathBuf,
+    heeler: common::TrustedCopy,
 }
 
 impl Drop for PasswdUser {
@@ -468,18 +469,20 @@ impl PasswdUser {
                 .unwrap();
             assert!(added.status.success(), "useradd: {added:?}");
         }
+        // The binary under target/ may sit below directories the user
+        // cannot traverse, and the temp dir is one others may write to
+        // (which heeler refuses for a forced command's binary); a copy in a
+        // directory only root writes is neither.
+        let heeler = common::TrustedCopy::new(&name, Path::new(env!("CARGO_BIN_EXE_heeler")));
         let user = PasswdUser {
             uid: id_of("-u", &name),
             gid: id_of("-g", &name),
             name,
             root,
+            heeler,
         };
         std::fs::create_dir_all(&home).unwrap();
         user.own(&home);
-        // The binary under target/ may sit below directories the user
-        // cannot traverse; a copy beside the user's files is readable.
-        std::fs::copy(env!("CARGO_BIN_EXE_heeler"), user.heeler()).unwrap();
-        std::fs::set_permissions(user.heeler(), std::fs::Permissions::from_mode(0o755)).unwrap();
         std::fs::write(
             user.dir("hostkeys").join("ssh_host_ecdsa_key.pub"),
             "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBLcfUSSSNIBQAj/hJRedw91OfYBl8cH3TmBZbnAqRk3IF+DE3Qat5MuqssEA1NUWbqSSbGIRRcp0ckbz/p0pI18= root@host\n",
@@ -493,7 +496,7 @@ impl PasswdUser {
     }
 
     fn heeler(&self) -> PathBuf {
-        self.root.join("heeler")
+        self.heeler.path()
     }
 
     fn authorized_keys(&self) -> String {
@@ -935,4 +938,53 @@ fn a_signal_within_the_poll_interval_after_an_ok_reports_it() {
     let err = stderr_of(&mut pair);
     assert!(matches!(status.code(), Some(143 | 0)), "{status:?} {err}");
     assert_enrolled(&rest, &dirs.authorized_keys());
+}
+
+/// How long a command may take before the test calls it blocked.
+const BLOCKED_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Puts `shape` at `path`: a link to a device, or a FIFO nobody writes.
+fn plant(path: &Path, shape: &str) {
+    let _ = std::fs::remove_file(path);
+    if shape == "FIFO" {
+        let made = Command::new("mkfifo").arg(path).status().unwrap();
+        assert!(made.success(), "mkfifo");
+    } else {
+        std::os::unix::fs::symlink(shape, path).unwrap();
+    }
+}
+
+#[test]
+fn a_pair_json_that_is_a_device_or_a_fifo_is_refused_at_once() {
+    // A link to /dev/zero was read whole (gigabytes) and a FIFO blocked the
+    // read for good; both are now a warning and the default port.
+    let dirs = Dirs::new("devjson");
+    let pair_json = dirs.root.join("config/pair.json");
+    for shape in ["/dev/zero", "/dev/urandom", "FIFO"] {
+        plant(&pair_json, shape);
+        let output = common::output_within(
+            &mut dirs.command(&["pair", "--no-ui", "--config-only", "--address", "10.0.0.1"]),
+            BLOCKED_AFTER,
+        );
+        assert!(output.status.success(), "{shape}: {output:?}");
+        let payload = pairing_code::decode(String::from_utf8_lossy(&output.stdout).trim()).unwrap();
+        assert_eq!(payload.port, 22, "{shape}");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stderr),
+            format!(
+                "pair.json could not be read ({} is not a regular file). Advertising 22.\n",
+                pair_json.display()
+            ),
+            "{shape}"
+        );
+    }
+    // A ceremony reads it the same way: the code is printed, and SIGTERM
+    // ends it as always.
+    let (child, _stdout, payload) = dirs.start(None);
+    assert_eq!(payload.port, 22);
+    assert!(payload.bootstrap.is_some());
+    kill("TERM", &child);
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(128 + 15));
+    assert_eq!(dirs.authorized_keys(), "");
 }

@@ -73,6 +73,8 @@ struct Options<'a> {
     programs: Vec<(&'a str, String)>,
     /// Extra arguments after `heeler pair`.
     args: Vec<&'a str>,
+    /// Runs a copy of heeler from a directory anyone may write to.
+    replaceable_binary: bool,
 }
 
 impl Default for Options<'_> {
@@ -85,6 +87,7 @@ impl Default for Options<'_> {
             env: Vec::new(),
             programs: Vec::new(),
             args: Vec::new(),
+            replaceable_binary: false,
         }
     }
 }
@@ -129,6 +132,15 @@ impl Popup {
             ),
         ];
         env.extend(options.env);
+        let heeler = if options.replaceable_binary {
+            let shared = root.join("shared");
+            fs::create_dir_all(&shared).unwrap();
+            fs::set_permissions(&shared, fs::Permissions::from_mode(0o777)).unwrap();
+            fs::copy(HEELER, shared.join("heeler")).unwrap();
+            shared.join("heeler").to_string_lossy().into_owned()
+        } else {
+            HEELER.to_owned()
+        };
         let assignments: Vec<String> = env
             .iter()
             .map(|(k, v)| sh_quote(&format!("{k}={v}")))
@@ -137,7 +149,7 @@ impl Popup {
             "#!/bin/sh\necho $$ > {pid}\nenv -i {vars} {heeler} pair {args}\necho $? > {exit}\nexec sleep 600\n",
             pid = sh_quote(&root.join("shell.pid").to_string_lossy()),
             vars = assignments.join(" "),
-            heeler = sh_quote(HEELER),
+            heeler = sh_quote(&heeler),
             args = options
                 .args
                 .iter()
@@ -1036,6 +1048,35 @@ fn a_shared_config_home_on_another_socket_is_warned_but_paired_v1() {
     assert!(pairing_code::decode(&code).is_ok(), "a v1 code: {code}");
     popup.keys(&["q"]);
     assert_eq!(popup.exit_status(), 0);
+}
+
+#[test]
+fn a_binary_another_user_can_replace_is_refused_before_a_key_is_minted() {
+    require_tmux!();
+    let popup = Popup::start(
+        "replaceable",
+        Options {
+            width: 250,
+            replaceable_binary: true,
+            ..Options::default()
+        },
+    );
+    popup.wait_for_text("Pair a Heeler device");
+    popup.keys(&["Enter"]);
+    let screen = popup.wait_for_text("Pairing cannot start");
+    let shared = fs::canonicalize(popup.root.join("shared")).unwrap();
+    let shared = shared.display();
+    assert!(
+        screen.contains(&format!(
+            "\nCould not start pairing: another user could replace {shared}/heeler, which the phone's SSH login runs: \
+             {shared} is writable by group or others (mode 0777); run `chmod go-w {shared}`"
+        )),
+        "{screen}"
+    );
+    assert_eq!(popup.authorized_keys(), "", "no Bootstrap Key");
+    assert_eq!(popup.pending_count(), 0);
+    popup.keys(&["Enter"]);
+    assert_eq!(popup.exit_status(), 1);
 }
 
 #[test]

@@ -1,11 +1,12 @@
 //! Concurrent 410 prunes of notifications.json never lose each other's
-//! removals (or anything else), and a prune that changes nothing leaves the
-//! file untouched.
+//! removals (or anything else), a prune that changes nothing leaves the
+//! file untouched, and a prune of a linked file edits the link's target.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 
 use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 
 use heeler::hooks::registration;
 use support::*;
@@ -61,4 +62,49 @@ fn concurrent_prunes_all_land_and_keep_unknown_fields() {
         std::fs::metadata(&path).unwrap().modified().unwrap(),
         modified
     );
+}
+
+#[test]
+fn a_prune_of_a_linked_file_edits_its_target_and_keeps_the_link() {
+    let dir = TempDir::new("prune-link");
+    let managed = dir.path.join("dotfiles");
+    std::fs::create_dir_all(&managed).unwrap();
+    let target = managed.join("notifications.json");
+    let path = dir.path.join("notifications.json");
+    std::os::unix::fs::symlink("dotfiles/notifications.json", &path).unwrap();
+    let kept = entry("survivor0000000", KEY_B, r#""session":"w""#);
+    std::fs::write(
+        &target,
+        registration(&[entry("gone00000000000", KEY_A, ""), kept.clone()]),
+    )
+    .unwrap();
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).unwrap();
+
+    let pruned = registration::rewrite(&path, |f| {
+        registration::remove_tokens(f, &["gone00000000000".into()])
+    })
+    .unwrap();
+
+    assert!(pruned, "the gone token was pruned");
+    assert!(
+        std::fs::symlink_metadata(&path)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "notifications.json is still a link"
+    );
+    assert_eq!(
+        std::fs::read_link(&path).unwrap(),
+        Path::new("dotfiles/notifications.json")
+    );
+    // The link's target holds the pruned file, mode kept; no temp file is
+    // left beside either.
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap(),
+        registration(&[kept])
+    );
+    let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o640);
+    assert_eq!(std::fs::read_dir(&managed).unwrap().count(), 1);
+    assert_eq!(std::fs::read_dir(&dir.path).unwrap().count(), 2);
 }

@@ -411,3 +411,155 @@ fn doctor_fails_an_untrusted_state_dir() {
         Some(format!("run `chmod go-w {pending}`").as_str())
     );
 }
+
+/// A second local user, removed on drop (`useradd`, root only).
+struct OtherUser {
+    name: String,
+    uid: u32,
+}
+
+impl OtherUser {
+    fn create(tag: &str) -> Option<OtherUser> {
+        if !is_root() {
+            common::skip("not running as root (needed to create a second user)");
+            return None;
+        }
+        if !Path::new("/usr/sbin/useradd").exists() {
+            common::skip("/usr/sbin/useradd is missing");
+            return None;
+        }
+        let name = format!("hlrt{tag}{}", std::process::id() % 100_000);
+        let _ = Command::new("userdel").arg(&name).output();
+        let added = Command::new("useradd")
+            .args(["-M", "-s", "/bin/sh", &name])
+            .output()
+            .unwrap();
+        assert!(added.status.success(), "useradd: {added:?}");
+        let id = Command::new("id").args(["-u", &name]).output().unwrap();
+        let uid = String::from_utf8_lossy(&id.stdout).trim().parse().unwrap();
+        Some(OtherUser { name, uid })
+    }
+}
+
+impl Drop for OtherUser {
+    fn drop(&mut self) {
+        let _ = Command::new("userdel").arg(&self.name).output();
+    }
+}
+
+#[test]
+fn pair_and_doctor_refuse_a_binary_another_user_can_replace() {
+    // The forced command names the binary that ran `heeler pair`; with it in
+    // a directory another user owns (or anyone may write), that user could
+    // swap it and the phone's login would run their program as the pairing
+    // user. `pair` must refuse before minting a key, and doctor must say so.
+    let Some(other) = OtherUser::create("bin") else {
+        return;
+    };
+    let dir = TempDir::new("trust-binary");
+    let bin = dir.path.join("bin");
+    let (home, state, config, host_keys) = (
+        dir.path.join("home"),
+        dir.path.join("state"),
+        dir.path.join("config"),
+        dir.path.join("hostkeys"),
+    );
+    for d in [&bin, &home, &state, &config, &host_keys] {
+        fs::create_dir_all(d).unwrap();
+    }
+    fs::write(
+        host_keys.join("ssh_host_ecdsa_key.pub"),
+        "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBLcfUSSSNIBQAj/hJRedw91OfYBl8cH3TmBZbnAqRk3IF+DE3Qat5MuqssEA1NUWbqSSbGIRRcp0ckbz/p0pI18= root@host\n",
+    )
+    .unwrap();
+    let heeler = bin.join("heeler");
+    fs::copy(heeler_bin(), &heeler).unwrap();
+    chmod(&heeler, 0o755);
+    let bin = fs::canonicalize(&bin).unwrap();
+    let shown = bin.join("heeler").display().to_string();
+    let run = |args: &[&str]| {
+        Command::new(&heeler)
+            .args(args)
+            .env_clear()
+            .env("HOME", &home)
+            .env("HERDR_PLUGIN_STATE_DIR", &state)
+            .env("HERDR_PLUGIN_CONFIG_DIR", &config)
+            .env("HEELER_TEST_HOST_KEY_DIR", &host_keys)
+            .env("PATH", "/nonexistent")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let cases = [
+        (
+            "owned by the other user",
+            other.uid,
+            0o755,
+            format!(
+                "{} is owned by uid {}, neither root nor uid 0 running heeler",
+                bin.display(),
+                other.uid
+            ),
+            format!(
+                "install heeler where only you or root can write (or run `chown 0 {}`)",
+                bin.display()
+            ),
+        ),
+        (
+            "writable by anyone",
+            0,
+            0o777,
+            format!(
+                "{} is writable by group or others (mode 0777)",
+                bin.display()
+            ),
+            format!("run `chmod go-w {}`", bin.display()),
+        ),
+    ];
+    for (case, owner, mode, problem, fix) in cases {
+        std::os::unix::fs::chown(&bin, Some(owner), Some(0)).unwrap();
+        chmod(&bin, mode);
+        let out = run(&["pair", "--no-ui", "--address", "192.0.2.7"]);
+        assert_eq!(out.status.code(), Some(1), "{case}: {out:?}");
+        assert!(out.stdout.is_empty(), "{case}: no Pairing Code");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!(
+                "heeler pair: another user could replace {shown}, which the phone's SSH login runs: {problem}; {fix}\n"
+            ),
+            "{case}"
+        );
+        assert!(
+            !home.join(".ssh/authorized_keys").exists(),
+            "{case}: no Bootstrap Key"
+        );
+
+        let out = run(&["doctor", "--json"]);
+        assert_eq!(out.status.code(), Some(1), "{case}");
+        let report = json::parse(String::from_utf8(out.stdout).unwrap().trim()).unwrap();
+        let check = report
+            .get("checks")
+            .and_then(Value::as_array)
+            .unwrap()
+            .iter()
+            .find(|c| c.get("id").and_then(Value::as_str) == Some("binary_trust"))
+            .cloned()
+            .expect("a binary_trust check");
+        assert_eq!(check.get("status").and_then(Value::as_str), Some("fail"));
+        assert_eq!(
+            check.get("summary").and_then(Value::as_str),
+            Some(
+                format!(
+                    "another user could replace {shown}, which the phone's SSH login runs: {problem}; heeler pair refuses to start"
+                )
+                .as_str()
+            ),
+            "{case}"
+        );
+        assert_eq!(
+            check.get("fix").and_then(Value::as_str),
+            Some(fix.as_str()),
+            "{case}"
+        );
+    }
+}

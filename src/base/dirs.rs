@@ -30,6 +30,16 @@
 //!   owner and mode decide who can plant files in it. The ancestors are not
 //!   checked (a state dir may sit in a sticky `/tmp`), like OpenSSH's
 //!   `StrictModes` checks the files it reads rather than every parent.
+//! - The binary a forced command names is held to `StrictModes`' rule for
+//!   `authorized_keys` ([`binary_verdict`], pure; [`trusted_binary`]): the
+//!   file and every directory above it up to `/` owned by root or the user,
+//!   none writable by others, nor by a group unless it is the user's
+//!   private group (the rule above). Another user able to replace any of
+//!   them would have the phone's SSH connection run their program as the
+//!   pairing user. A sticky directory such as `/tmp` is refused too, as
+//!   `StrictModes` refuses it: the sticky bit stops others from renaming
+//!   an entry, but the rule stays the one sshd applies, with no exception
+//!   to reason about.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -151,6 +161,9 @@ pub enum Problem {
     Writable { mode: u32 },
     /// Its metadata could not be read (other than "not found").
     Unreadable(String),
+    /// Owned by neither root nor the user running heeler (a path where
+    /// root's ownership is as good as the user's: the binary's).
+    NeitherRootNorOwner { owner: u32, euid: u32 },
 }
 
 /// A directory (or file) heeler refuses to read state or config from.
@@ -172,6 +185,11 @@ impl Untrusted {
                 format!("{path} is writable by group or others (mode {mode:04o})")
             }
             Problem::Unreadable(error) => format!("{path} cannot be checked: {error}"),
+            Problem::NeitherRootNorOwner { owner, euid } => {
+                format!(
+                    "{path} is owned by uid {owner}, neither root nor uid {euid} running heeler"
+                )
+            }
         }
     }
 
@@ -184,6 +202,11 @@ impl Untrusted {
             }
             Problem::Writable { .. } => format!("run `chmod go-w {path}`"),
             Problem::Unreadable(_) => format!("make {path} a directory you own"),
+            Problem::NeitherRootNorOwner { euid, .. } => {
+                format!(
+                    "install heeler where only you or root can write (or run `chown {euid} {path}`)"
+                )
+            }
         }
     }
 }
@@ -220,16 +243,120 @@ pub fn verdict(owner: u32, mode: u32, euid: u32, group_is_private: bool) -> Resu
 /// primary group, listing no member but that user. Looked up only for a
 /// group-writable path, so the common case reads no database.
 fn is_my_private_group(gid: u32) -> bool {
-    let Ok(Some(me)) = sys::passwd_entry(sys::effective_uid()) else {
-        return false;
+    my_private_group() == Some(gid)
+}
+
+/// The private group of the user running heeler (see
+/// [`is_my_private_group`]), `None` when it has none.
+fn my_private_group() -> Option<u32> {
+    let me = sys::passwd_entry(sys::effective_uid()).ok()??;
+    match sys::group_members(me.gid) {
+        Ok(Some(members)) if members.iter().all(|name| name == me.name.as_bytes()) => Some(me.gid),
+        _ => None,
+    }
+}
+
+/// What `stat` says of one component of a path, for [`binary_verdict`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathStat {
+    pub path: PathBuf,
+    pub uid: u32,
+    pub gid: u32,
+    /// The permission bits (the file type bits are ignored).
+    pub mode: u32,
+}
+
+/// The binary a forced command names cannot be trusted: another user could
+/// replace it or a directory above it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UntrustedBinary {
+    pub binary: PathBuf,
+    pub untrusted: Untrusted,
+}
+
+impl UntrustedBinary {
+    /// What is wrong, naming the binary and the path at fault.
+    pub fn summary(&self) -> String {
+        format!(
+            "another user could replace {}, which the phone's SSH login runs: {}",
+            self.binary.display(),
+            self.untrusted.summary()
+        )
+    }
+}
+
+impl fmt::Display for UntrustedBinary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}; {}", self.summary(), self.untrusted.fix())
+    }
+}
+
+impl std::error::Error for UntrustedBinary {}
+
+/// The trust decision for a binary (pure): `components` are the binary
+/// and then every directory above it up to `/`, as `stat` sees them. Each
+/// must be owned by root or `euid`, not writable by others, and writable
+/// by its group only when that group is `private_group` (the user's
+/// private group, if any), sticky or not: OpenSSH's `StrictModes` rule for
+/// `authorized_keys` and the directories above it. The first component
+/// that fails is named.
+pub fn binary_verdict(
+    components: &[PathStat],
+    euid: u32,
+    private_group: Option<u32>,
+) -> Result<(), Untrusted> {
+    for component in components {
+        let untrusted = |problem| Untrusted {
+            path: component.path.clone(),
+            problem,
+        };
+        if component.uid != 0 && component.uid != euid {
+            return Err(untrusted(Problem::NeitherRootNorOwner {
+                owner: component.uid,
+                euid,
+            }));
+        }
+        let group_is_private = private_group == Some(component.gid);
+        verdict(euid, component.mode, euid, group_is_private).map_err(untrusted)?;
+    }
+    Ok(())
+}
+
+/// Whether the forced command may name the binary at `binary`: its
+/// canonical path (no link left to swap) and every directory above it up
+/// to `/` pass [`binary_verdict`] for this process's effective uid.
+pub fn trusted_binary(binary: &Path) -> Result<(), UntrustedBinary> {
+    use std::os::unix::fs::MetadataExt;
+    let untrusted = |path: &Path, e: io::Error| UntrustedBinary {
+        binary: binary.to_path_buf(),
+        untrusted: Untrusted {
+            path: path.to_path_buf(),
+            problem: Problem::Unreadable(e.to_string()),
+        },
     };
-    if me.gid != gid {
-        return false;
+    let canonical = std::fs::canonicalize(binary).map_err(|e| untrusted(binary, e))?;
+    let mut components = Vec::new();
+    for path in canonical.ancestors() {
+        let meta = std::fs::metadata(path).map_err(|e| untrusted(path, e))?;
+        components.push(PathStat {
+            path: path.to_path_buf(),
+            uid: meta.uid(),
+            gid: meta.gid(),
+            mode: meta.mode() & 0o7777,
+        });
     }
-    match sys::group_members(gid) {
-        Ok(Some(members)) => members.iter().all(|name| name == me.name.as_bytes()),
-        _ => false,
-    }
+    // The group database is read only when a group may write somewhere.
+    let private_group = if components.iter().any(|c| c.mode & 0o020 != 0) {
+        my_private_group()
+    } else {
+        None
+    };
+    binary_verdict(&components, sys::effective_uid(), private_group).map_err(|untrusted| {
+        UntrustedBinary {
+            binary: canonical.clone(),
+            untrusted,
+        }
+    })
 }
 
 /// [`verdict`] for this process's effective uid, given a path's owner, group
@@ -327,6 +454,148 @@ mod tests {
         let expected = members.iter().all(|name| name == me.name.as_bytes());
         assert_eq!(is_my_private_group(me.gid), expected);
         assert!(!is_my_private_group(me.gid.wrapping_add(54_321)));
+    }
+
+    fn stat(path: &str, uid: u32, gid: u32, mode: u32) -> PathStat {
+        PathStat {
+            path: path.into(),
+            uid,
+            gid,
+            mode,
+        }
+    }
+
+    #[test]
+    fn a_binary_is_trusted_when_root_or_the_user_alone_can_replace_it() {
+        let installed = [
+            stat("/home/me/.local/bin/heeler", 1000, 1000, 0o755),
+            stat("/home/me/.local/bin", 1000, 1000, 0o755),
+            stat("/home/me/.local", 1000, 1000, 0o700),
+            stat("/home/me", 1000, 1000, 0o750),
+            stat("/home", 0, 0, 0o755),
+            stat("/", 0, 0, 0o755),
+        ];
+        assert_eq!(binary_verdict(&installed, 1000, None), Ok(()));
+        // Root may own any of it; root pairing trusts only root.
+        let system = [
+            stat("/usr/local/bin/heeler", 0, 0, 0o755),
+            stat("/usr/local/bin", 0, 0, 0o755),
+            stat("/", 0, 0, 0o755),
+        ];
+        assert_eq!(binary_verdict(&system, 1000, None), Ok(()));
+        assert_eq!(binary_verdict(&system, 0, Some(0)), Ok(()));
+        assert_eq!(
+            binary_verdict(&installed, 0, None),
+            Err(Untrusted {
+                path: "/home/me/.local/bin/heeler".into(),
+                problem: Problem::NeitherRootNorOwner {
+                    owner: 1000,
+                    euid: 0
+                },
+            })
+        );
+        // Another user's directory anywhere above is refused, and named.
+        let mut shared = installed.clone();
+        shared[4] = stat("/home", 1001, 1001, 0o755);
+        assert_eq!(
+            binary_verdict(&shared, 1000, None).unwrap_err().path,
+            Path::new("/home")
+        );
+    }
+
+    #[test]
+    fn a_binary_below_a_dir_others_may_write_is_refused_sticky_or_not() {
+        let under = |mode: u32, gid: u32| {
+            [
+                stat("/opt/x/heeler", 1000, 1000, 0o755),
+                stat("/opt/x", 0, gid, mode),
+                stat("/", 0, 0, 0o755),
+            ]
+        };
+        let refused = |mode: u32, gid: u32, private: Option<u32>| {
+            binary_verdict(&under(mode, gid), 1000, private)
+        };
+        let writable = |mode: u32| {
+            Err(Untrusted {
+                path: "/opt/x".into(),
+                problem: Problem::Writable { mode },
+            })
+        };
+        assert_eq!(refused(0o777, 0, None), writable(0o777));
+        // Sticky like /tmp: StrictModes refuses it, and so do we.
+        assert_eq!(refused(0o1777, 0, Some(1000)), writable(0o1777));
+        // A shared group (staff, admin) may not write; the user's private
+        // group may (Debian's umask 002), as for the state dir.
+        assert_eq!(refused(0o775, 50, Some(1000)), writable(0o775));
+        assert_eq!(refused(0o2775, 50, None), writable(0o2775));
+        assert_eq!(refused(0o775, 1000, Some(1000)), Ok(()));
+        // The binary itself, by the same rule.
+        let mut file = under(0o755, 0);
+        file[0].mode = 0o757;
+        assert_eq!(
+            binary_verdict(&file, 1000, None).unwrap_err().problem,
+            Problem::Writable { mode: 0o757 }
+        );
+    }
+
+    #[test]
+    fn an_untrusted_binary_says_what_and_how_to_fix_it_in_one_line() {
+        let binary = UntrustedBinary {
+            binary: "/opt/x/heeler".into(),
+            untrusted: Untrusted {
+                path: "/opt/x".into(),
+                problem: Problem::Writable { mode: 0o777 },
+            },
+        };
+        assert_eq!(
+            binary.to_string(),
+            "another user could replace /opt/x/heeler, which the phone's SSH login runs: /opt/x is writable by group or others (mode 0777); run `chmod go-w /opt/x`"
+        );
+        let owner = UntrustedBinary {
+            binary: "/opt/x/heeler".into(),
+            untrusted: Untrusted {
+                path: "/opt".into(),
+                problem: Problem::NeitherRootNorOwner {
+                    owner: 1001,
+                    euid: 1000,
+                },
+            },
+        };
+        assert_eq!(
+            owner.to_string(),
+            "another user could replace /opt/x/heeler, which the phone's SSH login runs: /opt is owned by uid 1001, neither root nor uid 1000 running heeler; install heeler where only you or root can write (or run `chown 1000 /opt`)"
+        );
+    }
+
+    #[test]
+    fn trusted_binary_judges_the_real_path_from_the_file_up() {
+        use std::os::unix::fs::PermissionsExt;
+        let scratch = crate::base::scratch::ScratchDir::new("dirs-binary");
+        let dir = scratch.path().join("bin");
+        std::fs::create_dir_all(&dir).unwrap();
+        let binary = dir.join("heeler");
+        std::fs::write(&binary, b"#!/bin/sh\n").unwrap();
+        let chmod = |path: &Path, mode| {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap()
+        };
+        chmod(&binary, 0o755);
+        let link = scratch.path().join("link");
+        std::os::unix::fs::symlink(&binary, &link).unwrap();
+        let first = |path: &Path| trusted_binary(path).err().map(|e| e.untrusted.path);
+        let real_dir = std::fs::canonicalize(&dir).unwrap();
+        // The components are judged from the file up, so the dir is named
+        // before anything above it (the scratch dir's sticky temp dir).
+        chmod(&dir, 0o777);
+        assert_eq!(first(&binary), Some(real_dir.clone()));
+        // A link is judged by the file it names, not where it sits.
+        assert_eq!(first(&link), Some(real_dir.clone()));
+        chmod(&dir, 0o755);
+        let real_scratch = std::fs::canonicalize(scratch.path()).unwrap();
+        assert!(
+            first(&binary).is_none_or(|path| !path.starts_with(&real_scratch)),
+            "nothing this test made is refused"
+        );
+        assert!(trusted_binary(&scratch.path().join("missing")).is_err());
     }
 
     #[test]

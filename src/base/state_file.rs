@@ -10,8 +10,22 @@
 //! regular file by `fstat`, and is read up to a cap. heeler writes its
 //! state files by rename, never as links, so a link there is refused.
 //!
-//! Config files the user edits (which may well be links into a dotfiles
-//! checkout) are not read here.
+//! Config files the user edits (`pair.json`, `notify.json`), or the app
+//! writes over SSH (`notifications.json`), may well be links into a
+//! dotfiles checkout, so [`read_config`] follows a link in the last
+//! component and otherwise applies the same rules: opened without
+//! blocking, a regular file by `fstat`, read up to a cap. A link to
+//! `/dev/zero` or `/dev/urandom` is then a device, refused at once instead
+//! of read until memory runs out, and a FIFO is refused instead of waited
+//! on (it once held a hook in one of herdr's command slots).
+//!
+//! The plugin's config files, the herdr config the sidebar reads, the
+//! pairing, hook and sidebar state, and what doctor shows are all read
+//! here (the usage caches keep their own readers). A
+//! refusal is an [`io::Error`] of a kind the caller can tell apart:
+//! `NotFound` (missing), `InvalidInput` (not a regular file: a FIFO, a
+//! device, a directory, or for state a link), `FileTooLarge` (over the
+//! cap).
 
 use std::fs::Metadata;
 use std::io::{self, Read};
@@ -22,11 +36,40 @@ use crate::base::sys;
 /// The cap of [`read_text`] callers that have no smaller one.
 pub const MAX_BYTES: u64 = 4 * 1024 * 1024;
 
+/// Whether a symbolic link in a path's last component is followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FinalLink {
+    /// heeler's own state: a link there is refused (`O_NOFOLLOW`).
+    Refused,
+    /// A config file: the link is followed to the file it names.
+    Followed,
+}
+
 /// The bytes of the regular file at `path` and its `fstat` metadata: an
 /// error when it is missing, a link, not a regular file, unreadable or
 /// longer than `cap` bytes.
 pub fn read(path: &Path, cap: u64) -> io::Result<(Vec<u8>, Metadata)> {
-    let file = sys::open_no_follow(path)?;
+    read_with(path, cap, FinalLink::Refused)
+}
+
+/// The bytes of the config file at `path`, a link in its last component
+/// followed: an error when it is missing, not a regular file (a FIFO, a
+/// device), unreadable or longer than `cap` bytes.
+pub fn read_config(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
+    read_with(path, cap, FinalLink::Followed).map(|(bytes, _)| bytes)
+}
+
+/// The UTF-8 text of the config file at `path` (see [`read_config`]);
+/// `None` for any failure, which for a config file means "absent".
+pub fn read_config_text(path: &Path, cap: u64) -> Option<String> {
+    String::from_utf8(read_config(path, cap).ok()?).ok()
+}
+
+fn read_with(path: &Path, cap: u64, link: FinalLink) -> io::Result<(Vec<u8>, Metadata)> {
+    let file = match link {
+        FinalLink::Refused => sys::open_no_follow(path)?,
+        FinalLink::Followed => sys::open_non_blocking(path)?,
+    };
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(io::Error::new(
@@ -38,7 +81,7 @@ pub fn read(path: &Path, cap: u64) -> io::Result<(Vec<u8>, Metadata)> {
     file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > cap {
         return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
+            io::ErrorKind::FileTooLarge,
             format!("{} is longer than {cap} bytes", path.display()),
         ));
     }
@@ -55,7 +98,7 @@ pub fn read_text(path: &Path, cap: u64) -> Option<String> {
 mod tests {
     use super::*;
     use crate::base::scratch::ScratchDir;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     #[test]
     fn reads_a_regular_file_up_to_its_cap() {
@@ -69,6 +112,63 @@ mod tests {
         assert_eq!(read_text(&path, 9), None, "not UTF-8");
     }
 
+    /// Runs `read` on another thread and fails the test when it has not
+    /// answered within a minute (a blocked read never answers).
+    fn answered<T: Send + 'static>(read: impl FnOnce() -> T + Send + 'static) -> T {
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = sender.send(read());
+        });
+        receiver
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the read blocked")
+    }
+
+    /// Makes a FIFO at `path` (coreutils' `mkfifo`, on every machine the
+    /// tests run on).
+    fn mkfifo(path: &Path) {
+        let status = std::process::Command::new("mkfifo").arg(path).status();
+        assert!(status.is_ok_and(|s| s.success()), "mkfifo {path:?}");
+    }
+
+    #[test]
+    fn a_config_read_follows_a_link_to_a_regular_file_only() {
+        let scratch = ScratchDir::new("state-file-config");
+        let target = scratch.path().join("target.json");
+        std::fs::write(&target, b"{}").unwrap();
+        let link = scratch.path().join("link.json");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert_eq!(read_config(&link, 2).unwrap(), b"{}");
+        assert_eq!(read_config_text(&link, 2).as_deref(), Some("{}"));
+        let kind = |path: &Path, cap| read_config(path, cap).unwrap_err().kind();
+        assert_eq!(kind(&link, 1), io::ErrorKind::FileTooLarge);
+        assert_eq!(
+            kind(&scratch.path().join("missing"), 9),
+            io::ErrorKind::NotFound
+        );
+        assert_eq!(kind(scratch.path(), 9), io::ErrorKind::InvalidInput);
+        // Devices, directly or through a link, are refused before a read.
+        for device in ["/dev/zero", "/dev/urandom", "/dev/null"] {
+            let to_device = scratch.path().join("device.json");
+            let _ = std::fs::remove_file(&to_device);
+            std::os::unix::fs::symlink(device, &to_device).unwrap();
+            for path in [Path::new(device), to_device.as_path()] {
+                let path = path.to_path_buf();
+                let error = answered(move || read_config(&path, MAX_BYTES).unwrap_err());
+                assert_eq!(error.kind(), io::ErrorKind::InvalidInput, "{device}");
+                assert!(error.to_string().contains("not a regular file"), "{error}");
+            }
+        }
+        let fifo = scratch.path().join("fifo.json");
+        mkfifo(&fifo);
+        let to_fifo = scratch.path().join("to-fifo.json");
+        std::os::unix::fs::symlink(&fifo, &to_fifo).unwrap();
+        for path in [fifo.clone(), to_fifo] {
+            let error = answered(move || read_config(&path, MAX_BYTES).unwrap_err());
+            assert_eq!(error.kind(), io::ErrorKind::InvalidInput);
+        }
+    }
+
     #[test]
     fn refuses_links_directories_and_fifos_without_blocking() {
         let scratch = ScratchDir::new("state-file-refuse");
@@ -79,15 +179,12 @@ mod tests {
         assert!(read(&link, MAX_BYTES).is_err(), "a link");
         assert!(read(scratch.path(), MAX_BYTES).is_err(), "a directory");
         let fifo = scratch.path().join("fifo.json");
-        let made = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false);
-        if made {
-            let started = Instant::now();
-            assert!(read(&fifo, MAX_BYTES).is_err(), "a FIFO");
-            assert!(started.elapsed() < Duration::from_secs(5));
+        mkfifo(&fifo);
+        let error = answered(move || read(&fifo, MAX_BYTES).unwrap_err());
+        assert_eq!(error.kind(), io::ErrorKind::InvalidInput, "a FIFO");
+        for device in ["/dev/zero", "/dev/urandom"] {
+            let error = answered(move || read(Path::new(device), MAX_BYTES).unwrap_err());
+            assert_eq!(error.kind(), io::ErrorKind::InvalidInput, "{device}");
         }
     }
 }

@@ -543,6 +543,18 @@ pub(crate) fn open_no_follow(path: &std::path::Path) -> io::Result<std::fs::File
         .open(path)
 }
 
+/// Opens an existing file for reading, following symbolic links, without
+/// blocking on a FIFO (`O_NONBLOCK`): the open of a config file a user may
+/// keep as a link into a dotfiles checkout (`state_file.rs`). `std` adds
+/// `O_CLOEXEC` to every open.
+pub(crate) fn open_non_blocking(path: &std::path::Path) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+}
+
 /// Whether a process with id `pid` exists (`kill(pid, 0)`): `false` only
 /// when the kernel says there is none (`ESRCH`); a process we may not
 /// signal (`EPERM`) exists. Ids that are not positive `pid_t`s name no

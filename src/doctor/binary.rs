@@ -117,6 +117,29 @@ pub fn check_binary(
     }
 }
 
+/// Whether another user could replace the binary the forced command
+/// names: `heeler pair` refuses to start a ceremony then, so this fails.
+pub fn check_binary_trust(
+    path: &Path,
+    trust: &Result<(), crate::base::dirs::UntrustedBinary>,
+) -> Check {
+    const ID: &str = "binary_trust";
+    match trust {
+        Ok(()) => Check::pass(
+            ID,
+            format!(
+                "only root or you can replace {}, which the phone's SSH login runs",
+                path.display()
+            ),
+        ),
+        Err(untrusted) => Check::fail(
+            ID,
+            format!("{}; heeler pair refuses to start", untrusted.summary()),
+            untrusted.untrusted.fix(),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,5 +233,34 @@ mod tests {
             check_binary("macos", path, &Err("not an ELF file".into()), "0.8.0").status,
             Status::Pass
         );
+    }
+
+    #[test]
+    fn a_replaceable_binary_fails_with_the_fix() {
+        use crate::base::dirs::{Problem, Untrusted, UntrustedBinary};
+        let path = Path::new("/opt/x/heeler");
+        let pass = check_binary_trust(path, &Ok(()));
+        assert_eq!(pass.status, Status::Pass);
+        assert_eq!(
+            pass.summary,
+            "only root or you can replace /opt/x/heeler, which the phone's SSH login runs"
+        );
+        let fail = check_binary_trust(
+            path,
+            &Err(UntrustedBinary {
+                binary: path.into(),
+                untrusted: Untrusted {
+                    path: "/opt/x".into(),
+                    problem: Problem::Writable { mode: 0o777 },
+                },
+            }),
+        );
+        assert_eq!(fail.status, Status::Fail);
+        assert_eq!(
+            fail.summary,
+            "another user could replace /opt/x/heeler, which the phone's SSH login runs: \
+             /opt/x is writable by group or others (mode 0777); heeler pair refuses to start"
+        );
+        assert_eq!(fail.fix.as_deref(), Some("run `chmod go-w /opt/x`"));
     }
 }

@@ -70,6 +70,9 @@ pub struct ConfigFacts {
 pub struct Facts {
     pub exe: PathBuf,
     pub exe_has_interpreter: Result<bool, String>,
+    /// Whether a forced command may name `exe`
+    /// (`base::dirs::trusted_binary`, as `heeler pair` asks it).
+    pub exe_trust: Result<(), crate::base::dirs::UntrustedBinary>,
     pub ssh_port: u16,
     pub ssh_banner: Result<String, String>,
     pub host_keys: Vec<(PathBuf, FileRead)>,

@@ -52,6 +52,7 @@ pub fn decide(facts: &Facts, os: &str, version: &str) -> Vec<Check> {
     let config = facts.config.as_ref();
     let mut checks = vec![
         binary::check_binary(os, &facts.exe, &facts.exe_has_interpreter, version),
+        binary::check_binary_trust(&facts.exe, &facts.exe_trust),
         ssh::check_ssh_server(facts.ssh_port, &facts.ssh_banner),
         ssh::check_host_keys(&facts.host_keys),
     ];
@@ -177,6 +178,7 @@ mod tests {
         Facts {
             exe: PathBuf::from("/p/bin/heeler"),
             exe_has_interpreter: Ok(false),
+            exe_trust: Ok(()),
             ssh_port: 22,
             ssh_banner: Ok("SSH-2.0-OpenSSH_9.6".to_owned()),
             host_keys: Vec::new(),
@@ -204,6 +206,7 @@ mod tests {
             ids(&checks),
             [
                 "binary",
+                "binary_trust",
                 "ssh_server",
                 "host_keys",
                 "ssh_modes",
@@ -276,6 +279,7 @@ mod tests {
             ids(&checks),
             [
                 "binary",
+                "binary_trust",
                 "ssh_server",
                 "host_keys",
                 "home",
@@ -283,7 +287,7 @@ mod tests {
                 "plugin"
             ]
         );
-        let home = &checks[3];
+        let home = &checks[4];
         assert_eq!(home.status, Status::Fail);
         assert!(
             home.summary
@@ -314,6 +318,7 @@ mod tests {
             ids(&checks),
             [
                 "binary",
+                "binary_trust",
                 "ssh_server",
                 "host_keys",
                 "home",
@@ -325,7 +330,7 @@ mod tests {
             ]
         );
         assert!(
-            checks[3]
+            checks[4]
                 .summary
                 .ends_with("~/.ssh and authorized_keys were not checked")
         );

@@ -52,9 +52,11 @@ pub fn gather(network: bool) -> Facts {
             crate::hooks::failure_log::read_last(&dir, HOOK_FAILURES_SHOWN),
         )
     });
+    let exe_trust = dirs::trusted_binary(&exe);
     Facts {
         exe,
         exe_has_interpreter,
+        exe_trust,
         ssh_port,
         ssh_banner: read_banner(ssh_port),
         host_keys: ssh::host_key_paths()
@@ -121,7 +123,7 @@ fn home_facts(home: &Path) -> HomeFacts {
 fn config_facts(dir: &Path) -> ConfigFacts {
     ConfigFacts {
         dir: dir.to_path_buf(),
-        pair_json: config::pair_json_of(std::fs::read(dir.join(crate::pair::config::FILE_NAME))),
+        pair_json: config::pair_json_of(crate::pair::config::read_bytes(dir)),
         notify_json: read_file(&dir.join(crate::hooks::settings::FILE_NAME)),
         notifications_json: read_file(&crate::hooks::registration::path_in(dir)),
     }
@@ -151,8 +153,11 @@ fn plugin_lists(herdr: &Path) -> Vec<(String, Result<String, String>)> {
         .collect()
 }
 
+/// A file doctor shows or checks (config, host keys, authorized_keys),
+/// through the one bounded, non-blocking config read: a FIFO or a device
+/// there is reported as unreadable, never waited on or read whole.
 pub fn read_file(path: &Path) -> FileRead {
-    match std::fs::read(path) {
+    match crate::base::state_file::read_config(path, crate::base::state_file::MAX_BYTES) {
         Ok(bytes) => match String::from_utf8(bytes) {
             Ok(text) => FileRead::Text(text),
             Err(_) => FileRead::Unreadable("not UTF-8".to_owned()),

@@ -6,7 +6,9 @@
 //! parsed document, so every field and entry this plugin does not understand
 //! survives in its original order; they happen under a lock file with a fresh
 //! re-read, are atomic (temp + rename, mode kept), and are skipped entirely
-//! when nothing would change.
+//! when nothing would change. A `notifications.json` that is a symbolic link
+//! (a dotfiles checkout, config management) stays one: the rewrite replaces
+//! the file it points at, as `authorized_keys` is edited.
 
 use std::path::{Path, PathBuf};
 
@@ -15,7 +17,6 @@ use crate::base::json::{self, Value};
 use crate::herdr::session::Session;
 use crate::hooks::relay;
 use crate::hooks::row_layout::{self, RowLayout};
-use crate::hooks::settings::read_capped;
 use crate::wire::envelope::NotificationKey;
 
 /// Registration files larger than this are not the app's: treated as absent.
@@ -29,7 +30,7 @@ pub fn path_in(config_dir: &Path) -> PathBuf {
 /// The parsed file when it is a v1 document with a `devices` array; `None`
 /// ("absent") for anything else, including unreadable or oversized files.
 pub fn read(path: &Path) -> Option<Value> {
-    let text = read_capped(path, MAX_FILE_BYTES)?;
+    let text = crate::base::state_file::read_config_text(path, MAX_FILE_BYTES)?;
     let value = json::parse(&text).ok()?;
     is_v1(&value).then_some(value)
 }
@@ -317,7 +318,8 @@ impl std::fmt::Display for RewriteError {
 }
 
 /// Re-reads the file under its lock, applies `edit`, and writes it back
-/// only when `edit` reports a change. A file that is no longer a v1 document
+/// (through a symbolic link, to the file it names) only when `edit`
+/// reports a change. A file that is no longer a v1 document
 /// is left alone. Returns whether the file was rewritten.
 pub fn rewrite(path: &Path, edit: impl FnOnce(&mut Value) -> bool) -> Result<bool, RewriteError> {
     let lock_path = path.with_file_name("notifications.json.lock");
@@ -329,7 +331,7 @@ pub fn rewrite(path: &Path, edit: impl FnOnce(&mut Value) -> bool) -> Result<boo
     if !edit(&mut file) {
         return Ok(false);
     }
-    atomic_file::write_keeping_mode(path, file.to_json().as_bytes(), 0o600)
+    atomic_file::write_through_links(path, file.to_json().as_bytes(), 0o600)
         .map_err(|e| RewriteError::Write(path.to_path_buf(), e))?;
     Ok(true)
 }

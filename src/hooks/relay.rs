@@ -248,9 +248,15 @@ fn agent_trusting(roots: ureq::tls::RootCerts, proxied: bool) -> ureq::Agent {
     ureq::Agent::new_with_config(config)
 }
 
+/// The largest `relay_ca_file` read (a bundle of a few hundred
+/// certificates fits); it is read like every config file, so a FIFO or a
+/// device there fails the hook at once instead of holding it.
+const MAX_CA_FILE_BYTES: u64 = 1024 * 1024;
+
 fn load_ca_file(path: &Path) -> Result<Vec<ureq::tls::Certificate<'static>>, RelayConfigError> {
     let fail = |why: String| RelayConfigError::CaFile(path.to_path_buf(), why);
-    let pem = std::fs::read(path).map_err(|e| fail(e.to_string()))?;
+    let pem = crate::base::state_file::read_config(path, MAX_CA_FILE_BYTES)
+        .map_err(|e| fail(e.to_string()))?;
     let certs = ureq::tls::parse_pem(&pem)
         .filter_map(|item| match item {
             Ok(ureq::tls::PemItem::Certificate(cert)) => Some(cert),

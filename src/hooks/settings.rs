@@ -98,7 +98,10 @@ pub fn from_value(value: &Value, config_dir: &Path) -> NotifySettings {
 /// Reads `<config_dir>/notify.json`; never fails.
 pub fn load(config_dir: &Path) -> NotifySettings {
     let path = config_dir.join(FILE_NAME);
-    from_text(read_capped(&path, MAX_FILE_BYTES).as_deref(), config_dir)
+    from_text(
+        crate::base::state_file::read_config_text(&path, MAX_FILE_BYTES).as_deref(),
+        config_dir,
+    )
 }
 
 /// Settings from the file's text (`None` when it is absent or unreadable):
@@ -109,15 +112,6 @@ pub fn from_text(text: Option<&str>, config_dir: &Path) -> NotifySettings {
         .and_then(|t| json::parse(t).ok())
         .unwrap_or(Value::Null);
     from_value(&value, config_dir)
-}
-
-/// A file's text when it exists, is UTF-8 and is at most `cap` bytes.
-pub fn read_capped(path: &Path, cap: u64) -> Option<String> {
-    use std::io::Read;
-    let file = std::fs::File::open(path).ok()?;
-    let mut text = String::new();
-    file.take(cap + 1).read_to_string(&mut text).ok()?;
-    (text.len() as u64 <= cap).then_some(text)
 }
 
 #[cfg(test)]

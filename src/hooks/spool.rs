@@ -23,6 +23,13 @@
 //!   looks at the spool once more and serves again when it finds an entry.
 //!   So an entry written at any moment is seen by a worker that scans after
 //!   the write.
+//! - The spool holds at most [`MAX_ENTRIES`] entries: a hook that finds
+//!   more after writing its own drops the excess ([`trim_plan`], pure),
+//!   superseded duplicates first (an older event of the same hook
+//!   environment for the same pane and status, or an older activity claim,
+//!   which the newer one makes moot), then the oldest, and names what it
+//!   dropped in the failure log. Only the 60 s delay cap bounded it before
+//!   (400 events were 400 entries).
 //! - An entry carries the environment of the hook that wrote it (config
 //!   dir, plugin state dir, herdr socket and binary): it is delivered as
 //!   that hook would have, and only when it belongs to this queue's
@@ -40,6 +47,13 @@ use crate::hooks::env::{Event, HookEnv};
 /// The largest entry read back.
 const MAX_ENTRY_BYTES: u64 = 64 * 1024;
 
+/// The most entries one session's spool holds. herdr runs at most 32
+/// plugin commands at once and an entry lives for one debounce (60 s at
+/// most), so a spool this full is a flood of events, not a busy Host; past
+/// it the excess is dropped ([`trim_plan`]). At 64 KiB an entry at most,
+/// the spool stays under 16 MiB, and a worker's listing stays small.
+pub const MAX_ENTRIES: usize = 256;
+
 /// The queue of one session state dir.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Queue {
@@ -55,6 +69,16 @@ pub enum Job {
     Notify { event: Event, ts: i64 },
     /// The activity hook's latest-wins claim, to check at the deadline.
     Activity { pid: u32, claimed_at_ms: u64 },
+}
+
+impl Job {
+    /// The hook whose work the job is, as its log lines are prefixed.
+    pub fn hook_name(&self) -> &'static str {
+        match self {
+            Job::Notify { .. } => "notify-hook",
+            Job::Activity { .. } => "activity-hook",
+        }
+    }
 }
 
 /// The environment of the hook that queued an event.
@@ -217,9 +241,9 @@ pub fn entry_name(due_ms: u64, unique: u64, pid: u32) -> String {
     format!("{due_ms:015}-{unique:020}-{pid}.json")
 }
 
-/// The due time an entry's file name starts with; `None` for any other
-/// name (temp files, strays).
-pub fn due_of_name(name: &str) -> Option<u64> {
+/// The due time and the write time (the writer's nanosecond clock) of an
+/// entry's file name; `None` for any other name (temp files, strays).
+fn name_times(name: &str) -> Option<(u64, u64)> {
     let stem = name.strip_suffix(".json")?;
     let mut parts = stem.split('-');
     let due = parts.next()?;
@@ -230,12 +254,86 @@ pub fn due_of_name(name: &str) -> Option<u64> {
             && s.bytes().all(|b| b.is_ascii_digit())
             && len.is_none_or(|len| s.len() == len)
     };
-    (parts.next().is_none()
-        && digits(due, Some(15))
-        && digits(unique, Some(20))
-        && digits(pid, None))
-    .then(|| due.parse().ok())
-    .flatten()
+    if parts.next().is_some()
+        || !digits(due, Some(15))
+        || !digits(unique, Some(20))
+        || !digits(pid, None)
+    {
+        return None;
+    }
+    Some((due.parse().ok()?, unique.parse().ok()?))
+}
+
+/// The due time an entry's file name starts with; `None` for any other
+/// name (temp files, strays).
+pub fn due_of_name(name: &str) -> Option<u64> {
+    name_times(name).map(|(due, _)| due)
+}
+
+/// What makes an older entry moot when a newer one with the same key is
+/// queued: the same hook environment and, for a notify event, the same
+/// pane and status (the newer one re-checks the pane later), or, for an
+/// activity claim, nothing more (the newest claim wins anyway).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DuplicateKey {
+    origin: Origin,
+    event: Option<(String, String)>,
+}
+
+impl Entry {
+    /// The entry's [`DuplicateKey`].
+    pub fn duplicate_key(&self) -> DuplicateKey {
+        DuplicateKey {
+            origin: self.origin.clone(),
+            event: match &self.job {
+                Job::Notify { event, .. } => Some((event.pane.clone(), event.status.clone())),
+                Job::Activity { .. } => None,
+            },
+        }
+    }
+}
+
+/// Why [`trim_plan`] drops an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dropped {
+    /// A newer entry has the same [`DuplicateKey`].
+    Superseded,
+    /// Among the oldest, once no superseded entry is left.
+    Oldest,
+}
+
+/// Which entries to drop so that at most `bound` remain (pure). `keys` are
+/// the entries' duplicate keys, oldest written first (`None` for an entry
+/// that could not be read, which nothing supersedes). Superseded entries
+/// go first, oldest first; then the oldest of the rest. Returns indices
+/// into `keys` with the reason, in that order.
+pub fn trim_plan<K: PartialEq>(keys: &[Option<K>], bound: usize) -> Vec<(usize, Dropped)> {
+    let mut excess = keys.len().saturating_sub(bound);
+    let mut plan = Vec::with_capacity(excess);
+    let superseded = |i: usize| {
+        keys[i]
+            .as_ref()
+            .is_some_and(|key| keys[i + 1..].iter().any(|k| k.as_ref() == Some(key)))
+    };
+    for i in 0..keys.len() {
+        if excess == 0 {
+            return plan;
+        }
+        if superseded(i) {
+            plan.push((i, Dropped::Superseded));
+            excess -= 1;
+        }
+    }
+    for i in 0..keys.len() {
+        if excess == 0 {
+            break;
+        }
+        if !plan.iter().any(|(dropped, _)| *dropped == i) {
+            plan.push((i, Dropped::Oldest));
+            excess -= 1;
+        }
+    }
+    plan
 }
 
 /// Whether an entry of `origin` may be served from the queue of
@@ -337,6 +435,48 @@ impl Queue {
         std::fs::remove_file(&listed.path).is_ok()
     }
 
+    /// Drops entries past `bound` as [`trim_plan`] says, each taken
+    /// ([`Queue::take`]) so that only one process drops it; `None` when
+    /// nothing was dropped, else the log line naming every dropped entry
+    /// and why. The entries are read only when the spool is over `bound`.
+    pub fn trim(&self, bound: usize) -> Option<String> {
+        let mut listed = self.list();
+        if listed.len() <= bound {
+            return None;
+        }
+        // Oldest written first: the write time is the name's second part.
+        let written = |l: &Listed| {
+            l.path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(name_times)
+                .map(|(_, written)| written)
+        };
+        listed.sort_by_key(|l| (written(l), l.path.clone()));
+        let keys: Vec<Option<DuplicateKey>> = listed
+            .iter()
+            .map(|l| self.read(l).map(|e| e.duplicate_key()))
+            .collect();
+        let dropped: Vec<String> = trim_plan(&keys, bound)
+            .into_iter()
+            .filter(|(i, _)| self.take(&listed[*i]))
+            .map(|(i, why)| {
+                let name = listed[i].path.file_name().unwrap_or_default();
+                let why = match why {
+                    Dropped::Superseded => "superseded",
+                    Dropped::Oldest => "oldest",
+                };
+                format!("{} ({why})", name.to_string_lossy())
+            })
+            .collect();
+        (!dropped.is_empty()).then(|| {
+            format!(
+                "the hook queue holds more than {bound} events; dropped {}",
+                dropped.join(", ")
+            )
+        })
+    }
+
     fn open_lock(&self) -> io::Result<File> {
         atomic_file::create_dir_all(&self.dir(), 0o700)?;
         crate::base::sys::open_append_private(&self.lock_path())
@@ -418,6 +558,7 @@ pub fn ensure_worker(queue: &Queue) -> Result<(), HandOverError> {
 /// sure a worker serves it.
 pub fn hand_over(env: &HookEnv, due_ms: u64, job: Job) -> Result<(), HandOverError> {
     let queue = Queue::of(&env.state_dir);
+    let hook = job.hook_name();
     queue
         .enqueue(&Entry {
             due_ms,
@@ -425,6 +566,11 @@ pub fn hand_over(env: &HookEnv, due_ms: u64, job: Job) -> Result<(), HandOverErr
             job,
         })
         .map_err(HandOverError::Queue)?;
+    if let Some(line) = queue.trim(MAX_ENTRIES) {
+        // Nowhere is left to report a failure to log.
+        let _ =
+            crate::hooks::failure_log::append(&env.plugin_state_dir, &format!("{hook}: {line}"));
+    }
     ensure_worker(&queue)
 }
 
@@ -564,6 +710,108 @@ mod tests {
         assert!(live.exists(), "a writer still running keeps its temp file");
         assert!(entry.exists());
         assert_eq!(queue.list().len(), 1);
+    }
+
+    #[test]
+    fn the_trim_drops_superseded_duplicates_first_then_the_oldest() {
+        // Keys oldest first; `None` is an unreadable entry.
+        let keys = [Some('a'), Some('b'), Some('a'), None, Some('c'), Some('a')];
+        assert_eq!(trim_plan(&keys, 6), []);
+        assert_eq!(trim_plan(&keys, 9), []);
+        assert_eq!(trim_plan(&keys, 5), [(0, Dropped::Superseded)]);
+        assert_eq!(
+            trim_plan(&keys, 4),
+            [(0, Dropped::Superseded), (2, Dropped::Superseded)]
+        );
+        // No superseded entry left: the oldest of the rest, in order.
+        assert_eq!(
+            trim_plan(&keys, 2),
+            [
+                (0, Dropped::Superseded),
+                (2, Dropped::Superseded),
+                (1, Dropped::Oldest),
+                (3, Dropped::Oldest),
+            ]
+        );
+        assert_eq!(trim_plan(&keys, 0).len(), 6);
+        assert_eq!(trim_plan::<char>(&[], 0), []);
+    }
+
+    #[test]
+    fn the_trim_plan_matches_an_oracle_on_random_spools() {
+        // The oracle: repeatedly drop the oldest entry whose key a newer
+        // one shares, else the oldest entry, until `bound` remain.
+        let mut rng = crate::base::test_rng::Rng(0x5b001);
+        for case in 0..2_000 {
+            let len = rng.below(12) as usize;
+            let keys: Vec<Option<u64>> = (0..len)
+                .map(|_| (!rng.one_in(5)).then(|| rng.below(4)))
+                .collect();
+            let bound = rng.below(14) as usize;
+            let mut alive: Vec<usize> = (0..len).collect();
+            let mut expected = Vec::new();
+            while alive.len() > bound {
+                let superseded = alive.iter().position(|&i| {
+                    keys[i].is_some() && alive.iter().any(|&j| j > i && keys[j] == keys[i])
+                });
+                let (at, why) = match superseded {
+                    Some(at) => (at, Dropped::Superseded),
+                    None => (0, Dropped::Oldest),
+                };
+                expected.push((alive.remove(at), why));
+            }
+            assert_eq!(
+                trim_plan(&keys, bound),
+                expected,
+                "case {case}: trim_plan(&{keys:?}, {bound})"
+            );
+        }
+    }
+
+    #[test]
+    fn four_hundred_events_leave_the_bound_and_every_panes_newest() {
+        let dir = ScratchDir::new("spool-bound");
+        let queue = Queue::of(dir.path());
+        let mut lines = Vec::new();
+        for i in 0..400u64 {
+            let mut entry = notify_entry(dir.path(), 1_000 + i);
+            if let Job::Notify { event, .. } = &mut entry.job {
+                event.pane = format!("w1:p{}", i % 50);
+            }
+            queue.enqueue(&entry).unwrap();
+            lines.extend(queue.trim(MAX_ENTRIES));
+        }
+        let listed = queue.list();
+        assert_eq!(listed.len(), MAX_ENTRIES);
+        // Only superseded duplicates went: the newest event of each of the
+        // 50 panes is still queued, and so are the last 256 written.
+        let dues: Vec<u64> = listed.iter().map(|l| l.due_ms).collect();
+        assert_eq!(dues, (1_144..1_400).collect::<Vec<u64>>());
+        assert_eq!(lines.len(), 400 - MAX_ENTRIES, "one line per trim");
+        assert!(
+            lines.iter().all(|l| l
+                .starts_with("the hook queue holds more than 256 events; dropped ")
+                && l.ends_with(".json (superseded)")),
+            "{lines:?}"
+        );
+        // Past the duplicates, the oldest go.
+        let mut other = notify_entry(dir.path(), 5_000);
+        if let Job::Notify { event, .. } = &mut other.job {
+            event.pane = "w1:p99".into();
+        }
+        queue.enqueue(&other).unwrap();
+        let line = queue.trim(MAX_ENTRIES).unwrap();
+        assert!(line.ends_with(" (superseded)"), "{line}");
+        for i in 0..300 {
+            let mut fresh = notify_entry(dir.path(), 6_000 + i);
+            if let Job::Notify { event, .. } = &mut fresh.job {
+                event.pane = format!("w2:p{i}");
+            }
+            queue.enqueue(&fresh).unwrap();
+            queue.trim(MAX_ENTRIES);
+        }
+        let dues: Vec<u64> = queue.list().iter().map(|l| l.due_ms).collect();
+        assert_eq!(dues, (6_044..6_300).collect::<Vec<u64>>());
     }
 
     #[test]

@@ -246,7 +246,7 @@ fn serve_group(
     if let Err(e) = crate::base::dirs::trusted(&env.config_dir) {
         for (listed, entry) in &entries {
             if queue.take(listed) {
-                log(log_dir, &format!("{}: not run: {e}", hook_name(&entry.job)));
+                log(log_dir, &format!("{}: not run: {e}", entry.job.hook_name()));
             }
         }
         return;
@@ -302,16 +302,8 @@ fn serve_group(
             .map_err(|e| e.to_string()),
         };
         if let Err(message) = result {
-            log(log_dir, &format!("{}: {message}", hook_name(&entry.job)));
+            log(log_dir, &format!("{}: {message}", entry.job.hook_name()));
         }
-    }
-}
-
-/// The hook whose work an entry is, as its log lines are prefixed.
-fn hook_name(job: &Job) -> &'static str {
-    match job {
-        Job::Notify { .. } => "notify-hook",
-        Job::Activity { .. } => "activity-hook",
     }
 }
 

@@ -98,12 +98,23 @@ impl PairConfig {
     }
 }
 
+/// The largest pair.json read; a longer one is unreadable.
+pub const MAX_FILE_BYTES: u64 = 64 * 1024;
+
 /// Reads `<config_dir>/pair.json`. No config dir, or no file: the defaults.
 pub fn read(config_dir: Option<&Path>) -> PairConfig {
     match config_dir {
         None => PairConfig::default(),
-        Some(dir) => from_read(std::fs::read(dir.join(FILE_NAME))),
+        Some(dir) => from_read(read_bytes(dir)),
     }
+}
+
+/// The bytes of `<config_dir>/pair.json`, through the one bounded,
+/// non-blocking config read (`state_file::read_config`): a link is
+/// followed, but a FIFO, a device or a file over [`MAX_FILE_BYTES`] is an
+/// error, never a hang or an unbounded read.
+pub fn read_bytes(config_dir: &Path) -> io::Result<Vec<u8>> {
+    crate::base::state_file::read_config(&config_dir.join(FILE_NAME), MAX_FILE_BYTES)
 }
 
 /// The config from the outcome of reading the file.

@@ -130,11 +130,11 @@ pub fn run(args: PairArgs) -> Result<(), Failure> {
     }
 
     let state_dir = std::path::absolute(state_dir).map_err(|e| fail(e.to_string()))?;
-    let mut config = CeremonyConfig::new(
-        &home,
-        &state_dir,
-        &ceremony::current_exe().map_err(|e| fail(e.to_string()))?,
-    );
+    let exe = ceremony::current_exe().map_err(|e| fail(e.to_string()))?;
+    // The forced command runs this binary for the phone: refuse to name one
+    // another user could replace (sshd's StrictModes rule, base::dirs).
+    crate::base::dirs::trusted_binary(&exe).map_err(|e| fail(e.to_string()))?;
+    let mut config = CeremonyConfig::new(&home, &state_dir, &exe);
     if let Some(ttl) = std::env::var(TEST_TTL_ENV)
         .ok()
         .and_then(|t| t.parse::<i64>().ok())

@@ -83,7 +83,9 @@ pub fn parse_public_line(text: &str) -> Option<(String, Vec<u8>)> {
 pub fn find(dir: &Path) -> Result<Option<HostKey>, HostKeyError> {
     for name in FILE_NAMES {
         let path = dir.join(name);
-        let Ok(bytes) = std::fs::read(&path) else {
+        // Bounded and non-blocking, like every file heeler reads: a public
+        // key line is well under 64 KiB.
+        let Ok(bytes) = crate::base::state_file::read_config(&path, 64 * 1024) else {
             continue;
         };
         let parsed = std::str::from_utf8(&bytes).ok().and_then(parse_public_line);

@@ -235,7 +235,9 @@ fn stat_source(path: &Path) -> SourceStat {
 /// The previous snapshot, if it is a readable v1 snapshot with the shape
 /// the cache relies on.
 fn read_previous(destination: &Path) -> Option<Value> {
-    let text = fs::read_to_string(destination).ok()?;
+    // Through the one safe state read: a FIFO or a device planted here
+    // would otherwise hold both event hooks, which refresh first.
+    let text = crate::base::state_file::read_text(destination, MAX_SNAPSHOT_BYTES)?;
     let value = json::parse(&text).ok()?;
     let shaped = value.get("v").and_then(Value::as_i64) == Some(1)
         && value
@@ -285,20 +287,15 @@ fn same_result(previous: &Value, fresh: &Value) -> bool {
 /// what a hook reads before every event.
 pub const MAX_SOURCE_BYTES: u64 = 1024 * 1024;
 
-/// Reads at most [`MAX_SOURCE_BYTES`]; a longer file is an error.
+/// Longest previous snapshot read back: it holds a layout derived from a
+/// source of at most [`MAX_SOURCE_BYTES`].
+const MAX_SNAPSHOT_BYTES: u64 = 4 * MAX_SOURCE_BYTES;
+
+/// Reads at most [`MAX_SOURCE_BYTES`] of the herdr config (a link
+/// followed), without blocking: a longer file, a FIFO or a device is an
+/// error (`state_file::read_config`, the one config read).
 fn read_source(path: &Path) -> io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    fs::File::open(path)?
-        .take(MAX_SOURCE_BYTES + 1)
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_SOURCE_BYTES {
-        return Err(io::Error::new(
-            io::ErrorKind::FileTooLarge,
-            "larger than a herdr config",
-        ));
-    }
-    Ok(bytes)
+    crate::base::state_file::read_config(path, MAX_SOURCE_BYTES)
 }
 
 /// Reads and validates the source (already statted as a regular file).
@@ -390,6 +387,34 @@ pub fn refresh_for_event(config_dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fifo_or_a_device_at_the_snapshot_or_the_source_is_refused_at_once() {
+        let scratch = crate::base::scratch::ScratchDir::new("sidebar-fifo");
+        let fifo = scratch.path().join(SNAPSHOT_FILE);
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+        let zero = scratch.path().join("zero.json");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        // On another thread, so that a blocked read fails the test instead
+        // of hanging it.
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let paths = (fifo.clone(), zero.clone());
+        std::thread::spawn(move || {
+            let (fifo, zero) = paths;
+            let _ = sender.send((
+                read_previous(&fifo).is_none(),
+                read_previous(&zero).is_none(),
+                read_source(&fifo).map_err(|e| e.kind()).err(),
+                read_source(&zero).map_err(|e| e.kind()).err(),
+            ));
+        });
+        let outcome = receiver
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("a read blocked");
+        let refused = Some(io::ErrorKind::InvalidInput);
+        assert_eq!(outcome, (true, true, refused, refused));
+    }
 
     fn join(parts: &[&str]) -> String {
         js_path_join(&parts.iter().map(|p| (*p).to_owned()).collect::<Vec<_>>())

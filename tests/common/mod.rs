@@ -72,3 +72,88 @@ pub fn describe_under_test() -> String {
         _ => binary_under_test().display().to_string(),
     }
 }
+
+/// Runs `command` to its end and returns its output, failing the test when
+/// it has not exited within `limit` (it is killed first): a process blocked
+/// for good, such as one opening a FIFO nobody writes, never exits, and a
+/// generous limit tells that from a slow machine.
+#[allow(dead_code)]
+pub fn output_within(command: &mut Command, limit: std::time::Duration) -> std::process::Output {
+    use std::process::Stdio;
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
+    // The pipes are drained on threads, so a chatty child never blocks.
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let started = std::time::Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() < limit => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{command:?} did not exit within {limit:?}: it blocked");
+            }
+        }
+    };
+    std::process::Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    }
+}
+
+/// A copy of a heeler binary where `heeler pair` may name it in a forced
+/// command and every local user can run it: a directory only root writes,
+/// below `/run`. A copy under the sticky temp dir would not do: like
+/// sshd's `StrictModes`, heeler refuses a binary below a directory others
+/// may write to. Root only (the tests that switch users are); removed on
+/// drop.
+#[allow(dead_code)]
+pub struct TrustedCopy {
+    dir: PathBuf,
+}
+
+#[allow(dead_code)]
+impl TrustedCopy {
+    pub fn new(tag: &str, source: &std::path::Path) -> TrustedCopy {
+        use std::os::unix::fs::PermissionsExt;
+        let dir =
+            std::path::Path::new("/run").join(format!("heeler-test-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        let copy = TrustedCopy { dir };
+        let mode = |mode| std::fs::Permissions::from_mode(mode);
+        std::fs::set_permissions(&copy.dir, mode(0o755)).unwrap();
+        std::fs::copy(source, copy.path()).unwrap();
+        std::fs::set_permissions(copy.path(), mode(0o755)).unwrap();
+        copy
+    }
+
+    /// The copied binary.
+    pub fn path(&self) -> PathBuf {
+        self.dir.join("heeler")
+    }
+}
+
+impl Drop for TrustedCopy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

@@ -491,6 +491,10 @@ impl Session {
         let port = config::read(Some(&self.setup.config_dir)).ssh_port;
         let exe =
             ceremony::current_exe().map_err(|e| vec![format!("Could not start pairing: {e}")])?;
+        // The forced command runs this binary for the phone: refuse to name
+        // one another user could replace (sshd's StrictModes rule).
+        crate::base::dirs::trusted_binary(&exe)
+            .map_err(|e| vec![format!("Could not start pairing: {e}")])?;
         let mut config = CeremonyConfig::new(&self.setup.home, &self.setup.state_dir, &exe);
         if let Some(ttl) = self.setup.ttl_override {
             config.ttl_seconds = ttl;
