@@ -36,10 +36,13 @@
 //!   none writable by others, nor by a group unless it is the user's
 //!   private group (the rule above). Another user able to replace any of
 //!   them would have the phone's SSH connection run their program as the
-//!   pairing user. A sticky directory such as `/tmp` is refused too, as
-//!   `StrictModes` refuses it: the sticky bit stops others from renaming
-//!   an entry, but the rule stays the one sshd applies, with no exception
-//!   to reason about.
+//!   pairing user. One exception to `StrictModes`: a sticky directory
+//!   such as `/tmp` may be writable by others, because the sticky bit
+//!   stops them from renaming or removing an entry they do not own, and
+//!   the entry below it is itself held to the rule (owned by root or the
+//!   user). sshd refuses such paths for `authorized_keys` without
+//!   distinguishing; for the binary the distinction is exact, and a
+//!   checkout or build under `/tmp` (as CI's may be) stays usable.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -297,15 +300,17 @@ impl std::error::Error for UntrustedBinary {}
 /// and then every directory above it up to `/`, as `stat` sees them. Each
 /// must be owned by root or `euid`, not writable by others, and writable
 /// by its group only when that group is `private_group` (the user's
-/// private group, if any), sticky or not: OpenSSH's `StrictModes` rule for
-/// `authorized_keys` and the directories above it. The first component
-/// that fails is named.
+/// private group, if any): OpenSSH's `StrictModes` rule for
+/// `authorized_keys` and the directories above it, except that a sticky
+/// directory may be writable (others cannot rename or remove the entry
+/// below it, which is itself held to the rule). The first component that
+/// fails is named.
 pub fn binary_verdict(
     components: &[PathStat],
     euid: u32,
     private_group: Option<u32>,
 ) -> Result<(), Untrusted> {
-    for component in components {
+    for (i, component) in components.iter().enumerate() {
         let untrusted = |problem| Untrusted {
             path: component.path.clone(),
             problem,
@@ -315,6 +320,11 @@ pub fn binary_verdict(
                 owner: component.uid,
                 euid,
             }));
+        }
+        // A directory above the binary with the sticky bit: others may add
+        // entries but not rename or remove the one below, judged next.
+        if i > 0 && component.mode & 0o1000 != 0 {
+            continue;
         }
         let group_is_private = private_group == Some(component.gid);
         verdict(euid, component.mode, euid, group_is_private).map_err(untrusted)?;
@@ -504,7 +514,7 @@ mod tests {
     }
 
     #[test]
-    fn a_binary_below_a_dir_others_may_write_is_refused_sticky_or_not() {
+    fn a_binary_below_a_dir_others_may_write_is_refused_unless_it_is_sticky() {
         let under = |mode: u32, gid: u32| {
             [
                 stat("/opt/x/heeler", 1000, 1000, 0o755),
@@ -522,8 +532,22 @@ mod tests {
             })
         };
         assert_eq!(refused(0o777, 0, None), writable(0o777));
-        // Sticky like /tmp: StrictModes refuses it, and so do we.
-        assert_eq!(refused(0o1777, 0, Some(1000)), writable(0o1777));
+        // Sticky like /tmp: others cannot rename or remove the entry below
+        // it, which is the user's here; one of another user's is refused.
+        assert_eq!(refused(0o1777, 0, Some(1000)), Ok(()));
+        let mut theirs = under(0o1777, 0);
+        theirs[0].uid = 1001;
+        assert_eq!(
+            binary_verdict(&theirs, 1000, None).unwrap_err().problem,
+            Problem::NeitherRootNorOwner {
+                owner: 1001,
+                euid: 1000
+            }
+        );
+        // The binary itself gets no such exception (a sticky file).
+        let mut sticky_file = under(0o755, 0);
+        sticky_file[0].mode = 0o1777;
+        assert!(binary_verdict(&sticky_file, 1000, None).is_err());
         // A shared group (staff, admin) may not write; the user's private
         // group may (Debian's umask 002), as for the state dir.
         assert_eq!(refused(0o775, 50, Some(1000)), writable(0o775));
