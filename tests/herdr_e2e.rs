@@ -1,5 +1,5 @@
 //! The whole plugin inside a real, private, headless herdr (the recipe is in
-//! README.md, "Testing against a real herdr"):
+//! CONTRIBUTING.md, "Testing against a real herdr"):
 //! link a plugin directory holding this manifest and the heeler binary, start
 //! the server, and check that the startup hook wrote sidebar.json, that the
 //! `pair` action opens the popup (its `heeler pair` process starts), and that

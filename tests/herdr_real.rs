@@ -1,6 +1,6 @@
 //! Opt-in: both hooks inside a real, private, headless herdr (0.8 or newer).
 //! `#[ignore]`d: set `HEELER_TEST_HERDR` to the herdr binary and run it with
-//! `cargo test --test herdr_real -- --ignored`. The recipe is in README.md, "Testing against a real
+//! `cargo test --test herdr_real -- --ignored`. The recipe is in CONTRIBUTING.md, "Testing against a real
 //! herdr".
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -36,7 +36,7 @@ tasks:
   pricing         regenerate pricing.json from a price source and pricing-overrides.json:
                   --input FILE --date YYYY-MM-DD [--source litellm|models-dev] [--version V]
   dist            build, check and package the release targets into target/dist/
-                  (README.md: Release builds) [--target T]... [--native] [--out DIR]
+                  (CONTRIBUTING.md: Release builds) [--target T]... [--native] [--out DIR]
                   | --checksums DIR";
 
 fn main() -> ExitCode {
