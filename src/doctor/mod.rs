@@ -52,7 +52,7 @@ pub fn decide(facts: &Facts, os: &str, version: &str) -> Vec<Check> {
     let config = facts.config.as_ref();
     let mut checks = vec![
         binary::check_binary(os, &facts.exe, &facts.exe_has_interpreter, version),
-        ssh::check_ssh_server(facts.ssh_port, &facts.ssh_banner),
+        ssh::check_ssh_server(facts.ssh_port, &facts.ssh_banner, facts.ssh_service),
         ssh::check_host_keys(&facts.host_keys),
     ];
     match home {
@@ -179,6 +179,7 @@ mod tests {
             exe_has_interpreter: Ok(false),
             ssh_port: 22,
             ssh_banner: Ok("SSH-2.0-OpenSSH_9.6".to_owned()),
+            ssh_service: facts::SshService::Unknown,
             host_keys: Vec::new(),
             uid: 1000,
             home,
