@@ -157,7 +157,12 @@ fn usage_line(program: &str, tree: Tree, args: &[&str], message: &str) -> String
         .chain(path.iter().map(String::as_str))
         .collect::<Vec<_>>()
         .join(" ");
-    format!("{shown}: {message}{hint}; see {shown} --help")
+    // The plumbing's own list is `heeler help plumbing`, not `heeler --help`.
+    let help_command = match (tree, path.is_empty()) {
+        (Tree::Plumbing, true) => format!("{program} help plumbing"),
+        _ => format!("{shown} --help"),
+    };
+    format!("{shown}: {message}{hint}; see {help_command}")
 }
 
 /// The subcommands named on the command line, outermost first: each word
