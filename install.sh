@@ -8,7 +8,10 @@
 # release binary for the exact version in herdr-plugin.toml from the GitHub
 # repository this checkout came from, verifies its SHA-256 against the
 # release's SHA256SUMS, and renames it into place only after the staged binary
-# ran `--version`; so a failed run never touches a working bin/heeler.
+# ran `--version`; so a failed run never touches a working bin/heeler. Only
+# the GitHub download falls back to a source build: a release URL or binary
+# given explicitly that fails is an error. The last line says how to run
+# heeler from a shell (or, with HEELER_LINK=1, links it into ~/.local/bin).
 # Run `sh install.sh --help` for the options.
 
 set -eu
@@ -21,9 +24,13 @@ Installs bin/heeler for the version in herdr-plugin.toml.
 
   (no option)      download the release binary for this platform from the
                    GitHub repository in `git remote get-url origin`, verify it
-                   against the release's SHA256SUMS, install it; when the
+                   against the release's SHA256SUMS, install it; when that
                    download fails and cargo exists, build from source instead
+                   (not when HEELER_RELEASE_URL or HEELER_BINARY is set: their
+                   failure is an error)
   --from-source    build this checkout with `cargo build --release --locked`
+                   (usually 3 to 10 minutes: the first build compiles every
+                   dependency)
   --help           print this help
 
 Environment:
@@ -33,6 +40,9 @@ Environment:
                       SHA256SUMS
   HEELER_BINARY       install this heeler binary file (no download, no
                       checksum); it must print `heeler <version>`
+  HEELER_LINK=1       also link ~/.local/bin/heeler to bin/heeler, so a shell
+                      runs `heeler` (an existing file there that is not such a
+                      link is left alone, and the install fails)
   https_proxy, HTTPS_PROXY, ALL_PROXY, NO_PROXY are honoured by curl/wget.
 
 Supported platforms: Linux x86_64, Linux aarch64, macOS x86_64, macOS arm64.
@@ -263,7 +273,7 @@ fetch_release() {
 
 build_from_source() {
 	command -v cargo >/dev/null 2>&1 || die "cargo is not installed; install Rust from https://rustup.rs, then run: sh install.sh --from-source"
-	say "building heeler $VERSION from source with cargo build --release --locked"
+	say "building heeler $VERSION from source with cargo build --release --locked; this usually takes 3 to 10 minutes (the first build compiles every dependency)"
 	(cd "$ROOT" && cargo build --release --locked) >&2 || die "cargo build --release --locked failed (output above); fix the build error, or install a release binary with HEELER_BINARY=/path/to/heeler sh install.sh"
 	target_dir="${CARGO_TARGET_DIR:-target}"
 	case "$target_dir" in
@@ -271,6 +281,30 @@ build_from_source() {
 	*) target_dir="$ROOT/$target_dir" ;;
 	esac
 	install_binary "$target_dir/release/heeler" "the source build did not produce a working binary; run cargo build --release --locked and check its output" "built from source"
+}
+
+# The last line: how a shell runs the installed binary. With HEELER_LINK=1,
+# links ~/.local/bin/heeler to it first (a symlink, so an update of the
+# checkout's binary is the linked one too) and says whether that directory
+# is on PATH.
+finish() {
+	installed="$BIN_DIR/heeler"
+	if [ "${HEELER_LINK:-}" != 1 ]; then
+		say "run it from a shell as $installed; to type just heeler: mkdir -p ~/.local/bin && ln -sf '$installed' ~/.local/bin/heeler (or reinstall with HEELER_LINK=1)"
+		return 0
+	fi
+	[ -n "${HOME:-}" ] || die "HEELER_LINK=1 but HOME is not set; heeler is installed at $installed"
+	link_dir="$HOME/.local/bin"
+	link="$link_dir/heeler"
+	if [ -e "$link" ] && [ ! -L "$link" ]; then
+		die "HEELER_LINK=1 but $link exists and is not a link; heeler is installed at $installed: remove $link, or run that path"
+	fi
+	mkdir -p "$link_dir" || die "cannot create $link_dir; heeler is installed at $installed"
+	ln -sf "$installed" "$link" || die "cannot link $link to $installed; heeler is installed there"
+	case ":${PATH:-}:" in
+	*":$link_dir:"*) say "linked $link to $installed: run heeler from a shell" ;;
+	*) say "linked $link to $installed; $link_dir is not on PATH: add it (export PATH=\"\$HOME/.local/bin:\$PATH\" in your shell's profile), or run $link" ;;
+	esac
 }
 
 cleanup() {
@@ -302,10 +336,12 @@ main() {
 
 	if [ -n "${HEELER_BINARY:-}" ]; then
 		install_binary "$HEELER_BINARY" "point HEELER_BINARY at a heeler $VERSION binary" "from $HEELER_BINARY"
+		finish
 		return 0
 	fi
 	if [ "$from_source" = 1 ]; then
 		build_from_source
+		finish
 		return 0
 	fi
 
@@ -313,11 +349,18 @@ main() {
 	need_sha256_tool
 	WORK=$(mktemp -d "${TMPDIR:-/tmp}/heeler-install.XXXXXX") || die "cannot create a temporary directory; check TMPDIR and free space"
 	if fetch_release; then
+		finish
 		return 0
+	fi
+	# A release directory given explicitly is what was asked for: its
+	# failure is the answer, not a reason for a long build.
+	if [ -n "${HEELER_RELEASE_URL:-}" ]; then
+		die "could not install heeler $VERSION for $TARGET from HEELER_RELEASE_URL=$HEELER_RELEASE_URL (reason above); nothing was built or installed. Fix the URL, or unset it to download from GitHub; or run sh install.sh --from-source; or download heeler-$TARGET yourself and run HEELER_BINARY=/path/to/heeler-$TARGET sh install.sh"
 	fi
 	if command -v cargo >/dev/null 2>&1; then
 		say "the release download failed; building from source instead"
 		build_from_source
+		finish
 		return 0
 	fi
 	die "could not install heeler $VERSION for $TARGET (reason above). Check the network and any https_proxy, then reinstall the plugin; or install Rust (https://rustup.rs) and run sh install.sh --from-source; or download heeler-$TARGET from the release page yourself and run HEELER_BINARY=/path/to/heeler-$TARGET sh install.sh"

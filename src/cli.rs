@@ -1,14 +1,23 @@
 //! The command line: argh definitions, and [`parse`], which turns argh's
 //! early exits into one rule for the exit status.
 //!
-//! Every subcommand here does something; each later capability adds its own.
-//! Asking for help exits 0 with the help on stdout; every usage error (an
-//! unknown argument or subcommand, a missing value, no command at all) exits
-//! [`USAGE_ERROR_STATUS`], as ripgrep and most Unix tools do, so a script
-//! tells a mistyped command line from a command that ran and failed (1, or
-//! the status the command documents).
+//! Two command trees share the one binary. The commands a person runs
+//! ([`UserArgs`]: `pair`, `usage` and its views, `doctor`) are what
+//! `heeler --help` lists. The plumbing ([`PlumbingArgs`]: what herdr, sshd
+//! and the Heeler app run, and the `wire` interop tool) keeps its names,
+//! arguments and outputs, and is listed by `heeler help plumbing`. [`parse`]
+//! picks the tree by the first words of the command line, read off argh's
+//! own command tables, so a name is written once.
+//!
+//! Asking for help (`-h`, `--help`, `help`) exits 0 with the help on stdout;
+//! every usage error (an unknown argument or subcommand, a missing value, no
+//! command at all) is one line on stderr and exits [`USAGE_ERROR_STATUS`],
+//! as ripgrep and most Unix tools do, so a script tells a mistyped command
+//! line from a command that ran and failed (1, or the status the command
+//! documents). A mistyped command or option name gets the nearest known one
+//! as a suggestion ([`suggest`]).
 
-use argh::FromArgs;
+use argh::{FromArgs, SubCommands};
 
 /// The exit status of every usage error.
 pub const USAGE_ERROR_STATUS: u8 = 2;
@@ -18,8 +27,34 @@ pub const USAGE_ERROR_STATUS: u8 = 2;
 pub enum EarlyExit {
     /// `--help` (or `help`): the text for stdout, exit 0.
     Help(String),
-    /// A usage error: the text for stderr, exit [`USAGE_ERROR_STATUS`].
+    /// A usage error: one line for stderr, exit [`USAGE_ERROR_STATUS`].
     Usage(String),
+}
+
+/// A parsed command line: what to run.
+#[derive(Debug)]
+pub struct Args {
+    pub command: Command,
+}
+
+/// Every command the binary runs, from either tree.
+#[derive(Debug)]
+pub enum Command {
+    /// `-V` or `--version`.
+    Version,
+    /// No command at all.
+    Nothing,
+    Wire(WireArgs),
+    Accept(AcceptArgs),
+    Pair(PairArgs),
+    NotifyHook(NotifyHookArgs),
+    ActivityHook(ActivityHookArgs),
+    HookWorker(HookWorkerArgs),
+    SidebarHook(SidebarHookArgs),
+    Usage(UsageArgs),
+    UsagePlumbing(UsagePlumbingCommand),
+    PairAction(PairActionArgs),
+    Doctor(DoctorArgs),
 }
 
 /// The process's own command line, parsed by [`parse`].
@@ -30,7 +65,7 @@ pub fn from_env() -> Result<Args, EarlyExit> {
             Ok(arg) => argv.push(arg),
             Err(arg) => {
                 return Err(EarlyExit::Usage(format!(
-                    "Invalid utf8: {}",
+                    "heeler: invalid UTF-8 in argument {:?}",
                     arg.to_string_lossy()
                 )));
             }
@@ -39,51 +74,269 @@ pub fn from_env() -> Result<Args, EarlyExit> {
     parse(&argv)
 }
 
-/// Parses `argv` (the program first) with argh, with argh's own texts
-/// (`argh::from_env`'s), but ending in an [`EarlyExit`] instead of exiting.
+/// Which command tree a command line belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tree {
+    User,
+    Plumbing,
+}
+
+/// The names of a subcommand enum's commands (argh's table).
+fn names<T: SubCommands>() -> impl Iterator<Item = &'static str> {
+    T::COMMANDS.iter().map(|c| c.name)
+}
+
+/// Picks the tree (pure): a plumbing command's name first (or `usage`
+/// then a plumbing name of usage's), or `help` then one; `help plumbing`
+/// asks for the plumbing's own help.
+fn tree_of(rest: &[&str]) -> (Tree, Vec<String>) {
+    let owned = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let top_plumbing = |word: &str| names::<PlumbingCommand>().any(|n| n == word && n != "usage");
+    let usage_plumbing = |word: &str| names::<UsagePlumbingCommand>().any(|n| n == word);
+    match rest {
+        ["help", "plumbing", tail @ ..] => {
+            let mut args: Vec<String> = owned(tail);
+            args.retain(|a| !matches!(a.as_str(), "-h" | "--help" | "help"));
+            args.push("--help".into());
+            (Tree::Plumbing, args)
+        }
+        [first, ..] if top_plumbing(first) => (Tree::Plumbing, owned(rest)),
+        ["help", first, ..] if top_plumbing(first) => (Tree::Plumbing, owned(rest)),
+        ["usage", second, ..] if usage_plumbing(second) => (Tree::Plumbing, owned(rest)),
+        ["help", "usage", third, ..] if usage_plumbing(third) => (Tree::Plumbing, owned(rest)),
+        _ => (Tree::User, owned(rest)),
+    }
+}
+
+/// Parses `argv` (the program first) with argh, ending in an
+/// [`EarlyExit`] instead of exiting: help as argh writes it, a usage error
+/// as one line naming the command, argh's message, a suggestion when a
+/// name was mistyped, and where the help is.
 pub fn parse(argv: &[String]) -> Result<Args, EarlyExit> {
     let Some((program, rest)) = argv.split_first() else {
-        return Err(EarlyExit::Usage("No program name, argv is empty".into()));
+        return Err(EarlyExit::Usage(
+            "heeler: no program name, argv is empty".into(),
+        ));
     };
     let name = std::path::Path::new(program)
         .file_name()
         .and_then(|name| name.to_str())
         .unwrap_or(program);
     let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
-    Args::from_args(&[name], &rest).map_err(|early| match early.status {
+    let (tree, args) = tree_of(&rest);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let parsed = match tree {
+        Tree::User => UserArgs::from_args(&[name], &args).map(|a| a.into_args()),
+        Tree::Plumbing => PlumbingArgs::from_args(&[name], &args).map(|a| a.into_args()),
+    };
+    parsed.map_err(|early| match early.status {
         Ok(()) => EarlyExit::Help(early.output),
-        Err(()) => EarlyExit::Usage(format!(
-            "{}\nRun {name} --help for more information.",
-            early.output
-        )),
+        Err(()) => EarlyExit::Usage(usage_line(name, tree, &args, &early.output)),
     })
 }
 
-/// heeler: the herdr plugin for the Heeler app (pairing, encrypted agent
-/// notifications, sidebar layout, usage).
+/// The one line of a usage error: `heeler usage: <argh's message>`, then
+/// `(did you mean daily?)` when a mistyped name is near a known one, then
+/// where the help is.
+fn usage_line(program: &str, tree: Tree, args: &[&str], message: &str) -> String {
+    let path = command_path(program, tree, args);
+    let message = message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let message = message.trim_end_matches('.');
+    let help = help_of(program, tree, &path);
+    let hint = message
+        .strip_prefix("Unrecognized argument: ")
+        .and_then(|word| suggest(word, &known_words(&help)))
+        .map(|near| format!(" (did you mean {near}?)"))
+        .unwrap_or_default();
+    let shown = std::iter::once(program)
+        .chain(path.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(" ");
+    // The plumbing's own list is `heeler help plumbing`, not `heeler --help`.
+    let help_command = match (tree, path.is_empty()) {
+        (Tree::Plumbing, true) => format!("{program} help plumbing"),
+        _ => format!("{shown} --help"),
+    };
+    format!("{shown}: {message}{hint}; see {help_command}")
+}
+
+/// The subcommands named on the command line, outermost first: each word
+/// that names a subcommand of the path so far (read off the help texts).
+fn command_path(program: &str, tree: Tree, args: &[&str]) -> Vec<String> {
+    let mut path: Vec<String> = Vec::new();
+    for arg in args {
+        let help = help_of(program, tree, &path);
+        if commands_in(&help).any(|c| c == *arg) {
+            path.push(arg.to_string());
+        }
+    }
+    path
+}
+
+/// argh's help text of a command path ("" when it has none).
+fn help_of(program: &str, tree: Tree, path: &[String]) -> String {
+    let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+    args.push("--help");
+    let early = match tree {
+        Tree::User => UserArgs::from_args(&[program], &args).err(),
+        Tree::Plumbing => PlumbingArgs::from_args(&[program], &args).err(),
+    };
+    early.map(|e| e.output).unwrap_or_default()
+}
+
+/// The commands a help text lists (its `Commands:` section).
+fn commands_in(help: &str) -> impl Iterator<Item = &str> {
+    help.split("\n\n")
+        .filter_map(|section| section.strip_prefix("Commands:"))
+        .flat_map(str::lines)
+        .filter_map(|line| line.strip_prefix("  "))
+        .filter(|line| !line.starts_with(' '))
+        .filter_map(|line| line.split_whitespace().next())
+}
+
+/// The names a mistyped word may have meant: the commands and the long
+/// options a help text lists.
+fn known_words(help: &str) -> Vec<&str> {
+    let options = help
+        .split("\n\n")
+        .filter_map(|section| section.strip_prefix("Options:"))
+        .flat_map(str::lines)
+        .flat_map(|line| line.split([' ', ',']))
+        .filter(|word| word.starts_with("--"));
+    commands_in(help).chain(options).collect()
+}
+
+/// The known word nearest to `word`, when it is near enough to be a typo:
+/// at most one edit for short words, two from six characters on (a
+/// Levenshtein distance, as git and cargo suggest).
+pub fn suggest<'a>(word: &str, known: &[&'a str]) -> Option<&'a str> {
+    let limit = if word.chars().count() >= 6 { 2 } else { 1 };
+    known
+        .iter()
+        .map(|k| (edit_distance(word, k), *k))
+        .filter(|(d, _)| *d > 0 && *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+/// Levenshtein distance over characters (insert, delete, substitute).
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                diagonal
+            } else {
+                1 + diagonal.min(above).min(row[j])
+            };
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+/// heeler: the herdr plugin for the Heeler app. It pairs the app, pushes
+/// encrypted agent notifications and reports Claude Code and Codex usage.
 #[derive(FromArgs, Debug)]
-pub struct Args {
+#[argh(
+    help_triggers("-h", "--help", "help"),
+    example = "{command_name} pair             show a Pairing Code for the Heeler app\n\
+               {command_name} usage            today, 7 and 30 days of Claude Code and Codex\n\
+               {command_name} usage daily -s 2026-11-01\n\
+               {command_name} doctor           check this Host's setup",
+    note = "The commands herdr, sshd and the Heeler app run (accept, notify-hook, usage query, ...) are listed by `{command_name} help plumbing`."
+)]
+pub struct UserArgs {
     /// print the version and exit
-    #[argh(switch)]
+    #[argh(switch, short = 'V')]
     pub version: bool,
 
     #[argh(subcommand)]
-    pub command: Option<Command>,
+    pub command: Option<UserCommand>,
+}
+
+impl UserArgs {
+    fn into_args(self) -> Args {
+        let command = match self.command {
+            _ if self.version => Command::Version,
+            None => Command::Nothing,
+            Some(UserCommand::Pair(a)) => Command::Pair(a),
+            Some(UserCommand::Usage(a)) => Command::Usage(a),
+            Some(UserCommand::Doctor(a)) => Command::Doctor(a),
+        };
+        Args { command }
+    }
 }
 
 #[derive(FromArgs, Debug)]
 #[argh(subcommand)]
-pub enum Command {
-    Wire(WireArgs),
-    Accept(AcceptArgs),
+pub enum UserCommand {
     Pair(PairArgs),
+    Usage(UsageArgs),
+    Doctor(DoctorArgs),
+}
+
+/// heeler's plumbing: the commands herdr, sshd and the Heeler app run, and
+/// the wire interop tool. Their names, arguments and outputs are a contract.
+#[derive(FromArgs, Debug)]
+pub struct PlumbingArgs {
+    #[argh(subcommand)]
+    pub command: PlumbingCommand,
+}
+
+impl PlumbingArgs {
+    fn into_args(self) -> Args {
+        let command = match self.command {
+            PlumbingCommand::Wire(a) => Command::Wire(a),
+            PlumbingCommand::Accept(a) => Command::Accept(a),
+            PlumbingCommand::NotifyHook(a) => Command::NotifyHook(a),
+            PlumbingCommand::ActivityHook(a) => Command::ActivityHook(a),
+            PlumbingCommand::HookWorker(a) => Command::HookWorker(a),
+            PlumbingCommand::SidebarHook(a) => Command::SidebarHook(a),
+            PlumbingCommand::PairAction(a) => Command::PairAction(a),
+            PlumbingCommand::Usage(a) => Command::UsagePlumbing(a.command),
+        };
+        Args { command }
+    }
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub enum PlumbingCommand {
+    Accept(AcceptArgs),
     NotifyHook(NotifyHookArgs),
     ActivityHook(ActivityHookArgs),
     HookWorker(HookWorkerArgs),
     SidebarHook(SidebarHookArgs),
-    Usage(UsageArgs),
     PairAction(PairActionArgs),
-    Doctor(DoctorArgs),
+    Usage(UsagePlumbingArgs),
+    Wire(WireArgs),
+}
+
+/// The plumbing of usage: the app's query, the background worker and the
+/// herdr action that reads Claude Code's limits.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "usage")]
+pub struct UsagePlumbingArgs {
+    #[argh(subcommand)]
+    pub command: UsagePlumbingCommand,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub enum UsagePlumbingCommand {
+    Query(UsageQueryArgs),
+    Worker(UsageWorkerArgs),
+    ClaudeLimits(UsageClaudeLimitsArgs),
 }
 
 /// Interop tool: encode, decode, seal and open the app's wire formats.
@@ -247,7 +500,14 @@ pub struct AcceptArgs {
 
 /// Pair a Heeler device: show a Pairing Code and enroll its Device Key.
 #[derive(FromArgs, Debug)]
-#[argh(subcommand, name = "pair")]
+#[argh(
+    subcommand,
+    name = "pair",
+    help_triggers("-h", "--help", "help"),
+    example = "{command_name}                          the popup (in herdr: the heeler.pair action)\n\
+               {command_name} --no-ui                  print the code in this terminal\n\
+               {command_name} --no-ui --address host.example"
+)]
 pub struct PairArgs {
     /// headless: print the Pairing Code on stdout instead of opening the popup
     #[argh(switch)]
@@ -285,19 +545,31 @@ pub struct SidebarHookArgs {}
 /// Claude Code and Codex token usage, cost and limits (without a
 /// subcommand: the summary of today, 7 and 30 days, limits and coverage).
 #[derive(FromArgs, Debug)]
-#[argh(subcommand, name = "usage")]
+#[argh(
+    subcommand,
+    name = "usage",
+    help_triggers("-h", "--help", "help"),
+    example = "{command_name}                    the summary\n\
+               {command_name} --limits           read Claude Code's and Codex's limits now\n\
+               {command_name} daily -s 20261101  days since 1 November\n\
+               {command_name} -j | jq .          the summary's JSON document"
+)]
 pub struct UsageArgs {
     /// claude or codex (default: both)
-    #[argh(option)]
+    #[argh(option, short = 'a')]
     pub agent: Option<String>,
     /// only directories under this path
     #[argh(option)]
     pub dir: Option<String>,
     /// IANA time zone for days (default: the Host's zone)
-    #[argh(option)]
+    #[argh(option, short = 'z')]
     pub tz: Option<String>,
+    /// read Claude Code's and Codex's limits now (a few seconds), then show
+    /// the summary
+    #[argh(switch, short = 'l')]
+    pub limits: bool,
     /// print the summary's JSON document
-    #[argh(switch)]
+    #[argh(switch, short = 'j')]
     pub json: bool,
     /// print the summary as CSV
     #[argh(switch)]
@@ -313,6 +585,7 @@ impl UsageArgs {
             agent: self.agent.clone(),
             dir: self.dir.clone(),
             tz: self.tz.clone(),
+            limits: self.limits,
             json: self.json,
             csv: self.csv,
             ..UsageViewFlags::default()
@@ -323,9 +596,6 @@ impl UsageArgs {
 #[derive(FromArgs, Debug)]
 #[argh(subcommand)]
 pub enum UsageCommand {
-    Query(UsageQueryArgs),
-    Worker(UsageWorkerArgs),
-    ClaudeLimits(UsageClaudeLimitsArgs),
     Daily(UsageDailyArgs),
     Weekly(UsageWeeklyArgs),
     Monthly(UsageMonthlyArgs),
@@ -336,7 +606,8 @@ pub enum UsageCommand {
     Statusline(UsageStatuslineArgs),
 }
 
-/// The options every view for people shares, as given.
+/// The options the views share, as given; a view without one of them
+/// leaves it at its default.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct UsageViewFlags {
     pub since: Option<String>,
@@ -345,37 +616,44 @@ pub struct UsageViewFlags {
     pub dir: Option<String>,
     pub breakdown: bool,
     pub tz: Option<String>,
+    /// Read the limits now, before showing (`heeler usage --limits`).
+    pub limits: bool,
     pub json: bool,
     pub csv: bool,
 }
 
-/// One argh subcommand per view, all with the options of [`UsageViewFlags`].
+/// One argh subcommand per table view, all with the options of
+/// [`UsageViewFlags`] (`--breakdown` only where a view has per-model rows),
+/// short flags as ccusage's (`-s`, `-u`, `-b`, `-z`, `-j`), and examples.
 macro_rules! usage_view_args {
-    ($($name:ident $command:tt $doc:tt;)*) => {$(
+    ($($name:ident $command:tt $doc:tt $example:tt $(breakdown $breakdown:ident)?;)*) => {$(
         #[doc = $doc]
         #[derive(FromArgs, Debug)]
-        #[argh(subcommand, name = $command)]
+        #[argh(subcommand, name = $command, help_triggers("-h", "--help", "help"), example = $example)]
         pub struct $name {
-            /// first day shown, YYYY-MM-DD (default: 29 days before today)
-            #[argh(option)]
+            /// first day shown, YYYY-MM-DD or YYYYMMDD (default: 29 days
+            /// before today)
+            #[argh(option, short = 's')]
             pub since: Option<String>,
-            /// last day shown, YYYY-MM-DD (default: today)
-            #[argh(option)]
+            /// last day shown, YYYY-MM-DD or YYYYMMDD (default: today)
+            #[argh(option, short = 'u')]
             pub until: Option<String>,
             /// claude or codex (default: both)
-            #[argh(option)]
+            #[argh(option, short = 'a')]
             pub agent: Option<String>,
             /// only directories under this path
             #[argh(option)]
             pub dir: Option<String>,
+            $(
             /// one line per model under each row
-            #[argh(switch)]
-            pub breakdown: bool,
+            #[argh(switch, short = 'b')]
+            pub $breakdown: bool,
+            )?
             /// IANA time zone for days (default: the Host's zone)
-            #[argh(option)]
+            #[argh(option, short = 'z')]
             pub tz: Option<String>,
             /// print the view's JSON document
-            #[argh(switch)]
+            #[argh(switch, short = 'j')]
             pub json: bool,
             /// print the view as CSV
             #[argh(switch)]
@@ -389,10 +667,11 @@ macro_rules! usage_view_args {
                     until: self.until.clone(),
                     agent: self.agent.clone(),
                     dir: self.dir.clone(),
-                    breakdown: self.breakdown,
+                    $(breakdown: self.$breakdown,)?
                     tz: self.tz.clone(),
                     json: self.json,
                     csv: self.csv,
+                    ..UsageViewFlags::default()
                 }
             }
         }
@@ -400,14 +679,59 @@ macro_rules! usage_view_args {
 }
 
 usage_view_args! {
-    UsageDailyArgs "daily" "Tokens and cost per day.";
-    UsageWeeklyArgs "weekly" "Tokens and cost per week (weeks start on Monday).";
-    UsageMonthlyArgs "monthly" "Tokens and cost per month.";
-    UsageSessionArgs "session" "Tokens and cost per session (a Claude Code session, a Codex thread), latest first.";
-    UsageBlocksArgs "blocks" "5-hour blocks: tokens, cost, burn rate and the active block's projection.";
-    UsageModelsArgs "models" "Tokens and cost per model.";
-    UsageDirsArgs "dirs" "Tokens and cost per directory.";
-    UsageStatuslineArgs "statusline" "One short line: today's cost, the active block's burn rate, the tightest limit.";
+    UsageDailyArgs "daily" "Tokens and cost per day."
+        "{command_name}                       the last 30 days\n{command_name} -s 20261101 -u 20261130 -b  November, each day's models\n{command_name} --agent codex --csv > codex.csv"
+        breakdown breakdown;
+    UsageWeeklyArgs "weekly" "Tokens and cost per week (weeks start on Monday)."
+        "{command_name} -s 2026-09-01        weeks since September\n{command_name} -j | jq '.totals'"
+        breakdown breakdown;
+    UsageMonthlyArgs "monthly" "Tokens and cost per month."
+        "{command_name} -s 2026-01-01 -b     each month's models this year (within the history kept)"
+        breakdown breakdown;
+    UsageSessionArgs "session" "Tokens and cost per session (a Claude Code session, a Codex thread), latest first."
+        "{command_name} --dir ~/src           sessions under ~/src\n{command_name} -a claude -b"
+        breakdown breakdown;
+    UsageBlocksArgs "blocks" "5-hour blocks: tokens, cost, burn rate and the active block's projection."
+        "{command_name}                       the last 30 days' blocks\n{command_name} -s 20261201 -a claude";
+    UsageModelsArgs "models" "Tokens and cost per model."
+        "{command_name} -s 20261101           models since 1 November\n{command_name} --csv"
+        breakdown breakdown;
+    UsageDirsArgs "dirs" "Tokens and cost per directory."
+        "{command_name} --dir ~/src -b         directories under ~/src, each one's models"
+        breakdown breakdown;
+}
+
+/// One short line: today's cost, the active block's burn rate, the tightest
+/// limit (for a status bar: Claude Code's statusLine, tmux, herdr).
+#[derive(FromArgs, Debug)]
+#[argh(
+    subcommand,
+    name = "statusline",
+    help_triggers("-h", "--help", "help"),
+    example = "{command_name}                   $1.23 today · $0.40/h · claude 5h 12%\n\
+               {command_name} -a codex          Codex only"
+)]
+pub struct UsageStatuslineArgs {
+    /// claude or codex (default: both)
+    #[argh(option, short = 'a')]
+    pub agent: Option<String>,
+    /// only directories under this path
+    #[argh(option)]
+    pub dir: Option<String>,
+    /// IANA time zone for "today" (default: the Host's zone)
+    #[argh(option, short = 'z')]
+    pub tz: Option<String>,
+}
+
+impl UsageStatuslineArgs {
+    pub fn flags(&self) -> UsageViewFlags {
+        UsageViewFlags {
+            agent: self.agent.clone(),
+            dir: self.dir.clone(),
+            tz: self.tz.clone(),
+            ..UsageViewFlags::default()
+        }
+    }
 }
 
 /// `heeler usage query` as given. Its options ([`UsageQueryOptions`]) are
@@ -469,10 +793,16 @@ pub struct PairActionArgs {}
 /// Check this Host's setup for pairing and notifications; each problem comes
 /// with a one-line fix. Exits 0 when nothing fails.
 #[derive(FromArgs, Debug)]
-#[argh(subcommand, name = "doctor")]
+#[argh(
+    subcommand,
+    name = "doctor",
+    help_triggers("-h", "--help", "help"),
+    example = "{command_name}              every check, with a fix for each problem\n\
+               {command_name} --json | jq '.checks[] | select(.status != \"pass\")'"
+)]
 pub struct DoctorArgs {
     /// print the report as JSON
-    #[argh(switch)]
+    #[argh(switch, short = 'j')]
     pub json: bool,
     /// also check that the Push Relay is reachable (network access)
     #[argh(switch)]
@@ -488,7 +818,7 @@ mod tests {
     }
 
     #[test]
-    fn help_and_usage_errors_end_parsing_with_argh_s_texts() {
+    fn help_and_usage_errors_end_parsing_with_one_line() {
         assert!(matches!(
             parse(&argv(&["/x/bin/heeler", "--help"])),
             Err(EarlyExit::Help(text)) if text.starts_with("Usage: heeler")
@@ -496,12 +826,69 @@ mod tests {
         assert_eq!(
             parse(&argv(&["/x/bin/heeler", "--bogus"])).err(),
             Some(EarlyExit::Usage(
-                "Unrecognized argument: --bogus\n\nRun heeler --help for more information.".into()
+                "heeler: Unrecognized argument: --bogus; see heeler --help".into()
             ))
         );
         assert!(matches!(parse(&argv(&[])), Err(EarlyExit::Usage(_))));
         let args = parse(&argv(&["heeler", "pair", "--no-ui"])).unwrap();
-        assert!(matches!(args.command, Some(Command::Pair(p)) if p.no_ui));
-        assert!(parse(&argv(&["heeler"])).unwrap().command.is_none());
+        assert!(matches!(args.command, Command::Pair(p) if p.no_ui));
+        assert!(matches!(
+            parse(&argv(&["heeler"])).unwrap().command,
+            Command::Nothing
+        ));
+    }
+
+    #[test]
+    fn plumbing_is_parsed_by_its_own_tree() {
+        for (line, plumbing) in [
+            (&["accept"][..], true),
+            (&["usage", "query", "--future", "x"], true),
+            (&["usage", "worker"], true),
+            (&["usage", "claude-limits"], true),
+            (&["wire", "kid", "--key", "k"], true),
+            (&["help", "accept"], true),
+            (&["help", "plumbing"], true),
+            (&["usage"], false),
+            (&["usage", "daily"], false),
+            (&["usage", "--dir", "query"], false),
+            (&["help", "usage"], false),
+            (&["pair"], false),
+        ] {
+            assert_eq!(tree_of(line).0 == Tree::Plumbing, plumbing, "{line:?}");
+        }
+        let args = parse(&argv(&["heeler", "usage", "query", "--tz", "UTC"])).unwrap();
+        assert!(matches!(
+            args.command,
+            Command::UsagePlumbing(UsagePlumbingCommand::Query(q)) if q.args == ["--tz", "UTC"]
+        ));
+    }
+
+    #[test]
+    fn edit_distance_matches_hand_counted_cases() {
+        for (a, b, d) in [
+            ("", "", 0),
+            ("", "abc", 3),
+            ("dayly", "daily", 1),
+            ("kitten", "sitting", 3),
+            ("flaw", "lawn", 2),
+            ("--jsn", "--json", 1),
+            ("weakly", "weekly", 1),
+            ("ab", "ba", 2),
+        ] {
+            assert_eq!(edit_distance(a, b), d, "{a} {b}");
+            assert_eq!(edit_distance(b, a), d, "{b} {a}");
+        }
+    }
+
+    #[test]
+    fn a_suggestion_is_the_nearest_known_word_within_reach() {
+        let known = ["daily", "weekly", "monthly", "dirs", "--json", "--since"];
+        assert_eq!(suggest("dayly", &known), Some("daily"));
+        assert_eq!(suggest("montly", &known), Some("monthly"));
+        assert_eq!(suggest("--sinse", &known), Some("--since"));
+        // Too far, or exact (nothing to suggest).
+        assert_eq!(suggest("xyz", &known), None);
+        assert_eq!(suggest("daily", &known), None);
+        assert_eq!(suggest("dxyz", &known), None);
     }
 }

@@ -29,25 +29,26 @@ fn main() -> ExitCode {
         }
     };
     let result = match args.command {
-        _ if args.version => {
+        cli::Command::Version => {
             exit::write_stdout(concat!("heeler ", env!("CARGO_PKG_VERSION"), "\n"))
         }
-        Some(cli::Command::Wire(wire_args)) => wire::command::run(wire_args),
-        Some(cli::Command::Accept(accept_args)) => return pair::accept::run(accept_args),
+        cli::Command::Wire(wire_args) => wire::command::run(wire_args),
+        cli::Command::Accept(accept_args) => return pair::accept::run(accept_args),
         // A config-only code needs no popup: it is printed and done.
-        Some(cli::Command::Pair(pair_args)) if !pair_args.no_ui && !pair_args.config_only => {
+        cli::Command::Pair(pair_args) if !pair_args.no_ui && !pair_args.config_only => {
             pair::popup::event_loop::run(pair_args)
         }
-        Some(cli::Command::Pair(pair_args)) => pair::headless::run(pair_args),
-        Some(cli::Command::NotifyHook(hook_args)) => hooks::worker::notify_hook(hook_args),
-        Some(cli::Command::ActivityHook(hook_args)) => hooks::worker::activity_hook(hook_args),
-        Some(cli::Command::HookWorker(worker_args)) => hooks::worker::run(worker_args),
-        Some(cli::Command::SidebarHook(hook_args)) => hooks::startup::run(hook_args),
-        Some(cli::Command::Usage(usage_args)) => usage::command::run(usage_args),
-        Some(cli::Command::PairAction(_)) => pair::action::run(),
-        Some(cli::Command::Doctor(doctor_args)) => doctor::run(doctor_args),
-        None => Err(exit::Failure::new(
-            "heeler: no command given; see `heeler --help`",
+        cli::Command::Pair(pair_args) => pair::headless::run(pair_args),
+        cli::Command::NotifyHook(hook_args) => hooks::worker::notify_hook(hook_args),
+        cli::Command::ActivityHook(hook_args) => hooks::worker::activity_hook(hook_args),
+        cli::Command::HookWorker(worker_args) => hooks::worker::run(worker_args),
+        cli::Command::SidebarHook(hook_args) => hooks::startup::run(hook_args),
+        cli::Command::Usage(usage_args) => usage::command::run(usage_args),
+        cli::Command::UsagePlumbing(command) => usage::command::run_plumbing(command),
+        cli::Command::PairAction(_) => pair::action::run(),
+        cli::Command::Doctor(doctor_args) => doctor::run(doctor_args),
+        cli::Command::Nothing => Err(exit::Failure::new(
+            "heeler: no command given; see heeler --help",
             cli::USAGE_ERROR_STATUS,
         )),
     };

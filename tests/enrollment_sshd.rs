@@ -11,7 +11,7 @@
 //!
 //! Needs root (to create the user and run sshd), sshd, ssh, ssh-keygen,
 //! useradd and python3 with `cryptography`; otherwise each test prints
-//! `SKIPPED: <reason>` and returns (a failure under `HEELER_REQUIRE_ALL=1`). Two tests need no root, only
+//! `SKIPPED` and returns (a failure under `HEELER_REQUIRE_ALL=1`). Two tests need no root, only
 //! ssh-keygen: the Bootstrap Key's public line equals `ssh-keygen -y`, and
 //! the host key fingerprint equals `ssh-keygen -lf`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

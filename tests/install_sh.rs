@@ -50,6 +50,7 @@ const TOOLS: &[&str] = &[
     "dirname",
     "curl",
     "wget",
+    "ln",
 ];
 
 fn stub_binary(version: &str) -> String {
@@ -466,20 +467,176 @@ fn missing_asset_without_cargo_fails_and_says_what_to_do() {
     assert!(stderr.contains("HEELER_BINARY=") && stderr.contains("--from-source"));
 }
 
+/// Makes the checkout a clone of a GitHub repository whose download fails
+/// (a `curl` that answers like a 404), so the GitHub route is taken.
+fn github_origin_that_fails(fx: &Fixture) {
+    let status = Command::new("git")
+        .args(["init", "--quiet"])
+        .current_dir(&fx.checkout)
+        .env("HOME", fx.root.join("home"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let status = Command::new("git")
+        .args([
+            "remote",
+            "add",
+            "origin",
+            "https://github.com/example/heeler",
+        ])
+        .current_dir(&fx.checkout)
+        .env("HOME", fx.root.join("home"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    fx.remove_tool("curl");
+    write_executable(
+        &fx.fake_bin.join("curl"),
+        "#!/bin/sh\necho 'curl: (22) The requested URL returned error: 404' >&2\nexit 22\n",
+    );
+}
+
 #[test]
-fn missing_asset_falls_back_to_a_source_build_when_cargo_exists() {
-    let mut fx = Fixture::new("fallback");
+fn a_failed_github_download_falls_back_to_a_source_build_when_cargo_exists() {
+    let fx = Fixture::new("fallback");
     fx.previous_binary();
     fx.fake_cargo(VERSION);
-    let server = ReleaseServer::start(&fx.release, "");
-    fx.set("HEELER_RELEASE_URL", &server.url);
+    github_origin_that_fails(&fx);
     let output = fx.run(&[]);
     let stdout = fx.assert_installed(&output, &stub_binary(VERSION));
-    assert!(stdout.contains("building from source instead"));
+    assert!(stdout.contains("building from source instead"), "{stdout}");
+    // It says that it builds and how long that usually takes.
+    assert!(
+        stdout.contains(
+            "from source with cargo build --release --locked; this usually takes 3 to 10 minutes"
+        ),
+        "{stdout}"
+    );
     assert_eq!(
         fx.cargo_args().as_deref(),
         Some("build --release --locked\n")
     );
+}
+
+#[test]
+fn an_explicit_release_url_or_binary_that_fails_is_an_error_not_a_build() {
+    let mut fx = Fixture::new("explicit-url");
+    fx.previous_binary();
+    fx.fake_cargo(VERSION);
+    let server = ReleaseServer::start(&fx.release, "");
+    fx.set("HEELER_RELEASE_URL", &server.url);
+    let stderr = fx.assert_failed_cleanly(&fx.run(&[]));
+    assert!(stderr.contains("404"), "{stderr}");
+    assert!(
+        stderr.contains("from HEELER_RELEASE_URL=")
+            && stderr.contains("nothing was built or installed"),
+        "{stderr}"
+    );
+    assert_eq!(fx.cargo_args(), None, "cargo was not run");
+
+    let mut fx = Fixture::new("explicit-binary");
+    fx.previous_binary();
+    fx.fake_cargo(VERSION);
+    fx.set(
+        "HEELER_BINARY",
+        &fx.root.join("no-such-heeler").display().to_string(),
+    );
+    let stderr = fx.assert_failed_cleanly(&fx.run(&[]));
+    assert!(stderr.contains("is not a regular file"), "{stderr}");
+    assert_eq!(fx.cargo_args(), None, "cargo was not run");
+}
+
+#[test]
+fn the_last_line_says_how_to_run_heeler_or_links_it_when_asked() {
+    let given_binary = |fx: &mut Fixture| {
+        let given = fx.root.join("heeler-given");
+        write_executable(&given, &stub_binary(VERSION));
+        fx.set("HEELER_BINARY", &given.display().to_string());
+    };
+    let last_line = |output: &Output| {
+        String::from_utf8(output.stdout.clone())
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap_or("")
+            .to_owned()
+    };
+    let installed = fx_path_of_bin;
+
+    let mut fx = Fixture::new("last-line");
+    given_binary(&mut fx);
+    let output = fx.run(&[]);
+    fx.assert_installed(&output, &stub_binary(VERSION));
+    let bin = installed(&fx);
+    assert_eq!(
+        last_line(&output),
+        format!(
+            "heeler install: run it from a shell as {bin}; to type just heeler: mkdir -p ~/.local/bin && ln -sf '{bin}' ~/.local/bin/heeler (or reinstall with HEELER_LINK=1)"
+        )
+    );
+    assert!(!fx.root.join("home/.local/bin/heeler").exists());
+
+    // HEELER_LINK=1: a link in ~/.local/bin, which is not on the test's PATH.
+    let mut fx = Fixture::new("link");
+    given_binary(&mut fx);
+    fx.set("HEELER_LINK", "1");
+    let output = fx.run(&[]);
+    fx.assert_installed(&output, &stub_binary(VERSION));
+    let bin = installed(&fx);
+    let link = fx.root.join("home/.local/bin/heeler");
+    assert_eq!(std::fs::read_link(&link).unwrap(), Path::new(&bin));
+    assert!(
+        last_line(&output).contains("is not on PATH"),
+        "{}",
+        last_line(&output)
+    );
+    // Run through the link, as a shell would.
+    let ran = Command::new(&link).output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&ran.stdout),
+        format!("heeler {VERSION}\n")
+    );
+    // Again, with ~/.local/bin on PATH: the link is replaced, and it says so.
+    let path = format!(
+        "{}:{}",
+        fx.root.join("home/.local/bin").display(),
+        fx.fake_bin.display()
+    );
+    fx.env.retain(|(k, _)| k != "PATH");
+    fx.set("PATH", &path);
+    let output = fx.run(&[]);
+    assert!(output.status.success());
+    assert_eq!(
+        last_line(&output),
+        format!(
+            "heeler install: linked {} to {bin}: run heeler from a shell",
+            link.display()
+        )
+    );
+
+    // A file of the person's own at the link's place is left alone.
+    let mut fx = Fixture::new("link-taken");
+    given_binary(&mut fx);
+    fx.set("HEELER_LINK", "1");
+    let own = fx.root.join("home/.local/bin/heeler");
+    std::fs::create_dir_all(own.parent().unwrap()).unwrap();
+    std::fs::write(&own, "mine").unwrap();
+    let output = fx.run(&[]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("exists and is not a link"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&own).unwrap(), "mine");
+}
+
+/// The path install.sh installs to, as it prints it (the checkout's
+/// physical path).
+fn fx_path_of_bin(fx: &Fixture) -> String {
+    fx.checkout
+        .canonicalize()
+        .unwrap()
+        .join("bin/heeler")
+        .display()
+        .to_string()
 }
 
 #[test]

@@ -152,8 +152,19 @@ fn every_binary_command_resolves_on_every_supported_herdr() {
     assert!(install.is_file(), "the [[build]] step runs install.sh");
 }
 
-/// The subcommand names `heeler <path...> --help` lists under "Commands:".
+/// The subcommand names `heeler <path...> --help` lists under "Commands:",
+/// with the plumbing's (`heeler help plumbing <path...>`).
 fn subcommands(path: &[&str]) -> Option<Vec<String>> {
+    let user = listed(path);
+    let plumbing = listed(&[&["help", "plumbing"][..], path].concat());
+    match (user, plumbing) {
+        (None, None) => None,
+        (user, plumbing) => Some([user.unwrap_or_default(), plumbing.unwrap_or_default()].concat()),
+    }
+}
+
+/// The subcommand names one help text lists under "Commands:".
+fn listed(path: &[&str]) -> Option<Vec<String>> {
     let output = Command::new(env!("CARGO_BIN_EXE_heeler"))
         .args(path)
         .arg("--help")

@@ -380,3 +380,65 @@ fn runtime_record_is_written_once_per_change() {
     );
     fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `heeler usage --limits` at a terminal: both probes run now (stand-ins
+/// on the person's PATH), their readings are stored where the app's query
+/// finds them and shown, and the app's Claude limits toggle is untouched.
+#[test]
+fn usage_limits_reads_both_agents_now() {
+    if !python() {
+        common::skip("python3 is not installed");
+        return;
+    }
+    let home = temp_dir("usage-limits-now");
+    let state = home.join("state");
+    let codex = stand_in(&home, "codex", CODEX, "ok");
+    let claude = stand_in(&home, "claude", CLAUDE, "ok");
+    let path = format!(
+        "{}:{}",
+        home.join("bin-claude-ok").display(),
+        codex.path.unwrap()
+    );
+    drop(claude);
+    let out = Command::new(heeler_bin())
+        .args(["usage", "--limits"])
+        .env_clear()
+        .env("HOME", &home)
+        .env("HERDR_PLUGIN_STATE_DIR", &state)
+        .env("PATH", path)
+        .env("TZ", "UTC")
+        .output()
+        .unwrap();
+    let usage = heeler::usage::paths::UsageDir(state.join("usage"));
+    for _ in 0..200 {
+        if !heeler::usage::worker::is_running(&usage) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let stored = |agent: &str| {
+        json::parse(&fs::read_to_string(state.join(format!("usage/limits-{agent}.json"))).unwrap())
+            .unwrap()
+    };
+    let codex = stored("codex");
+    assert_eq!(
+        codex.get("state").unwrap().as_str(),
+        Some("ok"),
+        "{codex:?}"
+    );
+    assert!(text.contains("Limits, Codex: 5h 12% used"), "{text}");
+    // macOS reads Claude's limits through herdr's session (no herdr here).
+    if !cfg!(target_os = "macos") {
+        let claude = stored("claude");
+        assert_eq!(
+            claude.get("state").unwrap().as_str(),
+            Some("ok"),
+            "{claude:?}"
+        );
+        assert!(text.contains("Limits, Claude Code: 5h 25% used"), "{text}");
+    }
+    assert!(!state.join("usage/claude-limits.wanted").exists());
+    fs::remove_dir_all(&home).unwrap();
+}

@@ -75,6 +75,8 @@ pub struct Facts {
     pub exe_trust: Result<(), crate::base::dirs::UntrustedBinary>,
     pub ssh_port: u16,
     pub ssh_banner: Result<String, String>,
+    /// How this Host starts OpenSSH, for the fix when none answers.
+    pub ssh_service: SshService,
     pub host_keys: Vec<(PathBuf, FileRead)>,
     pub uid: u32,
     pub home: Result<HomeFacts, NoHome>,
@@ -94,4 +96,23 @@ pub struct Facts {
     /// The hook failure log and its last lines (oldest first); `None` when
     /// the plugin state dir is unknown.
     pub hook_failures: Option<(PathBuf, Vec<crate::hooks::failure_log::Logged>)>,
+}
+
+/// How this Host installs and starts OpenSSH: its init system, and the
+/// distribution family's package and service names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SshService {
+    /// macOS: Remote Login, in System Settings.
+    MacRemoteLogin,
+    /// systemd: the install command (when the family is known) and the
+    /// unit (`ssh` on Debian and Ubuntu, `sshd` on Fedora, RHEL, Arch,
+    /// openSUSE and the rest).
+    Systemd {
+        install: Option<&'static str>,
+        unit: &'static str,
+    },
+    /// OpenRC (Alpine, Gentoo): the install command, when known.
+    OpenRc { install: Option<&'static str> },
+    /// Neither recognised: the fix names every family's command.
+    Unknown,
 }

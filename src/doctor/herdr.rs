@@ -27,6 +27,9 @@ pub fn parse_version(text: &str) -> Option<(u64, u64, u64)> {
     })
 }
 
+/// Where herdr comes from: its project's releases.
+pub const HERDR_RELEASES: &str = "https://github.com/herdrdev/herdr/releases";
+
 pub fn check_herdr(found: Option<&Path>, version_output: &Result<String, String>) -> Check {
     const ID: &str = "herdr";
     let (a, b, c) = MIN_HERDR_VERSION;
@@ -34,7 +37,9 @@ pub fn check_herdr(found: Option<&Path>, version_output: &Result<String, String>
         return Check::fail(
             ID,
             "herdr is not on PATH (and HERDR_BIN_PATH is not set)",
-            format!("install herdr {a}.{b}.{c} or newer and put it on PATH"),
+            format!(
+                "install herdr {a}.{b}.{c} or newer from {HERDR_RELEASES} (a binary per platform, herdr-<os>-<arch>) and put it on PATH"
+            ),
         );
     };
     let output = match version_output {

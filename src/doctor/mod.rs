@@ -53,7 +53,7 @@ pub fn decide(facts: &Facts, os: &str, version: &str) -> Vec<Check> {
     let mut checks = vec![
         binary::check_binary(os, &facts.exe, &facts.exe_has_interpreter, version),
         binary::check_binary_trust(&facts.exe, &facts.exe_trust),
-        ssh::check_ssh_server(facts.ssh_port, &facts.ssh_banner),
+        ssh::check_ssh_server(facts.ssh_port, &facts.ssh_banner, facts.ssh_service),
         ssh::check_host_keys(&facts.host_keys),
     ];
     match home {
@@ -181,6 +181,7 @@ mod tests {
             exe_trust: Ok(()),
             ssh_port: 22,
             ssh_banner: Ok("SSH-2.0-OpenSSH_9.6".to_owned()),
+            ssh_service: facts::SshService::Unknown,
             host_keys: Vec::new(),
             uid: 1000,
             home,

@@ -59,6 +59,16 @@ pub fn gather(network: bool) -> Facts {
         exe_trust,
         ssh_port,
         ssh_banner: read_banner(ssh_port),
+        ssh_service: crate::doctor::facts::SshService::of(
+            std::env::consts::OS,
+            std::fs::read_to_string("/etc/os-release")
+                .or_else(|_| std::fs::read_to_string("/usr/lib/os-release"))
+                .ok()
+                .as_deref(),
+            std::path::Path::new("/run/systemd/system").is_dir(),
+            std::path::Path::new("/run/openrc").is_dir()
+                || std::path::Path::new("/sbin/openrc-run").exists(),
+        ),
         host_keys: ssh::host_key_paths()
             .into_iter()
             .map(|path| {

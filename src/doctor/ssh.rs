@@ -10,16 +10,77 @@
 
 use std::path::PathBuf;
 
-use crate::doctor::facts::{FileRead, PathFacts, PathKind};
+use crate::doctor::facts::{FileRead, PathFacts, PathKind, SshService};
 use crate::doctor::report::{Check, printable};
 use crate::pair::{authorized_keys, host_key};
 
+/// How this Host installs and starts OpenSSH ([`SshService::of`] decides,
+/// [`SshService::start`] words the fix).
+impl SshService {
+    /// Decides from the OS (`std::env::consts::OS`), `/etc/os-release`'s
+    /// text, and whether systemd (`/run/systemd/system`) or OpenRC runs
+    /// (pure).
+    pub fn of(os: &str, os_release: Option<&str>, systemd: bool, openrc: bool) -> SshService {
+        if os == "macos" {
+            return SshService::MacRemoteLogin;
+        }
+        // ID and ID_LIKE, unquoted: the family is the first one known.
+        let ids: Vec<&str> = os_release
+            .unwrap_or("")
+            .lines()
+            .filter_map(|l| l.strip_prefix("ID=").or_else(|| l.strip_prefix("ID_LIKE=")))
+            .flat_map(|v| v.trim_matches(['"', '\'']).split_whitespace())
+            .collect();
+        let family = ids.iter().find_map(|id| match *id {
+            "debian" | "ubuntu" => Some(("sudo apt install openssh-server", "ssh")),
+            "fedora" | "rhel" | "centos" => Some(("sudo dnf install openssh-server", "sshd")),
+            "arch" => Some(("sudo pacman -S openssh", "sshd")),
+            "suse" | "opensuse" => Some(("sudo zypper install openssh", "sshd")),
+            "alpine" => Some(("sudo apk add openssh", "sshd")),
+            "gentoo" => Some(("sudo emerge net-misc/openssh", "sshd")),
+            _ => None,
+        });
+        if systemd {
+            let (install, unit) = family.map_or((None, "sshd"), |(i, u)| (Some(i), u));
+            SshService::Systemd { install, unit }
+        } else if openrc {
+            SshService::OpenRc {
+                install: family.map(|f| f.0),
+            }
+        } else {
+            SshService::Unknown
+        }
+    }
+
+    /// The commands that install (when needed) and start OpenSSH.
+    pub fn start(self) -> String {
+        let with_install = |install: Option<&str>, start: String| match install {
+            Some(install) => format!("{install} (if missing), then {start}"),
+            None => start,
+        };
+        match self {
+            SshService::MacRemoteLogin => {
+                "System Settings > General > Sharing > Remote Login".to_string()
+            }
+            SshService::Systemd { install, unit } => {
+                with_install(install, format!("sudo systemctl enable --now {unit}"))
+            }
+            SshService::OpenRc { install } => with_install(
+                install,
+                "sudo rc-update add sshd && sudo rc-service sshd start".to_string(),
+            ),
+            SshService::Unknown => "systemd: sudo systemctl enable --now ssh (Debian, Ubuntu) or sshd (Fedora, RHEL, Arch); OpenRC: sudo rc-service sshd start; macOS: System Settings > General > Sharing > Remote Login".to_string(),
+        }
+    }
+}
+
 /// Classify what answered on 127.0.0.1:<port>: the first banner line, or why
 /// none came.
-pub fn check_ssh_server(port: u16, banner: &Result<String, String>) -> Check {
+pub fn check_ssh_server(port: u16, banner: &Result<String, String>, service: SshService) -> Check {
     const ID: &str = "ssh_server";
     let start_fix = format!(
-        "start OpenSSH on port {port} (Linux: sudo systemctl enable --now ssh; macOS: System Settings > General > Sharing > Remote Login), or set ssh_port in pair.json to its port"
+        "start OpenSSH on port {port} ({}), or set ssh_port in pair.json to its port",
+        service.start()
     );
     match banner {
         Err(reason) => Check::fail(
@@ -250,25 +311,96 @@ mod tests {
 
     #[test]
     fn ssh_banners_are_classified() {
-        let openssh = check_ssh_server(22, &Ok("SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3".into()));
+        let openssh = check_ssh_server(
+            22,
+            &Ok("SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3".into()),
+            SshService::Unknown,
+        );
         assert_eq!(openssh.status, Status::Pass);
         assert!(openssh.summary.contains("OpenSSH_9.2p1"));
 
-        let tailscale = check_ssh_server(22, &Ok("SSH-2.0-Tailscale".into()));
+        let tailscale = check_ssh_server(22, &Ok("SSH-2.0-Tailscale".into()), SshService::Unknown);
         assert_eq!(tailscale.status, Status::Fail);
         assert!(tailscale.summary.contains("Tailscale SSH"));
         assert!(tailscale.fix.unwrap().contains("ssh_port"));
 
-        let dropbear = check_ssh_server(2222, &Ok("SSH-2.0-dropbear_2022.83".into()));
+        let dropbear = check_ssh_server(
+            2222,
+            &Ok("SSH-2.0-dropbear_2022.83".into()),
+            SshService::Unknown,
+        );
         assert_eq!(dropbear.status, Status::Warn);
 
-        let http = check_ssh_server(8080, &Ok("HTTP/1.1 400 Bad Request".into()));
+        let http = check_ssh_server(
+            8080,
+            &Ok("HTTP/1.1 400 Bad Request".into()),
+            SshService::Unknown,
+        );
         assert_eq!(http.status, Status::Fail);
         assert!(http.summary.contains("not with SSH"));
 
-        let refused = check_ssh_server(22, &Err("connection refused".into()));
+        let refused = check_ssh_server(22, &Err("connection refused".into()), SshService::Unknown);
         assert_eq!(refused.status, Status::Fail);
         assert!(refused.fix.unwrap().contains("Remote Login"));
+    }
+
+    #[test]
+    fn the_fix_names_each_family_s_ssh_service() {
+        let debian = "PRETTY_NAME=\"Debian GNU/Linux 12\"\nID=debian\n";
+        let ubuntu = "ID=ubuntu\nID_LIKE=debian\n";
+        let mint = "ID=linuxmint\nID_LIKE=\"ubuntu debian\"\n";
+        let fedora = "ID=fedora\n";
+        let rocky = "ID=\"rocky\"\nID_LIKE=\"rhel centos fedora\"\n";
+        let arch = "ID=arch\n";
+        let alpine = "ID=alpine\n";
+        let start =
+            |os, release, systemd, openrc| SshService::of(os, release, systemd, openrc).start();
+        let debian_fix =
+            "sudo apt install openssh-server (if missing), then sudo systemctl enable --now ssh";
+        assert_eq!(start("linux", Some(debian), true, false), debian_fix);
+        assert_eq!(start("linux", Some(ubuntu), true, false), debian_fix);
+        assert_eq!(start("linux", Some(mint), true, false), debian_fix);
+        let dnf =
+            "sudo dnf install openssh-server (if missing), then sudo systemctl enable --now sshd";
+        assert_eq!(start("linux", Some(fedora), true, false), dnf);
+        assert_eq!(start("linux", Some(rocky), true, false), dnf);
+        assert_eq!(
+            start("linux", Some(arch), true, false),
+            "sudo pacman -S openssh (if missing), then sudo systemctl enable --now sshd"
+        );
+        assert_eq!(
+            start("linux", Some(alpine), false, true),
+            "sudo apk add openssh (if missing), then sudo rc-update add sshd && sudo rc-service sshd start"
+        );
+        // systemd on a distribution not known: the upstream unit name.
+        assert_eq!(
+            start("linux", Some("ID=nixos\n"), true, false),
+            "sudo systemctl enable --now sshd"
+        );
+        assert_eq!(
+            start("macos", None, false, false),
+            "System Settings > General > Sharing > Remote Login"
+        );
+        let unknown = start("linux", None, false, false);
+        for name in [
+            "enable --now ssh (Debian",
+            "sshd (Fedora",
+            "rc-service sshd",
+            "Remote Login",
+        ] {
+            assert!(unknown.contains(name), "{unknown}");
+        }
+        let refused = check_ssh_server(
+            22,
+            &Err("connection refused".into()),
+            SshService::of("linux", Some(fedora), true, false),
+        );
+        assert_eq!(
+            refused.fix.as_deref(),
+            Some(
+                "start OpenSSH on port 22 (sudo dnf install openssh-server (if missing), then sudo systemctl enable --now sshd), or set ssh_port in pair.json to its port"
+            )
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@
 use std::io::Write;
 
 use crate::base::json::Value;
-use crate::cli::{UsageArgs, UsageCommand, UsageQueryOptions};
+use crate::cli::{UsageArgs, UsageCommand, UsagePlumbingCommand, UsageQueryOptions};
 use crate::exit::Failure;
 use crate::usage::event::Agent;
 use crate::usage::paths::UsageDir;
@@ -125,9 +125,17 @@ pub fn parse_query(args: &[String]) -> QueryRequest {
 
 pub fn run(args: UsageArgs) -> Result<(), Failure> {
     use crate::usage::views::{self, data::Period, render::View};
+    let summary = args.flags();
     let Some(command) = args.command else {
-        return views::run(View::Summary, &args.flags());
+        return views::run(View::Summary, &summary);
     };
+    // The summary's options before a view's name would do nothing.
+    if summary != crate::cli::UsageViewFlags::default() {
+        return Err(Failure::new(
+            "heeler usage: a view's options go after its name (heeler usage daily --json); see heeler usage --help",
+            crate::cli::USAGE_ERROR_STATUS,
+        ));
+    }
     match command {
         UsageCommand::Daily(a) => views::run(View::Period(Period::Day), &a.flags()),
         UsageCommand::Weekly(a) => views::run(View::Period(Period::Week), &a.flags()),
@@ -137,7 +145,13 @@ pub fn run(args: UsageArgs) -> Result<(), Failure> {
         UsageCommand::Models(a) => views::run(View::Models, &a.flags()),
         UsageCommand::Dirs(a) => views::run(View::Dirs, &a.flags()),
         UsageCommand::Statusline(a) => views::run(View::Statusline, &a.flags()),
-        UsageCommand::Query(q) => {
+    }
+}
+
+/// The plumbing of usage: the app's query, the worker, the herdr action.
+pub fn run_plumbing(command: UsagePlumbingCommand) -> Result<(), Failure> {
+    match command {
+        UsagePlumbingCommand::Query(q) => {
             let request = parse_query(&q.args);
             if request.help {
                 return print_help(&q.command);
@@ -158,14 +172,14 @@ pub fn run(args: UsageArgs) -> Result<(), Failure> {
             let _ = out.flush();
             Ok(())
         }
-        UsageCommand::Worker(_) => {
+        UsagePlumbingCommand::Worker(_) => {
             let dir = UsageDir::from_env()
                 .map_err(|e| Failure::new(format!("heeler usage worker: {e}"), 1))?;
             worker::run_once(&dir)
                 .map(|_| ())
                 .map_err(|e| Failure::new(format!("heeler usage worker: {e}"), 1))
         }
-        UsageCommand::ClaudeLimits(_) => {
+        UsagePlumbingCommand::ClaudeLimits(_) => {
             let dir = UsageDir::from_env()
                 .map_err(|e| Failure::new(format!("heeler usage claude-limits: {e}"), 1))?;
             crate::base::atomic_file::create_dir_all(&dir.0, 0o700)

@@ -1,6 +1,7 @@
 //! What every integration test shares about skipping and about which heeler
-//! binary runs: a test whose tool is missing says `SKIPPED: <why>` and
-//! passes, except under `HEELER_REQUIRE_ALL=1` (`.ci/run` sets it and
+//! binary runs: a test whose tool is missing says `SKIPPED <test>: <why>` on
+//! stderr (past libtest's capture, so `cargo test` shows it, and `cargo
+//! xtask test` lists them all at the end) and passes, except under `HEELER_REQUIRE_ALL=1` (`.ci/run` sets it and
 //! installs every tool these tests use), where a skip is a failure, so CI can
 //! never pass a test it did not run.
 
@@ -15,14 +16,15 @@ pub fn require_all() -> bool {
 }
 
 /// Skips the rest of a test because a tool or input CI provides is missing:
-/// prints `SKIPPED: <why>`, or fails under `HEELER_REQUIRE_ALL=1`.
+/// says `SKIPPED <test>: <why>` ([`announce`]), or fails under
+/// `HEELER_REQUIRE_ALL=1`.
 #[allow(dead_code)]
 pub fn skip(why: &str) {
     assert!(
         !require_all(),
         "HEELER_REQUIRE_ALL=1, so this test may not be skipped: {why}"
     );
-    println!("SKIPPED: {why}");
+    announce(SKIPPED, why);
 }
 
 /// Skips part of a test because of a property of this machine that no
@@ -30,7 +32,43 @@ pub fn skip(why: &str) {
 /// interface); allowed under `HEELER_REQUIRE_ALL=1` and said out loud.
 #[allow(dead_code)]
 pub fn skip_part_for_machine(why: &str) {
-    println!("SKIPPED (part, this machine): {why}");
+    announce(SKIPPED_PART, why);
+}
+
+/// The first word of a whole skipped test's line (`cargo xtask test`
+/// collects the lines that start with it).
+#[allow(dead_code)]
+pub const SKIPPED: &str = "SKIPPED";
+/// The first words of a skipped part's line.
+#[allow(dead_code)]
+pub const SKIPPED_PART: &str = "SKIPPED (part, this machine)";
+
+/// Writes `<kind> <binary>::<test>: <why>` to the process's real stderr.
+/// libtest captures only what `print!` and `eprint!` write, so this line is
+/// shown by every `cargo test`, passing or not, right under the binary's
+/// `Running` line; `cargo xtask test` repeats them all at the end.
+pub fn announce(kind: &str, why: &str) {
+    use std::io::Write;
+    let line = format!("{kind} {}: {why}\n", test_name());
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+/// `<test target>::<test>`: the binary's name without cargo's hash, and the
+/// thread's name, which libtest sets to the test's.
+#[allow(dead_code)]
+fn test_name() -> String {
+    let binary = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .unwrap_or_default();
+    let target = binary
+        .rsplit_once('-')
+        .filter(|(_, hash)| hash.len() == 16 && hash.chars().all(|c| c.is_ascii_hexdigit()))
+        .map_or(binary.as_str(), |(target, _)| target);
+    match std::thread::current().name() {
+        Some(test) if test != "main" => format!("{target}::{test}"),
+        _ => target.to_owned(),
+    }
 }
 
 /// The heeler binary under test: `HEELER_TEST_BINARY` when set (another

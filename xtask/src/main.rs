@@ -14,6 +14,7 @@ mod dist_layout;
 mod fuzz;
 mod pricing;
 mod scan_floor;
+mod test;
 mod vectors;
 
 use std::process::ExitCode;
@@ -23,6 +24,7 @@ type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
 const USAGE: &str = "usage: cargo xtask <task>
 
 tasks:
+  test            cargo test --workspace [its arguments], then the list of skipped tests and why
   vectors         regenerate test-vectors/ with the independent Python generator
   bench-sidebar   sidebar refresh cost when nothing changed (release build)
   bench-accept    CPU time and peak RSS of one `heeler accept` (release build; --static)
@@ -43,6 +45,8 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let rest = args.get(1..).unwrap_or_default();
     let result = match args.first().map(String::as_str) {
+        // Its exit status is cargo test's.
+        Some("test") => return test::run(rest),
         Some("vectors") => vectors::run(rest),
         Some("bench-sidebar") => bench_sidebar::run(rest),
         Some("bench-accept") => bench_accept::run(),

@@ -152,6 +152,22 @@ pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
         }
         _ => Vec::new(),
     };
+    // `--limits`: read both agents' limits now, instead of the stored ones.
+    let (claude, codex) = match &ctx.dir {
+        Ok(dir) if flags.limits => read_limits_now(
+            dir,
+            runtime.as_ref(),
+            inputs.now,
+            (
+                decision.claude_limits.clone(),
+                decision.codex_limits.clone(),
+            ),
+        ),
+        _ => (
+            decision.claude_limits.clone(),
+            decision.codex_limits.clone(),
+        ),
+    };
     let data = Data {
         slots,
         zone: inputs.zone.clone(),
@@ -160,8 +176,8 @@ pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
         refresh: decision.state.name(),
         coverage,
         limits: with_pi_herdr(
-            decision.claude_limits.clone(),
-            decision.codex_limits.clone(),
+            claude,
+            codex,
             crate::usage::limits::pi_herdr::fetch().as_ref(),
             inputs.now,
         ),
@@ -190,6 +206,72 @@ pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
     Ok(())
+}
+
+/// How long `--limits` waits for herdr's session to read Claude Code's
+/// limits (the action's probe has its own [`PROBE_TIMEOUT`], plus the
+/// trigger's).
+const HERDR_ACTION_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// `heeler usage --limits`: reads Claude Code's and Codex's limits now, in
+/// the foreground, the way the worker does when they are due (Claude's
+/// through herdr's session where its sign-in needs that, the
+/// `usage-claude-limits` action), stores them where the app's query finds
+/// them, and returns them (Claude's, Codex's). The app's toggle
+/// (`claude-limits.wanted`) and its query are left as they are. A Codex
+/// reading that is not `ok` is shown but not stored, so the worker's
+/// fallback (the newest rollout's limits) is kept; `stored` is what the
+/// cache had, shown when a reading cannot be had at all.
+fn read_limits_now(
+    dir: &crate::usage::paths::UsageDir,
+    runtime: Option<&Value>,
+    now: i64,
+    stored: (Value, Value),
+) -> (Value, Value) {
+    use crate::usage::limits::{self, PROBE_TIMEOUT};
+    if termion::is_tty(&std::io::stderr()) {
+        let _ = write!(std::io::stderr(), "Reading Claude Code and Codex limits…");
+    }
+    let _ = crate::base::atomic_file::create_dir_all(&dir.0, 0o700);
+    // The person's own environment: this is their terminal.
+    let env = limits::ProbeEnv::from_runtime(None);
+    let codex = limits::probe_codex(&env, now, PROBE_TIMEOUT);
+    if codex.get("state").and_then(Value::as_str) == Some("ok") {
+        limits::store(dir, Agent::Codex, &codex, now);
+    }
+    let claude = if limits::claude_needs_herdr_session() {
+        limits::herdr_action::trigger_and_record(dir, runtime, now);
+        wait_for_claude_limits(dir, now).unwrap_or(stored.0)
+    } else {
+        let claude = limits::probe_claude(&env, now, PROBE_TIMEOUT);
+        limits::store(dir, Agent::Claude, &claude, now);
+        Value::Object(claude)
+    };
+    if termion::is_tty(&std::io::stderr()) {
+        let _ = write!(std::io::stderr(), "\r\x1b[2K");
+    }
+    (claude, Value::Object(codex))
+}
+
+/// Claude's limits once herdr's session has stored a reading attempted at
+/// or after `since`, or None after [`HERDR_ACTION_WAIT`].
+fn wait_for_claude_limits(dir: &crate::usage::paths::UsageDir, since: i64) -> Option<Value> {
+    let started = std::time::Instant::now();
+    while started.elapsed() < HERDR_ACTION_WAIT {
+        let read = std::fs::read_to_string(dir.limits(Agent::Claude))
+            .ok()
+            .and_then(|text| crate::base::json::parse(&text).ok());
+        if let Some(value) = read
+            && value
+                .get("attempted_at")
+                .and_then(Value::as_i64)
+                .is_some_and(|at| at >= since)
+        {
+            return Some(value);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    None
 }
 
 /// The limits the views show per agent: our probes' values, or pi-herdr's
