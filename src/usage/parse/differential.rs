@@ -1025,3 +1025,85 @@ fn the_fast_readers_refuse_what_json_parse_refuses() {
         lines - refused
     );
 }
+
+/// `JSON.parse` reading what the spec's reader gives it: stdin decoded as
+/// UTF-8 (U+FFFD for what is not), split at `\n`, one verdict per line.
+const NODE_JSON_PARSE: &str = "const c=[];process.stdin.on('data',d=>c.push(d));\
+process.stdin.on('end',()=>process.stdout.write(Buffer.concat(c).toString('utf8')\
+.split('\\n').map(l=>{try{JSON.parse(l);return '1'}catch(e){return '0'}}).join('')));";
+
+/// Node's `JSON.parse` verdict on each of `lines` (none holds a `\n`), or
+/// `None` when there is no `node` to run.
+fn node_json_parse(lines: &[&[u8]]) -> Option<Vec<bool>> {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let mut child = match Command::new("node")
+        .args(["-e", NODE_JSON_PARSE])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => panic!("node: {e}"),
+    };
+    let input = lines.join(&b'\n');
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    // Node reads as it goes, and writes only after its input ends.
+    stdin.write_all(&input).expect("node's stdin");
+    drop(stdin);
+    let out = child.wait_with_output().expect("node ran");
+    assert!(out.status.success(), "node failed: {:?}", out.status);
+    let verdicts: Vec<bool> = out.stdout.iter().map(|&b| b == b'1').collect();
+    assert_eq!(verdicts.len(), lines.len(), "one verdict per line");
+    Some(verdicts)
+}
+
+/// The model of `JSON.parse` above is Node's own on the same kind of
+/// mutated lines, and so are the fast readers' decisions (checked line by
+/// line with Node's verdicts). Node is needed: without it the test says
+/// SKIPPED, and fails under `HEELER_REQUIRE_ALL=1` or `CI=true`.
+#[test]
+fn the_json_model_is_node_s_json_parse() {
+    let (seed, files) = rounds_from_env(3_000);
+    let mut all = Vec::new();
+    mutated_files(seed ^ 0x6e6f_6465, files, |_, n, lines| {
+        all.push((n, lines))
+    });
+    let flat: Vec<&[u8]> = all
+        .iter()
+        .flat_map(|(_, lines)| lines.iter().map(Vec::as_slice))
+        .collect();
+    let Some(node) = node_json_parse(&flat) else {
+        let required = ["HEELER_REQUIRE_ALL", "CI"]
+            .iter()
+            .any(|v| std::env::var(v).is_ok_and(|v| v == "1" || v == "true"));
+        assert!(
+            !required,
+            "HEELER_REQUIRE_ALL=1 or CI=true, so this test may not be skipped: no node on PATH"
+        );
+        println!("SKIPPED: no node on PATH to run JSON.parse");
+        return;
+    };
+    let mut verdicts = node.into_iter();
+    let (mut lines, mut refused) = (0, 0);
+    for (n, file) in &all {
+        let agent = &AGENTS[n % 2];
+        let mut fp = FileParse::default();
+        for line in file {
+            let accepted = verdicts.next().expect("a verdict per line");
+            let shown = String::from_utf8_lossy(line);
+            assert_eq!(
+                json_parse_accepts(line),
+                accepted,
+                "seed {seed:#x} file {n}: the model and Node's JSON.parse differ on {shown:?}"
+            );
+            fp = check_line(agent, &fp, line, accepted)
+                .unwrap_or_else(|why| panic!("seed {seed:#x} file {n}: {shown:?}\n{why}"));
+            lines += 1;
+            refused += usize::from(!accepted);
+        }
+    }
+    println!("JSON.parse (node): seed {seed:#x}, {files} files, {lines} lines, {refused} refused");
+    assert!(refused >= lines / 5, "{refused} of {lines} refused");
+}
