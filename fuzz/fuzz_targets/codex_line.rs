@@ -1,5 +1,6 @@
-//! Codex rollout lines: any bytes, line by line, never panic,
-//! the counting rule runs on them, and the events they give survive the cache's event encoding.
+//! Codex rollout lines: any bytes, line by line, never panic, a line
+//! `JSON.parse` refuses counts nothing, the counting rule runs on them,
+//! and the events they give survive the cache's event encoding.
 #![no_main]
 use heeler::usage::event::FileParse;
 use heeler::usage::parse::codex;
@@ -9,7 +10,16 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     let mut fp = FileParse::default();
     for line in data.split(|&b| b == b'\n') {
+        let before = fp.clone();
         codex::parse_line(&mut fp, line);
+        // A line `JSON.parse` refuses counts nothing.
+        if !heeler_fuzz::json_parse_accepts(line) {
+            assert!(
+                heeler_fuzz::refused_line_changed_nothing(&before, &fp),
+                "a line JSON.parse refuses changed the parse: {:?}",
+                String::from_utf8_lossy(line)
+            );
+        }
     }
     let _ = codex::requests(&fp, None);
     let parent = fp.clone();

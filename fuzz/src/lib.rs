@@ -22,3 +22,28 @@ pub fn selector(data: &[u8]) -> (u8, &[u8]) {
         None => (0, &[]),
     }
 }
+
+/// Whether `JSON.parse` (the usage spec's reader) reads `line` as the spec
+/// gives it one: decoded as UTF-8, U+FFFD for what is not, then checked
+/// by serde_json's syntax check alone (`IgnoredAny`: no depth limit, a lone
+/// surrogate escape and a number beyond `f64`'s range read, as
+/// `JSON.parse` reads them). The unit tests check this model against
+/// Node's own `JSON.parse` (`usage::parse::differential`).
+pub fn json_parse_accepts(line: &[u8]) -> bool {
+    use serde::Deserialize as _;
+    let text = String::from_utf8_lossy(line);
+    let mut de = serde_json::Deserializer::from_str(&text);
+    serde::de::IgnoredAny::deserialize(&mut de).is_ok() && de.end().is_ok()
+}
+
+/// What a line `JSON.parse` refuses may change in a usage parse: its
+/// malformed count and the Codex line number, nothing else.
+pub fn refused_line_changed_nothing(
+    before: &heeler::usage::event::FileParse,
+    after: &heeler::usage::event::FileParse,
+) -> bool {
+    let mut after = after.clone();
+    after.malformed = before.malformed;
+    after.codex.lines = before.codex.lines;
+    after == *before
+}

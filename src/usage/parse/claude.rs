@@ -335,6 +335,8 @@ pub(super) fn parse_line_exact(fp: &mut FileParse, line: &[u8]) {
     fn count(v: Option<&Value>) -> u64 {
         match v {
             Some(Value::Number(Number::Unsigned(n))) => *n,
+            // `-0`: an integer, and not below 0, to JavaScript.
+            Some(Value::Number(Number::Signed(0))) => 0,
             Some(Value::Number(Number::Float(f)))
                 if f.fract() == 0.0 && *f >= 0.0 && *f < 9.0e18 =>
             {

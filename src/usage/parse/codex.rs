@@ -674,6 +674,8 @@ pub(super) fn parse_line_exact(fp: &mut FileParse, line: &[u8]) {
     fn number(v: Option<&Value>) -> Option<u64> {
         match v {
             Some(Value::Number(Number::Unsigned(n))) => Some(*n),
+            // `-0`: an integer, and not below 0, to JavaScript.
+            Some(Value::Number(Number::Signed(0))) => Some(0),
             Some(Value::Number(Number::Float(f)))
                 if f.fract() == 0.0 && *f >= 0.0 && *f < 9.0e18 =>
             {
@@ -1019,11 +1021,12 @@ mod tests {
         let want = parse(std::slice::from_ref(&line));
         assert_eq!(want.events.len(), 1);
         // An earlier payload that is no object, or an object that is not
-        // one Usage can read, is replaced by the last one.
+        // one Usage can read (a lone surrogate, which `JSON.parse` reads
+        // and a Rust string cannot hold), is replaced by the last one.
         for first in [
             r#""text""#,
             "[1,2]",
-            r#"{"type":"token_count","info":{"x" 1}}"#,
+            r#"{"type":"token_count","cwd":"\ud800"}"#,
         ] {
             let twice = line.replacen(
                 r#""payload":"#,
@@ -1032,6 +1035,14 @@ mod tests {
             );
             assert_eq!(parse(std::slice::from_ref(&twice)), want, "{twice}");
         }
+        // One that `JSON.parse` refuses refuses the line.
+        let broken = line.replacen(
+            r#""payload":"#,
+            r#""payload":{"type":"token_count","info":{"x" 1}},"payload":"#,
+            1,
+        );
+        let got = parse(&[broken]);
+        assert_eq!((got.events.len(), got.malformed), (0, 1));
         // The last one not an object: a payload Usage cannot read.
         let last = format!(r#"{},"payload":7}}"#, &line[..line.len() - 1]);
         let got = parse(&[last]);

@@ -4,9 +4,13 @@
 //! tool output or base instructions (kilobytes to megabytes); Usage needs a
 //! dozen numbers and strings from it. This walker visits an object's
 //! members, lets the caller read the ones it wants, and skips everything
-//! else by scanning brackets and strings, allocating only for the strings
-//! it returns. Structural errors (a torn or garbled line) make it return
-//! `None`, which the parsers count as malformed.
+//! else a token at a time (strings by a vectorised search), allocating only
+//! for the strings it returns. What it skips is checked as what it reads
+//! is, as `JSON.parse` (the spec's reader) checks a line: the structure
+//! (keys, colons, commas, matching brackets), the number grammar, the
+//! literals, string escapes and control bytes, and nothing after the value.
+//! A line `JSON.parse` refuses makes it return `None`, which the parsers
+//! count as malformed.
 
 use std::borrow::Cow;
 
@@ -77,51 +81,106 @@ impl<'a> Cursor<'a> {
         Some((&self.b[start..j], escaped))
     }
 
-    /// Skips one value of any kind.
+    /// Skips one value of any kind, checked as a full parse checks it:
+    /// a line that `JSON.parse` (the spec's reader) refuses is refused
+    /// here too, whether the refused part is read or skipped.
     pub fn skip(&mut self) -> Option<()> {
         match self.peek()? {
             b'"' => self.raw_string().map(|_| ()),
-            b'{' | b'[' => {
-                let mut depth = 0usize;
-                loop {
-                    match self.b.get(self.i)? {
-                        b'{' | b'[' => {
-                            depth += 1;
-                            self.i += 1;
+            b'{' | b'[' => self.skip_container(),
+            _ => self.scalar(),
+        }
+    }
+
+    /// Skips a number or a literal (`true`, `false`, `null`) at the cursor.
+    /// Only the token's own grammar is checked: what may follow it (a
+    /// comma, a closing bracket, the end) is the caller's to check, as a
+    /// number ends at the first byte that cannot continue it (`012` is the
+    /// number `0` followed by a stray `1`).
+    #[inline(always)]
+    fn scalar(&mut self) -> Option<()> {
+        let rest = self.b.get(self.i..)?;
+        let len = match rest.first()? {
+            b't' => rest.starts_with(b"true").then_some(4)?,
+            b'f' => rest.starts_with(b"false").then_some(5)?,
+            b'n' => rest.starts_with(b"null").then_some(4)?,
+            _ => number_len(rest)?,
+        };
+        self.i += len;
+        Some(())
+    }
+
+    /// Skips the object or array at the cursor, checking its structure on
+    /// the way: a key and a colon before every member's value, a comma
+    /// between items and none after the last, brackets that match, and
+    /// every string, number and literal (a token at a time, strings by the
+    /// vectorised search). Iterative, so nesting as deep as the line goes
+    /// costs no stack (`JSON.parse` has no depth limit either).
+    fn skip_container(&mut self) -> Option<()> {
+        let mut open = Nesting::default();
+        // At the start of a value, white space skipped.
+        loop {
+            match *self.b.get(self.i)? {
+                b'"' => {
+                    self.raw_string()?;
+                }
+                c @ (b'{' | b'[') => {
+                    self.i += 1;
+                    self.ws();
+                    let object = c == b'{';
+                    let close = if object { b'}' } else { b']' };
+                    if self.b.get(self.i) == Some(&close) {
+                        self.i += 1;
+                    } else {
+                        open.push(object);
+                        if object {
+                            self.member_key()?;
                         }
-                        b'}' | b']' => {
-                            depth -= 1;
-                            self.i += 1;
-                            if depth == 0 {
-                                return Some(());
-                            }
-                        }
-                        b'"' => {
-                            self.raw_string()?;
-                        }
-                        _ => self.i += 1,
+                        continue;
                     }
                 }
+                _ => self.scalar()?,
             }
-            _ => {
-                let start = self.i;
-                while self.i < self.b.len()
-                    && !matches!(
-                        self.b[self.i],
-                        b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'
-                    )
-                {
-                    self.i += 1;
+            // After a value: the next item, or the end of its container
+            // (and then of every container that ends there).
+            loop {
+                let Some(object) = open.top() else {
+                    // The outermost container was empty.
+                    return Some(());
+                };
+                self.ws();
+                match (*self.b.get(self.i)?, object) {
+                    (b',', _) => {
+                        self.i += 1;
+                        self.ws();
+                        if object {
+                            self.member_key()?;
+                        }
+                        break;
+                    }
+                    (b'}', true) | (b']', false) => {
+                        self.i += 1;
+                        if !open.pop() {
+                            return Some(());
+                        }
+                    }
+                    _ => return None,
                 }
-                let token = &self.b[start..self.i];
-                let ok = matches!(token, b"true" | b"false" | b"null")
-                    || (!token.is_empty()
-                        && token.iter().all(|c| {
-                            c.is_ascii_digit() || matches!(c, b'-' | b'+' | b'.' | b'e' | b'E')
-                        }));
-                ok.then_some(())
             }
         }
+    }
+
+    /// Skips a member's key and its colon (white space before the key
+    /// already skipped), and the white space before its value.
+    #[inline(always)]
+    fn member_key(&mut self) -> Option<()> {
+        self.raw_string()?;
+        if self.peek()? != b':' {
+            return None;
+        }
+        self.i += 1;
+        self.ws();
+        Some(())
     }
 
     /// Visits every member of the object at the cursor. `f` gets the raw key
@@ -217,6 +276,9 @@ impl<'a> Cursor<'a> {
     }
 
     /// A string value (decoded), or `None` for any other value (skipped).
+    /// Bytes that are not UTF-8 are read as U+FFFD, as the spec's reader
+    /// reads them (Node decodes the file as UTF-8 before `JSON.parse`, so
+    /// such a line is not malformed).
     pub fn string(&mut self) -> Option<Option<Cow<'a, str>>> {
         if self.peek()? != b'"' {
             self.skip()?;
@@ -224,19 +286,24 @@ impl<'a> Cursor<'a> {
         }
         let (raw, escaped) = self.raw_string()?;
         if !escaped {
-            return Some(std::str::from_utf8(raw).ok().map(Cow::Borrowed));
+            return Some(Some(String::from_utf8_lossy(raw)));
         }
         Some(Some(Cow::Owned(decode(raw)?)))
     }
 
-    /// A string's bytes, escapes decoded, when they are UTF-8: what
-    /// [`Cursor::string`] reads, without making it a `str` (a check a word
-    /// at a time where it is ASCII, as nearly every id, model and directory
-    /// is). `Some(None)` for any other value (skipped) or a string that is
-    /// not UTF-8, `None` for malformed JSON.
+    /// A string's bytes, escapes decoded: what [`Cursor::string`] reads
+    /// (bytes that are not UTF-8 read as U+FFFD), without making it a `str`
+    /// (a check a word at a time where it is ASCII, as nearly every id,
+    /// model and directory is). `Some(None)` for any other value (skipped),
+    /// `None` for malformed JSON.
     pub fn text(&mut self) -> Option<Option<Cow<'a, [u8]>>> {
-        let utf8 = |b: &Cow<[u8]>| b.is_ascii() || std::str::from_utf8(b).is_ok();
-        Some(self.bytes()?.filter(utf8))
+        Some(self.bytes()?.map(|b| {
+            if b.is_ascii() || std::str::from_utf8(&b).is_ok() {
+                b
+            } else {
+                Cow::Owned(String::from_utf8_lossy(&b).into_owned().into_bytes())
+            }
+        }))
     }
 
     /// A string's bytes, escapes decoded, not checked as UTF-8: for a
@@ -273,7 +340,9 @@ impl<'a> Cursor<'a> {
                 _ => break,
             }
         }
-        if len > 0
+        // A leading zero is a number of its own (`012` is malformed): the
+        // full reading refuses it.
+        if (len == 1 || (len > 1 && digits[0] != b'0'))
             && matches!(
                 digits.get(len),
                 None | Some(b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t')
@@ -284,6 +353,12 @@ impl<'a> Cursor<'a> {
         }
         self.i = start;
         let raw = self.raw()?;
+        // A negative spelling counts only when it is zero (`-0`, `-0.0`,
+        // `-1e-400`): JavaScript's -0 is an integer and not below 0.
+        if raw.first() == Some(&b'-') {
+            let f: Option<f64> = std::str::from_utf8(raw).ok().and_then(|s| s.parse().ok());
+            return Some(f.filter(|f| *f == 0.0).map(|_| 0));
+        }
         if raw.first().is_some_and(u8::is_ascii_digit) {
             if raw.iter().all(u8::is_ascii_digit) {
                 return Some(std::str::from_utf8(raw).ok().and_then(|s| s.parse().ok()));
@@ -308,6 +383,89 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// The open containers of a skipped value, innermost last: one bit each
+/// (set for an object), the innermost 64 in a word and any deeper in
+/// words spilled to the heap, so the nesting is bounded by the line only
+/// (a 64 MiB line of brackets spills 8 MiB) and a usual line allocates
+/// nothing.
+#[derive(Default)]
+struct Nesting {
+    depth: usize,
+    bits: u64,
+    deeper: Vec<u64>,
+}
+
+impl Nesting {
+    #[inline(always)]
+    fn push(&mut self, object: bool) {
+        if self.depth != 0 && self.depth.is_multiple_of(64) {
+            self.deeper.push(self.bits);
+            self.bits = 0;
+        }
+        self.bits = self.bits << 1 | u64::from(object);
+        self.depth += 1;
+    }
+
+    /// Closes the innermost container; whether any is still open.
+    #[inline(always)]
+    fn pop(&mut self) -> bool {
+        self.bits >>= 1;
+        self.depth -= 1;
+        if self.depth != 0 && self.depth.is_multiple_of(64) {
+            self.bits = self.deeper.pop().unwrap_or(0);
+        }
+        self.depth != 0
+    }
+
+    /// Whether the innermost open container is an object (`None`: none is
+    /// open).
+    #[inline(always)]
+    fn top(&self) -> Option<bool> {
+        (self.depth != 0).then_some(self.bits & 1 == 1)
+    }
+}
+
+/// The length of the JSON number at the start of `b` (`-`, then `0` or a
+/// digit run not starting with `0`, then optionally `.` and digits, then
+/// optionally `e` or `E`, a sign and digits), or `None` when `b` does not
+/// start with one (`+1`, `.5`, `1.`, `1e`, `-`).
+#[inline(always)]
+fn number_len(b: &[u8]) -> Option<usize> {
+    let digits = |from: usize| {
+        from + b
+            .get(from..)
+            .unwrap_or_default()
+            .iter()
+            .take_while(|d| d.is_ascii_digit())
+            .count()
+    };
+    let mut i = usize::from(b.first() == Some(&b'-'));
+    i = match b.get(i)? {
+        b'0' => i + 1,
+        b'1'..=b'9' => digits(i + 1),
+        _ => return None,
+    };
+    if b.get(i) == Some(&b'.') {
+        let end = digits(i + 1);
+        if end == i + 1 {
+            return None;
+        }
+        i = end;
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let end = digits(i);
+        if end == i {
+            return None;
+        }
+        i = end;
+    }
+    Some(i)
+}
+
 /// The length of the escape whose backslash comes just before `after`
 /// (`\n` is 2, `\u00e9` is 6), or `None` when JSON has no such escape: a
 /// string is checked this way even when it is only skipped, as a full
@@ -324,14 +482,16 @@ fn escape_len(after: &[u8]) -> Option<usize> {
 }
 
 /// The text of a string's raw contents with escapes, decoded by the full
-/// parser (rare: transcripts escape little beyond quotes and newlines).
+/// parser (rare: transcripts escape little beyond quotes and newlines),
+/// bytes that are not UTF-8 read as U+FFFD (as [`Cursor::string`] reads
+/// them). `None` for an escaped lone surrogate (`\ud800`), which
+/// `JSON.parse` reads but a Rust string cannot hold.
 fn decode(raw: &[u8]) -> Option<String> {
-    let mut quoted = Vec::with_capacity(raw.len() + 2);
-    quoted.push(b'"');
-    quoted.extend_from_slice(raw);
-    quoted.push(b'"');
-    let text = std::str::from_utf8(&quoted).ok()?;
-    match crate::base::json::parse(text) {
+    let mut quoted = String::with_capacity(raw.len() + 2);
+    quoted.push('"');
+    quoted.push_str(&String::from_utf8_lossy(raw));
+    quoted.push('"');
+    match crate::base::json::parse(&quoted) {
         Ok(crate::base::json::Value::String(s)) => Some(s),
         _ => None,
     }
@@ -342,7 +502,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn text_is_a_string_s_bytes_only_when_they_are_utf8() {
+    fn text_is_a_string_s_bytes_with_what_is_not_utf8_as_u_fffd() {
         let read = |json: &[u8]| {
             let mut c = Cursor::new(json);
             let got = c.text().map(|t| t.map(Cow::into_owned));
@@ -358,10 +518,14 @@ mod tests {
             read(br#""a\u00e9\n""#),
             (Some(Some("a\u{e9}\n".into())), true)
         );
-        // Not UTF-8 (a lone continuation byte, a truncated sequence): no text,
-        // as `string` gives none; the value is still consumed.
-        assert_eq!(read(b"\"a\x80b\""), (Some(None), true));
-        assert_eq!(read(b"\"\xc3\""), (Some(None), true));
+        // Not UTF-8 (a lone continuation byte, a truncated sequence): read
+        // as U+FFFD, as Node reads the file before `JSON.parse`.
+        assert_eq!(read(b"\"a\x80b\""), (Some(Some("a\u{fffd}b".into())), true));
+        assert_eq!(read(b"\"\xc3\""), (Some(Some("\u{fffd}".into())), true));
+        assert_eq!(
+            read(b"\"\xc3\\n\""),
+            (Some(Some("\u{fffd}\n".into())), true)
+        );
         // Another kind of value is skipped; broken JSON is malformed.
         assert_eq!(read(b"12"), (Some(None), true));
         assert_eq!(read(b"\"open"), (None, false));
@@ -446,6 +610,9 @@ mod tests {
                 "1.5e1",
                 "-1",
                 "-0",
+                "-0.0",
+                "-1e-400",
+                "-1e-3",
                 "0.0",
                 "8999999999999999999.0",
             ]
@@ -453,6 +620,7 @@ mod tests {
         );
         let oracle = |text: &str| match crate::base::json::parse(text) {
             Ok(crate::base::json::Value::Number(crate::base::json::Number::Unsigned(n))) => Some(n),
+            Ok(crate::base::json::Value::Number(crate::base::json::Number::Signed(0))) => Some(0),
             Ok(crate::base::json::Value::Number(crate::base::json::Number::Float(f)))
                 if f.fract() == 0.0 && (0.0..9.0e18).contains(&f) =>
             {
@@ -590,6 +758,121 @@ mod tests {
             .unwrap();
         assert_eq!(s, Some(format!("{long}\"{long}\\{long}é")));
         assert_eq!(n, Some(1));
+    }
+
+    /// Values `JSON.parse` refuses (checked with Node 20) and ones it
+    /// reads, each skipped inside an object and an array, read as a count
+    /// and a flag where that applies, and nested deeper.
+    #[test]
+    fn skipped_and_read_values_are_checked_as_json_parse_checks_them() {
+        let refused: &[&[u8]] = &[
+            b"012",
+            b"-012",
+            b"01.5",
+            b"+1",
+            b"1.",
+            b".5",
+            b"-",
+            b"-.5",
+            b"1e",
+            b"1e+",
+            b"1E-",
+            b"1.e3",
+            b"0x1F",
+            b"1_000",
+            b"Infinity",
+            b"NaN",
+            b"--1",
+            b"1.2.3",
+            b"tru",
+            b"True",
+            b"truee",
+            b"nul",
+            b"nulll",
+            b"fals",
+            b"[1,]",
+            b"[1 2]",
+            b"[,1]",
+            b"[1,,2]",
+            b"{\"a\":1,}",
+            b"{\"a\" 1}",
+            b"{\"a\"::1}",
+            b"{\"a\":}",
+            b"{\"a\",1}",
+            b"{a:1}",
+            b"{1:1}",
+            b"{\"a\":1 \"b\":2}",
+            b"[}",
+            b"{]",
+            b"[[1]",
+            b"\"\\x\"",
+            b"\"\\u12\"",
+            b"\"\\u12G4\"",
+            b"\"a\tb\"",
+            b"\"\x00\"",
+            b"[\x0c1]",
+            b"[1\x0b]",
+            b"[\xc2\xa01]",
+        ];
+        let read: &[&[u8]] = &[
+            b"0",
+            b"-0",
+            b"10",
+            b"0.5",
+            b"-0.0e-0",
+            b"1E+2",
+            b"1e400",
+            b"true",
+            b"false",
+            b"null",
+            b"[]",
+            b"{}",
+            b"[ 1 , [ ] , { } ]",
+            b"{ \"a\" : [ true , null ] , \"b\" : { } }",
+            b"\"\\ud800\"",
+            b"\"\xff\"",
+            b"[\"\\u00e9\\n\\/\"]",
+        ];
+        for (values, ok) in [(refused, false), (read, true)] {
+            for value in values {
+                let shown = String::from_utf8_lossy(value);
+                for [before, after] in [
+                    [&b"{\"k\":"[..], b"}"],
+                    [b"{\"k\":", b",\"z\":1}"],
+                    [b"{\"k\":[", b"]}"],
+                    [b"{\"k\":[2,", b",3]}"],
+                    [b"{\"k\":{\"x\":[{\"y\":", b"}]}}"],
+                ] {
+                    let text = [before, value, after].concat();
+                    let skipped = Cursor::new(&text).object(|_, c| c.skip());
+                    assert_eq!(skipped.is_some(), ok, "skipped: {shown}");
+                    let counted = Cursor::new(&text).object(|_, c| c.count().map(|_| ()));
+                    assert_eq!(counted.is_some(), ok, "count: {shown}");
+                    let flag = Cursor::new(&text).object(|_, c| c.bool().map(|_| ()));
+                    assert_eq!(flag.is_some(), ok, "bool: {shown}");
+                }
+            }
+        }
+        // Nesting deeper than a word of the skipper's stack, and unmatched
+        // at every depth.
+        for depth in [1, 63, 64, 65, 128, 129, 1000] {
+            let open = "[{\"a\":".repeat(depth);
+            let close = "}]".repeat(depth);
+            let good = format!("{{\"k\":{open}1{close}}}");
+            assert!(
+                Cursor::new(good.as_bytes())
+                    .object(|_, c| c.skip())
+                    .is_some(),
+                "{depth}"
+            );
+            let bad = format!("{{\"k\":{open}1{}}}", &close[1..]);
+            assert!(
+                Cursor::new(bad.as_bytes())
+                    .object(|_, c| c.skip())
+                    .is_none(),
+                "{depth}"
+            );
+        }
     }
 
     #[test]

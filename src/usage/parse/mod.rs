@@ -7,11 +7,13 @@
 //! - `codex.rs`: Codex roots, per-line extraction and the counting rule
 //!   (records, each new response's last usage, inherited history skipped).
 //! - `differential.rs` (tests only): re-serialised real-shaped lines give
-//!   the same events through the fast readers and the exact JSON parser.
+//!   the same events through the fast readers and the exact JSON parser,
+//!   and mutated ones are refused exactly when `JSON.parse` refuses them.
 //!
 //! Architecture invariants: parsers are pure over bytes and a resumable
 //! parser state, so a file can be read again from its last complete line;
-//! a malformed line is counted and skipped, never fatal.
+//! a malformed line (one the spec's `JSON.parse` refuses) is counted and
+//! skipped, never fatal.
 
 pub mod claude;
 pub mod codex;
