@@ -60,7 +60,7 @@ pub struct SourceMeta {
 }
 
 /// A loaded price table.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct PriceTable {
     pub meta: SourceMeta,
     /// Names these prices exactly: the source's hash and a hash of the
@@ -70,6 +70,16 @@ pub struct PriceTable {
     identity: String,
     models: HashMap<String, ModelPrice>,
     normalised: HashMap<String, String>,
+}
+
+/// Two tables are equal when they price alike: the identity names the
+/// text a table was read from, which may be formatted differently.
+impl PartialEq for PriceTable {
+    fn eq(&self, other: &PriceTable) -> bool {
+        self.meta == other.meta
+            && self.models == other.models
+            && self.normalised == other.normalised
+    }
 }
 
 /// Why a table could not be loaded or generated.
