@@ -16,6 +16,8 @@
 //! - `notify.rs`: the notify hook: cheap exits and the hand-over; after the
 //!   debounce (in the worker) the re-check, dedupe and alert.
 //! - `activity/`: the Live Activity hook: claim, plan, size ladder.
+//! - `pacing.rs`: the pure scheduler that keeps relay requests within the
+//!   relay's rate limits (per token, per address), Live Activity first.
 //! - `spool.rs`: the per-session queue (`queue/worker.lock`,
 //!   `queue/spool/`): the entry format, take-once, the lock and the
 //!   hand-off rule, and the start of a detached worker.
@@ -39,6 +41,7 @@ pub mod delivery;
 pub mod env;
 pub mod failure_log;
 pub mod notify;
+pub mod pacing;
 pub mod registration;
 pub mod relay;
 pub mod row_layout;
