@@ -9,7 +9,8 @@
 //!   (lenient per entry, fail closed), 410 prunes under a lock, rewritten
 //!   only on change with unknown fields kept in order.
 //! - `relay.rs`: the Push Relay client (rustls, loopback-only plain HTTP, no
-//!   redirects, 3 attempts) and the verdicts.
+//!   redirects, 3 attempts, a 429 ended with its `Retry-After`) and the
+//!   verdicts.
 //! - `row_layout.rs`: the Live Activity `row_layout` and its row spans.
 //! - `delivery.rs`: the delivery round both event hooks end with (one push
 //!   per device, verdicts, 410 prunes, the state file, the log line).
