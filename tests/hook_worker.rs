@@ -396,8 +396,15 @@ fn two_hooks_for_the_same_pane_send_once() {
 
 // ------------------------------------------------------------ rate limits
 
-/// The stand-in's minute in the rate-limit tests: a relay second is 50 ms.
-const LIMITED_MINUTE: Duration = Duration::from_millis(3_000);
+/// The stand-in's minute in the rate-limit tests: a relay second is 50 ms,
+/// unless `HEELER_TEST_RELAY_MINUTE_MS` sets it (60000 measures the real
+/// relay's timing, in minutes of wall time).
+fn limited_minute() -> Duration {
+    std::env::var("HEELER_TEST_RELAY_MINUTE_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(Duration::from_millis(3_000), Duration::from_millis)
+}
 
 /// `d` in seconds of the relay minute `minute`.
 fn relay_seconds(d: Duration, minute: Duration) -> f64 {
@@ -445,7 +452,7 @@ fn accepted_alerts(f: &Fixture, skip: usize) -> Vec<(Duration, String)> {
 /// events, never more than 60 in a relay minute and none rejected.
 /// Returns the relay seconds from the last event to the last alert.
 fn blocked_burst_to_one_device(name: &str, count: usize) -> f64 {
-    let minute = LIMITED_MINUTE;
+    let minute = limited_minute();
     let f = Fixture::rate_limited(name, RateLimits::relay(minute));
     f.herdr.set_agents(&blocked_agents(count));
     f.herdr
@@ -462,7 +469,9 @@ fn blocked_burst_to_one_device(name: &str, count: usize) -> f64 {
         assert!(output.status.success(), "{}", stderr(&output));
     }
     let last_event = f.relay.now();
-    f.settle();
+    // Four relay minutes of pacing at most, whatever the minute's length.
+    let limit = (minute * 5).max(Duration::from_secs(90));
+    wait_idle(&session_state_dir(&f.env("")), limit).unwrap();
 
     let requests = f.relay.requests();
     let rejected = requests.iter().filter(|r| r.status == 429).count();
@@ -597,5 +606,90 @@ fn a_429_puts_the_alerts_back_until_retry_after_while_the_live_activity_goes_on(
     );
     println!(
         "a 429 asked {retry_after} relay s; the first alert was re-sent {waited:.1} relay s later"
+    );
+}
+
+#[test]
+fn a_queue_of_alerts_to_two_phones_never_holds_back_the_live_activity() {
+    // 100 agents block for two phones: 200 alerts, more than the 120 a
+    // minute the relay takes from one address. Then the Live Activity
+    // changes: its update goes out at once, inside the address budget the
+    // alerts leave it.
+    const PANES: usize = 100;
+    let minute = limited_minute();
+    let f = Fixture::rate_limited("starve", RateLimits::relay(minute));
+    f.herdr.set_agents(&blocked_agents(PANES));
+    f.herdr
+        .set_workspaces(r#"[{"workspace_id":"w1","number":1,"label":"Heeler"}]"#);
+    f.write_registration(&registration(&[
+        entry(
+            TOKEN_A,
+            KEY_A,
+            &format!(r#""live_activity":{{"token":"{LIVE_TOKEN}","started_at":1}}"#),
+        ),
+        entry(TOKEN_B, KEY_B, ""),
+    ]));
+    for i in 1..=PANES {
+        let output = hook_command(
+            "notify-hook",
+            &f.env(&event(&format!("w1:p{i}"), "blocked")),
+        )
+        .output()
+        .unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    let output = hook_command("activity-hook", &f.env(&event("w1:p100", "blocked")))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let limit = (minute * 5).max(Duration::from_secs(90));
+    wait_idle(&session_state_dir(&f.env("")), limit).unwrap();
+
+    let requests = f.relay.requests();
+    let statuses: Vec<u16> = requests.iter().map(|r| r.status).collect();
+    assert!(
+        statuses.iter().all(|s| *s == 200),
+        "none rejected: {statuses:?}"
+    );
+    let all: Vec<Duration> = requests.iter().map(|r| r.at).collect();
+    assert!(busiest(&all, minute) <= 120, "the address budget held");
+    let expected: Vec<String> = (1..=PANES).map(|i| format!("w1:p{i}")).collect();
+    let alerts = alerts(&f);
+    for token in [TOKEN_A, TOKEN_B] {
+        let panes: Vec<String> = alerts
+            .iter()
+            .filter(|(t, _)| t == token)
+            .map(|(_, pane)| pane.clone())
+            .collect();
+        assert_eq!(panes, expected, "{token}: every alert once, in order");
+        let times: Vec<Duration> = requests
+            .iter()
+            .filter(|r| r.json().get("token").and_then(Value::as_str) == Some(token))
+            .map(|r| r.at)
+            .collect();
+        assert!(busiest(&times, minute) <= 60, "{token} over its limit");
+    }
+    let live: Vec<&Recorded> = requests
+        .iter()
+        .filter(|r| r.json().get("kind").and_then(Value::as_str) == Some("liveactivity"))
+        .collect();
+    assert_eq!(live.len(), 1, "one Live Activity update");
+    let last_alert = requests
+        .iter()
+        .filter(|r| r.json().get("kind").is_none())
+        .map(|r| r.at)
+        .max()
+        .unwrap();
+    let behind = requests
+        .iter()
+        .filter(|r| r.json().get("kind").is_none() && r.at > live[0].at)
+        .count();
+    assert!(
+        live[0].at < last_alert,
+        "the update did not wait for the queue of alerts"
+    );
+    assert_eq!(f.failure_text(), "");
+    println!(
+        "two phones, {PANES} agents: the Live Activity update went out ahead of {behind} queued alerts"
     );
 }
