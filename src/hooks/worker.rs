@@ -429,13 +429,26 @@ fn serve_group(
     let one_list = notify_count >= 2 || notify_count < ready.len();
     let mut inventory: Option<Result<Vec<Value>, HerdrError>> = None;
     let mut labels = HashMap::new();
+    // The tokens of the entries held back below, with their times: a later
+    // entry for one of them waits behind it.
+    let mut behind: HashMap<String, u64> = HashMap::new();
     for (listed, entry, ask) in ready {
         // A 429 earlier in this batch may hold this ask back after all.
-        let slot = relays.pacer().plan(
-            std::slice::from_ref(&ask),
-            crate::base::clock::unix_millis(),
-        );
-        if let Some(Slot::At(until)) = slot.first().copied() {
+        let now = crate::base::clock::unix_millis();
+        let slot = relays.pacer().plan(std::slice::from_ref(&ask), now);
+        let planned = match slot.first() {
+            Some(Slot::At(until)) => *until,
+            _ => now,
+        };
+        let until = ask
+            .tokens
+            .iter()
+            .filter_map(|t| behind.get(t))
+            .fold(planned, |at, floor| at.max(*floor));
+        if until > now {
+            for token in &ask.tokens {
+                behind.insert(token.clone(), until);
+            }
             held.insert(listed.path.clone(), (entry, until));
             continue;
         }
