@@ -286,6 +286,52 @@ fn gone_token_removes_only_live_activity() {
 }
 
 #[test]
+fn a_429_sends_the_whole_update_again_after_its_retry_after() {
+    let f = host("limited");
+    f.write_registration(&registration(&[
+        activity_entry("alert-a", KEY_A, TOKEN_A, ""),
+        activity_entry("alert-b", KEY_B, TOKEN_B, ""),
+    ]));
+    f.relay.script([Reply::ok(), Reply::Limited(40)]);
+    let output = f.run("activity-hook", &event("w1:p2", "blocked"));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let requests = f.relay.requests();
+    let sent: Vec<(String, u16)> = requests
+        .iter()
+        .map(|r| {
+            let token = r.json().get("token").unwrap().as_str().unwrap().to_owned();
+            (token, r.status)
+        })
+        .collect();
+    let to = |token: &str, status| (token.to_owned(), status);
+    // Latest wins: the round is put back whole (last-state was not
+    // written), so the phone that got it gets the same update again.
+    assert_eq!(
+        sent,
+        [
+            to(TOKEN_A, 200),
+            to(TOKEN_B, 429),
+            to(TOKEN_A, 200),
+            to(TOKEN_B, 200)
+        ]
+    );
+    let asked = f.relay.minute.mul_f64(40.0 / 60.0);
+    assert!(
+        requests[2].at - requests[1].at >= asked,
+        "after its Retry-After"
+    );
+    assert_eq!(
+        panes(&open(&requests[3], KEY_B)),
+        panes(&open(&requests[1], KEY_B))
+    );
+    assert_eq!(
+        last_state(&f.state).get("statuses").unwrap().to_json(),
+        r#"{"w1:p1":"working","w1:p2":"blocked"}"#
+    );
+    assert_eq!(f.failure_text(), "", "a 429 is no failure");
+}
+
+#[test]
 fn relay_origin_413_degrades_and_apns_413_is_final() {
     let f = host("degrade413");
     f.write_registration(&registration(&[activity_entry("a", KEY_A, TOKEN_A, "")]));

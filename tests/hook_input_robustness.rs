@@ -216,7 +216,8 @@ fn relay_answers_and_urls_never_panic() {
         let status = (rng.next() % 700) as u16;
         let pick = rng.below(bodies.len());
         let body = mutate(&mut rng, bodies[pick]);
-        let _ = relay::classify(status, &body);
+        let retry_after = mutate(&mut rng, "45");
+        let _ = relay::classify(status, &body, Some(&retry_after));
         let url = mutate(&mut rng, "https://[::1]:8443/relay?x#y");
         let _ = relay::check_url(&url);
         let _ = relay::scheme_and_host(&url);

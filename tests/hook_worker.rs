@@ -360,6 +360,7 @@ fn a_queue_never_serves_another_sessions_event() {
                 title: None,
             },
             ts: 1,
+            only: Vec::new(),
         },
     };
     let queue = Queue::of(&f.state);
@@ -391,4 +392,304 @@ fn two_hooks_for_the_same_pane_send_once() {
     f.settle();
     assert_eq!(alerts(&f), [(TOKEN_A.to_owned(), "w1:p1".to_owned())]);
     assert!(marker_is_valid(&f, "w1:p1", "blocked"));
+}
+
+// ------------------------------------------------------------ rate limits
+
+/// The stand-in's minute in the rate-limit tests: a relay second is 50 ms,
+/// unless `HEELER_TEST_RELAY_MINUTE_MS` sets it (60000 measures the real
+/// relay's timing, in minutes of wall time).
+fn limited_minute() -> Duration {
+    std::env::var("HEELER_TEST_RELAY_MINUTE_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(Duration::from_millis(3_000), Duration::from_millis)
+}
+
+/// `d` in seconds of the relay minute `minute`.
+fn relay_seconds(d: Duration, minute: Duration) -> f64 {
+    d.as_secs_f64() * 60.0 / minute.as_secs_f64()
+}
+
+/// The most of `times` (sorted) in any span shorter than `window`: the
+/// relay's fixed windows lie inside such spans.
+fn busiest(times: &[Duration], window: Duration) -> usize {
+    let mut best = 0;
+    let mut start = 0;
+    for end in 0..times.len() {
+        while times[end] - times[start] >= window {
+            start += 1;
+        }
+        best = best.max(end + 1 - start);
+    }
+    best
+}
+
+/// The accepted alerts heeler sent (after the first `skip` requests) as
+/// (arrival on the stand-in's clock, pane), in arrival order.
+fn accepted_alerts(f: &Fixture, skip: usize) -> Vec<(Duration, String)> {
+    let key = NotificationKey::from_base64url(KEY_A).unwrap();
+    f.relay
+        .requests()
+        .iter()
+        .skip(skip)
+        .filter(|r| r.status == 200 && r.json().get("kind").is_none())
+        .map(|r| {
+            let envelope = r
+                .json()
+                .get("envelope")
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_owned();
+            (r.at, Notification::open(&key, &envelope).unwrap().pane)
+        })
+        .collect()
+}
+
+/// `count` agents block at once for one phone behind a relay with the
+/// real relay's limits: every alert arrives, once, in the order of the
+/// events, never more than 60 in a relay minute and none rejected.
+/// Returns the relay seconds from the last event to the last alert.
+fn blocked_burst_to_one_device(name: &str, count: usize) -> f64 {
+    let minute = limited_minute();
+    let f = Fixture::rate_limited(name, RateLimits::relay(minute));
+    f.herdr.set_agents(&blocked_agents(count));
+    f.herdr
+        .set_workspaces(r#"[{"workspace_id":"w1","number":1,"label":"Heeler"}]"#);
+    f.write_registration(&registration(&[entry(TOKEN_A, KEY_A, "")]));
+    // One event after the other, so that their order is known.
+    for i in 1..=count {
+        let output = hook_command(
+            "notify-hook",
+            &f.env(&event(&format!("w1:p{i}"), "blocked")),
+        )
+        .output()
+        .unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    let last_event = f.relay.now();
+    // Four relay minutes of pacing at most, whatever the minute's length.
+    let limit = (minute * 5).max(Duration::from_secs(90));
+    wait_idle(&session_state_dir(&f.env("")), limit).unwrap();
+
+    let requests = f.relay.requests();
+    let rejected = requests.iter().filter(|r| r.status == 429).count();
+    let accepted = accepted_alerts(&f, 0);
+    let panes: Vec<&str> = accepted.iter().map(|(_, pane)| pane.as_str()).collect();
+    let expected: Vec<String> = (1..=count).map(|i| format!("w1:p{i}")).collect();
+    assert_eq!(
+        panes, expected,
+        "every alert once, in the order of the events"
+    );
+    assert_eq!(rejected, 0, "the burst was spread, not rejected");
+    let times: Vec<Duration> = accepted.iter().map(|(at, _)| *at).collect();
+    let most = busiest(&times, minute);
+    assert!(most <= 60, "{most} alerts in one relay minute");
+    assert_eq!(f.failure_text(), "", "nothing lost, nothing failed");
+    let last_alert = times.last().copied().unwrap();
+    let late = relay_seconds(last_alert.saturating_sub(last_event), minute);
+    let spread = relay_seconds(last_alert - times[0], minute);
+    println!(
+        "{count} Blocked alerts to one device: the last alert {late:.1} relay s after the last event \
+         ({spread:.1} relay s after the first alert; busiest relay minute {most}; \
+         relay minute = {} ms here)",
+        minute.as_millis()
+    );
+    late
+}
+
+#[test]
+fn seventy_blocked_alerts_to_one_device_are_paced_and_all_delivered_in_order() {
+    blocked_burst_to_one_device("burst70", 70);
+}
+
+#[test]
+fn two_hundred_blocked_alerts_to_one_device_are_paced_and_all_delivered_in_order() {
+    blocked_burst_to_one_device("burst200", 200);
+}
+
+/// POSTs an alert body for `token` to the stand-in, as another Host of
+/// the same phone would: it spends the token's budget.
+fn spend(url: &str, token: &str) -> u16 {
+    use std::io::Write;
+    let address = url.strip_prefix("http://").unwrap();
+    let body = format!(r#"{{"token":"{token}","env":"production","envelope":"x"}}"#);
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "POST /push HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn a_429_puts_the_alerts_back_until_retry_after_while_the_live_activity_goes_on() {
+    // A longer minute: the whole test happens inside the first window.
+    let minute = Duration::from_millis(6_000);
+    let f = Fixture::rate_limited("limited", RateLimits::relay(minute));
+    f.herdr.set_agents(&blocked_agents(3));
+    f.herdr
+        .set_workspaces(r#"[{"workspace_id":"w1","number":1,"label":"Heeler"}]"#);
+    f.write_registration(&registration(&[entry(
+        TOKEN_A,
+        KEY_A,
+        &format!(r#""live_activity":{{"token":"{LIVE_TOKEN}","started_at":1}}"#),
+    )]));
+    // The phone's other Host spent this window's budget of the token.
+    for _ in 0..60 {
+        assert_eq!(spend(&f.relay.url, TOKEN_A), 200);
+    }
+    let spent = f.relay.requests().len();
+    for i in 1..=3 {
+        let output = hook_command(
+            "notify-hook",
+            &f.env(&event(&format!("w1:p{i}"), "blocked")),
+        )
+        .output()
+        .unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    let output = hook_command("activity-hook", &f.env(&event("w1:p3", "blocked")))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    f.settle();
+
+    let ours: Vec<Recorded> = f.relay.requests().split_off(spent);
+    let rejected: Vec<&Recorded> = ours.iter().filter(|r| r.status == 429).collect();
+    assert_eq!(
+        rejected.len(),
+        1,
+        "one 429, then the alerts wait instead of spending the address budget: {:?}",
+        ours.iter().map(|r| r.status).collect::<Vec<_>>()
+    );
+    let retry_after: u64 = {
+        // The stand-in's answer: the seconds left in its window, 40 to 60.
+        let at = relay_seconds(rejected[0].at, minute);
+        (60.0 - at).ceil().clamp(40.0, 60.0) as u64
+    };
+    let accepted = accepted_alerts(&f, spent);
+    let panes: Vec<&str> = accepted.iter().map(|(_, p)| p.as_str()).collect();
+    assert_eq!(
+        panes,
+        ["w1:p1", "w1:p2", "w1:p3"],
+        "all delivered, in order, once"
+    );
+    let waited = relay_seconds(accepted[0].0 - rejected[0].at, minute);
+    assert!(
+        waited >= retry_after as f64 - 0.5,
+        "the alert waited {waited:.1} relay s of the {retry_after} asked"
+    );
+    let live: Vec<&Recorded> = ours
+        .iter()
+        .filter(|r| r.json().get("kind").and_then(Value::as_str) == Some("liveactivity"))
+        .collect();
+    assert_eq!(live.len(), 1);
+    assert_eq!(live[0].status, 200);
+    assert!(
+        live[0].at < accepted[0].0,
+        "the Live Activity update did not wait for the alerts"
+    );
+    assert_eq!(
+        f.failure_text(),
+        "",
+        "a 429 is not a failure: nothing is lost"
+    );
+    println!(
+        "a 429 asked {retry_after} relay s; the first alert was re-sent {waited:.1} relay s later"
+    );
+}
+
+#[test]
+fn a_queue_of_alerts_to_two_phones_never_holds_back_the_live_activity() {
+    // 100 agents block for two phones: 200 alerts, more than the 120 a
+    // minute the relay takes from one address. Then the Live Activity
+    // changes: its update goes out at once, inside the address budget the
+    // alerts leave it.
+    const PANES: usize = 100;
+    let minute = limited_minute();
+    let f = Fixture::rate_limited("starve", RateLimits::relay(minute));
+    f.herdr.set_agents(&blocked_agents(PANES));
+    f.herdr
+        .set_workspaces(r#"[{"workspace_id":"w1","number":1,"label":"Heeler"}]"#);
+    f.write_registration(&registration(&[
+        entry(
+            TOKEN_A,
+            KEY_A,
+            &format!(r#""live_activity":{{"token":"{LIVE_TOKEN}","started_at":1}}"#),
+        ),
+        entry(TOKEN_B, KEY_B, ""),
+    ]));
+    for i in 1..=PANES {
+        let output = hook_command(
+            "notify-hook",
+            &f.env(&event(&format!("w1:p{i}"), "blocked")),
+        )
+        .output()
+        .unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    let output = hook_command("activity-hook", &f.env(&event("w1:p100", "blocked")))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let limit = (minute * 5).max(Duration::from_secs(90));
+    wait_idle(&session_state_dir(&f.env("")), limit).unwrap();
+
+    let requests = f.relay.requests();
+    let statuses: Vec<u16> = requests.iter().map(|r| r.status).collect();
+    assert!(
+        statuses.iter().all(|s| *s == 200),
+        "none rejected: {statuses:?}"
+    );
+    let all: Vec<Duration> = requests.iter().map(|r| r.at).collect();
+    assert!(busiest(&all, minute) <= 120, "the address budget held");
+    let expected: Vec<String> = (1..=PANES).map(|i| format!("w1:p{i}")).collect();
+    let alerts = alerts(&f);
+    for token in [TOKEN_A, TOKEN_B] {
+        let panes: Vec<String> = alerts
+            .iter()
+            .filter(|(t, _)| t == token)
+            .map(|(_, pane)| pane.clone())
+            .collect();
+        assert_eq!(panes, expected, "{token}: every alert once, in order");
+        let times: Vec<Duration> = requests
+            .iter()
+            .filter(|r| r.json().get("token").and_then(Value::as_str) == Some(token))
+            .map(|r| r.at)
+            .collect();
+        assert!(busiest(&times, minute) <= 60, "{token} over its limit");
+    }
+    let live: Vec<&Recorded> = requests
+        .iter()
+        .filter(|r| r.json().get("kind").and_then(Value::as_str) == Some("liveactivity"))
+        .collect();
+    assert_eq!(live.len(), 1, "one Live Activity update");
+    let last_alert = requests
+        .iter()
+        .filter(|r| r.json().get("kind").is_none())
+        .map(|r| r.at)
+        .max()
+        .unwrap();
+    let behind = requests
+        .iter()
+        .filter(|r| r.json().get("kind").is_none() && r.at > live[0].at)
+        .count();
+    assert!(
+        live[0].at < last_alert,
+        "the update did not wait for the queue of alerts"
+    );
+    assert_eq!(f.failure_text(), "");
+    println!(
+        "two phones, {PANES} agents: the Live Activity update went out ahead of {behind} queued alerts"
+    );
 }

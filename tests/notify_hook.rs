@@ -239,17 +239,23 @@ fn alert_tokens_the_relay_refuses_are_skipped_with_a_log_line() {
 }
 
 #[test]
-fn transient_failures_are_retried_three_times() {
+fn a_5xx_is_retried_at_once_and_a_429_waits_for_its_retry_after() {
     let f = blocked_host("retry");
     f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
     f.relay.script([
         Reply::Status(500, r#"{"error":"x"}"#.into()),
-        Reply::Status(429, r#"{"error":"rate_limited"}"#.into()),
+        Reply::Limited(45),
     ]);
     let output = f.run("notify-hook", &event("w1:p1", "blocked"));
     assert!(output.status.success(), "{}", stderr(&output));
-    assert_eq!(f.relay.requests().len(), 3);
+    let requests = f.relay.requests();
+    let statuses: Vec<u16> = requests.iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [500, 429, 200]);
+    // The 429's 45 relay seconds, on the minute heeler was told.
+    let asked = f.relay.minute.mul_f64(45.0 / 60.0);
+    assert!(requests[2].at - requests[1].at >= asked);
     assert!(marker(&f, &f.state).is_some());
+    assert_eq!(f.failure_text(), "", "a 429 is no failure");
 }
 
 #[test]

@@ -8,7 +8,10 @@
 //! round lives here once. Its invariants: devices are pushed in file order;
 //! a missing nonce stops the round before any prune or state write; the
 //! prune runs before the state write; the state is written only after at
-//! least one delivery; every other failure becomes one
+//! least one delivery (and, when the caller asks, only when no device was
+//! rate limited); a device the relay's rate limit turned away (429) is
+//! not a failure but handed back to the caller, who puts the event back
+//! in the spool; every other failure becomes one
 //! `push for token <8 chars>… failed: …` (or write) message, in that order.
 
 use std::path::{Path, PathBuf};
@@ -16,6 +19,7 @@ use std::time::Duration;
 
 use crate::base::atomic_file;
 use crate::base::json::Value;
+use crate::hooks::pacing::{self, Limits, Pacer};
 use crate::hooks::registration::{self, ActivityDevice, AlertDevice};
 use crate::hooks::relay::{Outcome, RelayClient, RelayConfigError};
 use crate::hooks::settings::NotifySettings;
@@ -72,6 +76,44 @@ pub struct Tally {
     pub gone: Vec<String>,
     /// One message per device that was not delivered.
     pub failures: Vec<String>,
+    /// The devices the relay's rate limit turned away, in device order.
+    pub rate_limited: Vec<RateLimited>,
+}
+
+/// A device the relay's rate limit turned away: its token and the seconds
+/// the answer's `Retry-After` asked for (bounded).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RateLimited {
+    pub token: String,
+    pub retry_after_s: u64,
+}
+
+/// When a round writes its state record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordWhen {
+    /// After at least one delivery (the notify marker: the event's
+    /// remaining devices are put back on their own).
+    AnyDelivered,
+    /// After at least one delivery with no device rate limited (the Live
+    /// Activity's last-state: the event is put back whole and compared
+    /// with the state again).
+    NoneRateLimited,
+}
+
+/// What a round came to: the devices to put back, and the round's result.
+#[derive(Debug)]
+pub struct RoundResult {
+    pub rate_limited: Vec<RateLimited>,
+    pub result: Result<(), DeliveryError>,
+}
+
+impl RoundResult {
+    fn failed(error: DeliveryError) -> RoundResult {
+        RoundResult {
+            rate_limited: Vec::new(),
+            result: Err(error),
+        }
+    }
 }
 
 impl Tally {
@@ -80,6 +122,10 @@ impl Tally {
         match outcome {
             Outcome::Delivered => self.delivered += 1,
             Outcome::Gone => self.gone.push(token.to_owned()),
+            Outcome::RateLimited(_, retry_after_s) => self.rate_limited.push(RateLimited {
+                token: token.to_owned(),
+                retry_after_s,
+            }),
             Outcome::TooLarge(last) | Outcome::Failed(last) => self.failures.push(format!(
                 "push for token {}… failed: {last}",
                 token_prefix(token)
@@ -116,17 +162,30 @@ pub fn relay_client(settings: &NotifySettings) -> Result<RelayClient, RelayConfi
 
 /// The relay clients of a worker's lifetime: one per relay URL, CA file
 /// and retry delay, so that the rounds of many events share one client
-/// (and its pooled connection).
-#[derive(Default)]
+/// (and its pooled connection); and the pacing of every request they make.
 pub struct Relays {
     cached: Option<(RelayKey, Result<RelayClient, RelayConfigError>)>,
+    pacer: Pacer,
 }
 
 type RelayKey = (String, Option<PathBuf>, u64);
 
+impl Default for Relays {
+    fn default() -> Relays {
+        Relays::new(Limits::relay(pacing::RELAY_MINUTE_MS))
+    }
+}
+
 impl Relays {
-    /// The client for `settings`, built on first use.
-    pub fn client(&mut self, settings: &NotifySettings) -> Result<&RelayClient, RelayConfigError> {
+    /// No client yet, pacing to `limits`.
+    pub fn new(limits: Limits) -> Relays {
+        Relays {
+            cached: None,
+            pacer: Pacer::new(limits),
+        }
+    }
+
+    fn refresh(&mut self, settings: &NotifySettings) {
         let key = (
             settings.relay_url.clone(),
             settings.relay_ca_file.clone(),
@@ -140,30 +199,65 @@ impl Relays {
             let client = relay_client(settings);
             self.cached = Some((key, client));
         }
-        match &self.cached {
-            Some((_, Ok(client))) => Ok(client),
+    }
+
+    /// The client for `settings`, built on first use.
+    pub fn client(&mut self, settings: &NotifySettings) -> Result<&RelayClient, RelayConfigError> {
+        self.client_and_pacer(settings).0
+    }
+
+    /// The client for `settings` and the pacer, which counts each request
+    /// the client makes.
+    pub fn client_and_pacer(
+        &mut self,
+        settings: &NotifySettings,
+    ) -> (Result<&RelayClient, RelayConfigError>, &mut Pacer) {
+        self.refresh(settings);
+        let Relays { cached, pacer } = self;
+        let client = match cached {
+            Some((_, Ok(client))) => Ok(&*client),
             Some((_, Err(e))) => Err(e.clone()),
             None => Err(RelayConfigError::BadUrl(settings.relay_url.clone())),
-        }
+        };
+        (client, pacer)
     }
+
+    pub fn pacer(&self) -> &Pacer {
+        &self.pacer
+    }
+
+    pub fn pacer_mut(&mut self) -> &mut Pacer {
+        &mut self.pacer
+    }
+}
+
+/// Pushes `body` for `token`, counting each request in `pacer` at the
+/// clock's time.
+pub fn push_paced(relay: &RelayClient, pacer: &mut Pacer, token: &str, body: &str) -> Outcome {
+    relay.push_counted(body, || {
+        pacer.record(token, crate::base::clock::unix_millis());
+    })
 }
 
 /// Runs one round: `push` seals and sends to one device (its retries and
 /// size ladder are its own), then the gone tokens are pruned and, when at
-/// least one device was delivered, `record` is written.
+/// least one device was delivered (see [`RecordWhen`]), `record` is
+/// written.
 pub fn deliver<D: PushTarget>(
     settings: &NotifySettings,
     devices: &[D],
     push: impl FnMut(&RelayClient, &D) -> Result<Outcome, ring::error::Unspecified>,
     registration: Registration<'_>,
+    record_when: RecordWhen,
     record: impl FnOnce() -> StateRecord,
-) -> Result<(), DeliveryError> {
+) -> RoundResult {
     let relay = relay_client(settings);
     deliver_with(
         relay.as_ref().map_err(Clone::clone),
         devices,
         push,
         registration,
+        record_when,
         record,
     )
 }
@@ -174,34 +268,48 @@ pub fn deliver_with<D: PushTarget>(
     devices: &[D],
     mut push: impl FnMut(&RelayClient, &D) -> Result<Outcome, ring::error::Unspecified>,
     registration: Registration<'_>,
+    record_when: RecordWhen,
     record: impl FnOnce() -> StateRecord,
-) -> Result<(), DeliveryError> {
-    let relay = relay.map_err(DeliveryError::Relay)?;
+) -> RoundResult {
+    let relay = match relay {
+        Ok(relay) => relay,
+        Err(e) => return RoundResult::failed(DeliveryError::Relay(e)),
+    };
     let mut tally = Tally::default();
     for device in devices {
-        let outcome = push(relay, device).map_err(|_| DeliveryError::Nonce)?;
-        tally.count(device.push_token(), outcome);
+        match push(relay, device) {
+            Ok(outcome) => tally.count(device.push_token(), outcome),
+            Err(_) => return RoundResult::failed(DeliveryError::Nonce),
+        }
     }
     let Tally {
         delivered,
         gone,
         mut failures,
+        rate_limited,
     } = tally;
     if !gone.is_empty()
         && let Err(e) = registration::rewrite(registration.path, |f| (registration.prune)(f, &gone))
     {
         failures.push(e.to_string());
     }
-    if delivered > 0 {
+    let record_now = match record_when {
+        RecordWhen::AnyDelivered => delivered > 0,
+        RecordWhen::NoneRateLimited => delivered > 0 && rate_limited.is_empty(),
+    };
+    if record_now {
         let StateRecord { path, value } = record();
         if let Err(e) = write_state_file(&path, &value) {
             failures.push(format!("cannot write {}: {e}", path.display()));
         }
     }
-    if failures.is_empty() {
-        Ok(())
-    } else {
-        Err(DeliveryError::Failures(failures))
+    RoundResult {
+        rate_limited,
+        result: if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(DeliveryError::Failures(failures))
+        },
     }
 }
 
@@ -241,6 +349,10 @@ mod tests {
             Outcome::TooLarge("relay answered 413: x".into()),
         );
         tally.count("eeeeeeee5555", Outcome::Delivered);
+        tally.count(
+            "ffffffff6666",
+            Outcome::RateLimited("relay answered 429".into(), 45),
+        );
         assert_eq!(
             tally,
             Tally {
@@ -251,6 +363,10 @@ mod tests {
                         .into(),
                     "push for token dddddddd… failed: relay answered 413: x".into(),
                 ],
+                rate_limited: vec![RateLimited {
+                    token: "ffffffff6666".into(),
+                    retry_after_s: 45
+                }],
             }
         );
     }
@@ -273,6 +389,14 @@ mod tests {
     }
 
     fn run_round(dir: &Path, outcomes: Vec<Outcome>) -> Result<(), DeliveryError> {
+        run_round_recording(dir, outcomes, RecordWhen::AnyDelivered).result
+    }
+
+    fn run_round_recording(
+        dir: &Path,
+        outcomes: Vec<Outcome>,
+        record_when: RecordWhen,
+    ) -> RoundResult {
         let registration_path = dir.join("notifications.json");
         let devices = [device("gone-token"), device("kept-token")];
         let mut outcomes = outcomes.into_iter();
@@ -284,6 +408,7 @@ mod tests {
                 path: &registration_path,
                 prune: registration::remove_tokens,
             },
+            record_when,
             || StateRecord {
                 path: dir.join("state/marker.json"),
                 value: Value::Object(Object::new().with("recorded", true)),
@@ -322,6 +447,39 @@ mod tests {
     }
 
     #[test]
+    fn a_rate_limited_device_is_handed_back_and_holds_back_a_whole_round_record() {
+        let dir = TempDir::new("limited");
+        let registration_path = dir.0.join("notifications.json");
+        let text = r#"{"v":1,"devices":[{"token":"gone-token"},{"token":"kept-token"}]}"#;
+        std::fs::write(&registration_path, text).unwrap();
+        let limited = || Outcome::RateLimited("relay answered 429".into(), 50);
+        let marker = dir.0.join("state/marker.json");
+        // The Live Activity's last-state waits for every device.
+        let round = run_round_recording(
+            &dir.0,
+            vec![Outcome::Delivered, limited()],
+            RecordWhen::NoneRateLimited,
+        );
+        assert!(round.result.is_ok(), "a 429 is not a failure line");
+        assert_eq!(
+            round.rate_limited,
+            vec![RateLimited {
+                token: "kept-token".into(),
+                retry_after_s: 50
+            }]
+        );
+        assert!(!marker.exists());
+        // The alert marker records the delivered device's alert.
+        let round = run_round_recording(
+            &dir.0,
+            vec![Outcome::Delivered, limited()],
+            RecordWhen::AnyDelivered,
+        );
+        assert_eq!(round.rate_limited.len(), 1);
+        assert!(marker.exists());
+    }
+
+    #[test]
     fn a_missing_nonce_stops_the_round_before_any_prune() {
         let dir = TempDir::new("nonce");
         let registration_path = dir.0.join("notifications.json");
@@ -343,9 +501,10 @@ mod tests {
                 path: &registration_path,
                 prune: registration::remove_tokens,
             },
+            RecordWhen::AnyDelivered,
             || unreachable!("nothing was delivered"),
         );
-        assert!(matches!(result, Err(DeliveryError::Nonce)));
+        assert!(matches!(result.result, Err(DeliveryError::Nonce)));
         assert_eq!(std::fs::read_to_string(&registration_path).unwrap(), text);
     }
 }

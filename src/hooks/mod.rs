@@ -9,13 +9,16 @@
 //!   (lenient per entry, fail closed), 410 prunes under a lock, rewritten
 //!   only on change with unknown fields kept in order.
 //! - `relay.rs`: the Push Relay client (rustls, loopback-only plain HTTP, no
-//!   redirects, 3 attempts) and the verdicts.
+//!   redirects, 3 attempts, a 429 ended with its `Retry-After`) and the
+//!   verdicts.
 //! - `row_layout.rs`: the Live Activity `row_layout` and its row spans.
 //! - `delivery.rs`: the delivery round both event hooks end with (one push
 //!   per device, verdicts, 410 prunes, the state file, the log line).
 //! - `notify.rs`: the notify hook: cheap exits and the hand-over; after the
 //!   debounce (in the worker) the re-check, dedupe and alert.
 //! - `activity/`: the Live Activity hook: claim, plan, size ladder.
+//! - `pacing.rs`: the pure scheduler that keeps relay requests within the
+//!   relay's rate limits (per token, per address), Live Activity first.
 //! - `spool.rs`: the per-session queue (`queue/worker.lock`,
 //!   `queue/spool/`): the entry format, take-once, the lock and the
 //!   hand-off rule, and the start of a detached worker.
@@ -39,6 +42,7 @@ pub mod delivery;
 pub mod env;
 pub mod failure_log;
 pub mod notify;
+pub mod pacing;
 pub mod registration;
 pub mod relay;
 pub mod row_layout;

@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 use crate::base::base64;
 use crate::base::json::{self, Object, Value};
 use crate::herdr::client::{HerdrClient, HerdrError};
-use crate::hooks::delivery::{self, DeliveryError, Registration, Relays, StateRecord};
+use crate::hooks::delivery::{
+    self, DeliveryError, RateLimited, RecordWhen, Registration, Relays, StateRecord,
+};
 use crate::hooks::env::{self, Event, HookEnv, StartError};
 use crate::hooks::registration::{self, AlertDevice};
 use crate::hooks::settings::{self, NotifySettings};
@@ -229,7 +231,12 @@ pub fn run_with(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Result<(
     }
 
     let due_ms = crate::base::clock::unix_millis().saturating_add(settings.debounce_ms);
-    spool::hand_over(&env, due_ms, Job::Notify { event, ts }).map_err(NotifyError::from)
+    let job = Job::Notify {
+        event,
+        ts,
+        only: Vec::new(),
+    };
+    spool::hand_over(&env, due_ms, job).map_err(NotifyError::from)
 }
 
 /// What the worker shares between the events of one batch: the herdr
@@ -243,23 +250,55 @@ pub struct Round<'a> {
     pub labels: &'a mut HashMap<String, Option<String>>,
 }
 
+/// The tokens of the devices an alert goes to: the devices that enabled
+/// its flag, in file order, and when `only` names some, only those.
+pub fn alert_devices(
+    file: Option<&Value>,
+    env: &HookEnv,
+    flag: &str,
+    only: &[String],
+) -> Vec<AlertDevice> {
+    let mut devices = registration::alert_selection(file, &env.session, flag).devices;
+    if !only.is_empty() {
+        devices.retain(|d| only.contains(&d.token));
+    }
+    devices
+}
+
 /// The rest of the hook, in the worker after the debounce: `current` is the
 /// re-check's answer for the event's pane (`agent get`, or its entry in one
 /// `agent list`); then the marker, the devices, the alert and the round.
+/// `only` (the devices a rate-limited round still owes) skips the marker
+/// check: its own round wrote the marker. Returns the devices the relay's
+/// rate limit turned away, with the round's result.
 pub fn finish(
     round: &mut Round<'_>,
     event: &Event,
     ts: i64,
+    only: &[String],
     current: Result<Value, HerdrError>,
-) -> Result<(), NotifyError> {
+) -> (Vec<RateLimited>, Result<(), NotifyError>) {
+    match prepare(round, event, only, current) {
+        Ok(Some(devices)) => deliver_alert(round, event, ts, &devices),
+        Ok(None) => (Vec::new(), Ok(())),
+        Err(e) => (Vec::new(), Err(e)),
+    }
+}
+
+/// The re-check, the marker and the devices: `None` when nothing is sent.
+fn prepare(
+    round: &mut Round<'_>,
+    event: &Event,
+    only: &[String],
+    current: Result<Value, HerdrError>,
+) -> Result<Option<(Vec<AlertDevice>, Value)>, NotifyError> {
     let env = round.env;
     let marker = marker_path(&env.state_dir, &event.pane);
-    let registration_path = registration::path_in(&env.config_dir);
     let current = match current {
         Ok(agent) => agent,
         Err(HerdrError::AgentGone) => {
             clear_marker(&marker);
-            return Ok(());
+            return Ok(None);
         }
         Err(e) => return Err(NotifyError::Recheck(e)),
     };
@@ -269,24 +308,36 @@ pub fn finish(
         .ok_or(NotifyError::RecheckNoStatus)?
         .to_lowercase();
     let flag = match recheck(&event.status, &current_status) {
-        Recheck::MovedOn => return Ok(()),
+        Recheck::MovedOn => return Ok(None),
         Recheck::Rearm => {
             clear_marker(&marker);
-            return Ok(());
+            return Ok(None);
         }
         Recheck::Notify(flag) => flag,
     };
     // An earlier event of this pane may have been delivered meanwhile.
-    if read_marker(&marker).as_deref() == Some(event.status.as_str()) {
-        return Ok(());
+    if only.is_empty() && read_marker(&marker).as_deref() == Some(event.status.as_str()) {
+        return Ok(None);
     }
-    let file = registration::read(&registration_path);
-    let devices = registration::alert_selection(file.as_ref(), &env.session, flag).devices;
+    let file = registration::read(&registration::path_in(&env.config_dir));
+    let devices = alert_devices(file.as_ref(), env, flag, only);
     if devices.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
+    Ok(Some((devices, current)))
+}
 
-    let project = project_workspace(event, &current).and_then(|id| {
+/// The alert's round: sealed per device, each request paced.
+fn deliver_alert(
+    round: &mut Round<'_>,
+    event: &Event,
+    ts: i64,
+    (devices, current): &(Vec<AlertDevice>, Value),
+) -> (Vec<RateLimited>, Result<(), NotifyError>) {
+    let env = round.env;
+    let marker = marker_path(&env.state_dir, &event.pane);
+    let registration_path = registration::path_in(&env.config_dir);
+    let project = project_workspace(event, current).and_then(|id| {
         let herdr = round.herdr;
         round
             .labels
@@ -294,25 +345,31 @@ pub fn finish(
             .or_insert_with_key(|id| herdr.workspace_label(id).ok().flatten())
             .clone()
     });
-    let alert = notification(event, &current, project, ts);
-    delivery::deliver_with(
-        round.relays.client(round.settings),
-        &devices,
+    let alert = notification(event, current, project, ts);
+    let (relay, pacer) = round.relays.client_and_pacer(round.settings);
+    let done = delivery::deliver_with(
+        relay,
+        devices,
         |relay, device| {
             let sealed = alert.seal(&device.key, envelope::random_nonce()?);
             let collapse = collapse_key(&device.key, &event.pane);
-            Ok(relay.push(&push_body(device, &sealed, &collapse)))
+            let body = push_body(device, &sealed, &collapse);
+            Ok(delivery::push_paced(relay, pacer, &device.token, &body))
         },
         Registration {
             path: &registration_path,
             prune: registration::remove_tokens,
         },
+        RecordWhen::AnyDelivered,
         || StateRecord {
             path: marker.clone(),
             value: marker_value(&event.pane, &event.status),
         },
+    );
+    (
+        done.rate_limited,
+        done.result.map_err(NotifyError::Delivery),
     )
-    .map_err(NotifyError::Delivery)
 }
 
 #[cfg(test)]

@@ -1,5 +1,12 @@
 //! The Push Relay client: `POST <relay>/push` with retries, and the verdicts
-//! the hooks act on (delivered, token gone, relay says too large, failed).
+//! the hooks act on (delivered, token gone, relay says too large, rate
+//! limited, failed).
+//!
+//! A 429 is not retried here, unlike a network error or a 5xx: the relay's
+//! limits are per minute, so a retry a second later is rejected too and
+//! spends the per-address budget the Host's other devices share. The push
+//! ends with the answer's `Retry-After` (bounded), and the worker puts the
+//! event back until then (`worker.rs`).
 //!
 //! The relay only ever sees sealed envelopes, but the token it forwards is
 //! the user's, so transport is strict: HTTPS verified with rustls (ring)
@@ -27,6 +34,12 @@ pub const BODY_EXCERPT_CHARS: usize = 200;
 const MAX_ANSWER_BYTES: u64 = 16 * 1024;
 /// The largest Live Activity count the relay accepts (`bad_counts` above).
 pub const MAX_COUNT: u64 = 999;
+/// The longest `Retry-After` honoured, in seconds: a larger value means
+/// this, so a relay cannot park an event for long.
+pub const MAX_RETRY_AFTER_S: u64 = 120;
+/// The wait after a 429 without a usable `Retry-After`: the relay's fixed
+/// one-minute window.
+pub const DEFAULT_RETRY_AFTER_S: u64 = 60;
 
 /// A push token the relay accepts on either path: 16 to 200 lowercase hex
 /// digits (`bad_token` otherwise).
@@ -127,7 +140,10 @@ pub enum Verdict {
     Gone,
     /// A relay-origin 413 (`{"error":…}`): the body was too large for it.
     TooLarge(String),
-    /// 429 or 5xx: try again.
+    /// 429: the relay's rate limit; try again after this many seconds
+    /// (its `Retry-After`, bounded), not at once.
+    RateLimited(String, u64),
+    /// 5xx: try again.
     Retry(String),
     /// Any other status: final.
     Final(String),
@@ -168,16 +184,32 @@ pub fn redact_tokens(text: &str) -> String {
     out
 }
 
-/// Classifies one HTTP answer (pure: the relay contract in one place).
-pub fn classify(status: u16, body: &str) -> Verdict {
+/// Classifies one HTTP answer (pure: the relay contract in one place);
+/// `retry_after` is the answer's `Retry-After` header, if any.
+pub fn classify(status: u16, body: &str, retry_after: Option<&str>) -> Verdict {
     let answered = || format!("relay answered {status}: {}", excerpt(body));
     match status {
         200..=299 => Verdict::Delivered,
         410 => Verdict::Gone,
         413 if relay_origin_error(body) => Verdict::TooLarge(answered()),
-        429 | 500.. => Verdict::Retry(answered()),
+        429 => Verdict::RateLimited(answered(), retry_after_seconds(retry_after)),
+        500.. => Verdict::Retry(answered()),
         _ => Verdict::Final(answered()),
     }
+}
+
+/// The wait a 429's `Retry-After` asks for, in seconds: its delay-seconds
+/// form, at least 1 and at most [`MAX_RETRY_AFTER_S`];
+/// [`DEFAULT_RETRY_AFTER_S`] when it is missing or not a number (the relay
+/// sends seconds, never an HTTP date).
+pub fn retry_after_seconds(header: Option<&str>) -> u64 {
+    header
+        .map(str::trim)
+        .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+        .map_or(DEFAULT_RETRY_AFTER_S, |digits| {
+            digits.parse::<u64>().unwrap_or(MAX_RETRY_AFTER_S)
+        })
+        .clamp(1, MAX_RETRY_AFTER_S)
 }
 
 /// A relay-origin error body carries a string `error`; a relayed APNs
@@ -195,6 +227,9 @@ pub enum Outcome {
     Delivered,
     Gone,
     TooLarge(String),
+    /// The relay's rate limit (429): not retried here; the caller puts the
+    /// event back, due after this many seconds.
+    RateLimited(String, u64),
     /// Gave up; the last failure (`relay unreachable: …` or
     /// `relay answered <status>: …`).
     Failed(String),
@@ -315,6 +350,11 @@ impl RelayClient {
             Err(e) => Verdict::Retry(format!("relay unreachable: {e}")),
             Ok(response) => {
                 let status = response.status().as_u16();
+                let retry_after = response
+                    .headers()
+                    .get("retry-after")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
                 let mut bytes = Vec::new();
                 let read = response
                     .into_body()
@@ -322,28 +362,44 @@ impl RelayClient {
                     .take(MAX_ANSWER_BYTES)
                     .read_to_end(&mut bytes);
                 if let Err(e) = read {
-                    if (200..300).contains(&status) || status == 410 {
-                        return classify(status, "");
+                    if (200..300).contains(&status) || status == 410 || status == 429 {
+                        return classify(status, "", retry_after.as_deref());
                     }
                     return Verdict::Retry(format!("relay unreachable: {e}"));
                 }
-                classify(status, &String::from_utf8_lossy(&bytes))
+                classify(
+                    status,
+                    &String::from_utf8_lossy(&bytes),
+                    retry_after.as_deref(),
+                )
             }
         }
     }
 
     /// POSTs `body` to `/push`: up to three attempts, `retry_delay` before
-    /// the second and third.
+    /// the second and third; a 429 ends the push at once (retrying it
+    /// would only spend the relay's per-address budget).
     pub fn push(&self, body: &str) -> Outcome {
+        self.push_counted(body, || {})
+    }
+
+    /// [`RelayClient::push`], calling `on_attempt` before each request is
+    /// sent, so that the caller's pacing counts every request the relay
+    /// counts.
+    pub fn push_counted(&self, body: &str, mut on_attempt: impl FnMut()) -> Outcome {
         let mut last = String::new();
         for attempt in 1..=ATTEMPTS {
             if attempt > 1 {
                 std::thread::sleep(self.retry_delay);
             }
+            on_attempt();
             match self.attempt(body) {
                 Verdict::Delivered => return Outcome::Delivered,
                 Verdict::Gone => return Outcome::Gone,
                 Verdict::TooLarge(message) => return Outcome::TooLarge(message),
+                Verdict::RateLimited(message, seconds) => {
+                    return Outcome::RateLimited(message, seconds);
+                }
                 Verdict::Final(message) => return Outcome::Failed(message),
                 Verdict::Retry(message) => last = message,
             }
@@ -358,24 +414,52 @@ mod tests {
 
     #[test]
     fn classification_follows_the_relay_contract() {
-        assert_eq!(classify(204, ""), Verdict::Delivered);
-        assert_eq!(classify(410, r#"{"reason":"Unregistered"}"#), Verdict::Gone);
+        assert_eq!(classify(204, "", None), Verdict::Delivered);
+        assert_eq!(
+            classify(410, r#"{"reason":"Unregistered"}"#, None),
+            Verdict::Gone
+        );
         assert!(matches!(
-            classify(413, r#"{"error":"payload_too_large"}"#),
+            classify(413, r#"{"error":"payload_too_large"}"#, None),
             Verdict::TooLarge(_)
         ));
         assert_eq!(
-            classify(413, r#"{"reason":"PayloadTooLarge"}"#),
+            classify(413, r#"{"reason":"PayloadTooLarge"}"#, None),
             Verdict::Final(r#"relay answered 413: {"reason":"PayloadTooLarge"}"#.into())
         );
-        assert!(matches!(classify(429, ""), Verdict::Retry(_)));
-        assert!(matches!(classify(503, ""), Verdict::Retry(_)));
-        assert!(matches!(classify(400, "x"), Verdict::Final(_)));
+        assert_eq!(
+            classify(429, r#"{"error":"rate_limited"}"#, Some("47")),
+            Verdict::RateLimited(r#"relay answered 429: {"error":"rate_limited"}"#.into(), 47)
+        );
+        assert!(matches!(classify(503, "", Some("5")), Verdict::Retry(_)));
+        assert!(matches!(classify(400, "x", None), Verdict::Final(_)));
         let long = "é".repeat(300);
         assert_eq!(
-            classify(400, &long),
+            classify(400, &long, None),
             Verdict::Final(format!("relay answered 400: {}", "é".repeat(200)))
         );
+    }
+
+    #[test]
+    fn retry_after_is_whole_seconds_bounded_with_a_one_minute_default() {
+        // The relay's fixed one-minute window: 40 to 60 s is what it sends.
+        assert_eq!(retry_after_seconds(Some("40")), 40);
+        assert_eq!(retry_after_seconds(Some(" 60 ")), 60);
+        assert_eq!(retry_after_seconds(Some("0")), 1);
+        assert_eq!(retry_after_seconds(Some("121")), MAX_RETRY_AFTER_S);
+        assert_eq!(
+            retry_after_seconds(Some("99999999999999999999999")),
+            MAX_RETRY_AFTER_S
+        );
+        for unusable in [
+            None,
+            Some(""),
+            Some("-5"),
+            Some("1.5"),
+            Some("Wed, 21 Oct 2015 07:28:00 GMT"),
+        ] {
+            assert_eq!(retry_after_seconds(unusable), DEFAULT_RETRY_AFTER_S);
+        }
     }
 
     #[test]
@@ -411,7 +495,7 @@ mod tests {
         let token = "0123456789abcdef0123456789ABCDEF";
         let body =
             format!(r#"{{"error":"bad_env","echo":{{"token":"{token}","n":"0123456789abcde"}}}}"#);
-        let Verdict::Final(message) = classify(400, &body) else {
+        let Verdict::Final(message) = classify(400, &body, None) else {
             panic!("a 400 is final");
         };
         assert_eq!(

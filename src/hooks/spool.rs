@@ -65,8 +65,14 @@ pub struct Queue {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Job {
     /// The notify hook's debounce, re-check and alert; `ts` is the event
-    /// time taken before the debounce (the alert's `ts`).
-    Notify { event: Event, ts: i64 },
+    /// time taken before the debounce (the alert's `ts`); `only` names the
+    /// devices (by token) still owed the alert after the relay's rate limit
+    /// turned them away (empty: every device, as the hook queued it).
+    Notify {
+        event: Event,
+        ts: i64,
+        only: Vec<String>,
+    },
     /// The activity hook's latest-wins claim, to check at the deadline.
     Activity { pid: u32, claimed_at_ms: u64 },
 }
@@ -159,7 +165,7 @@ impl Entry {
             .with("socket", socket)
             .with("herdr_bin", path_text(&origin.herdr_bin)?);
         match &self.job {
-            Job::Notify { event, ts } => {
+            Job::Notify { event, ts, only } => {
                 object.insert("job", Value::from("notify"));
                 object.insert(
                     "event",
@@ -173,6 +179,12 @@ impl Entry {
                     ),
                 );
                 object.insert("ts", Value::from(*ts));
+                if !only.is_empty() {
+                    object.insert(
+                        "only",
+                        Value::Array(only.iter().map(|t| Value::from(t.as_str())).collect()),
+                    );
+                }
             }
             Job::Activity { pid, claimed_at_ms } => {
                 object.insert("job", Value::from("activity"));
@@ -219,6 +231,14 @@ impl Entry {
                         title: optional_text(event, "title")?,
                     },
                     ts: value.get("ts")?.as_i64()?,
+                    only: match value.get("only") {
+                        None => Vec::new(),
+                        Some(list) => list
+                            .as_array()?
+                            .iter()
+                            .map(|t| t.as_str().map(str::to_owned))
+                            .collect::<Option<Vec<String>>>()?,
+                    },
                 }
             }
             "activity" => Job::Activity {
@@ -381,6 +401,15 @@ impl Queue {
         // cut is an event a crash would have lost anyway.
         atomic_file::write_unsynced(&path, entry.to_value()?.to_json().as_bytes(), 0o600)?;
         Ok(path)
+    }
+
+    /// Puts an entry this process took back in the spool under its old
+    /// name, so that it keeps its place in the queue (its due time and the
+    /// order it was first queued in); its content may differ (a rate-limited
+    /// alert then names the devices still owed it).
+    pub fn restore(&self, listed: &Listed, entry: &Entry) -> io::Result<()> {
+        atomic_file::create_dir_all(&self.spool_dir(), 0o700)?;
+        atomic_file::write_unsynced(&listed.path, entry.to_value()?.to_json().as_bytes(), 0o600)
     }
 
     /// The entries in the spool, earliest due first (a missing spool is
@@ -601,6 +630,7 @@ mod tests {
                     title: Some("Fix \"it\"".into()),
                 },
                 ts: 1_700_000_000,
+                only: Vec::new(),
             },
         }
     }
@@ -610,7 +640,22 @@ mod tests {
         let root = Path::new("/r");
         let notify = notify_entry(root, 5);
         let value = notify.to_value().unwrap();
-        assert_eq!(Entry::from_value(&value), Some(notify));
+        assert_eq!(Entry::from_value(&value), Some(notify.clone()));
+        assert!(
+            !value.to_json().contains("only"),
+            "a hook's entry is as before"
+        );
+        let mut remainder = notify;
+        if let Job::Notify { only, .. } = &mut remainder.job {
+            *only = vec!["aaaa0000aaaa0000".into(), "bbbb0000bbbb0000".into()];
+        }
+        let value = remainder.to_value().unwrap();
+        assert!(
+            value
+                .to_json()
+                .contains(r#""only":["aaaa0000aaaa0000","bbbb0000bbbb0000"]"#)
+        );
+        assert_eq!(Entry::from_value(&value), Some(remainder));
         let activity = Entry {
             due_ms: 7,
             origin: origin(root, None),
@@ -629,6 +674,7 @@ mod tests {
             r#"{"v":1,"due_ms":-1,"config_dir":"c","plugin_state_dir":"s","socket":null,"herdr_bin":"b","job":"activity","pid":1,"claimed_at_ms":1}"#,
             r#"{"v":1,"due_ms":1,"config_dir":"c","plugin_state_dir":"s","socket":null,"herdr_bin":"b","job":"other"}"#,
             r#"{"v":1,"due_ms":1,"config_dir":"c","plugin_state_dir":"s","socket":null,"herdr_bin":"b","job":"notify","event":{"pane":"","status":"x"},"ts":1}"#,
+            r#"{"v":1,"due_ms":1,"config_dir":"c","plugin_state_dir":"s","socket":null,"herdr_bin":"b","job":"notify","event":{"pane":"p","status":"x","kind":null,"workspace_id":null,"title":null},"ts":1,"only":[1]}"#,
         ] {
             assert_eq!(
                 Entry::from_value(&json::parse(text).unwrap()),
@@ -636,6 +682,24 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    #[test]
+    fn a_restored_entry_keeps_its_place_in_the_queue() {
+        let dir = ScratchDir::new("spool-restore");
+        let queue = Queue::of(dir.path());
+        queue.enqueue(&notify_entry(dir.path(), 10)).unwrap();
+        queue.enqueue(&notify_entry(dir.path(), 10)).unwrap();
+        let listed = queue.list();
+        assert_eq!(listed.len(), 2);
+        assert!(queue.take(&listed[0]));
+        let mut owed = notify_entry(dir.path(), 10);
+        if let Job::Notify { only, .. } = &mut owed.job {
+            *only = vec!["aaaa0000aaaa0000".into()];
+        }
+        queue.restore(&listed[0], &owed).unwrap();
+        assert_eq!(queue.list(), listed, "the same names, in the same order");
+        assert_eq!(queue.read(&listed[0]), Some(owed));
     }
 
     #[test]

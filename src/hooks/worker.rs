@@ -13,8 +13,8 @@
 //!
 //! The loop: take the session's lock (another worker holds it: exit), then
 //! until the spool has stayed empty for [`LINGER`]: sleep until the
-//! earliest entry is due plus [`GATHER`], and serve every due entry as one
-//! batch ([`next_step`] decides; pure). A batch is grouped by the hooks'
+//! earliest entry is due plus [`GATHER`] (or a held entry's slot), and
+//! serve every due entry as one batch ([`next_step`] decides; pure). A batch is grouped by the hooks'
 //! environments; each group re-checks its panes with one `agent list`
 //! (`agent get` when one notify event is alone, as the hook did), shares
 //! one relay client and one workspace label lookup per workspace, and runs
@@ -22,6 +22,16 @@
 //! with the spec's semantics: the per-pane re-check, the per-session dedupe
 //! marker, the latest-wins claim. After releasing the lock it looks at the
 //! spool once more and serves again if an entry arrived meanwhile.
+//!
+//! The relay's rate limits (`pacing.rs`): before a batch's rounds the
+//! worker asks the pacer's plan which entries may be sent now; the others
+//! stay in the spool, untouched and in their place, held in memory until
+//! the slot the plan gave, and are planned again with every batch, so the
+//! alerts to one device keep the order of their events. A round the relay
+//! answers 429 puts its event back under its own name ([`put_back`]),
+//! held until the `Retry-After`, owed only to the devices turned away. The
+//! worker lingers only once the spool is empty, so it outlives every held
+//! entry.
 //!
 //! When the hook cannot start a worker at all (the system refuses the
 //! spawn, or refuses to run this binary again: qemu-user without
@@ -41,9 +51,10 @@ use crate::cli::{ActivityHookArgs, HookWorkerArgs, NotifyHookArgs};
 use crate::exit::Failure;
 use crate::herdr::client::HerdrError;
 use crate::herdr::session;
-use crate::hooks::delivery::Relays;
+use crate::hooks::delivery::{RateLimited, Relays};
+use crate::hooks::pacing::{self, Ask, Class, Limits, Slot};
 use crate::hooks::spool::{self, Entry, Job, Listed, Origin, Queue};
-use crate::hooks::{activity, env, failure_log, notify, settings};
+use crate::hooks::{activity, env, failure_log, notify, registration, settings};
 
 /// How long past the earliest due time the worker waits, so that the events
 /// of one burst are served by one batch.
@@ -55,29 +66,47 @@ pub const LINGER: Duration = Duration::from_millis(250);
 /// The longest sleep between two looks at the spool.
 pub const POLL: Duration = Duration::from_millis(25);
 
-/// What the worker does next, from the due times of the listed entries
-/// (earliest first) and the clock.
+/// What the worker does next, from the listed entries (earliest due
+/// first) and the clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
     /// Nothing is queued.
     Empty,
     /// Nothing to serve for this long.
     Wait(Duration),
-    /// Serve the first this many entries (all due).
+    /// Serve the first this many entries (all due; those the pacing holds
+    /// back are planned again with the rest, so their order holds).
     Serve(usize),
 }
 
-/// The schedule: wait until the earliest entry is due plus `gather`, then
-/// serve every entry due by now.
-pub fn next_step(dues: &[u64], now_ms: u64, gather: Duration) -> Step {
-    let Some(first) = dues.first() else {
+/// One listed entry as the schedule sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Due {
+    /// The due time its name carries.
+    pub due_ms: u64,
+    /// When the pacing's last plan held it back, the time it gave.
+    pub held_until: Option<u64>,
+}
+
+/// The schedule: wait until the earliest entry is due plus `gather` (or,
+/// for an entry the pacing held back, until the time it gave), then serve
+/// every entry due by now.
+pub fn next_step(entries: &[Due], now_ms: u64, gather: Duration) -> Step {
+    let gather = gather.as_millis() as u64;
+    let Some(start) = entries
+        .iter()
+        .map(|e| match e.held_until {
+            Some(until) => until.max(e.due_ms),
+            None => e.due_ms.saturating_add(gather),
+        })
+        .min()
+    else {
         return Step::Empty;
     };
-    let start = first.saturating_add(gather.as_millis() as u64);
     if now_ms < start {
         return Step::Wait(Duration::from_millis(start - now_ms));
     }
-    Step::Serve(dues.iter().take_while(|due| **due <= now_ms).count())
+    Step::Serve(entries.iter().take_while(|e| e.due_ms <= now_ms).count())
 }
 
 /// `heeler notify-hook`: the hook, then the queue served here when no
@@ -133,14 +162,15 @@ fn serve_here() -> Result<(), Failure> {
         log(&plugin_state_dir, &line);
         return Err(fail(&format!("not run: {e}")));
     }
-    serve_queue(&Queue::of(&state_dir), &plugin_state_dir)
+    let limits = Limits::from_env(env::process_env(pacing::MINUTE_ENV).as_deref());
+    serve_queue(&Queue::of(&state_dir), &plugin_state_dir, limits)
         .map_err(|e| fail(&format!("queue lock: {e}")))
 }
 
 /// The hand-off loop around [`serve`]: one worker at a time, and nothing
 /// queued before the last look is left behind.
-pub fn serve_queue(queue: &Queue, log_dir: &Path) -> std::io::Result<()> {
-    let mut relays = Relays::default();
+pub fn serve_queue(queue: &Queue, log_dir: &Path, limits: Limits) -> std::io::Result<()> {
+    let mut relays = Relays::new(limits);
     loop {
         let Some(lock) = queue.try_lock()? else {
             return Ok(());
@@ -154,12 +184,27 @@ pub fn serve_queue(queue: &Queue, log_dir: &Path) -> std::io::Result<()> {
     }
 }
 
+/// The entries the pacing held back, by path: read once, planned again
+/// with every batch, sent when their slot comes. They stay in the spool
+/// untouched, so a kill loses none of them.
+type Held = HashMap<PathBuf, (Entry, u64)>;
+
 /// Serves the spool until it has stayed empty for [`LINGER`].
 fn serve(queue: &Queue, log_dir: &Path, relays: &mut Relays) {
     let mut empty_since: Option<Instant> = None;
+    let mut held = Held::new();
     loop {
         let listed = queue.list();
-        let dues: Vec<u64> = listed.iter().map(|l| l.due_ms).collect();
+        let present: std::collections::HashSet<&Path> =
+            listed.iter().map(|l| l.path.as_path()).collect();
+        held.retain(|path, _| present.contains(path.as_path()));
+        let dues: Vec<Due> = listed
+            .iter()
+            .map(|l| Due {
+                due_ms: l.due_ms,
+                held_until: held.get(&l.path).map(|(_, until)| *until),
+            })
+            .collect();
         match next_step(&dues, crate::base::clock::unix_millis(), GATHER) {
             Step::Empty => {
                 if empty_since.get_or_insert_with(Instant::now).elapsed() >= LINGER {
@@ -173,7 +218,7 @@ fn serve(queue: &Queue, log_dir: &Path, relays: &mut Relays) {
             }
             Step::Serve(count) => {
                 empty_since = None;
-                serve_batch(queue, &listed[..count], log_dir, relays);
+                serve_batch(queue, &listed[..count], log_dir, relays, &mut held);
             }
         }
     }
@@ -195,10 +240,20 @@ fn entry_name(listed: &Listed) -> String {
 /// Reads the due entries and serves them per hook environment, in due
 /// order. Damaged entries and entries of another session are dropped with
 /// a line.
-fn serve_batch(queue: &Queue, due: &[Listed], log_dir: &Path, relays: &mut Relays) {
+fn serve_batch(
+    queue: &Queue,
+    due: &[Listed],
+    log_dir: &Path,
+    relays: &mut Relays,
+    held: &mut Held,
+) {
     let mut groups: Vec<(Origin, Vec<(&Listed, Entry)>)> = Vec::new();
     for listed in due {
-        match queue.read(listed) {
+        let entry = match held.remove(&listed.path) {
+            Some((entry, _)) => Some(entry),
+            None => queue.read(listed),
+        };
+        match entry {
             Some(entry) if spool::belongs_to(&entry.origin, &queue.state_dir) => {
                 match groups
                     .iter_mut()
@@ -230,17 +285,101 @@ fn serve_batch(queue: &Queue, due: &[Listed], log_dir: &Path, relays: &mut Relay
         }
     }
     for (origin, entries) in groups {
-        serve_group(queue, &origin, entries, log_dir, relays);
+        serve_group(queue, &origin, entries, log_dir, relays, held);
     }
 }
 
-/// Serves the due entries of one hook environment.
+/// The devices (by push token) an entry's round would push to, and its
+/// class, from the registration file: what the pacing plans with. A
+/// status that does not notify pushes nothing.
+pub fn ask_of(job: &Job, file: Option<&Value>, env: &env::HookEnv) -> Ask {
+    match job {
+        Job::Notify { event, only, .. } => Ask {
+            class: Class::Alert,
+            tokens: notify::notify_flag(&event.status)
+                .map(|flag| notify::alert_devices(file, env, flag, only))
+                .unwrap_or_default()
+                .into_iter()
+                .map(|d| d.token)
+                .collect(),
+        },
+        Job::Activity { .. } => Ask {
+            class: Class::Activity,
+            tokens: registration::activity_devices(file, &env.session)
+                .into_iter()
+                .map(|d| d.token)
+                .collect(),
+        },
+    }
+}
+
+/// What becomes of an entry whose round the relay's rate limit turned
+/// (partly) away.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PutBack {
+    /// Back in the spool, held until then; an alert owed to some devices
+    /// only names them.
+    Requeue(Job, u64),
+    /// Stale: queued longer than [`MAX_AGE_MS`] ago.
+    Drop,
+}
+
+/// The longest an event is kept re-queued by rate limits, from when its
+/// hook queued it: a relay that still refuses after an hour is not paced
+/// but broken, and the worker must not outlive it.
+pub const MAX_AGE_MS: u64 = 3_600_000;
+
+/// The decision after a round the relay's rate limit turned away for
+/// `limited` (token, Retry-After in milliseconds) of the `asked` tokens:
+/// due after the longest Retry-After; an alert is owed only to the turned
+/// away devices when others got it (all turned away: the event as it was).
+pub fn put_back(
+    job: &Job,
+    asked: &[String],
+    limited: &[(String, u64)],
+    queued_ms: u64,
+    now_ms: u64,
+) -> PutBack {
+    if now_ms.saturating_sub(queued_ms) > MAX_AGE_MS {
+        return PutBack::Drop;
+    }
+    let wait = limited.iter().map(|(_, ms)| *ms).max().unwrap_or(0);
+    let due = now_ms.saturating_add(wait);
+    let job = match job {
+        Job::Notify { event, ts, .. }
+            if !asked.iter().all(|t| limited.iter().any(|(l, _)| l == t)) =>
+        {
+            Job::Notify {
+                event: event.clone(),
+                ts: *ts,
+                only: limited.iter().map(|(t, _)| t.clone()).collect(),
+            }
+        }
+        other => other.clone(),
+    };
+    PutBack::Requeue(job, due)
+}
+
+/// When the hook queued an entry's event (Unix milliseconds), for
+/// [`MAX_AGE_MS`].
+fn queued_at_ms(job: &Job) -> u64 {
+    match job {
+        Job::Notify { ts, .. } => u64::try_from(*ts).unwrap_or(0).saturating_mul(1_000),
+        Job::Activity { claimed_at_ms, .. } => *claimed_at_ms,
+    }
+}
+
+/// Serves the due entries of one hook environment: the pacing's plan
+/// first (entries it holds back stay in the spool, held until the time it
+/// gives), then each entry's rest of the hook; a round the relay
+/// rate-limited is put back, held until its `Retry-After`.
 fn serve_group(
     queue: &Queue,
     origin: &Origin,
     entries: Vec<(&Listed, Entry)>,
     log_dir: &Path,
     relays: &mut Relays,
+    held: &mut Held,
 ) {
     let env = origin.hook_env();
     if let Err(e) = crate::base::dirs::trusted(&env.config_dir) {
@@ -265,20 +404,60 @@ fn serve_group(
             _ => kept.push((listed, entry)),
         }
     }
-    let notify_count = kept
+    // The pacing's plan; what it holds back waits in the spool.
+    let file = registration::read(&registration::path_in(&env.config_dir));
+    let asks: Vec<Ask> = kept
         .iter()
-        .filter(|(_, e)| matches!(e.job, Job::Notify { .. }))
+        .map(|(_, entry)| ask_of(&entry.job, file.as_ref(), &env))
+        .collect();
+    let slots = relays
+        .pacer()
+        .plan(&asks, crate::base::clock::unix_millis());
+    let mut ready = Vec::with_capacity(kept.len());
+    for (((listed, entry), ask), slot) in kept.into_iter().zip(asks).zip(slots) {
+        match slot {
+            Slot::Now => ready.push((listed, entry, ask)),
+            Slot::At(until) => {
+                held.insert(listed.path.clone(), (entry, until));
+            }
+        }
+    }
+    let notify_count = ready
+        .iter()
+        .filter(|(_, e, _)| matches!(e.job, Job::Notify { .. }))
         .count();
-    let one_list = notify_count >= 2 || notify_count < kept.len();
+    let one_list = notify_count >= 2 || notify_count < ready.len();
     let mut inventory: Option<Result<Vec<Value>, HerdrError>> = None;
     let mut labels = HashMap::new();
-    for (listed, entry) in kept {
+    // The tokens of the entries held back below, with their times: a later
+    // entry for one of them waits behind it.
+    let mut behind: HashMap<String, u64> = HashMap::new();
+    for (listed, entry, ask) in ready {
+        // A 429 earlier in this batch may hold this ask back after all.
+        let now = crate::base::clock::unix_millis();
+        let slot = relays.pacer().plan(std::slice::from_ref(&ask), now);
+        let planned = match slot.first() {
+            Some(Slot::At(until)) => *until,
+            _ => now,
+        };
+        let until = ask
+            .tokens
+            .iter()
+            .filter_map(|t| behind.get(t))
+            .fold(planned, |at, floor| at.max(*floor));
+        if until > now {
+            for token in &ask.tokens {
+                behind.insert(token.clone(), until);
+            }
+            held.insert(listed.path.clone(), (entry, until));
+            continue;
+        }
         // Taken before acting: a kill from here on loses this event only.
         if !queue.take(listed) {
             continue;
         }
-        let result = match &entry.job {
-            Job::Notify { event, ts } => {
+        let (limited, result) = match &entry.job {
+            Job::Notify { event, ts, only } => {
                 let current = if one_list {
                     inventory
                         .get_or_insert_with(|| herdr.agent_list())
@@ -294,16 +473,80 @@ fn serve_group(
                     relays,
                     labels: &mut labels,
                 };
-                notify::finish(&mut round, event, *ts, current).map_err(|e| e.to_string())
+                let (limited, result) = notify::finish(&mut round, event, *ts, only, current);
+                (limited, result.map_err(|e| e.to_string()))
             }
-            Job::Activity { .. } => activity::finish(&env, &herdr, &settings, relays, || {
-                inventory.get_or_insert_with(|| herdr.agent_list()).clone()
-            })
-            .map_err(|e| e.to_string()),
+            Job::Activity { .. } => {
+                let (limited, result) = activity::finish(&env, &herdr, &settings, relays, || {
+                    inventory.get_or_insert_with(|| herdr.agent_list()).clone()
+                });
+                (limited, result.map_err(|e| e.to_string()))
+            }
         };
         if let Err(message) = result {
             log(log_dir, &format!("{}: {message}", entry.job.hook_name()));
         }
+        if !limited.is_empty() {
+            rate_limited(queue, listed, entry, &ask, &limited, log_dir, relays, held);
+        }
+    }
+}
+
+/// Tells the pacer about a round's 429s and puts the entry back under
+/// its own name (so it keeps its place), held until its `Retry-After`.
+#[allow(clippy::too_many_arguments)]
+fn rate_limited(
+    queue: &Queue,
+    listed: &Listed,
+    entry: Entry,
+    ask: &Ask,
+    limited: &[RateLimited],
+    log_dir: &Path,
+    relays: &mut Relays,
+    held: &mut Held,
+) {
+    let now = crate::base::clock::unix_millis();
+    let limits = relays.pacer().limits();
+    let waits: Vec<(String, u64)> = limited
+        .iter()
+        .map(|l| (l.token.clone(), limits.seconds_ms(l.retry_after_s)))
+        .collect();
+    for (token, wait) in &waits {
+        relays
+            .pacer_mut()
+            .rate_limited(ask.class, token, now, *wait);
+    }
+    match put_back(
+        &entry.job,
+        &ask.tokens,
+        &waits,
+        queued_at_ms(&entry.job),
+        now,
+    ) {
+        PutBack::Requeue(job, until) => {
+            let entry = Entry { job, ..entry };
+            match queue.restore(listed, &entry) {
+                Ok(()) => {
+                    held.insert(listed.path.clone(), (entry, until));
+                }
+                Err(e) => log(
+                    log_dir,
+                    &format!(
+                        "{}: cannot put {} back in the queue: {e}",
+                        entry.job.hook_name(),
+                        entry_name(listed)
+                    ),
+                ),
+            }
+        }
+        PutBack::Drop => log(
+            log_dir,
+            &format!(
+                "{}: dropped {}: the relay still answers 429 rate_limited an hour after the event",
+                entry.job.hook_name(),
+                entry_name(listed)
+            ),
+        ),
     }
 }
 
@@ -321,28 +564,130 @@ pub fn agent_of(agents: &[Value], pane: &str) -> Result<Value, HerdrError> {
 mod tests {
     use super::*;
 
+    fn due(due_ms: u64) -> Due {
+        Due {
+            due_ms,
+            held_until: None,
+        }
+    }
+
     #[test]
     fn the_schedule_waits_for_the_earliest_plus_the_gather_then_serves_what_is_due() {
         let gather = Duration::from_millis(50);
         assert_eq!(next_step(&[], 1_000, gather), Step::Empty);
         assert_eq!(
-            next_step(&[1_000, 1_020], 990, gather),
+            next_step(&[due(1_000), due(1_020)], 990, gather),
             Step::Wait(Duration::from_millis(60))
         );
         assert_eq!(
-            next_step(&[1_000, 1_020], 1_049, gather),
+            next_step(&[due(1_000), due(1_020)], 1_049, gather),
             Step::Wait(Duration::from_millis(1))
         );
         assert_eq!(
-            next_step(&[1_000, 1_020, 1_060], 1_050, gather),
+            next_step(&[due(1_000), due(1_020), due(1_060)], 1_050, gather),
             Step::Serve(2)
         );
         // Never before an entry's own due time.
-        assert_eq!(next_step(&[1_000, 5_000], 1_100, gather), Step::Serve(1));
         assert_eq!(
-            next_step(&[u64::MAX], 0, gather),
+            next_step(&[due(1_000), due(5_000)], 1_100, gather),
+            Step::Serve(1)
+        );
+        assert_eq!(
+            next_step(&[due(u64::MAX)], 0, gather),
             Step::Wait(Duration::from_millis(u64::MAX))
         );
+    }
+
+    #[test]
+    fn entries_the_pacing_held_back_wait_for_their_slot_and_are_served_with_the_rest() {
+        let gather = Duration::from_millis(50);
+        let held = |due_ms, until| Due {
+            due_ms,
+            held_until: Some(until),
+        };
+        // Held until 9 000: nothing to do before then.
+        assert_eq!(
+            next_step(&[held(1_000, 9_000), held(1_001, 9_500)], 2_000, gather),
+            Step::Wait(Duration::from_millis(7_000))
+        );
+        // At the slot (no gather), every due entry is planned again.
+        assert_eq!(
+            next_step(&[held(1_000, 9_000), held(1_001, 9_500)], 9_000, gather),
+            Step::Serve(2)
+        );
+        // A new entry is served after its gather, with the held ones.
+        assert_eq!(
+            next_step(&[held(1_000, 9_000), due(3_000)], 3_050, gather),
+            Step::Serve(2)
+        );
+        assert_eq!(
+            next_step(&[held(1_000, 9_000), due(3_000)], 3_010, gather),
+            Step::Wait(Duration::from_millis(40))
+        );
+    }
+
+    fn blocked(only: &[&str]) -> Job {
+        Job::Notify {
+            event: env::Event {
+                pane: "w1:p1".into(),
+                status: "blocked".into(),
+                kind: None,
+                workspace_id: None,
+                title: None,
+            },
+            ts: 1_000,
+            only: only.iter().map(|t| (*t).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_rate_limited_round_is_put_back_after_its_longest_retry_after() {
+        let asked = ["a".to_owned(), "b".to_owned()];
+        let now = 1_000_000 + 5_000;
+        // Every device turned away: the event as it was.
+        assert_eq!(
+            put_back(
+                &blocked(&[]),
+                &asked,
+                &[("a".into(), 40_000), ("b".into(), 55_000)],
+                1_000_000,
+                now
+            ),
+            PutBack::Requeue(blocked(&[]), now + 55_000)
+        );
+        // One got it: only the other is still owed the alert.
+        assert_eq!(
+            put_back(
+                &blocked(&[]),
+                &asked,
+                &[("b".into(), 45_000)],
+                1_000_000,
+                now
+            ),
+            PutBack::Requeue(blocked(&["b"]), now + 45_000)
+        );
+        // A Live Activity round is always put back whole.
+        let activity = Job::Activity {
+            pid: 7,
+            claimed_at_ms: 1_000_000,
+        };
+        assert_eq!(
+            put_back(&activity, &asked, &[("b".into(), 1)], 1_000_000, now),
+            PutBack::Requeue(activity.clone(), now + 1)
+        );
+        // An hour after the event, it is stale.
+        assert_eq!(
+            put_back(
+                &blocked(&[]),
+                &asked,
+                &[("a".into(), 1)],
+                1_000_000,
+                1_000_000 + MAX_AGE_MS + 1
+            ),
+            PutBack::Drop
+        );
+        assert_eq!(queued_at_ms(&blocked(&[])), 1_000_000);
+        assert_eq!(queued_at_ms(&activity), 1_000_000);
     }
 
     #[test]

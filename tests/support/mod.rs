@@ -75,6 +75,9 @@ impl Drop for TempDir {
 #[derive(Debug, Clone)]
 pub enum Reply {
     Status(u16, String),
+    /// The relay's rate limit: `429 {"error":"rate_limited"}` with
+    /// `retry-after: <seconds>`.
+    Limited(u64),
     /// Accept, read the request, and never answer (closes after 15 s).
     Hang,
 }
@@ -92,6 +95,10 @@ pub struct Recorded {
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: String,
+    /// When it arrived, on the stand-in's clock (since its start).
+    pub at: Duration,
+    /// The status it was answered (0 for a hang).
+    pub status: u16,
 }
 
 impl Recorded {
@@ -106,18 +113,88 @@ impl Recorded {
     }
 }
 
+/// The real relay's rate limits (relay/src/worker.js, contract section
+/// i): fixed one-minute windows, 120 requests per client address (every
+/// request counts, the rejected ones too) and 60 per device token, the
+/// rest answered `429 {"error":"rate_limited"}` with a `retry-after` of
+/// the seconds left in the window, 40 to 60. `minute` is the length of
+/// the stand-in's minute, so that tests run minutes of relay time in
+/// seconds; heeler is told the same length (`HEELER_RELAY_MINUTE_MS`).
+#[derive(Debug, Clone, Copy)]
+pub struct RateLimits {
+    pub minute: Duration,
+    pub per_token: usize,
+    pub per_address: usize,
+}
+
+impl RateLimits {
+    pub fn relay(minute: Duration) -> RateLimits {
+        RateLimits {
+            minute,
+            per_token: 60,
+            per_address: 120,
+        }
+    }
+}
+
+/// The counters of the current fixed window.
 #[derive(Default)]
+struct Windows {
+    index: u128,
+    address: usize,
+    tokens: std::collections::HashMap<String, usize>,
+}
+
 struct RelayState {
     script: VecDeque<Reply>,
     requests: Vec<Recorded>,
+    started: std::time::Instant,
+    limits: Option<RateLimits>,
+    windows: Windows,
 }
 
-/// A Push Relay on 127.0.0.1: answers scripted replies in order, then 200.
+impl RelayState {
+    /// The rate limit's answer to a request arriving `at` with `body`:
+    /// `Some(retry-after seconds)` when it is over a limit.
+    fn over_limit(&mut self, at: Duration, body: &str) -> Option<u64> {
+        let limits = self.limits?;
+        let minute = limits.minute.as_nanos().max(1);
+        let index = at.as_nanos() / minute;
+        if index != self.windows.index {
+            self.windows = Windows {
+                index,
+                ..Windows::default()
+            };
+        }
+        let left = minute - at.as_nanos() % minute;
+        // Seconds of the stand-in's minute, rounded up, 40 to 60.
+        let retry_after = ((left * 60).div_ceil(minute) as u64).clamp(40, 60);
+        self.windows.address += 1;
+        if self.windows.address > limits.per_address {
+            return Some(retry_after);
+        }
+        let token = json::parse(body)
+            .ok()
+            .and_then(|v| v.get("token").and_then(Value::as_str).map(str::to_owned))?;
+        let count = self.windows.tokens.entry(token).or_default();
+        *count += 1;
+        (*count > limits.per_token).then_some(retry_after)
+    }
+}
+
+/// A Push Relay on 127.0.0.1: answers scripted replies in order, then 200;
+/// with rate limits, a request over them is answered 429 first.
 #[derive(Clone)]
 pub struct RelayStandIn {
     pub url: String,
     state: Arc<Mutex<RelayState>>,
+    /// The minute heeler is told to pace to.
+    pub minute: Duration,
 }
+
+/// The minute heeler paces to against a stand-in without rate limits:
+/// short, so that a burst over the relay's limits is paced in a second.
+pub const PACING_MINUTE: Duration = Duration::from_millis(1_000);
 
 fn read_http_request(stream: &mut std::net::TcpStream) -> Option<Recorded> {
     let mut reader = BufReader::new(stream.try_clone().ok()?);
@@ -149,42 +226,77 @@ fn read_http_request(stream: &mut std::net::TcpStream) -> Option<Recorded> {
         path,
         headers,
         body: String::from_utf8(body).ok()?,
+        at: Duration::ZERO,
+        status: 0,
     })
 }
 
 impl RelayStandIn {
+    /// A stand-in without rate limits; heeler paces to [`PACING_MINUTE`].
     pub fn start() -> RelayStandIn {
+        RelayStandIn::start_with(None, PACING_MINUTE)
+    }
+
+    /// A stand-in with the relay's rate limits on its own minute.
+    pub fn start_limited(limits: RateLimits) -> RelayStandIn {
+        RelayStandIn::start_with(Some(limits), limits.minute)
+    }
+
+    fn start_with(limits: Option<RateLimits>, minute: Duration) -> RelayStandIn {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
-        let state = Arc::new(Mutex::new(RelayState::default()));
+        let state = Arc::new(Mutex::new(RelayState {
+            script: VecDeque::new(),
+            requests: Vec::new(),
+            started: std::time::Instant::now(),
+            limits,
+            windows: Windows::default(),
+        }));
         let shared = Arc::clone(&state);
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { continue };
                 let shared = Arc::clone(&shared);
                 std::thread::spawn(move || {
-                    let Some(request) = read_http_request(&mut stream) else {
+                    let Some(mut request) = read_http_request(&mut stream) else {
                         return;
                     };
                     let reply = {
                         let mut s = shared.lock().unwrap();
+                        request.at = s.started.elapsed();
+                        let reply = match s.over_limit(request.at, &request.body) {
+                            Some(retry_after) => Reply::Limited(retry_after),
+                            None => s.script.pop_front().unwrap_or_else(Reply::ok),
+                        };
+                        request.status = match &reply {
+                            Reply::Status(status, _) => *status,
+                            Reply::Limited(_) => 429,
+                            Reply::Hang => 0,
+                        };
                         s.requests.push(request);
-                        s.script.pop_front().unwrap_or_else(Reply::ok)
+                        reply
+                    };
+                    let answer = |status: u16, extra: &str, body: &str| {
+                        format!(
+                            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n{extra}content-length: {}\r\nconnection: close\r\n\r\n{body}",
+                            body.len()
+                        )
                     };
                     match reply {
                         Reply::Hang => std::thread::sleep(Duration::from_secs(15)),
                         Reply::Status(status, body) => {
-                            let answer = format!(
-                                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                                body.len()
-                            );
-                            let _ = stream.write_all(answer.as_bytes());
+                            let _ = stream.write_all(answer(status, "", &body).as_bytes());
+                        }
+                        Reply::Limited(seconds) => {
+                            let extra = format!("retry-after: {seconds}\r\n");
+                            let body = r#"{"error":"rate_limited"}"#;
+                            let _ = stream.write_all(answer(429, &extra, body).as_bytes());
                         }
                     }
                 });
             }
         });
-        RelayStandIn { url, state }
+        RelayStandIn { url, state, minute }
     }
 
     /// Queues replies for the next requests.
@@ -194,6 +306,11 @@ impl RelayStandIn {
 
     pub fn requests(&self) -> Vec<Recorded> {
         self.state.lock().unwrap().requests.clone()
+    }
+
+    /// The stand-in's clock: the time since it started.
+    pub fn now(&self) -> Duration {
+        self.state.lock().unwrap().started.elapsed()
     }
 }
 
@@ -390,6 +507,19 @@ impl Fixture {
     /// A Host whose herdr socket is at `relative` under the fixture root
     /// (e.g. `herdr/sessions/work/herdr.sock`).
     pub fn with_socket(name: &str, relative: &str) -> Fixture {
+        Fixture::with_relay(name, relative, RelayStandIn::start())
+    }
+
+    /// A default-session Host whose relay has the relay's rate limits.
+    pub fn rate_limited(name: &str, limits: RateLimits) -> Fixture {
+        Fixture::with_relay(
+            name,
+            "herdr/herdr.sock",
+            RelayStandIn::start_limited(limits),
+        )
+    }
+
+    fn with_relay(name: &str, relative: &str, relay: RelayStandIn) -> Fixture {
         // The fixture removes its root when dropped.
         let root = fresh_dir(name);
         let config = root.join("config");
@@ -397,7 +527,6 @@ impl Fixture {
         std::fs::create_dir_all(&config).unwrap();
         std::fs::create_dir_all(&state).unwrap();
         let herdr = HerdrStandIn::start(&root.join(relative));
-        let relay = RelayStandIn::start();
         let fixture = Fixture {
             root,
             config,
@@ -456,6 +585,10 @@ impl Fixture {
                 self.herdr.socket.display().to_string(),
             ),
             ("HERDR_BIN_PATH".into(), "/nonexistent/herdr".into()),
+            (
+                heeler::hooks::pacing::MINUTE_ENV.into(),
+                self.relay.minute.as_millis().to_string(),
+            ),
         ]
     }
 

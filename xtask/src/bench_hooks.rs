@@ -178,6 +178,10 @@ fn hook_env(host: &Host, status: &str) -> Vec<(&'static str, String)> {
         ("HERDR_PLUGIN_EVENT_JSON", event),
         ("HERDR_SOCKET_PATH", host.socket().display().to_string()),
         ("HERDR_BIN_PATH", "/nonexistent/herdr".to_owned()),
+        // The loopback relay has no rate limit: a 1 ms relay minute keeps
+        // the worker's pacing from spreading the burst over a minute, so
+        // the figures stay the cost of serving it.
+        (heeler::hooks::pacing::MINUTE_ENV, "1".to_owned()),
     ]
 }
 

@@ -29,8 +29,11 @@ use crate::hooks::activity::claim::{read_claim, superseded, write_claim};
 use crate::hooks::activity::plan::{
     ContextNeeds, Decision, LastState, Payload, decide, worth_claiming,
 };
-use crate::hooks::delivery::{self, DeliveryError, Registration, Relays, StateRecord};
+use crate::hooks::delivery::{
+    self, DeliveryError, RateLimited, RecordWhen, Registration, Relays, StateRecord,
+};
 use crate::hooks::env::{self, HookEnv, StartError};
+use crate::hooks::pacing::Pacer;
 use crate::hooks::registration;
 use crate::hooks::relay::{Outcome, RelayClient};
 use crate::hooks::row_layout::{self, RowContext};
@@ -99,16 +102,18 @@ pub fn short_host_name() -> String {
 }
 
 /// Pushes one payload, re-sealing one ladder step further after each
-/// relay-origin 413.
+/// relay-origin 413; every request is counted in `pacer`.
 fn push_with_ladder(
     relay: &RelayClient,
+    pacer: &mut Pacer,
     payload: &Payload<'_>,
 ) -> Result<Outcome, ring::error::Unspecified> {
     let (device, frame) = (payload.device, &payload.frame);
     let mut step = 0;
     loop {
         let (sealed_step, sealed) = seal_within_budget(device, frame, &payload.content, step)?;
-        match relay.push(&push_body(device, frame, &sealed)) {
+        let body = push_body(device, frame, &sealed);
+        match delivery::push_paced(relay, pacer, &device.token, &body) {
             Outcome::TooLarge(_) => match step_after_too_large(sealed_step) {
                 Some(next) => step = next,
                 None => return Ok(Outcome::Failed("payload too large".to_owned())),
@@ -205,25 +210,50 @@ pub fn claim_superseded(state_dir: &Path, pid: u32, claimed_at_ms: u64) -> bool 
 
 /// The rest of the hook, in the worker after the debounce of a claim that
 /// still wins: the devices, `agent list` (`inventory`, shared by the
-/// worker's batch), the plan, the row context and the round.
+/// worker's batch), the plan, the row context and the round. Returns the
+/// devices the relay's rate limit turned away (then last-state is not
+/// written, so the event put back decides and sends again), with the
+/// round's result.
 pub fn finish(
     env: &HookEnv,
     herdr: &HerdrClient,
     settings: &NotifySettings,
     relays: &mut Relays,
     inventory: impl FnOnce() -> Result<Vec<Value>, HerdrError>,
-) -> Result<(), ActivityError> {
+) -> (Vec<RateLimited>, Result<(), ActivityError>) {
+    match plan_round(env, herdr, inventory) {
+        Ok(Some(round)) => deliver_round(env, settings, relays, &round),
+        Ok(None) => (Vec::new(), Ok(())),
+        Err(e) => (Vec::new(), Err(e)),
+    }
+}
+
+/// What one activity round sends: the payloads' inputs.
+struct ActivityRound {
+    devices: Vec<registration::ActivityDevice>,
+    inventory: Vec<Value>,
+    plan: plan::Plan,
+    context: RowContext,
+}
+
+/// The devices, the inventory, the plan and the row context; `None` when
+/// nothing is sent.
+fn plan_round(
+    env: &HookEnv,
+    herdr: &HerdrClient,
+    inventory: impl FnOnce() -> Result<Vec<Value>, HerdrError>,
+) -> Result<Option<ActivityRound>, ActivityError> {
     let registration_path = registration::path_in(&env.config_dir);
     let file = registration::read(&registration_path);
     let devices = registration::activity_devices(file.as_ref(), &env.session);
     if devices.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     let last_state_path = activity_dir(&env.state_dir).join("last-state.json");
     let last = read_last_state(&last_state_path);
     let inventory = inventory().map_err(ActivityError::AgentList)?;
     let Decision::Send(plan) = decide(&inventory, &devices, &last) else {
-        return Ok(());
+        return Ok(None);
     };
     let mut context = RowContext {
         host: short_host_name(),
@@ -234,20 +264,48 @@ pub fn finish(
         &plan.context_needs(&devices, &inventory),
         &mut context,
     );
+    Ok(Some(ActivityRound {
+        devices,
+        inventory,
+        plan,
+        context,
+    }))
+}
+
+/// The round of a plan: one paced push per device.
+fn deliver_round(
+    env: &HookEnv,
+    settings: &NotifySettings,
+    relays: &mut Relays,
+    round: &ActivityRound,
+) -> (Vec<RateLimited>, Result<(), ActivityError>) {
+    let registration_path = registration::path_in(&env.config_dir);
+    let last_state_path = activity_dir(&env.state_dir).join("last-state.json");
     let timestamp = crate::base::clock::unix_seconds();
-    let payloads = plan.payloads(&devices, &inventory, &context, timestamp);
-    delivery::deliver_with(
-        relays.client(settings),
+    let ActivityRound {
+        devices,
+        inventory,
+        plan,
+        context,
+    } = round;
+    let payloads = plan.payloads(devices, inventory, context, timestamp);
+    let (relay, pacer) = relays.client_and_pacer(settings);
+    let done = delivery::deliver_with(
+        relay,
         &payloads,
-        push_with_ladder,
+        |relay, payload| push_with_ladder(relay, pacer, payload),
         Registration {
             path: &registration_path,
             prune: registration::remove_live_activities,
         },
+        RecordWhen::NoneRateLimited,
         || StateRecord {
             path: last_state_path.clone(),
             value: plan.last_state(crate::base::clock::unix_millis()),
         },
+    );
+    (
+        done.rate_limited,
+        done.result.map_err(ActivityError::Delivery),
     )
-    .map_err(ActivityError::Delivery)
 }

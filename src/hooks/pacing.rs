@@ -1,0 +1,533 @@
+//! The pacing of relay requests: how many pushes the worker may send now,
+//! and when the rest may go, within the Push Relay's published limits.
+//!
+//! The relay allows 60 requests a minute per device token and 120 per
+//! client address (rejected requests count too), in fixed one-minute
+//! windows, and answers the rest `429 {"error":"rate_limited"}` with a
+//! `Retry-After`. A burst (70 agents blocking at once for one phone) must
+//! be spread over the minutes rather than rejected, and a queue of alerts
+//! must never hold back the Live Activity, whose updates share the
+//! per-address budget. This module decides; the worker (`worker.rs`)
+//! performs: [`Pacer::plan`] takes the pacer's state, the asks of one batch
+//! and the clock, and answers for each ask "now" or "at this time"; the
+//! worker sends the first kind, puts the others back in the spool due at
+//! their time, and tells the pacer every request it made and every 429.
+//!
+//! Invariants:
+//! - Sliding windows of [`Limits::window_ms`] (the relay's minute plus a
+//!   margin for the request's travel) never hold more than the relay's
+//!   limits: any fixed window of the relay's lies inside one of them, so
+//!   paced requests are never rejected by a relay this process alone
+//!   talks to.
+//! - Live Activity asks are planned before alerts, and alerts leave
+//!   [`ACTIVITY_RESERVE`] requests of the per-address budget to them.
+//! - The asks of one token are planned in the order given (never an
+//!   earlier time for a later ask), so alerts to one device keep the order
+//!   of their events.
+//! - A 429 blocks its token until its `Retry-After`, and blocks the alerts
+//!   (or, for a Live Activity 429, everything) of the relay until then:
+//!   the relay may have counted the address, not the token.
+//! - The state is bounded: requests older than a window and blocks that
+//!   have ended are forgotten.
+//!
+//! Tests shrink the relay's minute (`HEELER_RELAY_MINUTE_MS`, read once by
+//! the worker into [`Limits`]), so that minutes of pacing take seconds;
+//! every duration here is in that minute's units.
+
+use std::collections::{HashMap, VecDeque};
+
+/// The relay's minute in milliseconds.
+pub const RELAY_MINUTE_MS: u64 = 60_000;
+/// The relay's per-token limit per minute (`RATE_LIMIT_TOKEN_PER_MIN`).
+pub const PER_TOKEN_PER_MINUTE: usize = 60;
+/// The relay's per-address limit per minute (`RATE_LIMIT_IP_PER_MIN`).
+pub const PER_ADDRESS_PER_MINUTE: usize = 120;
+/// Requests of the per-address budget alerts leave to Live Activity.
+pub const ACTIVITY_RESERVE: usize = 10;
+/// Relay seconds added to the window, for a request's travel time.
+pub const MARGIN_SECONDS: u64 = 2;
+/// The environment variable that shrinks the relay's minute (tests only;
+/// milliseconds, 1 to 60000).
+pub const MINUTE_ENV: &str = "HEELER_RELAY_MINUTE_MS";
+
+/// The limits the worker paces to, on one time scale.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The relay's minute in milliseconds (60000 unless a test shrinks it).
+    pub minute_ms: u64,
+    /// The sliding window counted: the minute plus [`MARGIN_SECONDS`].
+    pub window_ms: u64,
+    pub per_token: usize,
+    pub per_relay: usize,
+    pub activity_reserve: usize,
+}
+
+impl Limits {
+    /// The relay's published limits with its minute `minute_ms` long
+    /// (clamped to 1..=60000).
+    pub fn relay(minute_ms: u64) -> Limits {
+        let minute_ms = minute_ms.clamp(1, RELAY_MINUTE_MS);
+        Limits {
+            minute_ms,
+            window_ms: minute_ms + Limits::seconds_of(minute_ms, MARGIN_SECONDS),
+            per_token: PER_TOKEN_PER_MINUTE,
+            per_relay: PER_ADDRESS_PER_MINUTE,
+            activity_reserve: ACTIVITY_RESERVE,
+        }
+    }
+
+    /// The limits for the value of [`MINUTE_ENV`]: unset or unusable means
+    /// the relay's real minute.
+    pub fn from_env(value: Option<&std::ffi::OsStr>) -> Limits {
+        let minute = value
+            .and_then(|v| v.to_str())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|ms| *ms >= 1)
+            .unwrap_or(RELAY_MINUTE_MS);
+        Limits::relay(minute)
+    }
+
+    fn seconds_of(minute_ms: u64, seconds: u64) -> u64 {
+        seconds.saturating_mul(minute_ms) / 60
+    }
+
+    /// `seconds` relay seconds in milliseconds of this scale.
+    pub fn seconds_ms(&self, seconds: u64) -> u64 {
+        Limits::seconds_of(self.minute_ms, seconds)
+    }
+
+    /// How many requests an ask of `class` may find in the relay's window.
+    fn relay_cap(&self, class: Class) -> usize {
+        match class {
+            Class::Activity => self.per_relay,
+            Class::Alert => self.per_relay.saturating_sub(self.activity_reserve),
+        }
+    }
+}
+
+/// What a push carries: Live Activity updates go first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    Activity,
+    Alert,
+}
+
+/// One event's pushes: one request per token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ask {
+    pub class: Class,
+    pub tokens: Vec<String>,
+}
+
+/// When an ask may be sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    Now,
+    /// Not before this time (Unix milliseconds).
+    At(u64),
+}
+
+/// The requests this process sent in the last window, and the blocks the
+/// relay's 429s asked for.
+#[derive(Debug, Clone)]
+pub struct Pacer {
+    limits: Limits,
+    /// Send times of every request, sorted.
+    relay: VecDeque<u64>,
+    /// Send times per token, sorted.
+    tokens: HashMap<String, VecDeque<u64>>,
+    /// A token's 429 block ends.
+    token_blocked: HashMap<String, u64>,
+    alerts_blocked_until: u64,
+    all_blocked_until: u64,
+}
+
+fn insert_sorted(times: &mut VecDeque<u64>, at: u64) {
+    let index = times.partition_point(|t| *t <= at);
+    times.insert(index, at);
+}
+
+/// The earliest time `k` more requests fit under `cap` in a sliding
+/// `window` holding `times` (sorted, none later than the answer).
+fn fits_at(times: &VecDeque<u64>, k: usize, cap: usize, window: u64, now: u64) -> u64 {
+    let room = cap.saturating_sub(k.min(cap));
+    let n = times.len();
+    if n <= room {
+        return now;
+    }
+    times
+        .get(n - room - 1)
+        .map_or(now, |t| t.saturating_add(window))
+        .max(now)
+}
+
+impl Pacer {
+    pub fn new(limits: Limits) -> Pacer {
+        Pacer {
+            limits,
+            relay: VecDeque::new(),
+            tokens: HashMap::new(),
+            token_blocked: HashMap::new(),
+            alerts_blocked_until: 0,
+            all_blocked_until: 0,
+        }
+    }
+
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Forgets requests that left the window and blocks that ended.
+    fn forget(&mut self, now: u64) {
+        self.token_blocked.retain(|_, until| *until > now);
+        // The window is `(now - window, now]`: nothing has left it before
+        // a whole window has passed.
+        let Some(horizon) = now.checked_sub(self.limits.window_ms) else {
+            return;
+        };
+        let old = |times: &mut VecDeque<u64>| {
+            while times.front().is_some_and(|t| *t <= horizon) {
+                times.pop_front();
+            }
+        };
+        old(&mut self.relay);
+        for times in self.tokens.values_mut() {
+            old(times);
+        }
+        self.tokens.retain(|_, times| !times.is_empty());
+    }
+
+    /// Counts one request to `token` sent at `now`.
+    pub fn record(&mut self, token: &str, now: u64) {
+        self.forget(now);
+        insert_sorted(&mut self.relay, now);
+        insert_sorted(self.tokens.entry(token.to_owned()).or_default(), now);
+    }
+
+    /// A 429 for a push of `class` to `token` at `now`, asking to wait
+    /// `retry_after_ms`.
+    pub fn rate_limited(&mut self, class: Class, token: &str, now: u64, retry_after_ms: u64) {
+        self.forget(now);
+        let until = now.saturating_add(retry_after_ms);
+        let blocked = self.token_blocked.entry(token.to_owned()).or_default();
+        *blocked = (*blocked).max(until);
+        let relay = match class {
+            Class::Alert => &mut self.alerts_blocked_until,
+            Class::Activity => &mut self.all_blocked_until,
+        };
+        *relay = (*relay).max(until);
+    }
+
+    /// The earliest time an ask may be sent, from the requests recorded
+    /// (per token including planned ones; for the relay only sent ones).
+    fn ready_at(&self, ask: &Ask, now: u64) -> u64 {
+        if ask.tokens.is_empty() {
+            // Nothing to send (a re-arm, no device): never held back.
+            return now;
+        }
+        let limits = &self.limits;
+        let mut at = now.max(self.all_blocked_until);
+        if ask.class == Class::Alert {
+            at = at.max(self.alerts_blocked_until);
+        }
+        at = at.max(fits_at(
+            &self.relay,
+            ask.tokens.len(),
+            limits.relay_cap(ask.class),
+            limits.window_ms,
+            now,
+        ));
+        for token in &ask.tokens {
+            let repeats = ask.tokens.iter().filter(|t| *t == token).count();
+            if let Some(until) = self.token_blocked.get(token) {
+                at = at.max(*until);
+            }
+            if let Some(times) = self.tokens.get(token) {
+                at = at.max(fits_at(
+                    times,
+                    repeats,
+                    limits.per_token,
+                    limits.window_ms,
+                    now,
+                ));
+            }
+        }
+        at
+    }
+
+    /// The plan of one batch: for each ask (in the order given) whether it
+    /// may be sent now or from when. Live Activity asks are planned first;
+    /// the asks sent now are counted as sent at `now`, and each later ask
+    /// holds its token's slot, so the next ask of that token comes after.
+    pub fn plan(&self, asks: &[Ask], now: u64) -> Vec<Slot> {
+        let mut sim = self.clone();
+        sim.forget(now);
+        let mut slots = vec![Slot::Now; asks.len()];
+        let mut floor: HashMap<&str, u64> = HashMap::new();
+        let order = (0..asks.len())
+            .filter(|i| asks[*i].class == Class::Activity)
+            .chain((0..asks.len()).filter(|i| asks[*i].class == Class::Alert));
+        for index in order {
+            let ask = &asks[index];
+            let at = ask
+                .tokens
+                .iter()
+                .filter_map(|t| floor.get(t.as_str()))
+                .fold(sim.ready_at(ask, now), |at, f| at.max(*f));
+            if at <= now {
+                for token in &ask.tokens {
+                    sim.record(token, now);
+                }
+            } else {
+                slots[index] = Slot::At(at);
+                for token in &ask.tokens {
+                    insert_sorted(sim.tokens.entry(token.clone()).or_default(), at);
+                    floor.insert(token, at);
+                }
+            }
+        }
+        slots
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINUTE: u64 = 60_000;
+
+    fn alert(token: &str) -> Ask {
+        Ask {
+            class: Class::Alert,
+            tokens: vec![token.to_owned()],
+        }
+    }
+
+    fn activity(token: &str) -> Ask {
+        Ask {
+            class: Class::Activity,
+            tokens: vec![token.to_owned()],
+        }
+    }
+
+    fn pacer() -> Pacer {
+        Pacer::new(Limits::relay(MINUTE))
+    }
+
+    #[test]
+    fn the_limits_are_the_relays_on_the_given_minute() {
+        let real = Limits::from_env(None);
+        assert_eq!(real, Limits::relay(60_000));
+        assert_eq!(real.window_ms, 62_000);
+        assert_eq!((real.per_token, real.per_relay), (60, 120));
+        assert_eq!(real.seconds_ms(45), 45_000);
+        let scaled = Limits::from_env(Some(std::ffi::OsStr::new("3000")));
+        assert_eq!(scaled.window_ms, 3_100);
+        assert_eq!(scaled.seconds_ms(40), 2_000);
+        for unusable in ["", "0", "x", "-1"] {
+            assert_eq!(Limits::from_env(Some(std::ffi::OsStr::new(unusable))), real);
+        }
+        assert_eq!(Limits::from_env(Some(std::ffi::OsStr::new("999999"))), real);
+    }
+
+    #[test]
+    fn seventy_alerts_to_one_device_send_sixty_now_and_ten_a_window_later() {
+        let asks: Vec<Ask> = (0..70).map(|_| alert("t1")).collect();
+        let slots = pacer().plan(&asks, 1_000);
+        assert!(slots[..60].iter().all(|s| *s == Slot::Now));
+        assert!(slots[60..].iter().all(|s| *s == Slot::At(1_000 + 62_000)));
+        // 200: 60 now, then 60 per window after.
+        let asks: Vec<Ask> = (0..200).map(|_| alert("t1")).collect();
+        let slots = pacer().plan(&asks, 0);
+        let at = |i: usize| slots[i];
+        assert_eq!(at(59), Slot::Now);
+        assert_eq!(at(60), Slot::At(62_000));
+        assert_eq!(at(119), Slot::At(62_000));
+        assert_eq!(at(120), Slot::At(124_000));
+        assert_eq!(at(199), Slot::At(186_000));
+    }
+
+    #[test]
+    fn sent_requests_hold_their_slot_for_a_window() {
+        let mut pacer = pacer();
+        for i in 0..60 {
+            pacer.record("t1", 1_000 + i * 100);
+        }
+        assert_eq!(pacer.plan(&[alert("t1")], 10_000), vec![Slot::At(63_000)]);
+        assert_eq!(pacer.plan(&[alert("t1")], 63_000), vec![Slot::Now]);
+        // Another device is not held back by this one's budget.
+        assert_eq!(pacer.plan(&[alert("t2")], 10_000), vec![Slot::Now]);
+        // The relay's window: 110 alerts leave 10 for Live Activity, which
+        // goes first and so takes one more of the window's requests.
+        for i in 0..50 {
+            pacer.record("t2", 2_000 + i);
+        }
+        assert_eq!(pacer.plan(&[alert("t3")], 10_000), vec![Slot::At(63_000)]);
+        assert_eq!(
+            pacer.plan(&[alert("t3"), activity("live")], 10_000),
+            vec![Slot::At(63_100), Slot::Now]
+        );
+    }
+
+    #[test]
+    fn live_activity_goes_first_whatever_the_queue_of_alerts() {
+        let mut asks: Vec<Ask> = (0..115).map(|i| alert(["t1", "t2"][i % 2])).collect();
+        asks.push(activity("live"));
+        let slots = pacer().plan(&asks, 0);
+        assert_eq!(slots[115], Slot::Now);
+        let now = slots.iter().filter(|s| **s == Slot::Now).count();
+        // Alerts stop at 110 requests in the window, the update included.
+        assert_eq!(now, 110, "109 alerts and the update");
+    }
+
+    #[test]
+    fn a_429_blocks_the_token_and_the_relays_alerts_until_its_retry_after() {
+        let mut pacer = pacer();
+        pacer.rate_limited(Class::Alert, "t1", 5_000, 45_000);
+        assert_eq!(pacer.plan(&[alert("t1")], 6_000), vec![Slot::At(50_000)]);
+        assert_eq!(pacer.plan(&[alert("t2")], 6_000), vec![Slot::At(50_000)]);
+        assert_eq!(pacer.plan(&[activity("live")], 6_000), vec![Slot::Now]);
+        assert_eq!(pacer.plan(&[alert("t1")], 50_000), vec![Slot::Now]);
+        pacer.rate_limited(Class::Activity, "live", 60_000, 40_000);
+        assert_eq!(
+            pacer.plan(&[activity("live")], 61_000),
+            vec![Slot::At(100_000)]
+        );
+        assert_eq!(pacer.plan(&[alert("t9")], 61_000), vec![Slot::At(100_000)]);
+        // Ended blocks are forgotten.
+        pacer.forget(100_000);
+        assert!(pacer.token_blocked.is_empty());
+    }
+
+    #[test]
+    fn an_ask_without_devices_is_never_held_back() {
+        let mut pacer = pacer();
+        pacer.rate_limited(Class::Activity, "live", 0, 50_000);
+        let nothing = Ask {
+            class: Class::Alert,
+            tokens: Vec::new(),
+        };
+        assert_eq!(pacer.plan(&[nothing], 1), vec![Slot::Now]);
+    }
+
+    #[test]
+    fn an_event_for_two_devices_waits_for_both() {
+        let mut pacer = pacer();
+        for i in 0..60 {
+            pacer.record("t2", i);
+        }
+        let both = Ask {
+            class: Class::Alert,
+            tokens: vec!["t1".into(), "t2".into()],
+        };
+        assert_eq!(pacer.plan(&[both], 100), vec![Slot::At(62_000)]);
+    }
+
+    /// A small deterministic generator (xorshift), so a failing seed
+    /// replays.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// The largest number of `times` (sorted) in any window
+    /// `(t - window, t]`: the relay's fixed windows lie inside these.
+    fn busiest(times: &[u64], window: u64) -> usize {
+        let mut best = 0;
+        let mut start = 0;
+        for end in 0..times.len() {
+            while times[end] - times[start] >= window {
+                start += 1;
+            }
+            best = best.max(end + 1 - start);
+        }
+        best
+    }
+
+    #[test]
+    fn random_bursts_are_all_sent_in_order_within_every_window() {
+        for seed in 1..=40u64 {
+            let limits = Limits::relay(MINUTE);
+            let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+            // (arrival, id, ask)
+            let mut queue: Vec<(u64, usize, Ask)> = Vec::new();
+            let mut id = 0;
+            let mut clock = 0u64;
+            for _ in 0..rng.below(6) + 1 {
+                clock += rng.below(90_000);
+                for _ in 0..rng.below(150) + 1 {
+                    let ask = if rng.below(10) == 0 {
+                        activity("live")
+                    } else {
+                        alert(["t1", "t2", "t3"][rng.below(3) as usize])
+                    };
+                    queue.push((clock, id, ask));
+                    id += 1;
+                }
+            }
+            let total = queue.len();
+            let mut pacer = Pacer::new(limits);
+            let mut sent: Vec<(u64, usize, Ask)> = Vec::new();
+            let mut now = 0;
+            let mut rounds = 0;
+            while !queue.is_empty() {
+                rounds += 1;
+                assert!(rounds < 100_000, "seed {seed}: no progress");
+                now = now.max(queue.iter().map(|(due, ..)| *due).min().unwrap_or(now));
+                queue.sort_by_key(|(due, id, _)| (*due, *id));
+                let due: Vec<(u64, usize, Ask)> =
+                    queue.iter().filter(|(d, ..)| *d <= now).cloned().collect();
+                queue.retain(|(d, ..)| *d > now);
+                let asks: Vec<Ask> = due.iter().map(|(_, _, a)| a.clone()).collect();
+                for ((_, id, ask), slot) in due.into_iter().zip(pacer.plan(&asks, now)) {
+                    match slot {
+                        Slot::Now => {
+                            for token in &ask.tokens {
+                                pacer.record(token, now);
+                            }
+                            sent.push((now, id, ask));
+                        }
+                        Slot::At(at) => {
+                            assert!(at > now, "seed {seed}");
+                            queue.push((at, id, ask));
+                        }
+                    }
+                }
+            }
+            assert_eq!(sent.len(), total, "seed {seed}: every ask sent");
+            let all: Vec<u64> = sent.iter().map(|(t, ..)| *t).collect();
+            assert!(busiest(&all, limits.window_ms) <= 120, "seed {seed}");
+            let alerts: Vec<u64> = sent
+                .iter()
+                .filter(|(_, _, a)| a.class == Class::Alert)
+                .map(|(t, ..)| *t)
+                .collect();
+            assert!(busiest(&alerts, limits.window_ms) <= 110, "seed {seed}");
+            for token in ["t1", "t2", "t3", "live"] {
+                let mine: Vec<&(u64, usize, Ask)> = sent
+                    .iter()
+                    .filter(|(_, _, a)| a.tokens[0] == token)
+                    .collect();
+                let times: Vec<u64> = mine.iter().map(|(t, ..)| *t).collect();
+                assert!(
+                    busiest(&times, limits.window_ms) <= 60,
+                    "seed {seed}: {token} over its limit"
+                );
+                let ids: Vec<usize> = mine.iter().map(|(_, id, _)| *id).collect();
+                if token != "live" {
+                    let mut sorted = ids.clone();
+                    sorted.sort_unstable();
+                    assert_eq!(ids, sorted, "seed {seed}: {token} out of order");
+                }
+            }
+        }
+    }
+}
