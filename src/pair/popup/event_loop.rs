@@ -145,7 +145,10 @@ fn run_fatal(
     message: &[String],
     keys: &Receiver<Vec<u8>>,
 ) -> Result<(), Failure> {
-    let _ = terminal.paint(&screen::fatal(message));
+    let _ = terminal.paint(&screen::fit(
+        &screen::Screen::fixed(screen::fatal(message)),
+        PopupTerminal::size(),
+    ));
     loop {
         if sys::termination_signal().is_some() {
             break;
@@ -290,10 +293,12 @@ impl Session {
     /// shows the screen it came from (the outcome normally arrives before
     /// the next paint).
     fn lines(&self) -> Vec<String> {
+        let size = self.popup.size;
+        let fixed = |lines| screen::fit(&screen::Screen::fixed(lines), size);
         match &self.popup.phase {
-            Phase::Fatal(message) => screen::fatal(message),
+            Phase::Fatal(message) => fixed(screen::fatal(message)),
             Phase::Select | Phase::AwaitingLauncher(_) | Phase::Starting => {
-                screen::checklist(&self.popup.list, &self.notes())
+                screen::fit(&screen::checklist(&self.popup.list, &self.notes()), size)
             }
             Phase::Qr(state) | Phase::Expiring(state) => {
                 let hint = if state.copied_until.is_some() {
@@ -310,21 +315,23 @@ impl Session {
                     self.popup.size,
                 )
             }
-            Phase::Expired => screen::expired(),
+            Phase::Expired => fixed(screen::expired()),
             Phase::Enrolled(enrolled) | Phase::Revoking(enrolled) if enrolled.appended => {
-                screen::enrolled(
+                fixed(screen::enrolled(
                     &self.setup.machine,
                     &enrolled.fingerprint,
                     enrolled.comment.as_deref(),
-                )
+                ))
             }
-            Phase::Enrolled(enrolled) | Phase::Revoking(enrolled) => screen::already_authorized(
-                &self.setup.machine,
-                &enrolled.fingerprint,
-                enrolled.comment.as_deref(),
-            ),
-            Phase::Revoked(fingerprint) => screen::revoked(fingerprint),
-            Phase::RevokeFailed(error) => screen::revoke_failed(error),
+            Phase::Enrolled(enrolled) | Phase::Revoking(enrolled) => {
+                fixed(screen::already_authorized(
+                    &self.setup.machine,
+                    &enrolled.fingerprint,
+                    enrolled.comment.as_deref(),
+                ))
+            }
+            Phase::Revoked(fingerprint) => fixed(screen::revoked(fingerprint)),
+            Phase::RevokeFailed(error) => fixed(screen::revoke_failed(error)),
         }
     }
 
