@@ -73,6 +73,9 @@ struct Options<'a> {
     programs: Vec<(&'a str, String)>,
     /// Extra arguments after `heeler pair`.
     args: Vec<&'a str>,
+    /// Run the SSH preflight (off by default: no sshd serves these tests,
+    /// so they pass `--no-ssh-check`).
+    ssh_check: bool,
 }
 
 impl Default for Options<'_> {
@@ -85,6 +88,7 @@ impl Default for Options<'_> {
             env: Vec::new(),
             programs: Vec::new(),
             args: Vec::new(),
+            ssh_check: false,
         }
     }
 }
@@ -141,7 +145,9 @@ impl Popup {
             args = options
                 .args
                 .iter()
-                .map(|a| sh_quote(a))
+                .copied()
+                .chain((!options.ssh_check).then_some("--no-ssh-check"))
+                .map(sh_quote)
                 .collect::<Vec<_>>()
                 .join(" "),
             exit = sh_quote(&root.join("exit").to_string_lossy()),
@@ -1262,4 +1268,84 @@ fn every_screen_fits_the_window_or_says_what_it_needs() {
         popup.keys(&["q"]);
         assert_eq!(popup.exit_status(), 0, "{size:?}");
     }
+}
+
+/// A stand-in SSH server on loopback that sends `banner` to every
+/// connection; returns its port.
+fn banner_server(banner: &'static str) -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { break };
+            let _ = std::io::Write::write_all(&mut stream, banner.as_bytes());
+        }
+    });
+    port
+}
+
+#[test]
+fn the_ssh_preflight_is_a_checklist_row_and_holds_back_the_code() {
+    require_tmux!();
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let pair_json = format!(r#"{{"ssh_port":{port},"addresses":["192.168.1.10"]}}"#);
+    let popup = Popup::start(
+        "preflight",
+        Options {
+            pair_json: Some(&pair_json),
+            ssh_check: true,
+            ..Options::default()
+        },
+    );
+    let screen = popup.wait_for_text("[FAIL] SSH server:");
+    let text = screen.replace('\n', " ");
+    assert!(
+        text.contains(&format!(
+            "[FAIL] SSH server: no SSH server answers on 127.0.0.1:{port} (connection refused)"
+        )),
+        "{screen}"
+    );
+    assert!(
+        text.contains(&format!("Fix: start OpenSSH on port {port}")),
+        "{screen}"
+    );
+    popup.keys(&["Enter"]);
+    popup.wait_for_text("No Pairing Code until OpenSSH answers (see the SSH server row).");
+    assert_eq!(popup.pending_count(), 0, "no ceremony without sshd");
+    assert!(!popup.authorized_keys().contains("herdr-pairing:"));
+
+    // Tailscale SSH on the port: refused too, with doctor's fix.
+    let tailscale = banner_server("SSH-2.0-Tailscale\r\n");
+    fs::write(
+        popup.config_dir().join("pair.json"),
+        format!(r#"{{"ssh_port":{tailscale},"addresses":["192.168.1.10"]}}"#),
+    )
+    .unwrap();
+    popup.keys(&["Enter"]);
+    let screen = popup.wait_for_text("Tailscale SSH answers on port");
+    assert!(
+        screen
+            .replace('\n', " ")
+            .contains("tailscale set --ssh=false"),
+        "{screen}"
+    );
+    assert_eq!(popup.pending_count(), 0);
+
+    // OpenSSH answering now: Enter checks again and shows the code.
+    let openssh = banner_server("SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13\r\n");
+    fs::write(
+        popup.config_dir().join("pair.json"),
+        format!(r#"{{"ssh_port":{openssh},"addresses":["192.168.1.10"]}}"#),
+    )
+    .unwrap();
+    popup.keys(&["Enter"]);
+    let screen = popup.wait_for_text("Scan with Heeler");
+    let payload: Payload = pairing_code::decode(&decode_qr(&screen)).unwrap();
+    assert_eq!(payload.port, openssh);
+    assert_eq!(popup.pending_count(), 1);
+    popup.keys(&["q"]);
+    assert_eq!(popup.exit_status(), 0);
 }

@@ -29,10 +29,13 @@ use crate::pair::host_key;
 use crate::pair::popup::checklist::Checklist;
 use crate::pair::popup::clipboard;
 use crate::pair::popup::keys;
-use crate::pair::popup::machine::{Effect, EndpointStatus, Input, Phase, Popup, QrState};
+use crate::pair::popup::machine::{
+    Effect, EndpointStatus, Input, Phase, Popup, QrState, SshStatus,
+};
 use crate::pair::popup::qr::Qr;
 use crate::pair::popup::screen::{self, ChecklistNotes, Hint, QrDetails};
 use crate::pair::popup::terminal::{self, PopupTerminal};
+use crate::pair::preflight;
 use crate::pair::tailscale::{self, TailscaleSsh};
 use crate::wire::pairing_code::{self, Endpoint, Payload};
 
@@ -73,6 +76,8 @@ struct Session {
     popup: Popup,
     /// The Tailscale probe's answer, until it arrives.
     tailscale: Option<Receiver<TailscaleSsh>>,
+    /// The first SSH preflight's result, until it arrives.
+    ssh: Option<Receiver<preflight::Finding>>,
     /// The launcher test's outcome, until it arrives.
     launcher: Option<Receiver<Result<Endpoint, String>>>,
     ceremony: Option<Ceremony>,
@@ -110,11 +115,24 @@ pub fn run(args: PairArgs) -> Result<(), Failure> {
     let may_be_tailnet = candidates
         .iter()
         .any(|c| tailscale::may_be_tailnet(&c.address));
+    let mut popup = Popup::new(Checklist::new(candidates), endpoint, PopupTerminal::size());
+    let mut ssh = None;
+    if !args.no_ssh_check {
+        // Shown on the checklist as soon as it answers; Enter checks again.
+        popup.ssh = SshStatus::Checking;
+        let port = config::read(Some(&setup.config_dir)).ssh_port;
+        let (sender, receiver) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = sender.send(preflight::check(port));
+        });
+        ssh = Some(receiver);
+    }
     let mut session = Session {
         setup,
         terminal,
-        popup: Popup::new(Checklist::new(candidates), endpoint, PopupTerminal::size()),
+        popup,
         tailscale: None,
+        ssh,
         launcher,
         ceremony: None,
         dirty: false,
@@ -279,7 +297,15 @@ impl Session {
         let selected = self.popup.list.selected();
         let selected: Vec<&str> = selected.iter().map(String::as_str).collect();
         let conflict = tailscale::conflict(&self.popup.tailscale, &selected, current.ssh_port);
+        let ssh = match &self.popup.ssh {
+            SshStatus::Skipped => Vec::new(),
+            SshStatus::Checking => vec![screen::ssh_checking_row(current.ssh_port)],
+            SshStatus::Checked(check) => {
+                screen::ssh_rows(check.level, &check.summary, check.fix.as_deref())
+            }
+        };
         ChecklistNotes {
+            ssh,
             machine: self.setup.machine.clone(),
             port: current.ssh_port,
             warnings,
@@ -297,7 +323,10 @@ impl Session {
         let fixed = |lines| screen::fit(&screen::Screen::fixed(lines), size);
         match &self.popup.phase {
             Phase::Fatal(message) => fixed(screen::fatal(message)),
-            Phase::Select | Phase::AwaitingLauncher(_) | Phase::Starting => {
+            Phase::Select
+            | Phase::CheckingSsh(_)
+            | Phase::AwaitingLauncher(_)
+            | Phase::Starting => {
                 screen::fit(&screen::checklist(&self.popup.list, &self.notes()), size)
             }
             Phase::Qr(state) | Phase::Expiring(state) => {
@@ -389,6 +418,16 @@ impl Session {
                 Err(TryRecvError::Empty) => {}
             }
         }
+        if let Some(receiver) = &self.ssh {
+            match receiver.try_recv() {
+                Ok(check) => {
+                    inputs.push(Input::SshChecked(check));
+                    self.ssh = None;
+                }
+                Err(TryRecvError::Disconnected) => self.ssh = None,
+                Err(TryRecvError::Empty) => {}
+            }
+        }
         if let Some(receiver) = &self.launcher {
             let outcome = match receiver.try_recv() {
                 Ok(outcome) => Some(outcome),
@@ -424,6 +463,13 @@ impl Session {
                     Effect::Repaint => self.dirty = true,
                     Effect::Close => return Some(Ending::Close),
                     Effect::Fail(message) => return Some(Ending::Fail(message)),
+                    Effect::CheckSsh => {
+                        self.flush();
+                        // A newer answer than the one still on its way.
+                        self.ssh = None;
+                        let port = config::read(Some(&self.setup.config_dir)).ssh_port;
+                        inputs.push_back(Input::SshChecked(preflight::check(port)));
+                    }
                     Effect::AwaitLauncher => {
                         self.flush();
                         inputs.push_back(Input::LauncherTested(self.await_launcher()));

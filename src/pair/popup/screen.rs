@@ -6,6 +6,7 @@
 
 use crate::pair::popup::checklist::Checklist;
 use crate::pair::popup::qr::Qr;
+use crate::pair::preflight::Level;
 
 const BOLD: &str = "\x1b[1m";
 const DIM: &str = "\x1b[2m";
@@ -36,6 +37,8 @@ pub struct ChecklistNotes {
     pub tailscale: Vec<String>,
     /// `Endpoint … via …`, a refusal or a shared-config warning.
     pub endpoint: Vec<String>,
+    /// The SSH preflight's rows (empty when skipped).
+    pub ssh: Vec<String>,
     /// A transient message under the key help.
     pub message: Option<String>,
 }
@@ -74,6 +77,7 @@ pub fn checklist(list: &Checklist, notes: &ChecklistNotes) -> Screen {
         bold(&notes.port.to_string()),
         dim("(pair.json ssh_port)")
     ));
+    body.extend(notes.ssh.iter().cloned());
     body.extend(notes.warnings.iter().map(|w| bold(w)));
     body.extend(notes.tailscale.iter().map(|w| bold(w)));
     body.extend(notes.endpoint.iter().cloned());
@@ -90,6 +94,25 @@ pub fn checklist(list: &Checklist, notes: &ChecklistNotes) -> Screen {
         focus: (!list.candidates.is_empty()).then_some(focus),
         tail,
     }
+}
+
+/// The SSH preflight's rows on the checklist: what answered on the port
+/// (as `heeler doctor` words it) and, when it did not pass, the fix.
+pub fn ssh_rows(level: Level, summary: &str, fix: Option<&str>) -> Vec<String> {
+    let mut rows = match level {
+        Level::Pass => vec![dim(&format!("[ok] SSH server: {summary}"))],
+        Level::Warn => vec![bold(&format!("[warn] SSH server: {summary}"))],
+        Level::Fail => vec![bold(&format!("[FAIL] SSH server: {summary}"))],
+    };
+    if let Some(fix) = fix {
+        rows.push(format!("Fix: {fix}"));
+    }
+    rows
+}
+
+/// The checklist row while the preflight runs.
+pub fn ssh_checking_row(port: u16) -> String {
+    dim(&format!("Checking for OpenSSH on port {port}…"))
 }
 
 /// What the QR screen says under the QR.
@@ -599,6 +622,7 @@ mod tests {
             tailscale: vec![],
             endpoint: vec!["Endpoint /s/herdr/herdr.sock via /c/launcher".into()],
             message: Some(SELECT_AT_LEAST_ONE.into()),
+            ssh: Vec::new(),
         };
         assert_eq!(
             plain_all(&fit(&checklist(&sample_list(), &notes), (24, 80))),
@@ -878,6 +902,11 @@ mod tests {
                 "Endpoint /run/user/1000/herdr/herdr.sock via /home/u/.config/herdr/launcher"
                     .into(),
             ],
+            ssh: ssh_rows(
+                Level::Fail,
+                "no SSH server answers on 127.0.0.1:22 (connection refused)",
+                Some("start OpenSSH on port 22"),
+            ),
             message: Some(SELECT_AT_LEAST_ONE.into()),
             ..ChecklistNotes::default()
         }
@@ -1011,5 +1040,35 @@ mod tests {
                 "{rows} rows: {lines:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_ssh_rows_name_the_finding_and_its_fix_under_the_port() {
+        let mut notes = notes();
+        notes.warnings.clear();
+        notes.endpoint.clear();
+        notes.message = None;
+        let lines = plain_all(&fit(&checklist(&long_list(1), &notes), (24, 100)));
+        assert_eq!(
+            &lines[lines.len() - 4..],
+            [
+                "SSH port 22 (pair.json ssh_port)",
+                "[FAIL] SSH server: no SSH server answers on 127.0.0.1:22 (connection refused)",
+                "Fix: start OpenSSH on port 22",
+                "up/down move, space toggle, a all, enter confirm, q quit",
+            ]
+        );
+        assert_eq!(
+            plain_all(&ssh_rows(
+                Level::Pass,
+                "OpenSSH_9.6 answers on 127.0.0.1:22",
+                None
+            )),
+            ["[ok] SSH server: OpenSSH_9.6 answers on 127.0.0.1:22"]
+        );
+        assert_eq!(
+            plain(&ssh_checking_row(2222)),
+            "Checking for OpenSSH on port 2222…"
+        );
     }
 }
