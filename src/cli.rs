@@ -518,6 +518,9 @@ pub struct PairArgs {
     /// print a config-only code (no Bootstrap Key) and exit (implies --no-ui)
     #[argh(switch)]
     pub config_only: bool,
+    /// show the code even when no OpenSSH server answers on the advertised port
+    #[argh(switch)]
+    pub no_ssh_check: bool,
 }
 /// Event hook: push an Agent Notification for a confirmed Blocked/Done
 /// transition (herdr runs this on pane.agent_status_changed).

@@ -670,6 +670,52 @@ fn enrollment_end_to_end_with_retries_restrictions_and_replay() {
     assert!(text(&replay.stdout).is_empty());
 }
 
+/// `heeler pair --no-ui --config-only` as the user, with pair.json
+/// advertising the rig's sshd port.
+fn config_only_code(rig: &Rig, extra: &[&str]) -> Output {
+    std::fs::write(
+        rig.config_dir.join("pair.json"),
+        format!("{{\"ssh_port\":{}}}", rig.port),
+    )
+    .unwrap();
+    let mut cmd = rig.as_user(&rig.heeler);
+    cmd.args(["pair", "--no-ui", "--config-only", "--address", "127.0.0.1"])
+        .args(extra)
+        .env("HERDR_PLUGIN_STATE_DIR", &rig.state_dir)
+        .env("HERDR_PLUGIN_CONFIG_DIR", &rig.config_dir)
+        .env("HEELER_TEST_HOST_KEY_DIR", &rig.host_key_dir)
+        .stdin(Stdio::null());
+    run(&mut cmd)
+}
+
+#[test]
+fn the_ssh_preflight_passes_with_sshd_and_refuses_once_it_stops() {
+    require_sshd!();
+    let mut rig = Rig::start("pre");
+    let output = config_only_code(&rig, &[]);
+    assert!(output.status.success(), "{output:?}");
+    let payload = pairing_code::decode(text(&output.stdout).trim()).unwrap();
+    assert_eq!(payload.port, rig.port);
+    assert_eq!(text(&output.stderr), "", "OpenSSH passes without a note");
+
+    let mut sshd = rig.sshd.take().unwrap();
+    sshd.kill().unwrap();
+    sshd.wait().unwrap();
+    let output = config_only_code(&rig, &[]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert!(output.stdout.is_empty());
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.starts_with(&format!(
+            "heeler pair: no SSH server answers on 127.0.0.1:{} (connection refused)",
+            rig.port
+        )),
+        "{stderr}"
+    );
+    let output = config_only_code(&rig, &["--no-ssh-check"]);
+    assert!(output.status.success(), "{output:?}");
+}
+
 #[test]
 fn expiry_through_sshd() {
     require_sshd!();

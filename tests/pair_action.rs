@@ -70,20 +70,91 @@ fn opens_the_popup_through_the_socket() {
     fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Answers one request per connection, in order, and returns the request
+/// lines.
+fn stand_in_for(
+    listener: UnixListener,
+    answers: &'static [&'static str],
+) -> std::thread::JoinHandle<Vec<String>> {
+    std::thread::spawn(move || {
+        answers
+            .iter()
+            .map(|answer| {
+                let (stream, _) = listener.accept().unwrap();
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                (&stream).write_all(answer.as_bytes()).unwrap();
+                line
+            })
+            .collect()
+    })
+}
+
 #[test]
-fn a_refusal_is_reported_with_status_1() {
+fn a_second_pair_while_a_popup_is_open_tells_the_user() {
     let dir = scratch("refused");
     let path = dir.join("herdr.sock");
-    let server = stand_in(
+    // herdr's answer to a second open (reference: herdr popups are a
+    // session-modal singleton), then the notification's answer.
+    let server = stand_in_for(
         UnixListener::bind(&path).unwrap(),
-        "{\"id\":\"heeler:pair-action\",\"error\":{\"code\":\"plugin_pane_open_failed\",\"message\":\"popup already open\"}}\n",
+        &[
+            "{\"id\":\"heeler:pair-action\",\"error\":{\"code\":\"plugin_pane_open_failed\",\"message\":\"popup already open\"}}\n",
+            "{\"id\":\"heeler:pair-action:notice\",\"result\":{\"type\":\"ok\"}}\n",
+        ],
     );
     let output = heeler().env("HERDR_SOCKET_PATH", &path).output().unwrap();
-    server.join().unwrap();
+    let requests = server.join().unwrap();
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&output.stderr),
         "herdr could not open the pairing popup: plugin_pane_open_failed: popup already open\n"
+    );
+    let notice = heeler::base::json::parse(requests[1].trim_end()).unwrap();
+    assert_eq!(
+        notice.get("method").and_then(|m| m.as_str()),
+        Some("notification.show")
+    );
+    let params = notice.get("params").unwrap();
+    assert_eq!(
+        params.get("title").and_then(|t| t.as_str()),
+        Some("Pairing is already open")
+    );
+    assert!(
+        params
+            .get("body")
+            .and_then(|b| b.as_str())
+            .is_some_and(|b| b.contains("press q there to close it")),
+        "{notice:?}"
+    );
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn through_the_cli_a_second_pair_is_told_too() {
+    let dir = scratch("cli-open");
+    let calls = dir.join("calls");
+    let herdr = dir.join("herdr");
+    fs::write(
+        &herdr,
+        format!(
+            "#!/bin/sh\nprintf '%s|' \"$@\" >> '{calls}'\necho >> '{calls}'\nif [ \"$1\" = plugin ]; then echo 'error: plugin_pane_open_failed: popup already open' >&2; exit 1; fi\n",
+            calls = calls.display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&herdr, fs::Permissions::from_mode(0o755)).unwrap();
+    let output = heeler().env("HERDR_BIN_PATH", &herdr).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let calls = fs::read_to_string(&calls).unwrap();
+    let lines: Vec<&str> = calls.lines().collect();
+    assert_eq!(lines.len(), 2, "{calls}");
+    assert!(
+        lines[1].starts_with(
+            "notification|show|Pairing is already open|--body|A popup is already open"
+        ),
+        "{calls}"
     );
     fs::remove_dir_all(&dir).unwrap();
 }

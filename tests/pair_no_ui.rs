@@ -49,7 +49,18 @@ impl Dirs {
         std::fs::read_to_string(self.home().join(".ssh/authorized_keys")).unwrap_or_default()
     }
 
+    /// heeler with `args`; a `pair` skips the SSH preflight (no sshd serves
+    /// these tests; the preflight has its own, through [`Dirs::checked`]).
     fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = self.checked(args);
+        if args.first() == Some(&"pair") {
+            cmd.arg("--no-ssh-check");
+        }
+        cmd
+    }
+
+    /// heeler with `args` exactly.
+    fn checked(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_heeler"));
         cmd.args(args)
             .env_clear()
@@ -142,6 +153,63 @@ fn config_only_code_has_no_bootstrap_key_and_honours_pair_json() {
     assert_eq!(payload.fp, HOST_FINGERPRINT);
     assert!(payload.bootstrap.is_none());
     assert_eq!(dirs.authorized_keys(), "", "no key is minted");
+}
+
+/// A loopback port nothing listens on: bound, then released.
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+#[test]
+fn the_ssh_preflight_refuses_a_port_nothing_listens_on() {
+    let dirs = Dirs::new("preflight");
+    let port = free_port();
+    std::fs::write(
+        dirs.root.join("config/pair.json"),
+        format!("{{\"ssh_port\":{port}}}"),
+    )
+    .unwrap();
+    for extra in [&["--config-only"][..], &[]] {
+        let mut args = vec!["pair", "--no-ui", "--address", "127.0.0.1"];
+        args.extend_from_slice(extra);
+        let output = dirs.checked(&args).output().unwrap();
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {output:?}");
+        assert!(output.stdout.is_empty(), "no code is printed: {output:?}");
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        // One line: doctor's `ssh_server` summary and fix, and the way out.
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.starts_with(&format!(
+                "heeler pair: no SSH server answers on 127.0.0.1:{port} (connection refused); fix: start OpenSSH on port {port}"
+            )),
+            "{stderr}"
+        );
+        assert!(
+            stderr.ends_with("(or pass --no-ssh-check to print the code anyway)\n"),
+            "{stderr}"
+        );
+    }
+    assert_eq!(dirs.authorized_keys(), "", "no key is minted");
+    assert!(
+        !dirs.root.join("state/pending").exists()
+            || file_names(&dirs.root.join("state/pending")).is_empty()
+    );
+    // --no-ssh-check prints the code anyway.
+    let output = dirs
+        .checked(&[
+            "pair",
+            "--no-ui",
+            "--config-only",
+            "--no-ssh-check",
+            "--address",
+            "127.0.0.1",
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let payload = pairing_code::decode(String::from_utf8(output.stdout).unwrap().trim()).unwrap();
+    assert_eq!(payload.port, port);
 }
 
 #[test]
@@ -289,6 +357,7 @@ fn a_ceremony_holding_a_seed_cannot_dump_core() {
         env!("CARGO_BIN_EXE_heeler"),
         "pair",
         "--no-ui",
+        "--no-ssh-check",
         "--address",
         "192.0.2.7",
     ])
@@ -520,8 +589,12 @@ impl PasswdUser {
     fn command(&self, args: &[&str], vars: &[(&str, &Path)]) -> Command {
         use std::os::unix::process::CommandExt;
         let mut cmd = Command::new(self.heeler());
-        cmd.args(args)
-            .env_clear()
+        cmd.args(args);
+        if args.first() == Some(&"pair") {
+            // No sshd serves these tests (see `Dirs::command`).
+            cmd.arg("--no-ssh-check");
+        }
+        cmd.env_clear()
             .env("HEELER_TEST_HOST_KEY_DIR", self.root.join("hostkeys"))
             .envs(vars.iter().copied())
             .uid(self.uid)

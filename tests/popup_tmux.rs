@@ -75,6 +75,9 @@ struct Options<'a> {
     args: Vec<&'a str>,
     /// Runs a copy of heeler from a directory anyone may write to.
     replaceable_binary: bool,
+    /// Run the SSH preflight (off by default: no sshd serves these tests,
+    /// so they pass `--no-ssh-check`).
+    ssh_check: bool,
 }
 
 impl Default for Options<'_> {
@@ -88,6 +91,7 @@ impl Default for Options<'_> {
             programs: Vec::new(),
             args: Vec::new(),
             replaceable_binary: false,
+            ssh_check: false,
         }
     }
 }
@@ -153,7 +157,9 @@ impl Popup {
             args = options
                 .args
                 .iter()
-                .map(|a| sh_quote(a))
+                .copied()
+                .chain((!options.ssh_check).then_some("--no-ssh-check"))
+                .map(sh_quote)
                 .collect::<Vec<_>>()
                 .join(" "),
             exit = sh_quote(&root.join("exit").to_string_lossy()),
@@ -775,35 +781,36 @@ fn too_small_says_what_it_needs_then_redraws_on_resize() {
     );
     popup.wait_for_text("Pair a Heeler device");
     popup.keys(&["Enter"]);
-    let screen = popup.wait_for_text("The QR needs ");
+    let screen = popup.wait_for_text("Window too small for the QR: needs ");
+    let text = screen.replace('\n', " ");
     assert!(
-        screen.contains("; this window has 20 rows and 50 columns."),
+        text.contains("Enlarge the window, or press c to copy the Pairing Code."),
         "{screen}"
     );
-    assert!(
-        screen.contains("press c to copy the Pairing Code"),
-        "{screen}"
-    );
+    assert!(text.contains("Code valid until "), "{screen}");
     assert!(
         !screen.contains('▀') && !screen.contains('█'),
         "no clipped QR:\n{screen}"
     );
-    let needs = screen
-        .split("The QR needs ")
+    let (width, height) = text
+        .split("Window too small for the QR: needs ")
         .nth(1)
-        .and_then(|rest| rest.split(" rows").next())
-        .and_then(|n| n.parse::<u16>().ok())
+        .and_then(|rest| rest.split('.').next())
+        .and_then(|size| size.split_once('×'))
+        .map(|(w, h)| (w.parse::<u16>().unwrap(), h.parse::<u16>().unwrap()))
         .unwrap();
-    assert!(needs > 20);
+    assert!(width > 50 || height > 20, "{width}×{height}");
 
     popup.keys(&["c"]);
     let screen = popup.wait_for("the printed code", |s| s.contains("HERDR-PAIR:1:"));
-    let printed: String = screen
+    // One line that the terminal wraps (joined by capture-pane -J).
+    let printed = screen
         .lines()
-        .skip_while(|l| !l.starts_with("HERDR-PAIR:1:"))
-        .collect::<Vec<_>>()
-        .concat();
+        .find(|l| l.starts_with("HERDR-PAIR:1:"))
+        .unwrap()
+        .to_owned();
     assert!(pairing_code::decode(printed.trim_end()).is_ok(), "{screen}");
+    assert!(screen.contains("\nCode valid until "), "{screen}");
 
     popup.tmux(&["resize-window", "-x", "100", "-y", "50"]);
     let screen = popup.wait_for("the QR after the resize", |s| {
@@ -1066,11 +1073,14 @@ fn a_binary_another_user_can_replace_is_refused_before_a_key_is_minted() {
     let screen = popup.wait_for_text("Pairing cannot start");
     let shared = fs::canonicalize(popup.root.join("shared")).unwrap();
     let shared = shared.display();
+    // The popup wraps at word boundaries: compare with the line breaks
+    // folded into spaces.
+    let words = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
-        screen.contains(&format!(
-            "\nCould not start pairing: another user could replace {shared}/heeler, which the phone's SSH login runs: \
+        words(&screen).contains(&words(&format!(
+            "Could not start pairing: another user could replace {shared}/heeler, which the phone's SSH login runs: \
              {shared} is writable by group or others (mode 0777); run `chmod go-w {shared}`"
-        )),
+        ))),
         "{screen}"
     );
     assert_eq!(popup.authorized_keys(), "", "no Bootstrap Key");
@@ -1116,6 +1126,270 @@ fn command_line_addresses_are_listed_first() {
         lines[5], "   [x] 192.168.1.10 (pair.json, IPv4)",
         "{screen}"
     );
+    popup.keys(&["q"]);
+    assert_eq!(popup.exit_status(), 0);
+}
+
+/// Every word of letters on screen (QR rows aside) is a word of the
+/// popup's wording, never a piece of one (such as "ha" and "s" of "has").
+/// Words with digits or dots are data (addresses, times, sizes), and so
+/// are the pieces of a host key fingerprint wider than the window.
+fn assert_whole_words(popup: &Popup, screen: &str, size: (u16, u16)) {
+    const WORDING: &str = "Pair a Heeler device Select the addresses the phone can reach on \
+        SSH port pair.json ssh_port up/down move space toggle a all enter confirm q quit \
+        Window too small needs Enlarge it or press to quit --address pair.json host name \
+        Scan with Heeler c copy pairing code any other key close copied on port Host key \
+        Addresses Code valid until single use -- up/down for the QR Enlarge the window or press c to \
+        copy the Pairing Code select and it IPv IPv4 IPv6 command line x pair json";
+    let known: std::collections::HashSet<&str> = WORDING.split_whitespace().collect();
+    let user = expected_user();
+    let host = hostname();
+    for line in screen.lines() {
+        if line.contains('▀') || line.contains('█') || line.contains('▄') {
+            continue;
+        }
+        for word in line.split(|c: char| c.is_whitespace() || "(),>[]".contains(c)) {
+            let word = word.strip_suffix('.').unwrap_or(word);
+            let word = word.strip_suffix(':').unwrap_or(word);
+            if word.is_empty()
+                || word.contains(|c: char| c.is_ascii_digit() || c == '.' || c == ':')
+                || word == user
+                || host.split('.').any(|h| h == word)
+                // A fingerprint is longer than a narrow row: split, as it must be.
+                || popup.fingerprint.contains(word)
+            {
+                continue;
+            }
+            assert!(
+                known.contains(word),
+                "{size:?}: {word:?} is not a whole word:\n{screen}"
+            );
+        }
+    }
+}
+
+/// The size message's `W×H`, if the screen shows it.
+fn needs(screen: &str) -> Option<(u16, u16)> {
+    let text = screen.replace('\n', " ");
+    let rest = text.split("needs ").nth(1)?;
+    let (w, h) = rest.split('.').next()?.split_once('×')?;
+    Some((w.parse().ok()?, h.parse().ok()?))
+}
+
+/// `code` is the Pairing Code of the popup's pending ceremony: its seed
+/// derives the pending public line, its expiry is the pending one.
+fn assert_pending_code(popup: &Popup, code: &str, size: (u16, u16)) {
+    let payload: Payload = pairing_code::decode(code).unwrap_or_else(|e| panic!("{size:?}: {e:?}"));
+    let (_, expires_at, public_line) = popup.pending();
+    let bootstrap = payload.bootstrap.expect("a Bootstrap Key");
+    assert_eq!(bootstrap.expires_at, expires_at, "{size:?}");
+    assert_eq!(public_line_of(bootstrap.seed), public_line, "{size:?}");
+}
+
+/// The machine's host name as the checklist names it.
+fn hostname() -> String {
+    fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+#[test]
+fn every_screen_fits_the_window_or_says_what_it_needs() {
+    require_tmux!();
+    for (width, height) in [(30, 10), (40, 12), (80, 14), (80, 24), (200, 50)] {
+        let size = (width, height);
+        let popup = Popup::start(
+            &format!("fit{width}x{height}"),
+            Options {
+                width,
+                height,
+                // Ten rows: more than the smaller windows hold.
+                args: vec![
+                    "--address",
+                    "10.9.0.1",
+                    "--address",
+                    "10.9.0.2",
+                    "--address",
+                    "10.9.0.3",
+                    "--address",
+                    "10.9.0.4",
+                    "--address",
+                    "10.9.0.5",
+                    "--address",
+                    "10.9.0.6",
+                    "--address",
+                    "10.9.0.7",
+                    "--address",
+                    "10.9.0.8",
+                ],
+                ..Options::default()
+            },
+        );
+        let screen = popup.wait_for("the checklist", |s| {
+            s.starts_with("Pair a Heeler device") || s.contains("Window too small")
+        });
+        assert!(
+            screen.lines().count() <= usize::from(height),
+            "{size:?}:\n{screen}"
+        );
+        assert_whole_words(&popup, &screen, size);
+        if screen.starts_with("Pair a Heeler device") {
+            // Title, cursor and keys stay, whatever scrolls.
+            popup.keys(&["j"; 12]);
+            popup.keys(&["k"]);
+            let screen = popup.wait_for("the cursor", |s| s.contains(" > ["));
+            assert!(
+                screen.starts_with("Pair a Heeler device\n"),
+                "{size:?}:\n{screen}"
+            );
+            assert!(
+                screen.replace('\n', " ").contains("enter confirm, q quit"),
+                "{size:?}:\n{screen}"
+            );
+            assert!(
+                screen.lines().count() <= usize::from(height),
+                "{size:?}:\n{screen}"
+            );
+            assert_whole_words(&popup, &screen, size);
+        } else {
+            let (w, h) = needs(&screen).unwrap_or_else(|| panic!("{size:?}:\n{screen}"));
+            assert!(w > width || h > height, "{size:?} needs {w}×{h}");
+        }
+
+        popup.keys(&["Enter"]);
+        let screen = popup.wait_for("the QR screen", |s| {
+            s.contains("Code valid until") || s.contains("Window too small")
+        });
+        assert_whole_words(&popup, &screen, size);
+        assert!(
+            screen.lines().count() <= usize::from(height),
+            "{size:?}:\n{screen}"
+        );
+        if screen.contains('█') {
+            assert_pending_code(&popup, &decode_qr(&screen), size);
+            assert!(
+                screen.contains("\nCode valid until "),
+                "{size:?}: the expiry shows with the QR:\n{screen}"
+            );
+        } else {
+            let (w, h) = needs(&screen).unwrap_or_else(|| panic!("{size:?}:\n{screen}"));
+            assert!(w > width || h > height, "{size:?} needs {w}×{h}:\n{screen}");
+        }
+        if width >= 40 {
+            assert!(screen.contains("Code valid until "), "{size:?}:\n{screen}");
+        }
+
+        popup.keys(&["c"]);
+        let screen = popup.wait_for("the printed code", |s| {
+            s.contains("HERDR-PAIR:1:") || s.contains("Window too small: needs")
+        });
+        assert_whole_words(&popup, &screen, size);
+        match screen.lines().find(|l| l.starts_with("HERDR-PAIR:1:")) {
+            Some(printed) => {
+                // Whole: one line (wrapped by the terminal) that decodes to
+                // the pending ceremony's code.
+                assert_pending_code(&popup, printed.trim_end(), size);
+                assert!(
+                    screen.contains("\nCode valid until "),
+                    "{size:?}:\n{screen}"
+                );
+            }
+            None => {
+                let (w, h) = needs(&screen).unwrap();
+                assert!(
+                    w > width && h <= height,
+                    "{size:?}: widen to {w}×{h}:\n{screen}"
+                );
+            }
+        }
+        if width >= 40 {
+            assert!(
+                screen.contains("HERDR-PAIR:1:"),
+                "{size:?}: room for the code:\n{screen}"
+            );
+        }
+        popup.keys(&["q"]);
+        assert_eq!(popup.exit_status(), 0, "{size:?}");
+    }
+}
+
+/// A stand-in SSH server on loopback that sends `banner` to every
+/// connection; returns its port.
+fn banner_server(banner: &'static str) -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { break };
+            let _ = std::io::Write::write_all(&mut stream, banner.as_bytes());
+        }
+    });
+    port
+}
+
+#[test]
+fn the_ssh_preflight_is_a_checklist_row_and_holds_back_the_code() {
+    require_tmux!();
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let pair_json = format!(r#"{{"ssh_port":{port},"addresses":["192.168.1.10"]}}"#);
+    let popup = Popup::start(
+        "preflight",
+        Options {
+            pair_json: Some(&pair_json),
+            ssh_check: true,
+            ..Options::default()
+        },
+    );
+    let screen = popup.wait_for_text("[FAIL] SSH server:");
+    let text = screen.replace('\n', " ");
+    assert!(
+        text.contains(&format!(
+            "[FAIL] SSH server: no SSH server answers on 127.0.0.1:{port} (connection refused)"
+        )),
+        "{screen}"
+    );
+    assert!(
+        text.contains(&format!("Fix: start OpenSSH on port {port}")),
+        "{screen}"
+    );
+    popup.keys(&["Enter"]);
+    popup.wait_for_text("No Pairing Code until OpenSSH answers (see the SSH server row).");
+    assert_eq!(popup.pending_count(), 0, "no ceremony without sshd");
+    assert!(!popup.authorized_keys().contains("herdr-pairing:"));
+
+    // Tailscale SSH on the port: refused too, with doctor's fix.
+    let tailscale = banner_server("SSH-2.0-Tailscale\r\n");
+    fs::write(
+        popup.config_dir().join("pair.json"),
+        format!(r#"{{"ssh_port":{tailscale},"addresses":["192.168.1.10"]}}"#),
+    )
+    .unwrap();
+    popup.keys(&["Enter"]);
+    let screen = popup.wait_for_text("Tailscale SSH answers on port");
+    assert!(
+        screen
+            .replace('\n', " ")
+            .contains("tailscale set --ssh=false"),
+        "{screen}"
+    );
+    assert_eq!(popup.pending_count(), 0);
+
+    // OpenSSH answering now: Enter checks again and shows the code.
+    let openssh = banner_server("SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13\r\n");
+    fs::write(
+        popup.config_dir().join("pair.json"),
+        format!(r#"{{"ssh_port":{openssh},"addresses":["192.168.1.10"]}}"#),
+    )
+    .unwrap();
+    popup.keys(&["Enter"]);
+    let screen = popup.wait_for_text("Scan with Heeler");
+    let payload: Payload = pairing_code::decode(&decode_qr(&screen)).unwrap();
+    assert_eq!(payload.port, openssh);
+    assert_eq!(popup.pending_count(), 1);
     popup.keys(&["q"]);
     assert_eq!(popup.exit_status(), 0);
 }

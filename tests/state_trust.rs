@@ -335,7 +335,8 @@ fn pair_no_ui_refuses_an_untrusted_state_dir() {
     fs::create_dir_all(&config).unwrap();
     chmod(&state, 0o777);
     let mut child = Command::new(heeler_bin())
-        .args(["pair", "--no-ui"])
+        // No sshd here: the SSH preflight would refuse before the trust check.
+        .args(["pair", "--no-ui", "--no-ssh-check"])
         .env_clear()
         .env("HOME", &dir.path)
         .env("HERDR_PLUGIN_STATE_DIR", &state)

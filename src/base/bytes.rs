@@ -1,6 +1,7 @@
 //! A bounded cursor over bytes: the one way heeler reads binary formats
 //! (its own cache files and the system's TZif zone files); and the order of
-//! byte strings, compared a word at a time.
+//! byte strings, compared a word at a time; and the printable part of a
+//! peer's line, for a report or a screen.
 //!
 //! Every read checks the bytes that remain first, so a truncated or
 //! corrupt input yields `None` instead of a panic, and a length read from
@@ -137,6 +138,15 @@ pub fn byte_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
 /// build's `bcmp` is byte-wise too).
 pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && byte_order(a, b).is_eq()
+}
+
+/// At most 60 printable ASCII characters of a peer's line or a file's
+/// value, so that the report stays one line and shows no control bytes.
+pub fn printable(line: &str) -> String {
+    line.chars()
+        .filter(|c| c.is_ascii_graphic() || *c == ' ')
+        .take(60)
+        .collect()
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! The effects behind `heeler doctor`: read files and path metadata, read an
-//! SSH banner over loopback TCP, run `herdr` with a timeout, and (only with
+//! SSH banner over loopback TCP (`pair::preflight::read_banner`, the read
+//! pairing does too), run `herdr` with a timeout, and (only with
 //! `--network`) ask the Push Relay for `GET /push`. Everything it learns goes
 //! into [`Facts`]; the decisions are in the check files.
 //!
@@ -7,8 +8,6 @@
 //! rule every command uses); when it cannot name them, nothing under them
 //! is probed, so no path is ever resolved against the current directory.
 
-use std::io::Read;
-use std::net::{SocketAddr, TcpStream};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -19,8 +18,6 @@ use crate::doctor::facts::{ConfigFacts, Facts, FileRead, HomeFacts, PathFacts, P
 use crate::doctor::{binary, config, herdr, ssh};
 use crate::pair::authorized_keys;
 
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-const BANNER_TIMEOUT: Duration = Duration::from_secs(3);
 const HERDR_TIMEOUT: Duration = Duration::from_secs(5);
 const RELAY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -58,12 +55,14 @@ pub fn gather(network: bool) -> Facts {
         exe_has_interpreter,
         exe_trust,
         ssh_port,
-        ssh_banner: read_banner(ssh_port),
+        ssh_banner: crate::pair::preflight::read_banner(ssh_port),
         ssh_service: crate::doctor::facts::SshService::of(
             std::env::consts::OS,
-            std::fs::read_to_string("/etc/os-release")
-                .or_else(|_| std::fs::read_to_string("/usr/lib/os-release"))
-                .ok()
+            ["/etc/os-release", "/usr/lib/os-release"]
+                .iter()
+                .find_map(|path| {
+                    crate::base::state_file::read_config_text(std::path::Path::new(path), 64 * 1024)
+                })
                 .as_deref(),
             std::path::Path::new("/run/systemd/system").is_dir(),
             std::path::Path::new("/run/openrc").is_dir()
@@ -197,43 +196,6 @@ pub fn path_facts(path: &Path) -> PathFacts {
             uid: 0,
             mode: 0,
         },
-    }
-}
-
-/// The first `SSH-` line the server on 127.0.0.1:<port> sends.
-pub fn read_banner(port: u16) -> Result<String, String> {
-    let address = SocketAddr::from(([127, 0, 0, 1], port));
-    let mut stream = TcpStream::connect_timeout(&address, CONNECT_TIMEOUT).map_err(describe)?;
-    stream
-        .set_read_timeout(Some(BANNER_TIMEOUT))
-        .map_err(describe)?;
-    let mut received = Vec::new();
-    let mut chunk = [0u8; 256];
-    while received.len() < 1024 {
-        let n = stream.read(&mut chunk).map_err(describe)?;
-        if n == 0 {
-            break;
-        }
-        received.extend_from_slice(&chunk[..n]);
-        let text = String::from_utf8_lossy(&received);
-        if let Some(line) = text.lines().find(|line| line.starts_with("SSH-"))
-            && (text.contains(&format!("{line}\n")) || text.contains(&format!("{line}\r")))
-        {
-            return Ok(line.trim_end().to_owned());
-        }
-    }
-    let text = String::from_utf8_lossy(&received);
-    match text.lines().next() {
-        Some(line) if !line.is_empty() => Ok(line.trim_end().to_owned()),
-        _ => Err("closed without a banner".to_owned()),
-    }
-}
-
-fn describe(error: std::io::Error) -> String {
-    match error.kind() {
-        std::io::ErrorKind::ConnectionRefused => "connection refused".to_owned(),
-        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => "timed out".to_owned(),
-        _ => error.to_string(),
     }
 }
 

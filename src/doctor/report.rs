@@ -64,14 +64,7 @@ impl Check {
     }
 }
 
-/// At most 60 printable ASCII characters of a peer's line or a file's
-/// value, so that the report stays one line and shows no control bytes.
-pub fn printable(line: &str) -> String {
-    line.chars()
-        .filter(|c| c.is_ascii_graphic() || *c == ' ')
-        .take(60)
-        .collect()
-}
+pub use crate::base::bytes::printable;
 
 pub fn any_failed(checks: &[Check]) -> bool {
     checks.iter().any(|c| c.status == Status::Fail)

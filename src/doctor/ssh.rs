@@ -2,7 +2,9 @@
 //! which host key the Pairing Code pins, would sshd's StrictModes accept
 //! authorized_keys, and are expired Bootstrap Key lines left in it.
 //!
-//! Invariants: the rules of pairing are not restated here. The host key
+//! Invariants: the rules of pairing are not restated here. What may answer
+//! on the SSH port is `pair::preflight`'s (pairing runs the same check
+//! before it shows a code). The host key
 //! files, their order and their parsing are `pair::host_key`'s; the
 //! authorized_keys line split, the Bootstrap Key marker and its expiry are
 //! `pair::authorized_keys`'s. Key blobs never reach the report: lines are
@@ -11,7 +13,8 @@
 use std::path::PathBuf;
 
 use crate::doctor::facts::{FileRead, PathFacts, PathKind, SshService};
-use crate::doctor::report::{Check, printable};
+use crate::doctor::report::Check;
+use crate::pair::preflight::{self, Finding, Level};
 use crate::pair::{authorized_keys, host_key};
 
 /// How this Host installs and starts OpenSSH ([`SshService::of`] decides,
@@ -74,49 +77,23 @@ impl SshService {
     }
 }
 
-/// Classify what answered on 127.0.0.1:<port>: the first banner line, or why
-/// none came.
+/// What answered on 127.0.0.1:<port> (the first banner line, or why none
+/// came), as pairing's preflight classifies it: the rule and its wording
+/// are `pair::preflight`'s, so doctor and pairing agree; doctor's fix also
+/// names how this Host starts OpenSSH (`service`).
 pub fn check_ssh_server(port: u16, banner: &Result<String, String>, service: SshService) -> Check {
     const ID: &str = "ssh_server";
-    let start_fix = format!(
-        "start OpenSSH on port {port} ({}), or set ssh_port in pair.json to its port",
-        service.start()
-    );
-    match banner {
-        Err(reason) => Check::fail(
-            ID,
-            format!("no SSH server answers on 127.0.0.1:{port} ({reason})"),
-            start_fix,
-        ),
-        Ok(line) if line.starts_with("SSH-2.0-Tailscale") => Check::fail(
-            ID,
-            format!(
-                "Tailscale SSH answers on port {port}, not OpenSSH; enrollment needs OpenSSH's forced command"
-            ),
-            format!(
-                "turn Tailscale SSH off (tailscale set --ssh=false) or run OpenSSH on another port and set ssh_port in pair.json (now {port})"
-            ),
-        ),
-        Ok(line) if line.starts_with("SSH-2.0-OpenSSH") => {
-            let software = line.trim_start_matches("SSH-2.0-");
-            Check::pass(ID, format!("{software} answers on 127.0.0.1:{port}"))
-        }
-        Ok(line) if line.starts_with("SSH-") => Check::warn(
-            ID,
-            format!(
-                "an SSH server that is not OpenSSH answers on port {port} ({})",
-                printable(line)
-            ),
-            "pairing needs OpenSSH (authorized_keys forced commands); use OpenSSH or set ssh_port in pair.json to its port",
-        ),
-        Ok(line) => Check::fail(
-            ID,
-            format!(
-                "port {port} answers, but not with SSH ({})",
-                printable(line)
-            ),
-            start_fix,
-        ),
+    let start = service.start();
+    let finding = preflight::classify_with(port, banner, Some(&start));
+    let Finding {
+        level,
+        summary,
+        fix,
+    } = finding;
+    match (level, fix) {
+        (Level::Pass, _) | (_, None) => Check::pass(ID, summary),
+        (Level::Warn, Some(fix)) => Check::warn(ID, summary, fix),
+        (Level::Fail, Some(fix)) => Check::fail(ID, summary, fix),
     }
 }
 

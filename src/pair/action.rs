@@ -9,6 +9,11 @@
 //! answer line has one overall deadline, and the CLI runs through
 //! `herdr::client::run_cli` (killed with its process group past its
 //! deadline); what the CLI printed is passed on.
+//!
+//! An action's output only reaches herdr's plugin log, so when herdr
+//! refuses the popup (a second `heeler.pair` while one is open: herdr's
+//! popup is a session-modal singleton) the action also shows a herdr
+//! notification saying why ([`notice_for`]), the same way it reached herdr.
 
 use std::io::Write;
 use std::os::unix::net::UnixStream;
@@ -65,6 +70,75 @@ impl From<PairActionError> for Failure {
             ),
         }
     }
+}
+
+/// A herdr notification telling the user why no popup opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    pub title: &'static str,
+    pub body: String,
+}
+
+/// What herdr says when its one popup is already open.
+const ALREADY_OPEN: &str = "popup already open";
+
+/// The notice for a refusal (`code`, `message` as herdr sent them).
+pub fn notice_for(code: &str, message: &str) -> Notice {
+    if message.contains(ALREADY_OPEN) {
+        return Notice {
+            title: "Pairing is already open",
+            body: "A popup is already open in this herdr session (maybe pairing's own): scan its code or press q there to close it, then run Pair again.".to_owned(),
+        };
+    }
+    if code == "ui_busy" {
+        return Notice {
+            title: "Pairing could not open",
+            body: "herdr is busy (Settings, copy mode or a dialog is open): close it, then run Pair again.".to_owned(),
+        };
+    }
+    Notice {
+        title: "Pairing could not open",
+        body: format!("herdr refused the pairing popup: {code}: {message}"),
+    }
+}
+
+/// The `notification.show` request line for `notice`.
+pub fn notification_request(notice: &Notice) -> String {
+    let params = Object::new()
+        .with("title", notice.title)
+        .with("body", notice.body.as_str());
+    let request = Object::new()
+        .with("id", "heeler:pair-action:notice")
+        .with("method", "notification.show")
+        .with("params", params);
+    let mut line = Value::Object(request).to_json();
+    line.push('\n');
+    line
+}
+
+/// Shows `notice` through herdr's socket (one request per connection);
+/// best effort, bounded like the open request.
+fn notify_through_socket(path: &str, notice: &Notice) {
+    let Ok(mut stream) = UnixStream::connect(path) else {
+        return;
+    };
+    let deadline = Instant::now() + SOCKET_TIMEOUT;
+    if stream.set_write_timeout(Some(SOCKET_TIMEOUT)).is_err()
+        || stream
+            .write_all(notification_request(notice).as_bytes())
+            .is_err()
+    {
+        return;
+    }
+    let _ = client::read_line_before(&mut stream, deadline);
+}
+
+/// Shows `notice` with `herdr notification show`; best effort.
+fn notify_through_cli(herdr: &str, notice: &Notice) {
+    let _ = client::run_cli(
+        Path::new(herdr),
+        &["notification", "show", notice.title, "--body", &notice.body],
+    );
 }
 
 /// The request line for the popup.
@@ -124,6 +198,7 @@ fn open_through_cli(plugin_id: &str) -> Result<(), PairActionError> {
         .ok()
         .filter(|p| !p.is_empty())
         .unwrap_or_else(|| "herdr".to_owned());
+    let herdr = herdr.as_str();
     let args = [
         "plugin",
         "pane",
@@ -146,6 +221,9 @@ fn open_through_cli(plugin_id: &str) -> Result<(), PairActionError> {
     if status.success() {
         return Ok(());
     }
+    if String::from_utf8_lossy(&finished.stderr).contains(ALREADY_OPEN) {
+        notify_through_cli(herdr, &notice_for("", ALREADY_OPEN));
+    }
     let code = status
         .code()
         .and_then(|c| u8::try_from(c).ok())
@@ -165,7 +243,12 @@ pub fn run() -> Result<(), Failure> {
     {
         match open_through_socket(&path, &plugin_id) {
             Ok(()) => return Ok(()),
-            Err(Some(error)) => return Err(error.into()),
+            Err(Some(error)) => {
+                if let PairActionError::Refused { code, message } = &error {
+                    notify_through_socket(&path, &notice_for(code, message));
+                }
+                return Err(error.into());
+            }
             Err(None) => {}
         }
     }
@@ -207,5 +290,31 @@ mod tests {
             interpret_response("{}"),
             Err(PairActionError::BadResponse(_))
         ));
+    }
+
+    #[test]
+    fn a_second_popup_is_told_not_silent() {
+        // herdr's answer to a second open (its popup is a session singleton).
+        let notice = notice_for("plugin_pane_open_failed", "popup already open");
+        assert_eq!(notice.title, "Pairing is already open");
+        assert!(notice.body.contains("press q there to close it"));
+        assert!(
+            notice_for("ui_busy", "settings open")
+                .body
+                .contains("herdr is busy")
+        );
+        let other = notice_for("plugin_not_found", "no plugin heeler");
+        assert_eq!(
+            other.body,
+            "herdr refused the pairing popup: plugin_not_found: no plugin heeler"
+        );
+        let line = notification_request(&Notice {
+            title: "T",
+            body: "B \"q\"".into(),
+        });
+        assert_eq!(
+            line,
+            "{\"id\":\"heeler:pair-action:notice\",\"method\":\"notification.show\",\"params\":{\"title\":\"T\",\"body\":\"B \\\"q\\\"\"}}\n"
+        );
     }
 }

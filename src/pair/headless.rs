@@ -11,8 +11,10 @@
 //! Device Key this ceremony enrolled that is there is printed, also on a
 //! signal (then with the signal's status); an enrolled record whose key is
 //! not there (an `accept` killed between the two) is never reported
-//! ([`exit_of`], pure, decides the exit). Progress and hints go to stderr. `--config-only` prints a code without a Bootstrap
-//! Key and exits at once, with or without `--no-ui`.
+//! ([`exit_of`], pure, decides the exit). Progress and hints go to stderr.
+//! `--config-only` prints a code without a Bootstrap Key and exits at once,
+//! with or without `--no-ui`. Before any code, the SSH preflight
+//! (`pair::preflight`) must pass unless `--no-ssh-check`.
 //!
 //! Test-only environment (never set these in production):
 //! `HEELER_TEST_PAIRING_TTL_SECONDS` shortens the Bootstrap Key's TTL, and
@@ -32,6 +34,7 @@ use crate::pair::addresses;
 use crate::pair::ceremony::{self, CeremonyConfig};
 use crate::pair::config;
 use crate::pair::host_key;
+use crate::pair::preflight;
 use crate::wire::pairing_code::{self, Payload};
 
 /// How often the wait loop looks for an enrollment or a signal.
@@ -122,6 +125,9 @@ pub fn run(args: PairArgs) -> Result<(), Failure> {
         fp: host_key.fingerprint,
         bootstrap: None,
     };
+    if !args.no_ssh_check {
+        preflight(port)?;
+    }
     if args.config_only {
         let code = pairing_code::encode_v1(&payload)
             .map_err(|e| fail(format!("invalid Pairing Code: {e}")))?;
@@ -160,6 +166,19 @@ pub fn run(args: PairArgs) -> Result<(), Failure> {
         payload.user, payload.port, payload.fp, config.ttl_seconds
     ));
     wait(&ceremony)
+}
+
+/// Doctor's SSH server check on the advertised port, before any code is
+/// printed: a failure is exit 1 with its reason and fix on one line.
+fn preflight(port: u16) -> Result<(), Failure> {
+    match preflight::verdict(&preflight::check(port)) {
+        preflight::Verdict::Proceed => Ok(()),
+        preflight::Verdict::ProceedWithWarning(line) => {
+            note(&line);
+            Ok(())
+        }
+        preflight::Verdict::Refuse(reason) => Err(fail(preflight::refusal_line(&reason))),
+    }
 }
 
 /// The stdout line of a finished ceremony: `enrolled …` when it appended

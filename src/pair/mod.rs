@@ -24,6 +24,8 @@
 //! - `endpoint.rs`: v1 or v2 for this herdr (a pure plan) and the v2
 //!   launcher, written staged and tested before it is moved in place.
 //! - `tailscale.rs`: whether Tailscale serves SSH on a checked address.
+//! - `preflight.rs`: before a code is shown, doctor's SSH server check on
+//!   the advertised port, and what pairing does with its verdict.
 //! - `action.rs`: the `pair` action: `plugin.pane.open` on herdr's socket,
 //!   the herdr CLI as fallback.
 //! - `popup/`: the pairing popup (`heeler pair`).
@@ -51,5 +53,6 @@ pub mod endpoint;
 pub mod headless;
 pub mod host_key;
 pub mod popup;
+pub mod preflight;
 pub mod state;
 pub mod tailscale;

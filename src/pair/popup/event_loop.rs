@@ -31,10 +31,13 @@ use crate::pair::host_key;
 use crate::pair::popup::checklist::Checklist;
 use crate::pair::popup::clipboard;
 use crate::pair::popup::keys;
-use crate::pair::popup::machine::{Effect, EndpointStatus, Input, Phase, Popup, QrState};
+use crate::pair::popup::machine::{
+    Effect, EndpointStatus, Input, Phase, Popup, QrState, SshStatus,
+};
 use crate::pair::popup::qr::Qr;
 use crate::pair::popup::screen::{self, ChecklistNotes, Hint, QrDetails};
 use crate::pair::popup::terminal::{self, PopupTerminal};
+use crate::pair::preflight;
 use crate::pair::tailscale::{self, TailscaleSsh};
 use crate::wire::pairing_code::{self, Endpoint, Payload};
 
@@ -75,6 +78,8 @@ struct Session {
     popup: Popup,
     /// The Tailscale probe's answer, until it arrives.
     tailscale: Option<Receiver<TailscaleSsh>>,
+    /// The first SSH preflight's result, until it arrives.
+    ssh: Option<Receiver<preflight::Finding>>,
     /// The launcher test's outcome, until it arrives.
     launcher: Option<Receiver<Result<Endpoint, String>>>,
     ceremony: Option<Ceremony>,
@@ -112,11 +117,24 @@ pub fn run(args: PairArgs) -> Result<(), Failure> {
     let may_be_tailnet = candidates
         .iter()
         .any(|c| tailscale::may_be_tailnet(&c.address));
+    let mut popup = Popup::new(Checklist::new(candidates), endpoint, PopupTerminal::size());
+    let mut ssh = None;
+    if !args.no_ssh_check {
+        // Shown on the checklist as soon as it answers; Enter checks again.
+        popup.ssh = SshStatus::Checking;
+        let port = config::read(Some(&setup.config_dir)).ssh_port;
+        let (sender, receiver) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = sender.send(preflight::check(port));
+        });
+        ssh = Some(receiver);
+    }
     let mut session = Session {
         setup,
         terminal,
-        popup: Popup::new(Checklist::new(candidates), endpoint, PopupTerminal::size()),
+        popup,
         tailscale: None,
+        ssh,
         launcher,
         ceremony: None,
         dirty: false,
@@ -147,7 +165,10 @@ fn run_fatal(
     message: &[String],
     keys: &Receiver<Vec<u8>>,
 ) -> Result<(), Failure> {
-    let _ = terminal.paint(&screen::fatal(message));
+    let _ = terminal.paint(&screen::fit(
+        &screen::Screen::fixed(screen::fatal(message)),
+        PopupTerminal::size(),
+    ));
     loop {
         if sys::termination_signal().is_some() {
             break;
@@ -278,7 +299,15 @@ impl Session {
         let selected = self.popup.list.selected();
         let selected: Vec<&str> = selected.iter().map(String::as_str).collect();
         let conflict = tailscale::conflict(&self.popup.tailscale, &selected, current.ssh_port);
+        let ssh = match &self.popup.ssh {
+            SshStatus::Skipped => Vec::new(),
+            SshStatus::Checking => vec![screen::ssh_checking_row(current.ssh_port)],
+            SshStatus::Checked(check) => {
+                screen::ssh_rows(check.level, &check.summary, check.fix.as_deref())
+            }
+        };
         ChecklistNotes {
+            ssh,
             machine: self.setup.machine.clone(),
             port: current.ssh_port,
             warnings,
@@ -292,10 +321,15 @@ impl Session {
     /// shows the screen it came from (the outcome normally arrives before
     /// the next paint).
     fn lines(&self) -> Vec<String> {
+        let size = self.popup.size;
+        let fixed = |lines| screen::fit(&screen::Screen::fixed(lines), size);
         match &self.popup.phase {
-            Phase::Fatal(message) => screen::fatal(message),
-            Phase::Select | Phase::AwaitingLauncher(_) | Phase::Starting => {
-                screen::checklist(&self.popup.list, &self.notes())
+            Phase::Fatal(message) => fixed(screen::fatal(message)),
+            Phase::Select
+            | Phase::CheckingSsh(_)
+            | Phase::AwaitingLauncher(_)
+            | Phase::Starting => {
+                screen::fit(&screen::checklist(&self.popup.list, &self.notes()), size)
             }
             Phase::Qr(state) | Phase::Expiring(state) | Phase::Cancelling(state) => {
                 let hint = if state.copied_until.is_some() {
@@ -312,21 +346,23 @@ impl Session {
                     self.popup.size,
                 )
             }
-            Phase::Expired => screen::expired(),
+            Phase::Expired => fixed(screen::expired()),
             Phase::Enrolled(enrolled) | Phase::Revoking(enrolled) if enrolled.appended => {
-                screen::enrolled(
+                fixed(screen::enrolled(
                     &self.setup.machine,
                     &enrolled.fingerprint,
                     enrolled.comment.as_deref(),
-                )
+                ))
             }
-            Phase::Enrolled(enrolled) | Phase::Revoking(enrolled) => screen::already_authorized(
-                &self.setup.machine,
-                &enrolled.fingerprint,
-                enrolled.comment.as_deref(),
-            ),
-            Phase::Revoked(fingerprint) => screen::revoked(fingerprint),
-            Phase::RevokeFailed(error) => screen::revoke_failed(error),
+            Phase::Enrolled(enrolled) | Phase::Revoking(enrolled) => {
+                fixed(screen::already_authorized(
+                    &self.setup.machine,
+                    &enrolled.fingerprint,
+                    enrolled.comment.as_deref(),
+                ))
+            }
+            Phase::Revoked(fingerprint) => fixed(screen::revoked(fingerprint)),
+            Phase::RevokeFailed(error) => fixed(screen::revoke_failed(error)),
         }
     }
 
@@ -383,6 +419,16 @@ impl Session {
                 Err(TryRecvError::Empty) => {}
             }
         }
+        if let Some(receiver) = &self.ssh {
+            match receiver.try_recv() {
+                Ok(check) => {
+                    inputs.push(Input::SshChecked(check));
+                    self.ssh = None;
+                }
+                Err(TryRecvError::Disconnected) => self.ssh = None,
+                Err(TryRecvError::Empty) => {}
+            }
+        }
         if let Some(receiver) = &self.launcher {
             let outcome = match receiver.try_recv() {
                 Ok(outcome) => Some(outcome),
@@ -418,6 +464,13 @@ impl Session {
                     Effect::Repaint => self.dirty = true,
                     Effect::Close => return Some(Ending::Close),
                     Effect::Fail(message) => return Some(Ending::Fail(message)),
+                    Effect::CheckSsh => {
+                        self.flush();
+                        // A newer answer than the one still on its way.
+                        self.ssh = None;
+                        let port = config::read(Some(&self.setup.config_dir)).ssh_port;
+                        inputs.push_back(Input::SshChecked(preflight::check(port)));
+                    }
                     Effect::AwaitLauncher => {
                         self.flush();
                         inputs.push_back(Input::LauncherTested(self.await_launcher()));

@@ -10,7 +10,8 @@
 //!
 //! Invariants:
 //! - The loop feeds an effect's outcome back before any other input. While
-//!   a ceremony start, a launcher test, a revoke or an expiry is in flight
+//!   an SSH check, a ceremony start, a launcher test, a revoke or an expiry
+//!   is in flight
 //!   the phase says so, and keys are ignored there (the popup contract:
 //!   keys are ignored while a revoke or an expiry runs).
 //! - On the fatal screen any key fails the popup (exit 1); everywhere else
@@ -19,6 +20,8 @@
 //!   screen every key but `c` closes, after ending the ceremony under the
 //!   lock (`Cancelling`): a device that enrolled since the last poll is
 //!   shown, not closed over.
+//! - Unless `--no-ssh-check`, Enter on the checklist runs the SSH preflight
+//!   (`pair::preflight`) first, and no ceremony starts when it fails.
 //! - `Qr` is entered only with a running ceremony, so the QR screen is the
 //!   only phase that polls for an enrollment and watches the expiry.
 //! - An enrollment seen by the poll wins over the expiry; an enrollment
@@ -36,6 +39,7 @@ use crate::pair::popup::clipboard;
 use crate::pair::popup::keys::Key;
 use crate::pair::popup::qr::Qr;
 use crate::pair::popup::screen::{self, QrDetails};
+use crate::pair::preflight::{self, Finding, Verdict};
 use crate::pair::tailscale::TailscaleSsh;
 use crate::wire::pairing_code::Endpoint;
 
@@ -46,6 +50,23 @@ pub const TESTING_THE_LAUNCHER: &str = "Testing the launcher…";
 /// The checklist message when this herdr cannot have a Pairing Code.
 pub const NO_CODE_FOR_THIS_HERDR: &str =
     "No Pairing Code can be offered for this herdr (see above).";
+
+/// The checklist message when Enter waits for the SSH preflight.
+pub const CHECKING_SSH: &str = "Checking the SSH server…";
+/// The checklist message when the SSH preflight refused a code.
+pub const NO_CODE_WITHOUT_SSH: &str =
+    "No Pairing Code until OpenSSH answers (see the SSH server row).";
+
+/// Where the SSH preflight (`pair::preflight`, doctor's check) stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SshStatus {
+    /// `--no-ssh-check`: no preflight.
+    Skipped,
+    /// The first check is running.
+    Checking,
+    /// The last check's result.
+    Checked(Finding),
+}
 
 /// Where the Pairing Code v2 endpoint stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,6 +134,8 @@ pub enum Phase {
     Fatal(Vec<String>),
     /// The address checklist.
     Select,
+    /// Enter confirmed these addresses; the SSH preflight is awaited.
+    CheckingSsh(Vec<String>),
     /// Enter confirmed these addresses; the launcher test is awaited.
     AwaitingLauncher(Vec<String>),
     /// A ceremony is being started.
@@ -145,6 +168,9 @@ pub enum Input {
     Tick { now: Instant, size: (usize, usize) },
     /// Tailscale answered whether it serves SSH.
     TailscaleAnswered(TailscaleSsh),
+    /// The SSH preflight's result (the background one at open, or the
+    /// outcome of [`Effect::CheckSsh`]).
+    SshChecked(Finding),
     /// The launcher test finished (the endpoint, or why no code).
     LauncherTested(Result<Endpoint, String>),
     /// The outcome of [`Effect::StartCeremony`]: the QR screen, or the
@@ -176,6 +202,9 @@ pub enum Effect {
     Close,
     /// Fail the popup with the fatal screen's message (exit 1).
     Fail(Vec<String>),
+    /// Run the SSH preflight on the advertised port; answer
+    /// [`Input::SshChecked`]. The screen is painted first.
+    CheckSsh,
     /// Wait for the launcher test; answer [`Input::LauncherTested`]. The
     /// screen is painted first, so the user sees what is awaited.
     AwaitLauncher,
@@ -209,6 +238,7 @@ pub struct Popup {
     pub message: Option<String>,
     pub endpoint: EndpointStatus,
     pub tailscale: TailscaleSsh,
+    pub ssh: SshStatus,
     /// The addresses of the last confirmed checklist (a fresh code after
     /// expiry uses them again).
     pub confirmed: Vec<String>,
@@ -229,6 +259,7 @@ impl Popup {
             message: None,
             endpoint,
             tailscale: TailscaleSsh::default(),
+            ssh: SshStatus::Skipped,
             confirmed: Vec::new(),
             size,
         }
@@ -238,7 +269,8 @@ impl Popup {
     fn in_flight(&self) -> bool {
         matches!(
             self.phase,
-            Phase::AwaitingLauncher(_)
+            Phase::CheckingSsh(_)
+                | Phase::AwaitingLauncher(_)
                 | Phase::Starting
                 | Phase::Expiring(_)
                 | Phase::Cancelling(_)
@@ -255,6 +287,7 @@ impl Popup {
                 self.tailscale = answer;
                 self.repaint_if_select()
             }
+            Input::SshChecked(check) => self.ssh_checked(check),
             Input::LauncherTested(outcome) => self.launcher_tested(outcome),
             Input::CeremonyStarted(outcome) => self.ceremony_started(outcome),
             Input::EnrollmentPolled { enrolled, unix } => self.enrollment_polled(enrolled, unix),
@@ -320,14 +353,27 @@ impl Popup {
             }
             checklist::Outcome::Confirmed(addresses) => {
                 self.message = None;
-                if let EndpointStatus::Testing { .. } = self.endpoint {
-                    self.message = Some(TESTING_THE_LAUNCHER.to_owned());
-                    self.phase = Phase::AwaitingLauncher(addresses);
-                    return vec![Effect::Repaint, Effect::AwaitLauncher];
+                if self.ssh != SshStatus::Skipped {
+                    // Checked again at each Enter: the user may have just
+                    // started sshd after reading the row.
+                    self.message = Some(CHECKING_SSH.to_owned());
+                    self.phase = Phase::CheckingSsh(addresses);
+                    return vec![Effect::Repaint, Effect::CheckSsh];
                 }
-                self.confirm(addresses)
+                self.confirmed_with_ssh(addresses)
             }
         }
+    }
+
+    /// Addresses confirmed and the SSH preflight passed (or skipped): on to
+    /// the launcher test, or the code.
+    fn confirmed_with_ssh(&mut self, addresses: Vec<String>) -> Vec<Effect> {
+        if let EndpointStatus::Testing { .. } = self.endpoint {
+            self.message = Some(TESTING_THE_LAUNCHER.to_owned());
+            self.phase = Phase::AwaitingLauncher(addresses);
+            return vec![Effect::Repaint, Effect::AwaitLauncher];
+        }
+        self.confirm(addresses)
     }
 
     /// Confirmed addresses with a settled endpoint: a code, unless this
@@ -348,6 +394,25 @@ impl Popup {
             addresses,
             endpoint: self.endpoint.for_code(),
         }]
+    }
+
+    fn ssh_checked(&mut self, check: Finding) -> Vec<Effect> {
+        let refused = matches!(preflight::verdict(&check), Verdict::Refuse(_));
+        self.ssh = SshStatus::Checked(check);
+        match std::mem::replace(&mut self.phase, Phase::Select) {
+            Phase::CheckingSsh(addresses) => {
+                self.message = None;
+                if refused {
+                    self.message = Some(NO_CODE_WITHOUT_SSH.to_owned());
+                    return vec![Effect::Repaint];
+                }
+                self.confirmed_with_ssh(addresses)
+            }
+            other => {
+                self.phase = other;
+                self.repaint_if_select()
+            }
+        }
     }
 
     fn launcher_tested(&mut self, outcome: Result<Endpoint, String>) -> Vec<Effect> {
@@ -1134,5 +1199,100 @@ mod tests {
             assert_eq!(popup.step(input.clone()), Vec::new(), "{input:?}");
             assert_eq!(popup.phase, Phase::Expired);
         }
+    }
+
+    fn ssh_pass() -> Finding {
+        preflight::classify(22, &Ok("SSH-2.0-OpenSSH_9.6".into()))
+    }
+
+    fn ssh_fail() -> Finding {
+        preflight::classify(22, &Err("connection refused".into()))
+    }
+
+    /// The popup with the preflight on, its first check answered.
+    fn checked(first: Finding) -> Popup {
+        let mut popup = popup();
+        popup.ssh = SshStatus::Checking;
+        assert_eq!(
+            popup.step(Input::SshChecked(first.clone())),
+            vec![Effect::Repaint]
+        );
+        assert_eq!(popup.ssh, SshStatus::Checked(first));
+        popup
+    }
+
+    #[test]
+    fn enter_checks_ssh_again_and_a_failure_shows_no_code() {
+        let mut popup = checked(ssh_pass());
+        assert_eq!(
+            popup.step(Input::Key(Key::Enter)),
+            vec![Effect::Repaint, Effect::CheckSsh]
+        );
+        assert_eq!(popup.message.as_deref(), Some(CHECKING_SSH));
+        assert_eq!(popup.step(Input::Key(Key::Enter)), Vec::new(), "in flight");
+        assert_eq!(
+            popup.step(Input::SshChecked(ssh_fail())),
+            vec![Effect::Repaint]
+        );
+        assert_eq!(popup.phase, Phase::Select);
+        assert_eq!(popup.message.as_deref(), Some(NO_CODE_WITHOUT_SSH));
+        assert_eq!(popup.ssh, SshStatus::Checked(ssh_fail()));
+        assert!(popup.confirmed.is_empty());
+    }
+
+    #[test]
+    fn a_passing_check_at_enter_starts_the_ceremony() {
+        let mut popup = checked(ssh_fail());
+        popup.step(Input::Key(Key::Enter));
+        assert_eq!(
+            popup.step(Input::SshChecked(ssh_pass())),
+            start_for(&["10.0.0.1"], None)
+        );
+        assert_eq!(popup.message, None);
+        // A warning (not OpenSSH) goes on as well.
+        let mut popup = checked(ssh_pass());
+        popup.step(Input::Key(Key::Enter));
+        let other = preflight::classify(22, &Ok("SSH-2.0-dropbear_2022.83".into()));
+        assert_eq!(
+            popup.step(Input::SshChecked(other)),
+            start_for(&["10.0.0.1"], None)
+        );
+    }
+
+    #[test]
+    fn the_launcher_test_follows_a_passing_ssh_check() {
+        let mut popup = checked(ssh_pass());
+        popup.endpoint = EndpointStatus::Testing {
+            line: "Endpoint".into(),
+        };
+        popup.step(Input::Key(Key::Enter));
+        assert_eq!(
+            popup.step(Input::SshChecked(ssh_pass())),
+            vec![Effect::Repaint, Effect::AwaitLauncher]
+        );
+        assert_eq!(
+            popup.step(Input::LauncherTested(Ok(endpoint()))),
+            start_for(&["10.0.0.1"], Some(endpoint()))
+        );
+    }
+
+    #[test]
+    fn a_late_ssh_answer_only_updates_the_row() {
+        let mut popup = on_qr();
+        popup.ssh = SshStatus::Checking;
+        assert_eq!(popup.step(Input::SshChecked(ssh_fail())), Vec::new());
+        assert!(matches!(popup.phase, Phase::Qr(_)));
+        // Skipped (--no-ssh-check): Enter starts at once.
+        let mut popup = popup_skipping_ssh();
+        assert_eq!(
+            popup.step(Input::Key(Key::Enter)),
+            start_for(&["10.0.0.1"], None)
+        );
+    }
+
+    fn popup_skipping_ssh() -> Popup {
+        let popup = popup();
+        assert_eq!(popup.ssh, SshStatus::Skipped);
+        popup
     }
 }
