@@ -423,20 +423,8 @@ mod tests {
         assert_eq!(pacer.plan(&[both], 100), vec![Slot::At(62_000)]);
     }
 
-    /// A small deterministic generator (xorshift), so a failing seed
-    /// replays.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
+    // The unit tests' one seeded source, so a failing seed replays.
+    use crate::base::test_rng::Rng;
 
     /// The largest number of `times` (sorted) in any window
     /// `(t - window, t]`: the relay's fixed windows lie inside these.
