@@ -125,6 +125,14 @@ pub fn run(args: PairArgs) -> Result<(), Failure> {
         fp: host_key.fingerprint,
         bootstrap: None,
     };
+    // The forced command runs this binary for the phone: refuse to name one
+    // another user could replace (sshd's StrictModes rule, base::dirs).
+    // Checked first: no fix elsewhere makes such a ceremony safe. A code
+    // without a Bootstrap Key names no binary.
+    let exe = ceremony::current_exe().map_err(|e| fail(e.to_string()))?;
+    if !args.config_only {
+        crate::base::dirs::trusted_binary(&exe).map_err(|e| fail(e.to_string()))?;
+    }
     if !args.no_ssh_check {
         preflight(port)?;
     }
@@ -136,10 +144,6 @@ pub fn run(args: PairArgs) -> Result<(), Failure> {
     }
 
     let state_dir = std::path::absolute(state_dir).map_err(|e| fail(e.to_string()))?;
-    let exe = ceremony::current_exe().map_err(|e| fail(e.to_string()))?;
-    // The forced command runs this binary for the phone: refuse to name one
-    // another user could replace (sshd's StrictModes rule, base::dirs).
-    crate::base::dirs::trusted_binary(&exe).map_err(|e| fail(e.to_string()))?;
     let mut config = CeremonyConfig::new(&home, &state_dir, &exe);
     if let Some(ttl) = std::env::var(TEST_TTL_ENV)
         .ok()
