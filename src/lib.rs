@@ -1,7 +1,7 @@
 //! The heeler library: every capability of the `heeler` binary, one folder
 //! per area. The binary (`main.rs`) only dispatches; tests and benchmarks
 //! call these modules directly. ARCHITECTURE.md is the map, and
-//! `tests/tidy.rs` keeps the layering between folders a DAG.
+//! `tests/it/tidy.rs` keeps the layering between folders a DAG.
 
 pub mod base;
 pub mod cli;

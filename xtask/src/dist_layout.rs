@@ -3,7 +3,7 @@
 //!
 //! install.sh downloads `heeler-<target>` and `SHA256SUMS` from the release
 //! directory; people who download by hand take `heeler-<target>.tar.gz`. The
-//! install.sh matrix tests (`tests/install_dist.rs`) include this file with
+//! install.sh matrix tests (`tests/it/install_sh.rs`) include this file with
 //! `#[path]`, so the release they serve is laid out exactly as dist writes it.
 //! No dependency beyond std and ring, which both crates have.
 #![allow(dead_code)]

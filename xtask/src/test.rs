@@ -2,7 +2,7 @@
 //! test suite, ending with the list of what it skipped and why.
 //!
 //! A test whose tool is missing passes after writing `SKIPPED <test>:
-//! <why>` to its real stderr (`tests/common/mod.rs`); `cargo test` shows
+//! <why>` to its real stderr (`tests/it/common.rs`); `cargo test` shows
 //! those lines where they happen, among hundreds of others. This task runs
 //! `cargo test --workspace` with the same arguments, passes its output
 //! through as it comes, and repeats the skip lines at the end with their
@@ -145,7 +145,7 @@ mod tests {
     fn skip_lines_are_sorted_into_tests_and_parts_and_counted() {
         let mut skips = Skips::default();
         for line in [
-            "     Running tests/popup_tmux.rs (target/debug/deps/popup_tmux-0123456789abcdef)\n",
+            "     Running tests/it/main.rs (target/debug/deps/it-0123456789abcdef)\n",
             "SKIPPED popup_tmux::resizes: tmux is not installed\n",
             "SKIPPED: an old-style line is not one of ours\n",
             "SKIPPED (part, this machine) usage::mtime: coarse timestamps\n",

@@ -1,0 +1,400 @@
+//! The shape of `src/`, checked: the layering between folders that
+//! ARCHITECTURE.md documents, no import cycle between files, no file name
+//! that is a folder in disguise, and a code map that names every file.
+//!
+//! The edges are the `crate::…` paths in the code (not in comments), each
+//! resolved to the deepest module file it names.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// What each top-level area may import, besides itself. `cli` (argh
+/// definitions) and `exit` (a command's failure) are leaves every command
+/// may use. This is ARCHITECTURE.md's "Layers" list.
+const LAYERS: &[(&str, &[&str])] = &[
+    ("base", &[]),
+    ("cli", &[]),
+    ("exit", &[]),
+    ("herdr", &["base"]),
+    ("wire", &["base", "herdr", "cli", "exit"]),
+    ("sidebar", &["base"]),
+    ("usage", &["base", "herdr", "cli", "exit"]),
+    ("pair", &["base", "herdr", "wire", "cli", "exit"]),
+    (
+        "hooks",
+        &["base", "herdr", "wire", "sidebar", "usage", "cli", "exit"],
+    ),
+    (
+        "doctor",
+        &[
+            "base", "herdr", "wire", "sidebar", "usage", "pair", "hooks", "cli", "exit",
+        ],
+    ),
+];
+
+fn src_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// Every `.rs` file under `src/`, as (path relative to `src/`, module path).
+fn modules() -> Vec<(String, String)> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("read src dir") {
+            let path = entry.expect("dir entry").path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&src_dir(), &mut files);
+    let mut out: Vec<(String, String)> = files
+        .iter()
+        .map(|path| {
+            let rel = path
+                .strip_prefix(src_dir())
+                .expect("under src")
+                .to_string_lossy()
+                .into_owned();
+            let module = rel
+                .trim_end_matches(".rs")
+                .trim_end_matches("/mod")
+                .replace('/', "::");
+            (rel, module)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The code of a file without its comments (line comments and doc lines).
+fn code_of(text: &str) -> String {
+    text.lines()
+        .map(|line| match line.find("//") {
+            // A `//` inside a string literal is rare in this crate and never
+            // next to a `crate::` path; cutting there is good enough.
+            Some(at) => &line[..at],
+            None => line,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The module paths a file's code names: `crate::a::b::Item` and the items
+/// of `crate::a::{b, c::d}` groups.
+fn referenced_paths(code: &str) -> Vec<String> {
+    let bytes = code.as_bytes();
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(found) = code[at..].find("crate::") {
+        let start = at + found;
+        at = start + "crate::".len();
+        if start > 0 && (bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_') {
+            continue; // `heeler_crate::`, not ours
+        }
+        let mut end = at;
+        while end < bytes.len()
+            && (bytes[end].is_ascii_alphanumeric() || bytes[end] == b'_' || bytes[end] == b':')
+        {
+            end += 1;
+        }
+        let path = code[at..end].trim_end_matches(':').to_owned();
+        if end < bytes.len() && bytes[end] == b'{' {
+            let close = code[end..].find('}').map_or(code.len(), |c| end + c);
+            for item in code[end + 1..close].split(',') {
+                let item = item.split_whitespace().next().unwrap_or("");
+                if item.is_empty() || item == "self" {
+                    out.push(path.clone());
+                } else {
+                    out.push(format!("{path}::{item}"));
+                }
+            }
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// The deepest known module a path names.
+fn resolve(path: &str, known: &BTreeSet<String>) -> Option<String> {
+    let parts: Vec<&str> = path.split("::").collect();
+    (1..=parts.len())
+        .rev()
+        .map(|n| parts[..n].join("::"))
+        .find(|candidate| known.contains(candidate))
+}
+
+/// Whether `child` is a direct submodule of `parent`.
+fn is_child(parent: &str, child: &str) -> bool {
+    let prefix = if parent == "lib" {
+        String::new()
+    } else {
+        format!("{parent}::")
+    };
+    child
+        .strip_prefix(prefix.as_str())
+        .is_some_and(|rest| !rest.is_empty() && !rest.contains("::"))
+        && parent != "main"
+}
+
+/// Whether code uses `name::` as the start of a path (not `x::name::`).
+fn names_bare(code: &str, name: &str) -> bool {
+    let needle = format!("{name}::");
+    let bytes = code.as_bytes();
+    code.match_indices(&needle).any(|(at, _)| {
+        at == 0
+            || !(bytes[at - 1].is_ascii_alphanumeric()
+                || bytes[at - 1] == b'_'
+                || bytes[at - 1] == b':')
+    })
+}
+
+fn edges() -> BTreeMap<String, BTreeSet<String>> {
+    let modules = modules();
+    let known: BTreeSet<String> = modules.iter().map(|(_, m)| m.clone()).collect();
+    let mut graph = BTreeMap::new();
+    for (rel, module) in &modules {
+        let text = std::fs::read_to_string(src_dir().join(rel)).expect("read module");
+        let code = code_of(&text);
+        let mut targets: BTreeSet<String> = referenced_paths(&code)
+            .iter()
+            .filter_map(|path| resolve(path, &known))
+            .filter(|target| target != module)
+            .collect();
+        // A parent names its children without `crate::` (`probe::Facts`
+        // after `mod probe;`).
+        for child in known.iter().filter(|k| is_child(module, k)) {
+            let name = child.rsplit("::").next().unwrap_or(child);
+            if names_bare(&code, name) {
+                targets.insert(child.clone());
+            }
+        }
+        graph.insert(module.clone(), targets);
+    }
+    graph
+}
+
+fn area(module: &str) -> &str {
+    module.split("::").next().unwrap_or(module)
+}
+
+#[test]
+fn folders_import_only_the_layers_below_them() {
+    let layers: BTreeMap<&str, &[&str]> = LAYERS.iter().copied().collect();
+    let mut bad = Vec::new();
+    let graph = edges();
+    for (from, targets) in &graph {
+        let from_area = area(from);
+        if from_area == "lib" || from_area == "main" {
+            continue;
+        }
+        let allowed = layers
+            .get(from_area)
+            .unwrap_or_else(|| panic!("src/{from_area} is not in LAYERS (tests/it/tidy.rs)"));
+        for to in targets {
+            let to_area = area(to);
+            if to_area != from_area && !allowed.contains(&to_area) {
+                bad.push(format!("{from} -> {to}"));
+            }
+        }
+    }
+    println!(
+        "tidy: {} modules, {} edges checked against the layers",
+        graph.len(),
+        graph.values().map(BTreeSet::len).sum::<usize>()
+    );
+    assert!(
+        bad.is_empty(),
+        "imports against the layering:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn the_module_graph_has_no_cycle() {
+    let graph = edges();
+    // Depth-first search with colours; report the first cycle found.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Colour {
+        White,
+        Grey,
+        Black,
+    }
+    let mut colour: BTreeMap<&str, Colour> =
+        graph.keys().map(|k| (k.as_str(), Colour::White)).collect();
+    fn visit<'a>(
+        node: &'a str,
+        graph: &'a BTreeMap<String, BTreeSet<String>>,
+        colour: &mut BTreeMap<&'a str, Colour>,
+        stack: &mut Vec<&'a str>,
+    ) -> Option<Vec<String>> {
+        colour.insert(node, Colour::Grey);
+        stack.push(node);
+        for next in graph.get(node).into_iter().flatten() {
+            match colour.get(next.as_str()).copied() {
+                Some(Colour::Grey) => {
+                    let from = stack.iter().position(|n| *n == next).unwrap_or(0);
+                    let mut cycle: Vec<String> =
+                        stack[from..].iter().map(|s| (*s).to_owned()).collect();
+                    cycle.push(next.clone());
+                    return Some(cycle);
+                }
+                Some(Colour::White) => {
+                    if let Some(cycle) = visit(next, graph, colour, stack) {
+                        return Some(cycle);
+                    }
+                }
+                _ => {}
+            }
+        }
+        stack.pop();
+        colour.insert(node, Colour::Black);
+        None
+    }
+    let nodes: Vec<&str> = graph.keys().map(String::as_str).collect();
+    for node in nodes {
+        if colour.get(node) == Some(&Colour::White) {
+            let mut stack = Vec::new();
+            if let Some(cycle) = visit(node, &graph, &mut colour, &mut stack) {
+                panic!("import cycle: {}", cycle.join(" -> "));
+            }
+        }
+    }
+}
+
+#[test]
+fn no_file_name_is_a_folder_in_disguise() {
+    // Within one folder, no two entries share a first `_`-separated word
+    // (`usage_cache.rs` beside `usage_query.rs`), and no `x_y.rs` sits beside
+    // an `x.rs` or an `x/`: such names belong in a folder of their own.
+    let mut by_folder: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (rel, _) in modules() {
+        let path = Path::new(&rel);
+        let folder = path
+            .parent()
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if name != "mod" {
+            by_folder.entry(folder.clone()).or_default().push(name);
+        }
+        // A folder is an entry of its parent too.
+        if let Some(parent) = Path::new(&folder).parent() {
+            let folder_name = Path::new(&folder)
+                .file_name()
+                .map(|s| s.to_string_lossy().into_owned());
+            if let Some(folder_name) = folder_name {
+                let list = by_folder
+                    .entry(parent.to_string_lossy().into_owned())
+                    .or_default();
+                if !list.contains(&folder_name) {
+                    list.push(folder_name);
+                }
+            }
+        }
+    }
+    let mut bad = Vec::new();
+    for (folder, names) in &by_folder {
+        let mut first_words: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for name in names {
+            let first = name.split('_').next().unwrap_or(name);
+            first_words.entry(first).or_default().push(name);
+        }
+        for (first, group) in first_words {
+            let has_prefix_use = group.iter().any(|n| n.contains('_'));
+            if group.len() > 1 && has_prefix_use {
+                bad.push(format!(
+                    "src/{folder}: {} share the prefix `{first}_`",
+                    group.join(", ")
+                ));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "folders in disguise:\n{}", bad.join("\n"));
+}
+
+/// ARCHITECTURE.md's sections by the folder their heading names
+/// (`### \`src/usage/store/\``): folder (relative to `src/`, "" for the
+/// root) to the section's text.
+fn architecture_sections(map: &str) -> BTreeMap<String, String> {
+    let mut sections: BTreeMap<String, String> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in map.lines() {
+        if line.starts_with('#') {
+            current = line
+                .split('`')
+                .nth(1)
+                .filter(|name| name.starts_with("src/") && name.ends_with('/'))
+                .map(|name| {
+                    name.trim_start_matches("src/")
+                        .trim_end_matches('/')
+                        .to_owned()
+                });
+            continue;
+        }
+        if let Some(folder) = &current {
+            let text = sections.entry(folder.clone()).or_default();
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    sections
+}
+
+#[test]
+fn architecture_md_names_every_source_file() {
+    let map =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("ARCHITECTURE.md"))
+            .expect("read ARCHITECTURE.md");
+    let sections = architecture_sections(&map);
+    let mut missing = Vec::new();
+    let mut folders = BTreeSet::new();
+    for (rel, _) in modules() {
+        let path = Path::new(&rel);
+        let name = path
+            .file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let folder = path
+            .parent()
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        // Each file is named, in backticks, in the section of its folder.
+        let named = sections
+            .get(&folder)
+            .is_some_and(|text| text.contains(&format!("`{name}`")));
+        if !named {
+            missing.push(format!("src/{rel} (in the section headed `src/{folder}/`)"));
+        }
+        folders.insert(folder);
+    }
+    // Each folder's section states its invariants and what it may import.
+    for folder in folders.iter().filter(|f| !f.is_empty()) {
+        let text = sections.get(folder).map(String::as_str).unwrap_or("");
+        if !text.contains("Invariant") {
+            missing.push(format!("the invariants of src/{folder}/"));
+        }
+        if folder.split('/').count() == 1 && !text.contains("Imports") {
+            missing.push(format!("what src/{folder}/ imports"));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md does not name:\n{}",
+        missing.join("\n")
+    );
+}
+
+#[test]
+fn the_edge_finder_reads_groups_and_skips_comments() {
+    let code = code_of(
+        "use crate::a::{b, c::d};\n// crate::never\nlet x = crate::e::f(1); /// crate::doc\n",
+    );
+    assert_eq!(referenced_paths(&code), vec!["a::b", "a::c::d", "e::f"]);
+}

@@ -1,0 +1,494 @@
+//! The views for people on real caches: the usage fixture's known totals
+//! rendered at 80 and 160 columns (tables written by hand from the
+//! fixture's records and the bundled per-token prices), and the real
+//! binary on a scratch home (the empty-home line, a JSON document).
+
+use crate::usage_fixture;
+
+use std::path::Path;
+use std::process::Command;
+
+use heeler::base::json::{self, Value};
+use heeler::usage::aggregate::incremental::State;
+use heeler::usage::cache::Index;
+use heeler::usage::pricing::PriceTable;
+use heeler::usage::time::parse_date;
+use heeler::usage::tz::Zone;
+use heeler::usage::views::data::{Data, Request};
+use heeler::usage::views::render::{self, Format, View};
+use heeler::usage::views::table::Style;
+use heeler::usage::worker::{self, Roots};
+use usage_fixture::*;
+
+/// A scratch directory removed on drop (also when a test panics).
+struct Scratch(TempDir);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        Scratch(temp_dir(name))
+    }
+}
+
+fn fixture_data(home: &Path) -> Data {
+    write_tree(home);
+    let roots = Roots::resolve(home, None, None, None);
+    let prices = PriceTable::bundled().unwrap();
+    let mut index = Index::default();
+    let result = worker::scan(&mut index, &roots, &prices, NOW, None);
+    let state = State::full(&index, &prices, worker::window_start(NOW));
+    Data {
+        slots: state.detailed.slots.into_iter().collect(),
+        zone: Zone::utc(),
+        now: NOW,
+        generated_at: Some(NOW),
+        refresh: "idle",
+        coverage: result.snapshot.coverage,
+        limits: Vec::new(),
+    }
+}
+
+fn daily(data: &Data, width: usize) -> Vec<String> {
+    let today = parse_date("2026-11-29").unwrap();
+    let req = Request::new(
+        Some("2026-11-21"),
+        Some("2026-11-26"),
+        Some("claude"),
+        None,
+        false,
+        today,
+    )
+    .unwrap();
+    let style = Style {
+        width,
+        color: false,
+    };
+    render::render(data, &req, View::Period(render_day()), Format::Text(style))
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn render_day() -> heeler::usage::views::data::Period {
+    heeler::usage::views::data::Period::Day
+}
+
+/// msg_b1 (2026-11-21, Opus 4.6: 1,000 input at $5/M, 100 output at
+/// $25/M, 5,000 1-hour cache writes at $10/M: $0.0575) and msg_c1
+/// (2026-11-26, an unknown model: 10 tokens, unpriced: no cost shown,
+/// the total marked as partial, the model named).
+#[test]
+fn fixture_daily_at_160_and_80_columns() {
+    let home = Scratch::new("views-fixture");
+    let data = fixture_data(&home.0);
+    let title = "Daily usage, 2026-11-21 to 2026-11-26 (UTC), claude only; as of 12:00";
+    let note = "No price for claude-unreleased-9: 1 request (10 tokens) is not in the costs.";
+    assert_eq!(
+        daily(&data, 160),
+        [
+            title.to_string(),
+            "Date        Models               Input  Output  Cache write  Cache read  Total    Cost"
+                .into(),
+            "2026-11-21  claude-opus-4-6      1,000     100        5,000           0  6,100   $0.06"
+                .into(),
+            "2026-11-26  claude-unreleased-9      5       5            0           0     10       —"
+                .into(),
+            "─".repeat(86),
+            "Total                            1,005     105        5,000           0  6,110  $0.06+"
+                .into(),
+            note.into(),
+        ]
+    );
+    assert_eq!(
+        daily(&data, 80),
+        [
+            title.to_string(),
+            "Date        Models               Input  Output  Cache read  Total    Cost".into(),
+            "2026-11-21  claude-opus-4-6      1,000     100           0  6,100   $0.06".into(),
+            "2026-11-26  claude-unreleased-9      5       5           0     10       —".into(),
+            "─".repeat(73),
+            "Total                            1,005     105           0  6,110  $0.06+".into(),
+            "Hidden to fit 80 columns: Cache write.".into(),
+            note.into(),
+        ]
+    );
+}
+
+/// Every Claude record of the fixture names session `s`: one row of its
+/// six requests over 30 days, in the fixture's three directories; each
+/// Codex rollout is a row of its own thread, and the rows add up to the
+/// model view's totals.
+#[test]
+fn fixture_sessions_are_claude_session_ids_and_codex_threads() {
+    let home = Scratch::new("views-fixture-sessions");
+    let data = fixture_data(&home.0);
+    let today = parse_date("2026-11-29").unwrap();
+    let req = Request::new(None, None, None, None, false, today).unwrap();
+    let doc = |view| json::parse(render::render(&data, &req, view, Format::Json).trim_end());
+    let sessions = doc(View::Session).unwrap();
+    let rows = sessions.get("rows").and_then(Value::as_array).unwrap();
+    let of = |agent: &str| -> Vec<&Value> {
+        rows.iter()
+            .filter(|r| r.get("agent").and_then(Value::as_str) == Some(agent))
+            .collect()
+    };
+    let requests = |r: &Value| {
+        r.get("totals")
+            .and_then(|t| t.get("requests"))
+            .and_then(Value::as_i64)
+    };
+    let claude = of("claude");
+    assert_eq!(claude.len(), 1);
+    assert_eq!(claude[0].get("session").and_then(Value::as_str), Some("s"));
+    assert_eq!(requests(claude[0]), Some(6));
+    let mut dirs: Vec<&str> = claude[0]
+        .get("directories")
+        .and_then(Value::as_array)
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    dirs.sort();
+    assert_eq!(
+        dirs,
+        ["/home/dev/alpha", "/home/dev/beta", "/home/dev/gamma"]
+    );
+    let codex = of("codex");
+    let mut threads: Vec<&str> = codex
+        .iter()
+        .map(|r| r.get("session").and_then(Value::as_str).unwrap())
+        .collect();
+    threads.sort();
+    threads.dedup();
+    assert!(!codex.is_empty());
+    assert_eq!(threads.len(), codex.len(), "one row per thread");
+    let models = doc(View::Models).unwrap();
+    assert_eq!(sessions.get("totals"), models.get("totals"));
+}
+
+/// The fixture's Claude totals over 30 days (tests/it/usage.rs counts them:
+/// six requests, 218 output tokens) come out of the JSON document too.
+#[test]
+fn fixture_models_document_sums_to_the_known_totals() {
+    let home = Scratch::new("views-fixture-json");
+    let data = fixture_data(&home.0);
+    let today = parse_date("2026-11-29").unwrap();
+    let req = Request::new(None, None, Some("claude"), None, false, today).unwrap();
+    let doc =
+        json::parse(render::render(&data, &req, View::Models, Format::Json).trim_end()).unwrap();
+    let totals = doc.get("totals").unwrap();
+    assert_eq!(totals.get("requests").and_then(Value::as_i64), Some(6));
+    assert_eq!(
+        totals.get("output").and_then(Value::as_i64),
+        Some(50 + 20 + 3 + 40 + 100 + 5)
+    );
+    assert_eq!(
+        totals.get("cache_write_1h").and_then(Value::as_i64),
+        Some(200 + 5000)
+    );
+}
+
+fn heeler(home: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_heeler"))
+        .args(args)
+        .env_clear()
+        .env("HOME", home)
+        .env("PATH", "/usr/bin:/bin")
+        .env("TZ", "UTC")
+        .output()
+        .unwrap()
+}
+
+/// Waits for a background worker a view started to finish, so the
+/// scratch home can be removed.
+fn settle(home: &Path) {
+    let dir = heeler::usage::paths::UsageDir(home.join(".local/state/herdr/plugins/heeler/usage"));
+    for _ in 0..200 {
+        if !worker::is_running(&dir) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn an_empty_home_names_the_roots_searched() {
+    let home = Scratch::new("views-empty");
+    let worker = heeler(&home.0, &["usage", "worker"]);
+    assert!(worker.status.success(), "{worker:?}");
+    let out = heeler(&home.0, &["usage"]);
+    settle(&home.0);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let claude = home.0.join(".claude");
+    assert!(
+        text.contains("No Claude Code or Codex transcripts found")
+            && text.contains(&claude.display().to_string())
+            && text.contains("Set CLAUDE_CONFIG_DIR or CODEX_HOME"),
+        "{text}"
+    );
+    assert!(!text.contains('\x1b'), "no colour off a terminal: {text:?}");
+}
+
+#[test]
+fn the_binary_prints_a_view_document_and_rejects_bad_options() {
+    let home = Scratch::new("views-binary");
+    // Two requests an hour ago, whatever the clock says.
+    let now = heeler::base::clock::unix_seconds();
+    let lines: String = (0..2)
+        .map(|i| {
+            Claude {
+                at: now - 3600 + i * 60,
+                msg: ["m1", "m2"][i as usize],
+                req: ["r1", "r2"][i as usize],
+                output: 7,
+                ..Claude::default()
+            }
+            .line()
+                + "\n"
+        })
+        .collect();
+    write(
+        &home.0.join(".claude/projects/-home-dev-alpha/s.jsonl"),
+        &lines,
+    );
+    assert!(heeler(&home.0, &["usage", "worker"]).status.success());
+    let out = heeler(&home.0, &["usage", "daily", "--json", "--agent", "claude"]);
+    settle(&home.0);
+    assert!(out.status.success(), "{out:?}");
+    let doc = json::parse(String::from_utf8(out.stdout).unwrap().trim_end()).unwrap();
+    assert_eq!(doc.get("view").and_then(Value::as_str), Some("daily"));
+    let totals = doc.get("totals").unwrap();
+    assert_eq!(totals.get("requests").and_then(Value::as_i64), Some(2));
+    assert_eq!(totals.get("output").and_then(Value::as_i64), Some(14));
+    // The statusline reads recent-v1.json; without it, the whole state:
+    // the same line either way.
+    let recent = home
+        .0
+        .join(".local/state/herdr/plugins/heeler/usage/recent-v1.json");
+    assert!(recent.exists());
+    let fast = heeler(&home.0, &["usage", "statusline"]);
+    settle(&home.0);
+    std::fs::remove_file(&recent).unwrap();
+    let slow = heeler(&home.0, &["usage", "statusline"]);
+    settle(&home.0);
+    assert_eq!(
+        String::from_utf8_lossy(&fast.stdout),
+        String::from_utf8_lossy(&slow.stdout)
+    );
+    assert!(String::from_utf8_lossy(&fast.stdout).contains(" today"));
+    let bad = heeler(&home.0, &["usage", "daily", "--since", "someday"]);
+    settle(&home.0);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--since"));
+    let bad = heeler(&home.0, &["usage", "blocks", "--tz", "Nowhere/Zone"]);
+    settle(&home.0);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("is not a time zone on this Host"));
+}
+
+/// Writes one Claude record `days` days before the fixture's now, in a
+/// file last written then.
+fn old_session(home: &Path, days: i64, msg: &str, output: u64) {
+    let at = NOW - days * DAY;
+    let path = home.join(format!(".claude/projects/-home-dev-old/{msg}.jsonl"));
+    let line = Claude {
+        at,
+        msg,
+        req: msg,
+        cwd: "/home/dev/old",
+        output,
+        ..Claude::default()
+    }
+    .line();
+    write(&path, &(line + "\n"));
+    let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs((at + 60) as u64);
+    std::fs::File::options()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(when)
+        .unwrap();
+}
+
+/// The fixture scanned keeping `retention` days: the snapshot (what the
+/// app's query reads) and the whole aggregate.
+fn scan_keeping(home: &Path, retention: i64) -> (worker::ScanResult, State) {
+    let roots = Roots::resolve(home, None, None, None);
+    let prices = PriceTable::bundled().unwrap();
+    let mut index = Index::default();
+    let mut state = None;
+    let result = worker::scan_retaining(
+        &mut index,
+        &mut state,
+        &roots,
+        worker::discover(&roots),
+        &prices,
+        NOW,
+        None,
+        2,
+        retention,
+    );
+    (result, state.unwrap())
+}
+
+/// Records 45 and 100 days old: 90 days of history keep the first, not
+/// the second; the app's query answers exactly what a 30-day cache gives.
+#[test]
+fn ninety_days_of_history_show_45_days_back_and_leave_the_query_as_it_was() {
+    let home = Scratch::new("views-history");
+    write_tree(&home.0);
+    old_session(&home.0, 45, "msg_45", 45);
+    old_session(&home.0, 100, "msg_100", 100);
+    let (window, window_state) = scan_keeping(&home.0, 30);
+    let (kept, kept_state) = scan_keeping(&home.0, 90);
+    // The snapshot and the query's token members are the 30-day ones.
+    let mut snapshot = kept.snapshot.clone();
+    snapshot.aggregate = window.snapshot.aggregate;
+    assert_eq!(snapshot, window.snapshot);
+    let parts = |state: &State| {
+        let slots = heeler::usage::aggregate::flatten(&state.detailed).slots;
+        heeler::usage::report::token_parts(&slots, &Zone::utc(), NOW)
+    };
+    assert_eq!(parts(&kept_state), parts(&window_state));
+    // The views read the whole history.
+    let data = Data {
+        slots: kept_state.detailed.slots.into_iter().collect(),
+        zone: Zone::utc(),
+        now: NOW,
+        generated_at: Some(NOW),
+        refresh: "idle",
+        coverage: kept.snapshot.coverage,
+        limits: Vec::new(),
+    };
+    let today = parse_date("2026-11-29").unwrap();
+    // 90 days up to 2026-11-29 start on 2026-09-01.
+    let req = Request::new(
+        Some("2026-09-01"),
+        None,
+        None,
+        Some("/home/dev/old"),
+        false,
+        today,
+    )
+    .unwrap();
+    assert_eq!(req.check_history(90, today), Ok(()));
+    let doc = json::parse(
+        render::render(&data, &req, View::Period(render_day()), Format::Json).trim_end(),
+    )
+    .unwrap();
+    let rows: Vec<(String, i64)> = doc
+        .get("rows")
+        .and_then(Value::as_array)
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r.get("period").and_then(Value::as_str).unwrap().to_string(),
+                r.get("totals")
+                    .and_then(|t| t.get("output"))
+                    .and_then(Value::as_i64)
+                    .unwrap(),
+            )
+        })
+        .collect();
+    // 2026-11-29 minus 45 days.
+    assert_eq!(rows, [("2026-10-15".to_string(), 45)]);
+    // 100 days back is before the history: a clear refusal, not an
+    // empty table.
+    let old = Request::new(Some("2026-08-21"), None, None, None, false, today).unwrap();
+    let refused = old.check_history(90, today).unwrap_err().0;
+    assert!(
+        refused.starts_with(
+            "--since 2026-08-21 is before the history kept (90 days, from 2026-09-01)"
+        ),
+        "{refused}"
+    );
+    // Even asked for, the 100-day record is not kept.
+    assert!(
+        data.slots.iter().all(|(key, _)| key.0 >= NOW - 92 * DAY),
+        "nothing older than the history"
+    );
+}
+
+#[test]
+fn the_binary_refuses_a_since_before_the_history_and_a_bad_usage_toml() {
+    let home = Scratch::new("views-history-binary");
+    let config = home.0.join(".config/herdr/plugins/config/heeler");
+    assert!(heeler(&home.0, &["usage", "worker"]).status.success());
+    let bad = heeler(&home.0, &["usage", "daily", "--since", "2000-01-01"]);
+    settle(&home.0);
+    assert_eq!(bad.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        stderr.contains("--since 2000-01-01 is before the history kept (90 days, from ")
+            && stderr.contains("set retention_days in usage.toml (up to 365)"),
+        "{stderr}"
+    );
+    write(&config.join("usage.toml"), "retention_days = 400\n");
+    let bad = heeler(&home.0, &["usage", "daily"]);
+    settle(&home.0);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains(
+            "usage.toml: retention_days must be a whole number of days from 30 to 365, not 400"
+        ),
+        "{bad:?}"
+    );
+}
+
+/// The app's document is summed per (slot, agent, model, directory) as it
+/// always was: its token members from the state's slots (kept per session
+/// too) are byte-identical to those from the same slots with every
+/// session merged away first (the keying before sessions), for the
+/// fixture's Claude and Codex files and a second session in one of its
+/// slots (`tests/it/usage.rs` checks the whole
+/// document against the app's vector).
+#[test]
+fn the_app_document_does_not_depend_on_sessions() {
+    use heeler::usage::aggregate::{Detailed, SlotAcc, flatten};
+    let home = Scratch::new("views-fixture-v1");
+    write_tree(&home.0);
+    // A parallel session beside msg_a1: its slot, model and directory.
+    let parallel = Claude {
+        at: NOW - 2 * HOUR + 300,
+        msg: "msg_p1",
+        req: "req_p1",
+        input: 3,
+        read: 700,
+        ..Claude::default()
+    }
+    .line()
+    .replace(r#""sessionId":"s""#, r#""sessionId":"s9""#);
+    write(
+        &home.0.join(".claude/projects/-home-dev-alpha/s9.jsonl"),
+        &lines(&[parallel]),
+    );
+    let roots = Roots::resolve(&home.0, None, None, None);
+    let prices = PriceTable::bundled().unwrap();
+    let mut index = Index::default();
+    worker::scan(&mut index, &roots, &prices, NOW, None);
+    let state = State::full(&index, &prices, worker::window_start(NOW));
+    let sessions: std::collections::BTreeSet<_> =
+        state.detailed.slots.keys().map(|k| k.4.clone()).collect();
+    assert!(sessions.len() > 2, "{sessions:?}");
+    let mut merged = Detailed::default();
+    for (k, acc) in &state.detailed.slots {
+        let key = (k.0, k.1, k.2.clone(), k.3.clone(), "".into());
+        merged
+            .slots
+            .entry(key)
+            .or_insert_with(SlotAcc::default)
+            .merge(acc);
+    }
+    assert!(merged.slots.len() < state.detailed.slots.len());
+    let parts = |d: &Detailed| {
+        let slots = flatten(d).slots;
+        Value::Object(heeler::usage::report::token_parts(
+            &slots,
+            &Zone::utc(),
+            NOW,
+        ))
+        .to_json()
+    };
+    assert_eq!(parts(&state.detailed), parts(&merged));
+}
