@@ -1,6 +1,7 @@
 //! `authorized_keys` line edits: the file splits and joins back
 //! byte-identically, and every edit keeps every other line byte-identical
-//! and in order (an append adds exactly one line at the end).
+//! and in order. (Additions are single `O_APPEND` writes, not edits of the
+//! lines read, so they have no pure function to fuzz here.)
 #![no_main]
 use heeler::pair::authorized_keys as ak;
 use libfuzzer_sys::fuzz_target;
@@ -27,18 +28,10 @@ fuzz_target!(|data: &[u8]| {
         let _ = ak::key_blob_of(line);
     }
     let arg_text = String::from_utf8_lossy(arg);
-    let edited = match selector % 5 {
-        0 => {
-            let edited = ak::append(&lines, &arg_text);
-            if let Some(new) = &edited {
-                assert_eq!(new.len(), lines.len() + 1);
-                assert_eq!(&new[..lines.len()], &lines[..]);
-            }
-            return;
-        }
-        1 => ak::remove_pairing(&lines, &arg_text),
-        2 => ak::sweep_expired(&lines, i64::from(selector) * 1_000_000_007),
-        3 => ak::remove_line(&lines, arg),
+    let edited = match selector % 4 {
+        0 => ak::remove_pairing(&lines, &arg_text),
+        1 => ak::sweep_expired(&lines, i64::from(selector) * 1_000_000_007),
+        2 => ak::remove_line(&lines, arg),
         _ => ak::revoke_blob(&lines, &arg_text),
     };
     if let Some(new) = edited {
@@ -46,7 +39,7 @@ fuzz_target!(|data: &[u8]| {
             is_subsequence(&new, &lines),
             "an edit changed a line it kept"
         );
-        if selector % 5 == 4 {
+        if selector % 4 == 3 {
             assert!(!ak::has_blob(&new, &arg_text));
         }
     }
