@@ -14,6 +14,7 @@
 //!   the enrollment: one enrolls, the others are refused, and the enrolled
 //!   record the ceremony polls for survives every refusal.
 
+use crate::common::Xorshift as Rng;
 use crate::scratch;
 
 use std::io::Write;
@@ -29,28 +30,14 @@ const HOME_ENV: &str = "HEELER_STRESS_HOME";
 const WORKERS: usize = 16;
 const TOTAL_OPERATIONS: usize = 1_000;
 
-/// A small xorshift generator: the tests need variety, not secrecy.
-struct Rng(u64);
-
-impl Rng {
-    fn seeded(salt: u64) -> Rng {
-        let nanos = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos() as u64;
-        Rng((nanos ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
+/// A generator seeded from the clock and `salt`: the stress tests need
+/// variety, not a replayable sequence.
+fn seeded(salt: u64) -> Rng {
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    Rng((nanos ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1)
 }
 
 /// The user's own lines: every shape a real file has, including a line
@@ -142,7 +129,7 @@ fn locked_retrying(
 /// One worker: `operations` random edits on `$HEELER_STRESS_HOME`.
 fn run_worker(home: &Path, worker: usize, operations: usize) {
     let location = Location::for_home(home);
-    let mut rng = Rng::seeded(worker as u64);
+    let mut rng = seeded(worker as u64);
     let mut timeouts = 0;
     for n in 0..operations {
         let id = format!("w{worker}-{}", rng.below(4));
@@ -275,7 +262,7 @@ fn sigkill_at_random_points_never_truncates() {
         bytes.extend_from_slice(format!("ssh-ed25519 AAAAworkerbulk{i} bulk{i}\n").as_bytes());
     }
     std::fs::write(home.join(".ssh/authorized_keys"), &bytes).unwrap();
-    let mut rng = Rng::seeded(7);
+    let mut rng = seeded(7);
     let lock = home.join(".ssh/authorized_keys.herdr-pairing.lock");
     let rounds = 30;
     let mut changed_rounds = 0;
@@ -386,7 +373,7 @@ fn an_expiry_racing_accept_never_loses_an_enrollment() {
     if std::env::var(ROLE_ENV).is_ok() {
         return;
     }
-    let mut rng = Rng::seeded(11);
+    let mut rng = seeded(11);
     let rounds = 20;
     let (mut won_by_accept, mut won_by_expiry) = (0, 0);
     for round in 0..rounds {
@@ -455,7 +442,7 @@ fn staggered_accepts_never_hide_the_enrollment() {
     }
     const ACCEPTS: usize = 12;
     let rounds = 10;
-    let mut rng = Rng::seeded(23);
+    let mut rng = seeded(23);
     let mut late_refusals = 0;
     for round in 0..rounds {
         let home = RemovedOnDrop(temp_home(&format!("stagger{round}")));

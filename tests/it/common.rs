@@ -3,7 +3,8 @@
 //! stderr (past libtest's capture, so `cargo test` shows it, and `cargo
 //! xtask test` lists them all at the end) and passes, except under `HEELER_REQUIRE_ALL=1` (`.ci/run` sets it and
 //! installs every tool these tests use), where a skip is a failure, so CI can
-//! never pass a test it did not run.
+//! never pass a test it did not run. It also holds the tests' one seeded
+//! random source ([`Xorshift`]).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -179,5 +180,27 @@ impl TrustedCopy {
 impl Drop for TrustedCopy {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The integration tests' one seeded random source (xorshift64, shifts 13,
+/// 7, 17): a seed replays the same sequence, so a failure reproduces.
+pub struct Xorshift(pub u64);
+
+impl Xorshift {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A number below `n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
     }
 }

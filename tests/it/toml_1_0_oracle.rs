@@ -4,6 +4,7 @@
 //! "1.0" exactly when `tomllib` accepts the document too.
 
 use crate::common;
+use crate::common::Xorshift as Rng;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -11,20 +12,6 @@ use std::process::{Command, Stdio};
 use heeler::base::json::{self, Value};
 use heeler::sidebar::toml_1_0;
 use toml::de::DeTable;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[(self.next() % items.len() as u64) as usize]
-    }
-}
 
 const KEYS: &[&str] = &["a", "b", "\"q\\e\"", "'lit'", "c-d", "\"k\\x41\"", "e.f"];
 const SCALARS: &[&str] = &[
@@ -59,19 +46,19 @@ const SCALARS: &[&str] = &[
 
 fn value(rng: &mut Rng, depth: u32) -> String {
     match if depth > 2 { 0 } else { rng.next() % 4 } {
-        0 | 1 => rng.pick(SCALARS).to_owned(),
+        0 | 1 => (*rng.pick(SCALARS)).to_owned(),
         2 => {
             let n = rng.next() % 3;
             let items: Vec<String> = (0..n).map(|_| value(rng, depth + 1)).collect();
-            let sep = rng.pick(&[", ", ",\n", " ,"]);
-            let tail = rng.pick(&["", ",", ",\n", "\n"]);
+            let sep = *rng.pick(&[", ", ",\n", " ,"]);
+            let tail = *rng.pick(&["", ",", ",\n", "\n"]);
             format!("[{}{}]", items.join(sep), tail)
         }
         _ => {
             let n = rng.next() % 3;
             let mut keys: Vec<&str> = Vec::new();
             for _ in 0..n {
-                let key = rng.pick(&["x", "y", "z", "\"w\""]);
+                let key = *rng.pick(&["x", "y", "z", "\"w\""]);
                 if !keys.contains(&key) {
                     keys.push(key);
                 }
@@ -80,8 +67,8 @@ fn value(rng: &mut Rng, depth: u32) -> String {
                 .iter()
                 .map(|k| format!("{k} = {}", value(rng, depth + 1)))
                 .collect();
-            let sep = rng.pick(&[", ", ",", ",\n", ", # c\n"]);
-            let tail = rng.pick(&["", " ", ",", ", ", "\n", " # c\n"]);
+            let sep = *rng.pick(&[", ", ",", ",\n", ", # c\n"]);
+            let tail = *rng.pick(&["", " ", ",", ", ", "\n", " # c\n"]);
             format!("{{{}{}}}", items.join(sep), tail)
         }
     }
@@ -91,7 +78,7 @@ fn document(rng: &mut Rng) -> String {
     let mut text = String::new();
     let mut used: Vec<&str> = Vec::new();
     for _ in 0..1 + rng.next() % 3 {
-        let key = rng.pick(KEYS);
+        let key = *rng.pick(KEYS);
         if used.contains(&key) {
             continue;
         }

@@ -18,19 +18,7 @@ use heeler::usage::store::state::StateStore;
 use heeler::usage::worker::{self, Roots, ScanResult};
 use usage_fixture::*;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use crate::common::Xorshift as Rng;
 
 fn claude_path(home: &Path, n: u64) -> PathBuf {
     home.join(format!(".claude/projects/-home-dev-p{}/s{n}.jsonl", n % 3))

@@ -38,23 +38,7 @@ use heeler::usage::views::render::{self, Format, View};
 use heeler::usage::worker::{self, CacheRefresh, Pass, Roots};
 use usage_fixture::*;
 
-/// A seeded xorshift source (the sequence is the seed's alone).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len() as u64) as usize]
-    }
-}
+use crate::common::Xorshift as Rng;
 
 const CLAUDE_MODELS: [&str; 3] = ["claude-opus-4-6", "claude-sonnet-4-5", "claude-mystery-9"];
 const CODEX_MODELS: [&str; 2] = ["gpt-5.5", "gpt-5-codex"];
