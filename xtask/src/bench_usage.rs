@@ -568,14 +568,21 @@ pub fn run(args: &[String]) -> Result<(), String> {
     // run fails at the end.
     let mut exact = true;
     if views_only {
-        return views(&bin, &corpus.home, &state);
+        return views(&bin, &corpus.home, &state, peer(baseline.as_deref(), &work));
     }
     if !memory_only {
         peak = peak.max(timings(
-            &bin, &corpus, &work, &state, now, warm.took, rounds,
+            &bin,
+            peer(baseline.as_deref(), &work),
+            &corpus,
+            &work,
+            &state,
+            now,
+            warm.took,
+            rounds,
         )?);
         exact = incremental_equals_rebuild(&bin, &corpus.home, &work, &state, now)?;
-        views(&bin, &corpus.home, &state)?;
+        views(&bin, &corpus.home, &state, peer(baseline.as_deref(), &work))?;
     }
     println!(
         "usage state (index, aggregate, snapshot): {:.1} MiB on disk",
@@ -803,7 +810,7 @@ fn history(bin: &Path, corpus: &Corpus, state: &Path, now: i64, days: i64) -> Re
     println!("views at the default retention ({default} days):");
     set_retention(&corpus.home, default)?;
     time(heeler(bin, &corpus.home, state, &["usage", "worker"]))?;
-    views(bin, &corpus.home, state)?;
+    views(bin, &corpus.home, state, None)?;
     // The app's query reads the aggregate's slots for a zone the worker
     // did not render ahead (its 30 days of them, whatever the retention).
     other_zones(bin, &corpus.home, state)
@@ -836,8 +843,57 @@ fn other_zones(bin: &Path, home: &Path, state: &Path) -> Result<(), String> {
 
 /// Each view's warm latency, right after a refresh (so the snapshot is
 /// fresh and no view starts a worker).
-fn views(bin: &Path, home: &Path, state: &Path) -> Result<(), String> {
+/// Where the baseline's cold scans leave its cache.
+fn baseline_state(work: &Path) -> PathBuf {
+    work.join("state-baseline")
+}
+
+/// The baseline binary and its cache, when a baseline is timed.
+fn peer(baseline: Option<&Path>, work: &Path) -> Option<(PathBuf, PathBuf)> {
+    baseline.map(|b| (b.to_path_buf(), baseline_state(work)))
+}
+
+/// `runs` of `ours` and, when given, of `theirs`, interleaved (so both
+/// see the same load): each one's sorted times.
+fn interleaved(
+    runs: usize,
+    ours: impl Fn() -> Command,
+    theirs: Option<&dyn Fn() -> Command>,
+) -> Result<(Vec<Duration>, Vec<Duration>), String> {
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        a.push(time(ours())?);
+        if let Some(theirs) = theirs {
+            b.push(time(theirs())?);
+        }
+    }
+    a.sort();
+    b.sort();
+    Ok((a, b))
+}
+
+/// "baseline X ms, this / baseline R" for a median pair, or nothing.
+fn versus(ours: Duration, theirs: &[Duration]) -> String {
+    match theirs.get(theirs.len() / 2) {
+        Some(&t) => format!(
+            "   baseline {}, this / baseline {:.2}x",
+            ms(t),
+            ratio(ours, t)
+        ),
+        _ => String::new(),
+    }
+}
+
+fn views(
+    bin: &Path,
+    home: &Path,
+    state: &Path,
+    baseline: Option<(PathBuf, PathBuf)>,
+) -> Result<(), String> {
     time(heeler(bin, home, state, &["usage", "worker"]))?;
+    if let Some((old, old_state)) = &baseline {
+        time(heeler(old, home, old_state, &["usage", "worker"]))?;
+    }
     let list: [&[&str]; 11] = [
         &["usage"],
         &["usage", "daily"],
@@ -852,15 +908,20 @@ fn views(bin: &Path, home: &Path, state: &Path) -> Result<(), String> {
         &["usage", "statusline"],
     ];
     for args in list {
-        let mut runs: Vec<Duration> = (0..21)
-            .map(|_| time(heeler(bin, home, state, args)))
-            .collect::<Result<_, _>>()?;
-        runs.sort();
+        let theirs = baseline
+            .as_ref()
+            .map(|(old, old_state)| move || heeler(old, home, old_state, args));
+        let (runs, old_runs) = interleaved(
+            21,
+            || heeler(bin, home, state, args),
+            theirs.as_ref().map(|f| f as &dyn Fn() -> Command),
+        )?;
         println!(
-            "view {:<34} {:>12}   (median of 21; max {})",
+            "view {:<34} {:>12}   (median of 21; max {}){}",
             format!("heeler {}:", args.join(" ")),
             ms(runs[10]),
-            ms(runs[20])
+            ms(runs[20]),
+            versus(runs[10], &old_runs)
         );
     }
     Ok(())
@@ -962,7 +1023,7 @@ fn cold_scans(
             &["usage", "worker"],
         ))?);
         if let Some(old) = baseline {
-            let old_state = work.join("state-baseline");
+            let old_state = baseline_state(work);
             let _ = fs::remove_dir_all(&old_state);
             theirs.push(measure(heeler(
                 old,
@@ -1124,8 +1185,10 @@ fn exact_floor(
 }
 
 /// The append, query and ccusage timings; returns the appends' peak RSS.
+#[allow(clippy::too_many_arguments)]
 fn timings(
     bin: &Path,
+    baseline: Option<(PathBuf, PathBuf)>,
     corpus: &Corpus,
     work: &Path,
     state: &Path,
@@ -1136,6 +1199,7 @@ fn timings(
     // One-file appends: five records to the newest Claude file, then a
     // refresh; repeated so the figure is a median, not one sample.
     let mut appends: Vec<Run> = Vec::new();
+    let mut old_appends: Vec<Run> = Vec::new();
     let mut walks: Vec<Run> = Vec::new();
     let mut peak = 0;
     for round in 0..9u64 {
@@ -1160,6 +1224,14 @@ fn timings(
         let run = measure(heeler(bin, &corpus.home, state, &["usage", "worker"]))?;
         peak = peak.max(run.rss_kib);
         appends.push(run);
+        if let Some((old, old_state)) = &baseline {
+            old_appends.push(measure(heeler(
+                old,
+                &corpus.home,
+                old_state,
+                &["usage", "worker"],
+            ))?);
+        }
         walks.push(walk_floor(&corpus.home)?);
     }
     let first_append = appends[0].took;
@@ -1182,21 +1254,30 @@ fn timings(
         ratio(append.took, walk.took),
         ratio(append.cpu, walk.cpu)
     );
-    let mut queries: Vec<Duration> = (0..21)
-        .map(|_| {
-            time(heeler(
-                bin,
-                &corpus.home,
-                state,
-                &["usage", "query", "--refresh", "never"],
-            ))
-        })
-        .collect::<Result<_, _>>()?;
-    queries.sort();
+    if !old_appends.is_empty() {
+        let old = median(&old_appends);
+        println!(
+            "  baseline one-file append: {} wall {} CPU; this / baseline {:.2}x wall {:.2}x CPU",
+            ms(old.took),
+            ms(old.cpu),
+            ratio(append.took, old.took),
+            ratio(append.cpu, old.cpu)
+        );
+    }
+    let query = ["usage", "query", "--refresh", "never"];
+    let theirs = baseline
+        .as_ref()
+        .map(|(old, old_state)| move || heeler(old, &corpus.home, old_state, &query));
+    let (queries, old_queries) = interleaved(
+        21,
+        || heeler(bin, &corpus.home, state, &query),
+        theirs.as_ref().map(|f| f as &dyn Fn() -> Command),
+    )?;
     println!(
-        "warm query (median of 21):    {:>12}   (max {})",
+        "warm query (median of 21):    {:>12}   (max {}){}",
         ms(queries[10]),
-        ms(queries[20])
+        ms(queries[20]),
+        versus(queries[10], &old_queries)
     );
     other_zones(bin, &corpus.home, state)?;
     let local = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
