@@ -618,6 +618,8 @@ pub struct UsageViewFlags {
     pub agent: Option<String>,
     pub dir: Option<String>,
     pub breakdown: bool,
+    /// Every session, not only the latest (`heeler usage session --all`).
+    pub all: bool,
     pub tz: Option<String>,
     /// Read the limits now, before showing (`heeler usage --limits`).
     pub limits: bool,
@@ -629,7 +631,7 @@ pub struct UsageViewFlags {
 /// [`UsageViewFlags`] (`--breakdown` only where a view has per-model rows),
 /// short flags as ccusage's (`-s`, `-u`, `-b`, `-z`, `-j`), and examples.
 macro_rules! usage_view_args {
-    ($($name:ident $command:tt $doc:tt $example:tt $(breakdown $breakdown:ident)?;)*) => {$(
+    ($($name:ident $command:tt $doc:tt $example:tt $(breakdown $breakdown:ident)? $(all $all:ident)?;)*) => {$(
         #[doc = $doc]
         #[derive(FromArgs, Debug)]
         #[argh(subcommand, name = $command, help_triggers("-h", "--help", "help"), example = $example)]
@@ -652,6 +654,11 @@ macro_rules! usage_view_args {
             #[argh(switch, short = 'b')]
             pub $breakdown: bool,
             )?
+            $(
+            /// list every session (the table lists the latest 50)
+            #[argh(switch)]
+            pub $all: bool,
+            )?
             /// IANA time zone for days (default: the Host's zone)
             #[argh(option, short = 'z')]
             pub tz: Option<String>,
@@ -671,6 +678,7 @@ macro_rules! usage_view_args {
                     agent: self.agent.clone(),
                     dir: self.dir.clone(),
                     $(breakdown: self.$breakdown,)?
+                    $(all: self.$all,)?
                     tz: self.tz.clone(),
                     json: self.json,
                     csv: self.csv,
@@ -692,8 +700,8 @@ usage_view_args! {
         "{command_name} -s 2026-01-01 -b     each month's models this year (within the history kept)"
         breakdown breakdown;
     UsageSessionArgs "session" "Tokens and cost per session (a Claude Code session, a Codex thread), latest first."
-        "{command_name} --dir ~/src           sessions under ~/src\n{command_name} -a claude -b"
-        breakdown breakdown;
+        "{command_name} --dir ~/src           sessions under ~/src\n{command_name} -a claude -b\n{command_name} --all               every session of the 30 days, not the latest 50"
+        breakdown breakdown all all;
     UsageBlocksArgs "blocks" "5-hour blocks: tokens, cost, burn rate and the active block's projection."
         "{command_name}                       the last 30 days' blocks\n{command_name} -s 20261201 -a claude";
     UsageModelsArgs "models" "Tokens and cost per model."

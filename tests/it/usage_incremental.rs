@@ -260,7 +260,9 @@ fn run(seed: u64, retention: i64) -> (u64, u64) {
         // identities, not contents): only the contents must agree.
         expected.snapshot.aggregate = result.snapshot.aggregate;
         // What a query reads back: the stored state's slots.
-        let (stored_id, stored) = state_store.load_slots().unwrap();
+        let (stored_id, stored) = state_store
+            .load_from(i64::MIN, heeler::usage::store::state::Tables::Both)
+            .unwrap();
         assert_eq!(stored_id, result.snapshot.aggregate);
         let window = worker::window_start(now);
         assert_eq!(

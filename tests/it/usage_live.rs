@@ -27,11 +27,11 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use heeler::usage::aggregate::{SLOT, SlotAcc};
+use heeler::usage::aggregate::{SLOT, SlotAcc, sum_sessions};
 use heeler::usage::event::Agent;
 use heeler::usage::paths::UsageDir;
 use heeler::usage::pricing::PriceTable;
-use heeler::usage::store::state::StateStore;
+use heeler::usage::store::state::{StateStore, Tables};
 use heeler::usage::tz::Zone;
 use heeler::usage::views::data::{Data, Period, Request};
 use heeler::usage::views::render::{self, Format, View};
@@ -873,22 +873,20 @@ fn view_documents(dir: &Path, refresh: &CacheRefresh, now: i64) -> Vec<String> {
     let today = zone.local_day(now);
     let req = Request::new(None, None, None, None, false, today).unwrap();
     let first = heeler::usage::views::first_slot(&req, today);
-    let slots = StateStore::in_dir(dir)
-        .load_slots_from(first)
-        .map(|(_, d)| d.slots.into_iter().collect())
-        .unwrap_or_default();
-    let data = Data {
-        slots,
-        zone,
-        now,
-        generated_at: Some(refresh.result.snapshot.generated_at),
-        refresh: "idle",
-        coverage: refresh.result.snapshot.coverage.clone(),
-        limits: Vec::new(),
-    };
     VIEWS
         .iter()
-        .map(|&view| render::render(&data, &req, view, Format::Json))
+        .map(|&view| {
+            let data = Data {
+                slots: heeler::usage::views::read_slots(dir, view, first),
+                zone: zone.clone(),
+                now,
+                generated_at: Some(refresh.result.snapshot.generated_at),
+                refresh: "idle",
+                coverage: refresh.result.snapshot.coverage.clone(),
+                limits: Vec::new(),
+            };
+            render::render(&data, &req, view, Format::Json)
+        })
         .collect()
 }
 
@@ -924,9 +922,13 @@ fn check(world: &World, cache: &Path, scratch: &Path, prices: &PriceTable) -> Re
     let cold = refresh(scratch, &world.home, prices, now);
     let since = worker::history_start(now, worker::WINDOW_DAYS);
     let stored = StateStore::in_dir(cache)
-        .load_slots()
+        .load_from(i64::MIN, Tables::Both)
         .ok_or("no stored aggregate")?
         .1;
+    // Each slot's sums are its sessions' (the session view's table).
+    if sum_sessions(&stored.sessions) != stored.slots {
+        return Err("the stored slots are not the sum of their sessions".into());
+    }
     let got = sums_of(
         stored
             .slots
@@ -954,7 +956,7 @@ fn check(world: &World, cache: &Path, scratch: &Path, prices: &PriceTable) -> Re
         ));
     }
     let rebuilt = StateStore::in_dir(scratch)
-        .load_slots()
+        .load_from(i64::MIN, Tables::Both)
         .ok_or("no rebuilt aggregate")?
         .1;
     if stored != rebuilt {

@@ -36,8 +36,9 @@ fn fixture_data(home: &Path) -> Data {
     let mut index = Index::default();
     let result = worker::scan(&mut index, &roots, &prices, NOW, None);
     let state = State::full(&index, &prices, worker::window_start(NOW));
+    // Per session: every view reads those (the session view needs them).
     Data {
-        slots: state.detailed.slots.into_iter().collect(),
+        slots: state.detailed.sessions.into_iter().collect(),
         zone: Zone::utc(),
         now: NOW,
         generated_at: Some(NOW),
@@ -352,7 +353,7 @@ fn ninety_days_of_history_show_45_days_back_and_leave_the_query_as_it_was() {
     assert_eq!(parts(&kept_state), parts(&window_state));
     // The views read the whole history.
     let data = Data {
-        slots: kept_state.detailed.slots.into_iter().collect(),
+        slots: kept_state.detailed.sessions.into_iter().collect(),
         zone: Zone::utc(),
         now: NOW,
         generated_at: Some(NOW),
@@ -437,9 +438,9 @@ fn the_binary_refuses_a_since_before_the_history_and_a_bad_usage_toml() {
 }
 
 /// The app's document is summed per (slot, agent, model, directory) as it
-/// always was: its token members from the state's slots (kept per session
-/// too) are byte-identical to those from the same slots with every
-/// session merged away first (the keying before sessions), for the
+/// always was: the state's slots are its per-session sums with every
+/// session merged away, and the document's token members from the state
+/// are byte-identical to those from those merged sums, for the
 /// fixture's Claude and Codex files and a second session in one of its
 /// slots (`tests/it/usage.rs` checks the whole
 /// document against the app's vector).
@@ -468,11 +469,15 @@ fn the_app_document_does_not_depend_on_sessions() {
     let mut index = Index::default();
     worker::scan(&mut index, &roots, &prices, NOW, None);
     let state = State::full(&index, &prices, worker::window_start(NOW));
-    let sessions: std::collections::BTreeSet<_> =
-        state.detailed.slots.keys().map(|k| k.4.clone()).collect();
+    let sessions: std::collections::BTreeSet<_> = state
+        .detailed
+        .sessions
+        .keys()
+        .map(|k| k.4.clone())
+        .collect();
     assert!(sessions.len() > 2, "{sessions:?}");
     let mut merged = Detailed::default();
-    for (k, acc) in &state.detailed.slots {
+    for (k, acc) in &state.detailed.sessions {
         let key = (k.0, k.1, k.2.clone(), k.3.clone(), "".into());
         merged
             .slots
@@ -480,7 +485,8 @@ fn the_app_document_does_not_depend_on_sessions() {
             .or_insert_with(SlotAcc::default)
             .merge(acc);
     }
-    assert!(merged.slots.len() < state.detailed.slots.len());
+    assert!(merged.slots.len() < state.detailed.sessions.len());
+    assert_eq!(merged.slots, state.detailed.slots);
     let parts = |d: &Detailed| {
         let slots = flatten(d).slots;
         Value::Object(heeler::usage::report::token_parts(

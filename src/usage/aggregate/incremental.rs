@@ -52,6 +52,8 @@ pub struct State {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Changed {
     pub slots: BTreeSet<SlotKey>,
+    /// Keys of [`Detailed::sessions`].
+    pub sessions: BTreeSet<SlotKey>,
     pub owners: BTreeSet<u64>,
     /// Files (owner ids) whose counters in [`Detailed::by_file`] changed.
     pub files: BTreeSet<u64>,
@@ -169,6 +171,7 @@ impl State {
         let mut pending = Pending {
             counters: [d.duplicates_claude, d.duplicates_codex, d.forks_unresolved],
             slots: BTreeMap::new(),
+            sessions: BTreeMap::new(),
             files: BTreeMap::new(),
         };
         let mut parts = Vec::with_capacity(changes.len());
@@ -225,6 +228,7 @@ impl State {
         [d.duplicates_claude, d.duplicates_codex, d.forks_unresolved] = pending.counters;
         if let Some(changed) = &mut self.changed {
             changed.slots.extend(pending.slots.keys().cloned());
+            changed.sessions.extend(pending.sessions.keys().cloned());
             changed.files.extend(pending.files.keys().copied());
         }
         for (file, counts) in pending.files {
@@ -237,13 +241,18 @@ impl State {
                 }
             }
         }
-        for (key, acc) in pending.slots {
-            match acc {
-                Some(acc) => {
-                    d.slots.insert(key, acc);
-                }
-                None => {
-                    d.slots.remove(&key);
+        for (map, overlay) in [
+            (&mut d.slots, pending.slots),
+            (&mut d.sessions, pending.sessions),
+        ] {
+            for (key, acc) in overlay {
+                match acc {
+                    Some(acc) => {
+                        map.insert(key, acc);
+                    }
+                    None => {
+                        map.remove(&key);
+                    }
                 }
             }
         }
@@ -302,59 +311,87 @@ impl State {
                 .files
                 .insert(*file, (counts != [0; 3]).then_some(counts));
         }
-        let keys: BTreeSet<&SlotKey> = old.slots.keys().chain(new.slots.keys()).collect();
-        for key in keys {
-            let (o, n) = (old.slots.get(key), new.slots.get(key));
-            let current = match pending.slots.get(key) {
-                Some(overlay) => *overlay,
-                None => self.detailed.slots.get(key).copied(),
-            };
-            let merged = match (current, o) {
-                (None, Some(_)) => return None,
-                (cur, None) => combine(cur, n),
-                (Some(cur), Some(o)) => {
-                    let mut rest = cur;
-                    rest.sub_counts(o)?;
-                    if rest.requests == 0 {
-                        n.copied()
-                    } else {
-                        // The others' span is known unless `o` held an end.
-                        let first_known = o.first_ts > cur.first_ts
-                            || n.is_some_and(|n| n.first_ts <= o.first_ts);
-                        let last_known =
-                            o.last_ts < cur.last_ts || n.is_some_and(|n| n.last_ts >= o.last_ts);
-                        if !first_known || !last_known {
-                            return None;
-                        }
-                        combine(Some(rest), n)
-                    }
-                }
-            };
-            pending
-                .slots
-                .insert(key.clone(), merged.filter(|acc| acc.requests > 0));
-        }
-        Some(())
+        replace_sums(
+            &self.detailed.slots,
+            &mut pending.slots,
+            &old.slots,
+            &new.slots,
+        )?;
+        replace_sums(
+            &self.detailed.sessions,
+            &mut pending.sessions,
+            &old.sessions,
+            &new.sessions,
+        )
     }
 
     fn prune(&mut self, since: i64) {
-        let changed = &mut self.changed;
-        self.detailed.slots.retain(|k, _| {
-            let keep = k.0 >= since;
-            if !keep && let Some(changed) = changed.as_mut() {
-                changed.slots.insert(k.clone());
-            }
-            keep
-        });
+        let d = &mut self.detailed;
+        let (mut gone, mut gone_sessions) = (BTreeSet::new(), BTreeSet::new());
+        for (map, gone) in [
+            (&mut d.slots, &mut gone),
+            (&mut d.sessions, &mut gone_sessions),
+        ] {
+            // Keys are in time order: what is before `since` is a prefix.
+            let kept = map.split_off(&aggregate::slots_from(since));
+            gone.extend(std::mem::replace(map, kept).into_keys());
+        }
+        if let Some(changed) = &mut self.changed {
+            changed.slots.extend(gone);
+            changed.sessions.extend(gone_sessions);
+        }
         self.since = since;
     }
 }
 
+/// Subtracts `old` and adds `new` (one file's sums, per slot) over
+/// `current` into `pending`; `None` when the result cannot be known
+/// exactly (a span whose end was `old`'s and is not `new`'s).
+fn replace_sums(
+    current: &BTreeMap<SlotKey, SlotAcc>,
+    pending: &mut BTreeMap<SlotKey, Option<SlotAcc>>,
+    old: &BTreeMap<SlotKey, SlotAcc>,
+    new: &BTreeMap<SlotKey, SlotAcc>,
+) -> Option<()> {
+    let keys: BTreeSet<&SlotKey> = old.keys().chain(new.keys()).collect();
+    for key in keys {
+        let (o, n) = (old.get(key), new.get(key));
+        let now = match pending.get(key) {
+            Some(overlay) => *overlay,
+            None => current.get(key).copied(),
+        };
+        let merged = match (now, o) {
+            (None, Some(_)) => return None,
+            (cur, None) => combine(cur, n),
+            (Some(cur), Some(o)) => {
+                let mut rest = cur;
+                rest.sub_counts(o)?;
+                if rest.requests == 0 {
+                    n.copied()
+                } else {
+                    // The others' span is known unless `o` held an end.
+                    let first_known =
+                        o.first_ts > cur.first_ts || n.is_some_and(|n| n.first_ts <= o.first_ts);
+                    let last_known =
+                        o.last_ts < cur.last_ts || n.is_some_and(|n| n.last_ts >= o.last_ts);
+                    if !first_known || !last_known {
+                        return None;
+                    }
+                    combine(Some(rest), n)
+                }
+            }
+        };
+        pending.insert(key.clone(), merged.filter(|acc| acc.requests > 0));
+    }
+    Some(())
+}
+
 /// Changes over a [`State`] not committed yet: the three counters and
-/// the slots touched (`None`: removed).
+/// the slots and sessions touched (`None`: removed).
 struct Pending {
     counters: [u64; 3],
     slots: BTreeMap<SlotKey, Option<SlotAcc>>,
+    sessions: BTreeMap<SlotKey, Option<SlotAcc>>,
     files: BTreeMap<u64, Option<[u64; 3]>>,
 }
 

@@ -304,8 +304,11 @@ fn to_pico(cost: f64) -> u64 {
 
 /// Slot identity: (slot start, agent, model, directory, session). The
 /// session is a Claude record's `sessionId` or a Codex rollout's thread id
-/// (empty when the transcript names none): the `session` view groups by
-/// it, and [`flatten`] sums it away for everything else.
+/// (empty when the transcript names none). It is filled only in
+/// [`Detailed::sessions`], which the `session` view reads; the slots every
+/// other view and the app's document read are summed over sessions (the
+/// session empty), so a busy Host's thousands of sessions do not multiply
+/// what they decode.
 pub type SlotKey = (i64, Agent, Text, Text, Text);
 
 /// A model, directory or session in a slot key: shared, so the thousands
@@ -316,7 +319,13 @@ pub type Text = std::sync::Arc<str>;
 /// What aggregation computes, before it is flattened into an [`Aggregate`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Detailed {
+    /// Sums per (slot, agent, model, directory), sessions summed (the
+    /// key's session is empty).
     pub slots: BTreeMap<SlotKey, SlotAcc>,
+    /// The same sums per session too: every slot's sum is its sessions'
+    /// (exact integers), each kept up to date by the same incremental
+    /// replace.
+    pub sessions: BTreeMap<SlotKey, SlotAcc>,
     pub duplicates_claude: u64,
     pub duplicates_codex: u64,
     pub forks_unresolved: u64,
@@ -430,9 +439,8 @@ pub fn slots_from(since: i64) -> SlotKey {
 }
 
 /// [`flatten`] of the slots at or after `since` only (the spans too; the
-/// counters are `d`'s totals). A slot's sessions are summed (exact
-/// integers, before the cost becomes dollars), so each (slot, agent,
-/// model, directory) has one sum, as the app's document always had.
+/// counters are `d`'s totals): each (slot, agent, model, directory) has
+/// one sum, as the app's document always had.
 pub fn flatten_since(d: &Detailed, since: i64) -> Aggregate {
     let mut out = Aggregate {
         duplicates_claude: d.duplicates_claude,
@@ -457,27 +465,32 @@ pub fn flatten_since(d: &Detailed, since: i64) -> Aggregate {
             totals: acc.totals(),
         });
     };
-    // Keys are in order, so one slot's sessions are next to each other.
-    let mut run: Option<(&SlotKey, SlotAcc)> = None;
     for (key, acc) in d.slots.range(slots_from(since)..) {
-        if acc.requests == 0 {
-            continue;
+        if acc.requests > 0 {
+            push(key, acc);
         }
-        match &mut run {
+    }
+    out
+}
+
+/// The slots of `sessions` summed over sessions (exact integers, spans
+/// widened): keys are in order, so one slot's sessions are next to each
+/// other.
+pub fn sum_sessions(sessions: &BTreeMap<SlotKey, SlotAcc>) -> BTreeMap<SlotKey, SlotAcc> {
+    let mut out: Vec<(SlotKey, SlotAcc)> = Vec::new();
+    let none = Text::from("");
+    for (key, acc) in sessions {
+        match out.last_mut() {
             Some((k, sum)) if k.0 == key.0 && k.1 == key.1 && k.2 == key.2 && k.3 == key.3 => {
                 sum.merge(acc);
             }
             _ => {
-                if let Some((k, sum)) = run.replace((key, *acc)) {
-                    push(k, &sum);
-                }
+                let summed = (key.0, key.1, key.2.clone(), key.3.clone(), none.clone());
+                out.push((summed, *acc));
             }
         }
     }
-    if let Some((k, sum)) = run {
-        push(k, &sum);
-    }
-    out
+    out.into_iter().collect()
 }
 
 /// Every (tagged identifier, index into `files`) through which the Claude
@@ -704,13 +717,14 @@ pub fn aggregate_detailed<'a>(
     out.charge_files(&charges);
 
     let slots = sums.finish();
-    out.slots = slots
+    out.sessions = slots
         .into_iter()
         .map(|((slot, agent, model, cwd, session), acc)| {
             let names = (Text::from(model), Text::from(cwd), Text::from(session));
             ((slot, agent, names.0, names.1, names.2), acc)
         })
         .collect();
+    out.slots = sum_sessions(&out.sessions);
     out
 }
 
@@ -964,7 +978,7 @@ mod tests {
         ];
         let d = aggregate_detailed(&files, &table(), 0, None, None);
         let keyed: Vec<(&str, &str, u64, u64)> = d
-            .slots
+            .sessions
             .iter()
             .map(|(k, acc)| (&*k.2, &*k.4, acc.requests, acc.tokens.output))
             .collect();
@@ -976,16 +990,20 @@ mod tests {
                 ("gpt-5.5", "thread-9", 1, 2),
             ]
         );
-        // Flattened, the two Claude sessions are one slot: counts and
-        // picodollars summed as integers, the span from either.
+        // The slots, and so the flattened aggregate, have the two Claude
+        // sessions as one slot: counts and picodollars summed as integers,
+        // the span from either.
+        assert_eq!(d.slots.len(), 2);
+        assert!(d.slots.keys().all(|k| k.4.is_empty()));
         let flat = flatten(&d);
         assert_eq!(flat.slots.len(), 2);
         let mut sum = SlotAcc::default();
-        for (k, acc) in &d.slots {
+        for (k, acc) in &d.sessions {
             if k.1 == Agent::Claude {
                 sum.merge(acc);
             }
         }
+        assert_eq!(d.slots.values().next(), Some(&sum));
         assert_eq!(flat.slots[0].totals, sum.totals());
         assert_eq!(flat.slots[0].totals.requests, 3);
         assert_eq!(&*flat.slots[1].model, "gpt-5.5");

@@ -41,17 +41,21 @@
 //!
 //! # The incremental aggregate (`state`, `owners`)
 //! - `aggregate-v1.bin`, the base, replaced atomically: magic `HUAG`, its
-//!   version, the fingerprint of the index it aggregates, the history
-//!   start (`usage.toml`'s retention), the price table's hash, three
-//!   counters and the same three per file (owner id, in id order), the
-//!   strings, every slot (strings interned; fixed-size rows in key order,
-//!   so a reader can start at a time by bisection) and the reference to
-//!   the owners table (its generation, size and the delta since it),
-//!   sealed by a trailing [`hash_words`].
+//!   version and the length of each of its five sections, sealed by a
+//!   [`hash_words`]; then the sections, each sealed on its own so that a
+//!   view reads and checks only what it decodes: the fingerprint of the
+//!   index it aggregates, the history start (`usage.toml`'s retention),
+//!   the price table's hash and three counters; the same three per file
+//!   (owner id, in id order); the slots summed over sessions and the
+//!   slots per session (each its strings, then fixed-size rows in key
+//!   order naming them, so a reader can start at a time by bisection);
+//!   and the reference to the owners table (its generation, size and the
+//!   delta since it).
 //! - `aggregate-v1.journal`: the same journal framing (magic `HUAJ`, the
 //!   state version), each record the new fingerprint, history start and
 //!   counters, the files whose counters changed (all zero: none left),
-//!   then the slots and owner entries that changed.
+//!   then the slots, the per-session slots and the owner entries that
+//!   changed.
 //! - `owners-v1.<generation>.bin`: magic `HUAO`, version, generation, row
 //!   count, then per block of 256 rows its first identifier (the fence) and
 //!   the [`hash_words`] of its rows, the header sealed, then the rows

@@ -10,8 +10,9 @@
 //! the slots from here for a zone the worker did not render ahead
 //! ([`StateStore::load_slots`]), without the owners table.
 
+use std::collections::BTreeMap;
 use std::fs::{self, File};
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::base::bytes::Reader;
@@ -23,9 +24,9 @@ use crate::usage::store::owners::{Owners, OwnersRef};
 
 const MAGIC: &[u8; 4] = b"HUAG";
 const JOURNAL_MAGIC: &[u8; 4] = b"HUAJ";
-/// Bump when the layout or the aggregation rules change (4: slots are
-/// per session too).
-pub const STATE_VERSION: u32 = 4;
+/// Bump when the layout or the aggregation rules change (5: the slots
+/// summed over sessions, and the per-session sums beside them).
+pub const STATE_VERSION: u32 = 5;
 /// The journal may always grow to this many bytes.
 pub const MIN_JOURNAL: u64 = 256 << 10;
 
@@ -40,6 +41,26 @@ pub struct StateStore {
 
 fn journal_header(meta: &fs::Metadata) -> Vec<u8> {
     journal::header(JOURNAL_MAGIC, meta, &[u64::from(STATE_VERSION)])
+}
+
+/// Which sums a read decodes: a view reads one table, the worker both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tables {
+    Both,
+    /// [`Detailed::slots`] only.
+    Slots,
+    /// [`Detailed::sessions`] only (the `session` view).
+    Sessions,
+}
+
+impl Tables {
+    fn slots(self) -> bool {
+        self != Tables::Sessions
+    }
+
+    fn sessions(self) -> bool {
+        self != Tables::Slots
+    }
 }
 
 /// What a base or journal holds besides the owners table.
@@ -65,15 +86,26 @@ impl StateStore {
         self.base.parent().unwrap_or(Path::new("."))
     }
 
-    /// The base and journal as loaded, slots before `from` left out.
-    fn read(&self, from: i64) -> Option<(Parts, Origin)> {
-        let mut file = File::open(&self.base).ok()?;
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).ok()?;
+    /// The base and journal as loaded, slots before `from` and the tables
+    /// not wanted left out.
+    fn read(&self, from: i64, tables: Tables) -> Option<(Parts, Origin)> {
+        use std::os::unix::fs::FileExt;
+        let file = File::open(&self.base).ok()?;
         let meta = file.metadata().ok()?;
-        let mut parts = decode_base(unseal(&bytes)?, from)?;
+        let mut header = [0u8; HEADER];
+        file.read_exact_at(&mut header, 0).ok()?;
+        let ranges = layout(&header, meta.len())?;
+        let mut read: [Vec<u8>; SECTIONS] = Default::default();
+        for ((bytes, range), wanted) in read.iter_mut().zip(ranges).zip(tables.sections()) {
+            if wanted {
+                *bytes = vec![0; usize::try_from(range.end - range.start).ok()?];
+                file.read_exact_at(bytes, range.start).ok()?;
+            }
+        }
+        let sections = std::array::from_fn(|i| tables.sections()[i].then_some(&read[i][..]));
+        let mut parts = decode_base(sections, from)?;
         let mut origin = Origin {
-            base_len: bytes.len() as u64,
+            base_len: meta.len(),
             journal_len: 0,
             journal_valid: false,
             header: journal_header(&meta),
@@ -83,14 +115,14 @@ impl StateStore {
         };
         origin.journal_len = journal.len() as u64;
         let (records, whole) = journal::records(&journal, &origin.header);
-        let applied = replay(&mut parts, &records, from);
+        let applied = replay(&mut parts, &records, from, tables);
         origin.journal_valid = whole && applied == records.len();
         Some((parts, origin))
     }
 
     /// The state with its owners table; `None` when missing or damaged.
     pub fn load(&self) -> Option<State> {
-        let (parts, origin) = self.read(i64::MIN)?;
+        let (parts, origin) = self.read(i64::MIN, Tables::Both)?;
         let owners = Owners::open(parts.owners, self.dir()).ok()?;
         Some(State {
             fingerprint: parts.fingerprint,
@@ -112,7 +144,12 @@ impl StateStore {
     /// seconds) only: a view of the last weeks decodes those, not the
     /// whole history. The counters are the whole state's.
     pub fn load_slots_from(&self, from: i64) -> Option<(u64, Detailed)> {
-        let (parts, _) = self.read(from)?;
+        self.load_from(from, Tables::Slots)
+    }
+
+    /// [`StateStore::load_slots_from`] of the tables `tables` names.
+    pub fn load_from(&self, from: i64, tables: Tables) -> Option<(u64, Detailed)> {
+        let (parts, _) = self.read(from, tables)?;
         Some((parts.fingerprint, parts.detailed))
     }
 
@@ -235,6 +272,12 @@ fn read_str(r: &mut Reader) -> Option<String> {
     r.utf8(n)
 }
 
+/// [`read_str`] straight into a [`Text`] (one allocation, not two).
+fn read_text(r: &mut Reader) -> Option<Text> {
+    let n = r.count64(1)?;
+    std::str::from_utf8(r.take(n)?).ok().map(Text::from)
+}
+
 fn read_numbers(r: &mut Reader) -> Option<[u64; 12]> {
     let mut n = [0u64; 12];
     for x in &mut n {
@@ -257,35 +300,85 @@ fn read_file_counters(r: &mut Reader) -> Option<Vec<(u64, [u64; 3])>> {
     rows.windows(2).all(|w| w[0].0 < w[1].0).then_some(rows)
 }
 
-fn encode_base<'a>(state: &'a State) -> Option<Vec<u8>> {
+/// The base's sections, in file order: meta (fingerprint, history start,
+/// price table, the three counters and the strings the rows name), the
+/// counters per file, the slots, the sessions, and the reference to the
+/// owners table. Each is sealed on its own, so a view reads and checks
+/// only those it decodes: a few megabytes of per-session sums are not
+/// read to show a day's totals.
+const SECTIONS: usize = 5;
+
+/// Magic, version, each section's length, and the header's seal.
+const HEADER: usize = 4 + 4 + SECTIONS * 8 + 8;
+
+impl Tables {
+    /// The sections a read of these tables decodes.
+    fn sections(self) -> [bool; SECTIONS] {
+        let both = self == Tables::Both;
+        [true, both, self.slots(), self.sessions(), both]
+    }
+}
+
+fn encode_base(state: &State) -> Option<Vec<u8>> {
     let owners = state.owners.reference()?;
     let d = &state.detailed;
-    let mut o = Vec::with_capacity(256 + d.slots.len() * 128 + owners.delta.len() * 16);
-    o.extend(MAGIC);
-    o.extend(STATE_VERSION.to_le_bytes());
-    put_u64(&mut o, state.fingerprint);
-    put_u64(&mut o, state.since as u64);
-    put_str(&mut o, &state.pricing);
+    let mut meta = Vec::with_capacity(256);
+    put_u64(&mut meta, state.fingerprint);
+    put_u64(&mut meta, state.since as u64);
+    put_str(&mut meta, &state.pricing);
     for n in [d.duplicates_claude, d.duplicates_codex, d.forks_unresolved] {
-        put_u64(&mut o, n);
+        put_u64(&mut meta, n);
     }
-    put_u64(&mut o, d.by_file.len() as u64);
+    let mut files = Vec::with_capacity(8 + d.by_file.len() * 32);
+    put_u64(&mut files, d.by_file.len() as u64);
     for (file, counts) in &d.by_file {
-        put_u64(&mut o, *file);
+        put_u64(&mut files, *file);
         for n in counts {
-            put_u64(&mut o, *n);
+            put_u64(&mut files, *n);
         }
     }
+    let (slots, sessions) = (encode_rows(&d.slots), encode_rows(&d.sessions));
+    let mut reference = Vec::with_capacity(24 + owners.delta.len() * 16);
+    for n in [owners.generation, owners.count] {
+        put_u64(&mut reference, n);
+    }
+    put_u64(&mut reference, owners.delta.len() as u64);
+    for (id, owner) in &owners.delta {
+        put_u64(&mut reference, *id);
+        put_u64(&mut reference, *owner);
+    }
+    let mut sections = [meta, files, slots, sessions, reference];
+    let total: usize = sections.iter().map(|s| s.len() + 8).sum();
+    let mut o = Vec::with_capacity(HEADER + total);
+    o.extend(MAGIC);
+    o.extend(STATE_VERSION.to_le_bytes());
+    for section in &mut sections {
+        seal(section);
+        put_u64(&mut o, section.len() as u64);
+    }
+    seal(&mut o);
+    for section in &sections {
+        o.extend(section);
+    }
+    Some(o)
+}
+
+/// One table's section: the strings its rows name, then the rows (slot,
+/// agent, model, directory and session as string numbers, then the
+/// twelve numbers of the sums), in key order. The slots name a few
+/// hundred strings; the sessions thousands more, which a view of the
+/// slots never decodes.
+fn encode_rows<'a>(table: &'a BTreeMap<SlotKey, SlotAcc>) -> Vec<u8> {
     let mut index: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
     let mut strings: Vec<&str> = Vec::new();
-    let mut intern = |s: &'a str| -> u64 {
+    let mut intern = |s: &'a Text| -> u64 {
+        let s: &'a str = s;
         *index.entry(s).or_insert_with(|| {
             strings.push(s);
             strings.len() as u64 - 1
         })
     };
-    let rows: Vec<[u64; 5]> = d
-        .slots
+    let rows: Vec<[u64; 5]> = table
         .keys()
         .map(|(slot, agent, model, cwd, session)| {
             let (model, cwd) = (intern(model), intern(cwd));
@@ -298,44 +391,55 @@ fn encode_base<'a>(state: &'a State) -> Option<Vec<u8>> {
             ]
         })
         .collect();
+    let mut o = Vec::with_capacity(16 + strings.len() * 24 + table.len() * ROW + 8);
     put_u64(&mut o, strings.len() as u64);
     for s in &strings {
         put_str(&mut o, s);
     }
-    put_u64(&mut o, rows.len() as u64);
-    for (row, acc) in rows.iter().zip(d.slots.values()) {
-        for n in row.iter().chain(&acc_numbers(acc)) {
+    put_u64(&mut o, table.len() as u64);
+    for (key, acc) in rows.iter().zip(table.values()) {
+        for n in key.iter().chain(&acc_numbers(acc)) {
             put_u64(&mut o, *n);
         }
     }
-    for n in [owners.generation, owners.count] {
-        put_u64(&mut o, n);
-    }
-    put_u64(&mut o, owners.delta.len() as u64);
-    for (id, owner) in &owners.delta {
-        put_u64(&mut o, *id);
-        put_u64(&mut o, *owner);
-    }
-    seal(&mut o);
-    Some(o)
+    o
 }
 
-/// The fingerprint and slots that a base's body (its bytes without the
-/// seal) and the journal record payloads after it decode to, and how many
-/// records applied: what [`StateStore::load_slots`] reads, without the
-/// files. `None` for a damaged base.
-pub fn decode(body: &[u8], records: &[&[u8]]) -> Option<(u64, Detailed, usize)> {
-    let mut parts = decode_base(body, i64::MIN)?;
-    let applied = replay(&mut parts, records, i64::MIN);
+/// Where each section of a base lies, from its header; `None` for
+/// another version or a damaged header, or when the lengths do not add
+/// up to `len`, the base's length.
+fn layout(header: &[u8], len: u64) -> Option<[std::ops::Range<u64>; SECTIONS]> {
+    let body = unseal(header.get(..HEADER)?)?;
+    let mut r = Reader::new(body);
+    if r.take(4)? != MAGIC || r.u32()? != STATE_VERSION {
+        return None;
+    }
+    let mut at = HEADER as u64;
+    let mut ranges: [std::ops::Range<u64>; SECTIONS] = Default::default();
+    for range in &mut ranges {
+        let n = r.u64()?;
+        *range = at..at.checked_add(n)?;
+        at = range.end;
+    }
+    (at == len).then_some(ranges)
+}
+
+/// The fingerprint and sums that a base's bytes and the journal record
+/// payloads after it decode to, and how many records applied: what
+/// [`StateStore::load`] reads, without the files. `None` for a damaged
+/// base.
+pub fn decode(base: &[u8], records: &[&[u8]]) -> Option<(u64, Detailed, usize)> {
+    let mut parts = decode_bytes(base, i64::MIN, Tables::Both)?;
+    let applied = replay(&mut parts, records, i64::MIN, Tables::Both);
     Some((parts.fingerprint, parts.detailed, applied))
 }
 
 /// Applies `records` in order up to the first damaged one (their slots
-/// before `from` left out); how many applied.
-fn replay(parts: &mut Parts, records: &[&[u8]], from: i64) -> usize {
+/// before `from` and the tables not wanted left out); how many applied.
+fn replay(parts: &mut Parts, records: &[&[u8]], from: i64, tables: Tables) -> usize {
     records
         .iter()
-        .take_while(|payload| apply_record(parts, payload, from).is_some())
+        .take_while(|payload| apply_record(parts, payload, from, tables).is_some())
         .count()
 }
 
@@ -343,14 +447,27 @@ fn replay(parts: &mut Parts, records: &[&[u8]], from: i64) -> usize {
 /// session string numbers, then the twelve numbers of its sums.
 const ROW: usize = 17 * 8;
 
-/// A base's body (without the seal); slots before `from` are skipped
-/// unread (rows are fixed-size and in key order, so the first one wanted
-/// is found by bisection; the seal vouches for the rows skipped).
-fn decode_base(bytes: &[u8], from: i64) -> Option<Parts> {
-    let mut r = Reader::new(bytes);
-    if r.take(4)? != MAGIC || r.u32()? != STATE_VERSION {
-        return None;
+/// A whole base in memory, decoded as [`decode_base`] does.
+fn decode_bytes(bytes: &[u8], from: i64, tables: Tables) -> Option<Parts> {
+    let ranges = layout(bytes, bytes.len() as u64)?;
+    let wanted = tables.sections();
+    let mut sections: [Option<&[u8]>; SECTIONS] = [None; SECTIONS];
+    for ((section, range), wanted) in sections.iter_mut().zip(ranges).zip(wanted) {
+        if wanted {
+            let range = usize::try_from(range.start).ok()?..usize::try_from(range.end).ok()?;
+            *section = Some(bytes.get(range)?);
+        }
     }
+    decode_base(sections, from)
+}
+
+/// A base's sections as read (`None`: not read, as `tables` wants),
+/// each with its seal; rows before `from` are skipped unread (rows are
+/// fixed-size and in key order, so the first one wanted is found by
+/// bisection; the seal vouches for the rows skipped).
+fn decode_base(sections: [Option<&[u8]>; SECTIONS], from: i64) -> Option<Parts> {
+    let [meta, files, slots, sessions, reference] = sections.map(|s| s.map(unseal));
+    let mut r = Reader::new(meta??);
     let fingerprint = r.u64()?;
     let since = r.i64()?;
     let pricing = read_str(&mut r)?;
@@ -358,13 +475,48 @@ fn decode_base(bytes: &[u8], from: i64) -> Option<Parts> {
         duplicates_claude: r.u64()?,
         duplicates_codex: r.u64()?,
         forks_unresolved: r.u64()?,
-        by_file: read_file_counters(&mut r)?.into_iter().collect(),
         ..Detailed::default()
     };
+    if !r.at_end() {
+        return None;
+    }
+    if let Some(files) = files {
+        let mut r = Reader::new(files?);
+        detailed.by_file = read_file_counters(&mut r)?.into_iter().collect();
+        r.at_end().then_some(())?;
+    }
+    for (table, section) in [
+        (&mut detailed.slots, slots),
+        (&mut detailed.sessions, sessions),
+    ] {
+        if let Some(section) = section {
+            let mut r = Reader::new(section?);
+            *table = decode_rows(&mut r, from)?;
+            r.at_end().then_some(())?;
+        }
+    }
+    let mut owners = OwnersRef::default();
+    if let Some(reference) = reference {
+        let mut r = Reader::new(reference?);
+        owners.generation = r.u64()?;
+        owners.count = r.u64()?;
+        owners.delta = read_owners(&mut r)?.into_iter().collect();
+        r.at_end().then_some(())?;
+    }
+    Some(Parts {
+        fingerprint,
+        since,
+        pricing,
+        detailed,
+        owners,
+    })
+}
+
+/// One table's rows of a base ([`encode_rows`]): those at or after slot
+/// `from`.
+fn decode_rows(r: &mut Reader, from: i64) -> Option<BTreeMap<SlotKey, SlotAcc>> {
     let ns = r.count64(8)?;
-    let strings: Vec<Text> = (0..ns)
-        .map(|_| read_str(&mut r).map(Text::from))
-        .collect::<Option<_>>()?;
+    let strings: Vec<Text> = (0..ns).map(|_| read_text(r)).collect::<Option<_>>()?;
     let nslots = r.count64(ROW)?;
     let rows = r.take(nslots.checked_mul(ROW)?)?;
     let slot_of = |i: usize| Reader::new(rows.get(i * ROW..)?).i64();
@@ -391,24 +543,7 @@ fn decode_base(bytes: &[u8], from: i64) -> Option<Parts> {
     if !slots.windows(2).all(|w| w[0].0 < w[1].0) {
         return None;
     }
-    detailed.slots = slots.into_iter().collect();
-    let generation = r.u64()?;
-    let count = r.u64()?;
-    let delta = read_owners(&mut r)?;
-    if !r.at_end() {
-        return None;
-    }
-    Some(Parts {
-        fingerprint,
-        since,
-        pricing,
-        detailed,
-        owners: OwnersRef {
-            generation,
-            count,
-            delta: delta.into_iter().collect(),
-        },
-    })
+    Some(slots.into_iter().collect())
 }
 
 fn encode_record(state: &State, changed: &Changed) -> Vec<u8> {
@@ -427,22 +562,24 @@ fn encode_record(state: &State, changed: &Changed) -> Vec<u8> {
             put_u64(&mut o, n);
         }
     }
-    put_u64(&mut o, changed.slots.len() as u64);
-    for key in &changed.slots {
-        let (slot, agent, model, cwd, session) = key;
-        put_u64(&mut o, *slot as u64);
-        put_u64(&mut o, agent_code(*agent));
-        put_str(&mut o, model);
-        put_str(&mut o, cwd);
-        put_str(&mut o, session);
-        match d.slots.get(key) {
-            Some(acc) => {
-                put_u64(&mut o, 1);
-                for n in acc_numbers(acc) {
-                    put_u64(&mut o, n);
+    for (keys, table) in [(&changed.slots, &d.slots), (&changed.sessions, &d.sessions)] {
+        put_u64(&mut o, keys.len() as u64);
+        for key in keys {
+            let (slot, agent, model, cwd, session) = key;
+            put_u64(&mut o, *slot as u64);
+            put_u64(&mut o, agent_code(*agent));
+            put_str(&mut o, model);
+            put_str(&mut o, cwd);
+            put_str(&mut o, session);
+            match table.get(key) {
+                Some(acc) => {
+                    put_u64(&mut o, 1);
+                    for n in acc_numbers(acc) {
+                        put_u64(&mut o, n);
+                    }
                 }
+                None => put_u64(&mut o, 0),
             }
-            None => put_u64(&mut o, 0),
         }
     }
     let owners: Vec<(u64, u64)> = changed
@@ -458,12 +595,9 @@ fn encode_record(state: &State, changed: &Changed) -> Vec<u8> {
     o
 }
 
-fn apply_record(parts: &mut Parts, payload: &[u8], from: i64) -> Option<()> {
-    let mut r = Reader::new(payload);
-    let fingerprint = r.u64()?;
-    let since = r.i64()?;
-    let counters = [r.u64()?, r.u64()?, r.u64()?];
-    let files = read_file_counters(&mut r)?;
+/// A journal record's changed keys of one table, with their sums
+/// (`None`: removed).
+fn read_changed(r: &mut Reader) -> Option<Vec<(SlotKey, Option<SlotAcc>)>> {
     let n = r.count64(8 * 6)?;
     let mut slots: Vec<(SlotKey, Option<SlotAcc>)> = Vec::with_capacity(n);
     for _ in 0..n {
@@ -472,17 +606,28 @@ fn apply_record(parts: &mut Parts, payload: &[u8], from: i64) -> Option<()> {
         let key = (
             slot,
             agent,
-            Text::from(read_str(&mut r)?),
-            Text::from(read_str(&mut r)?),
-            Text::from(read_str(&mut r)?),
+            Text::from(read_str(r)?),
+            Text::from(read_str(r)?),
+            Text::from(read_str(r)?),
         );
         let acc = match r.u64()? {
-            1 => Some(acc_from(read_numbers(&mut r)?)),
+            1 => Some(acc_from(read_numbers(r)?)),
             0 => None,
             _ => return None,
         };
         slots.push((key, acc));
     }
+    Some(slots)
+}
+
+fn apply_record(parts: &mut Parts, payload: &[u8], from: i64, tables: Tables) -> Option<()> {
+    let mut r = Reader::new(payload);
+    let fingerprint = r.u64()?;
+    let since = r.i64()?;
+    let counters = [r.u64()?, r.u64()?, r.u64()?];
+    let files = read_file_counters(&mut r)?;
+    let slots = read_changed(&mut r)?;
+    let sessions = read_changed(&mut r)?;
     let owners = read_owners(&mut r)?;
     if !r.at_end() {
         return None;
@@ -492,18 +637,27 @@ fn apply_record(parts: &mut Parts, payload: &[u8], from: i64) -> Option<()> {
     parts.since = since;
     let d = &mut parts.detailed;
     [d.duplicates_claude, d.duplicates_codex, d.forks_unresolved] = counters;
-    for (file, counts) in files {
+    // Only the worker's read has the counters per file (`Tables::sections`).
+    for (file, counts) in files.into_iter().filter(|_| tables == Tables::Both) {
         if counts == [0; 3] {
             d.by_file.remove(&file);
         } else {
             d.by_file.insert(file, counts);
         }
     }
-    for (key, acc) in slots.into_iter().filter(|(key, _)| key.0 >= from) {
-        match acc {
-            Some(acc) => d.slots.insert(key, acc),
-            None => d.slots.remove(&key),
-        };
+    for (wanted, table, changed) in [
+        (tables.slots(), &mut d.slots, slots),
+        (tables.sessions(), &mut d.sessions, sessions),
+    ] {
+        if !wanted {
+            continue;
+        }
+        for (key, acc) in changed.into_iter().filter(|(key, _)| key.0 >= from) {
+            match acc {
+                Some(acc) => table.insert(key, acc),
+                None => table.remove(&key),
+            };
+        }
     }
     parts.owners.delta.extend(owners);
     Some(())
@@ -545,6 +699,7 @@ mod tests {
         d.by_file.insert(2, [3, 0, 0]);
         d.slots.insert(key(900), acc(2));
         d.slots.insert(key(1800), acc(1));
+        d.sessions.insert(key(900), acc(2));
         State {
             fingerprint: 9,
             since: 0,
@@ -560,10 +715,12 @@ mod tests {
     /// recorded as `owner`, both marked changed.
     fn change(state: &mut State, slot: i64, requests: u64, id: u64, owner: u64) {
         state.detailed.slots.insert(key(slot), acc(requests));
+        state.detailed.sessions.insert(key(slot), acc(requests));
         state.owners.set(id, owner);
         state.fingerprint += 1;
         let changed = state.changed.get_or_insert_with(Changed::default);
         changed.slots.insert(key(slot));
+        changed.sessions.insert(key(slot));
         changed.owners.insert(id);
         // The owner's file was charged a Codex duplicate.
         state.detailed.duplicates_codex += 1;
@@ -593,10 +750,12 @@ mod tests {
         s.owners.set(7, 8);
         s.detailed.slots.insert(key(2700), acc(4));
         s.detailed.slots.remove(&key(900));
+        s.detailed.sessions.insert(key(2700), acc(3));
         s.fingerprint = 10;
         let changed = s.changed.as_mut().unwrap();
         changed.owners.insert(7);
         changed.slots.extend([key(2700), key(900)]);
+        changed.sessions.insert(key(2700));
         store.save(&mut s).unwrap();
         assert_eq!(fs::read(&store.base).unwrap(), base);
         assert!(store.journal.exists());
@@ -606,7 +765,24 @@ mod tests {
             (s.fingerprint, s.since, &s.pricing, &s.detailed)
         );
         assert_eq!(back.owners.rows().unwrap(), vec![(3, SHARED), (7, 8)]);
-        assert_eq!(store.load_slots().unwrap(), (10, s.detailed.clone()));
+        // A view reads one table of the two, base and journal alike, and
+        // not the counters per file (the worker's coverage needs them).
+        let slots_only = Detailed {
+            sessions: BTreeMap::new(),
+            by_file: BTreeMap::new(),
+            ..s.detailed.clone()
+        };
+        assert_eq!(store.load_slots().unwrap(), (10, slots_only));
+        let sessions_only = Detailed {
+            slots: BTreeMap::new(),
+            by_file: BTreeMap::new(),
+            ..s.detailed.clone()
+        };
+        assert_eq!(
+            store.load_from(i64::MIN, Tables::Sessions).unwrap(),
+            (10, sessions_only)
+        );
+        assert_eq!(s.detailed.sessions.len(), 2);
         // A torn journal record is ignored: the state looks as before.
         let journal = fs::read(&store.journal).unwrap();
         fs::write(&store.journal, &journal[..journal.len() - 1]).unwrap();
@@ -767,7 +943,7 @@ mod tests {
         s.changed.as_mut().unwrap().slots.insert(key(30 * 900));
         store.save(&mut s).unwrap();
         assert!(store.journal.exists());
-        let (_, all) = store.load_slots().unwrap();
+        let (_, all) = store.load_from(i64::MIN, Tables::Both).unwrap();
         assert_eq!(all, s.detailed);
         for from in [
             i64::MIN,
@@ -787,27 +963,53 @@ mod tests {
                 .range(crate::usage::aggregate::slots_from(from)..)
                 .collect();
             assert_eq!(part.slots.iter().collect::<Vec<_>>(), want, "from {from}");
-            assert_eq!(part.by_file, all.by_file);
+            assert!(part.by_file.is_empty());
+            let (_, part) = store.load_from(from, Tables::Sessions).unwrap();
+            let want: Vec<_> = all
+                .sessions
+                .range(crate::usage::aggregate::slots_from(from)..)
+                .collect();
+            assert_eq!(
+                part.sessions.iter().collect::<Vec<_>>(),
+                want,
+                "from {from}"
+            );
+            assert!(part.slots.is_empty());
         }
     }
 
     #[test]
-    fn every_truncation_of_a_base_is_refused() {
+    fn every_truncation_and_every_damaged_byte_of_a_base_is_refused() {
         let dir = Scratch::new("truncations");
         let store = StateStore::in_dir(&dir.0);
         store.save(&mut fresh_state()).unwrap();
         let bytes = fs::read(&store.base).unwrap();
-        let body = unseal(&bytes).unwrap();
-        assert!(decode_base(body, i64::MIN).is_some());
-        for cut in 0..body.len() {
-            assert!(
-                decode_base(&body[..cut], i64::MIN).is_none(),
-                "cut at {cut}"
-            );
-            assert!(decode_base(&body[..cut], 1800).is_none(), "cut at {cut}");
-        }
-        let mut longer = body.to_vec();
+        let mut longer = bytes.clone();
         longer.push(0);
-        assert!(decode_base(&longer, i64::MIN).is_none());
+        for tables in [Tables::Both, Tables::Slots, Tables::Sessions] {
+            assert!(decode_bytes(&bytes, i64::MIN, tables).is_some());
+            for cut in 0..bytes.len() {
+                let partial = &bytes[..cut];
+                assert!(
+                    decode_bytes(partial, i64::MIN, tables).is_none(),
+                    "cut at {cut}"
+                );
+                assert!(
+                    decode_bytes(partial, 1800, tables).is_none(),
+                    "cut at {cut}"
+                );
+            }
+            assert!(decode_bytes(&longer, i64::MIN, tables).is_none());
+        }
+        // A changed byte anywhere fails the seal of its section: the
+        // worker, which reads every section, refuses it (and rebuilds).
+        for at in 0..bytes.len() {
+            let mut damaged = bytes.clone();
+            damaged[at] ^= 0x20;
+            assert!(
+                decode_bytes(&damaged, i64::MIN, Tables::Both).is_none(),
+                "byte {at}"
+            );
+        }
     }
 }

@@ -13,7 +13,9 @@ use crate::usage::tz::Zone;
 /// The cache as the views see it.
 #[derive(Debug, Clone)]
 pub struct Data {
-    /// The aggregate's slots, in time order (exact sums and spans).
+    /// The aggregate's slots, in time order (exact sums and spans): per
+    /// session for the session view, which groups by it; summed over
+    /// sessions for the others, which group it away (`views::read_slots`).
     pub slots: Vec<(SlotKey, SlotAcc)>,
     pub zone: Zone,
     pub now: i64,
@@ -46,7 +48,16 @@ pub struct Request {
     /// A directory; its subdirectories count too.
     pub dir: Option<String>,
     pub breakdown: bool,
+    /// List every session: the session view's table lists the latest
+    /// [`SESSION_ROWS`] unless asked (JSON and CSV always list all).
+    pub all: bool,
 }
+
+/// Sessions the session view's table lists by default, the latest first:
+/// a Host of many agents has thousands a month, which no one reads as a
+/// table (the total still counts them all, and says how many are not
+/// listed).
+pub const SESSION_ROWS: usize = 50;
 
 /// Why the options cannot be used (a usage error).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,6 +111,7 @@ impl Request {
             agent,
             dir,
             breakdown,
+            all: false,
         })
     }
 

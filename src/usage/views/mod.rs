@@ -112,6 +112,10 @@ pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
         today,
     )
     .map_err(|e| Failure::new(format!("{name}: {}", e.0), 2))?;
+    let req = Request {
+        all: flags.all,
+        ..req
+    };
     let config =
         crate::usage::config::from_env().map_err(|e| Failure::new(format!("{name}: {e}"), 1))?;
     req.check_history(config.retention_days, today)
@@ -145,10 +149,7 @@ pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
     let slots = match (recent, &ctx.dir) {
         (Some(recent), _) => recent,
         (None, Ok(dir)) if generated_at.is_some() => {
-            crate::usage::store::state::StateStore::in_dir(&dir.0)
-                .load_slots_from(first_slot(&req, today))
-                .map(|(_, d)| d.slots.into_iter().collect())
-                .unwrap_or_default()
+            read_slots(&dir.0, view, first_slot(&req, today))
         }
         _ => Vec::new(),
     };
@@ -291,6 +292,31 @@ pub fn with_pi_herdr(
             (agent, pi_herdr::freshest(ours, theirs))
         })
         .collect()
+}
+
+/// The slots `view` reads from the aggregate state in `dir`, from slot
+/// start `from` on: the session view the per-session sums, every other
+/// view the sums of each slot (sessions summed away, which is all they
+/// need, and far fewer to decode on a Host of many sessions). Empty when
+/// there is no readable state.
+pub fn read_slots(
+    dir: &std::path::Path,
+    view: View,
+    from: i64,
+) -> Vec<(
+    crate::usage::aggregate::SlotKey,
+    crate::usage::aggregate::SlotAcc,
+)> {
+    use crate::usage::store::state::{StateStore, Tables};
+    let tables = match view {
+        View::Session => Tables::Sessions,
+        _ => Tables::Slots,
+    };
+    match StateStore::in_dir(dir).load_from(from, tables) {
+        Some((_, d)) if view == View::Session => d.sessions.into_iter().collect(),
+        Some((_, d)) => d.slots.into_iter().collect(),
+        None => Vec::new(),
+    }
 }
 
 /// The first slot any view of `req` reads (the summary shows 30 days

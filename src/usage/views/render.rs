@@ -11,7 +11,7 @@ use crate::usage::event::Agent;
 use crate::usage::time::{format_date, format_timestamp};
 use crate::usage::views::blocks::{self, Block};
 use crate::usage::views::data::{
-    Data, Period, Request, period_label, period_start, selected, sum_by,
+    Data, Period, Request, SESSION_ROWS, period_label, period_start, selected, sum_by,
 };
 use crate::usage::views::table::{self, Column, RowKind, Style, Table, dollars, group};
 
@@ -180,13 +180,17 @@ fn tabular(
     req: &Request,
     view: View,
     labels: (&[Column], &[&'static str]),
-    rows: Vec<Row>,
+    listed: Listed,
     unpriced: &Unpriced,
     format: Format,
 ) -> String {
-    let mut all = SlotAcc::default();
+    let Listed {
+        rows,
+        left_out,
+        mut all,
+    } = listed;
     for r in &rows {
-        all.merge(&r.acc);
+        all.add_counts(&r.acc);
     }
     match format {
         Format::Json => {
@@ -259,7 +263,37 @@ fn tabular(
             let mut lines = vec![title(data, req, view)];
             lines.extend(t.lines(style));
             lines.extend(notes(&all, unpriced));
+            if left_out > 0 {
+                lines.push(format!(
+                    "{} earlier sessions are in the total but not listed: --all lists them.",
+                    table::group(left_out as u64)
+                ));
+            }
             lines.join("\n") + "\n"
+        }
+    }
+}
+
+/// The rows a table lists, and how many more it leaves out (their sums
+/// in `all`, where the listed rows' are added: the total counts both).
+struct Listed {
+    rows: Vec<Row>,
+    left_out: usize,
+    all: SlotAcc,
+}
+
+impl FromIterator<Row> for Listed {
+    fn from_iter<I: IntoIterator<Item = Row>>(rows: I) -> Listed {
+        Listed::from(rows.into_iter().collect::<Vec<Row>>())
+    }
+}
+
+impl From<Vec<Row>> for Listed {
+    fn from(rows: Vec<Row>) -> Listed {
+        Listed {
+            rows,
+            left_out: 0,
+            all: SlotAcc::default(),
         }
     }
 }
@@ -476,7 +510,7 @@ pub fn render(data: &Data, req: &Request, view: View, format: Format) -> String 
                 &req,
                 view,
                 (&columns, &["agent", "model"]),
-                rows,
+                rows.into(),
                 &unpriced,
                 format,
             )
@@ -512,7 +546,7 @@ pub fn render(data: &Data, req: &Request, view: View, format: Format) -> String 
                 req,
                 view,
                 (&columns, &["directory", "agents"]),
-                rows,
+                rows.into(),
                 &unpriced,
                 format,
             )
@@ -533,27 +567,62 @@ fn sessions(
     unpriced: &Unpriced,
     format: Format,
 ) -> String {
-    // One pass over the slots (thousands, a few hundred sessions): per
-    // session its sums, its sums per model and its tokens per directory,
-    // hashed (the rows are sorted below). A slot of no session is its
-    // directory's.
-    type Sums = (
-        SlotAcc,
-        BTreeMap<(Agent, Text), SlotAcc>,
-        BTreeMap<Text, u64>,
-    );
-    let mut sums: crate::usage::aggregate::FastHashMap<(Agent, Text, Option<Text>), Sums> =
-        Default::default();
+    // A session (or, for requests whose transcript names none, an agent
+    // and directory).
+    type Key = (Agent, Text, Option<Text>);
+    let key_of = |k: &SlotKey| -> Key { (k.1, k.4.clone(), k.4.is_empty().then(|| k.3.clone())) };
+    // First pass over the slots: each session's sums, which order the
+    // rows (a busy Host has thousands of sessions a month).
+    let mut sums: crate::usage::aggregate::FastHashMap<Key, SlotAcc> = Default::default();
     for (_, k, acc) in picked {
-        let cwd = k.4.is_empty().then(|| k.3.clone());
-        let e = sums.entry((k.1, k.4.clone(), cwd)).or_default();
-        e.0.merge(acc);
-        e.1.entry((k.1, k.2.clone())).or_default().merge(acc);
-        *e.2.entry(k.3.clone()).or_default() += acc.tokens.total();
+        sums.entry(key_of(k)).or_default().merge(acc);
     }
-    let mut rows: Vec<Row> = sums
+    let mut groups: Vec<(Key, SlotAcc)> = sums.into_iter().collect();
+    // The latest first; then by session id, agent and directory (a
+    // group's key), a total order.
+    let order = |(a, sa): &(Key, SlotAcc), (b, sb): &(Key, SlotAcc)| {
+        sb.last_ts
+            .cmp(&sa.last_ts)
+            .then_with(|| a.1.cmp(&b.1))
+            .then(a.0.cmp(&b.0))
+            .then_with(|| a.2.cmp(&b.2))
+    };
+    // The table lists the latest; the rest are summed into its total.
+    let listed = match format {
+        Format::Text(_) if !req.all => groups.len().min(SESSION_ROWS),
+        _ => groups.len(),
+    };
+    if listed > 0 && listed < groups.len() {
+        groups.select_nth_unstable_by(listed - 1, order);
+    }
+    let not_listed = groups.split_off(listed);
+    groups.sort_unstable_by(order);
+    let mut rest = SlotAcc::default();
+    for (_, acc) in &not_listed {
+        rest.add_counts(acc);
+    }
+    let left_out = not_listed.len();
+    // Second pass, for the sessions listed only: sums per model and
+    // tokens per directory.
+    let at: crate::usage::aggregate::FastHashMap<&Key, usize> = groups
+        .iter()
+        .enumerate()
+        .map(|(i, (k, _))| (k, i))
+        .collect();
+    type Detail = (BTreeMap<(Agent, Text), SlotAcc>, BTreeMap<Text, u64>);
+    let mut details: Vec<Detail> = vec![Default::default(); groups.len()];
+    for (_, k, acc) in picked {
+        if let Some(&i) = at.get(&key_of(k)) {
+            let (models, dirs) = &mut details[i];
+            models.entry((k.1, k.2.clone())).or_default().merge(acc);
+            *dirs.entry(k.3.clone()).or_default() += acc.tokens.total();
+        }
+    }
+    drop(at);
+    let rows: Vec<Row> = groups
         .into_iter()
-        .map(|(key, (acc, models, dirs))| {
+        .zip(details)
+        .map(|((key, acc), (models, dirs))| {
             let (agent, session, _) = &key;
             let mut by_tokens: Vec<(&Text, &u64)> = dirs.iter().collect();
             by_tokens.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
@@ -563,12 +632,16 @@ fn sessions(
             } else {
                 Value::from(&**session)
             };
+            let (last, first) = (
+                local_minute(data, acc.last_ts),
+                local_minute(data, acc.first_ts),
+            );
             let labels = |session: String| {
                 vec![
-                    local_minute(data, acc.last_ts),
+                    last.clone(),
                     session,
                     agent.name().into(),
-                    local_minute(data, acc.first_ts),
+                    first.clone(),
                     paths.join(", "),
                     model_names(&models),
                 ]
@@ -592,14 +665,6 @@ fn sessions(
             }
         })
         .collect();
-    // The CSV labels hold the whole id: a total order.
-    sorted_rows(&mut rows, |a, b| {
-        b.acc
-            .last_ts
-            .cmp(&a.acc.last_ts)
-            .then(a.labels.cmp(&b.labels))
-            .then(a.csv.cmp(&b.csv))
-    });
     let columns = [
         Column::text("Last active", 0),
         Column::text("Session", 0),
@@ -622,7 +687,11 @@ fn sessions(
         req,
         View::Session,
         (&columns, &names),
-        rows,
+        Listed {
+            rows,
+            left_out,
+            all: rest,
+        },
         unpriced,
         format,
     )
@@ -2023,5 +2092,63 @@ mod tests {
         );
         assert!(full.contains(&format!(",{SESSION},claude,")), "{full}");
         assert_eq!(short_session(SESSION), "…1f0b6d48");
+    }
+
+    #[test]
+    fn the_session_table_lists_the_latest_fifty_and_totals_them_all() {
+        // 60 sessions, session n with n + 1 input tokens at 10:00 + n
+        // minutes: the table lists sessions 59 down to 10, the total counts
+        // every token (1 + 2 + … + 60 = 1,830) and says 10 are not
+        // listed; --all, JSON and CSV list all 60.
+        let mut data = data();
+        data.slots = (0..60u64)
+            .map(|n| {
+                let minute = format!("2026-11-28T10:{:02}:00Z", n);
+                slot(
+                    "2026-11-28T10:00:00Z",
+                    Agent::Claude,
+                    ("claude-opus-4-6", "/w", &format!("s-{n:02}")),
+                    1,
+                    (&minute, &minute),
+                    Tokens {
+                        input: n + 1,
+                        ..Tokens::default()
+                    },
+                    1,
+                )
+            })
+            .collect();
+        data.slots.sort_by(|a, b| a.0.cmp(&b.0));
+        let style = Format::Text(Style {
+            width: 250,
+            color: false,
+        });
+        let table = render(&data, &request(), View::Session, style);
+        let listed: Vec<&str> = table.lines().filter(|l| l.contains(" s-")).collect();
+        assert_eq!(listed.len(), 50, "{table}");
+        assert!(listed[0].contains(" s-59 ") && listed[49].contains(" s-10 "));
+        let total = table.lines().find(|l| l.starts_with("Total")).unwrap();
+        assert!(total.contains("1,830"), "{total}");
+        assert!(
+            table
+                .contains("10 earlier sessions are in the total but not listed: --all lists them."),
+            "{table}"
+        );
+        let all = Request {
+            all: true,
+            ..request()
+        };
+        let every = render(&data, &all, View::Session, style);
+        assert_eq!(every.lines().filter(|l| l.contains(" s-")).count(), 60);
+        assert!(!every.contains("not listed"));
+        let csv = render(&data, &request(), View::Session, Format::Csv);
+        assert_eq!(csv.lines().count(), 61);
+        let rows = doc(View::Session, &request(), &data);
+        assert_eq!(
+            rows.get("rows")
+                .and_then(Value::as_array)
+                .map(<[Value]>::len),
+            Some(60)
+        );
     }
 }
