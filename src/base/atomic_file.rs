@@ -700,7 +700,16 @@ impl std::fmt::Display for LockError {
     }
 }
 
-impl std::error::Error for LockError {}
+impl std::error::Error for LockError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LockError::TimedOut(_) => None,
+            LockError::Unusable(_, Unusable::Unopenable(e) | Unusable::Undeletable(e)) => Some(e),
+            LockError::Unusable(_, Unusable::Symlink | Unusable::NotAFile) => None,
+            LockError::Io(_, e) => Some(e),
+        }
+    }
+}
 
 /// What one look at an existing lock path found.
 #[derive(Debug)]

@@ -16,6 +16,14 @@ const URL_SAFE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwx
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DecodeError;
 
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("not valid base64")
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
 fn encode_with(alphabet: &[u8; 64], bytes: &[u8], pad: bool) -> String {
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {

@@ -53,6 +53,17 @@ pub enum ParseError {
     TooDeep,
 }
 
+impl std::fmt::Display for ParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ParseError::Syntax => f.write_str("not well-formed JSON"),
+            ParseError::TooDeep => write!(f, "JSON nested deeper than {MAX_DEPTH} levels"),
+        }
+    }
+}
+
+impl std::error::Error for ParseError {}
+
 impl Object {
     pub fn new() -> Object {
         Object::default()

@@ -33,6 +33,8 @@ impl std::fmt::Display for ElfError {
     }
 }
 
+impl std::error::Error for ElfError {}
+
 /// True when the executable has a `PT_INTERP` header (is dynamically linked).
 pub fn has_interpreter(bytes: &[u8]) -> Result<bool, ElfError> {
     if bytes.get(..4) != Some(b"\x7fELF".as_slice()) {

@@ -67,6 +67,8 @@ impl std::fmt::Display for HerdrError {
     }
 }
 
+impl std::error::Error for HerdrError {}
+
 /// How to reach one herdr server.
 #[derive(Debug, Clone)]
 pub struct HerdrClient {

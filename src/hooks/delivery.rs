@@ -68,6 +68,15 @@ impl std::fmt::Display for DeliveryError {
     }
 }
 
+impl std::error::Error for DeliveryError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DeliveryError::Relay(e) => Some(e),
+            DeliveryError::Nonce | DeliveryError::Failures(_) => None,
+        }
+    }
+}
+
 /// What the devices of one round came to.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Tally {

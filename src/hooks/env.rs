@@ -64,6 +64,8 @@ impl std::fmt::Display for MissingEnv {
     }
 }
 
+impl std::error::Error for MissingEnv {}
+
 fn required(
     lookup: &dyn Fn(&str) -> Option<OsString>,
     name: &'static str,
@@ -138,6 +140,8 @@ impl std::fmt::Display for EventError {
     }
 }
 
+impl std::error::Error for EventError {}
+
 /// Parses the event leniently: only `data.pane_id` and `data.agent_status`
 /// are required; everything unrecognised is ignored.
 pub fn parse_event(text: &str) -> Result<Event, EventError> {
@@ -175,6 +179,16 @@ impl std::fmt::Display for StartError {
             StartError::Env(e) => write!(f, "{e}"),
             StartError::Event(e) => write!(f, "{e}"),
             StartError::Untrusted(e) => write!(f, "not run: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for StartError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StartError::Env(e) => Some(e),
+            StartError::Event(e) => Some(e),
+            StartError::Untrusted(e) => Some(e),
         }
     }
 }

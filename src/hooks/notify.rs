@@ -52,6 +52,18 @@ impl std::fmt::Display for NotifyError {
     }
 }
 
+impl std::error::Error for NotifyError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            NotifyError::Start(e) => Some(e),
+            NotifyError::Recheck(e) => Some(e),
+            NotifyError::RecheckNoStatus => None,
+            NotifyError::Delivery(e) => Some(e),
+            NotifyError::Queue(e) | NotifyError::NoWorker(e) => Some(e),
+        }
+    }
+}
+
 impl From<spool::HandOverError> for NotifyError {
     fn from(e: spool::HandOverError) -> NotifyError {
         match e {

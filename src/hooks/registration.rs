@@ -317,6 +317,15 @@ impl std::fmt::Display for RewriteError {
     }
 }
 
+impl std::error::Error for RewriteError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RewriteError::Lock(e) => Some(e),
+            RewriteError::Write(_, e) => Some(e),
+        }
+    }
+}
+
 /// Re-reads the file under its lock, applies `edit`, and writes it back
 /// (through a symbolic link, to the file it names) only when `edit`
 /// reports a change. A file that is no longer a v1 document

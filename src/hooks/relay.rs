@@ -80,6 +80,8 @@ impl std::fmt::Display for RelayConfigError {
     }
 }
 
+impl std::error::Error for RelayConfigError {}
+
 /// The scheme and bare host of a URL (`[::1]` → `::1`).
 pub fn scheme_and_host(url: &str) -> Option<(&str, &str)> {
     let (scheme, rest) = url.split_once("://")?;

@@ -557,6 +557,23 @@ pub enum HandOverError {
     NoWorker(io::Error),
 }
 
+impl std::fmt::Display for HandOverError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HandOverError::Queue(e) => write!(f, "cannot hand the event to the hook worker: {e}"),
+            HandOverError::NoWorker(e) => write!(f, "cannot start the hook worker: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for HandOverError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            HandOverError::Queue(e) | HandOverError::NoWorker(e) => Some(e),
+        }
+    }
+}
+
 /// Makes sure a worker serves `queue` after an entry was written: when no
 /// process holds the lock, starts `heeler hook-worker` detached (its own
 /// session, stdio on `/dev/null`, no descriptor of ours or herdr's, the

@@ -48,27 +48,37 @@ pub enum PairActionError {
     TimedOut(u64),
 }
 
+impl std::fmt::Display for PairActionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PairActionError::Refused { code, message } => {
+                write!(
+                    f,
+                    "herdr could not open the pairing popup: {code}: {message}"
+                )
+            }
+            PairActionError::BadResponse(text) => write!(f, "unexpected answer from herdr: {text}"),
+            PairActionError::Io(text) => write!(f, "herdr socket: {text}"),
+            PairActionError::Spawn(text) => write!(f, "failed to run herdr: {text}"),
+            PairActionError::Cli(status) => {
+                write!(f, "herdr plugin pane open exited with status {status}")
+            }
+            PairActionError::TimedOut(secs) => {
+                write!(f, "herdr plugin pane open timed out after {secs} s")
+            }
+        }
+    }
+}
+
+impl std::error::Error for PairActionError {}
+
 impl From<PairActionError> for Failure {
     fn from(error: PairActionError) -> Failure {
-        match error {
-            PairActionError::Refused { code, message } => Failure::new(
-                format!("herdr could not open the pairing popup: {code}: {message}"),
-                1,
-            ),
-            PairActionError::BadResponse(text) => {
-                Failure::new(format!("unexpected answer from herdr: {text}"), 1)
-            }
-            PairActionError::Io(text) => Failure::new(format!("herdr socket: {text}"), 1),
-            PairActionError::Spawn(text) => Failure::new(format!("failed to run herdr: {text}"), 1),
-            PairActionError::Cli(status) => Failure::new(
-                format!("herdr plugin pane open exited with status {status}"),
-                status,
-            ),
-            PairActionError::TimedOut(secs) => Failure::new(
-                format!("herdr plugin pane open timed out after {secs} s"),
-                1,
-            ),
-        }
+        let status = match error {
+            PairActionError::Cli(status) => status,
+            _ => 1,
+        };
+        Failure::new(error.to_string(), status)
     }
 }
 

@@ -95,7 +95,14 @@ impl fmt::Display for EditError {
     }
 }
 
-impl std::error::Error for EditError {}
+impl std::error::Error for EditError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            EditError::Lock(e) => Some(e),
+            EditError::CreateDir(_, e) | EditError::Read(_, e) | EditError::Write(_, e) => Some(e),
+        }
+    }
+}
 
 /// The outcome of a pure edit: new lines, or "leave the file alone".
 pub type Edited = Option<Vec<Vec<u8>>>;

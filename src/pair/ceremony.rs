@@ -144,7 +144,18 @@ impl fmt::Display for CeremonyError {
     }
 }
 
-impl std::error::Error for CeremonyError {}
+impl std::error::Error for CeremonyError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CeremonyError::UnsafePath { .. } | CeremonyError::RelativePath { .. } => None,
+            CeremonyError::CurrentExe(e) => Some(e),
+            CeremonyError::Random(e) => Some(e),
+            CeremonyError::State(e) => Some(e),
+            CeremonyError::AuthorizedKeys(e) => Some(e),
+            CeremonyError::Untrusted(e) => Some(e),
+        }
+    }
+}
 
 impl From<StateError> for CeremonyError {
     fn from(e: StateError) -> Self {

@@ -176,7 +176,13 @@ impl fmt::Display for SidebarError {
     }
 }
 
-impl std::error::Error for SidebarError {}
+impl std::error::Error for SidebarError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SidebarError::CreateDir(e) | SidebarError::Write(e) => Some(e),
+        }
+    }
+}
 
 fn errno_name(error: &io::Error) -> Option<&'static str> {
     let names: [(i32, &str); 20] = [

@@ -53,6 +53,8 @@ impl std::fmt::Display for ConfigError {
     }
 }
 
+impl std::error::Error for ConfigError {}
+
 /// `usage.toml` in the plugin's config dir.
 pub fn path(env: &dirs::Env) -> Result<PathBuf, NoHome> {
     Ok(env.plugin_config_dir()?.join("usage.toml"))

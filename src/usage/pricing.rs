@@ -98,6 +98,8 @@ impl std::fmt::Display for PricingError {
     }
 }
 
+impl std::error::Error for PricingError {}
+
 fn normalise_id(id: &str) -> String {
     id.to_ascii_lowercase().replace(['.', '@', '_'], "-")
 }

@@ -45,6 +45,18 @@ impl TzError {
     }
 }
 
+impl std::fmt::Display for TzError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TzError::BadName => "not an IANA zone name",
+            TzError::Unknown => "no such zone on this Host",
+            TzError::Corrupt => "the zone's file is not valid TZif",
+        })
+    }
+}
+
+impl std::error::Error for TzError {}
+
 impl Zone {
     /// Coordinated Universal Time.
     pub fn utc() -> Zone {

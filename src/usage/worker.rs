@@ -358,6 +358,15 @@ impl std::fmt::Display for WorkerError {
     }
 }
 
+impl std::error::Error for WorkerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            WorkerError::Io(_, e) => Some(e),
+            WorkerError::Pricing => None,
+        }
+    }
+}
+
 /// Opens the lock file and takes the lock; `None` when another worker
 /// holds it.
 pub fn take_lock(dir: &UsageDir) -> io::Result<Option<File>> {

@@ -47,9 +47,25 @@ impl WireError {
     }
 }
 
+impl std::fmt::Display for WireError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+impl std::error::Error for WireError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            WireError::Pairing(e) => Some(e),
+            WireError::Open(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 impl From<WireError> for Failure {
     fn from(error: WireError) -> Failure {
-        Failure::new(format!("error: {}", error.code()), 1)
+        Failure::new(format!("error: {error}"), 1)
     }
 }
 

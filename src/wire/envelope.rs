@@ -93,6 +93,8 @@ impl std::fmt::Display for OpenError {
     }
 }
 
+impl std::error::Error for OpenError {}
+
 /// Twelve fresh random bytes.
 pub fn random_nonce() -> Result<[u8; NONCE_LEN], ring::error::Unspecified> {
     let mut nonce = [0u8; NONCE_LEN];

@@ -41,6 +41,8 @@ impl std::fmt::Display for PairingCodeError {
     }
 }
 
+impl std::error::Error for PairingCodeError {}
+
 /// The one-time Bootstrap Key a code may carry.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Bootstrap {

@@ -319,6 +319,53 @@ fn no_file_name_is_a_folder_in_disguise() {
     assert!(bad.is_empty(), "folders in disguise:\n{}", bad.join("\n"));
 }
 
+/// The names of the error types a file's code declares: every `enum` or
+/// `struct` whose name ends in `Error`.
+fn error_types(code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in code.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        for pair in words.windows(2) {
+            if pair[0] == "enum" || pair[0] == "struct" {
+                let name: String = pair[1]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if name.ends_with("Error") {
+                    out.push(name);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_error_type_implements_std_error() {
+    // A caller can put any of them behind `dyn Error` (and `?` them into
+    // one): each declares `impl std::error::Error for <Name>` in its file.
+    let mut missing = Vec::new();
+    let mut seen = 0;
+    for (rel, _) in modules() {
+        let code = code_of(&std::fs::read_to_string(src_dir().join(&rel)).expect("read source"));
+        for name in error_types(&code) {
+            seen += 1;
+            if !code.contains(&format!("impl std::error::Error for {name} ")) {
+                missing.push(format!("src/{rel}: {name}"));
+            }
+        }
+    }
+    assert!(
+        seen > 20,
+        "found only {seen} error types; the scan is broken"
+    );
+    assert!(
+        missing.is_empty(),
+        "error types without `impl std::error::Error`:\n{}",
+        missing.join("\n")
+    );
+}
+
 /// ARCHITECTURE.md's sections by the folder their heading names
 /// (`### \`src/usage/store/\``): folder (relative to `src/`, "" for the
 /// root) to the section's text.

@@ -72,6 +72,18 @@ impl std::fmt::Display for ActivityError {
     }
 }
 
+impl std::error::Error for ActivityError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ActivityError::Start(e) => Some(e),
+            ActivityError::Claim(_) => None,
+            ActivityError::AgentList(e) => Some(e),
+            ActivityError::Delivery(e) => Some(e),
+            ActivityError::Queue(e) | ActivityError::NoWorker(e) => Some(e),
+        }
+    }
+}
+
 impl From<spool::HandOverError> for ActivityError {
     fn from(e: spool::HandOverError) -> ActivityError {
         match e {

@@ -52,6 +52,15 @@ impl std::fmt::Display for TriggerError {
     }
 }
 
+impl std::error::Error for TriggerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            TriggerError::Spawn(e) => Some(e),
+            TriggerError::NoLauncher | TriggerError::TimedOut | TriggerError::Refused(_) => None,
+        }
+    }
+}
+
 /// herdr's binary and socket from the runtime record.
 pub fn launcher(runtime: Option<&Value>) -> Option<(PathBuf, Option<PathBuf>)> {
     let text = |k: &str| {
