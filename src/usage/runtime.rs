@@ -60,15 +60,15 @@ pub fn record_value(
 /// Writes `<state_dir>/usage/runtime-v1.json` from this process's
 /// environment (called by the hooks, which run in herdr's environment).
 pub fn record_runtime(state_dir: &Path) -> io::Result<()> {
-    let dir = state_dir.join("usage");
-    atomic_file::create_dir_all(&dir, 0o700)?;
+    let dir = UsageDir::in_state_dir(state_dir);
+    atomic_file::create_dir_all(&dir.0, 0o700)?;
     let exe = std::env::current_exe().ok();
     let value = record_value(
         exe.as_deref(),
         &|k| std::env::var(k).ok(),
         crate::base::clock::unix_seconds(),
     );
-    let path = dir.join("runtime-v1.json");
+    let path = dir.runtime();
     // Unchanged (apart from the time): leave the file alone.
     if let Some(old) = json::read_file(&path) {
         let strip = |v: &Value| {

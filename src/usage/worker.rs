@@ -21,7 +21,7 @@ use crate::usage::aggregate;
 use crate::usage::aggregate::incremental::State;
 use crate::usage::cache::{self, Index};
 use crate::usage::event::Agent;
-use crate::usage::paths::UsageDir;
+use crate::usage::paths::{self, UsageDir};
 use crate::usage::pricing::PriceTable;
 use crate::usage::report::{self, AgentCoverage, Snapshot};
 use crate::usage::store::index::Store;
@@ -467,7 +467,7 @@ pub fn status_at_finish(
 /// Runs one refresh. Returns `Ok(false)` when another worker is running.
 pub fn run_once(dir: &UsageDir) -> Result<bool, WorkerError> {
     atomic_file::create_dir_all(&dir.0, 0o700).map_err(|e| WorkerError::Io("usage dir", e))?;
-    let Some(_lock) = take_lock(dir).map_err(|e| WorkerError::Io("worker.lock", e))? else {
+    let Some(_lock) = take_lock(dir).map_err(|e| WorkerError::Io(paths::LOCK, e))? else {
         return Ok(false);
     };
     let started = crate::base::clock::unix_seconds();
@@ -630,8 +630,8 @@ pub fn refresh_cache(dir: &UsageDir, pass: &Pass) -> Result<CacheRefresh, Worker
             w.adopt(&mut index);
         }
     });
-    saved_index.map_err(|e| WorkerError::Io("index-v1.bin", e))?;
-    saved_state.map_err(|e| WorkerError::Io("aggregate-v1.bin", e))?;
+    saved_index.map_err(|e| WorkerError::Io(paths::INDEX, e))?;
+    saved_state.map_err(|e| WorkerError::Io(paths::AGGREGATE, e))?;
     trace.mark("write index and aggregate state");
     let rendered = render_ahead(dir, &result.snapshot, now);
     let text = result.snapshot.to_json_with(&rendered);
@@ -647,7 +647,7 @@ pub fn refresh_cache(dir: &UsageDir, pass: &Pass) -> Result<CacheRefresh, Worker
         let _ = atomic_file::write_unsynced(&dir.recent(), recent.as_bytes(), 0o600);
     }
     atomic_file::write_unsynced(&dir.snapshot(), text.as_bytes(), 0o600)
-        .map_err(|e| WorkerError::Io("snapshot-v1.json", e))?;
+        .map_err(|e| WorkerError::Io(paths::SNAPSHOT, e))?;
     trace.mark("write snapshot");
     Ok(CacheRefresh {
         result,

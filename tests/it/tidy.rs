@@ -366,6 +366,56 @@ fn every_error_type_implements_std_error() {
     );
 }
 
+/// A file's code before its test module (`#[cfg(test)]`), without comments.
+fn non_test_code(rel: &str) -> String {
+    let text = std::fs::read_to_string(src_dir().join(rel)).expect("read source");
+    let code = code_of(&text);
+    match code.find("#[cfg(test)]") {
+        Some(at) => code[..at].to_owned(),
+        None => code,
+    }
+}
+
+/// The string literals of `code` (no escapes inside them are needed here).
+fn string_literals(code: &str) -> Vec<&str> {
+    code.split('"').skip(1).step_by(2).collect()
+}
+
+#[test]
+fn usage_cache_file_names_are_written_only_in_usage_paths() {
+    // Every name `usage/paths.rs` gives a file of Usage state (up to a
+    // `{}` it fills in) is a literal nowhere else in `src/usage`'s code.
+    let owner = "usage/paths.rs";
+    let names: Vec<String> = string_literals(&non_test_code(owner))
+        .into_iter()
+        .map(|literal| literal.split('{').next().unwrap_or(literal).to_owned())
+        .filter(|name| name.len() >= 6 && (name.contains('.') || name.contains('-')))
+        .collect();
+    assert!(
+        names.iter().any(|n| n == "index-v1.bin") && names.iter().any(|n| n == "owners-v1."),
+        "the names were not found in {owner}: {names:?}"
+    );
+    let mut repeated = Vec::new();
+    for (rel, _) in modules() {
+        if !rel.starts_with("usage/") || rel == owner {
+            continue;
+        }
+        let code = non_test_code(&rel);
+        for literal in string_literals(&code) {
+            if let Some(name) = names.iter().find(|n| literal.starts_with(n.as_str())) {
+                repeated.push(format!(
+                    "src/{rel}: \"{literal}\" (src/{owner} names {name})"
+                ));
+            }
+        }
+    }
+    assert!(
+        repeated.is_empty(),
+        "usage file names written outside their owner:\n{}",
+        repeated.join("\n")
+    );
+}
+
 /// ARCHITECTURE.md's sections by the folder their heading names
 /// (`### \`src/usage/store/\``): folder (relative to `src/`, "" for the
 /// root) to the section's text.

@@ -22,6 +22,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use crate::usage::event::{fnv1a, hash_words};
+use crate::usage::paths;
 use crate::usage::store::new_generation;
 
 /// Owner of an identifier several files have.
@@ -106,10 +107,6 @@ fn collapse(ids: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
         }
     }
     out
-}
-
-fn file_name(generation: u64) -> String {
-    format!("owners-v1.{generation:016x}.bin")
 }
 
 impl Owners {
@@ -214,7 +211,7 @@ impl Owners {
             Base::Memory(_) => 0,
         };
         let generation = new_generation(previous);
-        let path = dir.join(file_name(generation));
+        let path = dir.join(paths::owners_table(generation));
         crate::base::atomic_file::write_unsynced(&path, &encode(generation, &table), 0o600)?;
         let count = table.len() as u64;
         drop(table);
@@ -238,7 +235,7 @@ impl Owners {
 
     /// The table a stored reference names, in `dir`.
     pub fn open(reference: OwnersRef, dir: &Path) -> io::Result<Owners> {
-        let path = dir.join(file_name(reference.generation));
+        let path = dir.join(paths::owners_table(reference.generation));
         Ok(Owners {
             base: Base::File(BaseFile::open(
                 &path,
@@ -413,13 +410,13 @@ impl BaseFile {
 }
 
 fn remove_other_generations(dir: &Path, keep: u64) {
-    let keep = file_name(keep);
+    let keep = paths::owners_table(keep);
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with("owners-v1.") && name.ends_with(".bin") && name != keep {
+        if paths::is_owners_table(&name) && name != keep {
             let _ = fs::remove_file(entry.path());
         }
     }

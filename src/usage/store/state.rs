@@ -18,6 +18,7 @@ use crate::base::bytes::Reader;
 use crate::usage::aggregate::incremental::{Changed, State};
 use crate::usage::aggregate::{Detailed, SlotAcc, SlotKey, Text};
 use crate::usage::event::{Agent, Tokens, seal, unseal};
+use crate::usage::paths;
 use crate::usage::store::journal::{self, Origin};
 use crate::usage::store::owners::{Owners, OwnersRef};
 
@@ -55,8 +56,8 @@ impl StateStore {
     /// The state in `dir` (`aggregate-v1.bin`, `aggregate-v1.journal`).
     pub fn in_dir(dir: &Path) -> StateStore {
         StateStore {
-            base: dir.join("aggregate-v1.bin"),
-            journal: dir.join("aggregate-v1.journal"),
+            base: dir.join(paths::AGGREGATE),
+            journal: dir.join(paths::AGGREGATE_JOURNAL),
             min_journal: MIN_JOURNAL,
         }
     }
