@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 
 use crate::base::json::{Object, Value};
+use crate::sidebar::config::{is_color, is_custom_token};
 use crate::wire::display_text::first_graphemes;
 
 /// Rows a layout may have.
@@ -47,20 +48,6 @@ pub struct Field {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowLayout {
     pub rows: Vec<Vec<Field>>,
-}
-
-fn is_custom_token(token: &str) -> bool {
-    token.strip_prefix('$').is_some_and(|name| {
-        (1..=32).contains(&name.len())
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-    })
-}
-
-fn is_color(text: &str) -> bool {
-    text.strip_prefix('#')
-        .is_some_and(|hex| matches!(hex.len(), 3 | 6) && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 fn parse_field(value: &Value) -> Option<Field> {

@@ -452,10 +452,14 @@ fn validate_rows(value: &DeValue<'_>) -> Checked<Rows> {
 }
 
 fn is_token_name(name: &str) -> bool {
-    if BUILTIN_TOKENS.contains(&name) {
-        return true;
-    }
-    name.strip_prefix('$').is_some_and(|custom| {
+    BUILTIN_TOKENS.contains(&name) || is_custom_token(name)
+}
+
+/// A custom token: `$` and 1 to 32 ASCII letters, digits, `_` or `-`. The
+/// sidebar's grammar, which Live Activity row layouts share
+/// (`hooks::row_layout`).
+pub fn is_custom_token(token: &str) -> bool {
+    token.strip_prefix('$').is_some_and(|custom| {
         (1..=32).contains(&custom.len())
             && custom
                 .bytes()
@@ -463,8 +467,9 @@ fn is_token_name(name: &str) -> bool {
     })
 }
 
-/// `#RGB` or `#RRGGBB`, hex digits in either case.
-fn is_color(text: &str) -> bool {
+/// `#RGB` or `#RRGGBB`, hex digits in either case: the sidebar's colour,
+/// which Live Activity row layouts share.
+pub fn is_color(text: &str) -> bool {
     text.strip_prefix('#').is_some_and(|hex| {
         (hex.len() == 3 || hex.len() == 6) && hex.bytes().all(|b| b.is_ascii_hexdigit())
     })

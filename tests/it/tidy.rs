@@ -416,6 +416,56 @@ fn usage_cache_file_names_are_written_only_in_usage_paths() {
     );
 }
 
+/// Grammars and mechanisms with one owner: a piece of code that states
+/// one, the file that alone may contain it (in its non-test code), and
+/// what it is.
+const OWNED: &[(&str, &str, &str)] = &[
+    (
+        "fn is_custom_token(",
+        "sidebar/config.rs",
+        "the `$custom` token grammar",
+    ),
+    (
+        "fn is_color(",
+        "sidebar/config.rs",
+        "the `#RGB` colour grammar",
+    ),
+    (
+        "strip_prefix('#')",
+        "sidebar/config.rs",
+        "the `#RGB` colour grammar",
+    ),
+];
+
+#[test]
+fn each_owned_grammar_is_written_only_in_its_owner() {
+    let mut elsewhere = Vec::new();
+    let mut found = BTreeSet::new();
+    for (rel, _) in modules() {
+        let code = non_test_code(&rel);
+        for (needle, owner, what) in OWNED {
+            if code.contains(needle) {
+                if rel == *owner {
+                    found.insert(*needle);
+                } else {
+                    elsewhere.push(format!("src/{rel}: `{needle}` ({what}; owner src/{owner})"));
+                }
+            }
+        }
+    }
+    let lost: Vec<&str> = OWNED
+        .iter()
+        .map(|(needle, _, _)| *needle)
+        .filter(|needle| !found.contains(needle))
+        .collect();
+    assert!(lost.is_empty(), "not found in their owner: {lost:?}");
+    assert!(
+        elsewhere.is_empty(),
+        "owned code written again:\n{}",
+        elsewhere.join("\n")
+    );
+}
+
 /// ARCHITECTURE.md's sections by the folder their heading names
 /// (`### \`src/usage/store/\``): folder (relative to `src/`, "" for the
 /// root) to the section's text.
