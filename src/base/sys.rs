@@ -470,31 +470,7 @@ pub fn open_append_private(path: &std::path::Path) -> io::Result<std::fs::File> 
     Ok(file)
 }
 
-// ---- The pairing popup: local wall-clock time and terminal modes. ----
-
-/// The local wall-clock time of a Unix timestamp as `(hour, minute,
-/// second)` (`localtime_r`), `None` if the conversion fails.
-// The libc crate marks `time_t` deprecated on musl because it changes
-// width on 32-bit musl targets (musl 1.2); on the 64-bit targets heeler
-// ships it is 64 bits either way, and `try_from` refuses what does not fit.
-#[allow(deprecated)]
-pub(crate) fn local_time_of_day(unix_seconds: i64) -> Option<(u32, u32, u32)> {
-    let time = libc::time_t::try_from(unix_seconds).ok()?;
-    // SAFETY: an all-zero `tm` is a valid value (integers and a null zone
-    // pointer); localtime_r only writes into it.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    // SAFETY: both pointers refer to live locals for the duration of the
-    // call; localtime_r is the thread-safe variant.
-    let result = unsafe { libc::localtime_r(&time, &mut tm) };
-    if result.is_null() {
-        return None;
-    }
-    Some((
-        u32::try_from(tm.tm_hour).ok()?,
-        u32::try_from(tm.tm_min).ok()?,
-        u32::try_from(tm.tm_sec).ok()?,
-    ))
-}
+// ---- The pairing popup: terminal modes. ----
 
 /// A terminal's modes as `tcgetattr` read them, to put back after a panic
 /// (when no destructor runs).

@@ -22,12 +22,12 @@ use std::path::{Path, PathBuf};
 use crate::base::dirs::NoHome;
 use crate::base::json::read_file as read_json;
 use crate::base::json::{Object, Value};
+use crate::base::tz::{self, TzError, Zone};
 use crate::usage::event::Agent;
 use crate::usage::limits::due::{self, ClaudeStep};
 use crate::usage::paths::UsageDir;
 use crate::usage::pricing::{PriceTable, SourceMeta};
 use crate::usage::report::{self, Envelope, Prerendered, Snapshot};
-use crate::usage::tz::{self, TzError, Zone};
 use crate::usage::worker;
 
 /// A snapshot older than this is refreshed.
@@ -84,7 +84,7 @@ impl Context {
             now: crate::base::clock::unix_seconds(),
             zoneinfo: tz::zoneinfo_dir(),
             tz_env: std::env::var("TZ").ok(),
-            localtime: PathBuf::from("/etc/localtime"),
+            localtime: PathBuf::from(tz::LOCALTIME),
             exe: std::env::current_exe().ok(),
         }
     }

@@ -9,12 +9,12 @@
 //! zone and on any day without rescanning.
 
 use crate::base::json::{self, Object, Value};
+use crate::base::tz::Zone;
 use crate::usage::aggregate::{SlotTotals, Text, Totals};
 use crate::usage::event::Agent;
 use crate::usage::parse::jsonpick::Cursor;
 use crate::usage::pricing::SourceMeta;
 use crate::usage::time::format_date;
-use crate::usage::tz::Zone;
 
 type HashMap<K, V> = crate::usage::aggregate::FastHashMap<K, V>;
 

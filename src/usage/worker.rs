@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use crate::base::atomic_file;
 use crate::base::json::{self, Object, Value};
+use crate::base::tz::{self, Zone};
 use crate::usage::aggregate;
 use crate::usage::aggregate::incremental::State;
 use crate::usage::cache::{self, Index};
@@ -26,7 +27,6 @@ use crate::usage::pricing::PriceTable;
 use crate::usage::report::{self, AgentCoverage, Snapshot};
 use crate::usage::store::index::Store;
 use crate::usage::store::state::StateStore;
-use crate::usage::tz::Zone;
 
 pub use crate::usage::discover::{Discovery, Roots, discover};
 
@@ -706,12 +706,8 @@ fn render_ahead(
     snapshot: &Snapshot,
     now: i64,
 ) -> Vec<crate::usage::report::Rendered> {
-    let zoneinfo = crate::usage::tz::zoneinfo_dir();
-    let host = crate::usage::tz::host_zone(
-        std::env::var("TZ").ok().as_deref(),
-        Path::new("/etc/localtime"),
-        &zoneinfo,
-    );
+    let zoneinfo = tz::zoneinfo_dir();
+    let host = tz::process_host_zone();
     let wanted = fs::read_to_string(dir.zones_wanted()).unwrap_or_default();
     zones_to_render(host, &wanted, |name| Zone::load(name, &zoneinfo).ok())
         .iter()

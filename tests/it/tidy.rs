@@ -417,8 +417,8 @@ fn usage_cache_file_names_are_written_only_in_usage_paths() {
 }
 
 /// Grammars and mechanisms with one owner: a piece of code that states
-/// one, the file that alone may contain it (in its non-test code), and
-/// what it is.
+/// one, the file that alone may contain it (in its non-test code; none
+/// for code that is retired), and what it is.
 const OWNED: &[(&str, &str, &str)] = &[
     (
         "fn is_custom_token(",
@@ -434,6 +434,16 @@ const OWNED: &[(&str, &str, &str)] = &[
         "strip_prefix('#')",
         "sidebar/config.rs",
         "the `#RGB` colour grammar",
+    ),
+    (
+        "fn offset_at(",
+        "base/tz.rs",
+        "local time: a zone's UTC offset",
+    ),
+    (
+        "localtime_r",
+        "",
+        "local time from libc (base/tz.rs is the one)",
     ),
 ];
 
@@ -455,6 +465,7 @@ fn each_owned_grammar_is_written_only_in_its_owner() {
     }
     let lost: Vec<&str> = OWNED
         .iter()
+        .filter(|(_, owner, _)| !owner.is_empty())
         .map(|(needle, _, _)| *needle)
         .filter(|needle| !found.contains(needle))
         .collect();

@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 
 use crate::base::json::Value;
+use crate::base::tz::Zone;
 use crate::usage::aggregate::{SlotAcc, SlotKey};
 use crate::usage::event::Agent;
 use crate::usage::time::{civil_from_days, days_from_civil, format_date, parse_date};
-use crate::usage::tz::Zone;
 
 /// The cache as the views see it.
 #[derive(Debug, Clone)]

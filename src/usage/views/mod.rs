@@ -373,7 +373,7 @@ mod tests {
     fn data_with(limits: Vec<(Agent, Value)>, now: i64) -> Data {
         Data {
             slots: Vec::new(),
-            zone: crate::usage::tz::Zone::utc(),
+            zone: crate::base::tz::Zone::utc(),
             now,
             generated_at: Some(now),
             refresh: "idle",

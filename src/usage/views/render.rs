@@ -1227,7 +1227,7 @@ mod tests {
                     50,
                 ),
             ],
-            zone: crate::usage::tz::Zone::utc(),
+            zone: crate::base::tz::Zone::utc(),
             now: at(NOW),
             generated_at: Some(at(NOW)),
             refresh: "idle",
