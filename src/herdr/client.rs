@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use crate::base::json::{self, Object, Value};
 use crate::base::process::{self, RunError};
+use crate::herdr::answer::{self, Agent, Pane, Tab, Workspace};
 
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// The socket's whole exchange after the connect: request written and the
@@ -286,22 +287,24 @@ impl HerdrClient {
     }
 
     /// `agent.get` / `herdr agent get <pane>`: the pane's AgentInfo.
-    pub fn agent_get(&self, pane: &str) -> Result<Value, HerdrError> {
+    pub fn agent_get(&self, pane: &str) -> Result<Agent, HerdrError> {
         let result = self.call(
             "agent.get",
             Object::new().with("target", pane),
             &["agent", "get", pane],
         )?;
-        result
+        let agent = result
             .get("agent")
             .filter(|a| a.as_object().is_some())
-            .cloned()
-            .ok_or_else(|| HerdrError::Malformed("agent.get answer has no agent".to_owned()))
+            .ok_or_else(|| HerdrError::Malformed("agent.get answer has no agent".to_owned()))?;
+        Agent::from_value(agent)
+            .map_err(|e| HerdrError::Malformed(format!("agent.get answer's agent: {e}")))
     }
 
     /// `agent.list` / `herdr agent list`: every agent of the session.
-    pub fn agent_list(&self) -> Result<Vec<Value>, HerdrError> {
-        self.list("agent.list", Object::new(), &["agent", "list"], "agents")
+    pub fn agent_list(&self) -> Result<Vec<Agent>, HerdrError> {
+        let items = self.list("agent.list", Object::new(), &["agent", "list"], "agents")?;
+        Ok(answer::agents(&items))
     }
 
     /// `workspace.get` / `herdr workspace get <id>`: the workspace's label.
@@ -319,33 +322,36 @@ impl HerdrClient {
     }
 
     /// `workspace.list` / `herdr workspace list`.
-    pub fn workspace_list(&self) -> Result<Vec<Value>, HerdrError> {
-        self.list(
+    pub fn workspace_list(&self) -> Result<Vec<Workspace>, HerdrError> {
+        let items = self.list(
             "workspace.list",
             Object::new(),
             &["workspace", "list"],
             "workspaces",
-        )
+        )?;
+        Ok(answer::rows(&items, Workspace::from_value))
     }
 
     /// `tab.list` / `herdr tab list --workspace <id>`.
-    pub fn tab_list(&self, workspace_id: &str) -> Result<Vec<Value>, HerdrError> {
-        self.list(
+    pub fn tab_list(&self, workspace_id: &str) -> Result<Vec<Tab>, HerdrError> {
+        let items = self.list(
             "tab.list",
             Object::new().with("workspace_id", workspace_id),
             &["tab", "list", "--workspace", workspace_id],
             "tabs",
-        )
+        )?;
+        Ok(answer::rows(&items, Tab::from_value))
     }
 
     /// `pane.list` / `herdr pane list --workspace <id>`.
-    pub fn pane_list(&self, workspace_id: &str) -> Result<Vec<Value>, HerdrError> {
-        self.list(
+    pub fn pane_list(&self, workspace_id: &str) -> Result<Vec<Pane>, HerdrError> {
+        let items = self.list(
             "pane.list",
             Object::new().with("workspace_id", workspace_id),
             &["pane", "list", "--workspace", workspace_id],
             "panes",
-        )
+        )?;
+        Ok(answer::rows(&items, Pane::from_value))
     }
 
     fn list(

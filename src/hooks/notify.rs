@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use crate::base::base64;
 use crate::base::json::{self, Object, Value};
+use crate::herdr::answer::{Agent, nonempty};
 use crate::herdr::client::{HerdrClient, HerdrError};
 use crate::hooks::delivery::{
     self, DeliveryError, RateLimited, RecordWhen, Registration, Relays, StateRecord,
@@ -181,16 +182,12 @@ pub fn push_body(device: &AlertDevice, envelope: &str, collapse: &str) -> String
     .to_json()
 }
 
-fn text_of(agent: &Value, keys: &[&str]) -> Option<String> {
-    keys.iter()
-        .find_map(|k| agent.get(k).and_then(Value::as_nonempty_str))
-        .map(str::to_owned)
-}
-
 /// The workspace whose label names the project: the re-check's, else the
 /// event's.
-pub fn project_workspace(event: &Event, current: &Value) -> Option<String> {
-    text_of(current, &["workspace_id"]).or(event.workspace_id.clone())
+pub fn project_workspace(event: &Event, current: &Agent) -> Option<String> {
+    nonempty(&current.workspace_id)
+        .map(str::to_owned)
+        .or(event.workspace_id.clone())
 }
 
 /// The alert for a confirmed event: the kind from the event, else the
@@ -198,7 +195,7 @@ pub fn project_workspace(event: &Event, current: &Value) -> Option<String> {
 /// terminal title, else the event's.
 pub fn notification(
     event: &Event,
-    current: &Value,
+    current: &Agent,
     project: Option<String>,
     ts: i64,
 ) -> Notification {
@@ -207,12 +204,14 @@ pub fn notification(
         kind: event
             .kind
             .clone()
-            .or_else(|| text_of(current, &["agent"]))
+            .or_else(|| nonempty(&current.agent).map(str::to_owned))
             .unwrap_or_else(|| "unknown".to_owned()),
         status: event.status.clone(),
         ts,
         project,
-        title: text_of(current, &["terminal_title_stripped", "terminal_title"])
+        title: nonempty(&current.terminal_title_stripped)
+            .or(nonempty(&current.terminal_title))
+            .map(str::to_owned)
             .or(event.title.clone()),
     }
 }
@@ -288,7 +287,7 @@ pub fn finish(
     event: &Event,
     ts: i64,
     only: &[String],
-    current: Result<Value, HerdrError>,
+    current: Result<Agent, HerdrError>,
 ) -> (Vec<RateLimited>, Result<(), NotifyError>) {
     match prepare(round, event, only, current) {
         Ok(Some(devices)) => deliver_alert(round, event, ts, &devices),
@@ -302,8 +301,8 @@ fn prepare(
     round: &mut Round<'_>,
     event: &Event,
     only: &[String],
-    current: Result<Value, HerdrError>,
-) -> Result<Option<(Vec<AlertDevice>, Value)>, NotifyError> {
+    current: Result<Agent, HerdrError>,
+) -> Result<Option<(Vec<AlertDevice>, Agent)>, NotifyError> {
     let env = round.env;
     let marker = marker_path(&env.state_dir, &event.pane);
     let current = match current {
@@ -315,8 +314,8 @@ fn prepare(
         Err(e) => return Err(NotifyError::Recheck(e)),
     };
     let current_status = current
-        .get("agent_status")
-        .and_then(Value::as_str)
+        .agent_status
+        .as_deref()
         .ok_or(NotifyError::RecheckNoStatus)?
         .to_lowercase();
     let flag = match recheck(&event.status, &current_status) {
@@ -344,7 +343,7 @@ fn deliver_alert(
     round: &mut Round<'_>,
     event: &Event,
     ts: i64,
-    (devices, current): &(Vec<AlertDevice>, Value),
+    (devices, current): &(Vec<AlertDevice>, Agent),
 ) -> (Vec<RateLimited>, Result<(), NotifyError>) {
     let env = round.env;
     let marker = marker_path(&env.state_dir, &event.pane);
@@ -447,10 +446,10 @@ mod tests {
             workspace_id: Some("wE".into()),
             title: Some("event title".into()),
         };
-        let current = json::parse(
-            r#"{"agent":"codex","workspace_id":"wR","terminal_title":"⠋ raw","terminal_title_stripped":"stripped"}"#,
-        )
-        .unwrap();
+        let agent = |text: &str| Agent::from_value(&json::parse(text).unwrap()).unwrap();
+        let current = agent(
+            r#"{"pane_id":"wV:p1","agent":"codex","workspace_id":"wR","terminal_title":"⠋ raw","terminal_title_stripped":"stripped"}"#,
+        );
         assert_eq!(project_workspace(&event, &current).as_deref(), Some("wR"));
         let alert = notification(&event, &current, Some("Heeler".into()), 1_700_000_000);
         assert_eq!(alert.kind, "codex");
@@ -458,14 +457,15 @@ mod tests {
         assert_eq!(alert.project.as_deref(), Some("Heeler"));
         assert_eq!(alert.ts, 1_700_000_000);
 
-        let bare = json::parse(r#"{"terminal_title_stripped":"","terminal_title":"raw"}"#).unwrap();
+        let bare =
+            agent(r#"{"pane_id":"wV:p1","terminal_title_stripped":"","terminal_title":"raw"}"#);
         assert_eq!(project_workspace(&event, &bare).as_deref(), Some("wE"));
         assert_eq!(notification(&event, &bare, None, 1).kind, "unknown");
         assert_eq!(
             notification(&event, &bare, None, 1).title.as_deref(),
             Some("raw")
         );
-        let nothing = json::parse("{}").unwrap();
+        let nothing = agent(r#"{"pane_id":"wV:p1"}"#);
         let claude = Event {
             kind: Some("claude".into()),
             ..event

@@ -49,6 +49,7 @@ use std::time::{Duration, Instant};
 use crate::base::json::Value;
 use crate::cli::{ActivityHookArgs, HookWorkerArgs, NotifyHookArgs};
 use crate::exit::Failure;
+use crate::herdr::answer::Agent;
 use crate::herdr::client::HerdrError;
 use crate::herdr::session;
 use crate::hooks::delivery::{RateLimited, Relays};
@@ -427,7 +428,7 @@ fn serve_group(
         .filter(|(_, e, _)| matches!(e.job, Job::Notify { .. }))
         .count();
     let one_list = notify_count >= 2 || notify_count < ready.len();
-    let mut inventory: Option<Result<Vec<Value>, HerdrError>> = None;
+    let mut inventory: Option<Result<Vec<Agent>, HerdrError>> = None;
     let mut labels = HashMap::new();
     // The tokens of the entries held back below, with their times: a later
     // entry for one of them waits behind it.
@@ -552,10 +553,10 @@ fn rate_limited(
 
 /// A pane's agent in one `agent list`: absent means gone, as `agent get`'s
 /// `agent_not_found`.
-pub fn agent_of(agents: &[Value], pane: &str) -> Result<Value, HerdrError> {
+pub fn agent_of(agents: &[Agent], pane: &str) -> Result<Agent, HerdrError> {
     agents
         .iter()
-        .find(|a| a.get("pane_id").and_then(Value::as_str) == Some(pane))
+        .find(|a| a.pane_id == pane)
         .cloned()
         .ok_or(HerdrError::AgentGone)
 }
@@ -696,14 +697,11 @@ mod tests {
             r#"[{"pane_id":"w1:p1","agent_status":"blocked"},{"pane_id":"w1:p2"}]"#,
         )
         .unwrap();
-        let agents = agents.as_array().unwrap();
+        let agents = crate::herdr::answer::agents(agents.as_array().unwrap());
         assert_eq!(
-            agent_of(agents, "w1:p1")
-                .unwrap()
-                .get("agent_status")
-                .and_then(Value::as_str),
+            agent_of(&agents, "w1:p1").unwrap().agent_status.as_deref(),
             Some("blocked")
         );
-        assert_eq!(agent_of(agents, "w1:p9"), Err(HerdrError::AgentGone));
+        assert_eq!(agent_of(&agents, "w1:p9"), Err(HerdrError::AgentGone));
     }
 }

@@ -10,6 +10,7 @@ use std::io::Read;
 use crate::base::json::{self, Value};
 use crate::cli::{ActivityCommand, PairingCommand, SealArgs, SealCommand, WireArgs, WireCommand};
 use crate::exit::Failure;
+use crate::herdr::answer;
 use crate::herdr::session;
 use crate::wire::envelope::{self, NotificationKey, OpenError};
 use crate::wire::live_activity::{self, BuildContext, Content};
@@ -128,12 +129,13 @@ fn dispatch(command: WireCommand) -> Result<String, WireError> {
                     None => None,
                 };
                 let inventory = parse_plaintext(&read_stdin()?)?;
-                let agents = inventory
-                    .get("agents")
-                    .unwrap_or(&inventory)
-                    .as_array()
-                    .unwrap_or(&[])
-                    .to_vec();
+                let agents = answer::agents(
+                    inventory
+                        .get("agents")
+                        .unwrap_or(&inventory)
+                        .as_array()
+                        .unwrap_or(&[]),
+                );
                 let labels = HashMap::new();
                 let context = BuildContext {
                     host: &b.host,

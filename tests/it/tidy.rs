@@ -477,6 +477,39 @@ fn each_owned_grammar_is_written_only_in_its_owner() {
     );
 }
 
+#[test]
+fn herdr_answer_fields_are_named_only_in_src_herdr() {
+    // herdr's agents, tabs, panes and workspaces are parsed once, in
+    // `herdr/answer.rs`; everyone else reads the types. The fields checked
+    // are those no format of heeler's own shares. `hooks/env.rs` parses
+    // herdr's hook event (not an answer), whose data names two of them.
+    const FIELDS: &[&str] = &[
+        "\"pane_id\"",
+        "\"tab_id\"",
+        "\"agent_status\"",
+        "\"display_agent\"",
+    ];
+    const EVENT: (&str, &[&str]) = ("hooks/env.rs", &["\"pane_id\"", "\"agent_status\""]);
+    let mut named = Vec::new();
+    for (rel, _) in modules() {
+        if rel.starts_with("herdr/") {
+            continue;
+        }
+        let code = non_test_code(&rel);
+        for field in FIELDS {
+            let allowed = rel == EVENT.0 && EVENT.1.contains(field);
+            if code.contains(field) && !allowed {
+                named.push(format!("src/{rel}: {field}"));
+            }
+        }
+    }
+    assert!(
+        named.is_empty(),
+        "herdr answer fields read outside src/herdr:\n{}",
+        named.join("\n")
+    );
+}
+
 /// ARCHITECTURE.md's sections by the folder their heading names
 /// (`### \`src/usage/store/\``): folder (relative to `src/`, "" for the
 /// root) to the section's text.

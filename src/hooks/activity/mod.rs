@@ -22,7 +22,8 @@ pub mod plan;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::base::json::{self, Value};
+use crate::base::json;
+use crate::herdr::answer::Agent;
 use crate::herdr::client::{HerdrClient, HerdrError};
 use crate::hooks::activity::budget::{push_body, seal_within_budget, step_after_too_large};
 use crate::hooks::activity::claim::{read_claim, superseded, write_claim};
@@ -160,13 +161,8 @@ fn workspace_labels(herdr: &HerdrClient) -> HashMap<String, String> {
         return HashMap::new();
     };
     workspaces
-        .iter()
-        .filter_map(|w| {
-            Some((
-                w.get("workspace_id")?.as_nonempty_str()?.to_owned(),
-                w.get("label")?.as_nonempty_str()?.to_owned(),
-            ))
-        })
+        .into_iter()
+        .filter_map(|w| Some((w.workspace_id, w.label.filter(|l| !l.is_empty())?)))
         .collect()
 }
 
@@ -231,7 +227,7 @@ pub fn finish(
     herdr: &HerdrClient,
     settings: &NotifySettings,
     relays: &mut Relays,
-    inventory: impl FnOnce() -> Result<Vec<Value>, HerdrError>,
+    inventory: impl FnOnce() -> Result<Vec<Agent>, HerdrError>,
 ) -> (Vec<RateLimited>, Result<(), ActivityError>) {
     match plan_round(env, herdr, inventory) {
         Ok(Some(round)) => deliver_round(env, settings, relays, &round),
@@ -243,7 +239,7 @@ pub fn finish(
 /// What one activity round sends: the payloads' inputs.
 struct ActivityRound {
     devices: Vec<registration::ActivityDevice>,
-    inventory: Vec<Value>,
+    inventory: Vec<Agent>,
     plan: plan::Plan,
     context: RowContext,
 }
@@ -253,7 +249,7 @@ struct ActivityRound {
 fn plan_round(
     env: &HookEnv,
     herdr: &HerdrClient,
-    inventory: impl FnOnce() -> Result<Vec<Value>, HerdrError>,
+    inventory: impl FnOnce() -> Result<Vec<Agent>, HerdrError>,
 ) -> Result<Option<ActivityRound>, ActivityError> {
     let registration_path = registration::path_in(&env.config_dir);
     let file = registration::read(&registration_path);

@@ -11,6 +11,7 @@ use std::collections::{HashMap, HashSet};
 use ring::digest::{SHA256, digest};
 
 use crate::base::json::{Object, Value};
+use crate::herdr::answer::{Agent, nonempty};
 use crate::hooks::delivery::PushTarget;
 use crate::hooks::registration::ActivityDevice;
 use crate::hooks::row_layout::{self, RowContext};
@@ -167,7 +168,7 @@ pub struct Plan {
 /// Decides the round from the agent inventory, the devices and last-state:
 /// an unchanged snapshot sends nothing, an empty one ends the activity
 /// (once), anything else updates it.
-pub fn decide(inventory: &[Value], devices: &[ActivityDevice], last: &LastState) -> Decision {
+pub fn decide(inventory: &[Agent], devices: &[ActivityDevice], last: &LastState) -> Decision {
     let statuses = live_activity::eligible_statuses(inventory);
     let status_map: HashMap<String, String> = statuses.iter().cloned().collect();
     let preferences = preferences_hash(devices);
@@ -221,7 +222,7 @@ impl PushTarget for Payload<'_> {
 impl Plan {
     /// An end shows no agent, so it needs nothing; an update needs the
     /// labels, and tabs or panes only when some device's layout uses them.
-    pub fn context_needs(&self, devices: &[ActivityDevice], inventory: &[Value]) -> ContextNeeds {
+    pub fn context_needs(&self, devices: &[ActivityDevice], inventory: &[Agent]) -> ContextNeeds {
         if self.event == ActivityEvent::End {
             return ContextNeeds::default();
         }
@@ -233,11 +234,11 @@ impl Plan {
             let eligible: HashSet<&str> = inventory
                 .iter()
                 .filter(|a| {
-                    a.get("agent_status")
-                        .and_then(Value::as_str)
+                    a.agent_status
+                        .as_deref()
                         .is_some_and(|s| is_eligible_status(&s.to_lowercase()))
                 })
-                .filter_map(|a| a.get("workspace_id").and_then(Value::as_nonempty_str))
+                .filter_map(|a| nonempty(&a.workspace_id))
                 .collect();
             workspaces = eligible.into_iter().map(str::to_owned).collect();
             workspaces.sort_unstable();
@@ -255,7 +256,7 @@ impl Plan {
     pub fn payloads<'a>(
         &self,
         devices: &'a [ActivityDevice],
-        inventory: &[Value],
+        inventory: &[Agent],
         context: &RowContext,
         timestamp: i64,
     ) -> Vec<Payload<'a>> {
@@ -271,7 +272,7 @@ impl Plan {
                         },
                     ),
                     ActivityEvent::Update => {
-                        let render = |agent: &Value| {
+                        let render = |agent: &Agent| {
                             device.layout.as_ref().map(|layout| {
                                 row_layout::render(
                                     layout,
@@ -351,10 +352,10 @@ mod tests {
         assert_eq!(one.len(), 64);
     }
 
-    fn agent(pane: &str, status: &str) -> Value {
-        json::parse(&format!(
+    fn agent(pane: &str, status: &str) -> Agent {
+        Agent::from_value(&json::parse(&format!(
             r#"{{"pane_id":"{pane}","workspace_id":"w1","agent":"claude","agent_status":"{status}","terminal_title":"t {pane}"}}"#
-        ))
+        )).unwrap())
         .unwrap()
     }
 
@@ -522,7 +523,7 @@ mod tests {
 
     #[test]
     fn an_update_counts_every_eligible_agent_and_fetches_only_used_context() {
-        let inventory: Vec<Value> = (1..=7)
+        let inventory: Vec<Agent> = (1..=7)
             .map(|n| {
                 agent(
                     &format!("w1:p{n}"),
