@@ -366,11 +366,17 @@ fn every_error_type_implements_std_error() {
     );
 }
 
-/// A file's code before its test module (`#[cfg(test)]`), without comments.
+/// A file's code before its test module (`#[cfg(test)] mod …`), without
+/// comments.
 fn non_test_code(rel: &str) -> String {
     let text = std::fs::read_to_string(src_dir().join(rel)).expect("read source");
     let code = code_of(&text);
-    match code.find("#[cfg(test)]") {
+    let marker = "#[cfg(test)]";
+    let test_module = code.match_indices(marker).map(|(at, _)| at).find(|&at| {
+        let after = code[at + marker.len()..].trim_start();
+        after.starts_with("mod ") || after.starts_with("pub(crate) mod ")
+    });
+    match test_module {
         Some(at) => code[..at].to_owned(),
         None => code,
     }
