@@ -87,13 +87,13 @@ pub fn encode_standard(bytes: &[u8]) -> String {
 }
 
 /// Standard alphabet without padding (OpenSSH `SHA256:` fingerprints).
-pub fn encode_standard_unpadded(bytes: &[u8]) -> String {
+pub(crate) fn encode_standard_unpadded(bytes: &[u8]) -> String {
     encode_with(STANDARD, bytes, false)
 }
 
 /// Standard alphabet with optional correct padding (`{0,2}` `=` making the
 /// length a multiple of four), as OpenSSH writes key blobs.
-pub fn decode_standard(text: &str) -> Result<Vec<u8>, DecodeError> {
+pub(crate) fn decode_standard(text: &str) -> Result<Vec<u8>, DecodeError> {
     let trimmed = text.trim_end_matches('=');
     let pad = text.len() - trimmed.len();
     if pad > 2 || (pad > 0 && !text.len().is_multiple_of(4)) {

@@ -37,7 +37,7 @@ pub mod json;
 pub mod process;
 #[cfg(test)]
 pub(crate) mod scratch;
-pub mod state_file;
+pub(crate) mod state_file;
 pub(crate) mod sys;
 #[cfg(test)]
 pub(crate) mod test_rng;

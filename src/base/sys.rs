@@ -151,7 +151,7 @@ pub(crate) fn passwd_entry(uid: u32) -> io::Result<Option<PasswdEntry>> {
 
 /// Every IPv4/IPv6 address of every interface (`getifaddrs`), in the order
 /// the kernel lists them: `(interface name, address, is loopback)`.
-pub fn interface_addresses() -> io::Result<Vec<(String, IpAddr, bool)>> {
+pub(crate) fn interface_addresses() -> io::Result<Vec<(String, IpAddr, bool)>> {
     let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: `head` is a valid out-pointer; on success getifaddrs stores a
     // list we must release with freeifaddrs, which we do below.
@@ -344,7 +344,7 @@ pub(crate) fn hostname() -> Option<String> {
 /// Tries to take an exclusive `flock` on `file` without blocking: `Ok(true)`
 /// when taken (held until the file is closed), `Ok(false)` when another
 /// process holds it.
-pub fn try_lock_exclusive(file: &std::fs::File) -> std::io::Result<bool> {
+pub(crate) fn try_lock_exclusive(file: &std::fs::File) -> std::io::Result<bool> {
     use std::os::fd::AsRawFd;
     // SAFETY: `flock` only reads the descriptor number; `file` owns a valid
     // open descriptor for the duration of the call. No memory is passed.
@@ -407,7 +407,7 @@ pub(crate) fn exchange(a: &std::path::Path, b: &std::path::Path) -> io::Result<b
 
 /// Makes `command` start in a new session (`setsid`), detached from the
 /// caller's terminal and process group, so it outlives an SSH session.
-pub fn detach_on_spawn(command: &mut std::process::Command) {
+pub(crate) fn detach_on_spawn(command: &mut std::process::Command) {
     use std::os::unix::process::CommandExt;
     // SAFETY: the closure runs in the forked child before `exec`; it calls
     // only `setsid`, which is async-signal-safe, allocates nothing and
@@ -425,7 +425,7 @@ pub fn detach_on_spawn(command: &mut std::process::Command) {
 /// that started its parent (herdr waits for its hooks' pipes to close).
 /// The descriptors are listed from `/proc/self/fd` (`/dev/fd` elsewhere)
 /// first, and closed after the listing's own descriptor is gone.
-pub fn close_inherited_fds() {
+pub(crate) fn close_inherited_fds() {
     let listed = ["/proc/self/fd", "/dev/fd"].iter().find_map(|dir| {
         let entries = std::fs::read_dir(dir).ok()?;
         Some(
@@ -449,7 +449,7 @@ pub fn close_inherited_fds() {
 /// Opens `path` for appending, creating it as 0600, never through a
 /// symbolic link in its last component (`O_NOFOLLOW`), and tightens an
 /// existing file to 0600.
-pub fn open_append_private(path: &std::path::Path) -> io::Result<std::fs::File> {
+pub(crate) fn open_append_private(path: &std::path::Path) -> io::Result<std::fs::File> {
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let file = std::fs::OpenOptions::new()
         .append(true)
@@ -614,9 +614,9 @@ pub(crate) struct FileStat {
     pub dev: u64,
     pub ino: u64,
     pub size: u64,
-    pub mtime_sec: i64,
+    pub(crate) mtime_sec: i64,
     pub mtime_nsec: i64,
-    pub ctime_sec: i64,
+    pub(crate) ctime_sec: i64,
     pub ctime_nsec: i64,
 }
 
@@ -753,7 +753,7 @@ fn clear_errno() {
 /// instructions every processor of its targets has (SSE2 on x86_64, NEON
 /// on aarch64); elsewhere by [`first_string_stop_portable`].
 #[inline(always)]
-pub fn next_string_stop(text: &[u8], from: usize) -> Option<usize> {
+pub(crate) fn next_string_stop(text: &[u8], from: usize) -> Option<usize> {
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     {
         let mut at = from;

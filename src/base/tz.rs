@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 
 /// The Host's zone file when `TZ` names none.
-pub const LOCALTIME: &str = "/etc/localtime";
+pub(crate) const LOCALTIME: &str = "/etc/localtime";
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
 /// `days_from_civil`).
@@ -28,7 +28,7 @@ pub fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
 }
 
 /// The civil date `(year, month, day)` of a day number since 1970-01-01.
-pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
+pub(crate) fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
@@ -123,7 +123,7 @@ impl Zone {
     }
 
     /// The local wall-clock time `(hour, minute, second)` of an instant.
-    pub fn time_of_day(&self, unix: i64) -> (u32, u32, u32) {
+    pub(crate) fn time_of_day(&self, unix: i64) -> (u32, u32, u32) {
         let second = (unix + i64::from(self.offset_at(unix))).rem_euclid(86_400);
         // In 0..86_400, so each part fits.
         let part = |n: i64| u32::try_from(n).unwrap_or(0);
@@ -183,7 +183,7 @@ pub fn zoneinfo_dir() -> PathBuf {
 
 /// This process's Host zone: [`host_zone`] of its `TZ`, [`LOCALTIME`] and
 /// [`zoneinfo_dir`].
-pub fn process_host_zone() -> Zone {
+pub(crate) fn process_host_zone() -> Zone {
     host_zone(
         std::env::var("TZ").ok().as_deref(),
         Path::new(LOCALTIME),
@@ -193,7 +193,7 @@ pub fn process_host_zone() -> Zone {
 
 /// The Host's zone: `TZ` (`:Name`, `Name`, or an absolute TZif path), else
 /// `/etc/localtime` (named by its symlink target when it is one), else UTC.
-pub fn host_zone(tz_env: Option<&str>, localtime: &Path, zoneinfo: &Path) -> Zone {
+pub(crate) fn host_zone(tz_env: Option<&str>, localtime: &Path, zoneinfo: &Path) -> Zone {
     if let Some(tz) = tz_env.map(|t| t.strip_prefix(':').unwrap_or(t))
         && !tz.is_empty()
     {

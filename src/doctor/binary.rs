@@ -85,7 +85,7 @@ pub fn has_interpreter(bytes: &[u8]) -> Result<bool, ElfError> {
     Ok(false)
 }
 
-pub fn check_binary(
+pub(crate) fn check_binary(
     os: &str,
     path: &Path,
     has_interpreter: &Result<bool, String>,
@@ -121,7 +121,7 @@ pub fn check_binary(
 
 /// Whether another user could replace the binary the forced command
 /// names: `heeler pair` refuses to start a ceremony then, so this fails.
-pub fn check_binary_trust(
+pub(crate) fn check_binary_trust(
     path: &Path,
     trust: &Result<(), crate::base::dirs::UntrustedBinary>,
 ) -> Check {

@@ -87,7 +87,7 @@ pub struct Workspace {
 }
 
 /// `text` when it is not empty.
-pub fn nonempty(text: &Option<String>) -> Option<&str> {
+pub(crate) fn nonempty(text: &Option<String>) -> Option<&str> {
     text.as_deref().filter(|t| !t.is_empty())
 }
 

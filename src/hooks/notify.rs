@@ -81,7 +81,7 @@ impl From<StartError> for NotifyError {
 }
 
 /// The notify flag of a status: only Blocked and Done notify.
-pub fn notify_flag(status: &str) -> Option<&'static str> {
+pub(crate) fn notify_flag(status: &str) -> Option<&'static str> {
     match status {
         "blocked" => Some("blocked"),
         "done" => Some("done"),
@@ -97,7 +97,7 @@ pub fn marker_path(state_dir: &Path, pane: &str) -> PathBuf {
 }
 
 /// The last notified status of a pane; missing or corrupt means none.
-pub fn read_marker(path: &Path) -> Option<String> {
+pub(crate) fn read_marker(path: &Path) -> Option<String> {
     let text = crate::base::state_file::read_text(path, 64 * 1024)?;
     json::parse(&text)
         .ok()?
@@ -107,7 +107,7 @@ pub fn read_marker(path: &Path) -> Option<String> {
 }
 
 /// The dedupe marker's content, keys in contract order.
-pub fn marker_value(pane: &str, status: &str) -> Value {
+pub(crate) fn marker_value(pane: &str, status: &str) -> Value {
     Value::Object(
         Object::new()
             .with("pane", pane)
@@ -123,7 +123,7 @@ fn clear_marker(path: &Path) {
 /// status is worth a debounce unless the marker already holds it or no
 /// device wants its flag (`has_devices` is asked only then); any other
 /// status only when a marker is left to re-arm.
-pub fn worth_debouncing(
+pub(crate) fn worth_debouncing(
     status: &str,
     marker: Option<&str>,
     has_devices: impl FnOnce(&'static str) -> bool,
@@ -136,7 +136,7 @@ pub fn worth_debouncing(
 
 /// What the re-check after the debounce says about the event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Recheck {
+pub(crate) enum Recheck {
     /// The pane's status moved on: this event is stale.
     MovedOn,
     /// A non-notifying status held: the pane is re-armed.
@@ -146,7 +146,7 @@ pub enum Recheck {
 }
 
 /// Compares the event's status with the pane's current one.
-pub fn recheck(event_status: &str, current_status: &str) -> Recheck {
+pub(crate) fn recheck(event_status: &str, current_status: &str) -> Recheck {
     if current_status != event_status {
         return Recheck::MovedOn;
     }
@@ -158,7 +158,7 @@ pub fn recheck(event_status: &str, current_status: &str) -> Recheck {
 
 /// The log line for an entry skipped because the relay would refuse its
 /// token; the token's prefix is escaped, since the file is not ours.
-pub fn refused_token_line(token: &str) -> String {
+pub(crate) fn refused_token_line(token: &str) -> String {
     format!(
         "notify-hook: skipped the device with token {}…: not 16 to 200 lowercase hex digits, which the relay refuses",
         delivery::token_prefix(token).escape_debug()
@@ -171,7 +171,7 @@ fn log_line(line: &str) {
 }
 
 /// The push body of one alert, keys in contract order.
-pub fn push_body(device: &AlertDevice, envelope: &str, collapse: &str) -> String {
+pub(crate) fn push_body(device: &AlertDevice, envelope: &str, collapse: &str) -> String {
     Value::Object(
         Object::new()
             .with("token", device.token.as_str())
@@ -184,7 +184,7 @@ pub fn push_body(device: &AlertDevice, envelope: &str, collapse: &str) -> String
 
 /// The workspace whose label names the project: the re-check's, else the
 /// event's.
-pub fn project_workspace(event: &Event, current: &Agent) -> Option<String> {
+pub(crate) fn project_workspace(event: &Event, current: &Agent) -> Option<String> {
     nonempty(&current.workspace_id)
         .map(str::to_owned)
         .or(event.workspace_id.clone())

@@ -14,13 +14,13 @@ use crate::sidebar::config::{is_color, is_custom_token};
 use crate::wire::display_text::first_graphemes;
 
 /// Rows a layout may have.
-pub const MAX_ROWS: usize = 3;
+pub(crate) const MAX_ROWS: usize = 3;
 /// Fields a row may have.
-pub const MAX_FIELDS: usize = 16;
+pub(crate) const MAX_FIELDS: usize = 16;
 /// Graphemes kept per span.
-pub const SPAN_GRAPHEMES: usize = 80;
+pub(crate) const SPAN_GRAPHEMES: usize = 80;
 /// The separator span's text.
-pub const SEPARATOR: &str = " · ";
+pub(crate) const SEPARATOR: &str = " · ";
 
 const BUILTINS: [&str; 11] = [
     "state_icon",
@@ -97,7 +97,7 @@ pub fn parse_layout(value: &Value) -> Option<RowLayout> {
 impl RowLayout {
     /// The parsed layout as JSON (`{"rows":[[{"token",fg?,bold?,dim?}]]}`),
     /// the form hashed into the preferences.
-    pub fn to_wire(&self) -> Value {
+    pub(crate) fn to_wire(&self) -> Value {
         let rows = self
             .rows
             .iter()
@@ -208,7 +208,7 @@ const ACTIVITY_GLYPHS: [char; 10] = ['·', '✢', '✳', '✶', '✻', '✽', '�
 
 /// A raw terminal title with one leading activity glyph (braille spinner or
 /// one of herdr's status glyphs) removed when a space or the end follows it.
-pub fn strip_activity_glyph(title: &str) -> String {
+pub(crate) fn strip_activity_glyph(title: &str) -> String {
     let mut chars = title.chars();
     let stripped = match chars.next() {
         Some(c) if ('\u{2800}'..='\u{28ff}').contains(&c) || ACTIVITY_GLYPHS.contains(&c) => {
@@ -225,7 +225,7 @@ pub fn strip_activity_glyph(title: &str) -> String {
 }
 
 /// The value of `token` for one agent.
-pub fn token_value(
+pub(crate) fn token_value(
     token: &str,
     agent: &Agent,
     context: &RowContext,

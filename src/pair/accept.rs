@@ -51,9 +51,9 @@ use crate::pair::device_key::{self, DeviceKey, DeviceKeyError};
 use crate::pair::state::{EnrolledRecord, StateDir};
 
 /// Stop reading stdin after this many characters without a newline.
-pub const MAX_INPUT_CHARS: usize = 4096;
+pub(crate) const MAX_INPUT_CHARS: usize = 4096;
 /// Stop waiting for stdin after this long.
-pub const INPUT_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const INPUT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Why an enrollment was refused; [`AcceptError::code`] is the wire code.
 #[derive(Debug, Clone, PartialEq, Eq)]

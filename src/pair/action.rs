@@ -26,14 +26,14 @@ use crate::exit::Failure;
 use crate::herdr::client;
 
 /// The plugin id when herdr does not say (`HERDR_PLUGIN_ID`).
-pub const DEFAULT_PLUGIN_ID: &str = "heeler";
+pub(crate) const DEFAULT_PLUGIN_ID: &str = "heeler";
 /// The `[[panes]]` entry that runs the popup.
-pub const ENTRYPOINT: &str = "pair";
+pub(crate) const ENTRYPOINT: &str = "pair";
 const SOCKET_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Why the popup could not be opened.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PairActionError {
+pub(crate) enum PairActionError {
     /// herdr answered the request with an error.
     Refused { code: String, message: String },
     /// herdr's answer was not a response line.
@@ -84,7 +84,7 @@ impl From<PairActionError> for Failure {
 
 /// A herdr notification telling the user why no popup opened.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Notice {
+pub(crate) struct Notice {
     pub title: &'static str,
     pub body: String,
 }
@@ -93,7 +93,7 @@ pub struct Notice {
 const ALREADY_OPEN: &str = "popup already open";
 
 /// The notice for a refusal (`code`, `message` as herdr sent them).
-pub fn notice_for(code: &str, message: &str) -> Notice {
+pub(crate) fn notice_for(code: &str, message: &str) -> Notice {
     if message.contains(ALREADY_OPEN) {
         return Notice {
             title: "Pairing is already open",
@@ -113,7 +113,7 @@ pub fn notice_for(code: &str, message: &str) -> Notice {
 }
 
 /// The `notification.show` request line for `notice`.
-pub fn notification_request(notice: &Notice) -> String {
+pub(crate) fn notification_request(notice: &Notice) -> String {
     let params = Object::new()
         .with("title", notice.title)
         .with("body", notice.body.as_str());
@@ -152,7 +152,7 @@ fn notify_through_cli(herdr: &str, notice: &Notice) {
 }
 
 /// The request line for the popup.
-pub fn open_request(plugin_id: &str) -> String {
+pub(crate) fn open_request(plugin_id: &str) -> String {
     let params = Object::new()
         .with("plugin_id", plugin_id)
         .with("entrypoint", ENTRYPOINT)
@@ -167,7 +167,7 @@ pub fn open_request(plugin_id: &str) -> String {
 }
 
 /// Reads herdr's response line: `Ok` for a result, the error otherwise.
-pub fn interpret_response(line: &str) -> Result<(), PairActionError> {
+pub(crate) fn interpret_response(line: &str) -> Result<(), PairActionError> {
     let value =
         json::parse(line.trim_end()).map_err(|_| PairActionError::BadResponse(line.to_owned()))?;
     if value.get("result").is_some() {

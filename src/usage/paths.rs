@@ -10,30 +10,30 @@ use crate::base::dirs::{self, NoHome, Untrusted};
 use crate::usage::event::Agent;
 
 /// The index's base file (`usage::store::index`).
-pub const INDEX: &str = "index-v1.bin";
+pub(crate) const INDEX: &str = "index-v1.bin";
 /// The index's journal, appended to between rewrites of [`INDEX`].
-pub const INDEX_JOURNAL: &str = "index-v1.journal";
+pub(crate) const INDEX_JOURNAL: &str = "index-v1.journal";
 /// The aggregate state's base file (`usage::store::state`).
-pub const AGGREGATE: &str = "aggregate-v1.bin";
+pub(crate) const AGGREGATE: &str = "aggregate-v1.bin";
 /// The aggregate state's journal.
-pub const AGGREGATE_JOURNAL: &str = "aggregate-v1.journal";
+pub(crate) const AGGREGATE_JOURNAL: &str = "aggregate-v1.journal";
 /// The snapshot the views read.
-pub const SNAPSHOT: &str = "snapshot-v1.json";
+pub(crate) const SNAPSHOT: &str = "snapshot-v1.json";
 /// The usage worker's lock.
-pub const LOCK: &str = "worker.lock";
+pub(crate) const LOCK: &str = "worker.lock";
 /// What the hooks record of herdr's environment (`usage::runtime`).
-pub const RUNTIME: &str = "runtime-v1.json";
+pub(crate) const RUNTIME: &str = "runtime-v1.json";
 /// The prefix and suffix of an owners table's name, around its generation
 /// (`usage::store::owners`).
 const OWNERS: (&str, &str) = ("owners-v1.", ".bin");
 
 /// The owners table of generation `generation`: `owners-v1.<16 hex>.bin`.
-pub fn owners_table(generation: u64) -> String {
+pub(crate) fn owners_table(generation: u64) -> String {
     format!("{}{generation:016x}{}", OWNERS.0, OWNERS.1)
 }
 
 /// Whether `name` is an owners table's name, of any generation.
-pub fn is_owners_table(name: &str) -> bool {
+pub(crate) fn is_owners_table(name: &str) -> bool {
     name.starts_with(OWNERS.0) && name.ends_with(OWNERS.1)
 }
 
@@ -48,7 +48,7 @@ impl UsageDir {
     }
 
     /// `usage/` under the plugin state dir `state_dir`.
-    pub fn in_state_dir(state_dir: &std::path::Path) -> UsageDir {
+    pub(crate) fn in_state_dir(state_dir: &std::path::Path) -> UsageDir {
         UsageDir(state_dir.join("usage"))
     }
 
@@ -87,13 +87,13 @@ impl UsageDir {
     pub fn limits(&self, agent: Agent) -> PathBuf {
         self.0.join(format!("limits-{}.json", agent.name()))
     }
-    pub fn claude_limits_trigger(&self) -> PathBuf {
+    pub(crate) fn claude_limits_trigger(&self) -> PathBuf {
         self.0.join("claude-limits-trigger.json")
     }
-    pub fn zones_wanted(&self) -> PathBuf {
+    pub(crate) fn zones_wanted(&self) -> PathBuf {
         self.0.join("zones-wanted")
     }
-    pub fn claude_limits_wanted(&self) -> PathBuf {
+    pub(crate) fn claude_limits_wanted(&self) -> PathBuf {
         self.0.join("claude-limits.wanted")
     }
     /// The last two days of slots, for the statusline

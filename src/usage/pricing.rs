@@ -267,7 +267,7 @@ impl PriceTable {
 ///
 /// The fast and US-only multipliers scale the token cost only: the vendor
 /// states them for token prices, and a search has its own flat price.
-pub fn cost_with(
+pub(crate) fn cost_with(
     price: &ModelPrice,
     agent: Agent,
     tier: &str,

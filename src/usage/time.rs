@@ -6,7 +6,8 @@
 //! all we need is exact proleptic-Gregorian conversion both ways (the day
 //! numbers' is `base::tz`'s, which the zone rules need too).
 
-pub use crate::base::tz::{civil_from_days, days_from_civil};
+pub(crate) use crate::base::tz::civil_from_days;
+pub use crate::base::tz::days_from_civil;
 
 /// `YYYY-MM-DD` of a day number.
 pub fn format_date(days: i64) -> String {
@@ -60,7 +61,7 @@ pub fn parse_timestamp(text: &str) -> Option<i64> {
 /// [`parse_timestamp`] of bytes: every byte of the format is ASCII, so
 /// bytes that are not UTF-8 are refused like any other wrong byte (what a
 /// parser that has not checked the text can rely on).
-pub fn timestamp_of(b: &[u8]) -> Option<i64> {
+pub(crate) fn timestamp_of(b: &[u8]) -> Option<i64> {
     let (Some(date), Some(&[b'T' | b't' | b' ', h0, h1, b':', m0, m1, b':', s0, s1])) =
         (b.get(..10), b.get(10..19))
     else {

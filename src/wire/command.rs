@@ -19,7 +19,7 @@ use crate::wire::pairing_code::{self, PairingCodeError};
 
 /// Why a `wire` command failed; `code()` is what it prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WireError {
+pub(crate) enum WireError {
     Pairing(PairingCodeError),
     Open(OpenError),
     /// `--key` is not 32 bytes of unpadded base64url.

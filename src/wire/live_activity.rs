@@ -16,7 +16,7 @@ use crate::wire::display_text::for_display;
 use crate::wire::envelope::{self, Domain, NotificationKey, OpenError};
 
 /// Agents shown at most; counts still cover all of them.
-pub const MAX_AGENTS: usize = 5;
+pub(crate) const MAX_AGENTS: usize = 5;
 
 /// One agent row of the content.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,7 +48,7 @@ pub struct Counts {
 }
 
 impl Counts {
-    pub fn to_wire(self) -> Object {
+    pub(crate) fn to_wire(self) -> Object {
         Object::new()
             .with("working", self.working)
             .with("blocked", self.blocked)
@@ -57,7 +57,7 @@ impl Counts {
 }
 
 /// The statuses a Live Activity shows, in display rank order.
-pub fn status_rank(status: &str) -> Option<u8> {
+pub(crate) fn status_rank(status: &str) -> Option<u8> {
     match status {
         "blocked" => Some(0),
         "done" => Some(1),
@@ -109,7 +109,7 @@ impl AgentEntry {
 /// Rows as the app reads them: arrays of spans `{bold?, dim?, fg?, text}`,
 /// unknown span keys dropped and keys in canonical order. Anything of another
 /// shape is treated as absent, as the app ignores an undecodable `rows`.
-pub fn normalize_rows(rows: &Value) -> Option<Value> {
+pub(crate) fn normalize_rows(rows: &Value) -> Option<Value> {
     let normalize_span = |span: &Value| -> Option<Value> {
         let span = span.as_object()?;
         let mut out = Object::new();
@@ -144,7 +144,7 @@ pub fn normalize_rows(rows: &Value) -> Option<Value> {
 
 impl Content {
     /// Reads and validates a content object the way the app does.
-    pub fn from_wire(value: &Value) -> Result<Content, OpenError> {
+    pub(crate) fn from_wire(value: &Value) -> Result<Content, OpenError> {
         let bad = OpenError::BadPayload;
         let object = value.as_object().ok_or(bad)?;
         if object.get("v").and_then(Value::as_i64) != Some(1) {
@@ -163,7 +163,7 @@ impl Content {
         Ok(Content { agents, host })
     }
 
-    pub fn to_wire(&self) -> Value {
+    pub(crate) fn to_wire(&self) -> Value {
         let agents = self
             .agents
             .iter()
@@ -207,7 +207,7 @@ struct Eligible<'a> {
 }
 
 /// The eligible `{pane_id: status}` map of an `agent list` inventory.
-pub fn eligible_statuses(inventory: &[Agent]) -> Vec<(String, String)> {
+pub(crate) fn eligible_statuses(inventory: &[Agent]) -> Vec<(String, String)> {
     eligible(inventory)
         .into_iter()
         .map(|e| (e.pane.to_owned(), e.status))
@@ -231,7 +231,7 @@ fn eligible(inventory: &[Agent]) -> Vec<Eligible<'_>> {
 
 /// A device's pins: a list of strings, most recently pinned first. Anything
 /// else (missing, null, non-array, any non-string entry) means no pins.
-pub fn parse_pins(pins: Option<&Value>) -> Vec<&str> {
+pub(crate) fn parse_pins(pins: Option<&Value>) -> Vec<&str> {
     let Some(items) = pins.and_then(Value::as_array) else {
         return Vec::new();
     };
@@ -243,7 +243,7 @@ pub fn parse_pins(pins: Option<&Value>) -> Vec<&str> {
 }
 
 /// JavaScript's default string order (UTF-16 code units).
-pub fn js_string_cmp(a: &str, b: &str) -> Ordering {
+pub(crate) fn js_string_cmp(a: &str, b: &str) -> Ordering {
     a.encode_utf16().cmp(b.encode_utf16())
 }
 

@@ -101,7 +101,7 @@ impl From<StartError> for ActivityError {
 }
 
 /// Reads `activity/last-state.json`; missing or corrupt means none.
-pub fn read_last_state(path: &Path) -> LastState {
+pub(crate) fn read_last_state(path: &Path) -> LastState {
     crate::base::state_file::read_text(path, 1024 * 1024)
         .and_then(|t| json::parse(&t).ok())
         .map_or_else(LastState::default, |value| LastState::from_value(&value))
@@ -206,13 +206,13 @@ pub fn run_with(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Result<(
 }
 
 /// `activity/claim.json` of a session state dir.
-pub fn claim_path(state_dir: &Path) -> PathBuf {
+pub(crate) fn claim_path(state_dir: &Path) -> PathBuf {
     activity_dir(state_dir).join("claim.json")
 }
 
 /// Whether the claim `(pid, claimed_at_ms)` lost to a newer one: the worker
 /// drops such an entry without any herdr call.
-pub fn claim_superseded(state_dir: &Path, pid: u32, claimed_at_ms: u64) -> bool {
+pub(crate) fn claim_superseded(state_dir: &Path, pid: u32, claimed_at_ms: u64) -> bool {
     read_claim(&claim_path(state_dir)).is_some_and(|stored| superseded(&stored, pid, claimed_at_ms))
 }
 

@@ -18,12 +18,12 @@ use crate::hooks::row_layout::{self, RowContext};
 use crate::wire::live_activity::{self, BuildContext, Content, Counts, js_string_cmp};
 
 /// Seconds after `timestamp` an update goes stale.
-pub const STALE_AFTER_S: i64 = 900;
+pub(crate) const STALE_AFTER_S: i64 = 900;
 
 /// The priority of an update that shows a newly blocked agent.
-pub const PRIORITY_NEWLY_BLOCKED: u8 = 10;
+pub(crate) const PRIORITY_NEWLY_BLOCKED: u8 = 10;
 /// The priority of every other update and of an end.
-pub const PRIORITY_ROUTINE: u8 = 5;
+pub(crate) const PRIORITY_ROUTINE: u8 = 5;
 
 fn is_eligible_status(status: &str) -> bool {
     live_activity::status_rank(status).is_some()
@@ -31,7 +31,7 @@ fn is_eligible_status(status: &str) -> bool {
 
 /// `activity/last-state.json` as far as the hook reads it.
 #[derive(Debug, Default, Clone, PartialEq)]
-pub struct LastState {
+pub(crate) struct LastState {
     pub statuses: Option<HashMap<String, String>>,
     pub preferences: Option<String>,
     pub ended: bool,
@@ -57,7 +57,7 @@ impl LastState {
 
 /// The device-preferences hash: SHA-256 hex of the devices' token, env,
 /// pins, parsed layout and host name, sorted by token.
-pub fn preferences_hash(devices: &[ActivityDevice]) -> String {
+pub(crate) fn preferences_hash(devices: &[ActivityDevice]) -> String {
     let mut sorted: Vec<&ActivityDevice> = devices.iter().collect();
     sorted.sort_by(|a, b| js_string_cmp(&a.token, &b.token));
     let items = sorted
@@ -113,7 +113,7 @@ pub struct Frame {
 impl Frame {
     /// The date an event carries: the relay key, the APNs key and the
     /// value (stale after 900 s for an update, dismissed at once for an end).
-    pub fn date_key_and_value(&self) -> (&'static str, &'static str, i64) {
+    pub(crate) fn date_key_and_value(&self) -> (&'static str, &'static str, i64) {
         match self.event {
             ActivityEvent::Update => ("stale_date", "stale-date", self.timestamp + STALE_AFTER_S),
             ActivityEvent::End => ("dismissal_date", "dismissal-date", self.timestamp),
@@ -123,7 +123,7 @@ impl Frame {
 
 /// Whether an event is worth a claim and a debounce: some device shows the
 /// activity, and an ended activity restarts only for an eligible status.
-pub fn worth_claiming(has_devices: bool, last: &LastState, event_status: &str) -> bool {
+pub(crate) fn worth_claiming(has_devices: bool, last: &LastState, event_status: &str) -> bool {
     has_devices && (!last.ended || is_eligible_status(event_status))
 }
 
@@ -145,7 +145,7 @@ pub fn priority(statuses: &[(String, String)], previous: Option<&HashMap<String,
 
 /// What the hook does with the snapshot it gathered after the debounce.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// The statuses and the device preferences equal last-state.
     Unchanged,
     /// No eligible agent, and the activity has already ended.
@@ -156,7 +156,7 @@ pub enum Decision {
 
 /// One push round: the event and priority are the same for every device.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Plan {
+pub(crate) struct Plan {
     pub event: ActivityEvent,
     pub priority: u8,
     /// The eligible `(pane, status)` pairs, recorded in last-state.
@@ -168,7 +168,11 @@ pub struct Plan {
 /// Decides the round from the agent inventory, the devices and last-state:
 /// an unchanged snapshot sends nothing, an empty one ends the activity
 /// (once), anything else updates it.
-pub fn decide(inventory: &[Agent], devices: &[ActivityDevice], last: &LastState) -> Decision {
+pub(crate) fn decide(
+    inventory: &[Agent],
+    devices: &[ActivityDevice],
+    last: &LastState,
+) -> Decision {
     let statuses = live_activity::eligible_statuses(inventory);
     let status_map: HashMap<String, String> = statuses.iter().cloned().collect();
     let preferences = preferences_hash(devices);
@@ -194,7 +198,7 @@ pub fn decide(inventory: &[Agent], devices: &[ActivityDevice], last: &LastState)
 
 /// The herdr lookups a plan's content needs beyond the inventory.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct ContextNeeds {
+pub(crate) struct ContextNeeds {
     /// `workspace list`, for the workspace labels.
     pub workspace_labels: bool,
     /// `tab list` per workspace, for a layout's `tab` token.
@@ -222,7 +226,11 @@ impl PushTarget for Payload<'_> {
 impl Plan {
     /// An end shows no agent, so it needs nothing; an update needs the
     /// labels, and tabs or panes only when some device's layout uses them.
-    pub fn context_needs(&self, devices: &[ActivityDevice], inventory: &[Agent]) -> ContextNeeds {
+    pub(crate) fn context_needs(
+        &self,
+        devices: &[ActivityDevice],
+        inventory: &[Agent],
+    ) -> ContextNeeds {
         if self.event == ActivityEvent::End {
             return ContextNeeds::default();
         }
@@ -253,7 +261,7 @@ impl Plan {
 
     /// Each device's payload, in device order: an end carries zero counts
     /// and no agents; an update the device's pins and rows.
-    pub fn payloads<'a>(
+    pub(crate) fn payloads<'a>(
         &self,
         devices: &'a [ActivityDevice],
         inventory: &[Agent],

@@ -76,7 +76,7 @@ pub struct Written {
 impl Written {
     /// Records in `index` (the index that was written) where its entries'
     /// events now are.
-    pub fn adopt(self, index: &mut Index) {
+    pub(crate) fn adopt(self, index: &mut Index) {
         for path in &self.lost {
             index.files.remove(path);
         }

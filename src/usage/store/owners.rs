@@ -26,7 +26,7 @@ use crate::usage::paths;
 use crate::usage::store::new_generation;
 
 /// Owner of an identifier several files have.
-pub const SHARED: u64 = u64::MAX;
+pub(crate) const SHARED: u64 = u64::MAX;
 /// A delta entry that removes an identifier (no owner hash is 0).
 const REMOVED: u64 = 0;
 const MAGIC: &[u8; 4] = b"HUAO";
@@ -76,7 +76,7 @@ struct BaseFile {
 }
 
 /// The owner hash of a file (never [`SHARED`] or 0).
-pub fn owner_of(path: &str) -> u64 {
+pub(crate) fn owner_of(path: &str) -> u64 {
     match fnv1a(&[b"path", path.as_bytes()]) {
         SHARED => 1,
         h => h,
@@ -116,7 +116,7 @@ impl Owners {
     }
 
     /// [`Owners::new`] of the identifiers `part` ([`sorted`]) and `more`.
-    pub fn from_sorted(mut part: Vec<(u64, u64)>, more: Vec<(u64, u64)>) -> Owners {
+    pub(crate) fn from_sorted(mut part: Vec<(u64, u64)>, more: Vec<(u64, u64)>) -> Owners {
         // The stable sort finds `part`'s run and merges the rest into it.
         part.extend(more);
         part.sort();
@@ -248,14 +248,14 @@ impl Owners {
     }
 
     /// Removes the tables of `dir` other than this one's.
-    pub fn remove_other_generations(&self, dir: &Path) {
+    pub(crate) fn remove_other_generations(&self, dir: &Path) {
         if let Base::File(base) = &self.base {
             remove_other_generations(dir, base.generation);
         }
     }
 
     /// The raw delta entry of `id` (an owner, or 0 for removed).
-    pub fn delta_entry(&self, id: u64) -> Option<u64> {
+    pub(crate) fn delta_entry(&self, id: u64) -> Option<u64> {
         self.delta.get(&id).copied()
     }
 

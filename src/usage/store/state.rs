@@ -26,9 +26,9 @@ const MAGIC: &[u8; 4] = b"HUAG";
 const JOURNAL_MAGIC: &[u8; 4] = b"HUAJ";
 /// Bump when the layout or the aggregation rules change (4: slots are
 /// per session too).
-pub const STATE_VERSION: u32 = 4;
+pub(crate) const STATE_VERSION: u32 = 4;
 /// The journal may always grow to this many bytes.
-pub const MIN_JOURNAL: u64 = 256 << 10;
+pub(crate) const MIN_JOURNAL: u64 = 256 << 10;
 
 /// The files of the aggregate state.
 #[derive(Debug, Clone)]
@@ -180,7 +180,7 @@ fn put_str(o: &mut Vec<u8>, s: &str) {
 /// A slot's sums as the state writes them: requests, the six token
 /// counts, picodollars, unpriced tokens and requests, then the first and
 /// last request's time (what `recent-v1.json` writes too).
-pub fn acc_numbers(a: &SlotAcc) -> [u64; 12] {
+pub(crate) fn acc_numbers(a: &SlotAcc) -> [u64; 12] {
     let t = &a.tokens;
     [
         a.requests,
@@ -199,7 +199,7 @@ pub fn acc_numbers(a: &SlotAcc) -> [u64; 12] {
 }
 
 /// The sums [`acc_numbers`] wrote.
-pub fn acc_from(n: [u64; 12]) -> SlotAcc {
+pub(crate) fn acc_from(n: [u64; 12]) -> SlotAcc {
     SlotAcc {
         requests: n[0],
         tokens: Tokens {
