@@ -214,7 +214,7 @@ fn known_words(help: &str) -> Vec<&str> {
 /// The known word nearest to `word`, when it is near enough to be a typo:
 /// at most one edit for short words, two from six characters on (a
 /// Levenshtein distance, as git and cargo suggest).
-pub fn suggest<'a>(word: &str, known: &[&'a str]) -> Option<&'a str> {
+pub(crate) fn suggest<'a>(word: &str, known: &[&'a str]) -> Option<&'a str> {
     let limit = if word.chars().count() >= 6 { 2 } else { 1 };
     known
         .iter()
@@ -225,7 +225,7 @@ pub fn suggest<'a>(word: &str, known: &[&'a str]) -> Option<&'a str> {
 }
 
 /// Levenshtein distance over characters (insert, delete, substitute).
-pub fn edit_distance(a: &str, b: &str) -> usize {
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {
@@ -255,7 +255,7 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
                {command_name} doctor           check this Host's setup",
     note = "The commands herdr, sshd and the Heeler app run (accept, notify-hook, usage query, ...) are listed by `{command_name} help plumbing`."
 )]
-pub struct UserArgs {
+pub(crate) struct UserArgs {
     /// print the version and exit
     #[argh(switch, short = 'V')]
     pub version: bool,
@@ -279,7 +279,7 @@ impl UserArgs {
 
 #[derive(FromArgs, Debug)]
 #[argh(subcommand)]
-pub enum UserCommand {
+pub(crate) enum UserCommand {
     Pair(PairArgs),
     Usage(UsageArgs),
     Doctor(DoctorArgs),
@@ -288,7 +288,7 @@ pub enum UserCommand {
 /// heeler's plumbing: the commands herdr, sshd and the Heeler app run, and
 /// the wire interop tool. Their names, arguments and outputs are a contract.
 #[derive(FromArgs, Debug)]
-pub struct PlumbingArgs {
+pub(crate) struct PlumbingArgs {
     #[argh(subcommand)]
     pub command: PlumbingCommand,
 }
@@ -311,7 +311,7 @@ impl PlumbingArgs {
 
 #[derive(FromArgs, Debug)]
 #[argh(subcommand)]
-pub enum PlumbingCommand {
+pub(crate) enum PlumbingCommand {
     Accept(AcceptArgs),
     NotifyHook(NotifyHookArgs),
     ActivityHook(ActivityHookArgs),
@@ -326,7 +326,7 @@ pub enum PlumbingCommand {
 /// herdr action that reads Claude Code's limits.
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "usage")]
-pub struct UsagePlumbingArgs {
+pub(crate) struct UsagePlumbingArgs {
     #[argh(subcommand)]
     pub command: UsagePlumbingCommand,
 }
@@ -520,7 +520,7 @@ pub struct PairArgs {
     pub config_only: bool,
     /// show the code even when no OpenSSH server answers on the advertised port
     #[argh(switch)]
-    pub no_ssh_check: bool,
+    pub(crate) no_ssh_check: bool,
 }
 /// Event hook: push an Agent Notification for a confirmed Blocked/Done
 /// transition (herdr runs this on pane.agent_status_changed).
@@ -773,13 +773,16 @@ impl argh::SubCommand for UsageQueryArgs {
 /// Print the usage JSON (v1) from the cache at once; refresh in the background.
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "query")]
-pub struct UsageQueryOptions {
+// argh reads these fields only to print the help: `usage query` parses its
+// own arguments (`usage::query`), so nothing reads them.
+#[allow(dead_code)]
+pub(crate) struct UsageQueryOptions {
     /// IANA time zone for days (default: the Host's zone)
     #[argh(option)]
     pub tz: Option<String>,
     /// on or off (default off): include Claude Code plan limits
     #[argh(option)]
-    pub claude_limits: Option<String>,
+    pub(crate) claude_limits: Option<String>,
     /// auto (default), force or never
     #[argh(option)]
     pub refresh: Option<String>,

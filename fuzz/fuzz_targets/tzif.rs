@@ -3,7 +3,7 @@
 //! integers read as times, and each of those ±1 s). The POSIX footer
 //! parser is also run alone on the input.
 #![no_main]
-use heeler::usage::tz::{PosixTz, Zone};
+use heeler::base::tz::{PosixTz, Zone};
 use libfuzzer_sys::fuzz_target;
 
 /// Instants to compare at: fixed ones plus every 4- and 8-byte big-endian

@@ -66,10 +66,11 @@ const TEMP_NAME_TRIES: u32 = 64;
 
 /// A temp file of ours older than this is a leftover even if its pid is
 /// alive (then it is another process's, the id reused).
-pub const STALE_TEMP_AGE: Duration = Duration::from_secs(600);
+pub(crate) const STALE_TEMP_AGE: Duration = Duration::from_secs(600);
 
 /// The permission bits (`mode & 0o777`) of an existing file.
-pub fn existing_mode(path: &Path) -> io::Result<Option<u32>> {
+#[cfg(test)]
+pub(crate) fn existing_mode(path: &Path) -> io::Result<Option<u32>> {
     match fs::metadata(path) {
         Ok(meta) => Ok(Some(meta.permissions().mode() & 0o777)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
@@ -87,7 +88,7 @@ fn temp_path_for(path: &Path, unique: u32) -> PathBuf {
 
 /// The pid in `entry`, when `entry` is one of our temp names for a file
 /// named `target` (`<target>.tmp-<pid>-<n>`, both decimal).
-pub fn temp_owner_pid(target: &str, entry: &str) -> Option<u32> {
+pub(crate) fn temp_owner_pid(target: &str, entry: &str) -> Option<u32> {
     let rest = entry.strip_prefix(target)?.strip_prefix(".tmp-")?;
     let (pid, n) = rest.split_once('-')?;
     let decimal = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
@@ -99,7 +100,7 @@ pub fn temp_owner_pid(target: &str, entry: &str) -> Option<u32> {
 
 /// Whether a temp file of ours is a leftover: its writer is gone, or it is
 /// older than any write takes.
-pub fn is_stale_temp(pid_alive: bool, age: Duration) -> bool {
+pub(crate) fn is_stale_temp(pid_alive: bool, age: Duration) -> bool {
     !pid_alive || age > STALE_TEMP_AGE
 }
 
@@ -107,7 +108,7 @@ pub fn is_stale_temp(pid_alive: bool, age: Duration) -> bool {
 /// rule); only regular files of exactly our temp-name pattern are removed.
 /// Call it under the lock that serialises `target`'s writers. Best effort:
 /// returns how many were removed.
-pub fn sweep_stale_temps(target: &Path) -> usize {
+pub(crate) fn sweep_stale_temps(target: &Path) -> usize {
     let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else {
         return 0;
     };
@@ -156,7 +157,7 @@ pub fn write(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
 /// ephemeral state whose loss is harmless (pairing state files; the usage
 /// cache, snapshot and worker status, all rebuilt by the next refresh),
 /// where the fsyncs would dominate the cost of a short-lived process.
-pub fn write_unsynced(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
+pub(crate) fn write_unsynced(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
     write_atomically(path, contents, mode, None, Durability::Unsynced)
 }
 
@@ -203,13 +204,6 @@ fn create_temp(path: &Path, mode: u32) -> io::Result<(PathBuf, File)> {
     }
 }
 
-/// Like [`write`], keeping the mode of the file it replaces, or `new_mode`
-/// for a new file.
-pub fn write_keeping_mode(path: &Path, contents: &[u8], new_mode: u32) -> io::Result<()> {
-    let mode = existing_mode(path)?.unwrap_or(new_mode);
-    write(path, contents, mode)
-}
-
 /// How many symbolic links [`resolve_links`] follows (the kernel's own
 /// limit).
 const MAX_LINKS: usize = 40;
@@ -217,7 +211,7 @@ const MAX_LINKS: usize = 40;
 /// The file `path` stands for: `path` itself, or, when it is a symbolic
 /// link, what the chain of links ends at (relative links resolve against
 /// the link's directory). The end need not exist.
-pub fn resolve_links(path: &Path) -> io::Result<PathBuf> {
+pub(crate) fn resolve_links(path: &Path) -> io::Result<PathBuf> {
     let mut current = path.to_path_buf();
     for _ in 0..MAX_LINKS {
         match fs::symlink_metadata(&current) {
@@ -239,11 +233,16 @@ pub fn resolve_links(path: &Path) -> io::Result<PathBuf> {
     )))
 }
 
-/// Like [`write_keeping_mode`] for the file `path` stands for: a symbolic
+/// Like [`write`] for the file `path` stands for, keeping the mode of the
+/// file it replaces (`new_mode` for a new file): a symbolic
 /// link is kept and the file it points at is replaced (the temp file beside
 /// that file), keeping that file's mode and, where we may, its owner and
 /// group. Returns the file written.
-pub fn write_through_links(path: &Path, contents: &[u8], new_mode: u32) -> io::Result<PathBuf> {
+pub(crate) fn write_through_links(
+    path: &Path,
+    contents: &[u8],
+    new_mode: u32,
+) -> io::Result<PathBuf> {
     let target = resolve_links(path)?;
     let (mode, owner) = match fs::metadata(&target) {
         Ok(meta) => (meta.mode() & 0o777, Some((meta.uid(), meta.gid()))),
@@ -319,7 +318,7 @@ impl Identity {
 /// How the file at a path compares with the version a checked replace
 /// read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Drift {
+pub(crate) enum Drift {
     /// The very version that was read.
     Same,
     /// The same file with bytes added at its end and the bytes read
@@ -334,7 +333,7 @@ pub enum Drift {
 /// The pure judgement of [`replace_checked`]: `read` is what was read,
 /// `now` what the path names just before the swap, `prefix_kept` whether
 /// the file still starts with the bytes read (asked only when it grew).
-pub fn drift(read: &Identity, now: &Identity, prefix_kept: impl FnOnce() -> bool) -> Drift {
+pub(crate) fn drift(read: &Identity, now: &Identity, prefix_kept: impl FnOnce() -> bool) -> Drift {
     if (read.dev, read.ino) != (now.dev, now.ino) || now.size < read.size {
         Drift::Replaced
     } else if now.size == read.size {
@@ -408,7 +407,7 @@ pub fn snapshot(path: &Path) -> io::Result<Snapshot> {
 
 /// What [`replace_checked`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Replace {
+pub(crate) enum Replace {
     /// The new contents are in place (plus whatever others appended
     /// meanwhile, carried over).
     Done,
@@ -421,7 +420,7 @@ pub enum Replace {
 /// more: a writer that opened it just before the swap (a `>>` between its
 /// open and its write) writes into the old file, and what it wrote is
 /// carried over into the new one.
-pub const SETTLE: Duration = Duration::from_millis(10);
+pub(crate) const SETTLE: Duration = Duration::from_millis(10);
 
 /// Replaces `path` (a file, not a link) with `contents` unless it changed
 /// since `read` was taken, keeping the old file's mode and, where we may,
@@ -435,7 +434,11 @@ pub const SETTLE: Duration = Duration::from_millis(10);
 /// [`Replace::Changed`]; elsewhere it is a rename. Appends that reach the
 /// old file during or just after the swap are carried over after
 /// [`SETTLE`]. Call it under the lock that serialises the path's writers.
-pub fn replace_checked(path: &Path, read: &Snapshot, contents: &[u8]) -> io::Result<Replace> {
+pub(crate) fn replace_checked(
+    path: &Path,
+    read: &Snapshot,
+    contents: &[u8],
+) -> io::Result<Replace> {
     let (temp, file) = create_temp(path, read.mode)?;
     let result = replace_from_temp(path, read, contents, file, &temp);
     // Ours: created with O_EXCL above. Gone already when it was renamed.
@@ -582,7 +585,7 @@ fn sync_parent(path: &Path) {
 /// preceded by a newline when the file does not end with one; a missing
 /// file is created with `new_mode`. Nothing is read back or rewritten, so
 /// a concurrent appender (a user's `>>`) loses nothing.
-pub fn append_line(path: &Path, line: &[u8], new_mode: u32) -> io::Result<()> {
+pub(crate) fn append_line(path: &Path, line: &[u8], new_mode: u32) -> io::Result<()> {
     let mut bytes = Vec::with_capacity(line.len() + 2);
     bytes.extend_from_slice(line);
     bytes.push(b'\n');
@@ -652,7 +655,7 @@ pub struct LockPolicy {
 impl LockPolicy {
     /// The Node plugin's authorized_keys policy: 5 s deadline, a lock older
     /// than 10 s is taken over, retry every 25 ms.
-    pub const AUTHORIZED_KEYS: LockPolicy = LockPolicy {
+    pub(crate) const AUTHORIZED_KEYS: LockPolicy = LockPolicy {
         deadline: Duration::from_millis(5_000),
         stale_after: Duration::from_millis(10_000),
         retry_every: Duration::from_millis(25),
@@ -700,7 +703,16 @@ impl std::fmt::Display for LockError {
     }
 }
 
-impl std::error::Error for LockError {}
+impl std::error::Error for LockError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LockError::TimedOut(_) => None,
+            LockError::Unusable(_, Unusable::Unopenable(e) | Unusable::Undeletable(e)) => Some(e),
+            LockError::Unusable(_, Unusable::Symlink | Unusable::NotAFile) => None,
+            LockError::Io(_, e) => Some(e),
+        }
+    }
+}
 
 /// What one look at an existing lock path found.
 #[derive(Debug)]
@@ -778,7 +790,7 @@ fn next_step(seen: &Seen, stale_after: Duration) -> Step {
 /// protocol shared with older processes). Dropping it unlinks the file only
 /// while the path still names it.
 #[derive(Debug)]
-pub struct LockFile {
+pub(crate) struct LockFile {
     path: PathBuf,
     file: File,
 }
@@ -970,19 +982,19 @@ mod test_hooks {
     use std::time::Duration;
 
     thread_local! {
-        pub static ATTEMPTS: Cell<u32> = const { Cell::new(0) };
-        pub static PAUSE_BEFORE_TAKEOVER: Cell<Duration> = const { Cell::new(Duration::ZERO) };
-        pub static TAKEOVER_UNLINK_FAILS: Cell<bool> = const { Cell::new(false) };
+        pub(crate) static ATTEMPTS: Cell<u32> = const { Cell::new(0) };
+        pub(crate) static PAUSE_BEFORE_TAKEOVER: Cell<Duration> = const { Cell::new(Duration::ZERO) };
+        pub(crate) static TAKEOVER_UNLINK_FAILS: Cell<bool> = const { Cell::new(false) };
         /// Runs once just before a checked replace swaps (another writer
         /// acting in that instant).
-        pub static BEFORE_SWAP: Cell<SwapHook> = const { Cell::new(None) };
+        pub(crate) static BEFORE_SWAP: Cell<SwapHook> = const { Cell::new(None) };
         /// Runs once right after a checked replace swapped and carried
         /// over what it found (a writer that opened the old file before).
-        pub static AFTER_SWAP: Cell<SwapHook> = const { Cell::new(None) };
+        pub(crate) static AFTER_SWAP: Cell<SwapHook> = const { Cell::new(None) };
     }
 
     /// A test's action at a point of a checked replace.
-    pub type SwapHook = Option<Box<dyn FnOnce(&Path)>>;
+    pub(crate) type SwapHook = Option<Box<dyn FnOnce(&Path)>>;
 
     /// Runs `hook` once if a test set it.
     pub fn run(hook: &'static std::thread::LocalKey<Cell<SwapHook>>, path: &Path) {
@@ -1007,7 +1019,7 @@ mod tests {
         let dir = temp_dir("mode");
         let path = dir.join("f");
         write(&path, b"one", 0o640).unwrap();
-        write_keeping_mode(&path, b"two", 0o600).unwrap();
+        write_through_links(&path, b"two", 0o600).unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"two");
         assert_eq!(existing_mode(&path).unwrap(), Some(0o640));
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1, "no temp file left");

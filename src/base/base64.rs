@@ -16,6 +16,14 @@ const URL_SAFE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwx
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DecodeError;
 
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("not valid base64")
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
 fn encode_with(alphabet: &[u8; 64], bytes: &[u8], pad: bool) -> String {
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
@@ -79,13 +87,13 @@ pub fn encode_standard(bytes: &[u8]) -> String {
 }
 
 /// Standard alphabet without padding (OpenSSH `SHA256:` fingerprints).
-pub fn encode_standard_unpadded(bytes: &[u8]) -> String {
+pub(crate) fn encode_standard_unpadded(bytes: &[u8]) -> String {
     encode_with(STANDARD, bytes, false)
 }
 
 /// Standard alphabet with optional correct padding (`{0,2}` `=` making the
 /// length a multiple of four), as OpenSSH writes key blobs.
-pub fn decode_standard(text: &str) -> Result<Vec<u8>, DecodeError> {
+pub(crate) fn decode_standard(text: &str) -> Result<Vec<u8>, DecodeError> {
     let trimmed = text.trim_end_matches('=');
     let pad = text.len() - trimmed.len();
     if pad > 2 || (pad > 0 && !text.len().is_multiple_of(4)) {

@@ -11,7 +11,7 @@
 
 /// A read position in a byte string.
 #[derive(Debug, Clone)]
-pub struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
 }
@@ -23,17 +23,18 @@ impl<'a> Reader<'a> {
     }
 
     /// How many bytes have been read.
-    pub fn position(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn position(&self) -> usize {
         self.at
     }
 
     /// How many bytes are left.
-    pub fn remaining(&self) -> usize {
+    pub(crate) fn remaining(&self) -> usize {
         self.bytes.len() - self.at
     }
 
     /// Whether every byte has been read.
-    pub fn at_end(&self) -> bool {
+    pub(crate) fn at_end(&self) -> bool {
         self.at == self.bytes.len()
     }
 
@@ -71,17 +72,17 @@ impl<'a> Reader<'a> {
     }
 
     /// A big-endian signed 32-bit integer.
-    pub fn i32_be(&mut self) -> Option<i32> {
+    pub(crate) fn i32_be(&mut self) -> Option<i32> {
         Some(i32::from_be_bytes(self.array()?))
     }
 
     /// A big-endian signed 64-bit integer.
-    pub fn i64_be(&mut self) -> Option<i64> {
+    pub(crate) fn i64_be(&mut self) -> Option<i64> {
         Some(i64::from_be_bytes(self.array()?))
     }
 
     /// An unsigned LEB128 varint of at most ten bytes.
-    pub fn varint(&mut self) -> Option<u64> {
+    pub(crate) fn varint(&mut self) -> Option<u64> {
         let mut value = 0u64;
         for shift in (0..64).step_by(7) {
             let byte = self.u8()?;
@@ -95,13 +96,13 @@ impl<'a> Reader<'a> {
 
     /// A `u32` count of items that take at least `min_item` bytes each,
     /// refused when the remaining bytes cannot hold that many.
-    pub fn count32(&mut self, min_item: usize) -> Option<usize> {
+    pub(crate) fn count32(&mut self, min_item: usize) -> Option<usize> {
         let n = usize::try_from(self.u32()?).ok()?;
         self.fits(n, min_item)
     }
 
     /// [`Reader::count32`] for a `u64` count.
-    pub fn count64(&mut self, min_item: usize) -> Option<usize> {
+    pub(crate) fn count64(&mut self, min_item: usize) -> Option<usize> {
         let n = usize::try_from(self.u64()?).ok()?;
         self.fits(n, min_item)
     }
@@ -111,7 +112,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The next `n` bytes as UTF-8 text.
-    pub fn utf8(&mut self, n: usize) -> Option<String> {
+    pub(crate) fn utf8(&mut self, n: usize) -> Option<String> {
         String::from_utf8(self.take(n)?.to_vec()).ok()
     }
 }
@@ -120,7 +121,7 @@ impl<'a> Reader<'a> {
 /// transcript paths that share long prefixes (the root, the project
 /// directory) with its index on every refresh, and the static build's
 /// `memcmp` goes a byte at a time.
-pub fn byte_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+pub(crate) fn byte_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
     let (mut a, mut b) = (a, b);
     while let (Some((x, a_rest)), Some((y, b_rest))) =
         (a.split_first_chunk::<8>(), b.split_first_chunk::<8>())
@@ -136,13 +137,13 @@ pub fn byte_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
 
 /// `a == b`, compared eight bytes at a time (see [`byte_order`]; the static
 /// build's `bcmp` is byte-wise too).
-pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && byte_order(a, b).is_eq()
 }
 
 /// At most 60 printable ASCII characters of a peer's line or a file's
 /// value, so that the report stays one line and shows no control bytes.
-pub fn printable(line: &str) -> String {
+pub(crate) fn printable(line: &str) -> String {
     line.chars()
         .filter(|c| c.is_ascii_graphic() || *c == ' ')
         .take(60)

@@ -19,17 +19,17 @@ pub fn unix_seconds() -> i64 {
 }
 
 /// Unix milliseconds now (`Date.now()`).
-pub fn unix_millis() -> u64 {
+pub(crate) fn unix_millis() -> u64 {
     u64::try_from(since_epoch().as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Unix nanoseconds now, for ids that must differ between two calls.
-pub fn unix_nanos() -> u64 {
+pub(crate) fn unix_nanos() -> u64 {
     u64::try_from(since_epoch().as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// Whole Unix seconds of a file time (modification time), `None` before 1970.
-pub fn seconds_of(time: SystemTime) -> Option<i64> {
+pub(crate) fn seconds_of(time: SystemTime) -> Option<i64> {
     let since = time.duration_since(UNIX_EPOCH).ok()?;
     i64::try_from(since.as_secs()).ok()
 }

@@ -52,7 +52,7 @@ use std::path::{Path, PathBuf};
 use crate::base::sys;
 
 /// The plugin id herdr files our config and state under.
-pub const PLUGIN_ID: &str = "heeler";
+pub(crate) const PLUGIN_ID: &str = "heeler";
 
 /// Neither `HOME` nor a passwd entry names a home directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,7 +70,7 @@ impl std::error::Error for NoHome {}
 /// unset) and the passwd home of the effective uid.
 pub struct Env<'a> {
     pub var: &'a dyn Fn(&str) -> Option<OsString>,
-    pub passwd_home: &'a dyn Fn() -> Option<PathBuf>,
+    pub(crate) passwd_home: &'a dyn Fn() -> Option<PathBuf>,
 }
 
 fn process_var(name: &str) -> Option<OsString> {
@@ -107,7 +107,7 @@ impl Env<'_> {
     }
 
     /// `$XDG_STATE_HOME`, else `~/.local/state`.
-    pub fn xdg_state_home(&self) -> Result<PathBuf, NoHome> {
+    pub(crate) fn xdg_state_home(&self) -> Result<PathBuf, NoHome> {
         match self.path("XDG_STATE_HOME") {
             Some(dir) => Ok(dir),
             None => Ok(self.home()?.join(".local/state")),
@@ -133,7 +133,7 @@ impl Env<'_> {
 
     /// The plugin's config dir: `HERDR_PLUGIN_CONFIG_DIR`, else herdr's
     /// default under the XDG config home.
-    pub fn plugin_config_dir(&self) -> Result<PathBuf, NoHome> {
+    pub(crate) fn plugin_config_dir(&self) -> Result<PathBuf, NoHome> {
         match self.path("HERDR_PLUGIN_CONFIG_DIR") {
             Some(dir) => Ok(dir),
             None => Ok(self
@@ -145,7 +145,7 @@ impl Env<'_> {
 }
 
 /// The home directory of the effective uid, from the passwd database.
-pub fn passwd_home() -> io::Result<PathBuf> {
+pub(crate) fn passwd_home() -> io::Result<PathBuf> {
     let uid = sys::effective_uid();
     sys::passwd_entry(uid)?.map(|e| e.home).ok_or_else(|| {
         io::Error::new(
@@ -261,7 +261,7 @@ fn my_private_group() -> Option<u32> {
 
 /// What `stat` says of one component of a path, for [`binary_verdict`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PathStat {
+pub(crate) struct PathStat {
     pub path: PathBuf,
     pub uid: u32,
     pub gid: u32,
@@ -272,7 +272,7 @@ pub struct PathStat {
 /// The binary a forced command names cannot be trusted: another user could
 /// replace it or a directory above it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UntrustedBinary {
+pub(crate) struct UntrustedBinary {
     pub binary: PathBuf,
     pub untrusted: Untrusted,
 }
@@ -305,7 +305,7 @@ impl std::error::Error for UntrustedBinary {}
 /// directory may be writable (others cannot rename or remove the entry
 /// below it, which is itself held to the rule). The first component that
 /// fails is named.
-pub fn binary_verdict(
+pub(crate) fn binary_verdict(
     components: &[PathStat],
     euid: u32,
     private_group: Option<u32>,
@@ -335,7 +335,7 @@ pub fn binary_verdict(
 /// Whether the forced command may name the binary at `binary`: its
 /// canonical path (no link left to swap) and every directory above it up
 /// to `/` pass [`binary_verdict`] for this process's effective uid.
-pub fn trusted_binary(binary: &Path) -> Result<(), UntrustedBinary> {
+pub(crate) fn trusted_binary(binary: &Path) -> Result<(), UntrustedBinary> {
     use std::os::unix::fs::MetadataExt;
     let untrusted = |path: &Path, e: io::Error| UntrustedBinary {
         binary: binary.to_path_buf(),
@@ -371,7 +371,7 @@ pub fn trusted_binary(binary: &Path) -> Result<(), UntrustedBinary> {
 
 /// [`verdict`] for this process's effective uid, given a path's owner, group
 /// and mode.
-pub fn verdict_for_me(owner: u32, gid: u32, mode: u32) -> Result<(), Problem> {
+pub(crate) fn verdict_for_me(owner: u32, gid: u32, mode: u32) -> Result<(), Problem> {
     let group_is_private = mode & 0o020 != 0 && is_my_private_group(gid);
     verdict(owner, mode, sys::effective_uid(), group_is_private)
 }
@@ -400,7 +400,7 @@ pub fn trusted(path: &Path) -> Result<(), Untrusted> {
 }
 
 /// [`trusted`] for `root` and then each of its `subdirs`.
-pub fn trusted_tree(root: &Path, subdirs: &[&str]) -> Result<(), Untrusted> {
+pub(crate) fn trusted_tree(root: &Path, subdirs: &[&str]) -> Result<(), Untrusted> {
     trusted(root)?;
     subdirs.iter().try_for_each(|sub| trusted(&root.join(sub)))
 }

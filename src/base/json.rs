@@ -53,6 +53,17 @@ pub enum ParseError {
     TooDeep,
 }
 
+impl std::fmt::Display for ParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ParseError::Syntax => f.write_str("not well-formed JSON"),
+            ParseError::TooDeep => write!(f, "JSON nested deeper than {MAX_DEPTH} levels"),
+        }
+    }
+}
+
+impl std::error::Error for ParseError {}
+
 impl Object {
     pub fn new() -> Object {
         Object::default()
@@ -230,7 +241,7 @@ impl Value {
     }
 
     /// A string with at least one character.
-    pub fn as_nonempty_str(&self) -> Option<&str> {
+    pub(crate) fn as_nonempty_str(&self) -> Option<&str> {
         self.as_str().filter(|s| !s.is_empty())
     }
 
@@ -284,7 +295,7 @@ impl Value {
 /// not UTF-8 or not valid JSON. For state heeler itself wrote, where any of
 /// those means "start over". Read through [`crate::base::state_file`], so
 /// a link, a FIFO or an oversized file is such a failure too.
-pub fn read_file(path: &std::path::Path) -> Option<Value> {
+pub(crate) fn read_file(path: &std::path::Path) -> Option<Value> {
     use crate::base::state_file;
     parse(&state_file::read_text(path, state_file::MAX_BYTES)?).ok()
 }
@@ -581,7 +592,7 @@ fn write_member(out: &mut String, i: usize, key: &str, item: &Value, sorted: boo
 /// control characters escaped (the short escapes where JSON has one),
 /// everything else as it is. The runs between escapes are copied whole
 /// (snapshots and views write thousands of strings, nearly all plain).
-pub fn write_string(out: &mut String, s: &str) {
+pub(crate) fn write_string(out: &mut String, s: &str) {
     out.reserve(s.len() + 2);
     out.push('"');
     let mut plain = 0;
@@ -647,7 +658,7 @@ fn write_integer(out: &mut String, negative: bool, mut n: u64) {
 
 /// `Number.prototype.toString` for a double: the shortest round-trip digits,
 /// laid out with ECMAScript's thresholds for exponent notation.
-pub fn format_js_number(f: f64) -> String {
+pub(crate) fn format_js_number(f: f64) -> String {
     if !f.is_finite() {
         return "null".to_owned();
     }

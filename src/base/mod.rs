@@ -17,6 +17,9 @@
 //!   FIFO, a regular file read up to a cap).
 //! - `process.rs`: running a program with one overall deadline, its process
 //!   group killed past it, its output read up to a cap.
+//! - `tz.rs`: the one local-time mechanism: time zones from the system's
+//!   TZif files and POSIX `TZ` rules, the Host's zone, the civil day
+//!   numbers.
 //! - `sys.rs`: every `unsafe` block of the crate, each with a `// SAFETY:`.
 //! - For unit tests only: `scratch.rs` (scratch directories) and
 //!   `test_rng.rs` (the one seeded random source).
@@ -34,9 +37,10 @@ pub mod json;
 pub mod process;
 #[cfg(test)]
 pub(crate) mod scratch;
-pub mod state_file;
+pub(crate) mod state_file;
 pub(crate) mod sys;
 #[cfg(test)]
 pub(crate) mod test_rng;
+pub mod tz;
 
 pub use sys::disable_core_dumps;

@@ -49,6 +49,15 @@ impl std::fmt::Display for RunError {
     }
 }
 
+impl std::error::Error for RunError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RunError::Spawn(e) | RunError::Wait(e) => Some(e),
+            RunError::TimedOut(_) => None,
+        }
+    }
+}
+
 /// How long one wait for output lasts before the child's exit is checked.
 const EXIT_CHECK: Duration = Duration::from_millis(20);
 

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
 /// A fresh, empty directory under the system temp dir.
-pub struct ScratchDir(pub PathBuf);
+pub(crate) struct ScratchDir(pub PathBuf);
 
 impl ScratchDir {
     /// Creates `heeler-<name>-<pid>-<n>`; panics (it is test code) when the

@@ -34,7 +34,7 @@ use std::path::Path;
 use crate::base::sys;
 
 /// The cap of [`read_text`] callers that have no smaller one.
-pub const MAX_BYTES: u64 = 4 * 1024 * 1024;
+pub(crate) const MAX_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Whether a symbolic link in a path's last component is followed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,13 +55,13 @@ pub fn read(path: &Path, cap: u64) -> io::Result<(Vec<u8>, Metadata)> {
 /// The bytes of the config file at `path`, a link in its last component
 /// followed: an error when it is missing, not a regular file (a FIFO, a
 /// device), unreadable or longer than `cap` bytes.
-pub fn read_config(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
+pub(crate) fn read_config(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
     read_with(path, cap, FinalLink::Followed).map(|(bytes, _)| bytes)
 }
 
 /// The UTF-8 text of the config file at `path` (see [`read_config`]);
 /// `None` for any failure, which for a config file means "absent".
-pub fn read_config_text(path: &Path, cap: u64) -> Option<String> {
+pub(crate) fn read_config_text(path: &Path, cap: u64) -> Option<String> {
     String::from_utf8(read_config(path, cap).ok()?).ok()
 }
 
@@ -90,7 +90,7 @@ fn read_with(path: &Path, cap: u64, link: FinalLink) -> io::Result<(Vec<u8>, Met
 
 /// The UTF-8 text of the state file at `path` (see [`read`]); `None` for
 /// any failure, which for heeler's own state means "start over".
-pub fn read_text(path: &Path, cap: u64) -> Option<String> {
+pub(crate) fn read_text(path: &Path, cap: u64) -> Option<String> {
     String::from_utf8(read(path, cap).ok()?.0).ok()
 }
 

@@ -151,7 +151,7 @@ pub(crate) fn passwd_entry(uid: u32) -> io::Result<Option<PasswdEntry>> {
 
 /// Every IPv4/IPv6 address of every interface (`getifaddrs`), in the order
 /// the kernel lists them: `(interface name, address, is loopback)`.
-pub fn interface_addresses() -> io::Result<Vec<(String, IpAddr, bool)>> {
+pub(crate) fn interface_addresses() -> io::Result<Vec<(String, IpAddr, bool)>> {
     let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: `head` is a valid out-pointer; on success getifaddrs stores a
     // list we must release with freeifaddrs, which we do below.
@@ -344,7 +344,7 @@ pub(crate) fn hostname() -> Option<String> {
 /// Tries to take an exclusive `flock` on `file` without blocking: `Ok(true)`
 /// when taken (held until the file is closed), `Ok(false)` when another
 /// process holds it.
-pub fn try_lock_exclusive(file: &std::fs::File) -> std::io::Result<bool> {
+pub(crate) fn try_lock_exclusive(file: &std::fs::File) -> std::io::Result<bool> {
     use std::os::fd::AsRawFd;
     // SAFETY: `flock` only reads the descriptor number; `file` owns a valid
     // open descriptor for the duration of the call. No memory is passed.
@@ -407,7 +407,7 @@ pub(crate) fn exchange(a: &std::path::Path, b: &std::path::Path) -> io::Result<b
 
 /// Makes `command` start in a new session (`setsid`), detached from the
 /// caller's terminal and process group, so it outlives an SSH session.
-pub fn detach_on_spawn(command: &mut std::process::Command) {
+pub(crate) fn detach_on_spawn(command: &mut std::process::Command) {
     use std::os::unix::process::CommandExt;
     // SAFETY: the closure runs in the forked child before `exec`; it calls
     // only `setsid`, which is async-signal-safe, allocates nothing and
@@ -425,7 +425,7 @@ pub fn detach_on_spawn(command: &mut std::process::Command) {
 /// that started its parent (herdr waits for its hooks' pipes to close).
 /// The descriptors are listed from `/proc/self/fd` (`/dev/fd` elsewhere)
 /// first, and closed after the listing's own descriptor is gone.
-pub fn close_inherited_fds() {
+pub(crate) fn close_inherited_fds() {
     let listed = ["/proc/self/fd", "/dev/fd"].iter().find_map(|dir| {
         let entries = std::fs::read_dir(dir).ok()?;
         Some(
@@ -449,7 +449,7 @@ pub fn close_inherited_fds() {
 /// Opens `path` for appending, creating it as 0600, never through a
 /// symbolic link in its last component (`O_NOFOLLOW`), and tightens an
 /// existing file to 0600.
-pub fn open_append_private(path: &std::path::Path) -> io::Result<std::fs::File> {
+pub(crate) fn open_append_private(path: &std::path::Path) -> io::Result<std::fs::File> {
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let file = std::fs::OpenOptions::new()
         .append(true)
@@ -470,31 +470,7 @@ pub fn open_append_private(path: &std::path::Path) -> io::Result<std::fs::File> 
     Ok(file)
 }
 
-// ---- The pairing popup: local wall-clock time and terminal modes. ----
-
-/// The local wall-clock time of a Unix timestamp as `(hour, minute,
-/// second)` (`localtime_r`), `None` if the conversion fails.
-// The libc crate marks `time_t` deprecated on musl because it changes
-// width on 32-bit musl targets (musl 1.2); on the 64-bit targets heeler
-// ships it is 64 bits either way, and `try_from` refuses what does not fit.
-#[allow(deprecated)]
-pub(crate) fn local_time_of_day(unix_seconds: i64) -> Option<(u32, u32, u32)> {
-    let time = libc::time_t::try_from(unix_seconds).ok()?;
-    // SAFETY: an all-zero `tm` is a valid value (integers and a null zone
-    // pointer); localtime_r only writes into it.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    // SAFETY: both pointers refer to live locals for the duration of the
-    // call; localtime_r is the thread-safe variant.
-    let result = unsafe { libc::localtime_r(&time, &mut tm) };
-    if result.is_null() {
-        return None;
-    }
-    Some((
-        u32::try_from(tm.tm_hour).ok()?,
-        u32::try_from(tm.tm_min).ok()?,
-        u32::try_from(tm.tm_sec).ok()?,
-    ))
-}
+// ---- The pairing popup: terminal modes. ----
 
 /// A terminal's modes as `tcgetattr` read them, to put back after a panic
 /// (when no destructor runs).
@@ -638,9 +614,9 @@ pub(crate) struct FileStat {
     pub dev: u64,
     pub ino: u64,
     pub size: u64,
-    pub mtime_sec: i64,
+    pub(crate) mtime_sec: i64,
     pub mtime_nsec: i64,
-    pub ctime_sec: i64,
+    pub(crate) ctime_sec: i64,
     pub ctime_nsec: i64,
 }
 
@@ -777,7 +753,7 @@ fn clear_errno() {
 /// instructions every processor of its targets has (SSE2 on x86_64, NEON
 /// on aarch64); elsewhere by [`first_string_stop_portable`].
 #[inline(always)]
-pub fn next_string_stop(text: &[u8], from: usize) -> Option<usize> {
+pub(crate) fn next_string_stop(text: &[u8], from: usize) -> Option<usize> {
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     {
         let mut at = from;

@@ -33,6 +33,8 @@ impl std::fmt::Display for ElfError {
     }
 }
 
+impl std::error::Error for ElfError {}
+
 /// True when the executable has a `PT_INTERP` header (is dynamically linked).
 pub fn has_interpreter(bytes: &[u8]) -> Result<bool, ElfError> {
     if bytes.get(..4) != Some(b"\x7fELF".as_slice()) {
@@ -83,7 +85,7 @@ pub fn has_interpreter(bytes: &[u8]) -> Result<bool, ElfError> {
     Ok(false)
 }
 
-pub fn check_binary(
+pub(crate) fn check_binary(
     os: &str,
     path: &Path,
     has_interpreter: &Result<bool, String>,
@@ -119,7 +121,7 @@ pub fn check_binary(
 
 /// Whether another user could replace the binary the forced command
 /// names: `heeler pair` refuses to start a ceremony then, so this fails.
-pub fn check_binary_trust(
+pub(crate) fn check_binary_trust(
     path: &Path,
     trust: &Result<(), crate::base::dirs::UntrustedBinary>,
 ) -> Check {

@@ -20,7 +20,7 @@ use crate::hooks::settings;
 use crate::pair::config::{self as pair_config, PairConfig, PortFallback};
 
 /// pair.json from the outcome of reading it, parsed by `pair::config`.
-pub fn pair_json_of(read: io::Result<Vec<u8>>) -> PairJson {
+pub(crate) fn pair_json_of(read: io::Result<Vec<u8>>) -> PairJson {
     match read {
         Ok(bytes) => PairJson::Read(pair_config::from_contents(&bytes)),
         Err(error) if error.kind() == io::ErrorKind::NotFound => PairJson::Missing,
@@ -30,7 +30,7 @@ pub fn pair_json_of(read: io::Result<Vec<u8>>) -> PairJson {
 
 /// The SSH port the Pairing Code advertises: `pair::config`'s port, or its
 /// default when there is no readable pair.json (or no config directory).
-pub fn advertised_port(config: Option<&ConfigFacts>) -> u16 {
+pub(crate) fn advertised_port(config: Option<&ConfigFacts>) -> u16 {
     match config.map(|c| &c.pair_json) {
         Some(PairJson::Read(pair)) => pair.ssh_port,
         _ => pair_config::DEFAULT_SSH_PORT,
@@ -53,7 +53,7 @@ fn ignored_values(pair: &PairConfig) -> Option<(String, &'static str)> {
     })
 }
 
-pub fn check_pair_json(pair_json: &PairJson) -> Check {
+pub(crate) fn check_pair_json(pair_json: &PairJson) -> Check {
     const ID: &str = "pair_json";
     let pair = match pair_json {
         PairJson::Missing => return Check::pass(ID, "pair.json absent: SSH port 22"),
@@ -122,7 +122,7 @@ pub fn relay_url(config: Option<&ConfigFacts>) -> String {
 }
 
 /// notify.json as a file (readable, a JSON object) and the relay it selects.
-pub fn check_notify_json(read: &FileRead, relay_url: &str) -> Check {
+pub(crate) fn check_notify_json(read: &FileRead, relay_url: &str) -> Check {
     const ID: &str = "notify_json";
     match read {
         FileRead::Missing => Check::pass(
@@ -158,7 +158,7 @@ pub fn check_notify_json(read: &FileRead, relay_url: &str) -> Check {
 
 /// notifications.json (written by the app over SSH): device counts per
 /// session, never tokens or keys.
-pub fn check_notifications_json(read: &FileRead) -> Check {
+pub(crate) fn check_notifications_json(read: &FileRead) -> Check {
     const ID: &str = "notifications_json";
     let fix_by_app = "in the Heeler app, turn Notifications for this Host off and on again; it rewrites the file";
     let text = match read {
@@ -272,7 +272,7 @@ pub fn check_notifications_json(read: &FileRead) -> Check {
 /// without sending anything to a device.
 /// The config and state directories: a failure naming each one a command
 /// would refuse, and no check at all when every one is trusted.
-pub fn check_dir_trust(untrusted: &[crate::base::dirs::Untrusted]) -> Option<Check> {
+pub(crate) fn check_dir_trust(untrusted: &[crate::base::dirs::Untrusted]) -> Option<Check> {
     let first = untrusted.first()?;
     let summary = untrusted
         .iter()
@@ -286,7 +286,7 @@ pub fn check_dir_trust(untrusted: &[crate::base::dirs::Untrusted]) -> Option<Che
     ))
 }
 
-pub fn check_relay(url: &str, status: &Result<u16, String>) -> Check {
+pub(crate) fn check_relay(url: &str, status: &Result<u16, String>) -> Check {
     const ID: &str = "relay";
     let url = without_userinfo(url);
     match status {

@@ -52,7 +52,7 @@ pub enum PairJson {
 pub struct HomeFacts {
     pub home: PathFacts,
     pub ssh_dir: PathFacts,
-    pub authorized_keys_facts: PathFacts,
+    pub(crate) authorized_keys_facts: PathFacts,
     pub authorized_keys: FileRead,
 }
 
@@ -68,28 +68,28 @@ pub struct ConfigFacts {
 /// Everything the checks look at, gathered once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Facts {
-    pub exe: PathBuf,
-    pub exe_has_interpreter: Result<bool, String>,
+    pub(crate) exe: PathBuf,
+    pub(crate) exe_has_interpreter: Result<bool, String>,
     /// Whether a forced command may name `exe`
     /// (`base::dirs::trusted_binary`, as `heeler pair` asks it).
-    pub exe_trust: Result<(), crate::base::dirs::UntrustedBinary>,
+    pub(crate) exe_trust: Result<(), crate::base::dirs::UntrustedBinary>,
     pub ssh_port: u16,
-    pub ssh_banner: Result<String, String>,
+    pub(crate) ssh_banner: Result<String, String>,
     /// How this Host starts OpenSSH, for the fix when none answers.
-    pub ssh_service: SshService,
+    pub(crate) ssh_service: SshService,
     pub host_keys: Vec<(PathBuf, FileRead)>,
     pub uid: u32,
     pub home: Result<HomeFacts, NoHome>,
-    pub now_unix: u64,
+    pub(crate) now_unix: u64,
     pub herdr: Option<PathBuf>,
-    pub herdr_version: Result<String, String>,
+    pub(crate) herdr_version: Result<String, String>,
     /// Every config or state directory the commands would refuse
     /// (`base::dirs::trusted`, as each owner applies it); empty when all
     /// are trusted.
-    pub untrusted_dirs: Vec<Untrusted>,
+    pub(crate) untrusted_dirs: Vec<Untrusted>,
     /// `plugin list --json` of each running session (or of the current one
     /// when none runs), by session name.
-    pub plugin_lists: Vec<(String, Result<String, String>)>,
+    pub(crate) plugin_lists: Vec<(String, Result<String, String>)>,
     pub config: Result<ConfigFacts, NoHome>,
     /// `GET <relay>/push`'s HTTP status, only with `--network`.
     pub relay: Option<Result<u16, String>>,
@@ -101,7 +101,7 @@ pub struct Facts {
 /// How this Host installs and starts OpenSSH: its init system, and the
 /// distribution family's package and service names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SshService {
+pub(crate) enum SshService {
     /// macOS: Remote Login, in System Settings.
     MacRemoteLogin,
     /// systemd: the install command (when the family is known) and the

@@ -12,7 +12,7 @@ use crate::base::json::{self, Value};
 use crate::doctor::report::{Check, Status, printable};
 
 /// The oldest herdr with everything the manifest uses ([[startup]]).
-pub const MIN_HERDR_VERSION: (u64, u64, u64) = (0, 7, 5);
+pub(crate) const MIN_HERDR_VERSION: (u64, u64, u64) = (0, 7, 5);
 
 /// `X.Y.Z` from `herdr --version` output such as `herdr 0.8.0`.
 pub fn parse_version(text: &str) -> Option<(u64, u64, u64)> {
@@ -28,9 +28,9 @@ pub fn parse_version(text: &str) -> Option<(u64, u64, u64)> {
 }
 
 /// Where herdr comes from: its project's releases.
-pub const HERDR_RELEASES: &str = "https://github.com/herdrdev/herdr/releases";
+pub(crate) const HERDR_RELEASES: &str = "https://github.com/herdrdev/herdr/releases";
 
-pub fn check_herdr(found: Option<&Path>, version_output: &Result<String, String>) -> Check {
+pub(crate) fn check_herdr(found: Option<&Path>, version_output: &Result<String, String>) -> Check {
     const ID: &str = "herdr";
     let (a, b, c) = MIN_HERDR_VERSION;
     let Some(path) = found else {
@@ -87,7 +87,7 @@ pub fn check_herdr(found: Option<&Path>, version_output: &Result<String, String>
 }
 
 /// heeler's entry in `herdr plugin list --json`: installed, enabled, version.
-pub fn check_plugin(
+pub(crate) fn check_plugin(
     list_output: &Result<String, String>,
     own_version: &str,
     session: &str,
@@ -167,7 +167,7 @@ pub fn check_plugin(
 
 /// The names of the running herdr sessions in `herdr session list --json`
 /// (`default` for the default session).
-pub fn running_sessions(session_list: &str) -> Vec<String> {
+pub(crate) fn running_sessions(session_list: &str) -> Vec<String> {
     let Ok(value) = json::parse(session_list) else {
         return Vec::new();
     };
@@ -185,7 +185,7 @@ pub fn running_sessions(session_list: &str) -> Vec<String> {
 
 /// The plugin in every running session (each session's `plugin list`): the
 /// worst status wins; each session's summary and fix are kept.
-pub fn check_plugin_sessions(
+pub(crate) fn check_plugin_sessions(
     lists: &[(String, Result<String, String>)],
     own_version: &str,
 ) -> Check {

@@ -15,7 +15,7 @@ const SHOWN_CHARS: usize = 160;
 
 /// The `hook_failures` warning for the last failures of `log` (oldest
 /// first), or no check when none was logged.
-pub fn check_hook_failures(log: &Path, last: &[Logged]) -> Option<Check> {
+pub(crate) fn check_hook_failures(log: &Path, last: &[Logged]) -> Option<Check> {
     if last.is_empty() {
         return None;
     }

@@ -32,7 +32,7 @@
 
 pub mod binary;
 pub mod config;
-pub mod facts;
+pub(crate) mod facts;
 pub mod herdr;
 pub mod hooks;
 pub mod probe;
@@ -47,7 +47,7 @@ use report::Check;
 
 /// The checks, in report order, for the facts gathered on `os` by heeler
 /// `version`. The relay check is there only when the relay was asked.
-pub fn decide(facts: &Facts, os: &str, version: &str) -> Vec<Check> {
+pub(crate) fn decide(facts: &Facts, os: &str, version: &str) -> Vec<Check> {
     let home = facts.home.as_ref();
     let config = facts.config.as_ref();
     let mut checks = vec![

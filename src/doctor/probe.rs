@@ -165,7 +165,7 @@ fn plugin_lists(herdr: &Path) -> Vec<(String, Result<String, String>)> {
 /// A file doctor shows or checks (config, host keys, authorized_keys),
 /// through the one bounded, non-blocking config read: a FIFO or a device
 /// there is reported as unreadable, never waited on or read whole.
-pub fn read_file(path: &Path) -> FileRead {
+pub(crate) fn read_file(path: &Path) -> FileRead {
     match crate::base::state_file::read_config(path, crate::base::state_file::MAX_BYTES) {
         Ok(bytes) => match String::from_utf8(bytes) {
             Ok(text) => FileRead::Text(text),
@@ -176,7 +176,7 @@ pub fn read_file(path: &Path) -> FileRead {
     }
 }
 
-pub fn path_facts(path: &Path) -> PathFacts {
+pub(crate) fn path_facts(path: &Path) -> PathFacts {
     match std::fs::metadata(path) {
         Ok(meta) => PathFacts {
             path: path.to_path_buf(),
@@ -219,7 +219,7 @@ fn find_herdr() -> Option<PathBuf> {
 /// line of stderr (or the exit status). Killed, with its process group,
 /// after `timeout` (`herdr::client::run_cli_within`, the one way herdr's CLI
 /// is run).
-pub fn run_with_timeout(
+pub(crate) fn run_with_timeout(
     program: &Path,
     args: &[&str],
     timeout: Duration,

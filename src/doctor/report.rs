@@ -27,7 +27,7 @@ impl Status {
 
 /// One line of the report.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Check {
+pub(crate) struct Check {
     pub id: &'static str,
     pub status: Status,
     pub summary: String,
@@ -64,13 +64,13 @@ impl Check {
     }
 }
 
-pub use crate::base::bytes::printable;
+pub(crate) use crate::base::bytes::printable;
 
-pub fn any_failed(checks: &[Check]) -> bool {
+pub(crate) fn any_failed(checks: &[Check]) -> bool {
     checks.iter().any(|c| c.status == Status::Fail)
 }
 
-pub fn render_text(checks: &[Check]) -> String {
+pub(crate) fn render_text(checks: &[Check]) -> String {
     let mut out = String::new();
     for check in checks {
         out.push_str(&format!(
@@ -93,7 +93,7 @@ pub fn render_text(checks: &[Check]) -> String {
     out
 }
 
-pub fn render_json(checks: &[Check], version: &str) -> String {
+pub(crate) fn render_json(checks: &[Check], version: &str) -> String {
     let list: Vec<Value> = checks
         .iter()
         .map(|check| {

@@ -81,7 +81,11 @@ impl SshService {
 /// came), as pairing's preflight classifies it: the rule and its wording
 /// are `pair::preflight`'s, so doctor and pairing agree; doctor's fix also
 /// names how this Host starts OpenSSH (`service`).
-pub fn check_ssh_server(port: u16, banner: &Result<String, String>, service: SshService) -> Check {
+pub(crate) fn check_ssh_server(
+    port: u16,
+    banner: &Result<String, String>,
+    service: SshService,
+) -> Check {
     const ID: &str = "ssh_server";
     let start = service.start();
     let finding = preflight::classify_with(port, banner, Some(&start));
@@ -98,7 +102,7 @@ pub fn check_ssh_server(port: u16, banner: &Result<String, String>, service: Ssh
 }
 
 /// The host key files the pairing popup considers, in its order.
-pub fn host_key_paths() -> Vec<PathBuf> {
+pub(crate) fn host_key_paths() -> Vec<PathBuf> {
     host_key::FILE_NAMES
         .iter()
         .map(|name| PathBuf::from(host_key::DEFAULT_DIR).join(name))
@@ -107,7 +111,7 @@ pub fn host_key_paths() -> Vec<PathBuf> {
 
 /// The first readable host key, parsed as the pairing popup does; its
 /// SHA-256 fingerprint is what the Pairing Code pins.
-pub fn check_host_keys(candidates: &[(PathBuf, FileRead)]) -> Check {
+pub(crate) fn check_host_keys(candidates: &[(PathBuf, FileRead)]) -> Check {
     const ID: &str = "host_keys";
     for (path, read) in candidates {
         let FileRead::Text(text) = read else {
@@ -150,7 +154,7 @@ pub fn check_host_keys(candidates: &[(PathBuf, FileRead)]) -> Check {
 /// sshd (StrictModes yes, the default) ignores authorized_keys when it, ~/.ssh
 /// or the home directory is owned by someone other than the user or root, or
 /// is writable by group or others.
-pub fn check_ssh_modes(
+pub(crate) fn check_ssh_modes(
     user_uid: u32,
     home: &PathFacts,
     ssh_dir: &PathFacts,
@@ -229,7 +233,7 @@ pub fn check_ssh_modes(
 
 /// How many Bootstrap Key lines authorized_keys holds: (expired, live), by
 /// the pairing code's own marker and expiry rules.
-pub fn bootstrap_line_counts(text: &str, now_unix: u64) -> (usize, usize) {
+pub(crate) fn bootstrap_line_counts(text: &str, now_unix: u64) -> (usize, usize) {
     let mut counts = (0usize, 0usize);
     for line in authorized_keys::split_lines(text.as_bytes()) {
         match authorized_keys::marker_of(&line) {
@@ -241,7 +245,7 @@ pub fn bootstrap_line_counts(text: &str, now_unix: u64) -> (usize, usize) {
     counts
 }
 
-pub fn check_bootstrap_lines(authorized_keys: &FileRead, now_unix: u64) -> Check {
+pub(crate) fn check_bootstrap_lines(authorized_keys: &FileRead, now_unix: u64) -> Check {
     const ID: &str = "bootstrap_lines";
     let text = match authorized_keys {
         FileRead::Missing => return Check::pass(ID, "no authorized_keys, so no bootstrap lines"),

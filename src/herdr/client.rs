@@ -20,13 +20,14 @@ use std::time::{Duration, Instant};
 
 use crate::base::json::{self, Object, Value};
 use crate::base::process::{self, RunError};
+use crate::herdr::answer::{self, Agent, Pane, Tab, Workspace};
 
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// The socket's whole exchange after the connect: request written and the
 /// answer line read.
-pub const READ_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// One `herdr` CLI call, start to exit.
-pub const CLI_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const CLI_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest answer line accepted from the socket.
 const MAX_ANSWER_BYTES: u64 = 16 * 1024 * 1024;
 
@@ -66,6 +67,8 @@ impl std::fmt::Display for HerdrError {
         }
     }
 }
+
+impl std::error::Error for HerdrError {}
 
 /// How to reach one herdr server.
 #[derive(Debug, Clone)]
@@ -109,7 +112,10 @@ fn request_line(method: &str, params: Object) -> String {
 /// Reads up to the first newline (or EOF, or [`MAX_ANSWER_BYTES`]) before
 /// `deadline`: every read may wait only for the time left, so a peer that
 /// sends a byte at a time cannot stretch the call.
-pub fn read_line_before(stream: &mut UnixStream, deadline: Instant) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_line_before(
+    stream: &mut UnixStream,
+    deadline: Instant,
+) -> std::io::Result<Vec<u8>> {
     let timed_out = || std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer line in time");
     let mut line = Vec::new();
     let mut buffer = [0u8; 8192];
@@ -174,12 +180,12 @@ fn error_of(answer: &Value) -> Option<(String, String)> {
 
 /// Runs `herdr <args>` under [`CLI_TIMEOUT`], output capped at
 /// [`MAX_ANSWER_BYTES`]: the one way this crate runs the herdr CLI.
-pub fn run_cli(bin: &Path, args: &[&str]) -> Result<process::Finished, RunError> {
+pub(crate) fn run_cli(bin: &Path, args: &[&str]) -> Result<process::Finished, RunError> {
     run_cli_within(bin, args, CLI_TIMEOUT)
 }
 
 /// [`run_cli`] with a deadline of the caller's.
-pub fn run_cli_within(
+pub(crate) fn run_cli_within(
     bin: &Path,
     args: &[&str],
     deadline: Duration,
@@ -191,7 +197,7 @@ pub fn run_cli_within(
 
 /// [`run_cli_within`] for a command the caller prepared (an environment
 /// of its own, say).
-pub fn run_cli_command(
+pub(crate) fn run_cli_command(
     mut command: Command,
     deadline: Duration,
 ) -> Result<process::Finished, RunError> {
@@ -284,26 +290,28 @@ impl HerdrClient {
     }
 
     /// `agent.get` / `herdr agent get <pane>`: the pane's AgentInfo.
-    pub fn agent_get(&self, pane: &str) -> Result<Value, HerdrError> {
+    pub(crate) fn agent_get(&self, pane: &str) -> Result<Agent, HerdrError> {
         let result = self.call(
             "agent.get",
             Object::new().with("target", pane),
             &["agent", "get", pane],
         )?;
-        result
+        let agent = result
             .get("agent")
             .filter(|a| a.as_object().is_some())
-            .cloned()
-            .ok_or_else(|| HerdrError::Malformed("agent.get answer has no agent".to_owned()))
+            .ok_or_else(|| HerdrError::Malformed("agent.get answer has no agent".to_owned()))?;
+        Agent::from_value(agent)
+            .map_err(|e| HerdrError::Malformed(format!("agent.get answer's agent: {e}")))
     }
 
     /// `agent.list` / `herdr agent list`: every agent of the session.
-    pub fn agent_list(&self) -> Result<Vec<Value>, HerdrError> {
-        self.list("agent.list", Object::new(), &["agent", "list"], "agents")
+    pub fn agent_list(&self) -> Result<Vec<Agent>, HerdrError> {
+        let items = self.list("agent.list", Object::new(), &["agent", "list"], "agents")?;
+        Ok(answer::agents(&items))
     }
 
     /// `workspace.get` / `herdr workspace get <id>`: the workspace's label.
-    pub fn workspace_label(&self, workspace_id: &str) -> Result<Option<String>, HerdrError> {
+    pub(crate) fn workspace_label(&self, workspace_id: &str) -> Result<Option<String>, HerdrError> {
         let result = self.call(
             "workspace.get",
             Object::new().with("workspace_id", workspace_id),
@@ -317,33 +325,36 @@ impl HerdrClient {
     }
 
     /// `workspace.list` / `herdr workspace list`.
-    pub fn workspace_list(&self) -> Result<Vec<Value>, HerdrError> {
-        self.list(
+    pub fn workspace_list(&self) -> Result<Vec<Workspace>, HerdrError> {
+        let items = self.list(
             "workspace.list",
             Object::new(),
             &["workspace", "list"],
             "workspaces",
-        )
+        )?;
+        Ok(answer::rows(&items, Workspace::from_value))
     }
 
     /// `tab.list` / `herdr tab list --workspace <id>`.
-    pub fn tab_list(&self, workspace_id: &str) -> Result<Vec<Value>, HerdrError> {
-        self.list(
+    pub fn tab_list(&self, workspace_id: &str) -> Result<Vec<Tab>, HerdrError> {
+        let items = self.list(
             "tab.list",
             Object::new().with("workspace_id", workspace_id),
             &["tab", "list", "--workspace", workspace_id],
             "tabs",
-        )
+        )?;
+        Ok(answer::rows(&items, Tab::from_value))
     }
 
     /// `pane.list` / `herdr pane list --workspace <id>`.
-    pub fn pane_list(&self, workspace_id: &str) -> Result<Vec<Value>, HerdrError> {
-        self.list(
+    pub fn pane_list(&self, workspace_id: &str) -> Result<Vec<Pane>, HerdrError> {
+        let items = self.list(
             "pane.list",
             Object::new().with("workspace_id", workspace_id),
             &["pane", "list", "--workspace", workspace_id],
             "panes",
-        )
+        )?;
+        Ok(answer::rows(&items, Pane::from_value))
     }
 
     fn list(

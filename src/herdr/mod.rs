@@ -2,11 +2,14 @@
 //!
 //! - `client.rs`: herdr's socket API (one request line per connection, hard
 //!   timeouts), with `HERDR_BIN_PATH`'s CLI as the fallback; typed errors.
+//! - `answer.rs`: herdr's answers as types (agents, tabs, panes,
+//!   workspaces), parsed once; no caller reads herdr's field names.
 //! - `session.rs`: which herdr session a process serves (derived from
 //!   `HERDR_SOCKET_PATH`), the session name rule and the delivery rule.
 //!
 //! Architecture invariants: only `base` below it. Nothing here writes a
 //! file; every call into herdr is bounded in time.
 
+pub mod answer;
 pub mod client;
 pub mod session;

@@ -47,7 +47,7 @@ pub fn from_socket_path(socket_path: Option<&str>) -> Session {
 
 /// `<name>` of a path ending in `/herdr/sessions/<name>/herdr.sock`, when it
 /// is a valid session name.
-pub fn named_session_of(path: &str) -> Option<&str> {
+pub(crate) fn named_session_of(path: &str) -> Option<&str> {
     let rest = path.strip_suffix("/herdr.sock")?;
     let (prefix, name) = rest.rsplit_once('/')?;
     (prefix.ends_with("/herdr/sessions") && is_valid_name(name)).then_some(name)
@@ -55,7 +55,7 @@ pub fn named_session_of(path: &str) -> Option<&str> {
 
 impl Session {
     /// The wire form: `""`, the name, or `None` for unknown.
-    pub fn wire_name(&self) -> Option<&str> {
+    pub(crate) fn wire_name(&self) -> Option<&str> {
         match self {
             Session::Default => Some(""),
             Session::Named(name) => Some(name),

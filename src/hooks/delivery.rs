@@ -43,7 +43,7 @@ impl PushTarget for ActivityDevice {
 }
 
 /// The first 8 characters of a token, for log lines.
-pub fn token_prefix(token: &str) -> String {
+pub(crate) fn token_prefix(token: &str) -> String {
     token.chars().take(8).collect()
 }
 
@@ -68,6 +68,15 @@ impl std::fmt::Display for DeliveryError {
     }
 }
 
+impl std::error::Error for DeliveryError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DeliveryError::Relay(e) => Some(e),
+            DeliveryError::Nonce | DeliveryError::Failures(_) => None,
+        }
+    }
+}
+
 /// What the devices of one round came to.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Tally {
@@ -85,7 +94,7 @@ pub struct Tally {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RateLimited {
     pub token: String,
-    pub retry_after_s: u64,
+    pub(crate) retry_after_s: u64,
 }
 
 /// When a round writes its state record.
@@ -152,7 +161,7 @@ pub struct Registration<'a> {
 }
 
 /// The relay client for the settings' URL, CA file and retry delay.
-pub fn relay_client(settings: &NotifySettings) -> Result<RelayClient, RelayConfigError> {
+pub(crate) fn relay_client(settings: &NotifySettings) -> Result<RelayClient, RelayConfigError> {
     RelayClient::new(
         &settings.relay_url,
         settings.relay_ca_file.as_deref(),
@@ -208,7 +217,7 @@ impl Relays {
 
     /// The client for `settings` and the pacer, which counts each request
     /// the client makes.
-    pub fn client_and_pacer(
+    pub(crate) fn client_and_pacer(
         &mut self,
         settings: &NotifySettings,
     ) -> (Result<&RelayClient, RelayConfigError>, &mut Pacer) {
@@ -222,18 +231,23 @@ impl Relays {
         (client, pacer)
     }
 
-    pub fn pacer(&self) -> &Pacer {
+    pub(crate) fn pacer(&self) -> &Pacer {
         &self.pacer
     }
 
-    pub fn pacer_mut(&mut self) -> &mut Pacer {
+    pub(crate) fn pacer_mut(&mut self) -> &mut Pacer {
         &mut self.pacer
     }
 }
 
 /// Pushes `body` for `token`, counting each request in `pacer` at the
 /// clock's time.
-pub fn push_paced(relay: &RelayClient, pacer: &mut Pacer, token: &str, body: &str) -> Outcome {
+pub(crate) fn push_paced(
+    relay: &RelayClient,
+    pacer: &mut Pacer,
+    token: &str,
+    body: &str,
+) -> Outcome {
     relay.push_counted(body, || {
         pacer.record(token, crate::base::clock::unix_millis());
     })
@@ -263,7 +277,7 @@ pub fn deliver<D: PushTarget>(
 }
 
 /// [`deliver`] through a given relay client (or the reason there is none).
-pub fn deliver_with<D: PushTarget>(
+pub(crate) fn deliver_with<D: PushTarget>(
     relay: Result<&RelayClient, RelayConfigError>,
     devices: &[D],
     mut push: impl FnMut(&RelayClient, &D) -> Result<Outcome, ring::error::Unspecified>,
@@ -315,7 +329,7 @@ pub fn deliver_with<D: PushTarget>(
 
 /// Writes one of the hooks' state files (dedupe marker, claim, last-state):
 /// the directory made private, the file replaced atomically, owner-only.
-pub fn write_state_file(path: &Path, value: &Value) -> std::io::Result<()> {
+pub(crate) fn write_state_file(path: &Path, value: &Value) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         atomic_file::create_dir_all(dir, 0o700)?;
     }

@@ -64,6 +64,8 @@ impl std::fmt::Display for MissingEnv {
     }
 }
 
+impl std::error::Error for MissingEnv {}
+
 fn required(
     lookup: &dyn Fn(&str) -> Option<OsString>,
     name: &'static str,
@@ -104,7 +106,7 @@ pub fn rest(
 }
 
 /// The process environment as a lookup function.
-pub fn process_env(name: &str) -> Option<OsString> {
+pub(crate) fn process_env(name: &str) -> Option<OsString> {
     std::env::var_os(name)
 }
 
@@ -137,6 +139,8 @@ impl std::fmt::Display for EventError {
         })
     }
 }
+
+impl std::error::Error for EventError {}
 
 /// Parses the event leniently: only `data.pane_id` and `data.agent_status`
 /// are required; everything unrecognised is ignored.
@@ -175,6 +179,16 @@ impl std::fmt::Display for StartError {
             StartError::Env(e) => write!(f, "{e}"),
             StartError::Event(e) => write!(f, "{e}"),
             StartError::Untrusted(e) => write!(f, "not run: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for StartError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StartError::Env(e) => Some(e),
+            StartError::Event(e) => Some(e),
+            StartError::Untrusted(e) => Some(e),
         }
     }
 }
@@ -222,7 +236,7 @@ fn trusted(config_dir: &Path, lookup: &dyn Fn(&str) -> Option<OsString>) -> Resu
 
 /// Whether the config dir and, when known, the plugin state dir with the
 /// subdirectories the hooks use are trusted (also `heeler doctor`'s check).
-pub fn trusted_dirs(config_dir: &Path, state_dir: Option<&Path>) -> Result<(), Untrusted> {
+pub(crate) fn trusted_dirs(config_dir: &Path, state_dir: Option<&Path>) -> Result<(), Untrusted> {
     dirs::trusted(config_dir)?;
     match state_dir {
         Some(state_dir) => {
@@ -235,7 +249,7 @@ pub fn trusted_dirs(config_dir: &Path, state_dir: Option<&Path>) -> Result<(), U
 
 /// The sidebar snapshot refresh (`sidebar/snapshot.rs`), first thing in both hooks.
 /// A failure is one log line and never fails the hook.
-pub fn refresh_sidebar_snapshot(config_dir: &Path) {
+pub(crate) fn refresh_sidebar_snapshot(config_dir: &Path) {
     crate::sidebar::snapshot::refresh_for_event(config_dir);
 }
 

@@ -20,10 +20,10 @@ use std::path::{Path, PathBuf};
 use crate::hooks::relay::redact_tokens;
 
 /// The size past which the log is rotated.
-pub const CAP_BYTES: u64 = 64 * 1024;
+pub(crate) const CAP_BYTES: u64 = 64 * 1024;
 
 /// The longest line kept, in characters; longer ones are cut.
-pub const MAX_LINE_CHARS: usize = 1_000;
+pub(crate) const MAX_LINE_CHARS: usize = 1_000;
 
 /// `<plugin state dir>/hook-failures.log`.
 pub fn path_in(plugin_state_dir: &Path) -> PathBuf {
@@ -39,7 +39,7 @@ pub fn rotated_path(log: &Path) -> PathBuf {
 
 /// One logged line as written: the time, a space, the redacted message on
 /// one line (control characters become spaces), cut to [`MAX_LINE_CHARS`].
-pub fn format_line(unix_seconds: i64, message: &str) -> String {
+pub(crate) fn format_line(unix_seconds: i64, message: &str) -> String {
     let one_line: String = redact_tokens(message)
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
@@ -53,7 +53,7 @@ pub fn format_line(unix_seconds: i64, message: &str) -> String {
 }
 
 /// Whether a log of `len` bytes is rotated before `line_len` more are added.
-pub fn rotates(len: u64, line_len: u64) -> bool {
+pub(crate) fn rotates(len: u64, line_len: u64) -> bool {
     len > 0 && len + line_len > CAP_BYTES
 }
 

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use crate::base::base64;
 use crate::base::json::{self, Object, Value};
+use crate::herdr::answer::{Agent, nonempty};
 use crate::herdr::client::{HerdrClient, HerdrError};
 use crate::hooks::delivery::{
     self, DeliveryError, RateLimited, RecordWhen, Registration, Relays, StateRecord,
@@ -52,6 +53,18 @@ impl std::fmt::Display for NotifyError {
     }
 }
 
+impl std::error::Error for NotifyError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            NotifyError::Start(e) => Some(e),
+            NotifyError::Recheck(e) => Some(e),
+            NotifyError::RecheckNoStatus => None,
+            NotifyError::Delivery(e) => Some(e),
+            NotifyError::Queue(e) | NotifyError::NoWorker(e) => Some(e),
+        }
+    }
+}
+
 impl From<spool::HandOverError> for NotifyError {
     fn from(e: spool::HandOverError) -> NotifyError {
         match e {
@@ -68,7 +81,7 @@ impl From<StartError> for NotifyError {
 }
 
 /// The notify flag of a status: only Blocked and Done notify.
-pub fn notify_flag(status: &str) -> Option<&'static str> {
+pub(crate) fn notify_flag(status: &str) -> Option<&'static str> {
     match status {
         "blocked" => Some("blocked"),
         "done" => Some("done"),
@@ -84,7 +97,7 @@ pub fn marker_path(state_dir: &Path, pane: &str) -> PathBuf {
 }
 
 /// The last notified status of a pane; missing or corrupt means none.
-pub fn read_marker(path: &Path) -> Option<String> {
+pub(crate) fn read_marker(path: &Path) -> Option<String> {
     let text = crate::base::state_file::read_text(path, 64 * 1024)?;
     json::parse(&text)
         .ok()?
@@ -94,7 +107,7 @@ pub fn read_marker(path: &Path) -> Option<String> {
 }
 
 /// The dedupe marker's content, keys in contract order.
-pub fn marker_value(pane: &str, status: &str) -> Value {
+pub(crate) fn marker_value(pane: &str, status: &str) -> Value {
     Value::Object(
         Object::new()
             .with("pane", pane)
@@ -110,7 +123,7 @@ fn clear_marker(path: &Path) {
 /// status is worth a debounce unless the marker already holds it or no
 /// device wants its flag (`has_devices` is asked only then); any other
 /// status only when a marker is left to re-arm.
-pub fn worth_debouncing(
+pub(crate) fn worth_debouncing(
     status: &str,
     marker: Option<&str>,
     has_devices: impl FnOnce(&'static str) -> bool,
@@ -123,7 +136,7 @@ pub fn worth_debouncing(
 
 /// What the re-check after the debounce says about the event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Recheck {
+pub(crate) enum Recheck {
     /// The pane's status moved on: this event is stale.
     MovedOn,
     /// A non-notifying status held: the pane is re-armed.
@@ -133,7 +146,7 @@ pub enum Recheck {
 }
 
 /// Compares the event's status with the pane's current one.
-pub fn recheck(event_status: &str, current_status: &str) -> Recheck {
+pub(crate) fn recheck(event_status: &str, current_status: &str) -> Recheck {
     if current_status != event_status {
         return Recheck::MovedOn;
     }
@@ -145,7 +158,7 @@ pub fn recheck(event_status: &str, current_status: &str) -> Recheck {
 
 /// The log line for an entry skipped because the relay would refuse its
 /// token; the token's prefix is escaped, since the file is not ours.
-pub fn refused_token_line(token: &str) -> String {
+pub(crate) fn refused_token_line(token: &str) -> String {
     format!(
         "notify-hook: skipped the device with token {}…: not 16 to 200 lowercase hex digits, which the relay refuses",
         delivery::token_prefix(token).escape_debug()
@@ -158,7 +171,7 @@ fn log_line(line: &str) {
 }
 
 /// The push body of one alert, keys in contract order.
-pub fn push_body(device: &AlertDevice, envelope: &str, collapse: &str) -> String {
+pub(crate) fn push_body(device: &AlertDevice, envelope: &str, collapse: &str) -> String {
     Value::Object(
         Object::new()
             .with("token", device.token.as_str())
@@ -169,16 +182,12 @@ pub fn push_body(device: &AlertDevice, envelope: &str, collapse: &str) -> String
     .to_json()
 }
 
-fn text_of(agent: &Value, keys: &[&str]) -> Option<String> {
-    keys.iter()
-        .find_map(|k| agent.get(k).and_then(Value::as_nonempty_str))
-        .map(str::to_owned)
-}
-
 /// The workspace whose label names the project: the re-check's, else the
 /// event's.
-pub fn project_workspace(event: &Event, current: &Value) -> Option<String> {
-    text_of(current, &["workspace_id"]).or(event.workspace_id.clone())
+pub(crate) fn project_workspace(event: &Event, current: &Agent) -> Option<String> {
+    nonempty(&current.workspace_id)
+        .map(str::to_owned)
+        .or(event.workspace_id.clone())
 }
 
 /// The alert for a confirmed event: the kind from the event, else the
@@ -186,7 +195,7 @@ pub fn project_workspace(event: &Event, current: &Value) -> Option<String> {
 /// terminal title, else the event's.
 pub fn notification(
     event: &Event,
-    current: &Value,
+    current: &Agent,
     project: Option<String>,
     ts: i64,
 ) -> Notification {
@@ -195,12 +204,14 @@ pub fn notification(
         kind: event
             .kind
             .clone()
-            .or_else(|| text_of(current, &["agent"]))
+            .or_else(|| nonempty(&current.agent).map(str::to_owned))
             .unwrap_or_else(|| "unknown".to_owned()),
         status: event.status.clone(),
         ts,
         project,
-        title: text_of(current, &["terminal_title_stripped", "terminal_title"])
+        title: nonempty(&current.terminal_title_stripped)
+            .or(nonempty(&current.terminal_title))
+            .map(str::to_owned)
             .or(event.title.clone()),
     }
 }
@@ -276,7 +287,7 @@ pub fn finish(
     event: &Event,
     ts: i64,
     only: &[String],
-    current: Result<Value, HerdrError>,
+    current: Result<Agent, HerdrError>,
 ) -> (Vec<RateLimited>, Result<(), NotifyError>) {
     match prepare(round, event, only, current) {
         Ok(Some(devices)) => deliver_alert(round, event, ts, &devices),
@@ -290,8 +301,8 @@ fn prepare(
     round: &mut Round<'_>,
     event: &Event,
     only: &[String],
-    current: Result<Value, HerdrError>,
-) -> Result<Option<(Vec<AlertDevice>, Value)>, NotifyError> {
+    current: Result<Agent, HerdrError>,
+) -> Result<Option<(Vec<AlertDevice>, Agent)>, NotifyError> {
     let env = round.env;
     let marker = marker_path(&env.state_dir, &event.pane);
     let current = match current {
@@ -303,8 +314,8 @@ fn prepare(
         Err(e) => return Err(NotifyError::Recheck(e)),
     };
     let current_status = current
-        .get("agent_status")
-        .and_then(Value::as_str)
+        .agent_status
+        .as_deref()
         .ok_or(NotifyError::RecheckNoStatus)?
         .to_lowercase();
     let flag = match recheck(&event.status, &current_status) {
@@ -332,7 +343,7 @@ fn deliver_alert(
     round: &mut Round<'_>,
     event: &Event,
     ts: i64,
-    (devices, current): &(Vec<AlertDevice>, Value),
+    (devices, current): &(Vec<AlertDevice>, Agent),
 ) -> (Vec<RateLimited>, Result<(), NotifyError>) {
     let env = round.env;
     let marker = marker_path(&env.state_dir, &event.pane);
@@ -435,10 +446,10 @@ mod tests {
             workspace_id: Some("wE".into()),
             title: Some("event title".into()),
         };
-        let current = json::parse(
-            r#"{"agent":"codex","workspace_id":"wR","terminal_title":"⠋ raw","terminal_title_stripped":"stripped"}"#,
-        )
-        .unwrap();
+        let agent = |text: &str| Agent::from_value(&json::parse(text).unwrap()).unwrap();
+        let current = agent(
+            r#"{"pane_id":"wV:p1","agent":"codex","workspace_id":"wR","terminal_title":"⠋ raw","terminal_title_stripped":"stripped"}"#,
+        );
         assert_eq!(project_workspace(&event, &current).as_deref(), Some("wR"));
         let alert = notification(&event, &current, Some("Heeler".into()), 1_700_000_000);
         assert_eq!(alert.kind, "codex");
@@ -446,14 +457,15 @@ mod tests {
         assert_eq!(alert.project.as_deref(), Some("Heeler"));
         assert_eq!(alert.ts, 1_700_000_000);
 
-        let bare = json::parse(r#"{"terminal_title_stripped":"","terminal_title":"raw"}"#).unwrap();
+        let bare =
+            agent(r#"{"pane_id":"wV:p1","terminal_title_stripped":"","terminal_title":"raw"}"#);
         assert_eq!(project_workspace(&event, &bare).as_deref(), Some("wE"));
         assert_eq!(notification(&event, &bare, None, 1).kind, "unknown");
         assert_eq!(
             notification(&event, &bare, None, 1).title.as_deref(),
             Some("raw")
         );
-        let nothing = json::parse("{}").unwrap();
+        let nothing = agent(r#"{"pane_id":"wV:p1"}"#);
         let claude = Event {
             kind: Some("claude".into()),
             ..event

@@ -37,15 +37,15 @@
 use std::collections::{HashMap, VecDeque};
 
 /// The relay's minute in milliseconds.
-pub const RELAY_MINUTE_MS: u64 = 60_000;
+pub(crate) const RELAY_MINUTE_MS: u64 = 60_000;
 /// The relay's per-token limit per minute (`RATE_LIMIT_TOKEN_PER_MIN`).
-pub const PER_TOKEN_PER_MINUTE: usize = 60;
+pub(crate) const PER_TOKEN_PER_MINUTE: usize = 60;
 /// The relay's per-address limit per minute (`RATE_LIMIT_IP_PER_MIN`).
-pub const PER_ADDRESS_PER_MINUTE: usize = 120;
+pub(crate) const PER_ADDRESS_PER_MINUTE: usize = 120;
 /// Requests of the per-address budget alerts leave to Live Activity.
-pub const ACTIVITY_RESERVE: usize = 10;
+pub(crate) const ACTIVITY_RESERVE: usize = 10;
 /// Relay seconds added to the window, for a request's travel time.
-pub const MARGIN_SECONDS: u64 = 2;
+pub(crate) const MARGIN_SECONDS: u64 = 2;
 /// The environment variable that shrinks the relay's minute (tests only;
 /// milliseconds, 1 to 60000).
 pub const MINUTE_ENV: &str = "HEELER_RELAY_MINUTE_MS";
@@ -54,12 +54,12 @@ pub const MINUTE_ENV: &str = "HEELER_RELAY_MINUTE_MS";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// The relay's minute in milliseconds (60000 unless a test shrinks it).
-    pub minute_ms: u64,
+    pub(crate) minute_ms: u64,
     /// The sliding window counted: the minute plus [`MARGIN_SECONDS`].
-    pub window_ms: u64,
+    pub(crate) window_ms: u64,
     pub per_token: usize,
-    pub per_relay: usize,
-    pub activity_reserve: usize,
+    pub(crate) per_relay: usize,
+    pub(crate) activity_reserve: usize,
 }
 
 impl Limits {
@@ -92,7 +92,7 @@ impl Limits {
     }
 
     /// `seconds` relay seconds in milliseconds of this scale.
-    pub fn seconds_ms(&self, seconds: u64) -> u64 {
+    pub(crate) fn seconds_ms(&self, seconds: u64) -> u64 {
         Limits::seconds_of(self.minute_ms, seconds)
     }
 
@@ -107,21 +107,21 @@ impl Limits {
 
 /// What a push carries: Live Activity updates go first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Class {
+pub(crate) enum Class {
     Activity,
     Alert,
 }
 
 /// One event's pushes: one request per token.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ask {
+pub(crate) struct Ask {
     pub class: Class,
     pub tokens: Vec<String>,
 }
 
 /// When an ask may be sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Slot {
+pub(crate) enum Slot {
     Now,
     /// Not before this time (Unix milliseconds).
     At(u64),
@@ -130,7 +130,7 @@ pub enum Slot {
 /// The requests this process sent in the last window, and the blocks the
 /// relay's 429s asked for.
 #[derive(Debug, Clone)]
-pub struct Pacer {
+pub(crate) struct Pacer {
     limits: Limits,
     /// Send times of every request, sorted.
     relay: VecDeque<u64>,

@@ -20,7 +20,7 @@ use crate::hooks::row_layout::{self, RowLayout};
 use crate::wire::envelope::NotificationKey;
 
 /// Registration files larger than this are not the app's: treated as absent.
-pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+pub(crate) const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// The file's path in the plugin config dir.
 pub fn path_in(config_dir: &Path) -> PathBuf {
@@ -80,7 +80,7 @@ pub fn entry_key(entry: &Value) -> Option<NotificationKey> {
 
 /// Node's `Buffer.from(text, "base64url")`: both alphabets, other characters
 /// skipped, decoding stops at `=`.
-pub fn decode_base64_lenient(text: &str) -> Vec<u8> {
+pub(crate) fn decode_base64_lenient(text: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(text.len() * 3 / 4);
     let (mut acc, mut bits) = (0u32, 0u32);
     for c in text.bytes() {
@@ -149,7 +149,7 @@ pub fn alert_selection(file: Option<&Value>, session: &Session, flag: &str) -> A
 }
 
 /// The `notify` flags an alert is sent for (an Agent's Blocked and Done).
-pub const ALERT_FLAGS: [&str; 2] = ["blocked", "done"];
+pub(crate) const ALERT_FLAGS: [&str; 2] = ["blocked", "done"];
 
 /// How the notify hook treats one entry, whatever its session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -313,6 +313,15 @@ impl std::fmt::Display for RewriteError {
         match self {
             RewriteError::Lock(e) => write!(f, "cannot lock notifications.json: {e}"),
             RewriteError::Write(path, e) => write!(f, "cannot rewrite {}: {e}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for RewriteError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RewriteError::Lock(e) => Some(e),
+            RewriteError::Write(_, e) => Some(e),
         }
     }
 }

@@ -26,24 +26,24 @@ use std::time::Duration;
 use crate::base::json::{self, Value};
 
 /// Attempts per push.
-pub const ATTEMPTS: u32 = 3;
+pub(crate) const ATTEMPTS: u32 = 3;
 /// Deadline of one attempt (connect, send, answer).
-pub const ATTEMPT_TIMEOUT: Duration = Duration::from_millis(10_000);
+pub(crate) const ATTEMPT_TIMEOUT: Duration = Duration::from_millis(10_000);
 /// Characters of an error answer kept for the log line.
-pub const BODY_EXCERPT_CHARS: usize = 200;
+pub(crate) const BODY_EXCERPT_CHARS: usize = 200;
 const MAX_ANSWER_BYTES: u64 = 16 * 1024;
 /// The largest Live Activity count the relay accepts (`bad_counts` above).
-pub const MAX_COUNT: u64 = 999;
+pub(crate) const MAX_COUNT: u64 = 999;
 /// The longest `Retry-After` honoured, in seconds: a larger value means
 /// this, so a relay cannot park an event for long.
-pub const MAX_RETRY_AFTER_S: u64 = 120;
+pub(crate) const MAX_RETRY_AFTER_S: u64 = 120;
 /// The wait after a 429 without a usable `Retry-After`: the relay's fixed
 /// one-minute window.
-pub const DEFAULT_RETRY_AFTER_S: u64 = 60;
+pub(crate) const DEFAULT_RETRY_AFTER_S: u64 = 60;
 
 /// A push token the relay accepts on either path: 16 to 200 lowercase hex
 /// digits (`bad_token` otherwise).
-pub fn is_push_token(token: &str) -> bool {
+pub(crate) fn is_push_token(token: &str) -> bool {
     (16..=200).contains(&token.len())
         && token
             .bytes()
@@ -80,6 +80,8 @@ impl std::fmt::Display for RelayConfigError {
     }
 }
 
+impl std::error::Error for RelayConfigError {}
+
 /// The scheme and bare host of a URL (`[::1]` → `::1`).
 pub fn scheme_and_host(url: &str) -> Option<(&str, &str)> {
     let (scheme, rest) = url.split_once("://")?;
@@ -96,7 +98,7 @@ pub fn scheme_and_host(url: &str) -> Option<(&str, &str)> {
 /// The URL without its userinfo (`https://user:pw@host/x` →
 /// `https://host/x`), for messages: credentials in a relay URL are never
 /// printed.
-pub fn without_userinfo(url: &str) -> String {
+pub(crate) fn without_userinfo(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
@@ -108,7 +110,7 @@ pub fn without_userinfo(url: &str) -> String {
 }
 
 /// Hosts plain HTTP may reach: `localhost`, 127.0.0.0/8 and `::1`.
-pub fn is_loopback_host(host: &str) -> bool {
+pub(crate) fn is_loopback_host(host: &str) -> bool {
     if host.eq_ignore_ascii_case("localhost") {
         return true;
     }
@@ -152,7 +154,7 @@ pub enum Verdict {
 /// The first 200 characters of an answer body, token-shaped strings
 /// redacted first: a relay (or anything posing as one) that echoes the
 /// request would otherwise put the device token into herdr's plugin log.
-pub fn excerpt(body: &str) -> String {
+pub(crate) fn excerpt(body: &str) -> String {
     redact_tokens(body)
         .chars()
         .take(BODY_EXCERPT_CHARS)
@@ -164,7 +166,7 @@ const MIN_TOKEN_CHARS: usize = 16;
 
 /// `text` with every run of 16 or more ASCII hex digits (either case)
 /// replaced by `[redacted]`.
-pub fn redact_tokens(text: &str) -> String {
+pub(crate) fn redact_tokens(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find(|c: char| c.is_ascii_hexdigit()) {
@@ -202,7 +204,7 @@ pub fn classify(status: u16, body: &str, retry_after: Option<&str>) -> Verdict {
 /// form, at least 1 and at most [`MAX_RETRY_AFTER_S`];
 /// [`DEFAULT_RETRY_AFTER_S`] when it is missing or not a number (the relay
 /// sends seconds, never an HTTP date).
-pub fn retry_after_seconds(header: Option<&str>) -> u64 {
+pub(crate) fn retry_after_seconds(header: Option<&str>) -> u64 {
     header
         .map(str::trim)
         .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
@@ -247,7 +249,7 @@ pub struct RelayClient {
 
 /// Whether an error is the server certificate failing verification (as
 /// opposed to a network failure), so another trust store may accept it.
-pub fn is_certificate_rejection(error: &ureq::Error) -> bool {
+pub(crate) fn is_certificate_rejection(error: &ureq::Error) -> bool {
     let rejected = |e: &rustls::Error| matches!(e, rustls::Error::InvalidCertificate(_));
     match error {
         ureq::Error::Rustls(e) => rejected(e),
@@ -261,7 +263,7 @@ pub fn is_certificate_rejection(error: &ureq::Error) -> bool {
 
 /// Whether a push to `url` may go through the environment's proxy: never
 /// to a loopback host.
-pub fn uses_proxy(url: &str) -> bool {
+pub(crate) fn uses_proxy(url: &str) -> bool {
     scheme_and_host(url).is_none_or(|(_, host)| !is_loopback_host(host))
 }
 
@@ -386,7 +388,7 @@ impl RelayClient {
     /// [`RelayClient::push`], calling `on_attempt` before each request is
     /// sent, so that the caller's pacing counts every request the relay
     /// counts.
-    pub fn push_counted(&self, body: &str, mut on_attempt: impl FnMut()) -> Outcome {
+    pub(crate) fn push_counted(&self, body: &str, mut on_attempt: impl FnMut()) -> Outcome {
         let mut last = String::new();
         for attempt in 1..=ATTEMPTS {
             if attempt > 1 {

@@ -9,16 +9,18 @@
 use std::collections::HashMap;
 
 use crate::base::json::{Object, Value};
+use crate::herdr::answer::{Agent, Pane, Tab, nonempty};
+use crate::sidebar::config::{is_color, is_custom_token};
 use crate::wire::display_text::first_graphemes;
 
 /// Rows a layout may have.
-pub const MAX_ROWS: usize = 3;
+pub(crate) const MAX_ROWS: usize = 3;
 /// Fields a row may have.
-pub const MAX_FIELDS: usize = 16;
+pub(crate) const MAX_FIELDS: usize = 16;
 /// Graphemes kept per span.
-pub const SPAN_GRAPHEMES: usize = 80;
+pub(crate) const SPAN_GRAPHEMES: usize = 80;
 /// The separator span's text.
-pub const SEPARATOR: &str = " · ";
+pub(crate) const SEPARATOR: &str = " · ";
 
 const BUILTINS: [&str; 11] = [
     "state_icon",
@@ -47,20 +49,6 @@ pub struct Field {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowLayout {
     pub rows: Vec<Vec<Field>>,
-}
-
-fn is_custom_token(token: &str) -> bool {
-    token.strip_prefix('$').is_some_and(|name| {
-        (1..=32).contains(&name.len())
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-    })
-}
-
-fn is_color(text: &str) -> bool {
-    text.strip_prefix('#')
-        .is_some_and(|hex| matches!(hex.len(), 3 | 6) && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 fn parse_field(value: &Value) -> Option<Field> {
@@ -109,7 +97,7 @@ pub fn parse_layout(value: &Value) -> Option<RowLayout> {
 impl RowLayout {
     /// The parsed layout as JSON (`{"rows":[[{"token",fg?,bold?,dim?}]]}`),
     /// the form hashed into the preferences.
-    pub fn to_wire(&self) -> Value {
+    pub(crate) fn to_wire(&self) -> Value {
         let rows = self
             .rows
             .iter()
@@ -173,19 +161,16 @@ pub struct RowContext {
 
 /// Adds one workspace's `tab list` answer: entries of that workspace,
 /// de-duplicated by `tab_id` (first position, last value).
-pub fn add_tabs(context: &mut RowContext, workspace_id: &str, tabs: &[Value]) {
+pub fn add_tabs(context: &mut RowContext, workspace_id: &str, tabs: &[Tab]) {
     let mut order: Vec<(String, Option<String>)> = Vec::new();
     for tab in tabs {
-        if tab.get("workspace_id").and_then(Value::as_str) != Some(workspace_id) {
+        if tab.workspace_id != workspace_id {
             continue;
         }
-        let Some(id) = tab.get("tab_id").and_then(Value::as_nonempty_str) else {
-            continue;
-        };
-        let label = tab.get("label").and_then(Value::as_str).map(str::to_owned);
-        match order.iter_mut().find(|(i, _)| i == id) {
+        let label = tab.label.clone();
+        match order.iter_mut().find(|(i, _)| *i == tab.tab_id) {
             Some(slot) => slot.1 = label,
-            None => order.push((id.to_owned(), label)),
+            None => order.push((tab.tab_id.clone(), label)),
         }
     }
     let count = order.len();
@@ -203,21 +188,17 @@ pub fn add_tabs(context: &mut RowContext, workspace_id: &str, tabs: &[Value]) {
 }
 
 /// Adds one workspace's `pane list` answer (same filtering as tabs).
-pub fn add_panes(context: &mut RowContext, workspace_id: &str, panes: &[Value]) {
+pub fn add_panes(context: &mut RowContext, workspace_id: &str, panes: &[Pane]) {
     for pane in panes {
-        if pane.get("workspace_id").and_then(Value::as_str) != Some(workspace_id) {
+        if pane.workspace_id != workspace_id {
             continue;
         }
-        let Some(id) = pane.get("pane_id").and_then(Value::as_nonempty_str) else {
-            continue;
-        };
-        let text = |key| pane.get(key).and_then(Value::as_str).map(str::to_owned);
         context.panes.insert(
-            id.to_owned(),
+            pane.pane_id.clone(),
             PaneInfo {
                 workspace_id: workspace_id.to_owned(),
-                tab_id: text("tab_id"),
-                label: text("label"),
+                tab_id: pane.tab_id.clone(),
+                label: pane.label.clone(),
             },
         );
     }
@@ -227,7 +208,7 @@ const ACTIVITY_GLYPHS: [char; 10] = ['·', '✢', '✳', '✶', '✻', '✽', '�
 
 /// A raw terminal title with one leading activity glyph (braille spinner or
 /// one of herdr's status glyphs) removed when a space or the end follows it.
-pub fn strip_activity_glyph(title: &str) -> String {
+pub(crate) fn strip_activity_glyph(title: &str) -> String {
     let mut chars = title.chars();
     let stripped = match chars.next() {
         Some(c) if ('\u{2800}'..='\u{28ff}').contains(&c) || ACTIVITY_GLYPHS.contains(&c) => {
@@ -243,19 +224,15 @@ pub fn strip_activity_glyph(title: &str) -> String {
     stripped.trim().to_owned()
 }
 
-fn string_of<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
-    value.get(key).and_then(Value::as_str)
-}
-
 /// The value of `token` for one agent.
-pub fn token_value(
+pub(crate) fn token_value(
     token: &str,
-    agent: &Value,
+    agent: &Agent,
     context: &RowContext,
     host_name: Option<&str>,
 ) -> Option<String> {
-    let workspace_id = string_of(agent, "workspace_id");
-    let tab_id = string_of(agent, "tab_id");
+    let workspace_id = agent.workspace_id.as_deref();
+    let tab_id = agent.tab_id.as_deref();
     match token {
         "workspace" => workspace_id
             .and_then(|id| context.workspace_labels.get(id))
@@ -268,27 +245,26 @@ pub fn token_value(
             let label = tab.label.clone()?;
             (tab.count > 1 || label != tab.position.to_string()).then_some(label)
         }
-        "pane" => match string_of(agent, "title") {
-            Some(title) => Some(title.to_owned()),
+        "pane" => match &agent.title {
+            Some(title) => Some(title.clone()),
             None => {
-                let pane = context.panes.get(string_of(agent, "pane_id")?)?;
+                let pane = context.panes.get(&agent.pane_id)?;
                 (Some(pane.workspace_id.as_str()) == workspace_id
                     && pane.tab_id.as_deref() == tab_id)
                     .then(|| pane.label.clone())?
             }
         },
         "agent" => Some(
-            ["display_agent", "name"]
-                .iter()
-                .find_map(|k| agent.get(k).and_then(Value::as_nonempty_str))
-                .or_else(|| string_of(agent, "agent"))
+            nonempty(&agent.display_agent)
+                .or(nonempty(&agent.name))
+                .or(agent.agent.as_deref())
                 .unwrap_or("unknown")
                 .to_owned(),
         ),
-        "terminal_title" => string_of(agent, "terminal_title").map(str::to_owned),
-        "terminal_title_stripped" => match string_of(agent, "terminal_title_stripped") {
-            Some(stripped) => Some(stripped.to_owned()),
-            None => string_of(agent, "terminal_title").map(strip_activity_glyph),
+        "terminal_title" => agent.terminal_title.clone(),
+        "terminal_title_stripped" => match &agent.terminal_title_stripped {
+            Some(stripped) => Some(stripped.clone()),
+            None => agent.terminal_title.as_deref().map(strip_activity_glyph),
         },
         "host" => Some(
             host_name
@@ -298,20 +274,16 @@ pub fn token_value(
                 .to_owned(),
         ),
         "status" => {
-            let status = string_of(agent, "agent_status")?.to_lowercase();
+            let status = agent.agent_status.as_deref()?.to_lowercase();
             let mut chars = status.chars();
             let first = chars.next()?;
             Some(first.to_uppercase().chain(chars).collect())
         }
-        "directory" => string_of(agent, "cwd").map(|c| c.trim().to_owned()),
+        "directory" => agent.cwd.as_deref().map(|c| c.trim().to_owned()),
         "state_icon" | "state_text" => None,
         custom => {
             let name = custom.strip_prefix('$')?;
-            agent
-                .get("tokens")
-                .and_then(|t| t.get(name))
-                .and_then(Value::as_str)
-                .map(str::to_owned)
+            agent.tokens.get(name).cloned()
         }
     }
 }
@@ -320,7 +292,7 @@ pub fn token_value(
 /// between kept spans, empty rows dropped.
 pub fn render(
     layout: &RowLayout,
-    agent: &Value,
+    agent: &Agent,
     context: &RowContext,
     host_name: Option<&str>,
 ) -> Value {
@@ -385,6 +357,14 @@ mod tests {
         }
     }
 
+    fn agent_of(text: &str) -> Agent {
+        Agent::from_value(&json::parse(text).unwrap()).unwrap()
+    }
+
+    fn tabs_of(list: &Value) -> Vec<Tab> {
+        crate::herdr::answer::rows(list.as_array().unwrap(), Tab::from_value)
+    }
+
     #[test]
     fn glyph_is_stripped_only_at_a_boundary() {
         assert_eq!(strip_activity_glyph("⠋ Working "), "Working");
@@ -396,11 +376,11 @@ mod tests {
     fn tab_label_hidden_when_it_is_just_the_position() {
         let mut context = RowContext::default();
         let tabs = json::parse(r#"[{"tab_id":"w1:t1","workspace_id":"w1","label":"1"}]"#).unwrap();
-        add_tabs(&mut context, "w1", tabs.as_array().unwrap());
-        let agent = json::parse(r#"{"workspace_id":"w1","tab_id":"w1:t1"}"#).unwrap();
+        add_tabs(&mut context, "w1", &tabs_of(&tabs));
+        let agent = agent_of(r#"{"pane_id":"w1:p1","workspace_id":"w1","tab_id":"w1:t1"}"#);
         assert_eq!(token_value("tab", &agent, &context, None), None);
         let tabs = json::parse(r#"[{"tab_id":"w1:t1","workspace_id":"w1","label":"1"},{"tab_id":"w1:t2","workspace_id":"w1","label":"2"}]"#).unwrap();
-        add_tabs(&mut context, "w1", tabs.as_array().unwrap());
+        add_tabs(&mut context, "w1", &tabs_of(&tabs));
         assert_eq!(
             token_value("tab", &agent, &context, None).as_deref(),
             Some("1")
@@ -414,8 +394,9 @@ mod tests {
         )
         .unwrap();
         let long = "界".repeat(90);
-        let agent =
-            json::parse(&format!(r#"{{"agent":"codex","tokens":{{"t":"{long}"}}}}"#)).unwrap();
+        let agent = agent_of(&format!(
+            r#"{{"pane_id":"w1:p1","agent":"codex","tokens":{{"t":"{long}"}}}}"#
+        ));
         let rows = render(&l, &agent, &RowContext::default(), None);
         assert_eq!(
             rows.to_json(),

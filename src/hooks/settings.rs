@@ -12,19 +12,19 @@ use std::path::{Path, PathBuf};
 use crate::base::json::{self, Value};
 
 /// The file's name in the plugin config dir.
-pub const FILE_NAME: &str = "notify.json";
+pub(crate) const FILE_NAME: &str = "notify.json";
 /// The production Push Relay.
-pub const DEFAULT_RELAY_URL: &str = "https://heeler-apns.bybee.dev";
+pub(crate) const DEFAULT_RELAY_URL: &str = "https://heeler-apns.bybee.dev";
 /// Relay origins older plugins and apps wrote; both mean the default.
-pub const LEGACY_RELAY_URLS: [&str; 2] = [
+pub(crate) const LEGACY_RELAY_URLS: [&str; 2] = [
     "https://herdr-push-relay.69709991236.workers.dev",
     "https://herdr-apns.bybee.dev",
 ];
 /// Larger files are not settings anyone wrote by hand: treated as `{}`.
-pub const MAX_FILE_BYTES: u64 = 64 * 1024;
+pub(crate) const MAX_FILE_BYTES: u64 = 64 * 1024;
 
 /// Longest debounce or retry delay honoured: a larger value means this.
-pub const MAX_DELAY_MS: u64 = 60_000;
+pub(crate) const MAX_DELAY_MS: u64 = 60_000;
 
 /// The effective settings.
 #[derive(Debug, Clone, PartialEq, Eq)]

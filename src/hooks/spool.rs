@@ -79,7 +79,7 @@ pub enum Job {
 
 impl Job {
     /// The hook whose work the job is, as its log lines are prefixed.
-    pub fn hook_name(&self) -> &'static str {
+    pub(crate) fn hook_name(&self) -> &'static str {
         match self {
             Job::Notify { .. } => "notify-hook",
             Job::Activity { .. } => "activity-hook",
@@ -151,7 +151,7 @@ fn optional(text: &Option<String>) -> Value {
 
 impl Entry {
     /// The entry's file content, keys in a fixed order.
-    pub fn to_value(&self) -> io::Result<Value> {
+    pub(crate) fn to_value(&self) -> io::Result<Value> {
         let origin = &self.origin;
         let socket = match &origin.socket {
             Some(socket) => Value::from(path_text(socket)?),
@@ -257,7 +257,7 @@ impl Entry {
 
 /// The file name of an entry due at `due_ms`, written by process `pid` at
 /// `unique` (its nanosecond clock): sorting names sorts by due time.
-pub fn entry_name(due_ms: u64, unique: u64, pid: u32) -> String {
+pub(crate) fn entry_name(due_ms: u64, unique: u64, pid: u32) -> String {
     format!("{due_ms:015}-{unique:020}-{pid}.json")
 }
 
@@ -286,7 +286,7 @@ fn name_times(name: &str) -> Option<(u64, u64)> {
 
 /// The due time an entry's file name starts with; `None` for any other
 /// name (temp files, strays).
-pub fn due_of_name(name: &str) -> Option<u64> {
+pub(crate) fn due_of_name(name: &str) -> Option<u64> {
     name_times(name).map(|(due, _)| due)
 }
 
@@ -295,14 +295,14 @@ pub fn due_of_name(name: &str) -> Option<u64> {
 /// pane and status (the newer one re-checks the pane later), or, for an
 /// activity claim, nothing more (the newest claim wins anyway).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DuplicateKey {
+pub(crate) struct DuplicateKey {
     origin: Origin,
     event: Option<(String, String)>,
 }
 
 impl Entry {
     /// The entry's [`DuplicateKey`].
-    pub fn duplicate_key(&self) -> DuplicateKey {
+    pub(crate) fn duplicate_key(&self) -> DuplicateKey {
         DuplicateKey {
             origin: self.origin.clone(),
             event: match &self.job {
@@ -327,7 +327,7 @@ pub enum Dropped {
 /// that could not be read, which nothing supersedes). Superseded entries
 /// go first, oldest first; then the oldest of the rest. Returns indices
 /// into `keys` with the reason, in that order.
-pub fn trim_plan<K: PartialEq>(keys: &[Option<K>], bound: usize) -> Vec<(usize, Dropped)> {
+pub(crate) fn trim_plan<K: PartialEq>(keys: &[Option<K>], bound: usize) -> Vec<(usize, Dropped)> {
     let mut excess = keys.len().saturating_sub(bound);
     let mut plan = Vec::with_capacity(excess);
     let superseded = |i: usize| {
@@ -358,7 +358,7 @@ pub fn trim_plan<K: PartialEq>(keys: &[Option<K>], bound: usize) -> Vec<(usize, 
 
 /// Whether an entry of `origin` may be served from the queue of
 /// `state_dir`: its own session's state dir must be this one.
-pub fn belongs_to(origin: &Origin, state_dir: &Path) -> bool {
+pub(crate) fn belongs_to(origin: &Origin, state_dir: &Path) -> bool {
     origin.session().state_dir(&origin.plugin_state_dir) == state_dir
 }
 
@@ -380,11 +380,11 @@ impl Queue {
         self.state_dir.join("queue")
     }
 
-    pub fn lock_path(&self) -> PathBuf {
+    pub(crate) fn lock_path(&self) -> PathBuf {
         self.dir().join("worker.lock")
     }
 
-    pub fn spool_dir(&self) -> PathBuf {
+    pub(crate) fn spool_dir(&self) -> PathBuf {
         self.dir().join("spool")
     }
 
@@ -407,7 +407,7 @@ impl Queue {
     /// name, so that it keeps its place in the queue (its due time and the
     /// order it was first queued in); its content may differ (a rate-limited
     /// alert then names the devices still owed it).
-    pub fn restore(&self, listed: &Listed, entry: &Entry) -> io::Result<()> {
+    pub(crate) fn restore(&self, listed: &Listed, entry: &Entry) -> io::Result<()> {
         atomic_file::create_dir_all(&self.spool_dir(), 0o700)?;
         atomic_file::write_unsynced(&listed.path, entry.to_value()?.to_json().as_bytes(), 0o600)
     }
@@ -435,7 +435,7 @@ impl Queue {
     /// Removes the temp files of entry writes whose writer died (a hook
     /// killed mid-write); returns how many. Every entry name has exactly
     /// one writer, so a temp file whose pid is gone is a leftover.
-    pub fn sweep_temps(&self) -> usize {
+    pub(crate) fn sweep_temps(&self) -> usize {
         let spool = self.spool_dir();
         let Ok(dir) = std::fs::read_dir(&spool) else {
             return 0;
@@ -547,7 +547,7 @@ fn own_executable() -> io::Result<PathBuf> {
 
 /// Why an event could not be left with a worker.
 #[derive(Debug)]
-pub enum HandOverError {
+pub(crate) enum HandOverError {
     /// The event could not be queued, or the worker lock not probed.
     Queue(io::Error),
     /// The event is queued, but no worker process could be started: the
@@ -557,13 +557,30 @@ pub enum HandOverError {
     NoWorker(io::Error),
 }
 
+impl std::fmt::Display for HandOverError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HandOverError::Queue(e) => write!(f, "cannot hand the event to the hook worker: {e}"),
+            HandOverError::NoWorker(e) => write!(f, "cannot start the hook worker: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for HandOverError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            HandOverError::Queue(e) | HandOverError::NoWorker(e) => Some(e),
+        }
+    }
+}
+
 /// Makes sure a worker serves `queue` after an entry was written: when no
 /// process holds the lock, starts `heeler hook-worker` detached (its own
 /// session, stdio on `/dev/null`, no descriptor of ours or herdr's, the
 /// lock released before the spawn). When the lock is held, its holder is a
 /// worker that scans again before it exits, or a probe like this one that
 /// starts a worker after it.
-pub fn ensure_worker(queue: &Queue) -> Result<(), HandOverError> {
+pub(crate) fn ensure_worker(queue: &Queue) -> Result<(), HandOverError> {
     match queue.try_lock().map_err(HandOverError::Queue)? {
         None => return Ok(()),
         Some(probe) => drop(probe),
@@ -585,7 +602,7 @@ pub fn ensure_worker(queue: &Queue) -> Result<(), HandOverError> {
 /// What both event hooks do once they know an event is worth the
 /// debounce: queue it in their session's spool, due at `due_ms`, and make
 /// sure a worker serves it.
-pub fn hand_over(env: &HookEnv, due_ms: u64, job: Job) -> Result<(), HandOverError> {
+pub(crate) fn hand_over(env: &HookEnv, due_ms: u64, job: Job) -> Result<(), HandOverError> {
     let queue = Queue::of(&env.state_dir);
     let hook = job.hook_name();
     queue

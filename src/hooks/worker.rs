@@ -49,6 +49,7 @@ use std::time::{Duration, Instant};
 use crate::base::json::Value;
 use crate::cli::{ActivityHookArgs, HookWorkerArgs, NotifyHookArgs};
 use crate::exit::Failure;
+use crate::herdr::answer::Agent;
 use crate::herdr::client::HerdrError;
 use crate::herdr::session;
 use crate::hooks::delivery::{RateLimited, Relays};
@@ -58,13 +59,13 @@ use crate::hooks::{activity, env, failure_log, notify, registration, settings};
 
 /// How long past the earliest due time the worker waits, so that the events
 /// of one burst are served by one batch.
-pub const GATHER: Duration = Duration::from_millis(50);
+pub(crate) const GATHER: Duration = Duration::from_millis(50);
 
 /// How long an empty spool is watched before the worker exits.
-pub const LINGER: Duration = Duration::from_millis(250);
+pub(crate) const LINGER: Duration = Duration::from_millis(250);
 
 /// The longest sleep between two looks at the spool.
-pub const POLL: Duration = Duration::from_millis(25);
+pub(crate) const POLL: Duration = Duration::from_millis(25);
 
 /// What the worker does next, from the listed entries (earliest due
 /// first) and the clock.
@@ -81,17 +82,17 @@ pub enum Step {
 
 /// One listed entry as the schedule sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Due {
+pub(crate) struct Due {
     /// The due time its name carries.
     pub due_ms: u64,
     /// When the pacing's last plan held it back, the time it gave.
-    pub held_until: Option<u64>,
+    pub(crate) held_until: Option<u64>,
 }
 
 /// The schedule: wait until the earliest entry is due plus `gather` (or,
 /// for an entry the pacing held back, until the time it gave), then serve
 /// every entry due by now.
-pub fn next_step(entries: &[Due], now_ms: u64, gather: Duration) -> Step {
+pub(crate) fn next_step(entries: &[Due], now_ms: u64, gather: Duration) -> Step {
     let gather = gather.as_millis() as u64;
     let Some(start) = entries
         .iter()
@@ -169,7 +170,7 @@ fn serve_here() -> Result<(), Failure> {
 
 /// The hand-off loop around [`serve`]: one worker at a time, and nothing
 /// queued before the last look is left behind.
-pub fn serve_queue(queue: &Queue, log_dir: &Path, limits: Limits) -> std::io::Result<()> {
+pub(crate) fn serve_queue(queue: &Queue, log_dir: &Path, limits: Limits) -> std::io::Result<()> {
     let mut relays = Relays::new(limits);
     loop {
         let Some(lock) = queue.try_lock()? else {
@@ -292,7 +293,7 @@ fn serve_batch(
 /// The devices (by push token) an entry's round would push to, and its
 /// class, from the registration file: what the pacing plans with. A
 /// status that does not notify pushes nothing.
-pub fn ask_of(job: &Job, file: Option<&Value>, env: &env::HookEnv) -> Ask {
+pub(crate) fn ask_of(job: &Job, file: Option<&Value>, env: &env::HookEnv) -> Ask {
     match job {
         Job::Notify { event, only, .. } => Ask {
             class: Class::Alert,
@@ -316,7 +317,7 @@ pub fn ask_of(job: &Job, file: Option<&Value>, env: &env::HookEnv) -> Ask {
 /// What becomes of an entry whose round the relay's rate limit turned
 /// (partly) away.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PutBack {
+pub(crate) enum PutBack {
     /// Back in the spool, held until then; an alert owed to some devices
     /// only names them.
     Requeue(Job, u64),
@@ -327,13 +328,13 @@ pub enum PutBack {
 /// The longest an event is kept re-queued by rate limits, from when its
 /// hook queued it: a relay that still refuses after an hour is not paced
 /// but broken, and the worker must not outlive it.
-pub const MAX_AGE_MS: u64 = 3_600_000;
+pub(crate) const MAX_AGE_MS: u64 = 3_600_000;
 
 /// The decision after a round the relay's rate limit turned away for
 /// `limited` (token, Retry-After in milliseconds) of the `asked` tokens:
 /// due after the longest Retry-After; an alert is owed only to the turned
 /// away devices when others got it (all turned away: the event as it was).
-pub fn put_back(
+pub(crate) fn put_back(
     job: &Job,
     asked: &[String],
     limited: &[(String, u64)],
@@ -427,7 +428,7 @@ fn serve_group(
         .filter(|(_, e, _)| matches!(e.job, Job::Notify { .. }))
         .count();
     let one_list = notify_count >= 2 || notify_count < ready.len();
-    let mut inventory: Option<Result<Vec<Value>, HerdrError>> = None;
+    let mut inventory: Option<Result<Vec<Agent>, HerdrError>> = None;
     let mut labels = HashMap::new();
     // The tokens of the entries held back below, with their times: a later
     // entry for one of them waits behind it.
@@ -552,10 +553,10 @@ fn rate_limited(
 
 /// A pane's agent in one `agent list`: absent means gone, as `agent get`'s
 /// `agent_not_found`.
-pub fn agent_of(agents: &[Value], pane: &str) -> Result<Value, HerdrError> {
+pub(crate) fn agent_of(agents: &[Agent], pane: &str) -> Result<Agent, HerdrError> {
     agents
         .iter()
-        .find(|a| a.get("pane_id").and_then(Value::as_str) == Some(pane))
+        .find(|a| a.pane_id == pane)
         .cloned()
         .ok_or(HerdrError::AgentGone)
 }
@@ -696,14 +697,11 @@ mod tests {
             r#"[{"pane_id":"w1:p1","agent_status":"blocked"},{"pane_id":"w1:p2"}]"#,
         )
         .unwrap();
-        let agents = agents.as_array().unwrap();
+        let agents = crate::herdr::answer::agents(agents.as_array().unwrap());
         assert_eq!(
-            agent_of(agents, "w1:p1")
-                .unwrap()
-                .get("agent_status")
-                .and_then(Value::as_str),
+            agent_of(&agents, "w1:p1").unwrap().agent_status.as_deref(),
             Some("blocked")
         );
-        assert_eq!(agent_of(agents, "w1:p9"), Err(HerdrError::AgentGone));
+        assert_eq!(agent_of(&agents, "w1:p9"), Err(HerdrError::AgentGone));
     }
 }

@@ -51,9 +51,9 @@ use crate::pair::device_key::{self, DeviceKey, DeviceKeyError};
 use crate::pair::state::{EnrolledRecord, StateDir};
 
 /// Stop reading stdin after this many characters without a newline.
-pub const MAX_INPUT_CHARS: usize = 4096;
+pub(crate) const MAX_INPUT_CHARS: usize = 4096;
 /// Stop waiting for stdin after this long.
-pub const INPUT_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const INPUT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Why an enrollment was refused; [`AcceptError::code`] is the wire code.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,20 +82,35 @@ impl AcceptError {
         }
     }
 
-    /// The stderr detail.
+    /// The stderr detail: the error's text.
     pub fn detail(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl std::fmt::Display for AcceptError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             AcceptError::MissingArguments => {
-                "accept requires --state-dir, --pairing-id, and HOME".into()
+                f.write_str("accept requires --state-dir, --pairing-id, and HOME")
             }
-            AcceptError::NoPendingPairing(id) => format!("no pending pairing {id}"),
-            AcceptError::AlreadyUsed(id) => format!("pairing {id} was already used"),
+            AcceptError::NoPendingPairing(id) => write!(f, "no pending pairing {id}"),
+            AcceptError::AlreadyUsed(id) => write!(f, "pairing {id} was already used"),
             AcceptError::Expired(id) => {
-                format!("pairing {id} expired; regenerate the Pairing Code")
+                write!(f, "pairing {id} expired; regenerate the Pairing Code")
             }
-            AcceptError::NoInput => "expected a Device Key public line on stdin".into(),
-            AcceptError::InvalidKey(reason) => format!("rejected Device Key line: {reason}"),
-            AcceptError::Internal(message) => format!("enrollment failed: {message}"),
+            AcceptError::NoInput => f.write_str("expected a Device Key public line on stdin"),
+            AcceptError::InvalidKey(reason) => write!(f, "rejected Device Key line: {reason}"),
+            AcceptError::Internal(message) => write!(f, "enrollment failed: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for AcceptError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            AcceptError::InvalidKey(e) => Some(e),
+            _ => None,
         }
     }
 }

@@ -26,14 +26,14 @@ use crate::exit::Failure;
 use crate::herdr::client;
 
 /// The plugin id when herdr does not say (`HERDR_PLUGIN_ID`).
-pub const DEFAULT_PLUGIN_ID: &str = "heeler";
+pub(crate) const DEFAULT_PLUGIN_ID: &str = "heeler";
 /// The `[[panes]]` entry that runs the popup.
-pub const ENTRYPOINT: &str = "pair";
+pub(crate) const ENTRYPOINT: &str = "pair";
 const SOCKET_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Why the popup could not be opened.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PairActionError {
+pub(crate) enum PairActionError {
     /// herdr answered the request with an error.
     Refused { code: String, message: String },
     /// herdr's answer was not a response line.
@@ -48,33 +48,43 @@ pub enum PairActionError {
     TimedOut(u64),
 }
 
+impl std::fmt::Display for PairActionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PairActionError::Refused { code, message } => {
+                write!(
+                    f,
+                    "herdr could not open the pairing popup: {code}: {message}"
+                )
+            }
+            PairActionError::BadResponse(text) => write!(f, "unexpected answer from herdr: {text}"),
+            PairActionError::Io(text) => write!(f, "herdr socket: {text}"),
+            PairActionError::Spawn(text) => write!(f, "failed to run herdr: {text}"),
+            PairActionError::Cli(status) => {
+                write!(f, "herdr plugin pane open exited with status {status}")
+            }
+            PairActionError::TimedOut(secs) => {
+                write!(f, "herdr plugin pane open timed out after {secs} s")
+            }
+        }
+    }
+}
+
+impl std::error::Error for PairActionError {}
+
 impl From<PairActionError> for Failure {
     fn from(error: PairActionError) -> Failure {
-        match error {
-            PairActionError::Refused { code, message } => Failure::new(
-                format!("herdr could not open the pairing popup: {code}: {message}"),
-                1,
-            ),
-            PairActionError::BadResponse(text) => {
-                Failure::new(format!("unexpected answer from herdr: {text}"), 1)
-            }
-            PairActionError::Io(text) => Failure::new(format!("herdr socket: {text}"), 1),
-            PairActionError::Spawn(text) => Failure::new(format!("failed to run herdr: {text}"), 1),
-            PairActionError::Cli(status) => Failure::new(
-                format!("herdr plugin pane open exited with status {status}"),
-                status,
-            ),
-            PairActionError::TimedOut(secs) => Failure::new(
-                format!("herdr plugin pane open timed out after {secs} s"),
-                1,
-            ),
-        }
+        let status = match error {
+            PairActionError::Cli(status) => status,
+            _ => 1,
+        };
+        Failure::new(error.to_string(), status)
     }
 }
 
 /// A herdr notification telling the user why no popup opened.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Notice {
+pub(crate) struct Notice {
     pub title: &'static str,
     pub body: String,
 }
@@ -83,7 +93,7 @@ pub struct Notice {
 const ALREADY_OPEN: &str = "popup already open";
 
 /// The notice for a refusal (`code`, `message` as herdr sent them).
-pub fn notice_for(code: &str, message: &str) -> Notice {
+pub(crate) fn notice_for(code: &str, message: &str) -> Notice {
     if message.contains(ALREADY_OPEN) {
         return Notice {
             title: "Pairing is already open",
@@ -103,7 +113,7 @@ pub fn notice_for(code: &str, message: &str) -> Notice {
 }
 
 /// The `notification.show` request line for `notice`.
-pub fn notification_request(notice: &Notice) -> String {
+pub(crate) fn notification_request(notice: &Notice) -> String {
     let params = Object::new()
         .with("title", notice.title)
         .with("body", notice.body.as_str());
@@ -142,7 +152,7 @@ fn notify_through_cli(herdr: &str, notice: &Notice) {
 }
 
 /// The request line for the popup.
-pub fn open_request(plugin_id: &str) -> String {
+pub(crate) fn open_request(plugin_id: &str) -> String {
     let params = Object::new()
         .with("plugin_id", plugin_id)
         .with("entrypoint", ENTRYPOINT)
@@ -157,7 +167,7 @@ pub fn open_request(plugin_id: &str) -> String {
 }
 
 /// Reads herdr's response line: `Ok` for a result, the error otherwise.
-pub fn interpret_response(line: &str) -> Result<(), PairActionError> {
+pub(crate) fn interpret_response(line: &str) -> Result<(), PairActionError> {
     let value =
         json::parse(line.trim_end()).map_err(|_| PairActionError::BadResponse(line.to_owned()))?;
     if value.get("result").is_some() {

@@ -47,12 +47,12 @@ pub struct Candidate {
     /// As it goes into the Pairing Code: no brackets, no zone id.
     pub address: String,
     pub origin: Origin,
-    pub pre_checked: bool,
+    pub(crate) pre_checked: bool,
 }
 
 impl Candidate {
     /// `IPv4`, `IPv6`, or `host name` for a pair.json entry that is no IP.
-    pub fn family(&self) -> &'static str {
+    pub(crate) fn family(&self) -> &'static str {
         match self.address.parse::<IpAddr>() {
             Ok(IpAddr::V4(_)) => "IPv4",
             Ok(IpAddr::V6(_)) => "IPv6",
@@ -75,7 +75,7 @@ impl Candidate {
 /// Code cannot carry (the code's own rule), if any. Both front ends check
 /// it before anything else, so a bad value is named rather than reported
 /// as a bad code.
-pub fn command_line_problem(command_line: &[String]) -> Option<String> {
+pub(crate) fn command_line_problem(command_line: &[String]) -> Option<String> {
     let bad = command_line
         .iter()
         .find(|a| !pairing_code::is_valid_address(a))?;
@@ -86,7 +86,7 @@ pub fn command_line_problem(command_line: &[String]) -> Option<String> {
 
 /// [`candidates`] with `heeler pair --address` values listed first (and
 /// pre-checked, like pair.json ones), then pair.json's.
-pub fn candidates_with_command_line(
+pub(crate) fn candidates_with_command_line(
     interfaces: &[InterfaceAddress],
     primary: &str,
     command_line: &[String],
@@ -104,7 +104,7 @@ pub fn candidates_with_command_line(
 
 /// The interface whose first likely address is pre-checked: `en0` on macOS,
 /// `eth0` elsewhere.
-pub fn primary_interface() -> &'static str {
+pub(crate) fn primary_interface() -> &'static str {
     if cfg!(target_os = "macos") {
         "en0"
     } else {
@@ -114,7 +114,7 @@ pub fn primary_interface() -> &'static str {
 
 /// Docker's own interfaces: `docker<N>`, `br-<hex>`, `veth…` (any case).
 /// A generic `bridge0` is not Docker.
-pub fn is_docker_interface(name: &str) -> bool {
+pub(crate) fn is_docker_interface(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     if let Some(rest) = lower.strip_prefix("docker") {
         return rest.bytes().all(|b| b.is_ascii_digit());

@@ -48,7 +48,7 @@ use std::path::{Path, PathBuf};
 use crate::base::atomic_file::{self, LockError, LockFile, LockPolicy};
 
 /// The marker prefix every bootstrap line's comment starts with.
-pub const MARKER_PREFIX: &str = "herdr-pairing:";
+pub(crate) const MARKER_PREFIX: &str = "herdr-pairing:";
 
 /// The files an edit touches, all under `<home>/.ssh`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,7 +95,14 @@ impl fmt::Display for EditError {
     }
 }
 
-impl std::error::Error for EditError {}
+impl std::error::Error for EditError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            EditError::Lock(e) => Some(e),
+            EditError::CreateDir(_, e) | EditError::Read(_, e) | EditError::Write(_, e) => Some(e),
+        }
+    }
+}
 
 /// The outcome of a pure edit: new lines, or "leave the file alone".
 pub type Edited = Option<Vec<Vec<u8>>>;
@@ -136,7 +143,7 @@ pub struct Marker {
 impl Marker {
     /// Whether the Bootstrap Key has expired at `now` (unix seconds): its
     /// expiry is `now` or earlier.
-    pub fn has_expired(&self, now: u64) -> bool {
+    pub(crate) fn has_expired(&self, now: u64) -> bool {
         self.expires_at <= now
     }
 }
@@ -163,7 +170,7 @@ pub fn marker_of(line: &[u8]) -> Option<Marker> {
 }
 
 /// The marker grammar for pairing ids: `[A-Za-z0-9-]+`.
-pub fn is_valid_pairing_id(id: &str) -> bool {
+pub(crate) fn is_valid_pairing_id(id: &str) -> bool {
     !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
 }
 
@@ -266,7 +273,7 @@ fn keep_only(lines: &[Vec<u8>], keep: impl Fn(&[u8]) -> bool) -> Edited {
 
 /// How many times a removal reads and tries again when another writer
 /// replaced or rewrote the file between its read and its swap.
-pub const REWRITE_TRIES: u32 = 20;
+pub(crate) const REWRITE_TRIES: u32 = 20;
 
 /// Holds the authorized_keys lock; the file can be read, appended to and
 /// rewritten while it lives. Other state that must change atomically with
@@ -355,7 +362,7 @@ pub fn edit(location: &Location, change: impl Fn(&[Vec<u8>]) -> Edited) -> Resul
 }
 
 /// One locked append of `line` (see [`Locked::append`]).
-pub fn add_line(location: &Location, line: &str) -> Result<(), EditError> {
+pub(crate) fn add_line(location: &Location, line: &str) -> Result<(), EditError> {
     Locked::acquire(location)?.append(line)
 }
 

@@ -11,7 +11,7 @@ use ring::signature::{Ed25519KeyPair, KeyPair};
 use crate::base::base64;
 
 /// The OpenSSH key type of every Bootstrap and Device Key.
-pub const KEY_TYPE: &str = "ssh-ed25519";
+pub(crate) const KEY_TYPE: &str = "ssh-ed25519";
 
 /// A Bootstrap Key. The seed is secret: `Debug` redacts it.
 #[derive(Clone, PartialEq, Eq)]
@@ -86,7 +86,7 @@ pub fn ed25519_blob(public: &[u8; 32]) -> Vec<u8> {
 }
 
 /// A new pairing id: 6 random bytes as 12 lowercase hex characters.
-pub fn new_pairing_id() -> Result<String, RandomUnavailable> {
+pub(crate) fn new_pairing_id() -> Result<String, RandomUnavailable> {
     let mut bytes = [0u8; 6];
     SystemRandom::new()
         .fill(&mut bytes)

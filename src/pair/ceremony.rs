@@ -75,7 +75,7 @@ use crate::pair::state::{EnrolledRecord, Pending, StateDir, StateError};
 use crate::wire::pairing_code::Bootstrap;
 
 /// How long a Bootstrap Key is valid.
-pub const PAIRING_TTL_SECONDS: i64 = 120;
+pub(crate) const PAIRING_TTL_SECONDS: i64 = 120;
 
 /// What a ceremony needs to know.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,9 +85,9 @@ pub struct CeremonyConfig {
     /// The home whose `.ssh/authorized_keys` is edited.
     pub home: PathBuf,
     /// This binary, by absolute path: the forced command runs it.
-    pub heeler_exe: PathBuf,
+    pub(crate) heeler_exe: PathBuf,
     /// Bootstrap Key lifetime; [`PAIRING_TTL_SECONDS`] outside tests.
-    pub ttl_seconds: i64,
+    pub(crate) ttl_seconds: i64,
 }
 
 impl CeremonyConfig {
@@ -144,7 +144,18 @@ impl fmt::Display for CeremonyError {
     }
 }
 
-impl std::error::Error for CeremonyError {}
+impl std::error::Error for CeremonyError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CeremonyError::UnsafePath { .. } | CeremonyError::RelativePath { .. } => None,
+            CeremonyError::CurrentExe(e) => Some(e),
+            CeremonyError::Random(e) => Some(e),
+            CeremonyError::State(e) => Some(e),
+            CeremonyError::AuthorizedKeys(e) => Some(e),
+            CeremonyError::Untrusted(e) => Some(e),
+        }
+    }
+}
 
 impl From<StateError> for CeremonyError {
     fn from(e: StateError) -> Self {
@@ -190,7 +201,7 @@ fn quotable(what: &'static str, path: &Path) -> Result<String, CeremonyError> {
 
 /// The forced command:
 /// `'<heeler>' accept --state-dir '<state>' --pairing-id <id>`.
-pub fn forced_command(
+pub(crate) fn forced_command(
     heeler_exe: &Path,
     state_dir: &Path,
     pairing_id: &str,
@@ -204,7 +215,7 @@ pub fn forced_command(
 
 /// The restricted authorized_keys line:
 /// `restrict,command="<cmd>" <public line> herdr-pairing:<id>:exp:<unix>`.
-pub fn bootstrap_line(
+pub(crate) fn bootstrap_line(
     command: &str,
     public_line: &str,
     pairing_id: &str,
@@ -248,7 +259,7 @@ impl From<EnrolledRecord> for Enrolled {
 
 /// When a record is judged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Moment {
+pub(crate) enum Moment {
     /// A poll, without the lock: an `accept` may be between its record
     /// and its key line.
     Poll,
@@ -260,7 +271,7 @@ pub enum Moment {
 
 /// What a ceremony's record and the key file say together.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Nothing yet (a poll only).
     Waiting,
     /// The key file holds the Device Key this ceremony enrolled.
@@ -275,7 +286,7 @@ pub enum Verdict {
 /// line is in `lines`; a record that says the key was already there (or,
 /// the Node plugin's, does not say) counts while a line with its key blob
 /// is. Otherwise a poll keeps waiting and a settled look finds nothing.
-pub fn judge(record: Option<&EnrolledRecord>, lines: &[Vec<u8>], moment: Moment) -> Verdict {
+pub(crate) fn judge(record: Option<&EnrolledRecord>, lines: &[Vec<u8>], moment: Moment) -> Verdict {
     let nothing = match moment {
         Moment::Poll => Verdict::Waiting,
         Moment::Settled => Verdict::NothingEnrolled,
@@ -307,7 +318,7 @@ pub fn judge(record: Option<&EnrolledRecord>, lines: &[Vec<u8>], moment: Moment)
 /// not yet), `key` (the key line written, the bootstrap line not yet
 /// removed), `poll` (`pair --no-ui` after a poll that found nothing).
 /// Release builds compile it to nothing: no environment can pause them.
-pub fn pause_point(step: &str) {
+pub(crate) fn pause_point(step: &str) {
     #[cfg(debug_assertions)]
     {
         use std::sync::atomic::{AtomicBool, Ordering};
@@ -350,7 +361,7 @@ pub fn begin(config: &CeremonyConfig) -> Result<Ceremony, CeremonyError> {
 }
 
 /// [`begin`] at a given clock reading (tests).
-pub fn begin_at(config: &CeremonyConfig, now: i64) -> Result<Ceremony, CeremonyError> {
+pub(crate) fn begin_at(config: &CeremonyConfig, now: i64) -> Result<Ceremony, CeremonyError> {
     let state = StateDir::new(&config.state_dir);
     state.trusted().map_err(CeremonyError::Untrusted)?;
     let key = BootstrapKey::generate()?;
@@ -445,7 +456,7 @@ impl Ceremony {
 /// Removes a pairing's bootstrap line and pending file, keeping its
 /// enrolled record: what `heeler accept` does to a pairing it refuses.
 /// Idempotent.
-pub fn drop_bootstrap(
+pub(crate) fn drop_bootstrap(
     location: &Location,
     state: &StateDir,
     pairing_id: &str,

@@ -13,8 +13,8 @@ use std::path::Path;
 use crate::base::json::{self, Value};
 use crate::wire::pairing_code::is_safe_absolute_path;
 
-pub const FILE_NAME: &str = "pair.json";
-pub const DEFAULT_SSH_PORT: u16 = 22;
+pub(crate) const FILE_NAME: &str = "pair.json";
+pub(crate) const DEFAULT_SSH_PORT: u16 = 22;
 
 /// Everything pair.json says, with one warning per value it could not honour.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,16 +22,16 @@ pub struct PairConfig {
     /// The port to advertise: the file's `ssh_port`, or 22.
     pub ssh_port: u16,
     /// Why `ssh_port` fell back to 22 (also covers an unreadable file).
-    pub port_warning: Option<String>,
+    pub(crate) port_warning: Option<String>,
     /// The same reason as a value, for callers that grade it (`heeler
     /// doctor`); `port_warning` is its [`PortFallback::warning`] text.
-    pub port_fallback: Option<PortFallback>,
+    pub(crate) port_fallback: Option<PortFallback>,
     /// `addresses`, listed first and pre-checked. Empty when absent/invalid.
     pub addresses: Vec<String>,
-    pub addresses_warning: Option<String>,
+    pub(crate) addresses_warning: Option<String>,
     /// `launcher`: an absolute path to put in a v2 code.
     pub launcher: Option<String>,
-    pub launcher_warning: Option<String>,
+    pub(crate) launcher_warning: Option<String>,
 }
 
 impl Default for PairConfig {
@@ -50,7 +50,7 @@ impl Default for PairConfig {
 
 /// Why the advertised port is 22 although pair.json exists.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PortFallback {
+pub(crate) enum PortFallback {
     /// The file exists but could not be read: Node's error code (or the
     /// message).
     Unreadable(String),
@@ -99,7 +99,7 @@ impl PairConfig {
 }
 
 /// The largest pair.json read; a longer one is unreadable.
-pub const MAX_FILE_BYTES: u64 = 64 * 1024;
+pub(crate) const MAX_FILE_BYTES: u64 = 64 * 1024;
 
 /// Reads `<config_dir>/pair.json`. No config dir, or no file: the defaults.
 pub fn read(config_dir: Option<&Path>) -> PairConfig {
@@ -113,12 +113,12 @@ pub fn read(config_dir: Option<&Path>) -> PairConfig {
 /// non-blocking config read (`state_file::read_config`): a link is
 /// followed, but a FIFO, a device or a file over [`MAX_FILE_BYTES`] is an
 /// error, never a hang or an unbounded read.
-pub fn read_bytes(config_dir: &Path) -> io::Result<Vec<u8>> {
+pub(crate) fn read_bytes(config_dir: &Path) -> io::Result<Vec<u8>> {
     crate::base::state_file::read_config(&config_dir.join(FILE_NAME), MAX_FILE_BYTES)
 }
 
 /// The config from the outcome of reading the file.
-pub fn from_read(result: io::Result<Vec<u8>>) -> PairConfig {
+pub(crate) fn from_read(result: io::Result<Vec<u8>>) -> PairConfig {
     match result {
         Ok(bytes) => from_contents(&bytes),
         Err(error) if error.kind() == io::ErrorKind::NotFound => PairConfig::default(),

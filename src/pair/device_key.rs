@@ -18,7 +18,7 @@ use crate::pair::host_key;
 
 /// Longest accepted submission, in UTF-16 code units before trimming (as
 /// the Node plugin counted).
-pub const MAX_LINE_CHARS: usize = 1024;
+pub(crate) const MAX_LINE_CHARS: usize = 1024;
 
 /// A validated Device Key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,7 +26,7 @@ pub struct DeviceKey {
     /// `ssh-ed25519 <canonical base64>[ <comment>]`.
     pub line: String,
     /// The canonical standard base64 of the blob (the line's second word).
-    pub blob_base64: String,
+    pub(crate) blob_base64: String,
     /// `SHA256:…` of the blob.
     pub fingerprint: String,
     /// The comment (label), when there is one.

@@ -20,9 +20,9 @@ use crate::herdr::session;
 use crate::wire::pairing_code::{self, Endpoint, MAX_SOCK_BYTES, is_safe_absolute_path};
 
 /// How long the launcher's test run may take.
-pub const TEST_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const TEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// The generated launcher's name inside the plugin config dir.
-pub const LAUNCHER_NAME: &str = "launcher";
+pub(crate) const LAUNCHER_NAME: &str = "launcher";
 const LAUNCHER_MODE: u32 = 0o700;
 const NO_CODE: &str = "No Pairing Code offered.";
 
@@ -38,12 +38,12 @@ pub struct HerdrEnv {
     /// `HERDR_SOCKET_PATH`.
     pub socket_path: Option<String>,
     /// `HERDR_BIN_PATH`.
-    pub bin_path: Option<String>,
+    pub(crate) bin_path: Option<String>,
 }
 
 impl HerdrEnv {
     /// Reads the environment of this process.
-    pub fn from_process(home: PathBuf, plugin_id: &str) -> HerdrEnv {
+    pub(crate) fn from_process(home: PathBuf, plugin_id: &str) -> HerdrEnv {
         let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
         HerdrEnv {
             home,
@@ -109,7 +109,7 @@ fn same_path(a: &Path, b: &Path) -> bool {
 }
 
 /// Why a socket path breaks a v2 rule, if it does.
-pub fn socket_problem(sock: &str) -> Option<&'static str> {
+pub(crate) fn socket_problem(sock: &str) -> Option<&'static str> {
     if !is_safe_absolute_path(sock) {
         Some("it is not an absolute path without ', \\ or control characters")
     } else if !(sock.ends_with("/herdr/herdr.sock") || session::named_session_of(sock).is_some()) {
@@ -197,7 +197,9 @@ pub fn plan(env: &HerdrEnv, configured_launcher: Option<&str>) -> Plan {
 /// when set, and every `HERDR_*` except the per-process ones and an
 /// inherited client socket. Names that are not shell identifiers are
 /// skipped.
-pub fn exported_vars(vars: impl IntoIterator<Item = (String, String)>) -> Vec<(String, String)> {
+pub(crate) fn exported_vars(
+    vars: impl IntoIterator<Item = (String, String)>,
+) -> Vec<(String, String)> {
     const XDG: [&str; 4] = [
         "XDG_CONFIG_HOME",
         "XDG_STATE_HOME",
@@ -236,13 +238,13 @@ pub fn exported_vars(vars: impl IntoIterator<Item = (String, String)>) -> Vec<(S
 }
 
 /// `text` single-quoted for a POSIX shell.
-pub fn shell_quote(text: &str) -> String {
+pub(crate) fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\\''"))
 }
 
 /// The generated launcher script: exports, then exec herdr with the
 /// arguments it was given. It prints nothing of its own.
-pub fn launcher_script(herdr_bin: &str, vars: &[(String, String)]) -> String {
+pub(crate) fn launcher_script(herdr_bin: &str, vars: &[(String, String)]) -> String {
     let mut script = String::from(
         "#!/bin/sh\n# Written by heeler's pairing popup: runs this herdr for the Heeler app.\n# Opening the popup again rewrites it.\n",
     );
@@ -415,7 +417,7 @@ pub fn test_launcher(
 }
 
 /// The checklist line for a working endpoint.
-pub fn endpoint_line(endpoint: &Endpoint) -> String {
+pub(crate) fn endpoint_line(endpoint: &Endpoint) -> String {
     format!("Endpoint {} via {}", endpoint.sock, endpoint.herdr)
 }
 

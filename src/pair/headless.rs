@@ -38,11 +38,11 @@ use crate::pair::preflight;
 use crate::wire::pairing_code::{self, Payload};
 
 /// How often the wait loop looks for an enrollment or a signal.
-pub const POLL_INTERVAL: Duration = Duration::from_millis(200);
+pub(crate) const POLL_INTERVAL: Duration = Duration::from_millis(200);
 /// Test-only: overrides the Bootstrap Key TTL (seconds).
-pub const TEST_TTL_ENV: &str = "HEELER_TEST_PAIRING_TTL_SECONDS";
+pub(crate) const TEST_TTL_ENV: &str = "HEELER_TEST_PAIRING_TTL_SECONDS";
 /// Test-only: overrides the host key directory.
-pub const TEST_HOST_KEY_DIR_ENV: &str = "HEELER_TEST_HOST_KEY_DIR";
+pub(crate) const TEST_HOST_KEY_DIR_ENV: &str = "HEELER_TEST_HOST_KEY_DIR";
 
 fn fail(line: impl Into<String>) -> Failure {
     Failure::new(format!("heeler pair: {}", line.into()), 1)
@@ -187,7 +187,7 @@ fn preflight(port: u16) -> Result<(), Failure> {
 
 /// The stdout line of a finished ceremony: `enrolled …` when it appended
 /// the Device Key, `already authorized …` when the key was there already.
-pub fn outcome_line(enrolled: &ceremony::Enrolled) -> String {
+pub(crate) fn outcome_line(enrolled: &ceremony::Enrolled) -> String {
     let what = if enrolled.appended {
         "enrolled"
     } else {
@@ -201,7 +201,7 @@ pub fn outcome_line(enrolled: &ceremony::Enrolled) -> String {
 
 /// What ended the wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Trigger {
+pub(crate) enum Trigger {
     /// A poll saw an enrollment.
     Enrolled,
     /// The TTL ran out.
@@ -212,7 +212,7 @@ pub enum Trigger {
 
 /// How `pair --no-ui` exits.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Exit {
+pub(crate) struct Exit {
     /// The stdout line (an enrollment).
     pub stdout: Option<String>,
     /// The stderr lines.
@@ -226,7 +226,7 @@ pub struct Exit {
 /// printed whatever ended the wait (a signal keeps its 128 + signal
 /// status, and says the key stays); nothing enrolled is the expiry's exit
 /// 1 or the signal's status.
-pub fn exit_of(trigger: Trigger, ended: Result<Option<ceremony::Enrolled>, String>) -> Exit {
+pub(crate) fn exit_of(trigger: Trigger, ended: Result<Option<ceremony::Enrolled>, String>) -> Exit {
     let signal_status_of = |signal| signal_status(signal);
     match ended {
         Ok(Some(enrolled)) => {
@@ -299,7 +299,7 @@ pub fn exit_of(trigger: Trigger, ended: Result<Option<ceremony::Enrolled>, Strin
 /// The exit status of a ceremony ended by `signal` (after its cleanup):
 /// 128 + the signal, as a shell reports a process the signal killed. The
 /// popup ends the same way.
-pub fn signal_status(signal: i32) -> u8 {
+pub(crate) fn signal_status(signal: i32) -> u8 {
     u8::try_from(128 + signal).unwrap_or(1)
 }
 

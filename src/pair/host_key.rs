@@ -14,10 +14,10 @@ use crate::base::base64;
 use crate::base::sys;
 
 /// Where OpenSSH keeps its host keys.
-pub const DEFAULT_DIR: &str = "/etc/ssh";
+pub(crate) const DEFAULT_DIR: &str = "/etc/ssh";
 
 /// The host key files, in the order the first readable one wins.
-pub const FILE_NAMES: [&str; 3] = [
+pub(crate) const FILE_NAMES: [&str; 3] = [
     "ssh_host_ed25519_key.pub",
     "ssh_host_ecdsa_key.pub",
     "ssh_host_rsa_key.pub",
@@ -63,7 +63,7 @@ pub fn fingerprint(blob: &[u8]) -> String {
 
 /// Parses a public key file's text (`<type> <base64 blob> [comment]`) into
 /// its type and blob. The type must start with `ssh-` or `ecdsa-`.
-pub fn parse_public_line(text: &str) -> Option<(String, Vec<u8>)> {
+pub(crate) fn parse_public_line(text: &str) -> Option<(String, Vec<u8>)> {
     let mut words = text.split_whitespace();
     let key_type = words.next()?;
     let blob = words.next()?;

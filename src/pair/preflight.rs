@@ -19,7 +19,7 @@ use std::time::Duration;
 use crate::base::bytes::printable;
 
 /// The flag that skips the preflight (`heeler pair [--no-ui] --no-ssh-check`).
-pub const SKIP_FLAG: &str = "--no-ssh-check";
+pub(crate) const SKIP_FLAG: &str = "--no-ssh-check";
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 const BANNER_TIMEOUT: Duration = Duration::from_secs(3);
@@ -63,7 +63,11 @@ pub fn classify(port: u16, banner: &Result<String, String>) -> Finding {
 /// [`classify`], the fix naming `start` as the way to start OpenSSH on
 /// this Host when the caller knows it (doctor reads the init system and
 /// the distribution).
-pub fn classify_with(port: u16, banner: &Result<String, String>, start: Option<&str>) -> Finding {
+pub(crate) fn classify_with(
+    port: u16,
+    banner: &Result<String, String>,
+    start: Option<&str>,
+) -> Finding {
     let start = start.unwrap_or(
         "Linux: sudo systemctl enable --now ssh; macOS: System Settings > General > Sharing > Remote Login",
     );
@@ -113,7 +117,7 @@ pub fn classify_with(port: u16, banner: &Result<String, String>, start: Option<&
 
 /// The first `SSH-` line the server on 127.0.0.1:<port> sends (at most
 /// 1 KiB read, within the connect and banner timeouts).
-pub fn read_banner(port: u16) -> Result<String, String> {
+pub(crate) fn read_banner(port: u16) -> Result<String, String> {
     let address = SocketAddr::from(([127, 0, 0, 1], port));
     let mut stream = TcpStream::connect_timeout(&address, CONNECT_TIMEOUT).map_err(describe)?;
     stream
@@ -180,7 +184,7 @@ pub fn verdict(finding: &Finding) -> Verdict {
 }
 
 /// The one line `heeler pair --no-ui` exits 1 with.
-pub fn refusal_line(reason: &str) -> String {
+pub(crate) fn refusal_line(reason: &str) -> String {
     format!("{reason} (or pass {SKIP_FLAG} to print the code anyway)")
 }
 

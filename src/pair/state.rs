@@ -34,7 +34,7 @@ use crate::base::json::{self, Object, Value};
 
 /// How long an enrolled record outlives its ceremony's expiry, and an
 /// unreadable state file its mtime (plus the TTL), before a sweep removes it.
-pub const SWEEP_GRACE_SECONDS: i64 = 120;
+pub(crate) const SWEEP_GRACE_SECONDS: i64 = 120;
 
 /// An open ceremony.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,19 +91,19 @@ impl StateDir {
         dirs::trusted_tree(&self.root, &["pending", "enrolled"])
     }
 
-    pub fn pending_dir(&self) -> PathBuf {
+    pub(crate) fn pending_dir(&self) -> PathBuf {
         self.root.join("pending")
     }
 
-    pub fn enrolled_dir(&self) -> PathBuf {
+    pub(crate) fn enrolled_dir(&self) -> PathBuf {
         self.root.join("enrolled")
     }
 
-    pub fn pending_path(&self, pairing_id: &str) -> PathBuf {
+    pub(crate) fn pending_path(&self, pairing_id: &str) -> PathBuf {
         self.pending_dir().join(format!("{pairing_id}.json"))
     }
 
-    pub fn enrolled_path(&self, pairing_id: &str) -> PathBuf {
+    pub(crate) fn enrolled_path(&self, pairing_id: &str) -> PathBuf {
         self.enrolled_dir().join(format!("{pairing_id}.json"))
     }
 
@@ -111,12 +111,12 @@ impl StateDir {
         write_record(&self.pending_path(&pending.pairing_id), &pending.to_json())
     }
 
-    pub fn write_enrolled(&self, record: &EnrolledRecord) -> Result<(), StateError> {
+    pub(crate) fn write_enrolled(&self, record: &EnrolledRecord) -> Result<(), StateError> {
         write_record(&self.enrolled_path(&record.pairing_id), &record.to_json())
     }
 
     /// The pending record, `None` when missing or unreadable.
-    pub fn read_pending(&self, pairing_id: &str) -> Option<Pending> {
+    pub(crate) fn read_pending(&self, pairing_id: &str) -> Option<Pending> {
         Pending::from_json(&json::read_file(&self.pending_path(pairing_id))?)
     }
 
@@ -125,15 +125,15 @@ impl StateDir {
         EnrolledRecord::from_json(&json::read_file(&self.enrolled_path(pairing_id))?)
     }
 
-    pub fn pending_exists(&self, pairing_id: &str) -> bool {
+    pub(crate) fn pending_exists(&self, pairing_id: &str) -> bool {
         self.pending_path(pairing_id).exists()
     }
 
-    pub fn remove_pending(&self, pairing_id: &str) -> Result<(), StateError> {
+    pub(crate) fn remove_pending(&self, pairing_id: &str) -> Result<(), StateError> {
         remove_if_present(&self.pending_path(pairing_id))
     }
 
-    pub fn remove_enrolled(&self, pairing_id: &str) -> Result<(), StateError> {
+    pub(crate) fn remove_enrolled(&self, pairing_id: &str) -> Result<(), StateError> {
         remove_if_present(&self.enrolled_path(pairing_id))
     }
 
@@ -212,7 +212,7 @@ impl Pending {
             .with("publicLine", self.public_line.as_str())
     }
 
-    pub fn from_json(value: &Value) -> Option<Pending> {
+    pub(crate) fn from_json(value: &Value) -> Option<Pending> {
         Some(Pending {
             pairing_id: string_field(value, "pairingId")?,
             expires_at: value.get("expiresAt")?.as_i64()?,
@@ -234,7 +234,7 @@ impl EnrolledRecord {
         }
     }
 
-    pub fn from_json(value: &Value) -> Option<EnrolledRecord> {
+    pub(crate) fn from_json(value: &Value) -> Option<EnrolledRecord> {
         Some(EnrolledRecord {
             pairing_id: string_field(value, "pairingId")?,
             expires_at: value.get("expiresAt")?.as_i64()?,

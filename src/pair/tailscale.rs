@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 use crate::base::json::{self, Value};
 
 /// Each tailscale command gets this long before it counts as failed.
-pub const COMMAND_TIMEOUT: Duration = Duration::from_millis(800);
+pub(crate) const COMMAND_TIMEOUT: Duration = Duration::from_millis(800);
 
 /// The programs tried in order, the first one exiting 0 wins.
-pub const PROGRAMS: [&str; 3] = [
+pub(crate) const PROGRAMS: [&str; 3] = [
     "tailscale",
     "/Applications/Tailscale.app/Contents/MacOS/Tailscale",
     "/Applications/Tailscale.app/Contents/MacOS/tailscale",
@@ -34,7 +34,7 @@ pub struct TailscaleSsh {
 /// Whether an address might be a tailnet one: `100.64.0.0/10`, or Tailscale's
 /// `fd7a:115c:a1e0` ULA prefix. Only a screen for whether asking is worth a
 /// subprocess; the warning itself matches Tailscale's own list.
-pub fn may_be_tailnet(address: &str) -> bool {
+pub(crate) fn may_be_tailnet(address: &str) -> bool {
     let lower = address.to_ascii_lowercase();
     if let Some(rest) = lower.strip_prefix("fd7a:115c:a1e0") {
         return rest.is_empty() || !rest.starts_with(|c: char| c.is_ascii_alphanumeric());
@@ -49,7 +49,7 @@ pub fn may_be_tailnet(address: &str) -> bool {
 }
 
 /// Zone stripped, lowercase: how addresses are compared.
-pub fn normalise(address: &str) -> String {
+pub(crate) fn normalise(address: &str) -> String {
     address
         .split('%')
         .next()
@@ -58,7 +58,7 @@ pub fn normalise(address: &str) -> String {
 }
 
 /// Reads the two outputs (either may be missing) into an answer.
-pub fn interpret(status_json: Option<&str>, prefs_json: Option<&str>) -> TailscaleSsh {
+pub(crate) fn interpret(status_json: Option<&str>, prefs_json: Option<&str>) -> TailscaleSsh {
     let status = status_json.and_then(|text| json::parse(text).ok());
     let prefs = prefs_json.and_then(|text| json::parse(text).ok());
     let run_ssh = prefs
@@ -90,7 +90,7 @@ pub fn interpret(status_json: Option<&str>, prefs_json: Option<&str>) -> Tailsca
 
 /// The selected addresses Tailscale SSH would answer on port 22. Empty
 /// unless SSH is served and the advertised port is exactly 22.
-pub fn conflict(answer: &TailscaleSsh, selected: &[&str], port: u16) -> Vec<String> {
+pub(crate) fn conflict(answer: &TailscaleSsh, selected: &[&str], port: u16) -> Vec<String> {
     if !answer.enabled || port != 22 {
         return Vec::new();
     }

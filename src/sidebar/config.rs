@@ -22,7 +22,7 @@ use crate::base::json::{Object, Value};
 use crate::sidebar::toml_1_0;
 
 /// The snapshot format version.
-pub const SNAPSHOT_VERSION: u64 = 1;
+pub(crate) const SNAPSHOT_VERSION: u64 = 1;
 
 /// herdr's built-in agent tokens (herdr 0.9.x; `machine` since 0.9.0).
 pub const BUILTIN_TOKENS: [&str; 9] = [
@@ -67,9 +67,9 @@ pub const AGENT_IDS: [&str; 24] = [
 ];
 
 /// At most this many rows in a layout, tokens in a row, and rules on a token.
-pub const MAX_ROWS: usize = 16;
-pub const MAX_TOKENS_PER_ROW: usize = 16;
-pub const MAX_RULES: usize = 16;
+pub(crate) const MAX_ROWS: usize = 16;
+pub(crate) const MAX_TOKENS_PER_ROW: usize = 16;
+pub(crate) const MAX_RULES: usize = 16;
 
 const TOKEN_KEYS: [&str; 5] = ["token", "fg", "bold", "dim", "rules"];
 const RULE_KEYS: [&str; 10] = [
@@ -114,7 +114,8 @@ impl Diagnostic {
     }
 
     /// The diagnostic a snapshot string names, if any.
-    pub fn from_name(name: &str) -> Option<Diagnostic> {
+    #[cfg(test)]
+    pub(crate) fn from_name(name: &str) -> Option<Diagnostic> {
         Diagnostic::ALL.into_iter().find(|d| d.as_str() == name)
     }
 }
@@ -137,7 +138,7 @@ impl Sort {
 
 /// A numeric rule threshold, exported as the JSON number it was written as.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Threshold {
+pub(crate) enum Threshold {
     Integer(i64),
     Float(f64),
 }
@@ -153,7 +154,7 @@ impl Threshold {
 
 /// A rule's single condition on the token's text.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Condition {
+pub(crate) enum Condition {
     Equals(String),
     Contains(String),
     StartsWith(String),
@@ -173,7 +174,7 @@ impl Condition {
 /// One entry of a styled token's `rules`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rule {
-    pub condition: Condition,
+    pub(crate) condition: Condition,
     pub ignore_case: Option<bool>,
     pub fg: Option<String>,
     pub bold: Option<bool>,
@@ -205,7 +206,7 @@ impl Token {
 }
 
 /// Rows of tokens: a whole layout.
-pub type Rows = Vec<Vec<Token>>;
+pub(crate) type Rows = Vec<Vec<Token>>;
 
 /// The exported subset of herdr's config.
 #[derive(Debug, Clone, PartialEq)]
@@ -452,10 +453,14 @@ fn validate_rows(value: &DeValue<'_>) -> Checked<Rows> {
 }
 
 fn is_token_name(name: &str) -> bool {
-    if BUILTIN_TOKENS.contains(&name) {
-        return true;
-    }
-    name.strip_prefix('$').is_some_and(|custom| {
+    BUILTIN_TOKENS.contains(&name) || is_custom_token(name)
+}
+
+/// A custom token: `$` and 1 to 32 ASCII letters, digits, `_` or `-`. The
+/// sidebar's grammar, which Live Activity row layouts share
+/// (`hooks::row_layout`).
+pub fn is_custom_token(token: &str) -> bool {
+    token.strip_prefix('$').is_some_and(|custom| {
         (1..=32).contains(&custom.len())
             && custom
                 .bytes()
@@ -463,8 +468,9 @@ fn is_token_name(name: &str) -> bool {
     })
 }
 
-/// `#RGB` or `#RRGGBB`, hex digits in either case.
-fn is_color(text: &str) -> bool {
+/// `#RGB` or `#RRGGBB`, hex digits in either case: the sidebar's colour,
+/// which Live Activity row layouts share.
+pub fn is_color(text: &str) -> bool {
     text.strip_prefix('#').is_some_and(|hex| {
         (hex.len() == 3 || hex.len() == 6) && hex.bytes().all(|b| b.is_ascii_hexdigit())
     })

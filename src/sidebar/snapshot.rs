@@ -27,11 +27,11 @@ use crate::base::json::{self, Value};
 use crate::sidebar::config::{self, Diagnostic, Parsed, Source};
 
 /// The snapshot's file name inside the plugin config dir.
-pub const SNAPSHOT_FILE: &str = "sidebar.json";
+pub(crate) const SNAPSHOT_FILE: &str = "sidebar.json";
 /// Mode of `sidebar.json`.
-pub const SNAPSHOT_MODE: u32 = 0o600;
+pub(crate) const SNAPSHOT_MODE: u32 = 0o600;
 /// Mode of a plugin config dir this module creates.
-pub const CONFIG_DIR_MODE: u32 = 0o700;
+pub(crate) const CONFIG_DIR_MODE: u32 = 0o700;
 
 /// The environment the source path is resolved from (the herdr server's,
 /// inherited by plugin processes). `None` means unset; an empty value is set.
@@ -46,7 +46,7 @@ pub struct SourceEnv {
 
 impl SourceEnv {
     /// Reads `HERDR_CONFIG_PATH`, `XDG_CONFIG_HOME`, `HOME` and the temp dir.
-    pub fn from_process_env() -> SourceEnv {
+    pub(crate) fn from_process_env() -> SourceEnv {
         SourceEnv {
             herdr_config_path: std::env::var_os("HERDR_CONFIG_PATH"),
             xdg_config_home: std::env::var_os("XDG_CONFIG_HOME"),
@@ -92,7 +92,7 @@ pub fn source_path(env: &SourceEnv) -> PathBuf {
 
 /// Node's `path.posix.join`: join with `/`, then normalize (collapse `//`,
 /// drop `.`, resolve `..` where possible; empty result is `.`).
-pub fn js_path_join(parts: &[String]) -> String {
+pub(crate) fn js_path_join(parts: &[String]) -> String {
     let joined = parts
         .iter()
         .filter(|p| !p.is_empty())
@@ -176,7 +176,13 @@ impl fmt::Display for SidebarError {
     }
 }
 
-impl std::error::Error for SidebarError {}
+impl std::error::Error for SidebarError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SidebarError::CreateDir(e) | SidebarError::Write(e) => Some(e),
+        }
+    }
+}
 
 fn errno_name(error: &io::Error) -> Option<&'static str> {
     let names: [(i32, &str); 20] = [
@@ -368,7 +374,7 @@ pub fn refresh(config_dir: &Path, env: &SourceEnv, now_unix: i64) -> Result<Refr
 }
 
 /// [`refresh`] with the process environment and clock.
-pub fn refresh_from_process_env(config_dir: &Path) -> Result<Refresh, SidebarError> {
+pub(crate) fn refresh_from_process_env(config_dir: &Path) -> Result<Refresh, SidebarError> {
     refresh(
         config_dir,
         &SourceEnv::from_process_env(),
@@ -378,7 +384,7 @@ pub fn refresh_from_process_env(config_dir: &Path) -> Result<Refresh, SidebarErr
 
 /// The event hooks' prologue: refresh, and turn a failure into one log line
 /// on stderr so that it never stops a notification.
-pub fn refresh_for_event(config_dir: &Path) {
+pub(crate) fn refresh_for_event(config_dir: &Path) {
     if let Err(error) = refresh_from_process_env(config_dir) {
         eprintln!("sidebar-hook: snapshot refresh failed ({})", error.code());
     }

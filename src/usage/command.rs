@@ -20,7 +20,7 @@ use crate::usage::worker;
 /// What `heeler usage query`'s arguments ask for, and the errors its
 /// answer reports about them.
 #[derive(Debug, Clone)]
-pub struct QueryRequest {
+pub(crate) struct QueryRequest {
     pub options: Options,
     /// `--help` or `help`: print the options instead of answering.
     pub help: bool,
@@ -33,7 +33,7 @@ pub struct QueryRequest {
 /// `unknown_option` error, together with the value that follows it, if
 /// any (a following argument not starting with `-`); the later of two
 /// repeated options wins.
-pub fn parse_query(args: &[String]) -> QueryRequest {
+pub(crate) fn parse_query(args: &[String]) -> QueryRequest {
     let (mut tz, mut claude_limits, mut refresh) = (None, None, None);
     let (mut help, mut tz_missing, mut options_ended) = (false, false, false);
     let mut ignored = Vec::new();

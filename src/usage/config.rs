@@ -22,9 +22,9 @@ use crate::base::dirs::{self, NoHome};
 /// Days kept when `usage.toml` does not say.
 pub const DEFAULT_RETENTION_DAYS: i64 = 90;
 /// The app's query needs 30 days, so the cache never keeps fewer.
-pub const MIN_RETENTION_DAYS: i64 = 30;
+pub(crate) const MIN_RETENTION_DAYS: i64 = 30;
 /// A year: what the longest-reaching tools people compare us with show.
-pub const MAX_RETENTION_DAYS: i64 = 365;
+pub(crate) const MAX_RETENTION_DAYS: i64 = 365;
 /// A config file longer than this is not ours.
 const MAX_BYTES: u64 = 64 * 1024;
 
@@ -52,6 +52,8 @@ impl std::fmt::Display for ConfigError {
         f.write_str(&self.0)
     }
 }
+
+impl std::error::Error for ConfigError {}
 
 /// `usage.toml` in the plugin's config dir.
 pub fn path(env: &dirs::Env) -> Result<PathBuf, NoHome> {

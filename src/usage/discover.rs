@@ -49,7 +49,7 @@ impl Roots {
     }
 
     /// Every root [`Roots::from_env`] looks at, whether it exists or not.
-    pub fn searched(runtime: Option<&Value>) -> Roots {
+    pub(crate) fn searched(runtime: Option<&Value>) -> Roots {
         let (home, claude, xdg, codex) = env_values(runtime);
         Roots {
             claude: crate::usage::parse::claude::candidates(
@@ -83,7 +83,7 @@ fn env_values(
 /// The line a person reads when no transcript was found: the roots
 /// searched ([`Roots::searched`]), and how to point at others (the
 /// variables [`Roots::resolve`] reads).
-pub fn nothing_found(roots: &Roots) -> String {
+pub(crate) fn nothing_found(roots: &Roots) -> String {
     let list = |paths: &[PathBuf]| {
         let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
         if names.is_empty() {
@@ -146,8 +146,8 @@ enum Listed {
 #[derive(Debug, Default)]
 pub struct Discovery {
     pub candidates: Vec<Candidate>,
-    pub dirs_unreadable_claude: u64,
-    pub dirs_unreadable_codex: u64,
+    pub(crate) dirs_unreadable_claude: u64,
+    pub(crate) dirs_unreadable_codex: u64,
 }
 
 impl Discovery {

@@ -22,7 +22,7 @@ impl Agent {
     }
 
     /// The agent [`Agent::name`] names.
-    pub fn from_name(name: &str) -> Option<Agent> {
+    pub(crate) fn from_name(name: &str) -> Option<Agent> {
         match name {
             "claude" => Some(Agent::Claude),
             "codex" => Some(Agent::Codex),
@@ -61,7 +61,7 @@ impl EventKind {
             EventKind::CodexRecord => 3,
         }
     }
-    pub fn from_code(code: u8) -> Option<EventKind> {
+    pub(crate) fn from_code(code: u8) -> Option<EventKind> {
         Some(match code {
             0 => EventKind::Claude,
             1 => EventKind::CodexTotals,
@@ -74,10 +74,10 @@ impl EventKind {
 
 /// Flag bits of an [`Event`].
 pub mod flags {
-    pub const SIDECHAIN: u8 = 1;
-    pub const FAST: u8 = 2;
-    pub const GEO_US: u8 = 4;
-    pub const HAS_SPEED: u8 = 8;
+    pub(crate) const SIDECHAIN: u8 = 1;
+    pub(crate) const FAST: u8 = 2;
+    pub(crate) const GEO_US: u8 = 4;
+    pub(crate) const HAS_SPEED: u8 = 8;
 }
 
 /// One usage-bearing line.
@@ -106,7 +106,7 @@ pub struct Event {
     /// ([`FileParse::last`] reads them). Kept beside the events, not in
     /// each: a cold scan holds every event in memory, and two thirds of
     /// them (Claude's) would carry 48 zero bytes.
-    pub last_at: u32,
+    pub(crate) last_at: u32,
 }
 
 /// Appends `last` to `lasts` and returns where an event finds it (see
@@ -114,7 +114,7 @@ pub struct Event {
 /// are the same (Codex writes each `token_count` twice), else the new one.
 /// The one rule for the parsers and for the cache's decoding, so a file's
 /// decoded events and its parse agree.
-pub fn add_last(lasts: &mut Vec<[u64; 6]>, last: [u64; 6]) -> u32 {
+pub(crate) fn add_last(lasts: &mut Vec<[u64; 6]>, last: [u64; 6]) -> u32 {
     if last == [0; 6] {
         return 0;
     }
@@ -126,7 +126,7 @@ pub fn add_last(lasts: &mut Vec<[u64; 6]>, last: [u64; 6]) -> u32 {
 
 /// The counters `last_at` points at in `lasts` (all zero for 0 or a place
 /// past the end).
-pub fn last_in(lasts: &[[u64; 6]], last_at: u32) -> [u64; 6] {
+pub(crate) fn last_in(lasts: &[[u64; 6]], last_at: u32) -> [u64; 6] {
     match (last_at as usize).checked_sub(1) {
         Some(i) => lasts.get(i).copied().unwrap_or([0; 6]),
         None => [0; 6],
@@ -139,26 +139,26 @@ pub struct CodexMeta {
     /// `session_meta.payload.id` of the first `session_meta`.
     pub thread_id: String,
     /// `forked_from_id` (or `parent_thread_id` of a fork).
-    pub forked_from: String,
+    pub(crate) forked_from: String,
     /// `history_base.thread_id`: the rollout whose first records this one
     /// continues (a fork's parent, or the same thread for a revert).
     pub history_base: String,
     /// Where the inherited history ends: `history_base.end_ordinal_exclusive`,
     /// else `forked_from_ordinal_exclusive`; 0 when neither is given.
-    pub fork_ordinal: u64,
+    pub(crate) fork_ordinal: u64,
     /// Non-empty lines read so far (the ordinal of a line without one).
     pub lines: u64,
     /// Whether the file is a spawned subagent's rollout.
     pub subagent: bool,
     /// Timestamp of the first `session_meta` (the fork point).
-    pub meta_ts: i64,
+    pub(crate) meta_ts: i64,
     /// Latest model, cwd and service tier seen (string indices).
     pub model: u32,
     pub cwd: u32,
     pub tier: u32,
     /// Newest `rate_limits` of the default group, as compact JSON, and when.
     pub rate_limits: String,
-    pub rate_limits_ts: i64,
+    pub(crate) rate_limits_ts: i64,
 }
 
 impl CodexMeta {
@@ -174,7 +174,7 @@ impl CodexMeta {
 
     /// Whether this rollout continues another rollout of its own thread (a
     /// revert): such a file is never the parent another file resolves to.
-    pub fn continues_itself(&self) -> bool {
+    pub(crate) fn continues_itself(&self) -> bool {
         !self.history_base.is_empty() && self.history_base == self.thread_id
     }
 }
@@ -207,14 +207,14 @@ impl Default for FileParse {
 impl FileParse {
     /// The index of `s`, adding it if new (linear: a file has few distinct
     /// models and directories).
-    pub fn intern(&mut self, s: &str) -> u32 {
+    pub(crate) fn intern(&mut self, s: &str) -> u32 {
         self.intern_utf8(s.as_bytes())
     }
 
     /// [`FileParse::intern`] of text already checked as UTF-8 (by
     /// `jsonpick::Cursor::text`), compared as bytes: only a new string is
     /// made a `String`.
-    pub fn intern_utf8(&mut self, s: &[u8]) -> u32 {
+    pub(crate) fn intern_utf8(&mut self, s: &[u8]) -> u32 {
         if s.is_empty() {
             return 0;
         }
@@ -232,7 +232,7 @@ impl FileParse {
     }
 
     /// Stores `last` for an event of this file: see [`add_last`].
-    pub fn add_last(&mut self, last: [u64; 6]) -> u32 {
+    pub(crate) fn add_last(&mut self, last: [u64; 6]) -> u32 {
         add_last(&mut self.lasts, last)
     }
 
@@ -283,7 +283,7 @@ impl Tokens {
 
 /// A stable word-at-a-time checksum of cache bytes (megabytes per refresh:
 /// a byte-wise hash would cost more than the rest of reading them).
-pub fn hash_words(bytes: &[u8]) -> u64 {
+pub(crate) fn hash_words(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0x6865_656c_6572_6373 ^ bytes.len() as u64;
     let mut chunks = bytes.chunks_exact(8);
     for c in &mut chunks {
@@ -303,7 +303,7 @@ pub fn seal(bytes: &mut Vec<u8>) {
 }
 
 /// `bytes` without their trailing [`seal`], if it matches.
-pub fn unseal(bytes: &[u8]) -> Option<&[u8]> {
+pub(crate) fn unseal(bytes: &[u8]) -> Option<&[u8]> {
     let (body, sum) = bytes.split_at_checked(bytes.len().checked_sub(8)?)?;
     (hash_words(body).to_le_bytes() == *sum).then_some(body)
 }
@@ -312,7 +312,7 @@ pub fn unseal(bytes: &[u8]) -> Option<&[u8]> {
 /// cache, so it must not change between runs the way `DefaultHasher` may).
 /// Parts are separated by a 0xff byte (never in UTF-8 text); the hash is
 /// never 0 (which means "none" where it is stored).
-pub fn fnv1a(parts: &[&[u8]]) -> u64 {
+pub(crate) fn fnv1a(parts: &[&[u8]]) -> u64 {
     let mut h = FNV_OFFSET;
     for (i, part) in parts.iter().enumerate() {
         if i > 0 {
@@ -325,7 +325,7 @@ pub fn fnv1a(parts: &[&[u8]]) -> u64 {
 
 /// [`fnv1a`] of `[a]` and of `[a, b]`, reading `a` once (a Claude
 /// record's message id alone and with its request id).
-pub fn fnv1a_and_pair(a: &[u8], b: &[u8]) -> (u64, u64) {
+pub(crate) fn fnv1a_and_pair(a: &[u8], b: &[u8]) -> (u64, u64) {
     let h = fnv_bytes(FNV_OFFSET, a);
     (
         fnv_finish(h),

@@ -21,7 +21,7 @@
 //!   macOS trigger.
 //! - `report.rs`: the snapshot file and the v1 rendering.
 //! - `pricing.rs`: the bundled price table and request pricing.
-//! - `tz.rs`, `time.rs`: TZif/POSIX zones and civil dates.
+//! - `time.rs`: timestamps and civil dates (the zones are `base::tz`).
 //! - `runtime.rs`: the runtime record the hooks write for `heeler usage`.
 //! - `views/`: the views for people (`heeler usage`, `daily`, `blocks`,
 //!   `statusline`, …): tables, CSV and JSON from the same cache.
@@ -48,6 +48,5 @@ pub mod report;
 pub mod runtime;
 pub mod store;
 pub mod time;
-pub mod tz;
 pub mod views;
 pub mod worker;

@@ -98,6 +98,8 @@ impl std::fmt::Display for PricingError {
     }
 }
 
+impl std::error::Error for PricingError {}
+
 fn normalise_id(id: &str) -> String {
     id.to_ascii_lowercase().replace(['.', '@', '_'], "-")
 }
@@ -265,7 +267,7 @@ impl PriceTable {
 ///
 /// The fast and US-only multipliers scale the token cost only: the vendor
 /// states them for token prices, and a search has its own flat price.
-pub fn cost_with(
+pub(crate) fn cost_with(
     price: &ModelPrice,
     agent: Agent,
     tier: &str,

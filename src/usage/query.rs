@@ -22,18 +22,18 @@ use std::path::{Path, PathBuf};
 use crate::base::dirs::NoHome;
 use crate::base::json::read_file as read_json;
 use crate::base::json::{Object, Value};
+use crate::base::tz::{self, TzError, Zone};
 use crate::usage::event::Agent;
 use crate::usage::limits::due::{self, ClaudeStep};
 use crate::usage::paths::UsageDir;
 use crate::usage::pricing::{PriceTable, SourceMeta};
 use crate::usage::report::{self, Envelope, Prerendered, Snapshot};
-use crate::usage::tz::{self, TzError, Zone};
 use crate::usage::worker;
 
 /// A snapshot older than this is refreshed.
-pub const SNAPSHOT_TTL: i64 = 60;
+pub(crate) const SNAPSHOT_TTL: i64 = 60;
 /// How soon the app should ask again while a refresh runs.
-pub const RETRY_AFTER_MS: u64 = 2000;
+pub(crate) const RETRY_AFTER_MS: u64 = 2000;
 
 /// `--refresh`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,7 +58,7 @@ impl RefreshMode {
 #[derive(Debug, Clone)]
 pub struct Options {
     pub tz: Option<String>,
-    pub claude_limits: bool,
+    pub(crate) claude_limits: bool,
     pub refresh: RefreshMode,
 }
 
@@ -69,10 +69,10 @@ pub struct Context {
     pub dir: Result<UsageDir, NoHome>,
     pub now: i64,
     pub zoneinfo: PathBuf,
-    pub tz_env: Option<String>,
-    pub localtime: PathBuf,
+    pub(crate) tz_env: Option<String>,
+    pub(crate) localtime: PathBuf,
     /// The binary to start as the worker; `None` never starts one.
-    pub exe: Option<PathBuf>,
+    pub(crate) exe: Option<PathBuf>,
 }
 
 impl Context {
@@ -84,7 +84,7 @@ impl Context {
             now: crate::base::clock::unix_seconds(),
             zoneinfo: tz::zoneinfo_dir(),
             tz_env: std::env::var("TZ").ok(),
-            localtime: PathBuf::from("/etc/localtime"),
+            localtime: PathBuf::from(tz::LOCALTIME),
             exe: std::env::current_exe().ok(),
         }
     }
@@ -121,11 +121,11 @@ pub struct Stored {
     pub snapshot: SnapshotRead,
     pub status: Option<Value>,
     pub runtime: Option<Value>,
-    pub limits_claude: Option<Value>,
-    pub limits_codex: Option<Value>,
-    pub claude_limits_trigger: Option<Value>,
-    pub claude_limits_wanted: bool,
-    pub worker_running: bool,
+    pub(crate) limits_claude: Option<Value>,
+    pub(crate) limits_codex: Option<Value>,
+    pub(crate) claude_limits_trigger: Option<Value>,
+    pub(crate) claude_limits_wanted: bool,
+    pub(crate) worker_running: bool,
     /// Why the state dir is not trusted ([`UsageDir::trusted`]); then
     /// nothing else was read from it.
     pub untrusted: Option<String>,
@@ -155,13 +155,13 @@ pub struct Inputs {
     /// The zone answered in (the Host's when `--tz` cannot be used).
     pub zone: Zone,
     /// Why `--tz` could not be used.
-    pub zone_error: Option<TzError>,
+    pub(crate) zone_error: Option<TzError>,
     /// The state files; `Err` when there is no home and so no state dir.
     pub stored: Result<Stored, NoHome>,
     /// Whether a worker binary is known (`Context::exe`).
-    pub can_spawn: bool,
+    pub(crate) can_spawn: bool,
     /// [`crate::usage::limits::claude_needs_herdr_session`].
-    pub claude_needs_herdr_session: bool,
+    pub(crate) claude_needs_herdr_session: bool,
 }
 
 impl Inputs {
@@ -307,7 +307,7 @@ pub enum Worker {
 /// What to do with `claude-limits.wanted` (the device's toggle, which the
 /// worker reads).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WantedFile {
+pub(crate) enum WantedFile {
     Create,
     Remove,
     Leave,
@@ -316,18 +316,18 @@ pub enum WantedFile {
 /// The effects a query performs, in this order (the worker must find the
 /// toggle file and the wanted zone once it starts).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Effects {
+pub(crate) struct Effects {
     /// A zone to add to `zones-wanted` (answered from the slots, so render
     /// it ahead next time).
-    pub want_zone: Option<String>,
-    pub claude_limits_wanted: WantedFile,
+    pub(crate) want_zone: Option<String>,
+    pub(crate) claude_limits_wanted: WantedFile,
     pub worker: Worker,
 }
 
 /// What a query answers and does, decided from its [`Inputs`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decision {
-    pub effects: Effects,
+    pub(crate) effects: Effects,
     /// The refresh state reported (assuming a planned worker starts; see
     /// [`Decision::spawn_failed`]).
     pub state: RefreshState,
@@ -338,14 +338,14 @@ pub struct Decision {
     pub runtime: Value,
     pub pricing: SourceMeta,
     /// `limits.claude` and `limits.codex`.
-    pub claude_limits: Value,
+    pub(crate) claude_limits: Value,
     pub codex_limits: Value,
     pub errors: Vec<Value>,
 }
 
 impl Decision {
     /// Folds a worker that did not start into the answer.
-    pub fn spawn_failed(&mut self) {
+    pub(crate) fn spawn_failed(&mut self) {
         self.state = RefreshState::Failed;
         self.errors.push(report::error(
             "worker_spawn_failed",
@@ -394,7 +394,7 @@ fn reported_limits(stored: Option<&Value>) -> Option<Value> {
 }
 
 /// Decides the answer and the effects of a query (pure).
-pub fn decide(options: &Options, inputs: &Inputs) -> Decision {
+pub(crate) fn decide(options: &Options, inputs: &Inputs) -> Decision {
     let now = inputs.now;
     let mut errors = Vec::new();
     if let Some(e) = &inputs.zone_error {

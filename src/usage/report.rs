@@ -9,12 +9,12 @@
 //! zone and on any day without rescanning.
 
 use crate::base::json::{self, Object, Value};
+use crate::base::tz::Zone;
 use crate::usage::aggregate::{SlotTotals, Text, Totals};
 use crate::usage::event::Agent;
 use crate::usage::parse::jsonpick::Cursor;
 use crate::usage::pricing::SourceMeta;
 use crate::usage::time::format_date;
-use crate::usage::tz::Zone;
 
 type HashMap<K, V> = crate::usage::aggregate::FastHashMap<K, V>;
 
@@ -23,7 +23,7 @@ pub const VERSION: u64 = 1;
 /// Days in the longest window.
 pub const DAYS: i64 = 30;
 /// Directories listed by name.
-pub const TOP_DIRECTORIES: usize = 10;
+pub(crate) const TOP_DIRECTORIES: usize = 10;
 
 /// What the worker leaves for queries.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,7 +50,7 @@ impl Snapshot {
 
     /// [`Snapshot::to_json`] plus token members rendered ahead for some
     /// (zone, local day) pairs, so a query in one of them reads no slots.
-    pub fn to_json_with(&self, rendered: &[Rendered]) -> String {
+    pub(crate) fn to_json_with(&self, rendered: &[Rendered]) -> String {
         Value::Object(
             Object::new()
                 .with("v", VERSION)
@@ -156,7 +156,7 @@ fn pricing_from(raw: &[u8]) -> Option<SourceMeta> {
 
 /// Token members rendered ahead for one zone and local day.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Rendered {
+pub(crate) struct Rendered {
     pub tz: String,
     pub day: i64,
     pub parts: Object,
@@ -201,7 +201,7 @@ impl Prerendered {
 }
 
 /// The pricing object of an answer.
-pub fn pricing_value(p: &SourceMeta) -> Value {
+pub(crate) fn pricing_value(p: &SourceMeta) -> Value {
     Value::Object(
         Object::new()
             .with("source", p.source.as_str())
@@ -419,7 +419,12 @@ pub fn token_parts(slots: &[SlotTotals], zone: &Zone, now: i64) -> Object {
 
 /// The whole answer from the snapshot's `generated_at` and coverage (when
 /// there is a snapshot) and the token members of [`token_parts`].
-pub fn assemble(header: Option<(i64, Value)>, parts: Object, zone: &Zone, env: &Envelope) -> Value {
+pub(crate) fn assemble(
+    header: Option<(i64, Value)>,
+    parts: Object,
+    zone: &Zone,
+    env: &Envelope,
+) -> Value {
     let (generated_at, coverage) = match header {
         Some((at, coverage)) => (Value::from(at), coverage),
         // Before the first snapshot nothing is covered yet: the same shape,

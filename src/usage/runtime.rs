@@ -22,7 +22,7 @@ use crate::base::state_file;
 use crate::usage::paths::UsageDir;
 
 /// Variables copied from the environment into the record.
-pub const RECORDED_VARS: &[&str] = &[
+pub(crate) const RECORDED_VARS: &[&str] = &[
     "PATH",
     "HOME",
     "CLAUDE_CONFIG_DIR",
@@ -60,15 +60,15 @@ pub fn record_value(
 /// Writes `<state_dir>/usage/runtime-v1.json` from this process's
 /// environment (called by the hooks, which run in herdr's environment).
 pub fn record_runtime(state_dir: &Path) -> io::Result<()> {
-    let dir = state_dir.join("usage");
-    atomic_file::create_dir_all(&dir, 0o700)?;
+    let dir = UsageDir::in_state_dir(state_dir);
+    atomic_file::create_dir_all(&dir.0, 0o700)?;
     let exe = std::env::current_exe().ok();
     let value = record_value(
         exe.as_deref(),
         &|k| std::env::var(k).ok(),
         crate::base::clock::unix_seconds(),
     );
-    let path = dir.join("runtime-v1.json");
+    let path = dir.runtime();
     // Unchanged (apart from the time): leave the file alone.
     if let Some(old) = json::read_file(&path) {
         let strip = |v: &Value| {
@@ -96,7 +96,7 @@ pub fn read(dir: &UsageDir) -> Option<Value> {
 
 /// `key` of the environment the runtime record saw (herdr's), else of this
 /// process; empty values count as unset.
-pub fn env_var(record: Option<&Value>, key: &str) -> Option<String> {
+pub(crate) fn env_var(record: Option<&Value>, key: &str) -> Option<String> {
     record
         .and_then(|r| r.get("env"))
         .and_then(|e| e.get(key))
@@ -119,7 +119,7 @@ pub fn state_of(record: Option<&Value>) -> Value {
 /// Records the runtime (this binary, herdr's binary and socket, PATH, HOME)
 /// for `heeler usage`, which runs later from a bare SSH session. Written
 /// only when it changed; a failure is one log line and never fails the hook.
-pub fn record_for_hook(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) {
+pub(crate) fn record_for_hook(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) {
     let Some(state_dir) = lookup("HERDR_PLUGIN_STATE_DIR").filter(|d| !d.is_empty()) else {
         return;
     };

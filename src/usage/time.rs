@@ -3,33 +3,11 @@
 //!
 //! Transcripts stamp every record in UTC (`2026-11-29T10:00:00.123Z`, some
 //! writers with an explicit offset); Usage buckets them into local days, so
-//! all we need is exact proleptic-Gregorian conversion both ways.
+//! all we need is exact proleptic-Gregorian conversion both ways (the day
+//! numbers' is `base::tz`'s, which the zone rules need too).
 
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
-/// `days_from_civil`).
-pub fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = i64::from(month);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(day) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The civil date `(year, month, day)` of a day number since 1970-01-01.
-pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
+pub(crate) use crate::base::tz::civil_from_days;
+pub use crate::base::tz::days_from_civil;
 
 /// `YYYY-MM-DD` of a day number.
 pub fn format_date(days: i64) -> String {
@@ -83,7 +61,7 @@ pub fn parse_timestamp(text: &str) -> Option<i64> {
 /// [`parse_timestamp`] of bytes: every byte of the format is ASCII, so
 /// bytes that are not UTF-8 are refused like any other wrong byte (what a
 /// parser that has not checked the text can rely on).
-pub fn timestamp_of(b: &[u8]) -> Option<i64> {
+pub(crate) fn timestamp_of(b: &[u8]) -> Option<i64> {
     let (Some(date), Some(&[b'T' | b't' | b' ', h0, h1, b':', m0, m1, b':', s0, s1])) =
         (b.get(..10), b.get(10..19))
     else {

@@ -17,18 +17,19 @@ use std::time::{Duration, Instant};
 
 use crate::base::atomic_file;
 use crate::base::json::{self, Object, Value};
+use crate::base::tz::{self, Zone};
 use crate::usage::aggregate;
 use crate::usage::aggregate::incremental::State;
 use crate::usage::cache::{self, Index};
 use crate::usage::event::Agent;
-use crate::usage::paths::UsageDir;
+use crate::usage::paths::{self, UsageDir};
 use crate::usage::pricing::PriceTable;
 use crate::usage::report::{self, AgentCoverage, Snapshot};
 use crate::usage::store::index::Store;
 use crate::usage::store::state::StateStore;
-use crate::usage::tz::Zone;
 
-pub use crate::usage::discover::{Discovery, Roots, discover};
+pub(crate) use crate::usage::discover::Discovery;
+pub use crate::usage::discover::{Roots, discover};
 
 /// How far back transcripts matter: 30 days plus margins for the widest
 /// zone offsets and for a snapshot that ages before the next refresh.
@@ -161,7 +162,7 @@ pub fn scan_retaining(
 
 /// What [`refresh_index`] did, for [`summarize`] to finish.
 #[derive(Debug)]
-pub struct Refreshed {
+pub(crate) struct Refreshed {
     pub stats: cache::RefreshStats,
     /// Whether `state` was brought up to date incrementally (else
     /// [`summarize`] rebuilds it from the index).
@@ -181,7 +182,7 @@ pub struct Refreshed {
 /// was loaded, when there is a state (worked out while the transcripts
 /// are walked).
 #[allow(clippy::too_many_arguments)]
-pub fn refresh_index(
+pub(crate) fn refresh_index(
     index: &mut Index,
     state: &mut Option<State>,
     loaded: Option<u64>,
@@ -251,7 +252,7 @@ pub fn refresh_index(
 /// The second half of [`scan_retaining`], which only reads the index:
 /// rebuilds `state` from it unless [`refresh_index`] updated it, and sums
 /// the app's window into the snapshot with its coverage.
-pub fn summarize(
+pub(crate) fn summarize(
     index: &Index,
     state: &mut Option<State>,
     refreshed: Refreshed,
@@ -358,9 +359,18 @@ impl std::fmt::Display for WorkerError {
     }
 }
 
+impl std::error::Error for WorkerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            WorkerError::Io(_, e) => Some(e),
+            WorkerError::Pricing => None,
+        }
+    }
+}
+
 /// Opens the lock file and takes the lock; `None` when another worker
 /// holds it.
-pub fn take_lock(dir: &UsageDir) -> io::Result<Option<File>> {
+pub(crate) fn take_lock(dir: &UsageDir) -> io::Result<Option<File>> {
     let file = open_private(
         OpenOptions::new().create(true).truncate(false).write(true),
         &dir.lock(),
@@ -407,10 +417,10 @@ fn write_status(dir: &UsageDir, status: &Object) -> io::Result<()> {
 
 /// The worker's time budget when `HEELER_USAGE_BUDGET_MS` is unset or not
 /// a number of milliseconds.
-pub const DEFAULT_BUDGET: Duration = Duration::from_secs(20);
+pub(crate) const DEFAULT_BUDGET: Duration = Duration::from_secs(20);
 
 /// The worker's time budget from the value of `HEELER_USAGE_BUDGET_MS`.
-pub fn budget_from(value: Option<&str>) -> Duration {
+pub(crate) fn budget_from(value: Option<&str>) -> Duration {
     value
         .and_then(|v| v.parse().ok())
         .map(Duration::from_millis)
@@ -424,7 +434,7 @@ fn budget() -> Duration {
 
 /// The status record as a run starts: the previous record (whatever it
 /// was) with this run's start.
-pub fn status_at_start(previous: Option<&Value>, started_at: i64) -> Object {
+pub(crate) fn status_at_start(previous: Option<&Value>, started_at: i64) -> Object {
     let mut status = previous
         .and_then(Value::as_object)
         .cloned()
@@ -436,7 +446,7 @@ pub fn status_at_start(previous: Option<&Value>, started_at: i64) -> Object {
 /// The status record as a run ends: a success clears `last_error` and
 /// moves `last_success_at` to the run's start; a failure records its
 /// error and keeps the last success.
-pub fn status_at_finish(
+pub(crate) fn status_at_finish(
     mut status: Object,
     started_at: i64,
     finished_at: i64,
@@ -456,9 +466,9 @@ pub fn status_at_finish(
 }
 
 /// Runs one refresh. Returns `Ok(false)` when another worker is running.
-pub fn run_once(dir: &UsageDir) -> Result<bool, WorkerError> {
+pub(crate) fn run_once(dir: &UsageDir) -> Result<bool, WorkerError> {
     atomic_file::create_dir_all(&dir.0, 0o700).map_err(|e| WorkerError::Io("usage dir", e))?;
-    let Some(_lock) = take_lock(dir).map_err(|e| WorkerError::Io("worker.lock", e))? else {
+    let Some(_lock) = take_lock(dir).map_err(|e| WorkerError::Io(paths::LOCK, e))? else {
         return Ok(false);
     };
     let started = crate::base::clock::unix_seconds();
@@ -477,7 +487,7 @@ pub fn run_once(dir: &UsageDir) -> Result<bool, WorkerError> {
 
 /// Which cache files a refresh writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Persist {
+pub(crate) struct Persist {
     pub index: bool,
     pub aggregate: bool,
 }
@@ -485,7 +495,7 @@ pub struct Persist {
 /// The index is written when a file changed or there was no index yet. A
 /// rebuilt aggregate is kept even when no file changed (it was missing or
 /// stale), so the next change can be incremental.
-pub fn persist_plan(files_changed: bool, had_index: bool, incremental: bool) -> Persist {
+pub(crate) fn persist_plan(files_changed: bool, had_index: bool, incremental: bool) -> Persist {
     let index = files_changed || !had_index;
     Persist {
         index,
@@ -621,8 +631,8 @@ pub fn refresh_cache(dir: &UsageDir, pass: &Pass) -> Result<CacheRefresh, Worker
             w.adopt(&mut index);
         }
     });
-    saved_index.map_err(|e| WorkerError::Io("index-v1.bin", e))?;
-    saved_state.map_err(|e| WorkerError::Io("aggregate-v1.bin", e))?;
+    saved_index.map_err(|e| WorkerError::Io(paths::INDEX, e))?;
+    saved_state.map_err(|e| WorkerError::Io(paths::AGGREGATE, e))?;
     trace.mark("write index and aggregate state");
     let rendered = render_ahead(dir, &result.snapshot, now);
     let text = result.snapshot.to_json_with(&rendered);
@@ -638,7 +648,7 @@ pub fn refresh_cache(dir: &UsageDir, pass: &Pass) -> Result<CacheRefresh, Worker
         let _ = atomic_file::write_unsynced(&dir.recent(), recent.as_bytes(), 0o600);
     }
     atomic_file::write_unsynced(&dir.snapshot(), text.as_bytes(), 0o600)
-        .map_err(|e| WorkerError::Io("snapshot-v1.json", e))?;
+        .map_err(|e| WorkerError::Io(paths::SNAPSHOT, e))?;
     trace.mark("write snapshot");
     Ok(CacheRefresh {
         result,
@@ -648,11 +658,11 @@ pub fn refresh_cache(dir: &UsageDir, pass: &Pass) -> Result<CacheRefresh, Worker
 }
 
 /// Most zones rendered ahead (the Host's plus those queries asked for).
-pub const ZONES_AHEAD: usize = 4;
+pub(crate) const ZONES_AHEAD: usize = 4;
 
 /// Remembers that a query asked for `zone` (rendered ahead from the next
 /// refresh on); the newest [`ZONES_AHEAD`] names are kept.
-pub fn want_zone(dir: &UsageDir, zone: &str) {
+pub(crate) fn want_zone(dir: &UsageDir, zone: &str) {
     let text = fs::read_to_string(dir.zones_wanted()).unwrap_or_default();
     let Some(wanted) = zones_wanted_after(&text, zone) else {
         return;
@@ -664,7 +674,7 @@ pub fn want_zone(dir: &UsageDir, zone: &str) {
 /// The `zones-wanted` file after a query asked for `zone`, given what it
 /// held (`text`): `None` when `zone` is already listed, else the names
 /// with `zone` appended, the oldest dropped past [`ZONES_AHEAD`].
-pub fn zones_wanted_after(text: &str, zone: &str) -> Option<String> {
+pub(crate) fn zones_wanted_after(text: &str, zone: &str) -> Option<String> {
     if text.lines().any(|l| l == zone) {
         return None;
     }
@@ -677,7 +687,11 @@ pub fn zones_wanted_after(text: &str, zone: &str) -> Option<String> {
 /// The zones rendered ahead: the Host's first, then the first
 /// [`ZONES_AHEAD`] lines of `zones-wanted` that name another zone `load`
 /// finds.
-pub fn zones_to_render(host: Zone, wanted: &str, load: impl Fn(&str) -> Option<Zone>) -> Vec<Zone> {
+pub(crate) fn zones_to_render(
+    host: Zone,
+    wanted: &str,
+    load: impl Fn(&str) -> Option<Zone>,
+) -> Vec<Zone> {
     let mut zones = vec![host];
     for name in wanted.lines().take(ZONES_AHEAD) {
         if zones.iter().any(|z| z.name == name) {
@@ -697,12 +711,8 @@ fn render_ahead(
     snapshot: &Snapshot,
     now: i64,
 ) -> Vec<crate::usage::report::Rendered> {
-    let zoneinfo = crate::usage::tz::zoneinfo_dir();
-    let host = crate::usage::tz::host_zone(
-        std::env::var("TZ").ok().as_deref(),
-        Path::new("/etc/localtime"),
-        &zoneinfo,
-    );
+    let zoneinfo = tz::zoneinfo_dir();
+    let host = tz::process_host_zone();
     let wanted = fs::read_to_string(dir.zones_wanted()).unwrap_or_default();
     zones_to_render(host, &wanted, |name| Zone::load(name, &zoneinfo).ok())
         .iter()
@@ -740,10 +750,10 @@ pub fn spawn(dir: &UsageDir, exe: &Path) -> io::Result<()> {
 
 /// Longest `worker.log` is appended to; past it the next worker starts it
 /// over.
-pub const LOG_LIMIT: u64 = 1 << 20;
+pub(crate) const LOG_LIMIT: u64 = 1 << 20;
 
 /// Whether a log of `len` bytes is started over rather than appended to.
-pub fn log_starts_over(len: u64) -> bool {
+pub(crate) fn log_starts_over(len: u64) -> bool {
     len > LOG_LIMIT
 }
 

@@ -10,6 +10,7 @@ use std::io::Read;
 use crate::base::json::{self, Value};
 use crate::cli::{ActivityCommand, PairingCommand, SealArgs, SealCommand, WireArgs, WireCommand};
 use crate::exit::Failure;
+use crate::herdr::answer;
 use crate::herdr::session;
 use crate::wire::envelope::{self, NotificationKey, OpenError};
 use crate::wire::live_activity::{self, BuildContext, Content};
@@ -18,7 +19,7 @@ use crate::wire::pairing_code::{self, PairingCodeError};
 
 /// Why a `wire` command failed; `code()` is what it prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WireError {
+pub(crate) enum WireError {
     Pairing(PairingCodeError),
     Open(OpenError),
     /// `--key` is not 32 bytes of unpadded base64url.
@@ -47,9 +48,25 @@ impl WireError {
     }
 }
 
+impl std::fmt::Display for WireError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+impl std::error::Error for WireError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            WireError::Pairing(e) => Some(e),
+            WireError::Open(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 impl From<WireError> for Failure {
     fn from(error: WireError) -> Failure {
-        Failure::new(format!("error: {}", error.code()), 1)
+        Failure::new(format!("error: {error}"), 1)
     }
 }
 
@@ -112,12 +129,13 @@ fn dispatch(command: WireCommand) -> Result<String, WireError> {
                     None => None,
                 };
                 let inventory = parse_plaintext(&read_stdin()?)?;
-                let agents = inventory
-                    .get("agents")
-                    .unwrap_or(&inventory)
-                    .as_array()
-                    .unwrap_or(&[])
-                    .to_vec();
+                let agents = answer::agents(
+                    inventory
+                        .get("agents")
+                        .unwrap_or(&inventory)
+                        .as_array()
+                        .unwrap_or(&[]),
+                );
                 let labels = HashMap::new();
                 let context = BuildContext {
                     host: &b.host,

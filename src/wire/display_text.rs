@@ -9,11 +9,11 @@
 use unicode_segmentation::UnicodeSegmentation;
 
 /// Longest display field, in code points.
-pub const DISPLAY_LIMIT: usize = 80;
+pub(crate) const DISPLAY_LIMIT: usize = 80;
 
 /// `forDisplay`: `None` for empty; over 80 code points keeps the first 79,
 /// trims trailing whitespace and appends `…`.
-pub fn for_display(text: &str) -> Option<String> {
+pub(crate) fn for_display(text: &str) -> Option<String> {
     if text.is_empty() {
         return None;
     }
@@ -26,12 +26,12 @@ pub fn for_display(text: &str) -> Option<String> {
 
 /// JavaScript's `trimEnd`: white space and line terminators, including
 /// U+FEFF, which Rust's `trim_end` keeps.
-pub fn trim_end_js(text: &str) -> &str {
+pub(crate) fn trim_end_js(text: &str) -> &str {
     text.trim_end_matches(|c: char| c.is_whitespace() || c == '\u{feff}')
 }
 
 /// The first `limit` extended grapheme clusters of `text`.
-pub fn first_graphemes(text: &str, limit: usize) -> &str {
+pub(crate) fn first_graphemes(text: &str, limit: usize) -> &str {
     match text.grapheme_indices(true).nth(limit) {
         Some((end, _)) => &text[..end],
         None => text,

@@ -13,8 +13,8 @@ use ring::rand::{SecureRandom, SystemRandom};
 use crate::base::base64;
 use crate::base::json::{Object, Value};
 
-pub const NONCE_LEN: usize = 12;
-pub const TAG_LEN: usize = 16;
+pub(crate) const NONCE_LEN: usize = 12;
+pub(crate) const TAG_LEN: usize = 16;
 
 /// The domain an envelope belongs to; its AAD.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,8 +93,10 @@ impl std::fmt::Display for OpenError {
     }
 }
 
+impl std::error::Error for OpenError {}
+
 /// Twelve fresh random bytes.
-pub fn random_nonce() -> Result<[u8; NONCE_LEN], ring::error::Unspecified> {
+pub(crate) fn random_nonce() -> Result<[u8; NONCE_LEN], ring::error::Unspecified> {
     let mut nonce = [0u8; NONCE_LEN];
     SystemRandom::new().fill(&mut nonce)?;
     Ok(nonce)

@@ -11,11 +11,12 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use crate::base::json::{self, Object, Value};
+use crate::herdr::answer::{Agent, nonempty};
 use crate::wire::display_text::for_display;
 use crate::wire::envelope::{self, Domain, NotificationKey, OpenError};
 
 /// Agents shown at most; counts still cover all of them.
-pub const MAX_AGENTS: usize = 5;
+pub(crate) const MAX_AGENTS: usize = 5;
 
 /// One agent row of the content.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,7 +48,7 @@ pub struct Counts {
 }
 
 impl Counts {
-    pub fn to_wire(self) -> Object {
+    pub(crate) fn to_wire(self) -> Object {
         Object::new()
             .with("working", self.working)
             .with("blocked", self.blocked)
@@ -56,7 +57,7 @@ impl Counts {
 }
 
 /// The statuses a Live Activity shows, in display rank order.
-pub fn status_rank(status: &str) -> Option<u8> {
+pub(crate) fn status_rank(status: &str) -> Option<u8> {
     match status {
         "blocked" => Some(0),
         "done" => Some(1),
@@ -108,7 +109,7 @@ impl AgentEntry {
 /// Rows as the app reads them: arrays of spans `{bold?, dim?, fg?, text}`,
 /// unknown span keys dropped and keys in canonical order. Anything of another
 /// shape is treated as absent, as the app ignores an undecodable `rows`.
-pub fn normalize_rows(rows: &Value) -> Option<Value> {
+pub(crate) fn normalize_rows(rows: &Value) -> Option<Value> {
     let normalize_span = |span: &Value| -> Option<Value> {
         let span = span.as_object()?;
         let mut out = Object::new();
@@ -143,7 +144,7 @@ pub fn normalize_rows(rows: &Value) -> Option<Value> {
 
 impl Content {
     /// Reads and validates a content object the way the app does.
-    pub fn from_wire(value: &Value) -> Result<Content, OpenError> {
+    pub(crate) fn from_wire(value: &Value) -> Result<Content, OpenError> {
         let bad = OpenError::BadPayload;
         let object = value.as_object().ok_or(bad)?;
         if object.get("v").and_then(Value::as_i64) != Some(1) {
@@ -162,7 +163,7 @@ impl Content {
         Ok(Content { agents, host })
     }
 
-    pub fn to_wire(&self) -> Value {
+    pub(crate) fn to_wire(&self) -> Value {
         let agents = self
             .agents
             .iter()
@@ -200,32 +201,28 @@ impl Content {
 
 /// One eligible agent of herdr's inventory.
 struct Eligible<'a> {
-    agent: &'a Value,
+    agent: &'a Agent,
     pane: &'a str,
     status: String,
 }
 
 /// The eligible `{pane_id: status}` map of an `agent list` inventory.
-pub fn eligible_statuses(inventory: &[Value]) -> Vec<(String, String)> {
+pub(crate) fn eligible_statuses(inventory: &[Agent]) -> Vec<(String, String)> {
     eligible(inventory)
         .into_iter()
         .map(|e| (e.pane.to_owned(), e.status))
         .collect()
 }
 
-fn eligible(inventory: &[Value]) -> Vec<Eligible<'_>> {
+fn eligible(inventory: &[Agent]) -> Vec<Eligible<'_>> {
     inventory
         .iter()
         .filter_map(|agent| {
-            let pane = agent.get("pane_id").and_then(Value::as_nonempty_str)?;
-            let status = agent
-                .get("agent_status")
-                .and_then(Value::as_str)?
-                .to_lowercase();
+            let status = agent.agent_status.as_deref()?.to_lowercase();
             status_rank(&status)?;
             Some(Eligible {
                 agent,
-                pane,
+                pane: &agent.pane_id,
                 status,
             })
         })
@@ -234,7 +231,7 @@ fn eligible(inventory: &[Value]) -> Vec<Eligible<'_>> {
 
 /// A device's pins: a list of strings, most recently pinned first. Anything
 /// else (missing, null, non-array, any non-string entry) means no pins.
-pub fn parse_pins(pins: Option<&Value>) -> Vec<&str> {
+pub(crate) fn parse_pins(pins: Option<&Value>) -> Vec<&str> {
     let Some(items) = pins.and_then(Value::as_array) else {
         return Vec::new();
     };
@@ -246,7 +243,7 @@ pub fn parse_pins(pins: Option<&Value>) -> Vec<&str> {
 }
 
 /// JavaScript's default string order (UTF-16 code units).
-pub fn js_string_cmp(a: &str, b: &str) -> Ordering {
+pub(crate) fn js_string_cmp(a: &str, b: &str) -> Ordering {
     a.encode_utf16().cmp(b.encode_utf16())
 }
 
@@ -259,16 +256,11 @@ pub struct BuildContext<'a> {
     /// Workspace id → label.
     pub workspace_labels: &'a HashMap<String, String>,
     /// Renders an agent's rows for this device, when it has a row layout.
-    pub rows: &'a dyn Fn(&Value) -> Option<Value>,
-}
-
-fn text_field<'a>(agent: &'a Value, keys: &[&str]) -> Option<&'a str> {
-    keys.iter()
-        .find_map(|key| agent.get(key).and_then(Value::as_nonempty_str))
+    pub rows: &'a dyn Fn(&Agent) -> Option<Value>,
 }
 
 /// Builds the counts and content of one device's update from `agent list`.
-pub fn build(inventory: &[Value], context: &BuildContext<'_>) -> (Counts, Content) {
+pub fn build(inventory: &[Agent], context: &BuildContext<'_>) -> (Counts, Content) {
     let mut agents = eligible(inventory);
     let mut counts = Counts::default();
     for agent in &agents {
@@ -295,18 +287,17 @@ pub fn build(inventory: &[Value], context: &BuildContext<'_>) -> (Counts, Conten
     let entries = agents
         .iter()
         .map(|e| AgentEntry {
-            kind: Some(
-                text_field(e.agent, &["agent"])
-                    .unwrap_or("unknown")
-                    .to_owned(),
-            ),
-            name: text_field(e.agent, &["display_agent", "name"]).and_then(for_display),
+            kind: Some(nonempty(&e.agent.agent).unwrap_or("unknown").to_owned()),
+            name: nonempty(&e.agent.display_agent)
+                .or(nonempty(&e.agent.name))
+                .and_then(for_display),
             pane: Some(e.pane.to_owned()),
             rows: (context.rows)(e.agent),
             status: e.status.clone(),
-            title: text_field(e.agent, &["terminal_title_stripped", "terminal_title"])
+            title: nonempty(&e.agent.terminal_title_stripped)
+                .or(nonempty(&e.agent.terminal_title))
                 .and_then(for_display),
-            workspace: text_field(e.agent, &["workspace_id"])
+            workspace: nonempty(&e.agent.workspace_id)
                 .and_then(|id| context.workspace_labels.get(id))
                 .and_then(|label| for_display(label)),
         })
@@ -323,6 +314,7 @@ pub fn build(inventory: &[Value], context: &BuildContext<'_>) -> (Counts, Conten
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::herdr::answer::agents;
 
     #[test]
     fn ineligible_and_malformed_agents_are_skipped_and_counted_out() {
@@ -334,7 +326,7 @@ mod tests {
             workspace_labels: &labels,
             rows: &|_| None,
         };
-        let (counts, content) = build(inventory.as_array().unwrap(), &context);
+        let (counts, content) = build(&agents(inventory.as_array().unwrap()), &context);
         assert_eq!(
             counts,
             Counts {

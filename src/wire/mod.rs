@@ -16,7 +16,7 @@
 //! only it. Secrets never reach `Debug` output.
 
 pub mod command;
-pub mod display_text;
+pub(crate) mod display_text;
 pub mod envelope;
 pub mod live_activity;
 pub mod notification;

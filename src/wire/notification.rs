@@ -10,7 +10,7 @@ use crate::wire::display_text::for_display;
 use crate::wire::envelope::{self, Domain, NotificationKey, OpenError};
 
 /// Longest `project`/`title` a decoder accepts, in UTF-16 code units.
-pub const MAX_DISPLAY_UNITS: usize = 256;
+pub(crate) const MAX_DISPLAY_UNITS: usize = 256;
 
 /// What the hook tells the phone about one Agent Status transition.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,7 +27,7 @@ pub struct Notification {
 impl Notification {
     /// Reads the wire plaintext object. `None`, `""` and absent optional
     /// fields are the same; anything else malformed is `BadPayload`.
-    pub fn from_wire(value: &Value) -> Result<Notification, OpenError> {
+    pub(crate) fn from_wire(value: &Value) -> Result<Notification, OpenError> {
         let bad = OpenError::BadPayload;
         let object = value.as_object().ok_or(bad)?;
         let required = |key| {
@@ -68,7 +68,7 @@ impl Notification {
     }
 
     /// Canonical plaintext: table order, empty optionals omitted.
-    pub fn to_wire(&self) -> Object {
+    pub(crate) fn to_wire(&self) -> Object {
         let mut object = Object::new()
             .with("pane", self.pane.as_str())
             .with("kind", self.kind.as_str())

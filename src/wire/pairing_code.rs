@@ -10,10 +10,10 @@ use crate::base::base64;
 use crate::base::json::{self, Object, Value};
 use crate::herdr::session;
 
-pub const PREFIX: &str = "HERDR-PAIR:";
+pub(crate) const PREFIX: &str = "HERDR-PAIR:";
 /// Longest `sock` in a v2 code, in UTF-8 bytes: its `-client` sibling must
 /// still fit macOS `sun_path`.
-pub const MAX_SOCK_BYTES: usize = 96;
+pub(crate) const MAX_SOCK_BYTES: usize = 96;
 
 /// Why a Pairing Code or payload was rejected; `code()` is the wire name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +40,8 @@ impl std::fmt::Display for PairingCodeError {
         f.write_str(self.code())
     }
 }
+
+impl std::error::Error for PairingCodeError {}
 
 /// The one-time Bootstrap Key a code may carry.
 #[derive(Clone, PartialEq, Eq)]
@@ -83,7 +85,10 @@ pub fn encode_v1(payload: &Payload) -> Result<String, PairingCodeError> {
 }
 
 /// Encodes a v2 code for a herdr outside `~/.config/herdr`.
-pub fn encode_v2(payload: &Payload, endpoint: &Endpoint) -> Result<String, PairingCodeError> {
+pub(crate) fn encode_v2(
+    payload: &Payload,
+    endpoint: &Endpoint,
+) -> Result<String, PairingCodeError> {
     validate(payload)?;
     validate_endpoint(endpoint)?;
     Ok(frame(2, &wire_object(payload, Some(endpoint))))
@@ -95,7 +100,7 @@ fn frame(version: u32, object: &Object) -> String {
 }
 
 /// The payload as wire JSON, keys in canonical order.
-pub fn wire_object(payload: &Payload, endpoint: Option<&Endpoint>) -> Object {
+pub(crate) fn wire_object(payload: &Payload, endpoint: Option<&Endpoint>) -> Object {
     let addrs = payload
         .addrs
         .iter()
@@ -210,7 +215,7 @@ fn has_whitespace(text: &str) -> bool {
 }
 
 /// `SHA256:` plus 43 characters of unpadded standard base64, as OpenSSH prints.
-pub fn is_openssh_fingerprint(fp: &str) -> bool {
+pub(crate) fn is_openssh_fingerprint(fp: &str) -> bool {
     fp.strip_prefix("SHA256:").is_some_and(|b| {
         b.len() == 43
             && b.bytes()
@@ -219,7 +224,7 @@ pub fn is_openssh_fingerprint(fp: &str) -> bool {
 }
 
 /// Whether a code may carry `address`: non-empty, without white space.
-pub fn is_valid_address(address: &str) -> bool {
+pub(crate) fn is_valid_address(address: &str) -> bool {
     !address.is_empty() && !has_whitespace(address)
 }
 
@@ -240,7 +245,7 @@ fn validate(payload: &Payload) -> Result<(), PairingCodeError> {
 
 /// An absolute path without `'`, `\` or ASCII control characters: safe to
 /// single-quote in the app's launcher command.
-pub fn is_safe_absolute_path(path: &str) -> bool {
+pub(crate) fn is_safe_absolute_path(path: &str) -> bool {
     path.starts_with('/')
         && !path
             .chars()
@@ -248,7 +253,7 @@ pub fn is_safe_absolute_path(path: &str) -> bool {
 }
 
 /// The v2 rules for `sock` and `herdr`.
-pub fn validate_endpoint(endpoint: &Endpoint) -> Result<(), PairingCodeError> {
+pub(crate) fn validate_endpoint(endpoint: &Endpoint) -> Result<(), PairingCodeError> {
     let sock = &endpoint.sock;
     let sock_layout =
         sock.ends_with("/herdr/herdr.sock") || session::named_session_of(sock).is_some();

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use heeler::base::json::{self, Value};
+use heeler::herdr::answer::{self, Agent, Pane, Tab};
 use heeler::herdr::session::Session;
 use heeler::hooks::env;
 use heeler::hooks::registration;
@@ -178,14 +179,14 @@ fn row_layouts_and_herdr_answers_never_panic() {
             ..RowContext::default()
         };
         if let Ok(Value::Array(tabs)) = json::parse(&mutate(&mut rng, tabs_seed)) {
-            row_layout::add_tabs(&mut context, "w1", &tabs);
-            row_layout::add_panes(&mut context, "w1", &tabs);
+            row_layout::add_tabs(&mut context, "w1", &answer::rows(&tabs, Tab::from_value));
+            row_layout::add_panes(&mut context, "w1", &answer::rows(&tabs, Pane::from_value));
         }
         let layout = &layouts[rng.below(layouts.len())];
-        let agents = inventory.as_array().unwrap_or(&[]);
-        let render = |agent: &Value| Some(row_layout::render(layout, agent, &context, Some(" x ")));
+        let agents = answer::agents(inventory.as_array().unwrap_or(&[]));
+        let render = |agent: &Agent| Some(row_layout::render(layout, agent, &context, Some(" x ")));
         let (counts, content) = live_activity::build(
-            agents,
+            &agents,
             &BuildContext {
                 host: "h",
                 pins: inventory.get("pins"),

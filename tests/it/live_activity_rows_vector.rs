@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use heeler::base::base64;
 use heeler::base::json::{self, Value};
+use heeler::herdr::answer::{self, Agent};
 use heeler::hooks::row_layout::{self, RowContext};
 use heeler::wire::envelope::NotificationKey;
 use heeler::wire::live_activity::{self, BuildContext};
@@ -65,9 +66,9 @@ fn three_configured_rows_vector_is_reproduced() {
         host: "studio".into(),
         ..RowContext::default()
     };
-    let render = |agent: &Value| Some(row_layout::render(&layout, agent, &context, None));
+    let render = |agent: &Agent| Some(row_layout::render(&layout, agent, &context, None));
     let (_, content) = live_activity::build(
-        inventory.as_array().unwrap(),
+        &answer::agents(inventory.as_array().unwrap()),
         &BuildContext {
             host: "studio",
             pins: None,

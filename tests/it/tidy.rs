@@ -319,6 +319,203 @@ fn no_file_name_is_a_folder_in_disguise() {
     assert!(bad.is_empty(), "folders in disguise:\n{}", bad.join("\n"));
 }
 
+/// The names of the error types a file's code declares: every `enum` or
+/// `struct` whose name ends in `Error`.
+fn error_types(code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in code.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        for pair in words.windows(2) {
+            if pair[0] == "enum" || pair[0] == "struct" {
+                let name: String = pair[1]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if name.ends_with("Error") {
+                    out.push(name);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_error_type_implements_std_error() {
+    // A caller can put any of them behind `dyn Error` (and `?` them into
+    // one): each declares `impl std::error::Error for <Name>` in its file.
+    let mut missing = Vec::new();
+    let mut seen = 0;
+    for (rel, _) in modules() {
+        let code = code_of(&std::fs::read_to_string(src_dir().join(&rel)).expect("read source"));
+        for name in error_types(&code) {
+            seen += 1;
+            if !code.contains(&format!("impl std::error::Error for {name} ")) {
+                missing.push(format!("src/{rel}: {name}"));
+            }
+        }
+    }
+    assert!(
+        seen > 20,
+        "found only {seen} error types; the scan is broken"
+    );
+    assert!(
+        missing.is_empty(),
+        "error types without `impl std::error::Error`:\n{}",
+        missing.join("\n")
+    );
+}
+
+/// A file's code before its test module (`#[cfg(test)] mod …`), without
+/// comments.
+fn non_test_code(rel: &str) -> String {
+    let text = std::fs::read_to_string(src_dir().join(rel)).expect("read source");
+    let code = code_of(&text);
+    let marker = "#[cfg(test)]";
+    let test_module = code.match_indices(marker).map(|(at, _)| at).find(|&at| {
+        let after = code[at + marker.len()..].trim_start();
+        after.starts_with("mod ") || after.starts_with("pub(crate) mod ")
+    });
+    match test_module {
+        Some(at) => code[..at].to_owned(),
+        None => code,
+    }
+}
+
+/// The string literals of `code` (no escapes inside them are needed here).
+fn string_literals(code: &str) -> Vec<&str> {
+    code.split('"').skip(1).step_by(2).collect()
+}
+
+#[test]
+fn usage_cache_file_names_are_written_only_in_usage_paths() {
+    // Every name `usage/paths.rs` gives a file of Usage state (up to a
+    // `{}` it fills in) is a literal nowhere else in `src/usage`'s code.
+    let owner = "usage/paths.rs";
+    let names: Vec<String> = string_literals(&non_test_code(owner))
+        .into_iter()
+        .map(|literal| literal.split('{').next().unwrap_or(literal).to_owned())
+        .filter(|name| name.len() >= 6 && (name.contains('.') || name.contains('-')))
+        .collect();
+    assert!(
+        names.iter().any(|n| n == "index-v1.bin") && names.iter().any(|n| n == "owners-v1."),
+        "the names were not found in {owner}: {names:?}"
+    );
+    let mut repeated = Vec::new();
+    for (rel, _) in modules() {
+        if !rel.starts_with("usage/") || rel == owner {
+            continue;
+        }
+        let code = non_test_code(&rel);
+        for literal in string_literals(&code) {
+            if let Some(name) = names.iter().find(|n| literal.starts_with(n.as_str())) {
+                repeated.push(format!(
+                    "src/{rel}: \"{literal}\" (src/{owner} names {name})"
+                ));
+            }
+        }
+    }
+    assert!(
+        repeated.is_empty(),
+        "usage file names written outside their owner:\n{}",
+        repeated.join("\n")
+    );
+}
+
+/// Grammars and mechanisms with one owner: a piece of code that states
+/// one, the file that alone may contain it (in its non-test code; none
+/// for code that is retired), and what it is.
+const OWNED: &[(&str, &str, &str)] = &[
+    (
+        "fn is_custom_token(",
+        "sidebar/config.rs",
+        "the `$custom` token grammar",
+    ),
+    (
+        "fn is_color(",
+        "sidebar/config.rs",
+        "the `#RGB` colour grammar",
+    ),
+    (
+        "strip_prefix('#')",
+        "sidebar/config.rs",
+        "the `#RGB` colour grammar",
+    ),
+    (
+        "fn offset_at(",
+        "base/tz.rs",
+        "local time: a zone's UTC offset",
+    ),
+    (
+        "localtime_r",
+        "",
+        "local time from libc (base/tz.rs is the one)",
+    ),
+];
+
+#[test]
+fn each_owned_grammar_is_written_only_in_its_owner() {
+    let mut elsewhere = Vec::new();
+    let mut found = BTreeSet::new();
+    for (rel, _) in modules() {
+        let code = non_test_code(&rel);
+        for (needle, owner, what) in OWNED {
+            if code.contains(needle) {
+                if rel == *owner {
+                    found.insert(*needle);
+                } else {
+                    elsewhere.push(format!("src/{rel}: `{needle}` ({what}; owner src/{owner})"));
+                }
+            }
+        }
+    }
+    let lost: Vec<&str> = OWNED
+        .iter()
+        .filter(|(_, owner, _)| !owner.is_empty())
+        .map(|(needle, _, _)| *needle)
+        .filter(|needle| !found.contains(needle))
+        .collect();
+    assert!(lost.is_empty(), "not found in their owner: {lost:?}");
+    assert!(
+        elsewhere.is_empty(),
+        "owned code written again:\n{}",
+        elsewhere.join("\n")
+    );
+}
+
+#[test]
+fn herdr_answer_fields_are_named_only_in_src_herdr() {
+    // herdr's agents, tabs, panes and workspaces are parsed once, in
+    // `herdr/answer.rs`; everyone else reads the types. The fields checked
+    // are those no format of heeler's own shares. `hooks/env.rs` parses
+    // herdr's hook event (not an answer), whose data names two of them.
+    const FIELDS: &[&str] = &[
+        "\"pane_id\"",
+        "\"tab_id\"",
+        "\"agent_status\"",
+        "\"display_agent\"",
+    ];
+    const EVENT: (&str, &[&str]) = ("hooks/env.rs", &["\"pane_id\"", "\"agent_status\""]);
+    let mut named = Vec::new();
+    for (rel, _) in modules() {
+        if rel.starts_with("herdr/") {
+            continue;
+        }
+        let code = non_test_code(&rel);
+        for field in FIELDS {
+            let allowed = rel == EVENT.0 && EVENT.1.contains(field);
+            if code.contains(field) && !allowed {
+                named.push(format!("src/{rel}: {field}"));
+            }
+        }
+    }
+    assert!(
+        named.is_empty(),
+        "herdr answer fields read outside src/herdr:\n{}",
+        named.join("\n")
+    );
+}
+
 /// ARCHITECTURE.md's sections by the folder their heading names
 /// (`### \`src/usage/store/\``): folder (relative to `src/`, "" for the
 /// root) to the section's text.

@@ -10,15 +10,15 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use heeler::base::json::{self, Object, Value};
+use heeler::base::tz::Zone;
 use heeler::usage::cache::Index;
 use heeler::usage::pricing::PriceTable;
 use heeler::usage::report::{self, Envelope};
-use heeler::usage::tz::Zone;
 use heeler::usage::worker::{self, Roots};
 use usage_fixture::*;
 
 fn zoneinfo() -> Option<PathBuf> {
-    let dir = heeler::usage::tz::zoneinfo_dir();
+    let dir = heeler::base::tz::zoneinfo_dir();
     dir.join("Asia/Shanghai").exists().then_some(dir)
 }
 

@@ -9,10 +9,10 @@ use crate::usage_fixture;
 use std::path::Path;
 
 use heeler::base::json::Value;
+use heeler::base::tz::Zone;
 use heeler::usage::cache::Index;
 use heeler::usage::pricing::PriceTable;
 use heeler::usage::report::{self, Envelope};
-use heeler::usage::tz::Zone;
 use heeler::usage::worker::{self, Roots};
 use usage_fixture::{Claude, HOUR, NOW, lines, ts, user_line, write};
 

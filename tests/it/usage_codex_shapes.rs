@@ -10,10 +10,10 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use heeler::base::json::Value;
+use heeler::base::tz::Zone;
 use heeler::usage::cache::Index;
 use heeler::usage::pricing::PriceTable;
 use heeler::usage::report::{self, Envelope};
-use heeler::usage::tz::Zone;
 use heeler::usage::worker::{self, Roots};
 use usage_fixture::{DAY, HOUR, NOW, lines, session_meta, ts, turn_context, write, zstd};
 

@@ -27,12 +27,12 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use heeler::base::tz::Zone;
 use heeler::usage::aggregate::{SLOT, SlotAcc, sum_sessions};
 use heeler::usage::event::Agent;
 use heeler::usage::paths::UsageDir;
 use heeler::usage::pricing::PriceTable;
 use heeler::usage::store::state::{StateStore, Tables};
-use heeler::usage::tz::Zone;
 use heeler::usage::views::data::{Data, Period, Request};
 use heeler::usage::views::render::{self, Format, View};
 use heeler::usage::worker::{self, CacheRefresh, Pass, Roots};

@@ -40,7 +40,7 @@ fn stable(out: &std::process::Output) -> Value {
 
 #[test]
 fn prerendered_answers_equal_answers_from_slots() {
-    if !heeler::usage::tz::zoneinfo_dir()
+    if !heeler::base::tz::zoneinfo_dir()
         .join("Asia/Shanghai")
         .exists()
     {

@@ -9,11 +9,11 @@ use std::path::Path;
 use std::process::Command;
 
 use heeler::base::json::{self, Value};
+use heeler::base::tz::Zone;
 use heeler::usage::aggregate::incremental::State;
 use heeler::usage::cache::Index;
 use heeler::usage::pricing::PriceTable;
 use heeler::usage::time::parse_date;
-use heeler::usage::tz::Zone;
 use heeler::usage::views::data::{Data, Request};
 use heeler::usage::views::render::{self, Format, View};
 use heeler::usage::views::table::Style;

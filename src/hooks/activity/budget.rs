@@ -13,13 +13,13 @@ use crate::wire::envelope;
 use crate::wire::live_activity::{Content, Counts};
 
 /// Longest `ct` string.
-pub const MAX_CT_CHARS: usize = 2_800;
+pub(crate) const MAX_CT_CHARS: usize = 2_800;
 /// Longest projected APNs body.
-pub const MAX_APNS_BYTES: usize = 4_096;
+pub(crate) const MAX_APNS_BYTES: usize = 4_096;
 /// Longest relay request body.
-pub const MAX_RELAY_BODY_BYTES: usize = 8_192;
+pub(crate) const MAX_RELAY_BODY_BYTES: usize = 8_192;
 /// The last degradation step: `agents: []`.
-pub const LAST_STEP: u8 = 3;
+pub(crate) const LAST_STEP: u8 = 3;
 
 /// The counts as the relay accepts them: each clamped to its bound, so a
 /// Host with more than 999 agents in one status shows 999 rather than
@@ -35,7 +35,7 @@ fn relay_counts(counts: Counts) -> Object {
 }
 
 /// The relay body of one Live Activity push, keys in contract order.
-pub fn push_body(device: &ActivityDevice, frame: &Frame, envelope: &str) -> String {
+pub(crate) fn push_body(device: &ActivityDevice, frame: &Frame, envelope: &str) -> String {
     let (date_key, _, date) = frame.date_key_and_value();
     Value::Object(
         Object::new()
@@ -53,7 +53,7 @@ pub fn push_body(device: &ActivityDevice, frame: &Frame, envelope: &str) -> Stri
 }
 
 /// The APNs body the relay would build, as the size budget projects it.
-pub fn projected_apns_body(frame: &Frame, envelope: &str) -> String {
+pub(crate) fn projected_apns_body(frame: &Frame, envelope: &str) -> String {
     let (_, apns_key, date) = frame.date_key_and_value();
     format!(
         r#"{{"aps":{{"timestamp":{},"event":{},"content-state":{{"counts":{},"envelope":{envelope}}},{}:{date}}}}}"#,
@@ -65,7 +65,7 @@ pub fn projected_apns_body(frame: &Frame, envelope: &str) -> String {
 }
 
 /// Whether a sealed envelope fits every budget.
-pub fn fits_budget(device: &ActivityDevice, frame: &Frame, envelope: &str) -> bool {
+pub(crate) fn fits_budget(device: &ActivityDevice, frame: &Frame, envelope: &str) -> bool {
     let ct_len = json::parse(envelope)
         .ok()
         .and_then(|v| v.get("ct").and_then(Value::as_str).map(str::len))
@@ -77,7 +77,7 @@ pub fn fits_budget(device: &ActivityDevice, frame: &Frame, envelope: &str) -> bo
 
 /// The content at a degradation step: 1 drops titles and names, 2 also
 /// rows, 3 every agent.
-pub fn degrade(content: &Content, step: u8) -> Content {
+pub(crate) fn degrade(content: &Content, step: u8) -> Content {
     let mut content = content.clone();
     if step >= LAST_STEP {
         content.agents.clear();
@@ -97,7 +97,7 @@ pub fn degrade(content: &Content, step: u8) -> Content {
 
 /// Seals `content` at the first step from `from` that fits the budget (the
 /// last step is taken whether it fits or not).
-pub fn seal_within_budget(
+pub(crate) fn seal_within_budget(
     device: &ActivityDevice,
     frame: &Frame,
     content: &Content,
@@ -115,7 +115,7 @@ pub fn seal_within_budget(
 
 /// The step to re-seal at after the relay refused an envelope sealed at
 /// `step` as too large; `None` once even the last step was refused.
-pub fn step_after_too_large(step: u8) -> Option<u8> {
+pub(crate) fn step_after_too_large(step: u8) -> Option<u8> {
     (step < LAST_STEP).then_some(step + 1)
 }
 

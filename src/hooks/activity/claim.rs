@@ -10,7 +10,7 @@ use crate::base::json::{self, Object, Value};
 use crate::hooks::delivery::write_state_file;
 
 /// The stored claim; missing or corrupt means none (and is never superseded).
-pub fn read_claim(path: &Path) -> Option<Value> {
+pub(crate) fn read_claim(path: &Path) -> Option<Value> {
     crate::base::state_file::read_text(path, 64 * 1024).and_then(|t| json::parse(&t).ok())
 }
 
@@ -35,7 +35,7 @@ const CLAIM_LOCK: LockPolicy = LockPolicy {
 /// under a lock and each is later than the one it replaces, so the file
 /// always holds the newest claim and exactly one overlapping hook finds its
 /// own claim after the debounce.
-pub fn write_claim(path: &Path, pid: u32) -> std::io::Result<u64> {
+pub(crate) fn write_claim(path: &Path, pid: u32) -> std::io::Result<u64> {
     if let Some(dir) = path.parent() {
         atomic_file::create_dir_all(dir, 0o700)?;
     }

@@ -22,7 +22,8 @@ pub mod plan;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::base::json::{self, Value};
+use crate::base::json;
+use crate::herdr::answer::Agent;
 use crate::herdr::client::{HerdrClient, HerdrError};
 use crate::hooks::activity::budget::{push_body, seal_within_budget, step_after_too_large};
 use crate::hooks::activity::claim::{read_claim, superseded, write_claim};
@@ -72,6 +73,18 @@ impl std::fmt::Display for ActivityError {
     }
 }
 
+impl std::error::Error for ActivityError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ActivityError::Start(e) => Some(e),
+            ActivityError::Claim(_) => None,
+            ActivityError::AgentList(e) => Some(e),
+            ActivityError::Delivery(e) => Some(e),
+            ActivityError::Queue(e) | ActivityError::NoWorker(e) => Some(e),
+        }
+    }
+}
+
 impl From<spool::HandOverError> for ActivityError {
     fn from(e: spool::HandOverError) -> ActivityError {
         match e {
@@ -88,7 +101,7 @@ impl From<StartError> for ActivityError {
 }
 
 /// Reads `activity/last-state.json`; missing or corrupt means none.
-pub fn read_last_state(path: &Path) -> LastState {
+pub(crate) fn read_last_state(path: &Path) -> LastState {
     crate::base::state_file::read_text(path, 1024 * 1024)
         .and_then(|t| json::parse(&t).ok())
         .map_or_else(LastState::default, |value| LastState::from_value(&value))
@@ -148,13 +161,8 @@ fn workspace_labels(herdr: &HerdrClient) -> HashMap<String, String> {
         return HashMap::new();
     };
     workspaces
-        .iter()
-        .filter_map(|w| {
-            Some((
-                w.get("workspace_id")?.as_nonempty_str()?.to_owned(),
-                w.get("label")?.as_nonempty_str()?.to_owned(),
-            ))
-        })
+        .into_iter()
+        .filter_map(|w| Some((w.workspace_id, w.label.filter(|l| !l.is_empty())?)))
         .collect()
 }
 
@@ -198,13 +206,13 @@ pub fn run_with(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Result<(
 }
 
 /// `activity/claim.json` of a session state dir.
-pub fn claim_path(state_dir: &Path) -> PathBuf {
+pub(crate) fn claim_path(state_dir: &Path) -> PathBuf {
     activity_dir(state_dir).join("claim.json")
 }
 
 /// Whether the claim `(pid, claimed_at_ms)` lost to a newer one: the worker
 /// drops such an entry without any herdr call.
-pub fn claim_superseded(state_dir: &Path, pid: u32, claimed_at_ms: u64) -> bool {
+pub(crate) fn claim_superseded(state_dir: &Path, pid: u32, claimed_at_ms: u64) -> bool {
     read_claim(&claim_path(state_dir)).is_some_and(|stored| superseded(&stored, pid, claimed_at_ms))
 }
 
@@ -219,7 +227,7 @@ pub fn finish(
     herdr: &HerdrClient,
     settings: &NotifySettings,
     relays: &mut Relays,
-    inventory: impl FnOnce() -> Result<Vec<Value>, HerdrError>,
+    inventory: impl FnOnce() -> Result<Vec<Agent>, HerdrError>,
 ) -> (Vec<RateLimited>, Result<(), ActivityError>) {
     match plan_round(env, herdr, inventory) {
         Ok(Some(round)) => deliver_round(env, settings, relays, &round),
@@ -231,7 +239,7 @@ pub fn finish(
 /// What one activity round sends: the payloads' inputs.
 struct ActivityRound {
     devices: Vec<registration::ActivityDevice>,
-    inventory: Vec<Value>,
+    inventory: Vec<Agent>,
     plan: plan::Plan,
     context: RowContext,
 }
@@ -241,7 +249,7 @@ struct ActivityRound {
 fn plan_round(
     env: &HookEnv,
     herdr: &HerdrClient,
-    inventory: impl FnOnce() -> Result<Vec<Value>, HerdrError>,
+    inventory: impl FnOnce() -> Result<Vec<Agent>, HerdrError>,
 ) -> Result<Option<ActivityRound>, ActivityError> {
     let registration_path = registration::path_in(&env.config_dir);
     let file = registration::read(&registration_path);

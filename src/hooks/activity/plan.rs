@@ -11,18 +11,19 @@ use std::collections::{HashMap, HashSet};
 use ring::digest::{SHA256, digest};
 
 use crate::base::json::{Object, Value};
+use crate::herdr::answer::{Agent, nonempty};
 use crate::hooks::delivery::PushTarget;
 use crate::hooks::registration::ActivityDevice;
 use crate::hooks::row_layout::{self, RowContext};
 use crate::wire::live_activity::{self, BuildContext, Content, Counts, js_string_cmp};
 
 /// Seconds after `timestamp` an update goes stale.
-pub const STALE_AFTER_S: i64 = 900;
+pub(crate) const STALE_AFTER_S: i64 = 900;
 
 /// The priority of an update that shows a newly blocked agent.
-pub const PRIORITY_NEWLY_BLOCKED: u8 = 10;
+pub(crate) const PRIORITY_NEWLY_BLOCKED: u8 = 10;
 /// The priority of every other update and of an end.
-pub const PRIORITY_ROUTINE: u8 = 5;
+pub(crate) const PRIORITY_ROUTINE: u8 = 5;
 
 fn is_eligible_status(status: &str) -> bool {
     live_activity::status_rank(status).is_some()
@@ -30,7 +31,7 @@ fn is_eligible_status(status: &str) -> bool {
 
 /// `activity/last-state.json` as far as the hook reads it.
 #[derive(Debug, Default, Clone, PartialEq)]
-pub struct LastState {
+pub(crate) struct LastState {
     pub statuses: Option<HashMap<String, String>>,
     pub preferences: Option<String>,
     pub ended: bool,
@@ -56,7 +57,7 @@ impl LastState {
 
 /// The device-preferences hash: SHA-256 hex of the devices' token, env,
 /// pins, parsed layout and host name, sorted by token.
-pub fn preferences_hash(devices: &[ActivityDevice]) -> String {
+pub(crate) fn preferences_hash(devices: &[ActivityDevice]) -> String {
     let mut sorted: Vec<&ActivityDevice> = devices.iter().collect();
     sorted.sort_by(|a, b| js_string_cmp(&a.token, &b.token));
     let items = sorted
@@ -112,7 +113,7 @@ pub struct Frame {
 impl Frame {
     /// The date an event carries: the relay key, the APNs key and the
     /// value (stale after 900 s for an update, dismissed at once for an end).
-    pub fn date_key_and_value(&self) -> (&'static str, &'static str, i64) {
+    pub(crate) fn date_key_and_value(&self) -> (&'static str, &'static str, i64) {
         match self.event {
             ActivityEvent::Update => ("stale_date", "stale-date", self.timestamp + STALE_AFTER_S),
             ActivityEvent::End => ("dismissal_date", "dismissal-date", self.timestamp),
@@ -122,7 +123,7 @@ impl Frame {
 
 /// Whether an event is worth a claim and a debounce: some device shows the
 /// activity, and an ended activity restarts only for an eligible status.
-pub fn worth_claiming(has_devices: bool, last: &LastState, event_status: &str) -> bool {
+pub(crate) fn worth_claiming(has_devices: bool, last: &LastState, event_status: &str) -> bool {
     has_devices && (!last.ended || is_eligible_status(event_status))
 }
 
@@ -144,7 +145,7 @@ pub fn priority(statuses: &[(String, String)], previous: Option<&HashMap<String,
 
 /// What the hook does with the snapshot it gathered after the debounce.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// The statuses and the device preferences equal last-state.
     Unchanged,
     /// No eligible agent, and the activity has already ended.
@@ -155,7 +156,7 @@ pub enum Decision {
 
 /// One push round: the event and priority are the same for every device.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Plan {
+pub(crate) struct Plan {
     pub event: ActivityEvent,
     pub priority: u8,
     /// The eligible `(pane, status)` pairs, recorded in last-state.
@@ -167,7 +168,11 @@ pub struct Plan {
 /// Decides the round from the agent inventory, the devices and last-state:
 /// an unchanged snapshot sends nothing, an empty one ends the activity
 /// (once), anything else updates it.
-pub fn decide(inventory: &[Value], devices: &[ActivityDevice], last: &LastState) -> Decision {
+pub(crate) fn decide(
+    inventory: &[Agent],
+    devices: &[ActivityDevice],
+    last: &LastState,
+) -> Decision {
     let statuses = live_activity::eligible_statuses(inventory);
     let status_map: HashMap<String, String> = statuses.iter().cloned().collect();
     let preferences = preferences_hash(devices);
@@ -193,7 +198,7 @@ pub fn decide(inventory: &[Value], devices: &[ActivityDevice], last: &LastState)
 
 /// The herdr lookups a plan's content needs beyond the inventory.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct ContextNeeds {
+pub(crate) struct ContextNeeds {
     /// `workspace list`, for the workspace labels.
     pub workspace_labels: bool,
     /// `tab list` per workspace, for a layout's `tab` token.
@@ -221,7 +226,11 @@ impl PushTarget for Payload<'_> {
 impl Plan {
     /// An end shows no agent, so it needs nothing; an update needs the
     /// labels, and tabs or panes only when some device's layout uses them.
-    pub fn context_needs(&self, devices: &[ActivityDevice], inventory: &[Value]) -> ContextNeeds {
+    pub(crate) fn context_needs(
+        &self,
+        devices: &[ActivityDevice],
+        inventory: &[Agent],
+    ) -> ContextNeeds {
         if self.event == ActivityEvent::End {
             return ContextNeeds::default();
         }
@@ -233,11 +242,11 @@ impl Plan {
             let eligible: HashSet<&str> = inventory
                 .iter()
                 .filter(|a| {
-                    a.get("agent_status")
-                        .and_then(Value::as_str)
+                    a.agent_status
+                        .as_deref()
                         .is_some_and(|s| is_eligible_status(&s.to_lowercase()))
                 })
-                .filter_map(|a| a.get("workspace_id").and_then(Value::as_nonempty_str))
+                .filter_map(|a| nonempty(&a.workspace_id))
                 .collect();
             workspaces = eligible.into_iter().map(str::to_owned).collect();
             workspaces.sort_unstable();
@@ -252,10 +261,10 @@ impl Plan {
 
     /// Each device's payload, in device order: an end carries zero counts
     /// and no agents; an update the device's pins and rows.
-    pub fn payloads<'a>(
+    pub(crate) fn payloads<'a>(
         &self,
         devices: &'a [ActivityDevice],
-        inventory: &[Value],
+        inventory: &[Agent],
         context: &RowContext,
         timestamp: i64,
     ) -> Vec<Payload<'a>> {
@@ -271,7 +280,7 @@ impl Plan {
                         },
                     ),
                     ActivityEvent::Update => {
-                        let render = |agent: &Value| {
+                        let render = |agent: &Agent| {
                             device.layout.as_ref().map(|layout| {
                                 row_layout::render(
                                     layout,
@@ -351,10 +360,10 @@ mod tests {
         assert_eq!(one.len(), 64);
     }
 
-    fn agent(pane: &str, status: &str) -> Value {
-        json::parse(&format!(
+    fn agent(pane: &str, status: &str) -> Agent {
+        Agent::from_value(&json::parse(&format!(
             r#"{{"pane_id":"{pane}","workspace_id":"w1","agent":"claude","agent_status":"{status}","terminal_title":"t {pane}"}}"#
-        ))
+        )).unwrap())
         .unwrap()
     }
 
@@ -522,7 +531,7 @@ mod tests {
 
     #[test]
     fn an_update_counts_every_eligible_agent_and_fetches_only_used_context() {
-        let inventory: Vec<Value> = (1..=7)
+        let inventory: Vec<Agent> = (1..=7)
             .map(|n| {
                 agent(
                     &format!("w1:p{n}"),

@@ -40,7 +40,7 @@ impl Checklist {
     }
 
     /// The checked addresses, in checklist order.
-    pub fn selected(&self) -> Vec<String> {
+    pub(crate) fn selected(&self) -> Vec<String> {
         self.candidates
             .iter()
             .zip(&self.checked)

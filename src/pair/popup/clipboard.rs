@@ -12,7 +12,7 @@ use crate::base::base64;
 
 /// Copies `code` with `pbcopy` (exactly, no newline). `true` only when
 /// pbcopy ran and exited 0; always `false` off macOS or for an empty code.
-pub fn copy_with_pbcopy(code: &str) -> bool {
+pub(crate) fn copy_with_pbcopy(code: &str) -> bool {
     if !cfg!(target_os = "macos") || code.is_empty() {
         return false;
     }
@@ -33,7 +33,7 @@ pub fn copy_with_pbcopy(code: &str) -> bool {
 }
 
 /// The OSC 52 sequence asking the terminal to put `code` on the clipboard.
-pub fn osc52(code: &str) -> String {
+pub(crate) fn osc52(code: &str) -> String {
     format!("\x1b]52;c;{}\x07", base64::encode_standard(code.as_bytes()))
 }
 

@@ -20,6 +20,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
 
 use crate::base::sys;
+use crate::base::tz;
 use crate::cli::PairArgs;
 use crate::exit::Failure;
 use crate::pair::addresses::{self, Candidate, InterfaceAddress};
@@ -269,11 +270,10 @@ fn start_endpoint(
     }
 }
 
+/// `HH:MM:SS` of an instant in the Host's zone.
 fn local_time(unix: i64) -> String {
-    match sys::local_time_of_day(unix) {
-        Some((h, m, s)) => format!("{h:02}:{m:02}:{s:02}"),
-        None => format!("unix time {unix}"),
-    }
+    let (h, m, s) = tz::process_host_zone().time_of_day(unix);
+    format!("{h:02}:{m:02}:{s:02}")
 }
 
 /// The checklist's lines about the endpoint.

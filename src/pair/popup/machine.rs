@@ -44,17 +44,17 @@ use crate::pair::tailscale::TailscaleSsh;
 use crate::wire::pairing_code::Endpoint;
 
 /// How long the `copied` hint stays.
-pub const COPIED_HINT: Duration = Duration::from_millis(1500);
+pub(crate) const COPIED_HINT: Duration = Duration::from_millis(1500);
 /// The checklist message while Enter waits for the launcher test.
-pub const TESTING_THE_LAUNCHER: &str = "Testing the launcher…";
+pub(crate) const TESTING_THE_LAUNCHER: &str = "Testing the launcher…";
 /// The checklist message when this herdr cannot have a Pairing Code.
-pub const NO_CODE_FOR_THIS_HERDR: &str =
+pub(crate) const NO_CODE_FOR_THIS_HERDR: &str =
     "No Pairing Code can be offered for this herdr (see above).";
 
 /// The checklist message when Enter waits for the SSH preflight.
-pub const CHECKING_SSH: &str = "Checking the SSH server…";
+pub(crate) const CHECKING_SSH: &str = "Checking the SSH server…";
 /// The checklist message when the SSH preflight refused a code.
-pub const NO_CODE_WITHOUT_SSH: &str =
+pub(crate) const NO_CODE_WITHOUT_SSH: &str =
     "No Pairing Code until OpenSSH answers (see the SSH server row).";
 
 /// Where the SSH preflight (`pair::preflight`, doctor's check) stands.
@@ -104,13 +104,13 @@ impl EndpointStatus {
 pub struct QrState {
     pub code: String,
     pub qr: Qr,
-    pub details: QrDetails,
+    pub(crate) details: QrDetails,
     /// The ceremony's expiry (unix seconds).
     pub expires_at: i64,
     /// Until when the hint reads `copied`.
-    pub copied_until: Option<Instant>,
+    pub(crate) copied_until: Option<Instant>,
     /// Whether the exact code is printed (a copy that reached no clipboard).
-    pub show_code: bool,
+    pub(crate) show_code: bool,
 }
 
 impl QrState {
@@ -129,7 +129,7 @@ impl QrState {
 
 /// The popup's phase.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Phase {
+pub(crate) enum Phase {
     /// Pairing cannot go on; the message.
     Fatal(Vec<String>),
     /// The address checklist.
@@ -232,7 +232,7 @@ pub enum Effect {
 /// The popup's state: the phase and everything its screens show.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Popup {
-    pub phase: Phase,
+    pub(crate) phase: Phase,
     pub list: Checklist,
     /// The checklist's transient message.
     pub message: Option<String>,

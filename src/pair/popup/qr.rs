@@ -10,7 +10,7 @@ use qrcodegen::{QrCode, QrCodeEcc};
 
 /// Light modules around the symbol. The Node plugin used 1 and the app scans
 /// it; more would cost rows in small popups.
-pub const QUIET_ZONE: usize = 1;
+pub(crate) const QUIET_ZONE: usize = 1;
 
 /// Dark modules in the foreground colour over a light background.
 const COLOURS: &str = "\x1b[38;5;16m\x1b[48;5;231m";
@@ -88,7 +88,7 @@ impl Qr {
 }
 
 /// The character showing a dark/light `top` and `bottom` module.
-pub fn half_block(top: bool, bottom: bool) -> char {
+pub(crate) fn half_block(top: bool, bottom: bool) -> char {
     match (top, bottom) {
         (true, true) => '█',
         (true, false) => '▀',

@@ -23,7 +23,7 @@ fn dim(text: &str) -> String {
 }
 
 /// The message shown when Enter finds nothing checked.
-pub const SELECT_AT_LEAST_ONE: &str = "Select at least one address.";
+pub(crate) const SELECT_AT_LEAST_ONE: &str = "Select at least one address.";
 
 /// Everything the checklist screen shows besides the checklist itself.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -98,7 +98,7 @@ pub fn checklist(list: &Checklist, notes: &ChecklistNotes) -> Screen {
 
 /// The SSH preflight's rows on the checklist: what answered on the port
 /// (as `heeler doctor` words it) and, when it did not pass, the fix.
-pub fn ssh_rows(level: Level, summary: &str, fix: Option<&str>) -> Vec<String> {
+pub(crate) fn ssh_rows(level: Level, summary: &str, fix: Option<&str>) -> Vec<String> {
     let mut rows = match level {
         Level::Pass => vec![dim(&format!("[ok] SSH server: {summary}"))],
         Level::Warn => vec![bold(&format!("[warn] SSH server: {summary}"))],
@@ -111,7 +111,7 @@ pub fn ssh_rows(level: Level, summary: &str, fix: Option<&str>) -> Vec<String> {
 }
 
 /// The checklist row while the preflight runs.
-pub fn ssh_checking_row(port: u16) -> String {
+pub(crate) fn ssh_checking_row(port: u16) -> String {
     dim(&format!("Checking for OpenSSH on port {port}…"))
 }
 
@@ -123,14 +123,14 @@ pub struct QrDetails {
     pub fingerprint: String,
     pub addresses: Vec<String>,
     /// `exp` as local wall-clock time.
-    pub valid_until: String,
+    pub(crate) valid_until: String,
     /// `Endpoint … via …` for a v2 code.
     pub endpoint: Option<String>,
 }
 
 /// How the QR screen's first text line reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Hint {
+pub(crate) enum Hint {
     Scan,
     Copied,
 }
@@ -238,7 +238,7 @@ fn word_wrap_ranges(text: &[char], columns: usize) -> Vec<std::ops::Range<usize>
 /// A styled line wrapped at word boundaries into rows of at most `columns`
 /// visible characters. Each row carries the styles active at its start and
 /// resets them at its end, so a row never bleeds into the next.
-pub fn wrap(line: &str, columns: usize) -> Vec<String> {
+pub(crate) fn wrap(line: &str, columns: usize) -> Vec<String> {
     let (cells, trailing) = split_styled(line);
     let text: Vec<char> = cells.iter().map(|(_, c)| *c).collect();
     let ranges = word_wrap_ranges(&text, columns);
@@ -293,10 +293,10 @@ fn wrap_all(lines: &[String], columns: usize) -> Vec<String> {
 }
 
 /// The narrowest window any screen is laid out for.
-pub const MIN_COLUMNS: usize = 24;
+pub(crate) const MIN_COLUMNS: usize = 24;
 
 /// The message of a window smaller than a screen needs, wrapped to it.
-pub fn too_small(
+pub(crate) fn too_small(
     (columns, rows): (usize, usize),
     (have_rows, have_columns): (usize, usize),
 ) -> Vec<String> {
@@ -391,7 +391,7 @@ fn fit_rows(lines: &[String], budget: usize, columns: usize) -> Vec<String> {
 /// stays whenever anything but the size message shows; the other details
 /// give way first, and nothing is drawn past the last row (which would
 /// scroll the screen away).
-pub fn qr_screen(
+pub(crate) fn qr_screen(
     qr: &Qr,
     code: &str,
     details: &QrDetails,
@@ -506,7 +506,11 @@ pub fn enrolled(machine: &str, fingerprint: &str, label: Option<&str>) -> Vec<St
 
 /// A device completed the ceremony with a Device Key that authorized_keys
 /// already held: nothing was added, so there is nothing to revoke here.
-pub fn already_authorized(machine: &str, fingerprint: &str, label: Option<&str>) -> Vec<String> {
+pub(crate) fn already_authorized(
+    machine: &str,
+    fingerprint: &str,
+    label: Option<&str>,
+) -> Vec<String> {
     let label = label_text(label);
     vec![
         bold("Device Key already authorized"),
@@ -534,7 +538,7 @@ pub fn revoked(fingerprint: &str) -> Vec<String> {
     ]
 }
 
-pub fn revoke_failed(error: &str) -> Vec<String> {
+pub(crate) fn revoke_failed(error: &str) -> Vec<String> {
     vec![
         bold("Could not revoke the Device Key"),
         String::new(),
@@ -556,7 +560,7 @@ pub fn fatal(message: &[String]) -> Vec<String> {
 }
 
 /// The fatal message when `/etc/ssh` has no host key.
-pub fn no_host_key_message(ssh_dir: &str) -> Vec<String> {
+pub(crate) fn no_host_key_message(ssh_dir: &str) -> Vec<String> {
     vec![
         format!("No SSH host key found under {ssh_dir}."),
         String::new(),
@@ -566,7 +570,7 @@ pub fn no_host_key_message(ssh_dir: &str) -> Vec<String> {
     ]
 }
 
-pub const NO_ADDRESS: &str =
+pub(crate) const NO_ADDRESS: &str =
     "No routable network address found. Connect to a LAN or VPN and retry.";
 
 /// Removes the style escapes, leaving what a reader sees.

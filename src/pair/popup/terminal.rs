@@ -40,7 +40,7 @@ fn install_panic_hook() {
 }
 
 /// The terminal in popup mode; dropping it restores the cursor and modes.
-pub struct PopupTerminal {
+pub(crate) struct PopupTerminal {
     out: AlternateScreen<RawTerminal<Stdout>>,
 }
 
@@ -93,7 +93,7 @@ impl Drop for PopupTerminal {
 
 /// Spawns the thread that reads stdin; each message is one read's bytes.
 /// The channel disconnects when stdin reaches its end or fails.
-pub fn key_reader() -> Receiver<Vec<u8>> {
+pub(crate) fn key_reader() -> Receiver<Vec<u8>> {
     let (sender, receiver) = mpsc::channel();
     std::thread::spawn(move || {
         let mut stdin = io::stdin();

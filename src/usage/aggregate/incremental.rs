@@ -27,7 +27,7 @@ use crate::usage::store::owners::{self, Owners, owner_of};
 
 /// More changed files than this: aggregate from scratch (cheaper than many
 /// isolated passes, and a cold scan changes everything anyway).
-pub const MAX_CHANGES: usize = 64;
+pub(crate) const MAX_CHANGES: usize = 64;
 
 /// The aggregate kept beside the index.
 #[derive(Debug)]

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 /// The aggregation's maps hash with FxHash (`rustc-hash`): their keys are
 /// hashes already, or short strings; SipHash's flood protection buys
 /// nothing here and costs a third of a full aggregation.
-pub type FastHashMap<K, V> = rustc_hash::FxHashMap<K, V>;
+pub(crate) type FastHashMap<K, V> = rustc_hash::FxHashMap<K, V>;
 type HashMap<K, V> = FastHashMap<K, V>;
 type HashSet<K> = rustc_hash::FxHashSet<K>;
 
@@ -69,7 +69,7 @@ impl Totals {
 
 /// Costs are reported to a millionth of a dollar (stable output, no float
 /// noise like `0.30000000000000004`).
-pub fn round_usd(cost: f64) -> f64 {
+pub(crate) fn round_usd(cost: f64) -> f64 {
     (cost * 1e6).round() / 1e6
 }
 
@@ -94,12 +94,12 @@ pub struct FileRef<'a> {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Aggregate {
     pub slots: Vec<SlotTotals>,
-    pub duplicates_claude: u64,
-    pub duplicates_codex: u64,
+    pub(crate) duplicates_claude: u64,
+    pub(crate) duplicates_codex: u64,
     pub forks_unresolved: u64,
     /// Earliest/latest counted request per agent (UTC seconds), 0 if none.
-    pub span_claude: (i64, i64),
-    pub span_codex: (i64, i64),
+    pub(crate) span_claude: (i64, i64),
+    pub(crate) span_codex: (i64, i64),
 }
 
 struct Request<'a> {
@@ -219,11 +219,11 @@ fn claude_tokens(t: [u64; 6]) -> Tokens {
 pub struct SlotAcc {
     pub requests: u64,
     pub tokens: Tokens,
-    pub cost_pico: u64,
+    pub(crate) cost_pico: u64,
     pub unpriced_tokens: u64,
     pub unpriced_requests: u64,
-    pub first_ts: i64,
-    pub last_ts: i64,
+    pub(crate) first_ts: i64,
+    pub(crate) last_ts: i64,
 }
 
 impl SlotAcc {
@@ -260,7 +260,7 @@ impl SlotAcc {
     }
 
     /// Sums everything but the span (callers decide the span).
-    pub fn add_counts(&mut self, o: &SlotAcc) {
+    pub(crate) fn add_counts(&mut self, o: &SlotAcc) {
         self.requests += o.requests;
         self.tokens.add(&o.tokens);
         self.cost_pico += o.cost_pico;
@@ -269,7 +269,7 @@ impl SlotAcc {
     }
 
     /// Removes `o`'s counts; `None` if `o` was never added (state mismatch).
-    pub fn sub_counts(&mut self, o: &SlotAcc) -> Option<()> {
+    pub(crate) fn sub_counts(&mut self, o: &SlotAcc) -> Option<()> {
         let t = &mut self.tokens;
         let u = &o.tokens;
         self.requests = self.requests.checked_sub(o.requests)?;
@@ -309,7 +309,7 @@ fn to_pico(cost: f64) -> u64 {
 /// other view and the app's document read are summed over sessions (the
 /// session empty), so a busy Host's thousands of sessions do not multiply
 /// what they decode.
-pub type SlotKey = (i64, Agent, Text, Text, Text);
+pub(crate) type SlotKey = (i64, Agent, Text, Text, Text);
 
 /// A model, directory or session in a slot key: shared, so the thousands
 /// of slots that name one hold it once and copying a key (decoding the
@@ -326,15 +326,15 @@ pub struct Detailed {
     /// (exact integers), each kept up to date by the same incremental
     /// replace.
     pub sessions: BTreeMap<SlotKey, SlotAcc>,
-    pub duplicates_claude: u64,
-    pub duplicates_codex: u64,
+    pub(crate) duplicates_claude: u64,
+    pub(crate) duplicates_codex: u64,
     pub forks_unresolved: u64,
     /// The same three counters by the file each is charged to (the file
     /// whose record was dropped, or the fork that found no parent): by
     /// position in the files aggregated, which the aggregate state re-keys
     /// by owner (`usage::store::owners::owner_of`). The cache keeps files
     /// older than the app's window; coverage counts only the window's.
-    pub by_file: BTreeMap<u64, [u64; 3]>,
+    pub(crate) by_file: BTreeMap<u64, [u64; 3]>,
 }
 
 impl Detailed {
@@ -362,7 +362,7 @@ impl Detailed {
     }
 
     /// [`Detailed::by_file`] re-keyed: position `i` becomes `key(i)`.
-    pub fn rekey_files(&mut self, key: impl Fn(usize) -> u64) {
+    pub(crate) fn rekey_files(&mut self, key: impl Fn(usize) -> u64) {
         let by_file = std::mem::take(&mut self.by_file);
         for (i, counts) in by_file {
             let entry = self.by_file.entry(key(i as usize)).or_default();
@@ -374,7 +374,7 @@ impl Detailed {
 
     /// The three counters summed over the files `files` names (by the
     /// keys of [`Detailed::by_file`]).
-    pub fn counters_of(&self, files: impl Iterator<Item = u64>) -> [u64; 3] {
+    pub(crate) fn counters_of(&self, files: impl Iterator<Item = u64>) -> [u64; 3] {
         let mut sum = [0u64; 3];
         for f in files {
             if let Some(c) = self.by_file.get(&f) {
@@ -390,16 +390,16 @@ impl Detailed {
 /// Tags of the identifiers through which files interact during
 /// aggregation (see [`Detailed`] and `usage::aggregate::incremental`).
 pub mod tag {
-    pub const CLAUDE_KEY: u64 = 1;
-    pub const CLAUDE_GROUP: u64 = 2;
-    pub const CODEX_KEY: u64 = 3;
-    pub const CODEX_THREAD: u64 = 4;
-    pub const CODEX_PARENT: u64 = 5;
+    pub(crate) const CLAUDE_KEY: u64 = 1;
+    pub(crate) const CLAUDE_GROUP: u64 = 2;
+    pub(crate) const CODEX_KEY: u64 = 3;
+    pub(crate) const CODEX_THREAD: u64 = 4;
+    pub(crate) const CODEX_PARENT: u64 = 5;
 }
 
 /// A tagged identifier (never 0). `id` is already a hash: a multiply-
 /// xorshift mix with the tag is enough (this runs for every request).
-pub fn tagged(tag: u64, id: u64) -> u64 {
+pub(crate) fn tagged(tag: u64, id: u64) -> u64 {
     let h = (id ^ tag.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     match h ^ (h >> 31) {
         0 => 1,
@@ -408,17 +408,17 @@ pub fn tagged(tag: u64, id: u64) -> u64 {
 }
 
 /// The hash of a Codex thread id.
-pub fn thread_hash(id: &str) -> u64 {
+pub(crate) fn thread_hash(id: &str) -> u64 {
     crate::usage::event::fnv1a(&[id.as_bytes()])
 }
 
 /// Finds a Codex fork parent's parse by thread id.
-pub type ParentLookup<'p, 'a> = &'p dyn Fn(&str) -> Option<&'a FileParse>;
+pub(crate) type ParentLookup<'p, 'a> = &'p dyn Fn(&str) -> Option<&'a FileParse>;
 
 /// Whether a file can be the parent rollout its thread id resolves to: a
 /// Codex rollout with a thread id that is not a revert of its own thread
 /// (the first such file, in file order, is the one).
-pub fn is_parent_candidate(agent: Agent, parse: &FileParse) -> bool {
+pub(crate) fn is_parent_candidate(agent: Agent, parse: &FileParse) -> bool {
     agent == Agent::Codex && !parse.codex.thread_id.is_empty() && !parse.codex.continues_itself()
 }
 
@@ -433,7 +433,7 @@ pub fn flatten(d: &Detailed) -> Aggregate {
 }
 
 /// The first key at or after slot start `since`.
-pub fn slots_from(since: i64) -> SlotKey {
+pub(crate) fn slots_from(since: i64) -> SlotKey {
     let none = Text::from("");
     (since, Agent::Claude, none.clone(), none.clone(), none)
 }
@@ -497,7 +497,7 @@ pub fn sum_sessions(sessions: &BTreeMap<SlotKey, SlotAcc>) -> BTreeMap<SlotKey, 
 /// files of `files` can affect each other's results: each record's dedupe
 /// key and message id. With [`aggregate_detailed`]'s Codex identifiers,
 /// what the owners table is built from.
-pub fn claude_ids(files: &[FileRef], ids: &mut Vec<(u64, usize)>) {
+pub(crate) fn claude_ids(files: &[FileRef], ids: &mut Vec<(u64, usize)>) {
     for (fi, f) in files.iter().enumerate() {
         if f.agent != Agent::Claude {
             continue;
@@ -524,7 +524,7 @@ pub fn claude_ids(files: &[FileRef], ids: &mut Vec<(u64, usize)>) {
 /// given, receives every (tagged identifier, index into `files`) through
 /// which Codex files can affect each other's results ([`claude_ids`] lists
 /// the Claude files' identifiers).
-pub fn aggregate_detailed<'a>(
+pub(crate) fn aggregate_detailed<'a>(
     files: &[FileRef<'a>],
     prices: &PriceTable,
     since: i64,

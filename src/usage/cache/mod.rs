@@ -27,11 +27,12 @@ use std::time::Instant;
 use crate::base::bytes::{byte_order, same_bytes};
 use crate::usage::event::{Agent, Event, FileParse, fnv1a};
 use crate::usage::parse::scan;
-pub use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
+pub(crate) use crate::usage::store::entry::FileEntry;
+pub use crate::usage::store::entry::{EventsFile, Index};
 use plan::{Decision, Events, Facts, Head, Known, Plan, Stat};
 
 /// Bytes of a file's head hashed to detect replacement.
-pub const HEAD_BYTES: usize = 4096;
+pub(crate) const HEAD_BYTES: usize = 4096;
 
 /// A file found by discovery.
 #[derive(Debug, Clone)]
@@ -280,7 +281,7 @@ pub fn refresh(
 
 /// Entries a refresh changed.
 #[derive(Debug, Default)]
-pub struct Changes {
+pub(crate) struct Changes {
     /// Files whose events may differ (for incremental aggregation).
     pub files: Vec<Change>,
 }
@@ -293,7 +294,7 @@ impl Changes {
 }
 
 /// [`refresh`], also listing what changed in `changes`.
-pub fn refresh_tracked(
+pub(crate) fn refresh_tracked(
     index: &mut Index,
     candidates: &[Candidate],
     window_start_ns: i64,
@@ -316,7 +317,7 @@ pub fn refresh_tracked(
 /// `first_since_ns` (the app's window, when more history is kept) before
 /// the older ones, so a deadline leaves history for the next run first.
 #[allow(clippy::too_many_arguments)]
-pub fn refresh_threads(
+pub(crate) fn refresh_threads(
     index: &mut Index,
     candidates: &[Candidate],
     window_start_ns: i64,
@@ -426,7 +427,7 @@ pub fn refresh_threads(
 
 /// Parsing threads for a refresh on this machine: every core, up to four
 /// (each holds a line buffer; see `scan::LONG_LINE`).
-pub fn default_threads() -> usize {
+pub(crate) fn default_threads() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)

@@ -33,23 +33,23 @@ pub struct Stat {
     pub dev: u64,
     pub ino: u64,
     pub size: u64,
-    pub mtime_ns: i64,
+    pub(crate) mtime_ns: i64,
     /// The inode's change time (moved by every write, and by the `utimes`
     /// that sets an mtime back).
-    pub ctime_ns: i64,
+    pub(crate) ctime_ns: i64,
 }
 
 /// What the index remembers of a file, as far as the decision needs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Known {
+pub(crate) struct Known {
     pub agent: Agent,
     pub compressed: bool,
     /// The last read failed.
     pub unreadable: bool,
     pub stat: Stat,
     /// Bytes of the head that `head_hash` covers.
-    pub head_len: u32,
-    pub head_hash: u64,
+    pub(crate) head_len: u32,
+    pub(crate) head_hash: u64,
 }
 
 /// The hash of the file's first `head_len` bytes now.
@@ -97,7 +97,7 @@ impl Facts {
 
 /// What to do with one candidate path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Plan {
+pub(crate) enum Plan {
     /// Neither indexed nor readable: nothing to do.
     Ignore,
     /// Indexed but vanished: the entry is dropped.
@@ -116,7 +116,7 @@ pub enum Plan {
 
 /// The answer of [`decide`]: a plan, or the fact it needs first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     Do(Plan),
     /// Hash the file's first `len` bytes into [`Facts::head`].
     ReadHead {
@@ -131,7 +131,7 @@ pub enum Decision {
 /// indexed), given `facts`; files whose mtime is before `window_start_ns`
 /// are out of the window. Asks for the head or the events only when the
 /// rules cannot decide without them (see the module doc).
-pub fn decide(known: Option<&Known>, facts: &Facts, window_start_ns: i64) -> Decision {
+pub(crate) fn decide(known: Option<&Known>, facts: &Facts, window_start_ns: i64) -> Decision {
     let Some(now) = facts.stat else {
         return Decision::Do(match known {
             Some(_) => Plan::Drop,

@@ -19,13 +19,13 @@ use crate::base::json::Value;
 /// Limits are re-read after this many seconds.
 pub const TTL: i64 = 300;
 /// After an error, wait this long before asking again.
-pub const ERROR_BACKOFF: i64 = 900;
+pub(crate) const ERROR_BACKOFF: i64 = 900;
 /// Seconds between two triggers of the herdr action while no fresh limits
 /// arrived.
-pub const RETRIGGER_AFTER: i64 = TTL;
+pub(crate) const RETRIGGER_AFTER: i64 = TTL;
 
 /// Whether a stored limits file is due for another probe.
-pub fn is_due(stored: Option<&Value>, now: i64) -> bool {
+pub(crate) fn is_due(stored: Option<&Value>, now: i64) -> bool {
     let Some(stored) = stored else { return true };
     let attempted = stored
         .get("attempted_at")
@@ -37,7 +37,7 @@ pub fn is_due(stored: Option<&Value>, now: i64) -> bool {
 
 /// Whether to trigger the herdr action now: the stored Claude limits are
 /// due and the last trigger (if any) is older than [`RETRIGGER_AFTER`].
-pub fn trigger_is_due(trigger: Option<&Value>, limits: Option<&Value>, now: i64) -> bool {
+pub(crate) fn trigger_is_due(trigger: Option<&Value>, limits: Option<&Value>, now: i64) -> bool {
     let last = trigger
         .and_then(|t| t.get("at"))
         .and_then(Value::as_i64)
@@ -47,7 +47,7 @@ pub fn trigger_is_due(trigger: Option<&Value>, limits: Option<&Value>, now: i64)
 
 /// What to do about Claude's limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClaudeStep {
+pub(crate) enum ClaudeStep {
     /// Not wanted, or not due yet.
     Nothing,
     /// Ask `claude` directly.
@@ -58,7 +58,7 @@ pub enum ClaudeStep {
 
 /// The limits steps due at one moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Due {
+pub(crate) struct Due {
     pub codex: bool,
     pub claude: ClaudeStep,
 }
@@ -66,16 +66,16 @@ pub struct Due {
 /// The stored files the schedule reads, as values (`None`: no such file or
 /// not JSON).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Stored<'a> {
+pub(crate) struct Stored<'a> {
     pub codex: Option<&'a Value>,
     pub claude: Option<&'a Value>,
-    pub claude_trigger: Option<&'a Value>,
+    pub(crate) claude_trigger: Option<&'a Value>,
 }
 
 /// The steps due at `now`: Codex whenever its file is due; Claude only when
 /// `claude_wanted`, by trigger when `claude_needs_herdr_session`, else by
 /// probe.
-pub fn due(
+pub(crate) fn due(
     stored: Stored<'_>,
     claude_wanted: bool,
     claude_needs_herdr_session: bool,

@@ -24,7 +24,7 @@ use crate::usage::paths::UsageDir;
 /// The qualified id of the action (plugin id `heeler`).
 pub const ACTION_ID: &str = "heeler.usage-claude-limits";
 /// Longest an invoke may take (herdr answers at once; the CLI first pings).
-pub const INVOKE_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const INVOKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest output kept from the CLI (its answer is one JSON line).
 const MAX_OUTPUT: usize = 64 * 1024;
 
@@ -48,6 +48,15 @@ impl std::fmt::Display for TriggerError {
             TriggerError::Spawn(e) => write!(f, "cannot run herdr: {e}"),
             TriggerError::TimedOut => write!(f, "herdr did not answer in time"),
             TriggerError::Refused(text) => write!(f, "herdr refused: {text}"),
+        }
+    }
+}
+
+impl std::error::Error for TriggerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            TriggerError::Spawn(e) => Some(e),
+            TriggerError::NoLauncher | TriggerError::TimedOut | TriggerError::Refused(_) => None,
         }
     }
 }
@@ -95,7 +104,7 @@ pub fn invoke(bin: &Path, socket: Option<&Path>, timeout: Duration) -> Result<()
 /// The worker's step on a Host whose Claude sign-in needs herdr's session,
 /// once the schedule says it is due: trigger the action and record the
 /// attempt.
-pub fn trigger_and_record(dir: &UsageDir, runtime: Option<&Value>, now: i64) {
+pub(crate) fn trigger_and_record(dir: &UsageDir, runtime: Option<&Value>, now: i64) {
     let result = match launcher(runtime) {
         Some((bin, socket)) => invoke(&bin, socket.as_deref(), INVOKE_TIMEOUT),
         None => Err(TriggerError::NoLauncher),

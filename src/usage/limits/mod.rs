@@ -11,9 +11,9 @@
 //! `needs_herdr_session`), never a crash. `pi_herdr.rs` reads the other
 //! source the views show: pi-herdr's `limits` document in herdr-core.
 
-pub mod due;
+pub(crate) mod due;
 pub mod herdr_action;
-pub mod pi_herdr;
+pub(crate) mod pi_herdr;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -30,7 +30,7 @@ use crate::usage::limits::due::ClaudeStep;
 use crate::usage::paths::UsageDir;
 
 /// Longest a probe may take.
-pub const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// The environment a probe runs in: the runtime record's `PATH` and `HOME`
 /// (a bare SSH session may have neither agent on its `PATH`).
@@ -41,7 +41,7 @@ pub struct ProbeEnv {
 }
 
 impl ProbeEnv {
-    pub fn from_runtime(runtime: Option<&Value>) -> ProbeEnv {
+    pub(crate) fn from_runtime(runtime: Option<&Value>) -> ProbeEnv {
         let var = |k: &str| crate::usage::runtime::env_var(runtime, k);
         ProbeEnv {
             path: var("PATH"),
@@ -174,7 +174,7 @@ fn window(id: &str, minutes: Value, used: Value, resets_at: Value) -> Value {
 }
 
 /// Codex's default limit group from an `account/rateLimits/read` result.
-pub fn codex_from_app_server(result: &Value, fetched_at: i64) -> Object {
+pub(crate) fn codex_from_app_server(result: &Value, fetched_at: i64) -> Object {
     let by_id = result
         .get("rateLimitsByLimitId")
         .and_then(|m| m.get("codex"));
@@ -355,7 +355,7 @@ fn iso(v: Option<&Value>) -> Value {
 }
 
 /// Claude limits from a `get_usage` control response payload.
-pub fn claude_from_get_usage(response: &Value, fetched_at: i64) -> Object {
+pub(crate) fn claude_from_get_usage(response: &Value, fetched_at: i64) -> Object {
     let plan = response
         .get("subscription_type")
         .and_then(Value::as_str)
@@ -490,7 +490,7 @@ pub fn probe_claude(env: &ProbeEnv, now: i64, timeout: Duration) -> Object {
 
 /// Marks windows of rollout-observed limits whose reset time has passed
 /// (`reset_since_observed: true`): their `used_percent` is stale.
-pub fn mark_passed_resets(limits: &mut Value, now: i64) {
+pub(crate) fn mark_passed_resets(limits: &mut Value, now: i64) {
     if limits.get("source").and_then(Value::as_str) != Some("rollout") {
         return;
     }
@@ -539,14 +539,14 @@ pub fn newest_rollout_limits(index: &Index) -> Option<(Value, i64)> {
 /// reach it (the login keychain on macOS). `HEELER_USAGE_CLAUDE_VIA_HERDR=1`
 /// chooses the herdr-session route elsewhere too (a desktop keyring on
 /// Linux; the tests).
-pub fn claude_needs_herdr_session() -> bool {
+pub(crate) fn claude_needs_herdr_session() -> bool {
     cfg!(target_os = "macos")
         || std::env::var_os("HEELER_USAGE_CLAUDE_VIA_HERDR").is_some_and(|v| v == "1")
 }
 
 /// The worker's limits step: probe (or trigger) whatever
 /// [`crate::usage::limits::due`] says is due.
-pub fn refresh_due(dir: &UsageDir, runtime: Option<&Value>, index: &Index, now: i64) {
+pub(crate) fn refresh_due(dir: &UsageDir, runtime: Option<&Value>, index: &Index, now: i64) {
     let env = ProbeEnv::from_runtime(runtime);
     let codex_stored = read_json(&dir.limits(Agent::Codex));
     let claude_stored = read_json(&dir.limits(Agent::Claude));

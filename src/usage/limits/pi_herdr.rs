@@ -28,11 +28,11 @@ use crate::base::json::{self, Object, Value};
 use crate::usage::event::Agent;
 
 /// The environment variable naming herdr-core's socket in its terminals.
-pub const SOCKET_ENV: &str = "HC_TERMINAL_SOCKET";
+pub(crate) const SOCKET_ENV: &str = "HC_TERMINAL_SOCKET";
 /// The whole exchange's deadline.
-pub const DEADLINE: Duration = Duration::from_millis(200);
+pub(crate) const DEADLINE: Duration = Duration::from_millis(200);
 /// The longest response read.
-pub const MAX_RESPONSE: usize = 64 * 1024;
+pub(crate) const MAX_RESPONSE: usize = 64 * 1024;
 
 /// The document's schema this reader knows.
 const SCHEMA: i64 = 1;
@@ -119,7 +119,7 @@ fn minutes_of(id: &str) -> Option<i64> {
 /// (`fetched_at`); ours when it is as recent, and the document's when ours
 /// has no windows to show (pending, disabled, failed). A reading is a
 /// reading whoever took it: the newest says most about now.
-pub fn freshest(ours: Value, theirs: Option<Value>) -> Value {
+pub(crate) fn freshest(ours: Value, theirs: Option<Value>) -> Value {
     let Some(theirs) = theirs else {
         return ours;
     };
@@ -134,7 +134,7 @@ pub fn freshest(ours: Value, theirs: Option<Value>) -> Value {
 
 /// The document from the response line of `doc.get`: the `result` itself,
 /// or its `doc` or `value` member, when that is a schema-1 document.
-pub fn document_of(response: &Value) -> Option<Value> {
+pub(crate) fn document_of(response: &Value) -> Option<Value> {
     let result = response.get("result")?;
     [result.get("doc"), result.get("value"), Some(result)]
         .into_iter()
@@ -144,13 +144,13 @@ pub fn document_of(response: &Value) -> Option<Value> {
 }
 
 /// The request line of `doc.get {name: "limits"}`.
-pub const REQUEST: &str =
+pub(crate) const REQUEST: &str =
     r#"{"jsonrpc":"2.0","id":1,"method":"doc.get","params":{"name":"limits"}}"#;
 
 /// Asks herdr-core at `socket` for the document; `None` on any failure
 /// (no socket, a slow or malformed answer, an error response), within
 /// `deadline` overall.
-pub fn fetch_from(socket: &Path, deadline: Duration) -> Option<Value> {
+pub(crate) fn fetch_from(socket: &Path, deadline: Duration) -> Option<Value> {
     let end = Instant::now() + deadline;
     let left = || {
         end.checked_duration_since(Instant::now())
@@ -184,7 +184,7 @@ pub fn fetch_from(socket: &Path, deadline: Duration) -> Option<Value> {
 }
 
 /// [`fetch_from`] the socket `HC_TERMINAL_SOCKET` names, only when set.
-pub fn fetch() -> Option<Value> {
+pub(crate) fn fetch() -> Option<Value> {
     let socket = std::env::var_os(SOCKET_ENV).filter(|s| !s.is_empty())?;
     fetch_from(Path::new(&socket), DEADLINE)
 }

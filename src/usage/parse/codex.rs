@@ -36,7 +36,7 @@ pub fn roots(codex_home: Option<&str>, home: &Path) -> Vec<PathBuf> {
 
 /// Every Codex home [`roots`] looks at, whether it exists or not (what a
 /// person is told was searched).
-pub fn homes(codex_home: Option<&str>, home: &Path) -> Vec<PathBuf> {
+pub(crate) fn homes(codex_home: Option<&str>, home: &Path) -> Vec<PathBuf> {
     match codex_home.filter(|h| !h.trim().is_empty()) {
         Some(list) => list
             .split(',')
@@ -49,7 +49,7 @@ pub fn homes(codex_home: Option<&str>, home: &Path) -> Vec<PathBuf> {
 }
 
 /// Whether a file name is a rollout (`rollout-*.jsonl` or `.jsonl.zst`).
-pub fn is_rollout_name(name: &str) -> bool {
+pub(crate) fn is_rollout_name(name: &str) -> bool {
     name.starts_with("rollout-") && (name.ends_with(".jsonl") || name.ends_with(".jsonl.zst"))
 }
 
@@ -475,7 +475,7 @@ pub struct Request {
 }
 
 /// Codex counters (inclusive semantics) to disjoint Claude-style buckets.
-pub fn normalise(c: [u64; 6]) -> Tokens {
+pub(crate) fn normalise(c: [u64; 6]) -> Tokens {
     let [input, cached, write, output, reasoning, _] = c;
     let cached = cached.min(input);
     let write = write.min(input - cached);

@@ -18,7 +18,7 @@ use crate::base::sys::next_string_stop;
 
 /// A position in one JSON text (copied to try a reading and come back).
 #[derive(Clone, Copy)]
-pub struct Cursor<'a> {
+pub(crate) struct Cursor<'a> {
     b: &'a [u8],
     i: usize,
 }
@@ -49,7 +49,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Whether only whitespace remains.
-    pub fn at_end(&mut self) -> bool {
+    pub(crate) fn at_end(&mut self) -> bool {
         self.peek().is_none()
     }
 
@@ -252,7 +252,7 @@ impl<'a> Cursor<'a> {
 
     /// Visits every member of the object at the cursor, as
     /// [`Cursor::object`] does, and returns its raw text.
-    pub fn raw_object(
+    pub(crate) fn raw_object(
         &mut self,
         f: impl FnMut(&[u8], &mut Cursor<'a>) -> Option<()>,
     ) -> Option<&'a [u8]> {
@@ -263,7 +263,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Whether the value at the cursor is an object.
-    pub fn raw_is_object(&mut self) -> bool {
+    pub(crate) fn raw_is_object(&mut self) -> bool {
         self.peek() == Some(b'{')
     }
 

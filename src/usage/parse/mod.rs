@@ -19,5 +19,5 @@ pub mod claude;
 pub mod codex;
 #[cfg(test)]
 mod differential;
-pub mod jsonpick;
+pub(crate) mod jsonpick;
 pub mod scan;

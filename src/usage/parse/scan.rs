@@ -30,7 +30,7 @@ static LONG_LINE: Mutex<()> = Mutex::new(());
 pub struct Pass {
     /// Bytes of complete lines consumed (the next resume offset is
     /// `start + consumed`).
-    pub consumed: u64,
+    pub(crate) consumed: u64,
     /// Lines over [`MAX_LINE`] that were skipped.
     pub oversized: u64,
 }
@@ -157,7 +157,7 @@ fn lines_capped<R: Read>(
 }
 
 /// Reads a plain file from `offset`.
-pub fn read_plain(
+pub(crate) fn read_plain(
     path: &Path,
     offset: u64,
     buffers: &mut Buffers,
@@ -174,7 +174,7 @@ pub fn read_zstd(path: &Path, buffers: &mut Buffers, f: impl FnMut(&[u8])) -> io
 }
 
 /// [`for_each_line`] over the decompressed stream of a `.zst` file's bytes.
-pub fn zstd_lines<R: Read>(
+pub(crate) fn zstd_lines<R: Read>(
     reader: R,
     buffers: &mut Buffers,
     f: impl FnMut(&[u8]),

@@ -20,14 +20,14 @@ use crate::usage::event::{
 use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
 
 /// Bump when the index layout changes (everything is reparsed).
-pub const INDEX_VERSION: u32 = 6;
+pub(crate) const INDEX_VERSION: u32 = 6;
 /// Bump when Claude/Codex line parsing changes (that agent is reparsed).
 /// Claude 3: a record's web searches (`server_tool_use.web_search_requests`)
 /// are its event's sixth counter, which version 2 left at 0, and its events
 /// carry their record's `sessionId` (a Claude event's bytes changed too, so
 /// its entries of version 2 are never decoded).
-pub const CLAUDE_PARSER_VERSION: u32 = 3;
-pub const CODEX_PARSER_VERSION: u32 = 2;
+pub(crate) const CLAUDE_PARSER_VERSION: u32 = 3;
+pub(crate) const CODEX_PARSER_VERSION: u32 = 2;
 
 const MAGIC: &[u8; 4] = b"HUIX";
 const EVENTS_MAGIC: &[u8; 4] = b"HUIE";
@@ -49,7 +49,7 @@ pub fn versions() -> [u64; 3] {
 }
 
 /// The header of the events file of id `id` (magic and id).
-pub fn events_header(id: u64) -> Vec<u8> {
+pub(crate) fn events_header(id: u64) -> Vec<u8> {
     let mut h = EVENTS_MAGIC.to_vec();
     h.extend(id.to_le_bytes());
     h
@@ -78,7 +78,7 @@ impl Out {
 }
 
 /// A string as the index writes it: a `u32` length, then UTF-8.
-pub fn read_str(r: &mut Reader) -> Option<String> {
+pub(crate) fn read_str(r: &mut Reader) -> Option<String> {
     let n = usize::try_from(r.u32()?).ok()?;
     r.utf8(n)
 }
@@ -100,7 +100,7 @@ fn has_last(kind: EventKind) -> bool {
 }
 
 /// What an index header says.
-pub struct Header {
+pub(crate) struct Header {
     pub count: usize,
     claude_ok: bool,
     codex_ok: bool,
@@ -130,7 +130,7 @@ pub fn header(count: usize) -> Vec<u8> {
 }
 
 /// Reads [`header`]; `None` for another magic or layout version.
-pub fn read_header(r: &mut Reader) -> Option<Header> {
+pub(crate) fn read_header(r: &mut Reader) -> Option<Header> {
     if r.take(4)? != MAGIC || r.u32()? != INDEX_VERSION {
         return None;
     }
@@ -144,12 +144,12 @@ pub fn read_header(r: &mut Reader) -> Option<Header> {
 }
 
 /// Appends one stored entry (metadata and segment list) to `out`.
-pub fn write_entry(out: &mut Vec<u8>, path: &str, e: &FileEntry) {
+pub(crate) fn write_entry(out: &mut Vec<u8>, path: &str, e: &FileEntry) {
     write_entry_stored(out, path, e, &e.stored);
 }
 
 /// [`write_entry`] with `stored` for the entry's segment list.
-pub fn write_entry_stored(out: &mut Vec<u8>, path: &str, e: &FileEntry, stored: &[Segment]) {
+pub(crate) fn write_entry_stored(out: &mut Vec<u8>, path: &str, e: &FileEntry, stored: &[Segment]) {
     let mut o = Out(std::mem::take(out));
     encode_meta(&mut o, path, e);
     o.u32(stored.len() as u32);
@@ -163,7 +163,7 @@ pub fn write_entry_stored(out: &mut Vec<u8>, path: &str, e: &FileEntry, stored: 
 }
 
 /// Reads one stored entry, its events left in `file` until materialized.
-pub fn read_entry(r: &mut Reader, file: &EventsFile) -> Option<(String, FileEntry)> {
+pub(crate) fn read_entry(r: &mut Reader, file: &EventsFile) -> Option<(String, FileEntry)> {
     let (path, mut e) = decode_meta(r)?;
     let n = r.count32(SEGMENT_BYTES)?;
     e.stored.reserve_exact(n);
@@ -181,13 +181,13 @@ pub fn read_entry(r: &mut Reader, file: &EventsFile) -> Option<(String, FileEntr
 
 /// An index journal record: an entry written, or a path removed.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Record {
+pub(crate) enum Record {
     Entry(String, Box<FileEntry>),
     Tombstone(String),
 }
 
 /// The journal payload for `key`: its entry, or a tombstone when absent.
-pub fn record_payload(key: &str, entry: Option<&FileEntry>) -> Vec<u8> {
+pub(crate) fn record_payload(key: &str, entry: Option<&FileEntry>) -> Vec<u8> {
     let mut out = Vec::new();
     match entry {
         Some(e) => {
@@ -206,7 +206,7 @@ pub fn record_payload(key: &str, entry: Option<&FileEntry>) -> Vec<u8> {
 
 /// Reads [`record_payload`] (entries pointing into `file`); `None` when
 /// damaged or not consumed exactly.
-pub fn read_record(payload: &[u8], file: &EventsFile) -> Option<Record> {
+pub(crate) fn read_record(payload: &[u8], file: &EventsFile) -> Option<Record> {
     let mut r = Reader::new(payload);
     let record = match r.u8()? {
         1 => read_entry(&mut r, file).map(|(path, e)| Record::Entry(path, Box::new(e)))?,

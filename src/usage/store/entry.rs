@@ -22,12 +22,12 @@ pub struct FileEntry {
     pub dev: u64,
     pub ino: u64,
     pub size: u64,
-    pub mtime_ns: i64,
+    pub(crate) mtime_ns: i64,
     /// The inode's change time: a rewrite in place that keeps the size
     /// and sets the mtime back still moves it.
-    pub ctime_ns: i64,
-    pub head_len: u32,
-    pub head_hash: u64,
+    pub(crate) ctime_ns: i64,
+    pub(crate) head_len: u32,
+    pub(crate) head_hash: u64,
     /// Resume offset (plain files): bytes of complete lines parsed.
     pub offset: u64,
     /// Lines skipped for length.
@@ -70,7 +70,7 @@ impl Eq for EventsFile {}
 
 impl FileEntry {
     /// Events the stored segments hold.
-    pub fn stored_count(&self) -> u64 {
+    pub(crate) fn stored_count(&self) -> u64 {
         self.stored.iter().map(|s| u64::from(s.count)).sum()
     }
 

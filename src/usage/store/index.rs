@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use crate::base::bytes::Reader;
 use crate::usage::event::{hash_words, seal, unseal};
+use crate::usage::paths;
 use crate::usage::store::codec::{self, Record};
 use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
 use crate::usage::store::journal::{self, Origin};
@@ -75,7 +76,7 @@ pub struct Written {
 impl Written {
     /// Records in `index` (the index that was written) where its entries'
     /// events now are.
-    pub fn adopt(self, index: &mut Index) {
+    pub(crate) fn adopt(self, index: &mut Index) {
         for path in &self.lost {
             index.files.remove(path);
         }
@@ -98,8 +99,8 @@ impl Store {
     /// The index in `dir` (`index-v1.bin`, `index-v1.journal`, events files).
     pub fn in_dir(dir: &Path) -> Store {
         Store {
-            base: dir.join("index-v1.bin"),
-            journal: dir.join("index-v1.journal"),
+            base: dir.join(paths::INDEX),
+            journal: dir.join(paths::INDEX_JOURNAL),
             min_journal: MIN_JOURNAL,
             min_dead: MIN_DEAD,
         }

@@ -21,11 +21,11 @@ use crate::usage::event::fnv1a;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Origin {
     /// Bytes of the base as loaded.
-    pub base_len: u64,
+    pub(crate) base_len: u64,
     /// Bytes of the journal as loaded (0: none).
-    pub journal_len: u64,
+    pub(crate) journal_len: u64,
     /// Every record of the journal was intact and replayed.
-    pub journal_valid: bool,
+    pub(crate) journal_valid: bool,
     /// The header a journal extending this base starts with.
     pub header: Vec<u8>,
 }
@@ -33,7 +33,7 @@ pub struct Origin {
 impl Origin {
     /// Whether records may be appended: the journal is absent or fully
     /// replayed (appending after a torn record would hide the new ones).
-    pub fn extendable(&self) -> bool {
+    pub(crate) fn extendable(&self) -> bool {
         self.journal_valid || self.journal_len == 0
     }
 }

@@ -94,7 +94,7 @@ use crate::usage::event::fnv1a;
 /// A fresh generation (or file id) to succeed `previous`: a hash of the
 /// clock, the process id and `previous`, never equal to `previous`, so the
 /// new file's name and the references to it always change.
-pub fn new_generation(previous: u64) -> u64 {
+pub(crate) fn new_generation(previous: u64) -> u64 {
     let hashed = fnv1a(&[
         &crate::base::clock::unix_nanos().to_le_bytes(),
         &std::process::id().to_le_bytes(),

@@ -22,10 +22,11 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use crate::usage::event::{fnv1a, hash_words};
+use crate::usage::paths;
 use crate::usage::store::new_generation;
 
 /// Owner of an identifier several files have.
-pub const SHARED: u64 = u64::MAX;
+pub(crate) const SHARED: u64 = u64::MAX;
 /// A delta entry that removes an identifier (no owner hash is 0).
 const REMOVED: u64 = 0;
 const MAGIC: &[u8; 4] = b"HUAO";
@@ -75,7 +76,7 @@ struct BaseFile {
 }
 
 /// The owner hash of a file (never [`SHARED`] or 0).
-pub fn owner_of(path: &str) -> u64 {
+pub(crate) fn owner_of(path: &str) -> u64 {
     match fnv1a(&[b"path", path.as_bytes()]) {
         SHARED => 1,
         h => h,
@@ -108,10 +109,6 @@ fn collapse(ids: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
     out
 }
 
-fn file_name(generation: u64) -> String {
-    format!("owners-v1.{generation:016x}.bin")
-}
-
 impl Owners {
     /// A table built from every file's identifiers.
     pub fn new(ids: Vec<(u64, u64)>) -> Owners {
@@ -119,7 +116,7 @@ impl Owners {
     }
 
     /// [`Owners::new`] of the identifiers `part` ([`sorted`]) and `more`.
-    pub fn from_sorted(mut part: Vec<(u64, u64)>, more: Vec<(u64, u64)>) -> Owners {
+    pub(crate) fn from_sorted(mut part: Vec<(u64, u64)>, more: Vec<(u64, u64)>) -> Owners {
         // The stable sort finds `part`'s run and merges the rest into it.
         part.extend(more);
         part.sort();
@@ -214,7 +211,7 @@ impl Owners {
             Base::Memory(_) => 0,
         };
         let generation = new_generation(previous);
-        let path = dir.join(file_name(generation));
+        let path = dir.join(paths::owners_table(generation));
         crate::base::atomic_file::write_unsynced(&path, &encode(generation, &table), 0o600)?;
         let count = table.len() as u64;
         drop(table);
@@ -238,7 +235,7 @@ impl Owners {
 
     /// The table a stored reference names, in `dir`.
     pub fn open(reference: OwnersRef, dir: &Path) -> io::Result<Owners> {
-        let path = dir.join(file_name(reference.generation));
+        let path = dir.join(paths::owners_table(reference.generation));
         Ok(Owners {
             base: Base::File(BaseFile::open(
                 &path,
@@ -251,14 +248,14 @@ impl Owners {
     }
 
     /// Removes the tables of `dir` other than this one's.
-    pub fn remove_other_generations(&self, dir: &Path) {
+    pub(crate) fn remove_other_generations(&self, dir: &Path) {
         if let Base::File(base) = &self.base {
             remove_other_generations(dir, base.generation);
         }
     }
 
     /// The raw delta entry of `id` (an owner, or 0 for removed).
-    pub fn delta_entry(&self, id: u64) -> Option<u64> {
+    pub(crate) fn delta_entry(&self, id: u64) -> Option<u64> {
         self.delta.get(&id).copied()
     }
 
@@ -413,13 +410,13 @@ impl BaseFile {
 }
 
 fn remove_other_generations(dir: &Path, keep: u64) {
-    let keep = file_name(keep);
+    let keep = paths::owners_table(keep);
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with("owners-v1.") && name.ends_with(".bin") && name != keep {
+        if paths::is_owners_table(&name) && name != keep {
             let _ = fs::remove_file(entry.path());
         }
     }

@@ -19,6 +19,7 @@ use crate::base::bytes::Reader;
 use crate::usage::aggregate::incremental::{Changed, State};
 use crate::usage::aggregate::{Detailed, SlotAcc, SlotKey, Text};
 use crate::usage::event::{Agent, Tokens, seal, unseal};
+use crate::usage::paths;
 use crate::usage::store::journal::{self, Origin};
 use crate::usage::store::owners::{Owners, OwnersRef};
 
@@ -26,9 +27,9 @@ const MAGIC: &[u8; 4] = b"HUAG";
 const JOURNAL_MAGIC: &[u8; 4] = b"HUAJ";
 /// Bump when the layout or the aggregation rules change (5: the slots
 /// summed over sessions, and the per-session sums beside them).
-pub const STATE_VERSION: u32 = 5;
+pub(crate) const STATE_VERSION: u32 = 5;
 /// The journal may always grow to this many bytes.
-pub const MIN_JOURNAL: u64 = 256 << 10;
+pub(crate) const MIN_JOURNAL: u64 = 256 << 10;
 
 /// The files of the aggregate state.
 #[derive(Debug, Clone)]
@@ -76,8 +77,8 @@ impl StateStore {
     /// The state in `dir` (`aggregate-v1.bin`, `aggregate-v1.journal`).
     pub fn in_dir(dir: &Path) -> StateStore {
         StateStore {
-            base: dir.join("aggregate-v1.bin"),
-            journal: dir.join("aggregate-v1.journal"),
+            base: dir.join(paths::AGGREGATE),
+            journal: dir.join(paths::AGGREGATE_JOURNAL),
             min_journal: MIN_JOURNAL,
         }
     }
@@ -216,7 +217,7 @@ fn put_str(o: &mut Vec<u8>, s: &str) {
 /// A slot's sums as the state writes them: requests, the six token
 /// counts, picodollars, unpriced tokens and requests, then the first and
 /// last request's time (what `recent-v1.json` writes too).
-pub fn acc_numbers(a: &SlotAcc) -> [u64; 12] {
+pub(crate) fn acc_numbers(a: &SlotAcc) -> [u64; 12] {
     let t = &a.tokens;
     [
         a.requests,
@@ -235,7 +236,7 @@ pub fn acc_numbers(a: &SlotAcc) -> [u64; 12] {
 }
 
 /// The sums [`acc_numbers`] wrote.
-pub fn acc_from(n: [u64; 12]) -> SlotAcc {
+pub(crate) fn acc_from(n: [u64; 12]) -> SlotAcc {
     SlotAcc {
         requests: n[0],
         tokens: Tokens {

@@ -31,26 +31,26 @@ pub struct Block {
 
 impl Block {
     /// Whether the block is still running at `now`.
-    pub fn active(&self, now: i64) -> bool {
+    pub(crate) fn active(&self, now: i64) -> bool {
         now < self.end && now - self.acc.last_ts < BLOCK
     }
 
     /// Dollars per hour between the first and last request; `None` when
     /// they are the same instant.
-    pub fn burn_per_hour(&self) -> Option<f64> {
+    pub(crate) fn burn_per_hour(&self) -> Option<f64> {
         let span = self.acc.last_ts - self.acc.first_ts;
         (span > 0).then(|| self.acc.totals().cost_usd * 3600.0 / span as f64)
     }
 
     /// Tokens per hour, on the same span.
-    pub fn tokens_per_hour(&self) -> Option<f64> {
+    pub(crate) fn tokens_per_hour(&self) -> Option<f64> {
         let span = self.acc.last_ts - self.acc.first_ts;
         (span > 0).then(|| self.acc.tokens.total() as f64 * 3600.0 / span as f64)
     }
 
     /// The projected (cost, tokens) at the block's end when the burn rate
     /// holds from `now` on.
-    pub fn projected(&self, now: i64) -> Option<(f64, f64)> {
+    pub(crate) fn projected(&self, now: i64) -> Option<(f64, f64)> {
         let left = (self.end - now).max(0) as f64 / 3600.0;
         let t = self.acc.totals();
         Some((
@@ -99,7 +99,7 @@ fn new_block(agent: Agent, acc: &SlotAcc) -> Block {
 /// The projected share of a 5-hour limit at the block's end: the used
 /// percentage grows with the block's cost (`used` now, `cost` now,
 /// `projected` cost at the end).
-pub fn projected_percent(used: f64, cost: f64, projected: f64) -> Option<f64> {
+pub(crate) fn projected_percent(used: f64, cost: f64, projected: f64) -> Option<f64> {
     (cost > 0.0).then(|| used * projected / cost)
 }
 

@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 
 use crate::base::json::Value;
+use crate::base::tz::Zone;
 use crate::usage::aggregate::{SlotAcc, SlotKey};
 use crate::usage::event::Agent;
 use crate::usage::time::{civil_from_days, days_from_civil, format_date, parse_date};
-use crate::usage::tz::Zone;
 
 /// The cache as the views see it.
 #[derive(Debug, Clone)]
@@ -64,10 +64,10 @@ pub const SESSION_ROWS: usize = 50;
 pub struct BadOption(pub String);
 
 /// Days a view shows by default, today included.
-pub const DEFAULT_DAYS: i64 = 30;
+pub(crate) const DEFAULT_DAYS: i64 = 30;
 
 /// `YYYY-MM-DD` or `YYYYMMDD` (ccusage's form).
-pub fn parse_day(text: &str) -> Option<i64> {
+pub(crate) fn parse_day(text: &str) -> Option<i64> {
     if text.len() == 8 && text.bytes().all(|b| b.is_ascii_digit()) {
         return parse_date(&format!("{}-{}-{}", &text[..4], &text[4..6], &text[6..]));
     }
@@ -153,7 +153,7 @@ pub fn under(path: &str, dir: &str) -> bool {
 
 /// The slots a request asks for with their local day, in time order (a
 /// slot's local day is looked up once per slot time).
-pub fn selected<'d>(data: &'d Data, req: &Request) -> Vec<(i64, &'d SlotKey, &'d SlotAcc)> {
+pub(crate) fn selected<'d>(data: &'d Data, req: &Request) -> Vec<(i64, &'d SlotKey, &'d SlotAcc)> {
     let mut last: Option<(i64, i64)> = None;
     let mut out = Vec::new();
     for (key, acc) in &data.slots {
@@ -176,7 +176,7 @@ pub fn selected<'d>(data: &'d Data, req: &Request) -> Vec<(i64, &'d SlotKey, &'d
 }
 
 /// The first day of the period holding local day `day`.
-pub fn period_start(period: Period, day: i64) -> i64 {
+pub(crate) fn period_start(period: Period, day: i64) -> i64 {
     match period {
         Period::Day => day,
         // Day 0 (1970-01-01) was a Thursday.
@@ -189,7 +189,7 @@ pub fn period_start(period: Period, day: i64) -> i64 {
 }
 
 /// A period's label: the day, the week's Monday, or `YYYY-MM`.
-pub fn period_label(period: Period, start: i64) -> String {
+pub(crate) fn period_label(period: Period, start: i64) -> String {
     match period {
         Period::Day | Period::Week => format_date(start),
         Period::Month => format_date(start)[..7].to_string(),
@@ -197,7 +197,7 @@ pub fn period_label(period: Period, start: i64) -> String {
 }
 
 /// Sums by any key, in key order.
-pub fn sum_by<K: Ord>(items: impl Iterator<Item = (K, SlotAcc)>) -> BTreeMap<K, SlotAcc> {
+pub(crate) fn sum_by<K: Ord>(items: impl Iterator<Item = (K, SlotAcc)>) -> BTreeMap<K, SlotAcc> {
     let mut out: BTreeMap<K, SlotAcc> = BTreeMap::new();
     for (k, acc) in items {
         let e = out.entry(k).or_default();

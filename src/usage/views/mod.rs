@@ -42,7 +42,7 @@ use crate::usage::views::render::{Format, View};
 use crate::usage::views::table::Style;
 
 /// Width used when stdout is not a terminal (CSV and JSON ignore it).
-pub const DEFAULT_WIDTH: usize = 100;
+pub(crate) const DEFAULT_WIDTH: usize = 100;
 
 /// The output format the flags ask for (`--json` wins over `--csv`).
 pub fn format(flags: &UsageViewFlags, tty: bool, width: Option<usize>, no_color: bool) -> Format {
@@ -278,7 +278,7 @@ fn wait_for_claude_limits(dir: &crate::usage::paths::UsageDir, since: i64) -> Op
 /// The limits the views show per agent: our probes' values, or pi-herdr's
 /// `limits` document's reading when that is fresher
 /// (`limits::pi_herdr::freshest`).
-pub fn with_pi_herdr(
+pub(crate) fn with_pi_herdr(
     claude: Value,
     codex: Value,
     doc: Option<&Value>,
@@ -399,7 +399,7 @@ mod tests {
     fn data_with(limits: Vec<(Agent, Value)>, now: i64) -> Data {
         Data {
             slots: Vec::new(),
-            zone: crate::usage::tz::Zone::utc(),
+            zone: crate::base::tz::Zone::utc(),
             now,
             generated_at: Some(now),
             refresh: "idle",

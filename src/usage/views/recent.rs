@@ -22,7 +22,7 @@ const COUNTS: usize = 10;
 pub const VERSION: i64 = 2;
 /// How far back the file holds slots: a local day in any zone (up to 26
 /// hours) plus a 5-hour block before it, rounded up.
-pub const SPAN: i64 = 2 * 86_400;
+pub(crate) const SPAN: i64 = 2 * 86_400;
 
 /// The file's text: the slots from `now - SPAN` on, summed per slot and
 /// agent (pure).

@@ -394,7 +394,7 @@ fn notes(all: &SlotAcc, unpriced: &Unpriced) -> Vec<String> {
 }
 
 /// `YYYY-MM-DD hh:mm` in the view's zone.
-pub fn local_minute(data: &Data, unix: i64) -> String {
+pub(crate) fn local_minute(data: &Data, unix: i64) -> String {
     let local = format_timestamp(unix + i64::from(data.zone.offset_at(unix)));
     format!("{} {}", &local[..10], &local[11..16])
 }
@@ -1117,7 +1117,7 @@ fn count(v: &Value, agent: &str, key: &str) -> u64 {
 }
 
 /// Coverage in one line: the files read per agent, what was skipped.
-pub fn coverage_line(data: &Data) -> String {
+pub(crate) fn coverage_line(data: &Data) -> String {
     let c = &data.coverage;
     if data.generated_at.is_none() {
         return "Coverage: nothing scanned yet; the first refresh is running.".into();
@@ -1296,7 +1296,7 @@ mod tests {
                     50,
                 ),
             ],
-            zone: crate::usage::tz::Zone::utc(),
+            zone: crate::base::tz::Zone::utc(),
             now: at(NOW),
             generated_at: Some(at(NOW)),
             refresh: "idle",

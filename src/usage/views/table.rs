@@ -4,7 +4,7 @@
 
 /// How a column's cells line up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Align {
+pub(crate) enum Align {
     Left,
     Right,
 }
@@ -14,10 +14,10 @@ pub enum Align {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Column {
     pub header: &'static str,
-    pub align: Align,
+    pub(crate) align: Align,
     pub keep: u8,
     /// The one column whose cells may be cut (with `…`) to fit.
-    pub flexible: bool,
+    pub(crate) flexible: bool,
     /// What [`dropped_note`] calls it: its header unless that alone is
     /// ambiguous ([`Column::named`]).
     pub name: &'static str,
@@ -43,7 +43,7 @@ impl Column {
     pub fn named(self, name: &'static str) -> Column {
         Column { name, ..self }
     }
-    pub fn flexible(header: &'static str, keep: u8) -> Column {
+    pub(crate) fn flexible(header: &'static str, keep: u8) -> Column {
         Column {
             flexible: true,
             ..Column::text(header, keep)
@@ -103,7 +103,7 @@ pub fn cut(s: &str, width: usize) -> String {
 /// The line under a table that had to leave columns out to fit: which
 /// ones, so a narrow terminal never shows a partial sum as if it were
 /// whole (Input + Output alone can be a few percent of Total).
-pub fn dropped_note(width: usize, dropped: &[&str]) -> Option<String> {
+pub(crate) fn dropped_note(width: usize, dropped: &[&str]) -> Option<String> {
     if dropped.is_empty() {
         return None;
     }
@@ -224,13 +224,13 @@ pub fn group(n: u64) -> String {
 }
 
 /// Dollars with cents, grouped: `$1,234.56`.
-pub fn dollars(usd: f64) -> String {
+pub(crate) fn dollars(usd: f64) -> String {
     let cents = (usd * 100.0).round().max(0.0) as u64;
     format!("${}.{:02}", group(cents / 100), cents % 100)
 }
 
 /// One CSV field (RFC 4180 quoting when needed).
-pub fn csv_field(s: &str) -> String {
+pub(crate) fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {

@@ -1,5 +1,6 @@
-//! Time zones for Usage days: a small TZif (RFC 8536) reader and POSIX TZ
-//! rule evaluator over the system's zoneinfo.
+//! Time zones: a small TZif (RFC 8536) reader and POSIX TZ rule evaluator
+//! over the system's zoneinfo, and the civil calendar they need. It is the
+//! one local-time mechanism: Usage's days and the pairing popup's clock.
 //!
 //! Token Usage buckets requests into the *local* days of the zone the app
 //! names (`--tz Asia/Shanghai`), the Host's zone by default. A day is
@@ -11,7 +12,34 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::usage::time::{civil_from_days, days_from_civil};
+/// The Host's zone file when `TZ` names none.
+pub(crate) const LOCALTIME: &str = "/etc/localtime";
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
+/// `days_from_civil`).
+pub fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let m = i64::from(month);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(day) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The civil date `(year, month, day)` of a day number since 1970-01-01.
+pub(crate) fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
 
 /// A zone: its name as reported and the rules to find its UTC offset.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,6 +72,18 @@ impl TzError {
         }
     }
 }
+
+impl std::fmt::Display for TzError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TzError::BadName => "not an IANA zone name",
+            TzError::Unknown => "no such zone on this Host",
+            TzError::Corrupt => "the zone's file is not valid TZif",
+        })
+    }
+}
+
+impl std::error::Error for TzError {}
 
 impl Zone {
     /// Coordinated Universal Time.
@@ -80,6 +120,18 @@ impl Zone {
     /// The local day number (days since 1970-01-01 in this zone) of an instant.
     pub fn local_day(&self, unix: i64) -> i64 {
         (unix + i64::from(self.offset_at(unix))).div_euclid(86_400)
+    }
+
+    /// The local wall-clock time `(hour, minute, second)` of an instant.
+    pub(crate) fn time_of_day(&self, unix: i64) -> (u32, u32, u32) {
+        let second = (unix + i64::from(self.offset_at(unix))).rem_euclid(86_400);
+        // In 0..86_400, so each part fits.
+        let part = |n: i64| u32::try_from(n).unwrap_or(0);
+        (
+            part(second / 3600),
+            part(second / 60 % 60),
+            part(second % 60),
+        )
     }
 
     /// Parses TZif bytes (v1, v2 or v3).
@@ -129,9 +181,19 @@ pub fn zoneinfo_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/usr/share/zoneinfo"))
 }
 
+/// This process's Host zone: [`host_zone`] of its `TZ`, [`LOCALTIME`] and
+/// [`zoneinfo_dir`].
+pub(crate) fn process_host_zone() -> Zone {
+    host_zone(
+        std::env::var("TZ").ok().as_deref(),
+        Path::new(LOCALTIME),
+        &zoneinfo_dir(),
+    )
+}
+
 /// The Host's zone: `TZ` (`:Name`, `Name`, or an absolute TZif path), else
 /// `/etc/localtime` (named by its symlink target when it is one), else UTC.
-pub fn host_zone(tz_env: Option<&str>, localtime: &Path, zoneinfo: &Path) -> Zone {
+pub(crate) fn host_zone(tz_env: Option<&str>, localtime: &Path, zoneinfo: &Path) -> Zone {
     if let Some(tz) = tz_env.map(|t| t.strip_prefix(':').unwrap_or(t))
         && !tz.is_empty()
     {
@@ -541,6 +603,25 @@ impl Cursor<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn time_of_day_is_the_wall_clock_of_the_zone() {
+        let nowhere = Path::new("/nonexistent/heeler/zoneinfo");
+        let utc = Zone::utc();
+        assert_eq!(utc.time_of_day(0), (0, 0, 0));
+        assert_eq!(utc.time_of_day(-1), (23, 59, 59));
+        assert_eq!(utc.time_of_day(86_400 + 3_723), (1, 2, 3));
+        // POSIX: `IST-5:30` is 5 h 30 min east of UTC, all year.
+        let india = host_zone(Some("IST-5:30"), nowhere, nowhere);
+        assert_eq!(india.time_of_day(0), (5, 30, 0));
+        assert_eq!(india.time_of_day(-19_800 - 1), (23, 59, 59));
+        // Central Europe: UTC+1, UTC+2 from the last Sunday of March to the
+        // last Sunday of October; 12:00 UTC is 13:00 in January, 14:00 in July.
+        let cet = host_zone(Some("CET-1CEST,M3.5.0,M10.5.0/3"), nowhere, nowhere);
+        let noon = |y, m, d| days_from_civil(y, m, d) * 86_400 + 12 * 3600;
+        assert_eq!(cet.time_of_day(noon(2026, 1, 15)), (13, 0, 0));
+        assert_eq!(cet.time_of_day(noon(2026, 7, 15)), (14, 0, 0));
+    }
 
     #[test]
     fn posix_offsets_out_of_range_are_refused_not_overflowed() {
