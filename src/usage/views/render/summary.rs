@@ -1,0 +1,204 @@
+//! The summary (`heeler usage`): today, 7 and 30 days per agent, the
+//! limits and what was read.
+
+use super::*;
+
+/// The summary: today, 7 and 30 days per agent, the limits, coverage.
+pub(super) fn summary(data: &Data, req: &Request, format: Format) -> String {
+    let today = data.zone.local_day(data.now);
+    let req = Request {
+        since: today - 29,
+        until: today,
+        ..req.clone()
+    };
+    let picked = selected(data, &req);
+    let unpriced = unpriced_of(picked.iter().map(|(_, k, acc)| (*k, *acc)));
+    let agents: Vec<Agent> = match req.agent {
+        Some(a) => vec![a],
+        None => vec![Agent::Claude, Agent::Codex],
+    };
+    // [agent][window]: today, 7 days, 30 days.
+    let mut sums = vec![[SlotAcc::default(); 3]; agents.len() + 1];
+    for (day, k, acc) in &picked {
+        let Some(i) = agents.iter().position(|a| *a == k.1) else {
+            continue;
+        };
+        for (w, days) in [1, 7, 30].iter().enumerate() {
+            if *day > today - days {
+                sums[i][w].merge(acc);
+                sums[agents.len()][w].merge(acc);
+            }
+        }
+    }
+    let names: Vec<&str> = agents
+        .iter()
+        .map(|a| a.name())
+        .chain(std::iter::once("all"))
+        .collect();
+    match format {
+        Format::Json => {
+            let mut windows = Object::new();
+            for (w, key) in ["today", "d7", "d30"].iter().enumerate() {
+                let mut o = Object::new();
+                for (i, name) in names.iter().enumerate() {
+                    o = o.with(name, sums[i][w].totals().to_value());
+                }
+                windows = windows.with(key, Value::Object(o));
+            }
+            let mut limits = Object::new();
+            for (a, v) in &data.limits {
+                limits = limits.with(a.name(), v.clone());
+            }
+            Value::Object(
+                header(data, &req, View::Summary)
+                    .with("windows", Value::Object(windows))
+                    .with("limits", Value::Object(limits))
+                    .with("coverage", data.coverage.clone())
+                    .with("unpriced_models", unpriced_value(&unpriced)),
+            )
+            .to_json()
+                + "\n"
+        }
+        Format::Csv => {
+            let mut head = vec!["agent", "window"];
+            head.extend(CSV_TOKENS);
+            let mut rows = Vec::new();
+            for (i, name) in names.iter().enumerate() {
+                for (w, key) in ["today", "d7", "d30"].iter().enumerate() {
+                    let mut cells = vec![name.to_string(), key.to_string()];
+                    cells.extend(csv_cells(&sums[i][w]));
+                    rows.push(cells);
+                }
+            }
+            table::csv(&head, &rows)
+        }
+        Format::Text(style) => {
+            let mut t = Table {
+                columns: vec![
+                    Column::text("Agent", 0),
+                    Column::number("Today", 0),
+                    Column::number("tokens", 3).named("tokens today"),
+                    Column::number("7 days", 0),
+                    Column::number("tokens", 2).named("7-day tokens"),
+                    Column::number("30 days", 0),
+                    Column::number("tokens", 1).named("30-day tokens"),
+                ],
+                rows: Vec::new(),
+            };
+            for (i, name) in names.iter().enumerate() {
+                let kind = if i == agents.len() {
+                    if agents.len() == 1 {
+                        continue;
+                    }
+                    RowKind::Total
+                } else {
+                    RowKind::Plain
+                };
+                let mut cells = vec![match *name {
+                    "claude" => "Claude Code".to_string(),
+                    "codex" => "Codex".to_string(),
+                    _ => "All".to_string(),
+                }];
+                for window in &sums[i] {
+                    cells.push(cost_cell(window));
+                    cells.push(group(window.tokens.total()));
+                }
+                t.rows.push((kind, cells));
+            }
+            let mut lines = vec![format!("Usage in {}; {}", data.zone.name, freshness(data))];
+            lines.extend(t.lines(style));
+            let mut all = SlotAcc::default();
+            for windows in &sums[..agents.len()] {
+                all.merge(&windows[2]);
+            }
+            lines.extend(notes(&all, &unpriced));
+            lines.extend(limit_lines(data, &agents));
+            lines.push(coverage_line(data));
+            lines.join("\n") + "\n"
+        }
+    }
+}
+
+/// One line per limit window, or the limits' state when there are none.
+pub(super) fn limit_lines(data: &Data, agents: &[Agent]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (agent, v) in data.limits.iter().filter(|(a, _)| agents.contains(a)) {
+        let state = v.get("state").and_then(Value::as_str).unwrap_or("unknown");
+        let ws = windows(v);
+        let name = match agent {
+            Agent::Claude => "Claude Code",
+            Agent::Codex => "Codex",
+        };
+        if ws.is_empty() {
+            if state != "disabled" {
+                out.push(format!("Limits, {name}: {}", state.replace('_', " ")));
+            }
+            continue;
+        }
+        let parts: Vec<String> = ws
+            .iter()
+            .map(|w| {
+                let resets = match w.resets_at {
+                    Some(at) if at > data.now => format!(
+                        ", resets {} (in {})",
+                        local_time(data, at),
+                        duration(at - data.now)
+                    ),
+                    _ => String::new(),
+                };
+                format!("{} {} used{resets}", w.label, percent(w.used))
+            })
+            .collect();
+        out.push(format!("Limits, {name}: {}", parts.join("; ")));
+    }
+    out
+}
+
+pub(super) fn count(v: &Value, agent: &str, key: &str) -> u64 {
+    v.get(agent)
+        .and_then(|a| a.get(key))
+        .and_then(Value::as_i64)
+        .map(|n| n.max(0) as u64)
+        .unwrap_or(0)
+}
+
+/// Coverage in one line: the files read per agent, what was skipped.
+pub(crate) fn coverage_line(data: &Data) -> String {
+    let c = &data.coverage;
+    if data.generated_at.is_none() {
+        return "Coverage: nothing scanned yet; the first refresh is running.".into();
+    }
+    let files = |agent: &str| {
+        let n = count(c, agent, "files_seen");
+        format!("{n} file{}", if n == 1 { "" } else { "s" })
+    };
+    let mut line = format!(
+        "Coverage: Claude Code {}, Codex {}",
+        files("claude"),
+        files("codex")
+    );
+    let archives = count(c, "codex", "files_compressed");
+    if archives > 0 {
+        line.push_str(&format!(" ({} archived)", group(archives)));
+    }
+    let skipped: u64 = ["claude", "codex"]
+        .iter()
+        .map(|a| {
+            count(c, a, "files_unreadable")
+                + count(c, a, "lines_malformed")
+                + count(c, a, "lines_oversized")
+                + count(c, a, "dirs_unreadable")
+        })
+        .sum::<u64>()
+        + count(c, "codex", "files_compressed_skipped");
+    if skipped > 0 {
+        line.push_str(&format!(
+            "; {} unreadable files or lines skipped",
+            group(skipped)
+        ));
+    }
+    if c.get("partial") == Some(&Value::Bool(true)) {
+        line.push_str("; partial, a refresh continues the backfill");
+    }
+    line + "."
+}
