@@ -24,6 +24,7 @@ use crate::usage::event::{Agent, FileParse};
 use crate::usage::pricing::PriceTable;
 use crate::usage::store::journal::Origin;
 use crate::usage::store::owners::{self, Owners, owner_of};
+use crate::usage::store::state::LazyTable;
 
 /// More changed files than this: aggregate from scratch (cheaper than many
 /// isolated passes, and a cold scan changes everything anyway).
@@ -46,6 +47,9 @@ pub struct State {
     pub changed: Option<Changed>,
     /// Where the state was loaded from (to append to its journal).
     pub origin: Option<Origin>,
+    /// [`Detailed::sessions`] not decoded yet (a state loaded by the
+    /// worker): `detailed.sessions` is empty and this is the table.
+    pub lazy_sessions: Option<LazyTable>,
 }
 
 /// Slots and owner identifiers changed since a state was loaded.
@@ -115,7 +119,44 @@ impl State {
             owners,
             changed: None,
             origin: None,
+            lazy_sessions: None,
         }
+    }
+
+    /// The per-session sums of `key`, decoded or not.
+    pub fn session(&self, key: &SlotKey) -> Option<SlotAcc> {
+        match &self.lazy_sessions {
+            Some(lazy) => lazy.get(key),
+            None => self.detailed.sessions.get(key).copied(),
+        }
+    }
+
+    /// Decodes [`Detailed::sessions`] if it is not yet (before a new base
+    /// is written, which holds them all).
+    pub fn decode_sessions(&mut self) {
+        if let Some(lazy) = self.lazy_sessions.take() {
+            self.detailed.sessions = lazy.decode();
+        }
+    }
+
+    /// Sets (`Some`) or removes (`None`) the per-session sums of `key`,
+    /// decoded or not.
+    pub fn set_session(&mut self, key: SlotKey, acc: Option<SlotAcc>) {
+        match (&mut self.lazy_sessions, acc) {
+            (Some(lazy), acc) => lazy.set(key, acc),
+            (None, Some(acc)) => {
+                self.detailed.sessions.insert(key, acc);
+            }
+            (None, None) => {
+                self.detailed.sessions.remove(&key);
+            }
+        }
+    }
+
+    /// [`Detailed::sessions`], decoded.
+    pub fn sessions_mut(&mut self) -> &mut BTreeMap<SlotKey, SlotAcc> {
+        self.decode_sessions();
+        &mut self.detailed.sessions
     }
 
     /// Brings the state from the index it was built for to `index` (after
@@ -241,20 +282,14 @@ impl State {
                 }
             }
         }
-        for (map, overlay) in [
-            (&mut d.slots, pending.slots),
-            (&mut d.sessions, pending.sessions),
-        ] {
-            for (key, acc) in overlay {
-                match acc {
-                    Some(acc) => {
-                        map.insert(key, acc);
-                    }
-                    None => {
-                        map.remove(&key);
-                    }
-                }
-            }
+        for (key, acc) in pending.slots {
+            match acc {
+                Some(acc) => d.slots.insert(key, acc),
+                None => d.slots.remove(&key),
+            };
+        }
+        for (key, acc) in pending.sessions {
+            self.set_session(key, acc);
         }
         self.prune(since);
         for (_, owner, old, new, _) in &parts {
@@ -311,14 +346,11 @@ impl State {
                 .files
                 .insert(*file, (counts != [0; 3]).then_some(counts));
         }
+        let slots = |key: &SlotKey| self.detailed.slots.get(key).copied();
+        replace_sums(slots, &mut pending.slots, &old.slots, &new.slots)?;
+        let sessions = |key: &SlotKey| self.session(key);
         replace_sums(
-            &self.detailed.slots,
-            &mut pending.slots,
-            &old.slots,
-            &new.slots,
-        )?;
-        replace_sums(
-            &self.detailed.sessions,
+            sessions,
             &mut pending.sessions,
             &old.sessions,
             &new.sessions,
@@ -336,6 +368,12 @@ impl State {
             let kept = map.split_off(&aggregate::slots_from(since));
             gone.extend(std::mem::replace(map, kept).into_keys());
         }
+        if let Some(lazy) = &mut self.lazy_sessions {
+            for key in lazy.keys_before(since) {
+                lazy.set(key.clone(), None);
+                gone_sessions.insert(key);
+            }
+        }
         if let Some(changed) = &mut self.changed {
             changed.slots.extend(gone);
             changed.sessions.extend(gone_sessions);
@@ -348,7 +386,7 @@ impl State {
 /// `current` into `pending`; `None` when the result cannot be known
 /// exactly (a span whose end was `old`'s and is not `new`'s).
 fn replace_sums(
-    current: &BTreeMap<SlotKey, SlotAcc>,
+    current: impl Fn(&SlotKey) -> Option<SlotAcc>,
     pending: &mut BTreeMap<SlotKey, Option<SlotAcc>>,
     old: &BTreeMap<SlotKey, SlotAcc>,
     new: &BTreeMap<SlotKey, SlotAcc>,
@@ -358,7 +396,7 @@ fn replace_sums(
         let (o, n) = (old.get(key), new.get(key));
         let now = match pending.get(key) {
             Some(overlay) => *overlay,
-            None => current.get(key).copied(),
+            None => current(key),
         };
         let merged = match (now, o) {
             (None, Some(_)) => return None,

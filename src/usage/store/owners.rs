@@ -21,7 +21,7 @@ use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use crate::usage::event::{fnv1a, hash_words};
+use crate::usage::event::hash_words;
 use crate::usage::paths;
 use crate::usage::store::new_generation;
 
@@ -30,7 +30,7 @@ pub(crate) const SHARED: u64 = u64::MAX;
 /// A delta entry that removes an identifier (no owner hash is 0).
 const REMOVED: u64 = 0;
 const MAGIC: &[u8; 4] = b"HUAO";
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 /// Records per block.
 const BLOCK: usize = 256;
 /// The delta may grow to this share of the base (and at least
@@ -75,10 +75,15 @@ struct BaseFile {
     records_at: u64,
 }
 
-/// The owner hash of a file (never [`SHARED`] or 0).
+/// The owner hash of a file (never [`SHARED`] or 0). Every refresh hashes
+/// every indexed path (the coverage counters are summed by owner), so it
+/// is the word-at-a-time [`hash_words`], tagged, not a byte-wise hash; the
+/// aggregate state stores these hashes, so a change here bumps its
+/// version (`state::STATE_VERSION`).
 pub(crate) fn owner_of(path: &str) -> u64 {
-    match fnv1a(&[b"path", path.as_bytes()]) {
-        SHARED => 1,
+    const PATH: u64 = 0x7061_7468_6f77_6e72;
+    match hash_words(path.as_bytes()) ^ PATH {
+        SHARED | 0 => 1,
         h => h,
     }
 }

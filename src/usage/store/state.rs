@@ -26,7 +26,8 @@ use crate::usage::store::owners::{Owners, OwnersRef};
 const MAGIC: &[u8; 4] = b"HUAG";
 const JOURNAL_MAGIC: &[u8; 4] = b"HUAJ";
 /// Bump when the layout or the aggregation rules change (5: the slots
-/// summed over sessions, and the per-session sums beside them).
+/// summed over sessions, the per-session sums beside them, and owner
+/// hashes word-at-a-time, `owners::owner_of`).
 pub(crate) const STATE_VERSION: u32 = 5;
 /// The journal may always grow to this many bytes.
 pub(crate) const MIN_JOURNAL: u64 = 256 << 10;
@@ -70,7 +71,199 @@ struct Parts {
     since: i64,
     pricing: String,
     detailed: Detailed,
+    /// The table left undecoded, if one was ([`Lazy`]).
+    lazy: Option<(Lazy, LazyTable)>,
     owners: OwnersRef,
+}
+
+/// A table of sums as a base's section holds it, undecoded (checked
+/// whole), and the changes over it, the journal's and this run's (`None`:
+/// removed). The worker loads the per-session sums so: a refresh after an
+/// append looks up and changes a few keys, so the thousands of sessions of
+/// a busy Host are decoded only to write a new base. A view reads its
+/// table so too, then decodes its rows in order into a list
+/// ([`LazyTable::rows_from`]), with no map built in between.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LazyTable {
+    /// The section's bytes without its seal.
+    body: Vec<u8>,
+    /// The section's strings, one after the other (checked UTF-8 once),
+    /// and where each lies in it.
+    text: String,
+    strings: Vec<std::ops::Range<usize>>,
+    /// Where the fixed-size rows start, and how many there are.
+    rows_at: usize,
+    rows: usize,
+    changes: BTreeMap<SlotKey, Option<SlotAcc>>,
+}
+
+/// Which table a read leaves undecoded: the worker the sessions, a view
+/// the table it shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lazy {
+    Slots,
+    Sessions,
+}
+
+/// A row's key with borrowed names, ordered as [`SlotKey`] is.
+type RowKey<'a> = (i64, Agent, &'a str, &'a str, &'a str);
+
+impl LazyTable {
+    /// A section's body ([`encode_rows`]); `None` unless its strings are
+    /// UTF-8 and its rows fill it. The rows are in key order as written
+    /// (the section's seal vouches for them), so a lookup by bisection
+    /// finds what a decode would.
+    fn new(body: Vec<u8>) -> Option<LazyTable> {
+        let mut r = Reader::new(&body);
+        let ns = r.count64(8)?;
+        let mut text = String::new();
+        let mut strings = Vec::with_capacity(ns);
+        for _ in 0..ns {
+            let n = r.count64(1)?;
+            let start = text.len();
+            text.push_str(std::str::from_utf8(r.take(n)?).ok()?);
+            strings.push(start..text.len());
+        }
+        let rows = r.count64(ROW)?;
+        let rows_at = body.len() - r.remaining();
+        r.take(rows.checked_mul(ROW)?)?;
+        if !r.at_end() {
+            return None;
+        }
+        Some(LazyTable {
+            body,
+            text,
+            strings,
+            rows_at,
+            rows,
+            changes: BTreeMap::new(),
+        })
+    }
+
+    fn string(&self, n: u64) -> Option<&str> {
+        self.text
+            .get(self.strings.get(usize::try_from(n).ok()?)?.clone())
+    }
+
+    fn row(&self, i: usize) -> Option<Reader<'_>> {
+        Some(Reader::new(self.body.get(self.rows_at + i * ROW..)?))
+    }
+
+    fn row_key(&self, i: usize) -> Option<RowKey<'_>> {
+        let mut r = self.row(i)?;
+        let slot = r.i64()?;
+        let agent = agent_from(r.u64()?)?;
+        Some((
+            slot,
+            agent,
+            self.string(r.u64()?)?,
+            self.string(r.u64()?)?,
+            self.string(r.u64()?)?,
+        ))
+    }
+
+    fn row_acc(&self, i: usize) -> Option<SlotAcc> {
+        let mut r = self.row(i)?;
+        r.take(5 * 8)?;
+        Some(acc_from(read_numbers(&mut r)?))
+    }
+
+    /// The first row at or after `key` (bisection).
+    fn position(&self, key: RowKey) -> usize {
+        let (mut first, mut end) = (0, self.rows);
+        while first < end {
+            let mid = first + (end - first) / 2;
+            if self.row_key(mid).is_some_and(|k| k < key) {
+                first = mid + 1;
+            } else {
+                end = mid;
+            }
+        }
+        first
+    }
+
+    /// The sums of `key` now.
+    pub fn get(&self, key: &SlotKey) -> Option<SlotAcc> {
+        if let Some(change) = self.changes.get(key) {
+            return *change;
+        }
+        let wanted = (key.0, key.1, &*key.2, &*key.3, &*key.4);
+        let at = self.position(wanted);
+        match self.row_key(at) {
+            Some(k) if k == wanted => self.row_acc(at),
+            _ => None,
+        }
+    }
+
+    /// Sets (`Some`) or removes (`None`) the sums of `key`.
+    pub fn set(&mut self, key: SlotKey, acc: Option<SlotAcc>) {
+        self.changes.insert(key, acc);
+    }
+
+    /// Every key before slot `since` that is there now.
+    pub fn keys_before(&self, since: i64) -> Vec<SlotKey> {
+        let end = self.position((since, Agent::Claude, "", "", ""));
+        let mut keys: std::collections::BTreeSet<SlotKey> = (0..end)
+            .filter_map(|i| self.row_key(i))
+            .map(|(slot, agent, model, cwd, session)| {
+                (slot, agent, model.into(), cwd.into(), session.into())
+            })
+            .filter(|k| !matches!(self.changes.get(k), Some(None)))
+            .collect();
+        let changed = self
+            .changes
+            .range(..crate::usage::aggregate::slots_from(since));
+        keys.extend(changed.filter(|(_, v)| v.is_some()).map(|(k, _)| k.clone()));
+        keys.into_iter().collect()
+    }
+
+    /// The rows at or after slot `from`, in key order, changes applied.
+    pub fn rows_from(&self, from: i64) -> Vec<(SlotKey, SlotAcc)> {
+        let names: Vec<Text> = (0..self.strings.len())
+            .map(|i| Text::from(self.string(i as u64).unwrap_or_default()))
+            .collect();
+        let text = |r: &mut Reader| names.get(usize::try_from(r.u64()?).ok()?).cloned();
+        let first = self.position((from, Agent::Claude, "", "", ""));
+        let mut changes = self
+            .changes
+            .range(crate::usage::aggregate::slots_from(from)..)
+            .peekable();
+        let mut out = Vec::with_capacity(self.rows - first + self.changes.len());
+        for i in first..self.rows {
+            let Some(mut r) = self.row(i) else { break };
+            let (Some(slot), Some(agent)) = (r.i64(), r.u64().and_then(agent_from)) else {
+                break;
+            };
+            let (Some(model), Some(cwd), Some(session)) =
+                (text(&mut r), text(&mut r), text(&mut r))
+            else {
+                break;
+            };
+            let Some(numbers) = read_numbers(&mut r) else {
+                break;
+            };
+            let key = (slot, agent, model, cwd, session);
+            // The changes before this row are new keys; one at it
+            // replaces (or removes) it.
+            while let Some((k, change)) = changes.next_if(|(k, _)| **k < key) {
+                if let Some(acc) = change {
+                    out.push((k.clone(), *acc));
+                }
+            }
+            match changes.next_if(|(k, _)| **k == key) {
+                Some((_, Some(acc))) => out.push((key, *acc)),
+                Some((_, None)) => {}
+                None => out.push((key, acc_from(numbers))),
+            }
+        }
+        out.extend(changes.filter_map(|(k, change)| Some((k.clone(), (*change)?))));
+        out
+    }
+
+    /// The whole table, decoded.
+    pub fn decode(&self) -> BTreeMap<SlotKey, SlotAcc> {
+        self.rows_from(i64::MIN).into_iter().collect()
+    }
 }
 
 impl StateStore {
@@ -90,6 +283,16 @@ impl StateStore {
     /// The base and journal as loaded, slots before `from` and the tables
     /// not wanted left out.
     fn read(&self, from: i64, tables: Tables) -> Option<(Parts, Origin)> {
+        self.read_lazily(from, tables, None)
+    }
+
+    /// [`StateStore::read`], one table left undecoded.
+    fn read_lazily(
+        &self,
+        from: i64,
+        tables: Tables,
+        lazy: Option<Lazy>,
+    ) -> Option<(Parts, Origin)> {
         use std::os::unix::fs::FileExt;
         let file = File::open(&self.base).ok()?;
         let meta = file.metadata().ok()?;
@@ -104,7 +307,7 @@ impl StateStore {
             }
         }
         let sections = std::array::from_fn(|i| tables.sections()[i].then_some(&read[i][..]));
-        let mut parts = decode_base(sections, from)?;
+        let mut parts = decode_base(sections, from, lazy)?;
         let mut origin = Origin {
             base_len: meta.len(),
             journal_len: 0,
@@ -123,13 +326,14 @@ impl StateStore {
 
     /// The state with its owners table; `None` when missing or damaged.
     pub fn load(&self) -> Option<State> {
-        let (parts, origin) = self.read(i64::MIN, Tables::Both)?;
+        let (parts, origin) = self.read_lazily(i64::MIN, Tables::Both, Some(Lazy::Sessions))?;
         let owners = Owners::open(parts.owners, self.dir()).ok()?;
         Some(State {
             fingerprint: parts.fingerprint,
             since: parts.since,
             pricing: parts.pricing,
             detailed: parts.detailed,
+            lazy_sessions: parts.lazy.map(|(_, table)| table),
             owners,
             changed: Some(Changed::default()),
             origin: Some(origin),
@@ -146,6 +350,22 @@ impl StateStore {
     /// whole history. The counters are the whole state's.
     pub fn load_slots_from(&self, from: i64) -> Option<(u64, Detailed)> {
         self.load_from(from, Tables::Slots)
+    }
+
+    /// The rows of one table (`Tables::Slots` or `Tables::Sessions`) at
+    /// or after slot `from`, in key order, with the fingerprint: what a
+    /// view reads, decoded straight into a list.
+    pub fn rows_from(&self, from: i64, table: Tables) -> Option<(u64, Vec<(SlotKey, SlotAcc)>)> {
+        let lazy = match table {
+            Tables::Sessions => Lazy::Sessions,
+            _ => Lazy::Slots,
+        };
+        let (parts, _) = self.read_lazily(from, table, Some(lazy))?;
+        let rows = parts
+            .lazy
+            .map(|(_, t)| t.rows_from(from))
+            .unwrap_or_default();
+        Some((parts.fingerprint, rows))
     }
 
     /// [`StateStore::load_slots_from`] of the tables `tables` names.
@@ -185,6 +405,7 @@ impl StateStore {
                 return Ok(());
             }
         }
+        state.decode_sessions();
         let bytes = encode_base(state).ok_or_else(|| io::Error::other("owners table not saved"))?;
         crate::base::atomic_file::write_unsynced(&self.base, &bytes, 0o600)?;
         match fs::remove_file(&self.journal) {
@@ -459,14 +680,18 @@ fn decode_bytes(bytes: &[u8], from: i64, tables: Tables) -> Option<Parts> {
             *section = Some(bytes.get(range)?);
         }
     }
-    decode_base(sections, from)
+    decode_base(sections, from, None)
 }
 
 /// A base's sections as read (`None`: not read, as `tables` wants),
 /// each with its seal; rows before `from` are skipped unread (rows are
 /// fixed-size and in key order, so the first one wanted is found by
 /// bisection; the seal vouches for the rows skipped).
-fn decode_base(sections: [Option<&[u8]>; SECTIONS], from: i64) -> Option<Parts> {
+fn decode_base(
+    sections: [Option<&[u8]>; SECTIONS],
+    from: i64,
+    lazy: Option<Lazy>,
+) -> Option<Parts> {
     let [meta, files, slots, sessions, reference] = sections.map(|s| s.map(unseal));
     let mut r = Reader::new(meta??);
     let fingerprint = r.u64()?;
@@ -485,6 +710,16 @@ fn decode_base(sections: [Option<&[u8]>; SECTIONS], from: i64) -> Option<Parts> 
         let mut r = Reader::new(files?);
         detailed.by_file = read_file_counters(&mut r)?.into_iter().collect();
         r.at_end().then_some(())?;
+    }
+    let mut lazy_table = None;
+    let (mut slots, mut sessions) = (slots, sessions);
+    let section = match lazy {
+        Some(Lazy::Slots) => slots.take(),
+        Some(Lazy::Sessions) => sessions.take(),
+        None => None,
+    };
+    if let (Some(which), Some(section)) = (lazy, section) {
+        lazy_table = Some((which, LazyTable::new(section?.to_vec())?));
     }
     for (table, section) in [
         (&mut detailed.slots, slots),
@@ -509,6 +744,7 @@ fn decode_base(sections: [Option<&[u8]>; SECTIONS], from: i64) -> Option<Parts> 
         since,
         pricing,
         detailed,
+        lazy: lazy_table,
         owners,
     })
 }
@@ -540,10 +776,8 @@ fn decode_rows(r: &mut Reader, from: i64) -> Option<BTreeMap<SlotKey, SlotAcc>> 
         let key = (slot, agent, model, cwd, session);
         slots.push((key, acc_from(read_numbers(&mut row)?)));
     }
-    // Written in key order: bulk-built.
-    if !slots.windows(2).all(|w| w[0].0 < w[1].0) {
-        return None;
-    }
+    // Written in key order (the seal vouches for it): the map sorts
+    // and bulk-builds them in one pass each.
     Some(slots.into_iter().collect())
 }
 
@@ -563,7 +797,7 @@ fn encode_record(state: &State, changed: &Changed) -> Vec<u8> {
             put_u64(&mut o, n);
         }
     }
-    for (keys, table) in [(&changed.slots, &d.slots), (&changed.sessions, &d.sessions)] {
+    for (keys, per_session) in [(&changed.slots, false), (&changed.sessions, true)] {
         put_u64(&mut o, keys.len() as u64);
         for key in keys {
             let (slot, agent, model, cwd, session) = key;
@@ -572,10 +806,14 @@ fn encode_record(state: &State, changed: &Changed) -> Vec<u8> {
             put_str(&mut o, model);
             put_str(&mut o, cwd);
             put_str(&mut o, session);
-            match table.get(key) {
+            let acc = match per_session {
+                true => state.session(key),
+                false => d.slots.get(key).copied(),
+            };
+            match acc {
                 Some(acc) => {
                     put_u64(&mut o, 1);
-                    for n in acc_numbers(acc) {
+                    for n in acc_numbers(&acc) {
                         put_u64(&mut o, n);
                     }
                 }
@@ -646,18 +884,29 @@ fn apply_record(parts: &mut Parts, payload: &[u8], from: i64, tables: Tables) ->
             d.by_file.insert(file, counts);
         }
     }
-    for (wanted, table, changed) in [
-        (tables.slots(), &mut d.slots, slots),
-        (tables.sessions(), &mut d.sessions, sessions),
+    let d = &mut parts.detailed;
+    for (wanted, which, table, changed) in [
+        (tables.slots(), Lazy::Slots, &mut d.slots, slots),
+        (tables.sessions(), Lazy::Sessions, &mut d.sessions, sessions),
     ] {
         if !wanted {
             continue;
         }
-        for (key, acc) in changed.into_iter().filter(|(key, _)| key.0 >= from) {
-            match acc {
-                Some(acc) => table.insert(key, acc),
-                None => table.remove(&key),
-            };
+        let changed = changed.into_iter().filter(|(key, _)| key.0 >= from);
+        match &mut parts.lazy {
+            Some((lazy, undecoded)) if *lazy == which => {
+                for (key, acc) in changed {
+                    undecoded.set(key, acc);
+                }
+            }
+            _ => {
+                for (key, acc) in changed {
+                    match acc {
+                        Some(acc) => table.insert(key, acc),
+                        None => table.remove(&key),
+                    };
+                }
+            }
         }
     }
     parts.owners.delta.extend(owners);
@@ -709,14 +958,23 @@ mod tests {
             owners: Owners::new(vec![(1, 2), (3, 4), (3, 5)]),
             changed: None,
             origin: None,
+            lazy_sessions: None,
         }
+    }
+
+    /// The state in `store` with its sessions decoded (what a loaded
+    /// state compares as).
+    fn decoded(store: &StateStore) -> State {
+        let mut state = store.load().unwrap();
+        state.decode_sessions();
+        state
     }
 
     /// `state` with slot `slot` set to `acc(requests)` and owner `id`
     /// recorded as `owner`, both marked changed.
     fn change(state: &mut State, slot: i64, requests: u64, id: u64, owner: u64) {
         state.detailed.slots.insert(key(slot), acc(requests));
-        state.detailed.sessions.insert(key(slot), acc(requests));
+        state.set_session(key(slot), Some(acc(requests)));
         state.owners.set(id, owner);
         state.fingerprint += 1;
         let changed = state.changed.get_or_insert_with(Changed::default);
@@ -751,7 +1009,10 @@ mod tests {
         s.owners.set(7, 8);
         s.detailed.slots.insert(key(2700), acc(4));
         s.detailed.slots.remove(&key(900));
-        s.detailed.sessions.insert(key(2700), acc(3));
+        // Loaded lazily: the sessions are changed undecoded.
+        assert!(s.lazy_sessions.is_some() && s.detailed.sessions.is_empty());
+        assert_eq!(s.session(&key(900)), Some(acc(2)));
+        s.set_session(key(2700), Some(acc(3)));
         s.fingerprint = 10;
         let changed = s.changed.as_mut().unwrap();
         changed.owners.insert(7);
@@ -760,7 +1021,8 @@ mod tests {
         store.save(&mut s).unwrap();
         assert_eq!(fs::read(&store.base).unwrap(), base);
         assert!(store.journal.exists());
-        let back = store.load().unwrap();
+        let back = decoded(&store);
+        s.decode_sessions();
         assert_eq!(
             (back.fingerprint, back.since, &back.pricing, &back.detailed),
             (s.fingerprint, s.since, &s.pricing, &s.detailed)
@@ -809,8 +1071,9 @@ mod tests {
         change(&mut s, 3600, 1, 11, 12);
         store.save(&mut s).unwrap();
         assert!(fs::metadata(&store.journal).unwrap().len() > one);
-        let back = store.load().unwrap();
+        let back = decoded(&store);
         assert_eq!(back.fingerprint, 12);
+        s.decode_sessions();
         assert_eq!(back.detailed, s.detailed);
         assert_eq!(back.detailed.slots.get(&key(2700)), Some(&acc(5)));
         assert_eq!(
@@ -844,8 +1107,9 @@ mod tests {
         store.save(&mut s).unwrap();
         // Appending after the torn record would hide the new one.
         assert!(!store.journal.exists());
-        let back = store.load().unwrap();
+        let back = decoded(&store);
         assert_eq!(back.fingerprint, 10);
+        s.decode_sessions();
         assert_eq!(back.detailed, s.detailed);
     }
 
@@ -866,7 +1130,8 @@ mod tests {
         store.save(&mut s).unwrap();
         assert!(!store.journal.exists());
         assert_ne!(fs::read(&store.base).unwrap(), base);
-        let back = store.load().unwrap();
+        let back = decoded(&store);
+        s.decode_sessions();
         assert_eq!(back.detailed, s.detailed);
         assert_eq!(back.fingerprint, s.fingerprint);
     }
@@ -890,7 +1155,7 @@ mod tests {
         let old_table = first.iter().find(|n| n.starts_with("owners-v1."));
         let new_table = after.iter().find(|n| n.starts_with("owners-v1."));
         assert!(old_table.is_some() && new_table.is_some() && old_table != new_table);
-        let back = store.load().unwrap();
+        let back = decoded(&store);
         assert_eq!(
             back.owners.rows().unwrap(),
             vec![(1, 2), (3, SHARED), (7, 8)]
@@ -921,7 +1186,7 @@ mod tests {
         store.save(&mut rebuilt).unwrap();
         assert!(!store.journal.exists());
         fs::write(&store.journal, &journal).unwrap();
-        let back = store.load().unwrap();
+        let back = decoded(&store);
         assert_eq!(back.fingerprint, 50);
         assert_eq!(back.detailed.slots.get(&key(2700)), None);
     }
@@ -945,6 +1210,7 @@ mod tests {
         store.save(&mut s).unwrap();
         assert!(store.journal.exists());
         let (_, all) = store.load_from(i64::MIN, Tables::Both).unwrap();
+        s.decode_sessions();
         assert_eq!(all, s.detailed);
         for from in [
             i64::MIN,
@@ -965,6 +1231,9 @@ mod tests {
                 .collect();
             assert_eq!(part.slots.iter().collect::<Vec<_>>(), want, "from {from}");
             assert!(part.by_file.is_empty());
+            // A view's list is the same rows, in the same order.
+            let (_, rows) = store.rows_from(from, Tables::Slots).unwrap();
+            assert_eq!(rows.iter().map(|(k, a)| (k, a)).collect::<Vec<_>>(), want);
             let (_, part) = store.load_from(from, Tables::Sessions).unwrap();
             let want: Vec<_> = all
                 .sessions
@@ -976,6 +1245,64 @@ mod tests {
                 "from {from}"
             );
             assert!(part.slots.is_empty());
+            let (_, rows) = store.rows_from(from, Tables::Sessions).unwrap();
+            assert_eq!(rows.iter().map(|(k, a)| (k, a)).collect::<Vec<_>>(), want);
+        }
+    }
+
+    #[test]
+    fn lazy_sessions_answer_as_the_decoded_table_through_random_changes() {
+        // Oracle: a BTreeMap given the same changes. Keys over a few slots,
+        // models, directories and sessions, so lookups hit and miss.
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let random_key = |next: &mut dyn FnMut(u64) -> u64| -> SlotKey {
+            let agent = [Agent::Claude, Agent::Codex][next(2) as usize];
+            let model = ["", "gpt-5", "claude-opus-4-6"][next(3) as usize];
+            let session = format!("s-{}", next(5));
+            (
+                900 * next(8) as i64,
+                agent,
+                model.into(),
+                format!("/p{}", next(3)).into(),
+                session.into(),
+            )
+        };
+        for round in 0..20 {
+            let mut oracle: BTreeMap<SlotKey, SlotAcc> = BTreeMap::new();
+            for _ in 0..next(60) {
+                oracle.insert(random_key(&mut next), acc(1 + next(9)));
+            }
+            let mut lazy = LazyTable::new(encode_rows(&oracle)).unwrap();
+            for step in 0..80 {
+                let key = random_key(&mut next);
+                match next(4) {
+                    0 => {
+                        let a = acc(1 + next(9));
+                        lazy.set(key.clone(), Some(a));
+                        oracle.insert(key, a);
+                    }
+                    1 => {
+                        lazy.set(key.clone(), None);
+                        oracle.remove(&key);
+                    }
+                    2 => {
+                        let since = 900 * next(9) as i64;
+                        let want: Vec<SlotKey> = oracle
+                            .range(..crate::usage::aggregate::slots_from(since))
+                            .map(|(k, _)| k.clone())
+                            .collect();
+                        assert_eq!(lazy.keys_before(since), want, "round {round} step {step}");
+                    }
+                    _ => assert_eq!(lazy.get(&key), oracle.get(&key).copied()),
+                }
+            }
+            assert_eq!(lazy.decode(), oracle, "round {round}");
         }
     }
 

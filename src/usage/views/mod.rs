@@ -312,11 +312,10 @@ pub fn read_slots(
         View::Session => Tables::Sessions,
         _ => Tables::Slots,
     };
-    match StateStore::in_dir(dir).load_from(from, tables) {
-        Some((_, d)) if view == View::Session => d.sessions.into_iter().collect(),
-        Some((_, d)) => d.slots.into_iter().collect(),
-        None => Vec::new(),
-    }
+    StateStore::in_dir(dir)
+        .rows_from(from, tables)
+        .map(|(_, rows)| rows)
+        .unwrap_or_default()
 }
 
 /// The first slot any view of `req` reads (the summary shows 30 days
