@@ -282,17 +282,47 @@ impl Tokens {
 }
 
 /// A stable word-at-a-time checksum of cache bytes (megabytes per refresh:
-/// a byte-wise hash would cost more than the rest of reading them).
+/// a byte-wise hash would cost more than the rest of reading them). Four
+/// independent lanes over 32-byte blocks, so the multiplications overlap
+/// instead of waiting on each other, then folded with the tail. Every
+/// cache file's format depends on it: a change bumps their versions.
 pub(crate) fn hash_words(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0x6865_656c_6572_6373 ^ bytes.len() as u64;
-    let mut chunks = bytes.chunks_exact(8);
-    for c in &mut chunks {
-        let v = u64::from_le_bytes(c.try_into().unwrap_or_default());
-        h = (h.rotate_left(23) ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let step = |h: u64, word: &[u8]| {
+        let mut w = [0u8; 8];
+        w[..word.len()].copy_from_slice(word);
+        (h.rotate_left(23) ^ u64::from_le_bytes(w)).wrapping_mul(K)
+    };
+    let seed = 0x6865_656c_6572_6373 ^ bytes.len() as u64;
+    let mut lanes = [
+        seed,
+        seed ^ K,
+        seed.rotate_left(16),
+        seed.rotate_left(48) ^ K,
+    ];
+    let mut blocks = bytes.chunks_exact(32);
+    for block in &mut blocks {
+        let block: &[u8; 32] = block.try_into().unwrap_or(&[0; 32]);
+        let word = |i: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&block[i * 8..i * 8 + 8]);
+            u64::from_le_bytes(w)
+        };
+        lanes = [
+            (lanes[0].rotate_left(23) ^ word(0)).wrapping_mul(K),
+            (lanes[1].rotate_left(23) ^ word(1)).wrapping_mul(K),
+            (lanes[2].rotate_left(23) ^ word(2)).wrapping_mul(K),
+            (lanes[3].rotate_left(23) ^ word(3)).wrapping_mul(K),
+        ];
     }
-    let mut tail = [0u8; 8];
-    tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-    h = (h.rotate_left(23) ^ u64::from_le_bytes(tail)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let mut h = lanes[0];
+    for lane in &lanes[1..] {
+        h = (h.rotate_left(23) ^ lane).wrapping_mul(K);
+    }
+    for word in blocks.remainder().chunks(8) {
+        h = step(h, word);
+    }
+    h = step(h, &[]);
     h ^ (h >> 32)
 }
 

@@ -20,7 +20,7 @@ use crate::usage::event::{
 use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
 
 /// Bump when the index layout changes (everything is reparsed).
-pub(crate) const INDEX_VERSION: u32 = 6;
+pub(crate) const INDEX_VERSION: u32 = 7;
 /// Bump when Claude/Codex line parsing changes (that agent is reparsed).
 /// Claude 3: a record's web searches (`server_tool_use.web_search_requests`)
 /// are its event's sixth counter, which version 2 left at 0, and its events
