@@ -8,7 +8,7 @@
 //! its snapshot by `generated_at`: a file that does not match, is of
 //! another version, or does not parse, is ignored and the full state read.
 
-use crate::base::json::{self, Object, Value};
+use crate::base::json;
 use crate::usage::aggregate::{SlotAcc, SlotKey, Text};
 use crate::usage::event::Agent;
 use crate::usage::store::state::{acc_from, acc_numbers};
@@ -35,32 +35,28 @@ pub fn encode<'a>(
     for ((slot, agent, ..), acc) in slots.filter(|(k, acc)| k.0 >= now - SPAN && acc.requests > 0) {
         summed.entry((*slot, *agent)).or_default().merge(acc);
     }
-    let list = summed
-        .iter()
-        .map(|((slot, agent), a)| {
-            Value::Array(vec![
-                Value::from(*slot),
-                Value::from(agent.name()),
-                Value::from(""),
-                Value::from(""),
-                Value::Array(
-                    acc_numbers(a)[..COUNTS]
-                        .iter()
-                        .map(|n| Value::from(n.to_string()))
-                        .collect(),
-                ),
-                Value::from(a.first_ts),
-                Value::from(a.last_ts),
-            ])
-        })
-        .collect();
-    Value::Object(
-        Object::new()
-            .with("v", VERSION)
-            .with("generated_at", generated_at)
-            .with("slots", Value::Array(list)),
-    )
-    .to_json()
+    // Written straight into the text (the worker writes it on every
+    // refresh): the same bytes as the generic writer's, which a test
+    // holds it to.
+    use std::fmt::Write;
+    let mut out = String::with_capacity(64 + summed.len() * 200);
+    let _ = write!(
+        out,
+        r#"{{"v":{VERSION},"generated_at":{generated_at},"slots":["#
+    );
+    for (i, ((slot, agent), a)) in summed.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let _ = write!(out, r#"[{slot},"{}","","",["#, agent.name());
+        for (j, n) in acc_numbers(a)[..COUNTS].iter().enumerate() {
+            let comma = if j > 0 { "," } else { "" };
+            let _ = write!(out, r#"{comma}"{n}""#);
+        }
+        let _ = write!(out, "],{},{}]", a.first_ts, a.last_ts);
+    }
+    out.push_str("]}");
+    out
 }
 
 /// The slots of a file written for the snapshot of `generated_at`; `None`
@@ -105,6 +101,76 @@ pub fn decode(text: &str, generated_at: i64) -> Option<Vec<(SlotKey, SlotAcc)>> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::json::{Object, Value};
+
+    /// [`encode`] as the generic JSON writer writes it: the oracle.
+    fn encode_generic(generated_at: i64, summed: &[((i64, Agent), SlotAcc)]) -> String {
+        let list = summed
+            .iter()
+            .map(|((slot, agent), a)| {
+                Value::Array(vec![
+                    Value::from(*slot),
+                    Value::from(agent.name()),
+                    Value::from(""),
+                    Value::from(""),
+                    Value::Array(
+                        acc_numbers(a)[..COUNTS]
+                            .iter()
+                            .map(|n| Value::from(n.to_string()))
+                            .collect(),
+                    ),
+                    Value::from(a.first_ts),
+                    Value::from(a.last_ts),
+                ])
+            })
+            .collect();
+        Value::Object(
+            Object::new()
+                .with("v", VERSION)
+                .with("generated_at", generated_at)
+                .with("slots", Value::Array(list)),
+        )
+        .to_json()
+    }
+
+    #[test]
+    fn the_text_is_the_generic_writer_s_byte_for_byte() {
+        let now = 1_764_400_000;
+        let mut seed = 7u64;
+        let mut next = |m: u64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (seed >> 33) % m
+        };
+        for rows in [0, 1, 5, 40] {
+            let mut slots: Vec<(SlotKey, SlotAcc)> = Vec::new();
+            for r in 0..rows {
+                let agent = if next(2) == 0 {
+                    Agent::Claude
+                } else {
+                    Agent::Codex
+                };
+                let slot = now - 900 * (r as i64 + 1);
+                let acc = SlotAcc {
+                    requests: 1 + next(50),
+                    cost_pico: next(u64::MAX / 2),
+                    unpriced_tokens: next(3),
+                    first_ts: slot + next(900) as i64,
+                    last_ts: slot + 899,
+                    ..SlotAcc::default()
+                };
+                slots.push(((slot, agent, "m".into(), "/d".into(), "".into()), acc));
+            }
+            slots.sort_by(|a, b| a.0.cmp(&b.0));
+            let mut summed: std::collections::BTreeMap<(i64, Agent), SlotAcc> = Default::default();
+            for (k, acc) in &slots {
+                summed.entry((k.0, k.1)).or_default().merge(acc);
+            }
+            let summed: Vec<_> = summed.into_iter().collect();
+            let text = encode(now - 5, now, slots.iter().map(|(k, a)| (k, a)));
+            assert_eq!(text, encode_generic(now - 5, &summed));
+            assert_eq!(decode(&text, now - 5).map(|d| d.len()), Some(summed.len()));
+        }
+    }
     use crate::usage::event::Tokens;
 
     #[test]
