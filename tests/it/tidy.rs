@@ -610,8 +610,6 @@ const LONG_FUNCTIONS: &[(&str, &str)] = &[
     ("src/hooks/worker.rs", "serve_group"),
     ("src/pair/endpoint.rs", "test_launcher"),
     ("src/pair/headless.rs", "run"),
-    ("src/usage/aggregate/incremental.rs", "apply"),
-    ("src/usage/aggregate/mod.rs", "aggregate_detailed"),
     ("src/usage/cache/mod.rs", "refresh_threads"),
     ("src/usage/command.rs", "parse_query"),
     ("src/usage/discover.rs", "walk"),
@@ -905,9 +903,10 @@ fn no_function_is_longer_than_a_screen() {
         }
     }
     println!(
-        "tidy: {} functions, {} over {MAX_FUNCTION_LINES} lines, all listed",
+        "tidy: {} functions, {} over {MAX_FUNCTION_LINES} lines, {} listed",
         lengths.len(),
-        over.len()
+        over.len(),
+        LONG_FUNCTIONS.len()
     );
     assert!(
         bad.is_empty(),
