@@ -613,7 +613,6 @@ const LONG_FUNCTIONS: &[(&str, &str)] = &[
     ("src/usage/cache/mod.rs", "refresh_threads"),
     ("src/usage/command.rs", "parse_query"),
     ("src/usage/discover.rs", "walk"),
-    ("src/usage/report.rs", "token_parts"),
     ("src/usage/views/mod.rs", "run"),
     ("src/usage/views/render/block_view.rs", "blocks_view"),
     ("src/usage/views/render/mod.rs", "tabular"),
