@@ -610,7 +610,6 @@ const LONG_FUNCTIONS: &[(&str, &str)] = &[
     ("src/hooks/worker.rs", "serve_group"),
     ("src/pair/endpoint.rs", "test_launcher"),
     ("src/pair/headless.rs", "run"),
-    ("src/usage/cache/mod.rs", "refresh_threads"),
     ("src/usage/command.rs", "parse_query"),
     ("src/usage/discover.rs", "walk"),
     ("src/usage/views/mod.rs", "run"),
