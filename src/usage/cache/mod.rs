@@ -301,43 +301,55 @@ pub(crate) fn refresh_tracked(
     deadline: Option<Instant>,
     changes: &mut Changes,
 ) -> RefreshStats {
-    refresh_threads(
-        index,
-        candidates,
-        window_start_ns,
-        window_start_ns,
+    let options = RefreshOptions {
+        since_ns: window_start_ns,
+        first_since_ns: window_start_ns,
         deadline,
-        changes,
-        default_threads(),
-    )
+        threads: default_threads(),
+    };
+    refresh_threads(index, candidates, &options, changes)
 }
 
-/// [`refresh_tracked`] parsing on `threads` threads (the result is the
-/// same for any count; tests compare them), the files modified since
-/// `first_since_ns` (the app's window, when more history is kept) before
-/// the older ones, so a deadline leaves history for the next run first.
-#[allow(clippy::too_many_arguments)]
+/// How [`refresh_threads`] reads the candidates.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RefreshOptions {
+    /// Files last modified before this (Unix nanoseconds) are too old.
+    pub since_ns: i64,
+    /// The files modified since this (the app's window, when more history
+    /// is kept) are parsed before the older ones, so a deadline leaves
+    /// history for the next run first.
+    pub first_since_ns: i64,
+    /// When parsing stops (the refresh is then partial).
+    pub deadline: Option<Instant>,
+    /// Parsing threads (the result is the same for any count; tests
+    /// compare them).
+    pub threads: usize,
+}
+
+/// [`refresh_tracked`] as `options` say.
 pub(crate) fn refresh_threads(
     index: &mut Index,
     candidates: &[Candidate],
-    window_start_ns: i64,
-    first_since_ns: i64,
-    deadline: Option<Instant>,
+    options: &RefreshOptions,
     changes: &mut Changes,
-    threads: usize,
 ) -> RefreshStats {
     let Sweep {
         mut stats,
         mut gone,
         jobs,
-    } = Sweep::of(index, candidates, window_start_ns);
+    } = Sweep::of(index, candidates, options.since_ns);
     gone.sort();
     stats.dropped = gone.len() as u64;
     for key in gone {
         let old = index.files.remove(&key);
         changes.files.push(Change { key, old });
     }
-    let ran = parse_jobs(jobs, threads, deadline, first_since_ns);
+    let ran = parse_jobs(
+        jobs,
+        options.threads,
+        options.deadline,
+        options.first_since_ns,
+    );
     stats.bytes_read += ran.bytes;
     stats.partial |= ran.partial;
     for (key, entry, old) in ran.done {
