@@ -610,7 +610,6 @@ const LONG_FUNCTIONS: &[(&str, &str)] = &[
     ("src/hooks/worker.rs", "serve_group"),
     ("src/pair/endpoint.rs", "test_launcher"),
     ("src/pair/headless.rs", "run"),
-    ("src/usage/command.rs", "parse_query"),
     ("src/usage/views/mod.rs", "run"),
     ("src/usage/views/render/block_view.rs", "blocks_view"),
     ("src/usage/views/render/mod.rs", "tabular"),
