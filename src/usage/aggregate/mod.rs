@@ -809,6 +809,31 @@ mod tests {
     }
 
     #[test]
+    fn a_files_counters_are_in_the_state_order_claude_codex_forks() {
+        // The aggregate state stores a file's row as these three numbers in
+        // this order (`usage::store::state`), as it stores the totals.
+        let dup = claude(&[rec("m1", "r1", false, 1, 10), rec("m1", "r1", false, 9, 10)]);
+        let mut fork = FileParse::default();
+        fork.codex.thread_id = "child".into();
+        fork.codex.forked_from = "a-parent-not-on-hand".into();
+        let files = [
+            FileRef {
+                agent: Agent::Claude,
+                parse: &dup,
+            },
+            FileRef {
+                agent: Agent::Codex,
+                parse: &fork,
+            },
+        ];
+        let d = aggregate_detailed(&files, &table(), 0, None, None);
+        assert_eq!(d.by_file.get(&0), Some(&[1, 0, 0]));
+        assert_eq!(d.by_file.get(&1), Some(&[0, 0, 1]));
+        let totals = [d.duplicates_claude, d.duplicates_codex, d.forks_unresolved];
+        assert_eq!(totals, [1, 0, 1]);
+    }
+
+    #[test]
     fn claude_keeps_the_largest_block_record_once_across_files() {
         let a = claude(&[rec("m1", "r1", false, 1, 10), rec("m1", "r1", false, 9, 10)]);
         let b = claude(&[rec("m1", "r1", false, 5, 10), rec("m2", "r2", false, 2, 0)]);
