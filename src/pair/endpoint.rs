@@ -442,6 +442,39 @@ pub(crate) fn endpoint_line(endpoint: &Endpoint) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    #[test]
+    fn the_launcher_passes_only_when_it_exits_0_quietly_with_the_config_dir() {
+        // A wait status: exit code in the high byte, a signal in the low bits.
+        let (ok, exit_3, killed) = (
+            ExitStatus::from_raw(0),
+            ExitStatus::from_raw(3 << 8),
+            ExitStatus::from_raw(9),
+        );
+        let dir = Path::new("/home/u/.config/herdr/plugins/heeler");
+        let printed = b"/home/u/.config/herdr/plugins/heeler\n";
+        assert_eq!(launcher_verdict(ok, printed, b"", dir), Ok(()));
+        assert_eq!(
+            launcher_verdict(exit_3, printed, b"", dir),
+            Err("exit status 3".to_owned())
+        );
+        assert_eq!(
+            launcher_verdict(killed, b"", b"", dir),
+            Err("killed by a signal".to_owned())
+        );
+        assert_eq!(
+            launcher_verdict(ok, printed, b"warning: old herdr\nmore\n", dir),
+            Err("it wrote to stderr (warning: old herdr)".to_owned())
+        );
+        assert_eq!(
+            launcher_verdict(ok, b"/elsewhere\n", b"", dir),
+            Err(format!(
+                "it printed \"/elsewhere\" instead of {}",
+                dir.display()
+            ))
+        );
+    }
 
     fn env() -> HerdrEnv {
         HerdrEnv {
