@@ -481,3 +481,48 @@ fn contribution<'a>(
     ids.dedup();
     Contribution { detailed, ids }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn part(owner: u64, old: &[u64], new: &[u64], parent_ids: &[u64]) -> Part {
+        let contribution = |ids: &[u64]| Contribution {
+            detailed: Detailed::default(),
+            ids: ids.to_vec(),
+        };
+        Part {
+            owner,
+            old: contribution(old),
+            new: contribution(new),
+            parent_ids: parent_ids.to_vec(),
+        }
+    }
+
+    #[test]
+    fn changed_files_are_independent_only_when_they_share_no_identifier() {
+        let (a, b) = (10, 20);
+        let owners = |pairs: &[(u64, u64)]| pairs.iter().copied().collect::<HashMap<u64, u64>>();
+        // Its own identifiers, old and new, some already its own.
+        assert!(independent(
+            &owners(&[(1, a)]),
+            &[part(a, &[1], &[1, 2], &[])]
+        ));
+        // One another file owns.
+        assert!(!independent(&owners(&[(1, b)]), &[part(a, &[], &[1], &[])]));
+        // One two changed files both have.
+        let both = [part(a, &[], &[3], &[]), part(b, &[3], &[], &[])];
+        assert!(!independent(&owners(&[]), &both));
+        // A thread another file names as its fork parent, or a changed one does.
+        assert!(!independent(
+            &owners(&[(7, b)]),
+            &[part(a, &[], &[1], &[7])]
+        ));
+        let forked = [part(a, &[], &[1], &[]), part(b, &[], &[8], &[1])];
+        assert!(!independent(&owners(&[]), &forked));
+        // Two changed files with identifiers of their own.
+        let apart = [part(a, &[1], &[2], &[5]), part(b, &[3], &[4], &[6])];
+        assert!(independent(&owners(&[]), &apart));
+    }
+}
