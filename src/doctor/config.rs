@@ -202,49 +202,15 @@ pub(crate) fn check_notifications_json(read: &FileRead) -> Check {
         .get("devices")
         .and_then(Value::as_array)
         .unwrap_or_default();
-    // session label -> (devices, with notifications, with Live Activity)
-    let mut sessions: BTreeMap<String, (usize, usize, usize)> = BTreeMap::new();
-    let mut malformed = 0usize;
-    // Entries that want alerts but that the hooks skip for their token.
-    let mut refused = 0usize;
-    for device in devices {
-        if !registration::is_usable_entry(device) {
-            malformed += 1;
-            continue;
-        }
-        let label = match device.get("session") {
-            Some(Value::String(name)) if name.is_empty() => "default".to_owned(),
-            Some(Value::String(name)) => format!("session {}", printable(name)),
-            _ => "every session (legacy)".to_owned(),
-        };
-        let alerts = registration::entry_alerts(device);
-        let notify = alerts == registration::EntryAlerts::On;
-        refused += usize::from(alerts == registration::EntryAlerts::RefusedToken);
-        let activity = device
-            .get("live_activity")
-            .and_then(Value::as_object)
-            .is_some();
-        let counts = sessions.entry(label).or_default();
-        counts.0 += 1;
-        counts.1 += usize::from(notify);
-        counts.2 += usize::from(activity);
-    }
-    let summary: Vec<String> = sessions
-        .iter()
-        .map(|(label, (all, notify, activity))| {
-            format!("{label}: {all} device(s), {notify} with notifications, {activity} with Live Activity")
-        })
-        .collect();
-    let summary = if summary.is_empty() {
-        "no devices".to_owned()
-    } else {
-        summary.join("; ")
-    };
+    let tally = Tally::of(devices);
+    let summary = tally.summary();
     let mut skipped = Vec::new();
-    if malformed > 0 {
+    if tally.malformed > 0 {
+        let malformed = tally.malformed;
         skipped.push(format!("{malformed} malformed device entr(y/ies) skipped"));
     }
-    if refused > 0 {
+    if tally.refused > 0 {
+        let refused = tally.refused;
         skipped.push(format!(
             "{refused} device entr(y/ies) skipped: the token is not a push token (16 to 200 lowercase hex digits)"
         ));
@@ -256,7 +222,7 @@ pub(crate) fn check_notifications_json(read: &FileRead) -> Check {
             fix_by_app,
         );
     }
-    if sessions.is_empty() {
+    if tally.sessions.is_empty() {
         return Check::warn(
             ID,
             "notifications.json has no devices",
@@ -264,6 +230,62 @@ pub(crate) fn check_notifications_json(read: &FileRead) -> Check {
         );
     }
     Check::pass(ID, format!("notifications.json: {summary}"))
+}
+
+/// The device entries of notifications.json counted the way the hooks
+/// read them.
+#[derive(Default)]
+struct Tally {
+    /// Session label to (devices, with notifications, with Live Activity).
+    sessions: BTreeMap<String, (usize, usize, usize)>,
+    malformed: usize,
+    /// Entries that want alerts but that the hooks skip for their token.
+    refused: usize,
+}
+
+impl Tally {
+    fn of(devices: &[Value]) -> Tally {
+        let mut tally = Tally::default();
+        for device in devices {
+            if !registration::is_usable_entry(device) {
+                tally.malformed += 1;
+                continue;
+            }
+            let label = match device.get("session") {
+                Some(Value::String(name)) if name.is_empty() => "default".to_owned(),
+                Some(Value::String(name)) => format!("session {}", printable(name)),
+                _ => "every session (legacy)".to_owned(),
+            };
+            let alerts = registration::entry_alerts(device);
+            let notify = alerts == registration::EntryAlerts::On;
+            tally.refused += usize::from(alerts == registration::EntryAlerts::RefusedToken);
+            let activity = device
+                .get("live_activity")
+                .and_then(Value::as_object)
+                .is_some();
+            let counts = tally.sessions.entry(label).or_default();
+            counts.0 += 1;
+            counts.1 += usize::from(notify);
+            counts.2 += usize::from(activity);
+        }
+        tally
+    }
+
+    /// Each session's counts, or "no devices".
+    fn summary(&self) -> String {
+        let summary: Vec<String> = self
+            .sessions
+            .iter()
+            .map(|(label, (all, notify, activity))| {
+                format!("{label}: {all} device(s), {notify} with notifications, {activity} with Live Activity")
+            })
+            .collect();
+        if summary.is_empty() {
+            "no devices".to_owned()
+        } else {
+            summary.join("; ")
+        }
+    }
 }
 
 // --- relay -------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ use std::fs;
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::base::atomic_file;
@@ -355,6 +355,13 @@ pub fn test_launcher(
             command.env(name, value);
         }
     }
+    let (status, stdout, stderr) = run_bounded(command)?;
+    launcher_verdict(status, &stdout, &stderr, config_dir)
+}
+
+/// Runs `command` for up to [`TEST_TIMEOUT`] (killed after it), with the
+/// first 64 KiB of its stdout and stderr.
+fn run_bounded(mut command: Command) -> Result<(ExitStatus, Vec<u8>, Vec<u8>), String> {
     let mut child = command
         .spawn()
         .map_err(|error| format!("could not run /bin/sh ({error})"))?;
@@ -394,6 +401,17 @@ pub fn test_launcher(
     };
     let stdout = stdout.join().unwrap_or_default();
     let stderr = stderr.join().unwrap_or_default();
+    Ok((status, stdout, stderr))
+}
+
+/// Whether the launcher's run answered as the app needs: success, nothing
+/// on stderr, and `config_dir` printed (pure).
+fn launcher_verdict(
+    status: ExitStatus,
+    stdout: &[u8],
+    stderr: &[u8],
+    config_dir: &Path,
+) -> Result<(), String> {
     if !status.success() {
         return Err(match status.code() {
             Some(code) => format!("exit status {code}"),
@@ -401,11 +419,11 @@ pub fn test_launcher(
         });
     }
     if !stderr.is_empty() {
-        let text = String::from_utf8_lossy(&stderr);
+        let text = String::from_utf8_lossy(stderr);
         let first = text.lines().next().unwrap_or_default();
         return Err(format!("it wrote to stderr ({first})"));
     }
-    let printed = String::from_utf8_lossy(&stdout);
+    let printed = String::from_utf8_lossy(stdout);
     let printed = printed.strip_suffix('\n').unwrap_or(&printed);
     if !same_path(Path::new(printed), config_dir) {
         return Err(format!(
@@ -424,6 +442,39 @@ pub(crate) fn endpoint_line(endpoint: &Endpoint) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    #[test]
+    fn the_launcher_passes_only_when_it_exits_0_quietly_with_the_config_dir() {
+        // A wait status: exit code in the high byte, a signal in the low bits.
+        let (ok, exit_3, killed) = (
+            ExitStatus::from_raw(0),
+            ExitStatus::from_raw(3 << 8),
+            ExitStatus::from_raw(9),
+        );
+        let dir = Path::new("/home/u/.config/herdr/plugins/heeler");
+        let printed = b"/home/u/.config/herdr/plugins/heeler\n";
+        assert_eq!(launcher_verdict(ok, printed, b"", dir), Ok(()));
+        assert_eq!(
+            launcher_verdict(exit_3, printed, b"", dir),
+            Err("exit status 3".to_owned())
+        );
+        assert_eq!(
+            launcher_verdict(killed, b"", b"", dir),
+            Err("killed by a signal".to_owned())
+        );
+        assert_eq!(
+            launcher_verdict(ok, printed, b"warning: old herdr\nmore\n", dir),
+            Err("it wrote to stderr (warning: old herdr)".to_owned())
+        );
+        assert_eq!(
+            launcher_verdict(ok, b"/elsewhere\n", b"", dir),
+            Err(format!(
+                "it printed \"/elsewhere\" instead of {}",
+                dir.display()
+            ))
+        );
+    }
 
     fn env() -> HerdrEnv {
         HerdrEnv {

@@ -93,32 +93,11 @@ pub fn run(args: PairArgs) -> Result<(), Failure> {
     }
     let port = config.ssh_port;
     let addrs = if args.address.is_empty() {
-        // The popup's pre-checked candidates: pair.json `addresses`, else the
-        // best likely address of the primary interface.
-        let interfaces: Vec<addresses::InterfaceAddress> = sys::interface_addresses()
-            .map_err(|e| fail(format!("cannot list network interfaces: {e}")))?
-            .into_iter()
-            .map(Into::into)
-            .collect();
-        let checked: Vec<String> = addresses::candidates(
-            &interfaces,
-            addresses::primary_interface(),
-            &config.addresses,
-        )
-        .into_iter()
-        .filter(|c| c.pre_checked)
-        .map(|c| c.address)
-        .collect();
-        if checked.is_empty() {
-            return Err(fail(
-                "No routable network address found. Connect to a LAN or VPN and retry, or pass --address.",
-            ));
-        }
-        checked
+        pre_checked_addresses(&config.addresses)?
     } else {
         args.address.clone()
     };
-    let mut payload = Payload {
+    let payload = Payload {
         addrs,
         port,
         user,
@@ -144,7 +123,35 @@ pub fn run(args: PairArgs) -> Result<(), Failure> {
     }
 
     let state_dir = std::path::absolute(state_dir).map_err(|e| fail(e.to_string()))?;
-    let mut config = CeremonyConfig::new(&home, &state_dir, &exe);
+    let config = CeremonyConfig::new(&home, &state_dir, &exe);
+    pair(config, payload)
+}
+
+/// The popup's pre-checked candidates: pair.json `addresses` (`listed`),
+/// else the best likely address of the primary interface.
+fn pre_checked_addresses(listed: &[String]) -> Result<Vec<String>, Failure> {
+    let interfaces: Vec<addresses::InterfaceAddress> = sys::interface_addresses()
+        .map_err(|e| fail(format!("cannot list network interfaces: {e}")))?
+        .into_iter()
+        .map(Into::into)
+        .collect();
+    let checked: Vec<String> =
+        addresses::candidates(&interfaces, addresses::primary_interface(), listed)
+            .into_iter()
+            .filter(|c| c.pre_checked)
+            .map(|c| c.address)
+            .collect();
+    if checked.is_empty() {
+        return Err(fail(
+            "No routable network address found. Connect to a LAN or VPN and retry, or pass --address.",
+        ));
+    }
+    Ok(checked)
+}
+
+/// Opens a ceremony, prints its Pairing Code (`payload` with the
+/// ceremony's Bootstrap Key) and waits for it to end.
+fn pair(mut config: CeremonyConfig, mut payload: Payload) -> Result<(), Failure> {
     if let Some(ttl) = std::env::var(TEST_TTL_ENV)
         .ok()
         .and_then(|t| t.parse::<i64>().ok())
@@ -152,8 +159,12 @@ pub fn run(args: PairArgs) -> Result<(), Failure> {
         config.ttl_seconds = ttl.max(1);
     }
     sys::catch_termination_signals().map_err(|e| fail(format!("cannot catch signals: {e}")))?;
-    ceremony::sweep(&home, &state_dir, crate::base::clock::unix_seconds())
-        .map_err(|e| fail(format!("sweep failed: {e}")))?;
+    ceremony::sweep(
+        &config.home,
+        &config.state_dir,
+        crate::base::clock::unix_seconds(),
+    )
+    .map_err(|e| fail(format!("sweep failed: {e}")))?;
     let ceremony =
         ceremony::begin(&config).map_err(|e| fail(format!("Could not start pairing: {e}")))?;
     payload.bootstrap = Some(ceremony.bootstrap());

@@ -84,7 +84,25 @@ pub(crate) fn parse_query(args: &[String]) -> QueryRequest {
             "--tz needs a value; using the Host's zone",
         ));
     }
-    let refresh = match refresh {
+    let refresh = refresh_of(refresh, &mut errors);
+    let claude_limits = claude_limits_of(claude_limits, &mut errors);
+    errors.extend(ignored);
+    QueryRequest {
+        options: Options {
+            tz: tz.flatten(),
+            claude_limits,
+            refresh,
+        },
+        help,
+        errors,
+    }
+}
+
+/// The `--refresh` mode [`parse_query`] read (`None`: not given;
+/// `Some(None)`: given without a value); a bad value is `auto` with an
+/// error.
+fn refresh_of(value: Option<Option<String>>, errors: &mut Vec<Value>) -> RefreshMode {
+    match value {
         None => RefreshMode::Auto,
         Some(text) => text
             .as_deref()
@@ -96,8 +114,13 @@ pub(crate) fn parse_query(args: &[String]) -> QueryRequest {
                 ));
                 RefreshMode::Auto
             }),
-    };
-    let claude_limits = match claude_limits {
+    }
+}
+
+/// The `--claude-limits` toggle [`parse_query`] read (as for
+/// [`refresh_of`]); a bad value is off with an error.
+fn claude_limits_of(value: Option<Option<String>>, errors: &mut Vec<Value>) -> bool {
+    match value {
         None => false,
         Some(text) => match text.as_deref() {
             Some("off") => false,
@@ -110,16 +133,6 @@ pub(crate) fn parse_query(args: &[String]) -> QueryRequest {
                 false
             }
         },
-    };
-    errors.extend(ignored);
-    QueryRequest {
-        options: Options {
-            tz: tz.flatten(),
-            claude_limits,
-            refresh,
-        },
-        help,
-        errors,
     }
 }
 

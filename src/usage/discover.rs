@@ -401,28 +401,7 @@ pub fn discover(roots: &Roots) -> Discovery {
 /// [`discover`]'s walk: the roots' files in the order of the roots' paths,
 /// each root's in path order.
 fn walk(roots: &Roots) -> Discovery {
-    let mut starts = Vec::new();
-    for root in &roots.claude {
-        starts.push((root.join("projects"), Kind::Claude));
-    }
-    for root in &roots.codex {
-        starts.push((root.join("sessions"), Kind::Codex));
-        starts.push((root.join("archived_sessions"), Kind::Codex));
-    }
-    // In path order, so that the roots' files put one after the other are
-    // usually in order already. A handful: sorted by insertion, which is
-    // stable (a root named twice keeps its first kind) and adds no sort to
-    // the binary.
-    fn path(start: &(PathBuf, Kind)) -> &[u8] {
-        start.0.as_os_str().as_bytes()
-    }
-    for i in 1..starts.len() {
-        let mut j = i;
-        while j > 0 && byte_order(path(&starts[j - 1]), path(&starts[j])).is_gt() {
-            starts.swap(j - 1, j);
-            j -= 1;
-        }
-    }
+    let starts = starts(roots);
     let kinds: Vec<Kind> = starts.iter().map(|(_, kind)| *kind).collect();
     let queue = Mutex::new(Queue {
         dirs: starts
@@ -471,7 +450,41 @@ fn walk(roots: &Roots) -> Discovery {
     for (root, &kind) in kinds.iter().enumerate() {
         put_in_order(root, kind, &mut listings, &mut files);
     }
-    let candidates: Vec<Candidate> = files
+    discovery.candidates = candidates(files);
+    discovery
+}
+
+/// The directories the walk starts from, with their roots' kind, in path
+/// order, so that the roots' files put one after the other are usually in
+/// order already.
+fn starts(roots: &Roots) -> Vec<(PathBuf, Kind)> {
+    let mut starts = Vec::new();
+    for root in &roots.claude {
+        starts.push((root.join("projects"), Kind::Claude));
+    }
+    for root in &roots.codex {
+        starts.push((root.join("sessions"), Kind::Codex));
+        starts.push((root.join("archived_sessions"), Kind::Codex));
+    }
+    // A handful: sorted by insertion, which is stable (a root named twice
+    // keeps its first kind) and adds no sort to the binary.
+    fn path(start: &(PathBuf, Kind)) -> &[u8] {
+        start.0.as_os_str().as_bytes()
+    }
+    for i in 1..starts.len() {
+        let mut j = i;
+        while j > 0 && byte_order(path(&starts[j - 1]), path(&starts[j])).is_gt() {
+            starts.swap(j - 1, j);
+            j -= 1;
+        }
+    }
+    starts
+}
+
+/// The walked files as candidates: a `.jsonl.zst` with a plain `.jsonl`
+/// sibling is left out.
+fn candidates(files: Vec<(PathBuf, Stat, Kind)>) -> Vec<Candidate> {
+    files
         .into_iter()
         .filter_map(|(path, stat, kind)| {
             let (agent, compressed) = match kind {
@@ -488,9 +501,7 @@ fn walk(roots: &Roots) -> Discovery {
                 stat: Some(stat.into()),
             })
         })
-        .collect();
-    discovery.candidates = candidates;
-    discovery
+        .collect()
 }
 
 /// `found` sorted by path bytes, the first of each path kept: the order

@@ -427,75 +427,15 @@ pub(crate) fn decide(options: &Options, inputs: &Inputs) -> Decision {
     };
     let header = stored.snapshot.header();
 
-    // Claude limits follow the device's toggle.
-    let (claude_limits, claude_limits_wanted) = if options.claude_limits {
-        let shown = reported_limits(stored.limits_claude.as_ref()).unwrap_or_else(|| {
-            limits_state(if inputs.claude_needs_herdr_session {
-                "needs_herdr_session"
-            } else {
-                "pending"
-            })
-        });
-        let file = if have_dir && !stored.claude_limits_wanted {
-            WantedFile::Create
-        } else {
-            WantedFile::Leave
-        };
-        (shown, file)
-    } else {
-        let file = if stored.claude_limits_wanted {
-            WantedFile::Remove
-        } else {
-            WantedFile::Leave
-        };
-        (limits_state("disabled"), file)
-    };
+    let (claude_limits, claude_limits_wanted) = claude_limits(options, inputs, stored, have_dir);
     let mut codex_limits =
         reported_limits(stored.limits_codex.as_ref()).unwrap_or_else(|| limits_state("pending"));
     crate::usage::limits::mark_passed_resets(&mut codex_limits, now);
-
-    let limits = due::due(
-        due::Stored {
-            codex: stored.limits_codex.as_ref(),
-            claude: stored.limits_claude.as_ref(),
-            claude_trigger: stored.claude_limits_trigger.as_ref(),
-        },
-        options.claude_limits,
-        inputs.claude_needs_herdr_session,
-        now,
-    );
-    let limits_due = limits.codex
-        || match limits.claude {
-            ClaudeStep::Nothing => false,
-            ClaudeStep::Probe => true,
-            // The worker asks herdr's session to run the action, which
-            // needs the herdr binary the runtime record names.
-            ClaudeStep::TriggerHerdrAction => {
-                crate::usage::limits::herdr_action::launcher(stored.runtime.as_ref()).is_some()
-            }
-        };
     let stale = match header {
         None => true,
         Some((generated_at, partial, _)) => partial || now - generated_at >= SNAPSHOT_TTL,
     };
-
-    let worker = if stored.untrusted.is_some() {
-        Worker::Skip(SkipReason::Untrusted)
-    } else if !have_dir {
-        Worker::Skip(SkipReason::NoHome)
-    } else if stored.worker_running {
-        Worker::Skip(SkipReason::AlreadyRunning)
-    } else if options.refresh == RefreshMode::Never {
-        Worker::Skip(SkipReason::RefreshNever)
-    } else if options.refresh == RefreshMode::Force {
-        spawn_if(inputs.can_spawn, SpawnReason::Forced)
-    } else if stale {
-        spawn_if(inputs.can_spawn, SpawnReason::SnapshotStale)
-    } else if limits_due {
-        spawn_if(inputs.can_spawn, SpawnReason::LimitsDue)
-    } else {
-        Worker::Skip(SkipReason::NothingDue)
-    };
+    let worker = worker(options, inputs, stored, have_dir, stale);
     let status_field = |k: &str| {
         stored
             .status
@@ -532,6 +472,89 @@ pub(crate) fn decide(options: &Options, inputs: &Inputs) -> Decision {
         codex_limits,
         errors,
     }
+}
+
+/// Whether a worker starts, and why (not).
+fn worker(
+    options: &Options,
+    inputs: &Inputs,
+    stored: &Stored,
+    have_dir: bool,
+    stale: bool,
+) -> Worker {
+    if stored.untrusted.is_some() {
+        Worker::Skip(SkipReason::Untrusted)
+    } else if !have_dir {
+        Worker::Skip(SkipReason::NoHome)
+    } else if stored.worker_running {
+        Worker::Skip(SkipReason::AlreadyRunning)
+    } else if options.refresh == RefreshMode::Never {
+        Worker::Skip(SkipReason::RefreshNever)
+    } else if options.refresh == RefreshMode::Force {
+        spawn_if(inputs.can_spawn, SpawnReason::Forced)
+    } else if stale {
+        spawn_if(inputs.can_spawn, SpawnReason::SnapshotStale)
+    } else if limits_due(options, inputs, stored) {
+        spawn_if(inputs.can_spawn, SpawnReason::LimitsDue)
+    } else {
+        Worker::Skip(SkipReason::NothingDue)
+    }
+}
+
+/// The Claude limits to show and what to do with the toggle file: the
+/// limits follow the device's toggle.
+fn claude_limits(
+    options: &Options,
+    inputs: &Inputs,
+    stored: &Stored,
+    have_dir: bool,
+) -> (Value, WantedFile) {
+    if options.claude_limits {
+        let shown = reported_limits(stored.limits_claude.as_ref()).unwrap_or_else(|| {
+            limits_state(if inputs.claude_needs_herdr_session {
+                "needs_herdr_session"
+            } else {
+                "pending"
+            })
+        });
+        let file = if have_dir && !stored.claude_limits_wanted {
+            WantedFile::Create
+        } else {
+            WantedFile::Leave
+        };
+        (shown, file)
+    } else {
+        let file = if stored.claude_limits_wanted {
+            WantedFile::Remove
+        } else {
+            WantedFile::Leave
+        };
+        (limits_state("disabled"), file)
+    }
+}
+
+/// Whether a limits read is due that the worker can make.
+fn limits_due(options: &Options, inputs: &Inputs, stored: &Stored) -> bool {
+    let limits = due::due(
+        due::Stored {
+            codex: stored.limits_codex.as_ref(),
+            claude: stored.limits_claude.as_ref(),
+            claude_trigger: stored.claude_limits_trigger.as_ref(),
+        },
+        options.claude_limits,
+        inputs.claude_needs_herdr_session,
+        inputs.now,
+    );
+    limits.codex
+        || match limits.claude {
+            ClaudeStep::Nothing => false,
+            ClaudeStep::Probe => true,
+            // The worker asks herdr's session to run the action, which
+            // needs the herdr binary the runtime record names.
+            ClaudeStep::TriggerHerdrAction => {
+                crate::usage::limits::herdr_action::launcher(stored.runtime.as_ref()).is_some()
+            }
+        }
 }
 
 fn spawn_if(can_spawn: bool, reason: SpawnReason) -> Worker {

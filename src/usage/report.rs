@@ -302,37 +302,10 @@ impl<'s, K: Copy + Eq + std::hash::Hash, V: Default> SumsByName<'s, K, V> {
 pub fn token_parts(slots: &[SlotTotals], zone: &Zone, now: i64) -> Object {
     let today = zone.local_day(now);
     let first = today - (DAYS - 1);
-    let mut days = vec![ByAgent::default(); DAYS as usize];
-    // Tens of thousands of slots, a few dozen models and directories: the
-    // sums go to hash maps (sorted below), and slots sharing a time (they
-    // come in time order) share one zone lookup.
-    let mut models: SumsByName<Agent, Totals> = SumsByName::default();
-    let mut dirs: SumsByName<(), (Totals, bool, bool)> = SumsByName::default();
-    let mut last: Option<(i64, i64)> = None;
-    for s in slots {
-        let day = match last {
-            Some((slot, day)) if slot == s.slot => day,
-            _ => {
-                let day = zone.local_day(s.slot);
-                last = Some((s.slot, day));
-                day
-            }
-        };
-        if day < first || day > today {
-            continue;
-        }
-        days[(day - first) as usize].add(s.agent, &s.totals);
-        models.entry(s.agent, &s.model).add(&s.totals);
-        let d = dirs.entry((), &s.cwd);
-        d.0.add(&s.totals);
-        match s.agent {
-            Agent::Claude => d.1 = true,
-            Agent::Codex => d.2 = true,
-        }
-    }
+    let sums = WindowSums::of(slots, zone, first, today);
     let window = |n: i64| {
         let mut sum = ByAgent::default();
-        for d in &days[(DAYS - n) as usize..] {
+        for d in &sums.days[(DAYS - n) as usize..] {
             sum.add(Agent::Claude, &d.claude);
             sum.add(Agent::Codex, &d.codex);
         }
@@ -349,7 +322,8 @@ pub fn token_parts(slots: &[SlotTotals], zone: &Zone, now: i64) -> Object {
         .with("today", window(1))
         .with("d7", window(7))
         .with("d30", window(DAYS));
-    let daily: Vec<Value> = days
+    let daily: Vec<Value> = sums
+        .days
         .iter()
         .enumerate()
         .map(|(i, d)| {
@@ -361,14 +335,70 @@ pub fn token_parts(slots: &[SlotTotals], zone: &Zone, now: i64) -> Object {
             )
         })
         .collect();
-    let mut model_list = models.sums;
-    model_list.sort_by(|a, b| {
+    Object::new()
+        .with("windows", Value::Object(windows))
+        .with("daily", Value::Array(daily))
+        .with("models", models_value(sums.models.sums))
+        .with("directories", directories_value(sums.dirs.sums))
+}
+
+/// The slots of the last [`DAYS`] local days summed by day, by (agent,
+/// model) and by directory (with the agents seen there).
+struct WindowSums<'s> {
+    days: Vec<ByAgent>,
+    models: SumsByName<'s, Agent, Totals>,
+    dirs: SumsByName<'s, (), DirSum>,
+}
+
+impl<'s> WindowSums<'s> {
+    /// Sums the slots of local days `first..=today`.
+    fn of(slots: &'s [SlotTotals], zone: &Zone, first: i64, today: i64) -> WindowSums<'s> {
+        let mut sums = WindowSums {
+            days: vec![ByAgent::default(); DAYS as usize],
+            models: SumsByName::default(),
+            dirs: SumsByName::default(),
+        };
+        // Tens of thousands of slots, a few dozen models and directories:
+        // the sums go to hash maps (sorted by the renderers), and slots
+        // sharing a time (they come in time order) share one zone lookup.
+        let mut last: Option<(i64, i64)> = None;
+        for s in slots {
+            let day = match last {
+                Some((slot, day)) if slot == s.slot => day,
+                _ => {
+                    let day = zone.local_day(s.slot);
+                    last = Some((s.slot, day));
+                    day
+                }
+            };
+            if day < first || day > today {
+                continue;
+            }
+            sums.days[(day - first) as usize].add(s.agent, &s.totals);
+            sums.models.entry(s.agent, &s.model).add(&s.totals);
+            let d = sums.dirs.entry((), &s.cwd);
+            d.0.add(&s.totals);
+            match s.agent {
+                Agent::Claude => d.1 = true,
+                Agent::Codex => d.2 = true,
+            }
+        }
+        sums
+    }
+}
+
+/// A directory's totals and whether Claude and Codex were seen there.
+type DirSum = (Totals, bool, bool);
+
+/// The `models` member: each (agent, model), costliest first.
+fn models_value(mut list: Vec<((Agent, &str), Totals)>) -> Value {
+    list.sort_by(|a, b| {
         b.1.cost_usd
             .total_cmp(&a.1.cost_usd)
             .then(b.1.tokens.total().cmp(&a.1.tokens.total()))
             .then(a.0.cmp(&b.0))
     });
-    let models: Vec<Value> = model_list
+    let models: Vec<Value> = list
         .iter()
         .map(|((agent, model), t)| {
             Value::Object(
@@ -380,11 +410,16 @@ pub fn token_parts(slots: &[SlotTotals], zone: &Zone, now: i64) -> Object {
             )
         })
         .collect();
-    let mut dir_list = dirs.sums;
-    dir_list.sort_by(|a, b| by_total_then_cost(&a.1.0, &b.1.0).then(a.0.1.cmp(b.0.1)));
+    Value::Array(models)
+}
+
+/// The `directories` member: the [`TOP_DIRECTORIES`] largest with the
+/// agents seen in each, and the rest summed as `other`.
+fn directories_value(mut list: Vec<(((), &str), DirSum)>) -> Value {
+    list.sort_by(|a, b| by_total_then_cost(&a.1.0, &b.1.0).then(a.0.1.cmp(b.0.1)));
     let mut other = Totals::default();
     let mut top = Vec::new();
-    for (i, (((), path), (t, claude, codex))) in dir_list.iter().enumerate() {
+    for (i, (((), path), (t, claude, codex))) in list.iter().enumerate() {
         if i >= TOP_DIRECTORIES {
             other.add(t);
             continue;
@@ -403,18 +438,11 @@ pub fn token_parts(slots: &[SlotTotals], zone: &Zone, now: i64) -> Object {
                 .with("totals", t.to_value()),
         ));
     }
-    Object::new()
-        .with("windows", Value::Object(windows))
-        .with("daily", Value::Array(daily))
-        .with("models", Value::Array(models))
-        .with(
-            "directories",
-            Value::Object(
-                Object::new()
-                    .with("top", Value::Array(top))
-                    .with("other", other.to_value()),
-            ),
-        )
+    Value::Object(
+        Object::new()
+            .with("top", Value::Array(top))
+            .with("other", other.to_value()),
+    )
 }
 
 /// The whole answer from the snapshot's `generated_at` and coverage (when

@@ -64,7 +64,11 @@ pub fn scan(
     deadline: Option<Instant>,
 ) -> ScanResult {
     let found = discover(roots);
-    scan_with_state(index, &mut None, roots, found, prices, now, deadline)
+    let options = ScanOptions {
+        deadline,
+        ..ScanOptions::new(prices, now)
+    };
+    scan_with_state(index, &mut None, roots, found, &options)
 }
 
 /// The first slot of the window at `now` (slot-aligned, so a slot is in
@@ -84,80 +88,53 @@ pub fn history_start(now: i64, retention_days: i64) -> i64 {
     window_start(now) - extra * 86_400
 }
 
+/// How a scan runs besides what it scans: the prices, the time, when a
+/// cold backfill stops, the parsing threads and the history kept.
+#[derive(Debug, Clone, Copy)]
+pub struct ScanOptions<'a> {
+    pub prices: &'a PriceTable,
+    pub now: i64,
+    /// When a cold backfill stops and persists its progress.
+    pub deadline: Option<Instant>,
+    /// Parsing threads (any count gives the same result; tests compare one
+    /// with several).
+    pub threads: usize,
+    /// Days of history kept in the index and the aggregate
+    /// ([`history_start`]); the snapshot (what the app's query reads) still
+    /// covers the app's window only: its coverage counts the files and
+    /// slots of [`window_start`] on, whatever the retention.
+    pub retention_days: i64,
+}
+
+impl<'a> ScanOptions<'a> {
+    /// A scan at `now` priced by `prices`, with no deadline, this machine's
+    /// parsing threads and the app's window of history.
+    pub fn new(prices: &'a PriceTable, now: i64) -> Self {
+        ScanOptions {
+            prices,
+            now,
+            deadline: None,
+            threads: cache::default_threads(),
+            retention_days: WINDOW_DAYS,
+        }
+    }
+}
+
 /// [`scan`] over `found` (what [`discover`] found under `roots`) that
 /// updates `state` (the aggregate kept beside the index) incrementally
 /// when it matches `index`, and rebuilds it otherwise (a refresh that
 /// found nothing new applies no change: as cheap as reusing the last
 /// snapshot, and its slots come out right for the new window).
-#[allow(clippy::too_many_arguments)]
 pub fn scan_with_state(
     index: &mut Index,
     state: &mut Option<State>,
     roots: &Roots,
     found: Discovery,
-    prices: &PriceTable,
-    now: i64,
-    deadline: Option<Instant>,
-) -> ScanResult {
-    let threads = cache::default_threads();
-    scan_on_threads(index, state, roots, found, prices, now, deadline, threads)
-}
-
-/// [`scan_with_state`] parsing on `threads` threads (any count gives the
-/// same result; tests compare one with several).
-#[allow(clippy::too_many_arguments)]
-pub fn scan_on_threads(
-    index: &mut Index,
-    state: &mut Option<State>,
-    roots: &Roots,
-    found: Discovery,
-    prices: &PriceTable,
-    now: i64,
-    deadline: Option<Instant>,
-    threads: usize,
-) -> ScanResult {
-    scan_retaining(
-        index,
-        state,
-        roots,
-        found,
-        prices,
-        now,
-        deadline,
-        threads,
-        WINDOW_DAYS,
-    )
-}
-
-/// [`scan_on_threads`] keeping `retention_days` of history in the index
-/// and the aggregate ([`history_start`]); the snapshot (what the app's
-/// query reads) still covers the app's window only: its coverage counts
-/// the files and slots of [`window_start`] on, whatever the retention.
-#[allow(clippy::too_many_arguments)]
-pub fn scan_retaining(
-    index: &mut Index,
-    state: &mut Option<State>,
-    roots: &Roots,
-    found: Discovery,
-    prices: &PriceTable,
-    now: i64,
-    deadline: Option<Instant>,
-    threads: usize,
-    retention_days: i64,
+    options: &ScanOptions,
 ) -> ScanResult {
     let loaded = state.as_ref().map(|_| index.fingerprint());
-    let refreshed = refresh_index(
-        index,
-        state,
-        loaded,
-        &found,
-        prices,
-        now,
-        deadline,
-        threads,
-        retention_days,
-    );
-    summarize(index, state, refreshed, roots, &found, prices)
+    let refreshed = refresh_index(index, state, loaded, &found, options);
+    summarize(index, state, refreshed, roots, &found, options.prices)
 }
 
 /// What [`refresh_index`] did, for [`summarize`] to finish.
@@ -174,42 +151,38 @@ pub(crate) struct Refreshed {
     window: i64,
 }
 
-/// The first half of [`scan_retaining`], the one that changes the index:
+/// The first half of [`scan_with_state`], the one that changes the index:
 /// brings `index` up to date with `found` and `state` with the index when
 /// that can be done incrementally (every entry is loaded otherwise, so
 /// that [`summarize`], which only reads the index, can rebuild the state
 /// while the index is written). `loaded` is the index's fingerprint as it
 /// was loaded, when there is a state (worked out while the transcripts
 /// are walked).
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn refresh_index(
     index: &mut Index,
     state: &mut Option<State>,
     loaded: Option<u64>,
     found: &Discovery,
-    prices: &PriceTable,
-    now: i64,
-    deadline: Option<Instant>,
-    threads: usize,
-    retention_days: i64,
+    options: &ScanOptions,
 ) -> Refreshed {
-    let since = history_start(now, retention_days);
+    let now = options.now;
+    let since = history_start(now, options.retention_days);
     let window = window_start(now);
     let candidates = &found.candidates;
     let trace = Trace::new();
+    let refresh = cache::RefreshOptions {
+        since_ns: since.saturating_mul(1_000_000_000),
+        first_since_ns: window.saturating_mul(1_000_000_000),
+        deadline: options.deadline,
+        threads: options.threads,
+    };
     let mut changes = cache::Changes::default();
-    let mut stats = cache::refresh_threads(
-        index,
-        candidates,
-        since.saturating_mul(1_000_000_000),
-        window.saturating_mul(1_000_000_000),
-        deadline,
-        &mut changes,
-        threads,
-    );
+    let mut stats = cache::refresh_threads(index, candidates, &refresh, &mut changes);
     trace.mark("  stat and read changed files");
     let incremental = match (state.as_mut(), loaded) {
-        (Some(s), Some(before)) => s.apply(before, index, &mut changes.files, prices, since),
+        (Some(s), Some(before)) => {
+            s.apply(before, index, &mut changes.files, options.prices, since)
+        }
         _ => false,
     };
     let mut changed_keys = changes.keys();
@@ -222,15 +195,7 @@ pub(crate) fn refresh_index(
         if index.files.len() < before.len() {
             changed_keys.extend(before.into_iter().filter(|k| !index.files.contains_key(k)));
             let mut again = cache::Changes::default();
-            let more = cache::refresh_threads(
-                index,
-                candidates,
-                since.saturating_mul(1_000_000_000),
-                window.saturating_mul(1_000_000_000),
-                deadline,
-                &mut again,
-                threads,
-            );
+            let more = cache::refresh_threads(index, candidates, &refresh, &mut again);
             stats.reparsed += more.reparsed;
             stats.bytes_read += more.bytes_read;
             stats.partial |= more.partial;
@@ -249,7 +214,7 @@ pub(crate) fn refresh_index(
     }
 }
 
-/// The second half of [`scan_retaining`], which only reads the index:
+/// The second half of [`scan_with_state`], which only reads the index:
 /// rebuilds `state` from it unless [`refresh_index`] updated it, and sums
 /// the app's window into the snapshot with its coverage.
 pub(crate) fn summarize(
@@ -261,7 +226,6 @@ pub(crate) fn summarize(
     prices: &PriceTable,
 ) -> ScanResult {
     let (stats, window) = (refreshed.stats, refreshed.window);
-    let candidates = &found.candidates;
     let trace = Trace::new();
     if !refreshed.incremental {
         *state = Some(State::full(index, prices, refreshed.since));
@@ -272,7 +236,7 @@ pub(crate) fn summarize(
     let mut agg = aggregate::flatten_since(detailed, window);
     // The files in the app's window: what a cache of that window alone
     // would index.
-    let in_window = |e: &&cache::FileEntry| e.mtime_ns >= window.saturating_mul(1_000_000_000);
+    let window_ns = window.saturating_mul(1_000_000_000);
     [
         agg.duplicates_claude,
         agg.duplicates_codex,
@@ -281,9 +245,39 @@ pub(crate) fn summarize(
         index
             .files
             .iter()
-            .filter(|(_, e)| in_window(e))
+            .filter(|(_, e)| e.mtime_ns >= window_ns)
             .map(|(k, _)| crate::usage::store::owners::owner_of(k)),
     );
+    let coverage = coverage_of(index, &agg, roots, found, window_ns, stats.partial);
+    trace.mark("  flatten and coverage");
+    ScanResult {
+        snapshot: Snapshot {
+            generated_at: refreshed.now,
+            partial: stats.partial,
+            pricing: prices.meta.clone(),
+            coverage,
+            aggregate: state.as_ref().map_or(0, |s| s.fingerprint),
+            slots: agg.slots,
+        },
+        stats,
+        incremental: refreshed.incremental,
+        changed_keys: refreshed.changed_keys,
+    }
+}
+
+/// The snapshot's coverage: for each agent, what was searched and read
+/// of the files in the app's window (modified at `window_ns` or later),
+/// with the counters and spans of `agg`.
+fn coverage_of(
+    index: &Index,
+    agg: &aggregate::Aggregate,
+    roots: &Roots,
+    found: &Discovery,
+    window_ns: i64,
+    partial: bool,
+) -> Value {
+    let candidates = &found.candidates;
+    let in_window = |e: &&cache::FileEntry| e.mtime_ns >= window_ns;
     let seen = |agent: Agent| candidates.iter().filter(|c| c.agent == agent).count() as u64;
     let entries = |agent: Agent| {
         index
@@ -326,21 +320,7 @@ pub(crate) fn summarize(
             agg.span_codex,
         )
     };
-    let coverage = report::coverage(&claude, &codex, stats.partial);
-    trace.mark("  flatten and coverage");
-    ScanResult {
-        snapshot: Snapshot {
-            generated_at: refreshed.now,
-            partial: stats.partial,
-            pricing: prices.meta.clone(),
-            coverage,
-            aggregate: state.as_ref().map_or(0, |s| s.fingerprint),
-            slots: agg.slots,
-        },
-        stats,
-        incremental: refreshed.incremental,
-        changed_keys: refreshed.changed_keys,
-    }
+    report::coverage(&claude, &codex, partial)
 }
 
 /// Why the worker failed (recorded in the status file).
@@ -568,33 +548,21 @@ pub struct CacheRefresh {
 pub fn refresh_cache(dir: &UsageDir, pass: &Pass) -> Result<CacheRefresh, WorkerError> {
     let (roots, prices, now) = (pass.roots, pass.prices, pass.now);
     let trace = Trace::new();
-    // Walking the transcript trees waits on the kernel; loading the cache
-    // is work for the other core.
-    let (candidates, (mut index, loaded, mut state, fingerprint)) = std::thread::scope(|scope| {
-        let walker = scope.spawn(|| discover(roots));
-        let store = Store::in_dir(&dir.0);
-        let (index, loaded) = store.load();
-        trace.mark("load index");
-        let state = StateStore::in_dir(&dir.0).load();
-        let fingerprint = state.as_ref().map(|_| index.fingerprint());
-        trace.mark("load aggregate state");
-        let candidates = walker.join().unwrap_or_else(|_| discover(roots));
-        trace.mark("discover (in parallel)");
-        (candidates, (index, loaded, state, fingerprint))
-    });
+    let Start {
+        candidates,
+        mut index,
+        loaded,
+        mut state,
+        fingerprint,
+    } = Start::load(dir, roots, &trace);
     let store = Store::in_dir(&dir.0);
     let had_base = dir.index().exists();
-    let refreshed = refresh_index(
-        &mut index,
-        &mut state,
-        fingerprint,
-        &candidates,
-        prices,
-        now,
-        pass.deadline,
-        cache::default_threads(),
-        pass.retention_days,
-    );
+    let options = ScanOptions {
+        deadline: pass.deadline,
+        retention_days: pass.retention_days,
+        ..ScanOptions::new(prices, now)
+    };
+    let refreshed = refresh_index(&mut index, &mut state, fingerprint, &candidates, &options);
     trace.mark("refresh the index");
     let persist = persist_plan(refreshed.stats.changed(), had_base, refreshed.incremental);
     let keys: Vec<String> = match persist.index {
@@ -634,12 +602,63 @@ pub fn refresh_cache(dir: &UsageDir, pass: &Pass) -> Result<CacheRefresh, Worker
     saved_index.map_err(|e| WorkerError::Io(paths::INDEX, e))?;
     saved_state.map_err(|e| WorkerError::Io(paths::AGGREGATE, e))?;
     trace.mark("write index and aggregate state");
+    publish(dir, state.as_ref(), &result, now, &trace)?;
+    Ok(CacheRefresh {
+        result,
+        index,
+        state,
+    })
+}
+
+/// The transcripts found and the cache as a refresh loads it.
+struct Start {
+    candidates: Discovery,
+    index: Index,
+    loaded: crate::usage::store::index::Loaded,
+    state: Option<State>,
+    /// The index's fingerprint as loaded, when there is a state.
+    fingerprint: Option<u64>,
+}
+
+impl Start {
+    /// Walks the transcript trees on a thread of its own (it waits on the
+    /// kernel) while this one loads the cache (work for the other core).
+    fn load(dir: &UsageDir, roots: &Roots, trace: &Trace) -> Start {
+        std::thread::scope(|scope| {
+            let walker = scope.spawn(|| discover(roots));
+            let (index, loaded) = Store::in_dir(&dir.0).load();
+            trace.mark("load index");
+            let state = StateStore::in_dir(&dir.0).load();
+            let fingerprint = state.as_ref().map(|_| index.fingerprint());
+            trace.mark("load aggregate state");
+            let candidates = walker.join().unwrap_or_else(|_| discover(roots));
+            trace.mark("discover (in parallel)");
+            Start {
+                candidates,
+                index,
+                loaded,
+                state,
+                fingerprint,
+            }
+        })
+    }
+}
+
+/// Writes what queries read of a refresh: the recent slots, then the
+/// snapshot with its token members rendered ahead.
+fn publish(
+    dir: &UsageDir,
+    state: Option<&State>,
+    result: &ScanResult,
+    now: i64,
+    trace: &Trace,
+) -> Result<(), WorkerError> {
     let rendered = render_ahead(dir, &result.snapshot, now);
     let text = result.snapshot.to_json_with(&rendered);
     trace.mark("render snapshot");
     // Written before the snapshot it belongs to (best effort: without it
     // the statusline reads the whole state).
-    if let Some(state) = &state {
+    if let Some(state) = state {
         let recent = crate::usage::views::recent::encode(
             result.snapshot.generated_at,
             now,
@@ -650,11 +669,7 @@ pub fn refresh_cache(dir: &UsageDir, pass: &Pass) -> Result<CacheRefresh, Worker
     atomic_file::write_unsynced(&dir.snapshot(), text.as_bytes(), 0o600)
         .map_err(|e| WorkerError::Io(paths::SNAPSHOT, e))?;
     trace.mark("write snapshot");
-    Ok(CacheRefresh {
-        result,
-        index,
-        state,
-    })
+    Ok(())
 }
 
 /// Most zones rendered ahead (the Host's plus those queries asked for).

@@ -1,6 +1,7 @@
 //! The shape of `src/`, checked: the layering between folders that
 //! ARCHITECTURE.md documents, no import cycle between files, no file name
-//! that is a folder in disguise, and a code map that names every file.
+//! that is a folder in disguise, a code map that names every file, and no
+//! function longer than a screen.
 //!
 //! The edges are the `crate::…` paths in the code (not in comments), each
 //! resolved to the deepest module file it names.
@@ -594,4 +595,330 @@ fn the_edge_finder_reads_groups_and_skips_comments() {
         "use crate::a::{b, c::d};\n// crate::never\nlet x = crate::e::f(1); /// crate::doc\n",
     );
     assert_eq!(referenced_paths(&code), vec!["a::b", "a::c::d", "e::f"]);
+}
+
+/// The longest a function may be, in lines from its `fn` line to its
+/// closing brace: one screen, readable without scrolling.
+const MAX_FUNCTION_LINES: usize = 80;
+
+/// The non-test functions still over `MAX_FUNCTION_LINES`, as (file
+/// relative to the workspace, function name). The list only shrinks: the
+/// check also fails when one of them is no longer over, or gone, so that
+/// its entry is removed with the change that shortened it.
+const LONG_FUNCTIONS: &[(&str, &str)] = &[
+    ("src/hooks/worker.rs", "serve_group"),
+    ("src/usage/views/mod.rs", "run"),
+    ("src/usage/views/render/block_view.rs", "blocks_view"),
+    ("src/usage/views/render/mod.rs", "tabular"),
+    ("src/usage/views/render/session.rs", "sessions"),
+    ("src/usage/views/render/summary.rs", "summary"),
+    ("src/usage/views/table.rs", "lines"),
+    ("src/wire/command.rs", "dispatch"),
+    ("xtask/src/bench_hooks.rs", "run"),
+    ("xtask/src/bench_usage.rs", "run"),
+    ("xtask/src/bench_usage.rs", "history"),
+    ("xtask/src/bench_usage.rs", "timings"),
+    ("xtask/src/fuzz.rs", "run"),
+    ("xtask/src/fuzz.rs", "runtime_seeds"),
+];
+
+/// Rust source with its comments, string literals and char literals
+/// blanked to spaces (newlines kept, so byte offsets and line numbers stay
+/// those of the file), leaving only the code's own braces and words.
+fn blank_non_code(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let blank = |out: &mut String, c: char| out.push(if c == '\n' { '\n' } else { ' ' });
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        let prev_ident = i > 0 && ident(chars[i - 1]);
+        if c == '/' && next == Some('/') {
+            while i < chars.len() && chars[i] != '\n' {
+                blank(&mut out, chars[i]);
+                i += 1;
+            }
+        } else if c == '/' && next == Some('*') {
+            let mut depth = 0;
+            while i < chars.len() {
+                if chars[i] == '/' && chars.get(i + 1) == Some(&'*') {
+                    depth += 1;
+                    out.push_str("  ");
+                    i += 2;
+                } else if chars[i] == '*' && chars.get(i + 1) == Some(&'/') {
+                    depth -= 1;
+                    out.push_str("  ");
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    blank(&mut out, chars[i]);
+                    i += 1;
+                }
+            }
+        } else if !prev_ident && (c == 'r' || (c == 'b' && next == Some('r'))) && {
+            let at = if c == 'b' { i + 2 } else { i + 1 };
+            let hashes = chars[at.min(chars.len())..]
+                .iter()
+                .take_while(|&&h| h == '#')
+                .count();
+            chars.get(at + hashes) == Some(&'"')
+        } {
+            // A raw string: `r#"…"#` ends at a quote followed by as many hashes.
+            let at = if c == 'b' { i + 2 } else { i + 1 };
+            let hashes = chars[at..].iter().take_while(|&&h| h == '#').count();
+            let closing: String = std::iter::once('"')
+                .chain(std::iter::repeat_n('#', hashes))
+                .collect();
+            let closing: Vec<char> = closing.chars().collect();
+            let body = at + hashes + 1;
+            let end = (body..chars.len())
+                .find(|&j| chars[j..].starts_with(&closing))
+                .map_or(chars.len(), |j| j + closing.len());
+            for &b in &chars[i..end] {
+                blank(&mut out, b);
+            }
+            i = end;
+        } else if c == '"' {
+            blank(&mut out, c);
+            i += 1;
+            while i < chars.len() && chars[i] != '"' {
+                let step = if chars[i] == '\\' { 2 } else { 1 };
+                for &b in &chars[i..(i + step).min(chars.len())] {
+                    blank(&mut out, b);
+                }
+                i += step;
+            }
+            if i < chars.len() {
+                blank(&mut out, chars[i]);
+                i += 1;
+            }
+        } else if c == '\'' && (next == Some('\\') || chars.get(i + 2) == Some(&'\'')) {
+            // A char literal (`'{'`, `'\n'`, `'\u{7f}'`); a lifetime or
+            // label (`'a`) has no closing quote right after one char.
+            let close = (i + 2..chars.len())
+                .find(|&j| chars[j] == '\'' && (chars[j - 1] != '\\' || chars[j - 2] == '\\'))
+                .map_or(chars.len(), |j| j + 1);
+            for &b in &chars[i..close] {
+                blank(&mut out, b);
+            }
+            i = close;
+        } else {
+            out.push(c);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The offset of the brace that closes the one at `open`.
+fn closing_brace(code: &[u8], open: usize) -> usize {
+    let mut depth = 0usize;
+    for (at, &b) in code.iter().enumerate().skip(open) {
+        match b {
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return at;
+                }
+            }
+            _ => {}
+        }
+    }
+    code.len()
+}
+
+/// Where the item starting at `from` ends its head: the offset of its
+/// body's `{` or its closing `;`, outside parentheses and brackets (the
+/// `;` of `[u8; 4]` is not an end).
+fn item_head_end(code: &[u8], from: usize) -> Option<(usize, u8)> {
+    let mut depth = 0i32;
+    for (at, &b) in code.iter().enumerate().skip(from) {
+        match b {
+            b'(' | b'[' => depth += 1,
+            b')' | b']' => depth -= 1,
+            b'{' | b';' if depth == 0 => return Some((at, b)),
+            _ => {}
+        }
+    }
+    None
+}
+
+fn is_ident_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// A file's test-only parts: the byte ranges of its `#[cfg(test)]` items,
+/// and the names of the modules it declares under `#[cfg(test)]` in files
+/// of their own (`#[cfg(test)] mod differential;`).
+fn test_only_parts(code: &str) -> (Vec<(usize, usize)>, Vec<String>) {
+    let bytes = code.as_bytes();
+    let mut ranges = Vec::new();
+    let mut modules = Vec::new();
+    for (at, _) in code.match_indices("#[cfg(test)]") {
+        let from = at + "#[cfg(test)]".len();
+        let Some((end, kind)) = item_head_end(bytes, from) else {
+            continue;
+        };
+        if kind == b'{' {
+            ranges.push((at, closing_brace(bytes, end)));
+        } else {
+            let words: Vec<&str> = code[from..end].split_whitespace().collect();
+            if let [.., "mod", name] = words.as_slice() {
+                modules.push((*name).to_owned());
+            }
+            ranges.push((at, end));
+        }
+    }
+    (ranges, modules)
+}
+
+/// The functions with a body in `code` (blanked by `blank_non_code`) that
+/// lie outside `excluded`, as (name, lines from the `fn` line to the
+/// closing brace).
+fn function_lengths(code: &str, excluded: &[(usize, usize)]) -> Vec<(String, usize)> {
+    let bytes = code.as_bytes();
+    let line_of = |at: usize| bytes[..at].iter().filter(|&&b| b == b'\n').count();
+    let mut out = Vec::new();
+    for (at, _) in code.match_indices("fn") {
+        let before_ok = at == 0 || !is_ident_byte(bytes[at - 1]);
+        let after = &code[at + 2..];
+        let name: String = after
+            .trim_start()
+            .chars()
+            .take_while(|&c| c.is_alphanumeric() || c == '_')
+            .collect();
+        // `fn(u8) -> u8` is a type and `fnord` a word; `fn name` is an item.
+        let spaced = after.starts_with(char::is_whitespace);
+        if !before_ok || !spaced || name.is_empty() {
+            continue;
+        }
+        if excluded.iter().any(|&(from, to)| (from..=to).contains(&at)) {
+            continue;
+        }
+        let Some((open, b'{')) = item_head_end(bytes, at) else {
+            continue; // a declaration without a body (a trait's)
+        };
+        let close = closing_brace(bytes, open);
+        out.push((name, line_of(close) - line_of(at) + 1));
+    }
+    out
+}
+
+/// Every non-test function of the crate and of `xtask` with its length, as
+/// (file relative to the workspace, name, lines). A file that a parent
+/// declares under `#[cfg(test)]` (and every file below it) is test code.
+fn function_lengths_of_the_workspace() -> Vec<(String, String, usize)> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("read source dir") {
+            let path = entry.expect("dir entry").path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    walk(&root.join("src"), &mut files);
+    walk(&root.join("xtask/src"), &mut files);
+    files.sort();
+    let mut parsed = Vec::new();
+    let mut test_paths: Vec<PathBuf> = Vec::new();
+    for path in &files {
+        let code = blank_non_code(&std::fs::read_to_string(path).expect("read source"));
+        let (ranges, test_modules) = test_only_parts(&code);
+        // `a/mod.rs` and `lib.rs` declare modules beside them; `a/b.rs` in `a/b/`.
+        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+        let dir = path.parent().expect("in a folder");
+        let children = match stem.as_deref() {
+            Some("mod" | "lib" | "main") => dir.to_path_buf(),
+            Some(stem) => dir.join(stem),
+            None => dir.to_path_buf(),
+        };
+        for name in test_modules {
+            test_paths.push(children.join(format!("{name}.rs")));
+            test_paths.push(children.join(name));
+        }
+        parsed.push((path.clone(), code, ranges));
+    }
+    let mut out = Vec::new();
+    for (path, code, ranges) in parsed {
+        if test_paths.iter().any(|test| path.starts_with(test)) {
+            continue;
+        }
+        let rel = path
+            .strip_prefix(root)
+            .expect("under the workspace")
+            .to_string_lossy()
+            .into_owned();
+        for (name, lines) in function_lengths(&code, &ranges) {
+            out.push((rel.clone(), name, lines));
+        }
+    }
+    out
+}
+
+#[test]
+fn no_function_is_longer_than_a_screen() {
+    let lengths = function_lengths_of_the_workspace();
+    assert!(
+        lengths.len() > 1000,
+        "found only {} functions; the scan is broken",
+        lengths.len()
+    );
+    let over: Vec<&(String, String, usize)> = lengths
+        .iter()
+        .filter(|(_, _, lines)| *lines > MAX_FUNCTION_LINES)
+        .collect();
+    let listed = |file: &str, name: &str| LONG_FUNCTIONS.contains(&(file, name));
+    let mut bad: Vec<String> = over
+        .iter()
+        .filter(|(file, name, _)| !listed(file, name))
+        .map(|(file, name, lines)| format!("{file}: fn {name} has {lines} lines"))
+        .collect();
+    for (file, name) in LONG_FUNCTIONS {
+        if !over.iter().any(|(f, n, _)| f == file && n == name) {
+            bad.push(format!(
+                "{file}: fn {name} is listed in LONG_FUNCTIONS but is not over \
+                 {MAX_FUNCTION_LINES} lines (or is gone): remove it from the list"
+            ));
+        }
+    }
+    println!(
+        "tidy: {} functions, {} over {MAX_FUNCTION_LINES} lines, {} listed",
+        lengths.len(),
+        over.len(),
+        LONG_FUNCTIONS.len()
+    );
+    assert!(
+        bad.is_empty(),
+        "functions over {MAX_FUNCTION_LINES} lines (split them):\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn the_function_measure_counts_from_fn_to_its_closing_brace() {
+    let text = "fn a() {\n    let s = \"}\";\n    let c = '{';\n    // }\n}\n\
+                fn b<'x>(v: [u8; 2]) -> &'x str where {\n    r#\"}\"#\n}\n\
+                trait T { fn c(&self); }\n\
+                #[cfg(test)]\nmod tests {\n    fn d() {\n    }\n}\n\
+                #[cfg(test)]\nmod other;\n\
+                fn e(f: fn(u8)) { /* } */ }\n";
+    let code = blank_non_code(text);
+    assert_eq!(code.len(), text.len());
+    let (ranges, modules) = test_only_parts(&code);
+    assert_eq!(modules, vec!["other"]);
+    let found = function_lengths(&code, &ranges);
+    let expected: Vec<(String, usize)> = [("a", 5), ("b", 3), ("e", 1)]
+        .iter()
+        .map(|(n, l)| ((*n).to_owned(), *l))
+        .collect();
+    assert_eq!(found, expected);
 }

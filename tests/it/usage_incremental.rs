@@ -109,17 +109,13 @@ fn append(path: &Path, text: &str) {
 
 fn fresh_into(index: &mut Index, home: &Path, now: i64, retention: i64) -> ScanResult {
     let roots = Roots::resolve(home, None, None, None);
-    worker::scan_retaining(
-        index,
-        &mut None,
-        &roots,
-        worker::discover(&roots),
-        &PriceTable::bundled().unwrap(),
-        now,
-        None,
-        2,
-        retention,
-    )
+    let prices = PriceTable::bundled().unwrap();
+    let options = worker::ScanOptions {
+        threads: 2,
+        retention_days: retention,
+        ..worker::ScanOptions::new(&prices, now)
+    };
+    worker::scan_with_state(index, &mut None, &roots, worker::discover(&roots), &options)
 }
 
 /// Sets a file's modification time to `at` (UTC seconds).
@@ -227,16 +223,17 @@ fn run(seed: u64, retention: i64) -> (u64, u64) {
         };
         let (mut index, loaded) = store.load();
         let mut state = state_store.load();
-        let result = worker::scan_retaining(
+        let options = worker::ScanOptions {
+            threads: 2,
+            retention_days: retention,
+            ..worker::ScanOptions::new(&prices, now)
+        };
+        let result = worker::scan_with_state(
             &mut index,
             &mut state,
             &roots,
             worker::discover(&roots),
-            &prices,
-            now,
-            None,
-            2,
-            retention,
+            &options,
         );
         let keys: Vec<&str> = result.changed_keys.iter().map(String::as_str).collect();
         store.save(&mut index, &keys, loaded).unwrap();
@@ -330,9 +327,7 @@ fn the_index_journal_survives_tears_and_foreign_bases() {
             &mut None,
             &roots(&home),
             worker::discover(&roots(&home)),
-            &PriceTable::bundled().unwrap(),
-            NOW,
-            None,
+            &worker::ScanOptions::new(&PriceTable::bundled().unwrap(), NOW),
         )
     };
     let (mut index, loaded) = store.load();
@@ -412,9 +407,7 @@ fn damaged_cache_files_are_refused_or_repaired_never_trusted() {
             &mut state,
             &roots,
             worker::discover(&roots),
-            &prices,
-            NOW,
-            None,
+            &worker::ScanOptions::new(&prices, NOW),
         );
         let keys: Vec<&str> = result.changed_keys.iter().map(String::as_str).collect();
         store.save(&mut index, &keys, loaded).unwrap();

@@ -125,15 +125,16 @@ fn one_thread_and_several_write_the_same_snapshot() {
     let mut cold = Vec::new();
     for &threads in &counts {
         let (mut index, mut state) = (Index::default(), None);
-        let result = worker::scan_on_threads(
+        let options = worker::ScanOptions {
+            threads,
+            ..worker::ScanOptions::new(&prices, NOW)
+        };
+        let result = worker::scan_with_state(
             &mut index,
             &mut state,
             &roots,
             worker::discover(&roots),
-            &prices,
-            NOW,
-            None,
-            threads,
+            &options,
         );
         assert!(result.stats.reparsed > 50, "{:?}", result.stats);
         cold.push((
@@ -166,16 +167,12 @@ fn one_thread_and_several_write_the_same_snapshot() {
     }
     let mut warm = Vec::new();
     for (&threads, (index, state)) in counts.iter().zip(runs.iter_mut()) {
-        let result = worker::scan_on_threads(
-            index,
-            state,
-            &roots,
-            worker::discover(&roots),
-            &prices,
-            NOW + 60,
-            None,
+        let options = worker::ScanOptions {
             threads,
-        );
+            ..worker::ScanOptions::new(&prices, NOW + 60)
+        };
+        let result =
+            worker::scan_with_state(index, state, &roots, worker::discover(&roots), &options);
         assert!(result.incremental, "{threads} threads: incremental");
         assert!(result.stats.appended > 10, "{:?}", result.stats);
         let detailed = state.as_ref().map(|s| s.fingerprint);

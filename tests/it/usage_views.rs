@@ -318,16 +318,17 @@ fn scan_keeping(home: &Path, retention: i64) -> (worker::ScanResult, State) {
     let prices = PriceTable::bundled().unwrap();
     let mut index = Index::default();
     let mut state = None;
-    let result = worker::scan_retaining(
+    let options = worker::ScanOptions {
+        threads: 2,
+        retention_days: retention,
+        ..worker::ScanOptions::new(&prices, NOW)
+    };
+    let result = worker::scan_with_state(
         &mut index,
         &mut state,
         &roots,
         worker::discover(&roots),
-        &prices,
-        NOW,
-        None,
-        2,
-        retention,
+        &options,
     );
     (result, state.unwrap())
 }

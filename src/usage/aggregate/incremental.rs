@@ -175,39 +175,27 @@ impl State {
             || self.pricing != prices.identity()
             || since < self.since
             || changes.len() > MAX_CHANGES
+            || !materialize(index, changes)
         {
             return false;
         }
-        // Decode what the contributions need: the old entries, and fork
-        // parents (their events set a fork's baseline).
-        for c in changes.iter_mut() {
-            if let Some(old) = c.old.as_mut()
-                && !old.materialize()
-            {
-                return false;
-            }
-        }
-        let mut parents: Vec<String> = Vec::new();
-        for c in changes.iter() {
-            let new = index.files.get(&c.key);
-            for e in c.old.iter().chain(new) {
-                if !e.parse.codex.parent().is_empty() {
-                    parents.push(e.parse.codex.parent().to_string());
-                }
-            }
-        }
-        if !parents.is_empty() {
-            for e in index.files.values_mut() {
-                if e.agent == Agent::Codex
-                    && parents.contains(&e.parse.codex.thread_id)
-                    && !e.materialize()
-                {
-                    return false;
-                }
-            }
-        }
         let index: &Index = index;
         let lookup = parent_in(index);
+        let parts: Vec<Part> = changes
+            .iter()
+            .map(|c| Part::of(c, index, prices, since, &lookup))
+            .collect();
+        let wanted: Vec<u64> = parts
+            .iter()
+            .flat_map(|p| p.old.ids.iter().chain(&p.new.ids).chain(&p.parent_ids))
+            .copied()
+            .collect();
+        let Ok(owners) = self.owners.resolve(&wanted) else {
+            return false;
+        };
+        if !independent(&owners, &parts) {
+            return false;
+        }
         let d = &self.detailed;
         let mut pending = Pending {
             counters: [d.duplicates_claude, d.duplicates_codex, d.forks_unresolved],
@@ -215,56 +203,22 @@ impl State {
             sessions: BTreeMap::new(),
             files: BTreeMap::new(),
         };
-        let mut parts = Vec::with_capacity(changes.len());
-        for c in changes.iter() {
-            let owner = owner_of(&c.key);
-            let old = contribution(c.old.as_ref(), owner, prices, since, &lookup);
-            let new = contribution(index.files.get(&c.key), owner, prices, since, &lookup);
-            // A fork whose parent is this file depends on it.
-            let parent_ids: Vec<u64> = c
-                .old
-                .iter()
-                .chain(index.files.get(&c.key))
-                .map(|e| &e.parse.codex.thread_id)
-                .filter(|t| !t.is_empty())
-                .map(|t| tagged(tag::CODEX_PARENT, thread_hash(t)))
-                .collect();
-            parts.push((c, owner, old, new, parent_ids));
-        }
-        let wanted: Vec<u64> = parts
-            .iter()
-            .flat_map(|(_, _, old, new, parents)| old.ids.iter().chain(&new.ids).chain(parents))
-            .copied()
-            .collect();
-        let Ok(owners) = self.owners.resolve(&wanted) else {
-            return false;
-        };
-        // Identifiers each changed file claims (two changed files must not
-        // share one either).
-        let mut claimed: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
-        for (_, owner, old, new, _) in &parts {
-            for &id in old.ids.iter().chain(&new.ids) {
-                if owners.get(&id).is_some_and(|o| o != owner)
-                    || *claimed.entry(id).or_insert(*owner) != *owner
-                {
-                    return false;
-                }
-            }
-        }
-        for (_, _, old, new, parents) in &parts {
-            if parents
-                .iter()
-                .any(|p| owners.contains_key(p) || claimed.contains_key(p))
-            {
-                return false;
-            }
+        for p in &parts {
             if self
-                .replace(&mut pending, &old.detailed, &new.detailed)
+                .replace(&mut pending, &p.old.detailed, &p.new.detailed)
                 .is_none()
             {
                 return false;
             }
         }
+        self.commit(pending, &parts, since);
+        self.fingerprint = index.fingerprint();
+        true
+    }
+
+    /// Writes `pending` (every changed file's replacement, all exact) into
+    /// the state, with the changed files' identifiers in the owners table.
+    fn commit(&mut self, pending: Pending, parts: &[Part], since: i64) {
         let d = &mut self.detailed;
         [d.duplicates_claude, d.duplicates_codex, d.forks_unresolved] = pending.counters;
         if let Some(changed) = &mut self.changed {
@@ -292,19 +246,17 @@ impl State {
             self.set_session(key, acc);
         }
         self.prune(since);
-        for (_, owner, old, new, _) in &parts {
-            for &id in &old.ids {
+        for p in parts {
+            for &id in &p.old.ids {
                 self.owners.remove(id);
             }
-            for &id in &new.ids {
-                self.owners.set(id, *owner);
+            for &id in &p.new.ids {
+                self.owners.set(id, p.owner);
             }
             if let Some(changed) = &mut self.changed {
-                changed.owners.extend(old.ids.iter().chain(&new.ids));
+                changed.owners.extend(p.old.ids.iter().chain(&p.new.ids));
             }
         }
-        self.fingerprint = index.fingerprint();
-        true
     }
 
     /// Subtracts `old` and adds `new` (one file's contributions) into
@@ -424,6 +376,93 @@ fn replace_sums(
     Some(())
 }
 
+/// Decodes what the changed files' contributions need: their old
+/// entries, and the fork parents they name (a parent's events set a fork's
+/// baseline). `false` when one cannot be decoded.
+fn materialize(index: &mut Index, changes: &mut [Change]) -> bool {
+    for c in changes.iter_mut() {
+        if let Some(old) = c.old.as_mut()
+            && !old.materialize()
+        {
+            return false;
+        }
+    }
+    let mut parents: Vec<String> = Vec::new();
+    for c in changes.iter() {
+        let new = index.files.get(&c.key);
+        for e in c.old.iter().chain(new) {
+            if !e.parse.codex.parent().is_empty() {
+                parents.push(e.parse.codex.parent().to_string());
+            }
+        }
+    }
+    if parents.is_empty() {
+        return true;
+    }
+    index.files.values_mut().all(|e| {
+        e.agent != Agent::Codex || !parents.contains(&e.parse.codex.thread_id) || e.materialize()
+    })
+}
+
+/// One changed file: its owner id, its contributions before and after,
+/// and the fork-parent identifiers of its thread ids (a fork whose parent
+/// is this file depends on it).
+struct Part {
+    owner: u64,
+    old: Contribution,
+    new: Contribution,
+    parent_ids: Vec<u64>,
+}
+
+impl Part {
+    fn of<'a>(
+        c: &'a Change,
+        index: &'a Index,
+        prices: &PriceTable,
+        since: i64,
+        lookup: ParentLookup<'_, 'a>,
+    ) -> Part {
+        let owner = owner_of(&c.key);
+        let new_entry = index.files.get(&c.key);
+        let parent_ids = c
+            .old
+            .iter()
+            .chain(new_entry)
+            .map(|e| &e.parse.codex.thread_id)
+            .filter(|t| !t.is_empty())
+            .map(|t| tagged(tag::CODEX_PARENT, thread_hash(t)))
+            .collect();
+        Part {
+            owner,
+            old: contribution(c.old.as_ref(), owner, prices, since, lookup),
+            new: contribution(new_entry, owner, prices, since, lookup),
+            parent_ids,
+        }
+    }
+}
+
+/// Whether the changed files contribute independently of every other
+/// file: each identifier they have is owned by no other file (`owners`
+/// holds the owners of those the table knows) nor claimed by two changed
+/// files, and no file's thread is a fork parent anyone names.
+fn independent(owners: &std::collections::HashMap<u64, u64>, parts: &[Part]) -> bool {
+    let mut claimed: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+    for p in parts {
+        for &id in p.old.ids.iter().chain(&p.new.ids) {
+            if owners.get(&id).is_some_and(|&o| o != p.owner)
+                || *claimed.entry(id).or_insert(p.owner) != p.owner
+            {
+                return false;
+            }
+        }
+    }
+    !parts.iter().any(|p| {
+        p.parent_ids
+            .iter()
+            .any(|id| owners.contains_key(id) || claimed.contains_key(id))
+    })
+}
+
 /// Changes over a [`State`] not committed yet: the three counters and
 /// the slots and sessions touched (`None`: removed).
 struct Pending {
@@ -479,4 +518,49 @@ fn contribution<'a>(
     ids.sort_unstable();
     ids.dedup();
     Contribution { detailed, ids }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn part(owner: u64, old: &[u64], new: &[u64], parent_ids: &[u64]) -> Part {
+        let contribution = |ids: &[u64]| Contribution {
+            detailed: Detailed::default(),
+            ids: ids.to_vec(),
+        };
+        Part {
+            owner,
+            old: contribution(old),
+            new: contribution(new),
+            parent_ids: parent_ids.to_vec(),
+        }
+    }
+
+    #[test]
+    fn changed_files_are_independent_only_when_they_share_no_identifier() {
+        let (a, b) = (10, 20);
+        let owners = |pairs: &[(u64, u64)]| pairs.iter().copied().collect::<HashMap<u64, u64>>();
+        // Its own identifiers, old and new, some already its own.
+        assert!(independent(
+            &owners(&[(1, a)]),
+            &[part(a, &[1], &[1, 2], &[])]
+        ));
+        // One another file owns.
+        assert!(!independent(&owners(&[(1, b)]), &[part(a, &[], &[1], &[])]));
+        // One two changed files both have.
+        let both = [part(a, &[], &[3], &[]), part(b, &[3], &[], &[])];
+        assert!(!independent(&owners(&[]), &both));
+        // A thread another file names as its fork parent, or a changed one does.
+        assert!(!independent(
+            &owners(&[(7, b)]),
+            &[part(a, &[], &[1], &[7])]
+        ));
+        let forked = [part(a, &[], &[1], &[]), part(b, &[], &[8], &[1])];
+        assert!(!independent(&owners(&[]), &forked));
+        // Two changed files with identifiers of their own.
+        let apart = [part(a, &[1], &[2], &[5]), part(b, &[3], &[4], &[6])];
+        assert!(independent(&owners(&[]), &apart));
+    }
 }

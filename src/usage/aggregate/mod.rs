@@ -329,7 +329,8 @@ pub struct Detailed {
     pub(crate) duplicates_claude: u64,
     pub(crate) duplicates_codex: u64,
     pub forks_unresolved: u64,
-    /// The same three counters by the file each is charged to (the file
+    /// The same three counters by the file each is charged to, indexed by
+    /// [`Counter`] (the file
     /// whose record was dropped, or the fork that found no parent): by
     /// position in the files aggregated, which the aggregate state re-keys
     /// by owner (`usage::store::owners::owner_of`). The cache keeps files
@@ -338,25 +339,24 @@ pub struct Detailed {
 }
 
 impl Detailed {
-    /// Charges one to counter `which` (0 Claude duplicates, 1 Codex
-    /// duplicates, 2 unresolved forks) of file `file`, and to the total.
-    fn charge(&mut self, file: usize, which: usize, n: u64) {
+    /// Charges `n` to `counter` of file `file`, and to its total.
+    fn charge(&mut self, file: usize, counter: Counter, n: u64) {
         if n == 0 {
             return;
         }
-        match which {
-            0 => self.duplicates_claude += n,
-            1 => self.duplicates_codex += n,
-            _ => self.forks_unresolved += n,
+        match counter {
+            Counter::ClaudeDuplicate => self.duplicates_claude += n,
+            Counter::CodexDuplicate => self.duplicates_codex += n,
+            Counter::ForkUnresolved => self.forks_unresolved += n,
         }
-        self.by_file.entry(file as u64).or_default()[which] += n;
+        self.by_file.entry(file as u64).or_default()[counter as usize] += n;
     }
 
     /// [`Detailed::charge`] for every file of `charges` (by position).
     fn charge_files(&mut self, charges: &[[u64; 3]]) {
         for (file, counts) in charges.iter().enumerate() {
-            for (which, &n) in counts.iter().enumerate() {
-                self.charge(file, which, n);
+            for counter in Counter::ALL {
+                self.charge(file, counter, counts[counter as usize]);
             }
         }
     }
@@ -385,6 +385,30 @@ impl Detailed {
         }
         sum
     }
+}
+
+/// The counters aggregation keeps besides the sums, each a total of
+/// [`Detailed`] and a place in a file's row of [`Detailed::by_file`] (the
+/// place is the discriminant: the aggregate state stores the rows in this
+/// order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Counter {
+    /// A Claude record dropped for another with its (message.id,
+    /// requestId), or a sidechain replay of a main-chain message.
+    ClaudeDuplicate = 0,
+    /// A Codex request counted already, in its file or another.
+    CodexDuplicate = 1,
+    /// A Codex fork whose parent rollout was not found.
+    ForkUnresolved = 2,
+}
+
+impl Counter {
+    /// Every counter, in row order.
+    pub(crate) const ALL: [Counter; 3] = [
+        Counter::ClaudeDuplicate,
+        Counter::CodexDuplicate,
+        Counter::ForkUnresolved,
+    ];
 }
 
 /// Tags of the identifiers through which files interact during
@@ -529,51 +553,82 @@ pub(crate) fn aggregate_detailed<'a>(
     prices: &PriceTable,
     since: i64,
     parent: Option<ParentLookup<'_, 'a>>,
-    mut ids: Option<&mut Vec<(u64, usize)>>,
+    ids: Option<&mut Vec<(u64, usize)>>,
 ) -> Detailed {
     let mut out = Detailed::default();
     // Counters by file position, charged to `out` at the end.
-    let mut charges = vec![[0u64; 3]; files.len()];
-    let mut charge = |file: usize, which: usize, n: u64| charges[file][which] += n;
+    let mut charges = Charges(vec![[0u64; 3]; files.len()]);
+    // Every counted request is summed into its slot as it is found (Claude's
+    // in file order, then Codex's), not listed first: a cold rebuild counts
+    // hundreds of thousands.
+    let mut sums = SlotSums::new(prices, since);
+    let kept = claude_best_records(files, &mut charges);
+    claude_count(files, kept, &mut charges, &mut sums);
+    codex_count(files, parent, ids, &mut charges, &mut sums);
+    out.charge_files(&charges.0);
+    out.sessions = sums
+        .finish()
+        .into_iter()
+        .map(|((slot, agent, model, cwd, session), acc)| {
+            let names = (Text::from(model), Text::from(cwd), Text::from(session));
+            ((slot, agent, names.0, names.1, names.2), acc)
+        })
+        .collect();
+    out.slots = sum_sessions(&out.sessions);
+    out
+}
+
+/// The counters of an aggregation by file position, before they are
+/// charged to [`Detailed`].
+struct Charges(Vec<[u64; 3]>);
+
+impl Charges {
+    fn add(&mut self, file: usize, counter: Counter, n: u64) {
+        self.0[file][counter as usize] += n;
+    }
+}
+
+/// Whether Claude record `new` beats `old` for its (message.id,
+/// requestId): a larger total, or the same total with its speed recorded
+/// where `old` has none.
+fn better(new: &Event, old: &Event) -> bool {
+    let (new_total, old_total) = (claude_tokens(new.t).total(), claude_tokens(old.t).total());
+    new_total > old_total
+        || (new_total == old_total
+            && new.flags & flags::HAS_SPEED != 0
+            && old.flags & flags::HAS_SPEED == 0)
+}
+
+/// The Claude records kept, as (file, event) positions in file order: the
+/// best record per (message.id, requestId), the first of those with the
+/// largest total ([`better`]), and every record without a key. Every other
+/// record is a duplicate, charged to its file. That best does not depend
+/// on how the records are grouped, so a run of consecutive records with one
+/// key (a message's content blocks) is reduced first, and only its best
+/// meets the map.
+fn claude_best_records(files: &[FileRef], charges: &mut Charges) -> Vec<(usize, usize)> {
     let claude_events: usize = files
         .iter()
         .filter(|f| f.agent == Agent::Claude)
         .map(|f| f.parse.events.len())
         .sum();
-    // Every counted request is summed into its slot as it is found (Claude's
-    // in file order, then Codex's), not listed first: a cold rebuild counts
-    // hundreds of thousands.
-    let mut sums = SlotSums::new(prices, since);
-
-    // Claude: best record per (message.id, requestId): the first of the
-    // records with the largest total, a total that records its speed
-    // before one that does not; every other record is a duplicate, charged
-    // to its file. That best does not depend on how the records are
-    // grouped, so a run of consecutive records with one key (a message's
-    // content blocks) is reduced first, and only its best meets the map.
-    let better = |new: &Event, old: &Event| {
-        let (new_total, old_total) = (claude_tokens(new.t).total(), claude_tokens(old.t).total());
-        new_total > old_total
-            || (new_total == old_total
-                && new.flags & flags::HAS_SPEED != 0
-                && old.flags & flags::HAS_SPEED == 0)
-    };
     let mut best: HashMap<u64, (usize, usize)> =
         HashMap::with_capacity_and_hasher(claude_events, Default::default());
     let mut kept: Vec<(usize, usize)> = Vec::new();
     // A run's best record meets the map: the file of the record it beats,
     // or its own when it loses, has the duplicate.
-    let mut meet = |key: u64, fi: usize, ei: usize| -> Option<usize> {
+    let mut meet = |key: u64, fi: usize, ei: usize, charges: &mut Charges| {
         let Some(slot) = best.get_mut(&key) else {
             best.insert(key, (fi, ei));
-            return None;
+            return;
         };
         let old = &files[slot.0].parse.events[slot.1];
-        Some(if better(&files[fi].parse.events[ei], old) {
+        let dropped = if better(&files[fi].parse.events[ei], old) {
             std::mem::replace(slot, (fi, ei)).0
         } else {
             fi
-        })
+        };
+        charges.add(dropped, Counter::ClaudeDuplicate, 1);
     };
     for (fi, f) in files.iter().enumerate() {
         if f.agent != Agent::Claude {
@@ -596,28 +651,34 @@ pub(crate) fn aggregate_detailed<'a>(
                         run = Some((key, ei));
                     }
                     // Both records are this file's: so is the duplicate.
-                    charge(fi, 0, 1);
+                    charges.add(fi, Counter::ClaudeDuplicate, 1);
                 }
                 _ => {
-                    if let Some((key, at)) = run.replace((e.key, ei))
-                        && let Some(dropped) = meet(key, fi, at)
-                    {
-                        charge(dropped, 0, 1);
+                    if let Some((key, at)) = run.replace((e.key, ei)) {
+                        meet(key, fi, at, charges);
                     }
                 }
             }
         }
-        if let Some((key, at)) = run
-            && let Some(dropped) = meet(key, fi, at)
-        {
-            charge(dropped, 0, 1);
+        if let Some((key, at)) = run {
+            meet(key, fi, at, charges);
         }
     }
     // One sort puts the kept records back in file order (the records
     // without a key are already in it; positions are distinct).
     kept.extend(best.into_values());
     kept.sort_unstable();
-    // Sidechain replays: a message the main chain has is not counted again.
+    kept
+}
+
+/// Sums the kept Claude records, but for sidechain replays: a message the
+/// main chain has is not counted again (a duplicate of its file).
+fn claude_count<'a>(
+    files: &[FileRef<'a>],
+    kept: Vec<(usize, usize)>,
+    charges: &mut Charges,
+    sums: &mut SlotSums<'_, 'a>,
+) {
     // The set is built on the side that is usually the smaller: the
     // sidechains' messages, then those the main chain has too.
     let event = |&(fi, ei): &(usize, usize)| &files[fi].parse.events[ei];
@@ -639,7 +700,7 @@ pub(crate) fn aggregate_detailed<'a>(
         let fp = files[fi].parse;
         let e = &fp.events[ei];
         if side(e) && replayed.get(&e.group) == Some(&true) {
-            charge(fi, 0, 1);
+            charges.add(fi, Counter::ClaudeDuplicate, 1);
             continue;
         }
         sums.add(Request {
@@ -654,8 +715,18 @@ pub(crate) fn aggregate_detailed<'a>(
             web_searches: e.t[5],
         });
     }
+}
 
-    // Codex: per-file counting with fork parents, then first key wins.
+/// Sums the Codex files' requests: each file's counting rule
+/// (`codex::requests`, with its fork parent resolved by `parent` or else
+/// among `files`), then the first request per key across files.
+fn codex_count<'a>(
+    files: &[FileRef<'a>],
+    parent: Option<ParentLookup<'_, 'a>>,
+    mut ids: Option<&mut Vec<(u64, usize)>>,
+    charges: &mut Charges,
+    sums: &mut SlotSums<'_, 'a>,
+) {
     let mut threads: HashMap<&str, usize> = HashMap::default();
     for (fi, f) in files.iter().enumerate() {
         if is_parent_candidate(f.agent, f.parse) {
@@ -684,16 +755,16 @@ pub(crate) fn aggregate_detailed<'a>(
             (id, None) => threads.get(id).map(|&p| files[p].parse),
         };
         if found.is_none() && !meta.parent().is_empty() {
-            charge(fi, 2, 1);
+            charges.add(fi, Counter::ForkUnresolved, 1);
         }
         let counted = codex::requests(f.parse, found);
-        charge(fi, 1, counted.duplicates);
+        charges.add(fi, Counter::CodexDuplicate, counted.duplicates);
         for r in counted.requests {
             if let Some(ids) = ids.as_deref_mut() {
                 ids.push((tagged(tag::CODEX_KEY, r.key), fi));
             }
             if !seen.insert(r.key) {
-                charge(fi, 1, 1);
+                charges.add(fi, Counter::CodexDuplicate, 1);
                 continue;
             }
             let model = match f.parse.string(r.model) {
@@ -713,19 +784,6 @@ pub(crate) fn aggregate_detailed<'a>(
             });
         }
     }
-
-    out.charge_files(&charges);
-
-    let slots = sums.finish();
-    out.sessions = slots
-        .into_iter()
-        .map(|((slot, agent, model, cwd, session), acc)| {
-            let names = (Text::from(model), Text::from(cwd), Text::from(session));
-            ((slot, agent, names.0, names.1, names.2), acc)
-        })
-        .collect();
-    out.slots = sum_sessions(&out.sessions);
-    out
 }
 
 #[cfg(test)]
@@ -748,6 +806,31 @@ mod tests {
 
     fn table() -> PriceTable {
         PriceTable::bundled().unwrap()
+    }
+
+    #[test]
+    fn a_files_counters_are_in_the_state_order_claude_codex_forks() {
+        // The aggregate state stores a file's row as these three numbers in
+        // this order (`usage::store::state`), as it stores the totals.
+        let dup = claude(&[rec("m1", "r1", false, 1, 10), rec("m1", "r1", false, 9, 10)]);
+        let mut fork = FileParse::default();
+        fork.codex.thread_id = "child".into();
+        fork.codex.forked_from = "a-parent-not-on-hand".into();
+        let files = [
+            FileRef {
+                agent: Agent::Claude,
+                parse: &dup,
+            },
+            FileRef {
+                agent: Agent::Codex,
+                parse: &fork,
+            },
+        ];
+        let d = aggregate_detailed(&files, &table(), 0, None, None);
+        assert_eq!(d.by_file.get(&0), Some(&[1, 0, 0]));
+        assert_eq!(d.by_file.get(&1), Some(&[0, 0, 1]));
+        let totals = [d.duplicates_claude, d.duplicates_codex, d.forks_unresolved];
+        assert_eq!(totals, [1, 0, 1]);
     }
 
     #[test]
@@ -888,7 +971,10 @@ mod tests {
         let requests: u64 = got.slots.values().map(|s| s.requests).sum();
         assert_eq!(requests, best.len() as u64);
         for (fi, want) in duplicates.iter().enumerate() {
-            let charged = got.by_file.get(&(fi as u64)).map_or(0, |c| c[0]);
+            let charged = got
+                .by_file
+                .get(&(fi as u64))
+                .map_or(0, |c| c[Counter::ClaudeDuplicate as usize]);
             assert_eq!(charged, *want, "file {fi}");
         }
         assert_eq!(got.duplicates_claude, duplicates.iter().sum::<u64>());

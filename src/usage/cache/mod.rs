@@ -301,37 +301,167 @@ pub(crate) fn refresh_tracked(
     deadline: Option<Instant>,
     changes: &mut Changes,
 ) -> RefreshStats {
-    refresh_threads(
-        index,
-        candidates,
-        window_start_ns,
-        window_start_ns,
+    let options = RefreshOptions {
+        since_ns: window_start_ns,
+        first_since_ns: window_start_ns,
         deadline,
-        changes,
-        default_threads(),
-    )
+        threads: default_threads(),
+    };
+    refresh_threads(index, candidates, &options, changes)
 }
 
-/// [`refresh_tracked`] parsing on `threads` threads (the result is the
-/// same for any count; tests compare them), the files modified since
-/// `first_since_ns` (the app's window, when more history is kept) before
-/// the older ones, so a deadline leaves history for the next run first.
-#[allow(clippy::too_many_arguments)]
+/// How [`refresh_threads`] reads the candidates.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RefreshOptions {
+    /// Files last modified before this (Unix nanoseconds) are too old.
+    pub since_ns: i64,
+    /// The files modified since this (the app's window, when more history
+    /// is kept) are parsed before the older ones, so a deadline leaves
+    /// history for the next run first.
+    pub first_since_ns: i64,
+    /// When parsing stops (the refresh is then partial).
+    pub deadline: Option<Instant>,
+    /// Parsing threads (the result is the same for any count; tests
+    /// compare them).
+    pub threads: usize,
+}
+
+/// [`refresh_tracked`] as `options` say.
 pub(crate) fn refresh_threads(
     index: &mut Index,
     candidates: &[Candidate],
-    window_start_ns: i64,
-    first_since_ns: i64,
-    deadline: Option<Instant>,
+    options: &RefreshOptions,
     changes: &mut Changes,
-    threads: usize,
 ) -> RefreshStats {
-    let mut stats = RefreshStats::default();
-    // Candidates and entries are both in path order: one merge pass, with
-    // unchanged entries left where they are (thousands of them; moving or
-    // rehashing them would cost more than the rest of a quiet refresh).
-    // Keys borrowed from the paths (a UTF-8 path is its key): a quiet
-    // refresh allocates none of its thousands.
+    let Sweep {
+        mut stats,
+        mut gone,
+        jobs,
+    } = Sweep::of(index, candidates, options.since_ns);
+    gone.sort();
+    stats.dropped = gone.len() as u64;
+    for key in gone {
+        let old = index.files.remove(&key);
+        changes.files.push(Change { key, old });
+    }
+    let ran = parse_jobs(
+        jobs,
+        options.threads,
+        options.deadline,
+        options.first_since_ns,
+    );
+    stats.bytes_read += ran.bytes;
+    stats.partial |= ran.partial;
+    for (key, entry, old) in ran.done {
+        match entry {
+            Some(entry) => index.files.insert(key.clone(), entry),
+            None => index.files.remove(&key),
+        };
+        changes.files.push(Change { key, old });
+    }
+    stats
+}
+
+/// What a refresh does to the index before parsing: the entries to drop
+/// (in no order) and the files to parse, with the counts so far.
+#[derive(Default)]
+struct Sweep {
+    stats: RefreshStats,
+    gone: Vec<String>,
+    jobs: Vec<Job>,
+}
+
+impl Sweep {
+    /// Plans every candidate against its entry, if any.
+    fn of(index: &mut Index, candidates: &[Candidate], window_start_ns: i64) -> Sweep {
+        let mut sweep = Sweep::default();
+        // Candidates and entries are both in path order: one merge pass,
+        // with unchanged entries left where they are (thousands of them;
+        // moving or rehashing them would cost more than the rest of a
+        // quiet refresh).
+        let mut entries = index.files.iter_mut().peekable();
+        for (key, c) in sorted_keys(candidates) {
+            // One comparison of each entry with the key: before it, gone;
+            // equal, its entry.
+            let mut existing = None;
+            while let Some((k, _)) = entries.peek() {
+                match byte_order(k.as_bytes(), key.as_bytes()) {
+                    std::cmp::Ordering::Less => {
+                        if let Some((k, _)) = entries.next() {
+                            sweep.gone.push(k.clone());
+                        }
+                    }
+                    std::cmp::Ordering::Equal => {
+                        existing = entries.next().map(|(_, e)| e);
+                        break;
+                    }
+                    std::cmp::Ordering::Greater => break,
+                }
+            }
+            let now = c
+                .stat
+                .or_else(|| std::fs::metadata(&c.path).ok().as_ref().map(stat_of));
+            let plan = plan_for(c, existing.as_deref_mut(), now, window_start_ns);
+            sweep.take(plan, key, c, existing, now);
+        }
+        sweep.gone.extend(entries.map(|(k, _)| k.clone()));
+        sweep
+    }
+
+    /// Records what `plan` says for candidate `c` (`key`), its entry
+    /// `existing` and its stat `now`.
+    fn take(
+        &mut self,
+        plan: Plan,
+        key: std::borrow::Cow<str>,
+        c: &Candidate,
+        existing: Option<&mut FileEntry>,
+        now: Option<Stat>,
+    ) {
+        match (plan, existing, now) {
+            (Plan::Ignore, ..) => {}
+            (Plan::TooOld, existing, _) => {
+                self.stats.skipped_old += 1;
+                if existing.is_some() {
+                    self.gone.push(key.into_owned());
+                }
+            }
+            (Plan::Reuse, ..) => self.stats.reused += 1,
+            (Plan::Append, Some(old), Some(now)) => {
+                self.stats.appended += 1;
+                self.jobs.push(Job {
+                    key: key.into_owned(),
+                    path: c.path.clone(),
+                    now,
+                    entry: old.clone(),
+                    old: Some(old.clone()),
+                    reparse: false,
+                });
+            }
+            (Plan::Parse, None, Some(now)) => {
+                self.stats.reparsed += 1;
+                self.jobs.push(Job::fresh(key.into_owned(), c, now, None));
+            }
+            (Plan::Reparse, Some(old), Some(now)) => {
+                self.stats.reparsed += 1;
+                self.jobs
+                    .push(Job::fresh(key.into_owned(), c, now, Some(old.clone())));
+            }
+            // `Plan::Drop` (a vanished file), and any plan without the
+            // entry or the stat it acts on, which the decision never makes.
+            (_, existing, _) => {
+                if existing.is_some() {
+                    self.gone.push(key.into_owned());
+                }
+            }
+        }
+    }
+}
+
+/// The candidates in path order, once each, by their keys: borrowed from
+/// the paths (a UTF-8 path is its key), so a quiet refresh allocates none
+/// of its thousands.
+fn sorted_keys(candidates: &[Candidate]) -> Vec<(std::borrow::Cow<'_, str>, &Candidate)> {
     let mut wanted: Vec<(std::borrow::Cow<str>, &Candidate)> = candidates
         .iter()
         .map(|c| match c.path.to_str() {
@@ -343,86 +473,7 @@ pub(crate) fn refresh_threads(
         .collect();
     wanted.sort_by(|a, b| byte_order(a.0.as_bytes(), b.0.as_bytes()));
     wanted.dedup_by(|a, b| same_bytes(a.0.as_bytes(), b.0.as_bytes()));
-    let mut gone: Vec<String> = Vec::new();
-    let mut jobs: Vec<Job> = Vec::new();
-    let mut entries = index.files.iter_mut().peekable();
-    for (key, c) in wanted {
-        // One comparison of each entry with the key: before it, gone; equal,
-        // its entry.
-        let mut existing = None;
-        while let Some((k, _)) = entries.peek() {
-            match byte_order(k.as_bytes(), key.as_bytes()) {
-                std::cmp::Ordering::Less => {
-                    if let Some((k, _)) = entries.next() {
-                        gone.push(k.clone());
-                    }
-                }
-                std::cmp::Ordering::Equal => {
-                    existing = entries.next().map(|(_, e)| e);
-                    break;
-                }
-                std::cmp::Ordering::Greater => break,
-            }
-        }
-        let now = c
-            .stat
-            .or_else(|| std::fs::metadata(&c.path).ok().as_ref().map(stat_of));
-        let plan = plan_for(c, existing.as_deref_mut(), now, window_start_ns);
-        match (plan, existing, now) {
-            (Plan::Ignore, ..) => {}
-            (Plan::TooOld, existing, _) => {
-                stats.skipped_old += 1;
-                if existing.is_some() {
-                    gone.push(key.into_owned());
-                }
-            }
-            (Plan::Reuse, ..) => stats.reused += 1,
-            (Plan::Append, Some(old), Some(now)) => {
-                stats.appended += 1;
-                jobs.push(Job {
-                    key: key.into_owned(),
-                    path: c.path.clone(),
-                    now,
-                    entry: old.clone(),
-                    old: Some(old.clone()),
-                    reparse: false,
-                });
-            }
-            (Plan::Parse, None, Some(now)) => {
-                stats.reparsed += 1;
-                jobs.push(Job::fresh(key.into_owned(), c, now, None));
-            }
-            (Plan::Reparse, Some(old), Some(now)) => {
-                stats.reparsed += 1;
-                jobs.push(Job::fresh(key.into_owned(), c, now, Some(old.clone())));
-            }
-            // `Plan::Drop` (a vanished file), and any plan without the
-            // entry or the stat it acts on, which the decision never makes.
-            (_, existing, _) => {
-                if existing.is_some() {
-                    gone.push(key.into_owned());
-                }
-            }
-        }
-    }
-    gone.extend(entries.map(|(k, _)| k.clone()));
-    gone.sort();
-    stats.dropped = gone.len() as u64;
-    for key in gone {
-        let old = index.files.remove(&key);
-        changes.files.push(Change { key, old });
-    }
-    let ran = parse_jobs(jobs, threads, deadline, first_since_ns);
-    stats.bytes_read += ran.bytes;
-    stats.partial |= ran.partial;
-    for (key, entry, old) in ran.done {
-        match entry {
-            Some(entry) => index.files.insert(key.clone(), entry),
-            None => index.files.remove(&key),
-        };
-        changes.files.push(Change { key, old });
-    }
-    stats
+    wanted
 }
 
 /// Parsing threads for a refresh on this machine: every core, up to four

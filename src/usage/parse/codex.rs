@@ -348,30 +348,8 @@ fn record(fp: &mut FileParse, line: Line<'_, '_>) -> Option<()> {
     let Some(p) = line.payload else {
         return Some(());
     };
-    let kind = line.kind;
-    let nonempty = |t: &Text| t.as_deref().filter(|s| !s.is_empty()).map(str::to_owned);
-    match kind.as_deref() {
-        Some(b"session_meta") => {
-            if !fp.codex.thread_id.is_empty() {
-                return Some(()); // Later session_meta lines are a parent's, replayed.
-            }
-            fp.codex.thread_id = nonempty(&p.id).unwrap_or_default();
-            fp.codex.meta_ts = p
-                .timestamp
-                .as_deref()
-                .and_then(crate::usage::time::parse_timestamp)
-                .or(ts)
-                .unwrap_or(0);
-            fp.codex.subagent = p.spawn_parent;
-            fp.codex.forked_from = nonempty(&p.forked_from).unwrap_or_default();
-            fp.codex.history_base = nonempty(&p.base_thread).unwrap_or_default();
-            fp.codex.fork_ordinal = p.base_ordinal.or(p.fork_ordinal).unwrap_or(0);
-            if let Some(cwd) = nonempty(&p.cwd)
-                && fp.codex.cwd == 0
-            {
-                fp.codex.cwd = fp.intern(&cwd);
-            }
-        }
+    match line.kind.as_deref() {
+        Some(b"session_meta") => session_meta(fp, p, ts),
         Some(b"turn_context") => {
             if let Some(model) = nonempty(&p.model) {
                 fp.codex.model = fp.intern(&model);
@@ -393,46 +371,9 @@ fn record(fp: &mut FileParse, line: Line<'_, '_>) -> Option<()> {
                 }
             }
             Some(b"token_count") => {
-                let Some(ts) = ts else { return Some(()) };
-                if let Some(raw) = p.rate_limits {
-                    let id = p.limit_id.as_deref();
-                    if (id.is_none() || id == Some("codex")) && ts >= fp.codex.rate_limits_ts {
-                        // Every token_count line has one: the text is
-                        // copied into the string's own buffer.
-                        match std::str::from_utf8(raw) {
-                            Ok(text) => {
-                                fp.codex.rate_limits.clear();
-                                fp.codex.rate_limits.push_str(text);
-                            }
-                            Err(_) => {
-                                fp.codex.rate_limits = String::from_utf8_lossy(raw).into_owned();
-                            }
-                        }
-                        fp.codex.rate_limits_ts = ts;
-                    }
+                if let Some(ts) = ts {
+                    token_count(fp, p, ts, line.ordinal);
                 }
-                if !p.has_info {
-                    return Some(());
-                }
-                let (kind, t, last) = match (p.total, p.last) {
-                    (Some(t), l) => (EventKind::CodexTotals, t, l.unwrap_or([0; 6])),
-                    (None, Some(l)) => (EventKind::CodexLast, [0; 6], l),
-                    (None, None) => return Some(()),
-                };
-                let last_at = fp.add_last(last);
-                fp.events.push(Event {
-                    kind,
-                    ts,
-                    model: fp.codex.model,
-                    cwd: fp.codex.cwd,
-                    tier: fp.codex.tier,
-                    session: 0,
-                    flags: 0,
-                    key: 0,
-                    group: line.ordinal,
-                    t,
-                    last_at,
-                });
             }
             _ => {}
         },
@@ -460,6 +401,79 @@ fn record(fp: &mut FileParse, line: Line<'_, '_>) -> Option<()> {
         _ => {}
     }
     Some(())
+}
+
+/// The non-empty text of a member, owned.
+fn nonempty(t: &Text) -> Option<String> {
+    t.as_deref().filter(|s| !s.is_empty()).map(str::to_owned)
+}
+
+/// What a `session_meta` line sets: the first one is the rollout's own
+/// (later ones are a parent's, replayed).
+fn session_meta(fp: &mut FileParse, p: &Payload, ts: Option<i64>) {
+    if !fp.codex.thread_id.is_empty() {
+        return;
+    }
+    fp.codex.thread_id = nonempty(&p.id).unwrap_or_default();
+    fp.codex.meta_ts = p
+        .timestamp
+        .as_deref()
+        .and_then(crate::usage::time::parse_timestamp)
+        .or(ts)
+        .unwrap_or(0);
+    fp.codex.subagent = p.spawn_parent;
+    fp.codex.forked_from = nonempty(&p.forked_from).unwrap_or_default();
+    fp.codex.history_base = nonempty(&p.base_thread).unwrap_or_default();
+    fp.codex.fork_ordinal = p.base_ordinal.or(p.fork_ordinal).unwrap_or(0);
+    if let Some(cwd) = nonempty(&p.cwd)
+        && fp.codex.cwd == 0
+    {
+        fp.codex.cwd = fp.intern(&cwd);
+    }
+}
+
+/// What a `token_count` event stamped `ts` adds: the newest rate limits of
+/// the default group, and its totals or last usage as an event.
+fn token_count(fp: &mut FileParse, p: &Payload, ts: i64, ordinal: u64) {
+    if let Some(raw) = p.rate_limits {
+        let id = p.limit_id.as_deref();
+        if (id.is_none() || id == Some("codex")) && ts >= fp.codex.rate_limits_ts {
+            // Every token_count line has one: the text is copied into the
+            // string's own buffer.
+            match std::str::from_utf8(raw) {
+                Ok(text) => {
+                    fp.codex.rate_limits.clear();
+                    fp.codex.rate_limits.push_str(text);
+                }
+                Err(_) => {
+                    fp.codex.rate_limits = String::from_utf8_lossy(raw).into_owned();
+                }
+            }
+            fp.codex.rate_limits_ts = ts;
+        }
+    }
+    if !p.has_info {
+        return;
+    }
+    let (kind, t, last) = match (p.total, p.last) {
+        (Some(t), l) => (EventKind::CodexTotals, t, l.unwrap_or([0; 6])),
+        (None, Some(l)) => (EventKind::CodexLast, [0; 6], l),
+        (None, None) => return,
+    };
+    let last_at = fp.add_last(last);
+    fp.events.push(Event {
+        kind,
+        ts,
+        model: fp.codex.model,
+        cwd: fp.codex.cwd,
+        tier: fp.codex.tier,
+        session: 0,
+        flags: 0,
+        key: 0,
+        group: ordinal,
+        t,
+        last_at,
+    });
 }
 
 /// One counted Codex request (a delta or a record), before pricing.
@@ -542,35 +556,10 @@ pub struct Counted {
 /// the baseline, so an inherited history is never billed as new usage.
 pub fn requests(fp: &FileParse, parent: Option<&FileParse>) -> Counted {
     let mut out = Counted::default();
-    let push = |out: &mut Counted, e: &Event, c: [u64; 6], key: u64| {
-        let tokens = normalise(c);
-        if tokens.total() == 0 {
-            out.duplicates += 1;
-            return;
-        }
-        let key = if key != 0 {
-            key
-        } else {
-            let mut bytes = Vec::with_capacity(64);
-            bytes.extend(e.ts.to_le_bytes());
-            for n in c {
-                bytes.extend(n.to_le_bytes());
-            }
-            fnv1a(&[b"codex-delta", fp.string(e.model).as_bytes(), &bytes])
-        };
-        out.requests.push(Request {
-            ts: e.ts,
-            model: e.model,
-            cwd: e.cwd,
-            tier: e.tier,
-            tokens,
-            key,
-        });
-    };
     if fp.events.iter().any(|e| e.kind == EventKind::CodexRecord) {
         for e in &fp.events {
             match e.kind {
-                EventKind::CodexRecord => push(&mut out, e, e.t, e.key),
+                EventKind::CodexRecord => push(&mut out, fp, e, e.t, e.key),
                 _ => out.duplicates += 1,
             }
         }
@@ -581,19 +570,8 @@ pub fn requests(fp: &FileParse, parent: Option<&FileParse>) -> Counted {
     let inherited = parent.map(|p| inherited(p, meta));
     // The previous event's totals (`None`: unknown).
     let mut previous = inherited.as_ref().and_then(|i| i.last);
-    // Without the parent, a replay burst is the first events sharing one
-    // second, when there are at least two.
     let burst = match (&inherited, continued) {
-        (None, true) => {
-            let mut totals = fp
-                .events
-                .iter()
-                .filter(|e| e.kind == EventKind::CodexTotals);
-            match (totals.next(), totals.next()) {
-                (Some(a), Some(b)) if a.ts == b.ts => Some(a.ts),
-                _ => None,
-            }
-        }
+        (None, true) => replay_burst(fp),
         _ => None,
     };
     let mut replaying = continued;
@@ -632,13 +610,55 @@ pub fn requests(fp: &FileParse, parent: Option<&FileParse>) -> Counted {
                     }
                     None => e.t,
                 };
-                push(&mut out, e, counted, 0);
+                push(&mut out, fp, e, counted, 0);
             }
-            EventKind::CodexLast => push(&mut out, e, fp.last(e), 0),
+            EventKind::CodexLast => push(&mut out, fp, e, fp.last(e), 0),
             _ => out.duplicates += 1,
         }
     }
     out
+}
+
+/// Counts `c`, event `e`'s usage, as a request keyed `key` (0: keyed by
+/// its time, model and counters), or as a duplicate when it has no tokens.
+fn push(out: &mut Counted, fp: &FileParse, e: &Event, c: [u64; 6], key: u64) {
+    let tokens = normalise(c);
+    if tokens.total() == 0 {
+        out.duplicates += 1;
+        return;
+    }
+    let key = if key != 0 {
+        key
+    } else {
+        let mut bytes = Vec::with_capacity(64);
+        bytes.extend(e.ts.to_le_bytes());
+        for n in c {
+            bytes.extend(n.to_le_bytes());
+        }
+        fnv1a(&[b"codex-delta", fp.string(e.model).as_bytes(), &bytes])
+    };
+    out.requests.push(Request {
+        ts: e.ts,
+        model: e.model,
+        cwd: e.cwd,
+        tier: e.tier,
+        tokens,
+        key,
+    });
+}
+
+/// The second of a continuation's replay burst when its parent is not on
+/// hand: the first totals events sharing one second, when there are at
+/// least two.
+fn replay_burst(fp: &FileParse) -> Option<i64> {
+    let mut totals = fp
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::CodexTotals);
+    match (totals.next(), totals.next()) {
+        (Some(a), Some(b)) if a.ts == b.ts => Some(a.ts),
+        _ => None,
+    }
 }
 
 /// The same line read by the crate's exact JSON parser instead of the
