@@ -24,7 +24,7 @@ use crate::usage::event::{Agent, FileParse};
 use crate::usage::pricing::PriceTable;
 use crate::usage::store::journal::Origin;
 use crate::usage::store::owners::{self, Owners, owner_of};
-use crate::usage::store::state::LazyTable;
+use crate::usage::store::rows::LazyTable;
 
 /// More changed files than this: aggregate from scratch (cheaper than many
 /// isolated passes, and a cold scan changes everything anyway).

@@ -87,6 +87,7 @@ pub mod entry;
 pub mod index;
 pub mod journal;
 pub mod owners;
+pub(crate) mod rows;
 pub mod state;
 
 use crate::usage::event::fnv1a;

@@ -11,7 +11,7 @@
 use crate::base::json;
 use crate::usage::aggregate::{SlotAcc, SlotKey, Text};
 use crate::usage::event::Agent;
-use crate::usage::store::state::{acc_from, acc_numbers};
+use crate::usage::store::rows::{acc_from, acc_numbers};
 
 /// The sums of a slot the file writes as decimal strings: the state's
 /// numbers without the two times, which are written as numbers.
