@@ -50,12 +50,12 @@ use crate::base::json::Value;
 use crate::cli::{ActivityHookArgs, HookWorkerArgs, NotifyHookArgs};
 use crate::exit::Failure;
 use crate::herdr::answer::Agent;
-use crate::herdr::client::HerdrError;
+use crate::herdr::client::{self, HerdrError};
 use crate::herdr::session;
 use crate::hooks::delivery::{RateLimited, Relays};
 use crate::hooks::pacing::{self, Ask, Class, Limits, Slot};
 use crate::hooks::spool::{self, Entry, Job, Listed, Origin, Queue};
-use crate::hooks::{activity, env, failure_log, notify, registration, settings};
+use crate::hooks::{activity, env, failure_log, notify, registration, relay, settings};
 
 /// How long past the earliest due time the worker waits, so that the events
 /// of one burst are served by one batch.
@@ -66,6 +66,34 @@ pub(crate) const LINGER: Duration = Duration::from_millis(250);
 
 /// The longest sleep between two looks at the spool.
 pub(crate) const POLL: Duration = Duration::from_millis(25);
+
+/// How long a worker waits on others: each relay attempt and each herdr
+/// call. The defaults are the contract's 10 s attempt
+/// ([`relay::ATTEMPT_TIMEOUT`]) and herdr's client's; [`serve_here`] caps
+/// them at the tests' `HEELER_TEST_DEADLINE_MS`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deadlines {
+    pub relay_attempt: Duration,
+    pub herdr: client::Deadlines,
+}
+
+impl Default for Deadlines {
+    fn default() -> Deadlines {
+        Deadlines::capped(None)
+    }
+}
+
+impl Deadlines {
+    /// The defaults, each at most `cap`.
+    pub fn capped(cap: Option<Duration>) -> Deadlines {
+        Deadlines {
+            relay_attempt: cap.map_or(relay::ATTEMPT_TIMEOUT, |cap| {
+                relay::ATTEMPT_TIMEOUT.min(cap)
+            }),
+            herdr: client::Deadlines::capped(cap),
+        }
+    }
+}
 
 /// What the worker does next, from the listed entries (earliest due
 /// first) and the clock.
@@ -164,20 +192,26 @@ fn serve_here() -> Result<(), Failure> {
         return Err(fail(&format!("not run: {e}")));
     }
     let limits = Limits::from_env(env::process_env(pacing::MINUTE_ENV).as_deref());
-    serve_queue(&Queue::of(&state_dir), &plugin_state_dir, limits)
+    let deadlines = Deadlines::capped(crate::base::clock::test_deadline_cap());
+    serve_queue(&Queue::of(&state_dir), &plugin_state_dir, limits, deadlines)
         .map_err(|e| fail(&format!("queue lock: {e}")))
 }
 
 /// The hand-off loop around [`serve`]: one worker at a time, and nothing
 /// queued before the last look is left behind.
-pub(crate) fn serve_queue(queue: &Queue, log_dir: &Path, limits: Limits) -> std::io::Result<()> {
-    let mut relays = Relays::new(limits);
+pub(crate) fn serve_queue(
+    queue: &Queue,
+    log_dir: &Path,
+    limits: Limits,
+    deadlines: Deadlines,
+) -> std::io::Result<()> {
+    let mut relays = Relays::new(limits, deadlines.relay_attempt);
     loop {
         let Some(lock) = queue.try_lock()? else {
             return Ok(());
         };
         queue.sweep_temps();
-        serve(queue, log_dir, &mut relays);
+        serve(queue, log_dir, &mut relays, deadlines.herdr);
         drop(lock);
         if queue.list().is_empty() {
             return Ok(());
@@ -191,7 +225,7 @@ pub(crate) fn serve_queue(queue: &Queue, log_dir: &Path, limits: Limits) -> std:
 type Held = HashMap<PathBuf, (Entry, u64)>;
 
 /// Serves the spool until it has stayed empty for [`LINGER`].
-fn serve(queue: &Queue, log_dir: &Path, relays: &mut Relays) {
+fn serve(queue: &Queue, log_dir: &Path, relays: &mut Relays, herdr: client::Deadlines) {
     let mut empty_since: Option<Instant> = None;
     let mut held = Held::new();
     loop {
@@ -219,7 +253,7 @@ fn serve(queue: &Queue, log_dir: &Path, relays: &mut Relays) {
             }
             Step::Serve(count) => {
                 empty_since = None;
-                serve_batch(queue, &listed[..count], log_dir, relays, &mut held);
+                serve_batch(queue, &listed[..count], log_dir, relays, &mut held, herdr);
             }
         }
     }
@@ -247,6 +281,7 @@ fn serve_batch(
     log_dir: &Path,
     relays: &mut Relays,
     held: &mut Held,
+    herdr: client::Deadlines,
 ) {
     let mut groups: Vec<(Origin, Vec<(&Listed, Entry)>)> = Vec::new();
     for listed in due {
@@ -286,7 +321,7 @@ fn serve_batch(
         }
     }
     for (origin, entries) in groups {
-        serve_group(queue, &origin, entries, log_dir, relays, held);
+        serve_group(queue, &origin, entries, log_dir, relays, held, herdr);
     }
 }
 
@@ -381,6 +416,7 @@ fn serve_group(
     log_dir: &Path,
     relays: &mut Relays,
     held: &mut Held,
+    herdr: client::Deadlines,
 ) {
     let env = origin.hook_env();
     if let Err(e) = crate::base::dirs::trusted(&env.config_dir) {
@@ -392,7 +428,7 @@ fn serve_group(
         return;
     }
     let settings = settings::load(&env.config_dir);
-    let herdr = env.herdr();
+    let herdr = env.herdr(herdr);
     // Claims that lost to a newer one are dropped before any herdr call.
     let mut kept = Vec::with_capacity(entries.len());
     for (listed, entry) in entries {
@@ -564,6 +600,20 @@ pub(crate) fn agent_of(agents: &[Agent], pane: &str) -> Result<Agent, HerdrError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_deadlines_are_the_contracts_unless_a_test_caps_them() {
+        // The contracts: a relay attempt's timeout is 10 000 ms.
+        let ten_seconds = Duration::from_millis(10_000);
+        assert_eq!(Deadlines::default().relay_attempt, ten_seconds);
+        assert_eq!(Deadlines::default().herdr, client::Deadlines::default());
+        let second = Duration::from_millis(1_000);
+        let capped = Deadlines::capped(Some(second));
+        assert_eq!(capped.relay_attempt, second);
+        assert_eq!(capped.herdr, client::Deadlines::capped(Some(second)));
+        let long = Deadlines::capped(Some(Duration::from_secs(3_600)));
+        assert_eq!(long, Deadlines::default(), "a cap never lengthens one");
+    }
 
     fn due(due_ms: u64) -> Due {
         Due {

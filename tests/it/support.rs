@@ -622,6 +622,21 @@ impl Fixture {
     }
 }
 
+/// The cap on heeler's deadlines (`HEELER_TEST_DEADLINE_MS`) in a test of
+/// a party that hangs: a loopback stand-in that answers at all does so
+/// well inside it, and waiting out a hung one costs a second instead of
+/// the contract's ten.
+pub const SHORT_DEADLINE_MS: u64 = 1_000;
+
+/// The environment entry that caps heeler's deadlines at
+/// [`SHORT_DEADLINE_MS`].
+pub fn short_deadlines() -> (String, String) {
+    (
+        heeler::base::clock::TEST_DEADLINE_ENV.into(),
+        SHORT_DEADLINE_MS.to_string(),
+    )
+}
+
 pub fn hook_command(hook: &str, env: &[(String, String)]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_heeler"));
     command
