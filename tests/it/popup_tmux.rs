@@ -235,6 +235,15 @@ impl Popup {
         self.wait_for(text, |s| s.contains(text))
     }
 
+    /// Waits until `path` exists (a stand-in program's sign that it ran).
+    fn wait_for_file(&self, what: &str, path: &Path) {
+        let deadline = Instant::now() + WAIT;
+        while !path.exists() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// The popup's exit status, once it has exited.
     fn exit_status(&self) -> i32 {
         let path = self.root.join("exit");
@@ -852,7 +861,9 @@ fn tailscale_ssh_conflict_is_warned_after_the_first_paint() {
 #[test]
 fn tailscale_without_ssh_warns_about_nothing() {
     require_tmux!();
-    let tailscale = "#!/bin/sh\ncase \"$1 $2\" in\n\"status --json\") echo '{\"Self\":{\"TailscaleIPs\":[\"100.101.1.2\"]}}' ;;\n\"debug prefs\") echo '{\"RunSSH\":false}' ;;\n*) exit 1 ;;\nesac\n";
+    // `debug prefs` is the probe's last question; the stand-in leaves a
+    // file beside itself once it has answered it.
+    let tailscale = "#!/bin/sh\ncase \"$1 $2\" in\n\"status --json\") echo '{\"Self\":{\"TailscaleIPs\":[\"100.101.1.2\"]}}' ;;\n\"debug prefs\") echo '{\"RunSSH\":false}'; : > \"$(dirname \"$0\")/answered\" ;;\n*) exit 1 ;;\nesac\n";
     let popup = Popup::start(
         "tsoff",
         Options {
@@ -862,8 +873,8 @@ fn tailscale_without_ssh_warns_about_nothing() {
         },
     );
     popup.wait_for_text("Pair a Heeler device");
-    // Let the probe answer, then repaint with a key.
-    std::thread::sleep(Duration::from_millis(500));
+    // Once the probe has its answer, a key repaints the checklist with it.
+    popup.wait_for_file("the Tailscale probe", &popup.root.join("bin/answered"));
     popup.keys(&["j"]);
     let screen = popup.wait_for_text("SSH port 22 (pair.json ssh_port)");
     assert!(!screen.contains("Tailscale SSH answers"), "{screen}");
