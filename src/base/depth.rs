@@ -8,11 +8,12 @@
 /// The environment variable that asks for the deep counts (`1`).
 pub const DEEP_ENV: &str = "HEELER_DEEP";
 
+/// Whether `HEELER_DEEP=1` asks for the deep counts.
+pub fn deep() -> bool {
+    std::env::var_os(DEEP_ENV).is_some_and(|v| v == "1")
+}
+
 /// `quick`, or `deep` when `HEELER_DEEP=1`.
 pub fn rounds(quick: usize, deep: usize) -> usize {
-    if std::env::var_os(DEEP_ENV).is_some_and(|v| v == "1") {
-        deep
-    } else {
-        quick
-    }
+    if self::deep() { deep } else { quick }
 }
