@@ -588,6 +588,11 @@ impl Fixture {
                 heeler::hooks::pacing::MINUTE_ENV.into(),
                 self.relay.minute.as_millis().to_string(),
             ),
+            // Every hook run waits for its worker to exit: a short linger.
+            (
+                heeler::hooks::worker::LINGER_ENV.into(),
+                TEST_LINGER_MS.to_string(),
+            ),
         ]
     }
 
@@ -621,6 +626,11 @@ impl Fixture {
         hook_command(hook, &self.env(event_json)).spawn().unwrap()
     }
 }
+
+/// The hook worker's linger in the hook tests (`HEELER_TEST_LINGER_MS`):
+/// each hook run waits for the worker to exit, which then takes 50 ms
+/// instead of 250 once the spool is empty.
+pub const TEST_LINGER_MS: u64 = 50;
 
 /// The cap on heeler's deadlines (`HEELER_TEST_DEADLINE_MS`) in a test of
 /// a party that hangs: a loopback stand-in that answers at all does so
