@@ -322,15 +322,22 @@ fn concurrent_accepts_enroll_exactly_once() {
                 format!("{} phone{i}", key.public_line())
             })
             .collect();
-        let mut children: Vec<_> = lines
+        // Each stops once it has read its submission, before the lock
+        // (`HEELER_TEST_PAUSE`, the `accept` step), until both stand there;
+        // then both go on at once.
+        let pauses: Vec<PathBuf> = (0..lines.len())
+            .map(|i| home.join(format!("paused-{i}")))
+            .collect();
+        let mut children: Vec<_> = pauses
             .iter()
-            .map(|_| {
+            .map(|pause| {
                 Command::new(env!("CARGO_BIN_EXE_heeler"))
                     .args(["accept", "--state-dir"])
                     .arg(&state)
                     .args(["--pairing-id", ceremony.pairing_id()])
                     .env_clear()
                     .env("HOME", &home)
+                    .env("HEELER_TEST_PAUSE", format!("accept:{}", pause.display()))
                     .stdin(Stdio::piped())
                     .stdout(Stdio::piped())
                     .stderr(Stdio::piped())
@@ -338,12 +345,21 @@ fn concurrent_accepts_enroll_exactly_once() {
                     .unwrap()
             })
             .collect();
-        // Let both get past their pending check, then answer both at once.
-        std::thread::sleep(Duration::from_millis(100));
-        let started = Instant::now();
         for (child, line) in children.iter_mut().zip(&lines) {
             let mut stdin = child.stdin.take().unwrap();
             stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !pauses.iter().all(|p| p.exists()) {
+            assert!(
+                Instant::now() < deadline,
+                "round {round}: never both paused"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let started = Instant::now();
+        for pause in &pauses {
+            std::fs::remove_file(pause).unwrap();
         }
         let outputs: Vec<_> = children
             .into_iter()
