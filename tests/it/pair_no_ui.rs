@@ -404,7 +404,16 @@ fn start_up_sweep_removes_a_killed_ceremony_line() {
     killed.wait().unwrap();
     let stale = dirs.authorized_keys();
     assert!(stale.contains("herdr-pairing:"));
-    std::thread::sleep(std::time::Duration::from_millis(2100));
+    // The sweep removes a line once its expiry is now or past.
+    let exp: i64 = stale
+        .trim_end()
+        .rsplit(":exp:")
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no expiry in {stale:?}"));
+    while heeler::base::clock::unix_seconds() < exp {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let (mut child, _stdout, payload) = dirs.start(None);
     let now_text = dirs.authorized_keys();
     assert!(
