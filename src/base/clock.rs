@@ -19,13 +19,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub const TEST_DEADLINE_ENV: &str = "HEELER_TEST_DEADLINE_MS";
 
 /// The cap [`TEST_DEADLINE_ENV`] sets in this process's environment.
-pub fn test_deadline_cap() -> Option<Duration> {
+pub(crate) fn test_deadline_cap() -> Option<Duration> {
     deadline_cap_of(std::env::var_os(TEST_DEADLINE_ENV).as_deref())
 }
 
 /// The cap a value of [`TEST_DEADLINE_ENV`] sets: unset, or anything but a
 /// positive whole number of milliseconds, sets none.
-pub fn deadline_cap_of(value: Option<&OsStr>) -> Option<Duration> {
+pub(crate) fn deadline_cap_of(value: Option<&OsStr>) -> Option<Duration> {
     value
         .and_then(OsStr::to_str)
         .and_then(|v| v.trim().parse::<u64>().ok())

@@ -58,7 +58,7 @@ impl Default for Deadlines {
 
 impl Deadlines {
     /// The defaults, each at most `cap` (`base::clock::test_deadline_cap`).
-    pub fn capped(cap: Option<Duration>) -> Deadlines {
+    pub(crate) fn capped(cap: Option<Duration>) -> Deadlines {
         let at_most = |d: Duration| cap.map_or(d, |cap| d.min(cap));
         let d = Deadlines::default();
         Deadlines {

@@ -79,10 +79,10 @@ pub(crate) const POLL: Duration = Duration::from_millis(25);
 /// [`serve_here`] caps the first two at the tests'
 /// `HEELER_TEST_DEADLINE_MS` and takes the linger from [`LINGER_ENV`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Deadlines {
-    pub relay_attempt: Duration,
-    pub herdr: client::Deadlines,
-    pub linger: Duration,
+pub(crate) struct Deadlines {
+    pub(crate) relay_attempt: Duration,
+    pub(crate) herdr: client::Deadlines,
+    pub(crate) linger: Duration,
 }
 
 impl Default for Deadlines {
@@ -93,7 +93,7 @@ impl Default for Deadlines {
 
 impl Deadlines {
     /// The defaults, each at most `cap`.
-    pub fn capped(cap: Option<Duration>) -> Deadlines {
+    pub(crate) fn capped(cap: Option<Duration>) -> Deadlines {
         Deadlines {
             relay_attempt: cap.map_or(relay::ATTEMPT_TIMEOUT, |cap| {
                 relay::ATTEMPT_TIMEOUT.min(cap)
@@ -105,7 +105,7 @@ impl Deadlines {
 
     /// These deadlines with the linger a value of [`LINGER_ENV`] sets:
     /// unset or unusable keeps [`LINGER`], and it is never longer.
-    pub fn with_linger_of(self, value: Option<&std::ffi::OsStr>) -> Deadlines {
+    pub(crate) fn with_linger_of(self, value: Option<&std::ffi::OsStr>) -> Deadlines {
         let linger = value
             .and_then(|v| v.to_str())
             .and_then(|v| v.trim().parse::<u64>().ok())
