@@ -21,8 +21,9 @@
 //!   TZif files and POSIX `TZ` rules, the Host's zone, the civil day
 //!   numbers.
 //! - `sys.rs`: every `unsafe` block of the crate, each with a `// SAFETY:`.
-//! - For unit tests only: `scratch.rs` (scratch directories) and
-//!   `test_rng.rs` (the one seeded random source).
+//! - For unit tests only: `scratch.rs` (scratch directories),
+//!   `test_rng.rs` (the one seeded random source) and `depth.rs` (the
+//!   in-test random loops' round counts, deep under `HEELER_DEEP=1`).
 //!
 //! Architecture invariants: `base` imports nothing else from the crate, so
 //! every other area may use it. It knows no wire format, no herdr concept and
@@ -32,6 +33,8 @@ pub mod atomic_file;
 pub mod base64;
 pub mod bytes;
 pub mod clock;
+#[cfg(test)]
+pub(crate) mod depth;
 pub mod dirs;
 pub mod json;
 pub mod process;

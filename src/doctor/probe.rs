@@ -258,21 +258,37 @@ fn relay_status(relay_url: &str) -> Result<u16, String> {
 mod tests {
     use super::*;
     use crate::base::scratch::ScratchDir;
-    use std::time::Instant;
 
     #[test]
     fn a_hanging_herdr_is_given_up_on_at_the_timeout_with_its_children() {
         let scratch = ScratchDir::new("doctor-hang");
         let herdr = scratch.join("herdr");
+        let (pid_file, done) = (scratch.join("child.pid"), scratch.join("done"));
         // The child of the script keeps the output pipes open: killing the
-        // script alone would leave doctor waiting for them.
-        std::fs::write(&herdr, "#!/bin/sh\nsleep 60 &\nwait\n").unwrap();
+        // script alone would leave doctor waiting for them, until the child
+        // ends and says so.
+        let script = format!(
+            "#!/bin/sh\n(sleep 60; echo > '{}') &\necho $! > '{}'\nwait\n",
+            done.display(),
+            pid_file.display()
+        );
+        std::fs::write(&herdr, script).unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&herdr, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let started = Instant::now();
         let result = run_with_timeout(&herdr, &["--version"], Duration::from_millis(300));
         assert_eq!(result, Err("timed out after 0 s".to_owned()));
-        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(!done.exists(), "doctor waited for the child to end");
+        // A SIGKILL takes effect asynchronously; a zombie counts as gone.
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        let running = || {
+            std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
+                .is_ok_and(|stat| !stat.contains(") Z "))
+        };
+        let gone = (0..500).any(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            !running()
+        });
+        assert!(gone, "the child outlived the timeout");
     }
 
     #[test]

@@ -10,6 +10,8 @@
 //! must be complete within [`READ_TIMEOUT`] of the request, however slowly
 //! it trickles in, and the CLI runs under [`CLI_TIMEOUT`] through
 //! `base::process` (its process group killed past it, its output capped).
+//! A client receives its deadlines ([`Deadlines`]) from its command's edge:
+//! these by default, shorter in tests.
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -22,6 +24,7 @@ use crate::base::json::{self, Object, Value};
 use crate::base::process::{self, RunError};
 use crate::herdr::answer::{self, Agent, Pane, Tab, Workspace};
 
+/// Connecting to the socket.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// The socket's whole exchange after the connect: request written and the
 /// answer line read.
@@ -30,6 +33,41 @@ pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(5);
 pub(crate) const CLI_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest answer line accepted from the socket.
 const MAX_ANSWER_BYTES: u64 = 16 * 1024 * 1024;
+
+/// How long a call waits on herdr; [`Deadlines::default`] is
+/// [`CONNECT_TIMEOUT`], [`READ_TIMEOUT`] and [`CLI_TIMEOUT`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deadlines {
+    /// Connecting to the socket.
+    pub connect: Duration,
+    /// The socket's whole exchange after the connect.
+    pub exchange: Duration,
+    /// One CLI call, start to exit.
+    pub cli: Duration,
+}
+
+impl Default for Deadlines {
+    fn default() -> Deadlines {
+        Deadlines {
+            connect: CONNECT_TIMEOUT,
+            exchange: READ_TIMEOUT,
+            cli: CLI_TIMEOUT,
+        }
+    }
+}
+
+impl Deadlines {
+    /// The defaults, each at most `cap` (`base::clock::test_deadline_cap`).
+    pub(crate) fn capped(cap: Option<Duration>) -> Deadlines {
+        let at_most = |d: Duration| cap.map_or(d, |cap| d.min(cap));
+        let d = Deadlines::default();
+        Deadlines {
+            connect: at_most(d.connect),
+            exchange: at_most(d.exchange),
+            cli: at_most(d.cli),
+        }
+    }
+}
 
 /// Why herdr gave no usable answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,13 +113,14 @@ impl std::error::Error for HerdrError {}
 pub struct HerdrClient {
     pub socket: Option<PathBuf>,
     pub bin: PathBuf,
+    pub deadlines: Deadlines,
 }
 
 /// A socket problem: the request may be retried through the binary.
 #[derive(Debug)]
 struct SocketUnusable(String);
 
-fn connect_with_timeout(path: &Path) -> Result<UnixStream, SocketUnusable> {
+fn connect_with_timeout(path: &Path, timeout: Duration) -> Result<UnixStream, SocketUnusable> {
     // std has no connect timeout for Unix sockets; a connect blocks only when
     // the listener's backlog is full, so a helper thread bounds it.
     let (sender, receiver) = mpsc::channel();
@@ -89,7 +128,7 @@ fn connect_with_timeout(path: &Path) -> Result<UnixStream, SocketUnusable> {
     std::thread::spawn(move || {
         let _ = sender.send(UnixStream::connect(path));
     });
-    match receiver.recv_timeout(CONNECT_TIMEOUT) {
+    match receiver.recv_timeout(timeout) {
         Ok(Ok(stream)) => Ok(stream),
         Ok(Err(e)) => Err(SocketUnusable(format!("connect: {e}"))),
         Err(_) => Err(SocketUnusable("connect timed out".to_owned())),
@@ -144,12 +183,17 @@ pub(crate) fn read_line_before(
     }
 }
 
-fn socket_call(path: &Path, method: &str, params: Object) -> Result<Value, SocketUnusable> {
+fn socket_call(
+    path: &Path,
+    method: &str,
+    params: Object,
+    deadlines: Deadlines,
+) -> Result<Value, SocketUnusable> {
     let fail = |what: &str, e: std::io::Error| SocketUnusable(format!("{what}: {e}"));
-    let mut stream = connect_with_timeout(path)?;
-    let deadline = Instant::now() + READ_TIMEOUT;
+    let mut stream = connect_with_timeout(path, deadlines.connect)?;
+    let deadline = Instant::now() + deadlines.exchange;
     stream
-        .set_write_timeout(Some(READ_TIMEOUT))
+        .set_write_timeout(Some(deadlines.exchange))
         .map_err(|e| fail("socket setup", e))?;
     stream
         .write_all(request_line(method, params).as_bytes())
@@ -178,13 +222,9 @@ fn error_of(answer: &Value) -> Option<(String, String)> {
     Some((text("code"), text("message")))
 }
 
-/// Runs `herdr <args>` under [`CLI_TIMEOUT`], output capped at
-/// [`MAX_ANSWER_BYTES`]: the one way this crate runs the herdr CLI.
-pub(crate) fn run_cli(bin: &Path, args: &[&str]) -> Result<process::Finished, RunError> {
-    run_cli_within(bin, args, CLI_TIMEOUT)
-}
-
-/// [`run_cli`] with a deadline of the caller's.
+/// Runs `herdr <args>` under `deadline` (a [`Deadlines::cli`]), output
+/// capped at [`MAX_ANSWER_BYTES`]: the one way this crate runs the herdr
+/// CLI.
 pub(crate) fn run_cli_within(
     bin: &Path,
     args: &[&str],
@@ -205,14 +245,14 @@ pub(crate) fn run_cli_command(
     process::run(&mut command, deadline, cap)
 }
 
-fn bin_call(bin: &Path, args: &[&str]) -> Result<Value, HerdrError> {
-    let output = run_cli(bin, args).map_err(|e| {
+fn bin_call(bin: &Path, args: &[&str], deadline: Duration) -> Result<Value, HerdrError> {
+    let output = run_cli_within(bin, args, deadline).map_err(|e| {
         HerdrError::Unreachable(match e {
             RunError::TimedOut(_) => format!(
                 "{} {} timed out after {} s",
                 bin.display(),
                 args.join(" "),
-                CLI_TIMEOUT.as_secs()
+                deadline.as_secs()
             ),
             other => format!("cannot run {}: {other}", bin.display()),
         })
@@ -259,18 +299,17 @@ impl HerdrClient {
         let answer = match self
             .socket
             .as_deref()
-            .map(|s| socket_call(s, method, params))
+            .map(|s| socket_call(s, method, params, self.deadlines))
         {
             Some(Ok(answer)) => answer,
-            Some(Err(SocketUnusable(why))) => {
-                bin_call(&self.bin, cli_args).map_err(|e| match e {
+            Some(Err(SocketUnusable(why))) => bin_call(&self.bin, cli_args, self.deadlines.cli)
+                .map_err(|e| match e {
                     HerdrError::Unreachable(bin) => {
                         HerdrError::Unreachable(format!("socket {why}; {bin}"))
                     }
                     other => other,
-                })?
-            }
-            None => bin_call(&self.bin, cli_args)?,
+                })?,
+            None => bin_call(&self.bin, cli_args, self.deadlines.cli)?,
         };
         if let Some((code, message)) = error_of(&answer) {
             return Err(if code == "agent_not_found" {
@@ -385,10 +424,32 @@ mod tests {
     }
 
     #[test]
+    fn a_cap_shortens_each_deadline_and_no_cap_keeps_the_documented_ones() {
+        // ARCHITECTURE.md: a 3 s connect, 5 s for the answer, 10 s for the CLI.
+        let documented = Deadlines {
+            connect: Duration::from_secs(3),
+            exchange: Duration::from_secs(5),
+            cli: Duration::from_secs(10),
+        };
+        assert_eq!(Deadlines::default(), documented);
+        assert_eq!(Deadlines::capped(None), documented);
+        let cap = Duration::from_millis(4_000);
+        assert_eq!(
+            Deadlines::capped(Some(cap)),
+            Deadlines {
+                connect: Duration::from_secs(3),
+                exchange: cap,
+                cli: cap,
+            }
+        );
+    }
+
+    #[test]
     fn missing_socket_falls_back_to_a_missing_binary_as_unreachable() {
         let client = HerdrClient {
             socket: Some(PathBuf::from("/nonexistent/heeler/herdr.sock")),
             bin: PathBuf::from("/nonexistent/heeler/herdr"),
+            deadlines: Deadlines::default(),
         };
         assert!(matches!(
             client.agent_list(),

@@ -21,7 +21,7 @@ use crate::base::atomic_file;
 use crate::base::json::Value;
 use crate::hooks::pacing::{self, Limits, Pacer};
 use crate::hooks::registration::{self, ActivityDevice, AlertDevice};
-use crate::hooks::relay::{Outcome, RelayClient, RelayConfigError};
+use crate::hooks::relay::{self, Outcome, RelayClient, RelayConfigError};
 use crate::hooks::settings::NotifySettings;
 
 /// A registered device as a delivery round sees it: the push token the
@@ -160,12 +160,17 @@ pub struct Registration<'a> {
     pub prune: fn(&mut Value, &[String]) -> bool,
 }
 
-/// The relay client for the settings' URL, CA file and retry delay.
-pub(crate) fn relay_client(settings: &NotifySettings) -> Result<RelayClient, RelayConfigError> {
+/// The relay client for the settings' URL, CA file and retry delay, each
+/// attempt ending at `attempt`.
+pub(crate) fn relay_client(
+    settings: &NotifySettings,
+    attempt: Duration,
+) -> Result<RelayClient, RelayConfigError> {
     RelayClient::new(
         &settings.relay_url,
         settings.relay_ca_file.as_deref(),
         Duration::from_millis(settings.retry_delay_ms),
+        attempt,
     )
 }
 
@@ -175,22 +180,29 @@ pub(crate) fn relay_client(settings: &NotifySettings) -> Result<RelayClient, Rel
 pub struct Relays {
     cached: Option<(RelayKey, Result<RelayClient, RelayConfigError>)>,
     pacer: Pacer,
+    /// Each attempt's deadline.
+    attempt: Duration,
 }
 
 type RelayKey = (String, Option<PathBuf>, u64);
 
 impl Default for Relays {
     fn default() -> Relays {
-        Relays::new(Limits::relay(pacing::RELAY_MINUTE_MS))
+        Relays::new(
+            Limits::relay(pacing::RELAY_MINUTE_MS),
+            relay::ATTEMPT_TIMEOUT,
+        )
     }
 }
 
 impl Relays {
-    /// No client yet, pacing to `limits`.
-    pub fn new(limits: Limits) -> Relays {
+    /// No client yet, pacing to `limits`; each attempt of the clients
+    /// ends at `attempt`.
+    pub fn new(limits: Limits, attempt: Duration) -> Relays {
         Relays {
             cached: None,
             pacer: Pacer::new(limits),
+            attempt,
         }
     }
 
@@ -205,7 +217,7 @@ impl Relays {
             .as_ref()
             .is_none_or(|(cached, _)| *cached != key)
         {
-            let client = relay_client(settings);
+            let client = relay_client(settings, self.attempt);
             self.cached = Some((key, client));
         }
     }
@@ -222,7 +234,7 @@ impl Relays {
         settings: &NotifySettings,
     ) -> (Result<&RelayClient, RelayConfigError>, &mut Pacer) {
         self.refresh(settings);
-        let Relays { cached, pacer } = self;
+        let Relays { cached, pacer, .. } = self;
         let client = match cached {
             Some((_, Ok(client))) => Ok(&*client),
             Some((_, Err(e))) => Err(e.clone()),
@@ -265,7 +277,7 @@ pub fn deliver<D: PushTarget>(
     record_when: RecordWhen,
     record: impl FnOnce() -> StateRecord,
 ) -> RoundResult {
-    let relay = relay_client(settings);
+    let relay = relay_client(settings, relay::ATTEMPT_TIMEOUT);
     deliver_with(
         relay.as_ref().map_err(Clone::clone),
         devices,

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use crate::base::dirs::{self, Untrusted};
 use crate::base::json::{self, Value};
-use crate::herdr::client::HerdrClient;
+use crate::herdr::client::{Deadlines, HerdrClient};
 use crate::herdr::session::{self, Session};
 
 /// What a hook learns from its environment.
@@ -41,11 +41,13 @@ pub struct HookEnv {
 }
 
 impl HookEnv {
-    /// The herdr client of this hook's session: its socket, then its binary.
-    pub fn herdr(&self) -> HerdrClient {
+    /// The herdr client of this hook's session: its socket, then its
+    /// binary, each call bounded by `deadlines`.
+    pub fn herdr(&self, deadlines: Deadlines) -> HerdrClient {
         HerdrClient {
             socket: self.socket_path.clone(),
             bin: self.herdr_bin.clone(),
+            deadlines,
         }
     }
 }

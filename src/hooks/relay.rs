@@ -27,7 +27,8 @@ use crate::base::json::{self, Value};
 
 /// Attempts per push.
 pub(crate) const ATTEMPTS: u32 = 3;
-/// Deadline of one attempt (connect, send, answer).
+/// Deadline of one attempt (connect, send, answer): the default of the
+/// one a client receives ([`RelayClient::new`]).
 pub(crate) const ATTEMPT_TIMEOUT: Duration = Duration::from_millis(10_000);
 /// Characters of an error answer kept for the log line.
 pub(crate) const BODY_EXCERPT_CHARS: usize = 200;
@@ -267,7 +268,7 @@ pub(crate) fn uses_proxy(url: &str) -> bool {
     scheme_and_host(url).is_none_or(|(_, host)| !is_loopback_host(host))
 }
 
-fn agent_trusting(roots: ureq::tls::RootCerts, proxied: bool) -> ureq::Agent {
+fn agent_trusting(roots: ureq::tls::RootCerts, proxied: bool, attempt: Duration) -> ureq::Agent {
     let tls = ureq::tls::TlsConfig::builder()
         .provider(ureq::tls::TlsProvider::Rustls)
         .root_certs(roots)
@@ -279,7 +280,7 @@ fn agent_trusting(roots: ureq::tls::RootCerts, proxied: bool) -> ureq::Agent {
     let config = config
         .http_status_as_error(false)
         .max_redirects(0)
-        .timeout_global(Some(ATTEMPT_TIMEOUT))
+        .timeout_global(Some(attempt))
         .user_agent(concat!("heeler/", env!("CARGO_PKG_VERSION")))
         .build();
     ureq::Agent::new_with_config(config)
@@ -308,11 +309,13 @@ fn load_ca_file(path: &Path) -> Result<Vec<ureq::tls::Certificate<'static>>, Rel
 
 impl RelayClient {
     /// A client for `base_url` (no trailing `/`), trusting the bundled
-    /// webpki roots plus the certificates in `ca_file` when one is set.
+    /// webpki roots plus the certificates in `ca_file` when one is set;
+    /// each attempt ends at `attempt` ([`ATTEMPT_TIMEOUT`] but in tests).
     pub fn new(
         base_url: &str,
         ca_file: Option<&Path>,
         retry_delay: Duration,
+        attempt: Duration,
     ) -> Result<RelayClient, RelayConfigError> {
         check_url(base_url)?;
         let proxied = uses_proxy(base_url);
@@ -322,9 +325,14 @@ impl RelayClient {
             agents.push(agent_trusting(
                 ureq::tls::RootCerts::new_with_certs(&certs),
                 proxied,
+                attempt,
             ));
         }
-        agents.push(agent_trusting(ureq::tls::RootCerts::WebPki, proxied));
+        agents.push(agent_trusting(
+            ureq::tls::RootCerts::WebPki,
+            proxied,
+            attempt,
+        ));
         Ok(RelayClient {
             agents,
             push_url: format!("{base_url}/push"),

@@ -850,29 +850,41 @@ mod tests {
     }
 
     #[test]
-    fn four_hundred_events_leave_the_bound_and_every_panes_newest() {
+    fn events_past_the_bound_leave_the_bound_and_every_panes_newest() {
+        // Each trim reads every entry, so the work grows with the bound
+        // squared: a bound of 32 by default, the spool's own (256, with 400
+        // events over 50 panes and 300 fresh ones) under `HEELER_DEEP=1`.
+        let (bound, events, panes, fresh) = if crate::base::depth::deep() {
+            (MAX_ENTRIES as u64, 400, 50, 300)
+        } else {
+            (32, 50, 8, 40)
+        };
         let dir = ScratchDir::new("spool-bound");
         let queue = Queue::of(dir.path());
         let mut lines = Vec::new();
-        for i in 0..400u64 {
+        for i in 0..events {
             let mut entry = notify_entry(dir.path(), 1_000 + i);
             if let Job::Notify { event, .. } = &mut entry.job {
-                event.pane = format!("w1:p{}", i % 50);
+                event.pane = format!("w1:p{}", i % panes);
             }
             queue.enqueue(&entry).unwrap();
-            lines.extend(queue.trim(MAX_ENTRIES));
+            lines.extend(queue.trim(bound as usize));
         }
         let listed = queue.list();
-        assert_eq!(listed.len(), MAX_ENTRIES);
-        // Only superseded duplicates went: the newest event of each of the
-        // 50 panes is still queued, and so are the last 256 written.
+        assert_eq!(listed.len() as u64, bound);
+        // Only superseded duplicates went: the newest event of each pane is
+        // still queued, and so are the last `bound` written.
         let dues: Vec<u64> = listed.iter().map(|l| l.due_ms).collect();
-        assert_eq!(dues, (1_144..1_400).collect::<Vec<u64>>());
-        assert_eq!(lines.len(), 400 - MAX_ENTRIES, "one line per trim");
+        assert_eq!(
+            dues,
+            (1_000 + events - bound..1_000 + events).collect::<Vec<u64>>()
+        );
+        assert_eq!(lines.len() as u64, events - bound, "one line per trim");
+        let head = format!("the hook queue holds more than {bound} events; dropped ");
         assert!(
-            lines.iter().all(|l| l
-                .starts_with("the hook queue holds more than 256 events; dropped ")
-                && l.ends_with(".json (superseded)")),
+            lines
+                .iter()
+                .all(|l| l.starts_with(&head) && l.ends_with(".json (superseded)")),
             "{lines:?}"
         );
         // Past the duplicates, the oldest go.
@@ -881,18 +893,21 @@ mod tests {
             event.pane = "w1:p99".into();
         }
         queue.enqueue(&other).unwrap();
-        let line = queue.trim(MAX_ENTRIES).unwrap();
+        let line = queue.trim(bound as usize).unwrap();
         assert!(line.ends_with(" (superseded)"), "{line}");
-        for i in 0..300 {
-            let mut fresh = notify_entry(dir.path(), 6_000 + i);
-            if let Job::Notify { event, .. } = &mut fresh.job {
+        for i in 0..fresh {
+            let mut entry = notify_entry(dir.path(), 6_000 + i);
+            if let Job::Notify { event, .. } = &mut entry.job {
                 event.pane = format!("w2:p{i}");
             }
-            queue.enqueue(&fresh).unwrap();
-            queue.trim(MAX_ENTRIES);
+            queue.enqueue(&entry).unwrap();
+            queue.trim(bound as usize);
         }
         let dues: Vec<u64> = queue.list().iter().map(|l| l.due_ms).collect();
-        assert_eq!(dues, (6_044..6_300).collect::<Vec<u64>>());
+        assert_eq!(
+            dues,
+            (6_000 + fresh - bound..6_000 + fresh).collect::<Vec<u64>>()
+        );
     }
 
     #[test]

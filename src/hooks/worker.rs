@@ -50,12 +50,12 @@ use crate::base::json::Value;
 use crate::cli::{ActivityHookArgs, HookWorkerArgs, NotifyHookArgs};
 use crate::exit::Failure;
 use crate::herdr::answer::Agent;
-use crate::herdr::client::HerdrError;
+use crate::herdr::client::{self, HerdrError};
 use crate::herdr::session;
 use crate::hooks::delivery::{RateLimited, Relays};
 use crate::hooks::pacing::{self, Ask, Class, Limits, Slot};
 use crate::hooks::spool::{self, Entry, Job, Listed, Origin, Queue};
-use crate::hooks::{activity, env, failure_log, notify, registration, settings};
+use crate::hooks::{activity, env, failure_log, notify, registration, relay, settings};
 
 /// How long past the earliest due time the worker waits, so that the events
 /// of one burst are served by one batch.
@@ -64,8 +64,55 @@ pub(crate) const GATHER: Duration = Duration::from_millis(50);
 /// How long an empty spool is watched before the worker exits.
 pub(crate) const LINGER: Duration = Duration::from_millis(250);
 
+/// The environment variable that shortens [`LINGER`] (tests only;
+/// milliseconds, 0 to 250): a test waits for the worker to exit after each
+/// of its hooks.
+pub const LINGER_ENV: &str = "HEELER_TEST_LINGER_MS";
+
 /// The longest sleep between two looks at the spool.
 pub(crate) const POLL: Duration = Duration::from_millis(25);
+
+/// How long a worker waits on others: each relay attempt and each herdr
+/// call, and an empty spool for another hook's event before it exits.
+/// The defaults are the contract's 10 s attempt
+/// ([`relay::ATTEMPT_TIMEOUT`]), herdr's client's and [`LINGER`];
+/// [`serve_here`] caps the first two at the tests'
+/// `HEELER_TEST_DEADLINE_MS` and takes the linger from [`LINGER_ENV`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Deadlines {
+    pub(crate) relay_attempt: Duration,
+    pub(crate) herdr: client::Deadlines,
+    pub(crate) linger: Duration,
+}
+
+impl Default for Deadlines {
+    fn default() -> Deadlines {
+        Deadlines::capped(None)
+    }
+}
+
+impl Deadlines {
+    /// The defaults, each at most `cap`.
+    pub(crate) fn capped(cap: Option<Duration>) -> Deadlines {
+        Deadlines {
+            relay_attempt: cap.map_or(relay::ATTEMPT_TIMEOUT, |cap| {
+                relay::ATTEMPT_TIMEOUT.min(cap)
+            }),
+            herdr: client::Deadlines::capped(cap),
+            linger: LINGER,
+        }
+    }
+
+    /// These deadlines with the linger a value of [`LINGER_ENV`] sets:
+    /// unset or unusable keeps [`LINGER`], and it is never longer.
+    pub(crate) fn with_linger_of(self, value: Option<&std::ffi::OsStr>) -> Deadlines {
+        let linger = value
+            .and_then(|v| v.to_str())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map_or(LINGER, |ms| LINGER.min(Duration::from_millis(ms)));
+        Deadlines { linger, ..self }
+    }
+}
 
 /// What the worker does next, from the listed entries (earliest due
 /// first) and the clock.
@@ -164,20 +211,27 @@ fn serve_here() -> Result<(), Failure> {
         return Err(fail(&format!("not run: {e}")));
     }
     let limits = Limits::from_env(env::process_env(pacing::MINUTE_ENV).as_deref());
-    serve_queue(&Queue::of(&state_dir), &plugin_state_dir, limits)
+    let deadlines = Deadlines::capped(crate::base::clock::test_deadline_cap())
+        .with_linger_of(env::process_env(LINGER_ENV).as_deref());
+    serve_queue(&Queue::of(&state_dir), &plugin_state_dir, limits, deadlines)
         .map_err(|e| fail(&format!("queue lock: {e}")))
 }
 
 /// The hand-off loop around [`serve`]: one worker at a time, and nothing
 /// queued before the last look is left behind.
-pub(crate) fn serve_queue(queue: &Queue, log_dir: &Path, limits: Limits) -> std::io::Result<()> {
-    let mut relays = Relays::new(limits);
+pub(crate) fn serve_queue(
+    queue: &Queue,
+    log_dir: &Path,
+    limits: Limits,
+    deadlines: Deadlines,
+) -> std::io::Result<()> {
+    let mut relays = Relays::new(limits, deadlines.relay_attempt);
     loop {
         let Some(lock) = queue.try_lock()? else {
             return Ok(());
         };
         queue.sweep_temps();
-        serve(queue, log_dir, &mut relays);
+        serve(queue, log_dir, &mut relays, deadlines);
         drop(lock);
         if queue.list().is_empty() {
             return Ok(());
@@ -190,8 +244,8 @@ pub(crate) fn serve_queue(queue: &Queue, log_dir: &Path, limits: Limits) -> std:
 /// untouched, so a kill loses none of them.
 type Held = HashMap<PathBuf, (Entry, u64)>;
 
-/// Serves the spool until it has stayed empty for [`LINGER`].
-fn serve(queue: &Queue, log_dir: &Path, relays: &mut Relays) {
+/// Serves the spool until it has stayed empty for the deadlines' linger.
+fn serve(queue: &Queue, log_dir: &Path, relays: &mut Relays, deadlines: Deadlines) {
     let mut empty_since: Option<Instant> = None;
     let mut held = Held::new();
     loop {
@@ -208,7 +262,7 @@ fn serve(queue: &Queue, log_dir: &Path, relays: &mut Relays) {
             .collect();
         match next_step(&dues, crate::base::clock::unix_millis(), GATHER) {
             Step::Empty => {
-                if empty_since.get_or_insert_with(Instant::now).elapsed() >= LINGER {
+                if empty_since.get_or_insert_with(Instant::now).elapsed() >= deadlines.linger {
                     return;
                 }
                 std::thread::sleep(POLL);
@@ -219,7 +273,14 @@ fn serve(queue: &Queue, log_dir: &Path, relays: &mut Relays) {
             }
             Step::Serve(count) => {
                 empty_since = None;
-                serve_batch(queue, &listed[..count], log_dir, relays, &mut held);
+                serve_batch(
+                    queue,
+                    &listed[..count],
+                    log_dir,
+                    relays,
+                    &mut held,
+                    deadlines,
+                );
             }
         }
     }
@@ -247,6 +308,7 @@ fn serve_batch(
     log_dir: &Path,
     relays: &mut Relays,
     held: &mut Held,
+    deadlines: Deadlines,
 ) {
     let mut groups: Vec<(Origin, Vec<(&Listed, Entry)>)> = Vec::new();
     for listed in due {
@@ -286,7 +348,7 @@ fn serve_batch(
         }
     }
     for (origin, entries) in groups {
-        serve_group(queue, &origin, entries, log_dir, relays, held);
+        serve_group(queue, &origin, entries, log_dir, relays, held, deadlines);
     }
 }
 
@@ -381,6 +443,7 @@ fn serve_group(
     log_dir: &Path,
     relays: &mut Relays,
     held: &mut Held,
+    deadlines: Deadlines,
 ) {
     let env = origin.hook_env();
     if let Err(e) = crate::base::dirs::trusted(&env.config_dir) {
@@ -392,7 +455,7 @@ fn serve_group(
         return;
     }
     let settings = settings::load(&env.config_dir);
-    let herdr = env.herdr();
+    let herdr = env.herdr(deadlines.herdr);
     // Claims that lost to a newer one are dropped before any herdr call.
     let mut kept = Vec::with_capacity(entries.len());
     for (listed, entry) in entries {
@@ -564,6 +627,36 @@ pub(crate) fn agent_of(agents: &[Agent], pane: &str) -> Result<Agent, HerdrError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_deadlines_are_the_contracts_unless_a_test_caps_them() {
+        // The contracts: a relay attempt's timeout is 10 000 ms.
+        let ten_seconds = Duration::from_millis(10_000);
+        assert_eq!(Deadlines::default().relay_attempt, ten_seconds);
+        assert_eq!(Deadlines::default().herdr, client::Deadlines::default());
+        let second = Duration::from_millis(1_000);
+        let capped = Deadlines::capped(Some(second));
+        assert_eq!(capped.relay_attempt, second);
+        assert_eq!(capped.herdr, client::Deadlines::capped(Some(second)));
+        let long = Deadlines::capped(Some(Duration::from_secs(3_600)));
+        assert_eq!(long, Deadlines::default(), "a cap never lengthens one");
+    }
+
+    #[test]
+    fn only_a_number_of_milliseconds_shortens_the_linger() {
+        let linger = |v: Option<&str>| {
+            Deadlines::default()
+                .with_linger_of(v.map(std::ffi::OsStr::new))
+                .linger
+        };
+        assert_eq!(linger(None), Duration::from_millis(250));
+        assert_eq!(linger(Some("50")), Duration::from_millis(50));
+        assert_eq!(linger(Some("0")), Duration::ZERO);
+        assert_eq!(linger(Some("9999")), Duration::from_millis(250));
+        for unusable in ["", "-1", "fast"] {
+            assert_eq!(linger(Some(unusable)), Duration::from_millis(250));
+        }
+    }
 
     fn due(due_ms: u64) -> Due {
         Due {

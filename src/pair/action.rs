@@ -7,8 +7,9 @@
 //! `$HERDR_BIN_PATH plugin pane open --plugin <id> --entrypoint pair` and
 //! exits with that command's status. Both ways are bounded: the socket's
 //! answer line has one overall deadline, and the CLI runs through
-//! `herdr::client::run_cli` (killed with its process group past its
-//! deadline); what the CLI printed is passed on.
+//! `herdr::client::run_cli_within` (killed with its process group past its
+//! deadline); what the CLI printed is passed on. The deadlines are herdr's
+//! ([`client::Deadlines`]), received from [`run`].
 //!
 //! An action's output only reaches herdr's plugin log, so when herdr
 //! refuses the popup (a second `heeler.pair` while one is open: herdr's
@@ -18,18 +19,17 @@
 use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::base::json::{self, Object, Value};
 use crate::base::process::RunError;
 use crate::exit::Failure;
-use crate::herdr::client;
+use crate::herdr::client::{self, Deadlines};
 
 /// The plugin id when herdr does not say (`HERDR_PLUGIN_ID`).
 pub(crate) const DEFAULT_PLUGIN_ID: &str = "heeler";
 /// The `[[panes]]` entry that runs the popup.
 pub(crate) const ENTRYPOINT: &str = "pair";
-const SOCKET_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Why the popup could not be opened.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,12 +128,12 @@ pub(crate) fn notification_request(notice: &Notice) -> String {
 
 /// Shows `notice` through herdr's socket (one request per connection);
 /// best effort, bounded like the open request.
-fn notify_through_socket(path: &str, notice: &Notice) {
+fn notify_through_socket(path: &str, notice: &Notice, deadlines: Deadlines) {
     let Ok(mut stream) = UnixStream::connect(path) else {
         return;
     };
-    let deadline = Instant::now() + SOCKET_TIMEOUT;
-    if stream.set_write_timeout(Some(SOCKET_TIMEOUT)).is_err()
+    let deadline = Instant::now() + deadlines.exchange;
+    if stream.set_write_timeout(Some(deadlines.exchange)).is_err()
         || stream
             .write_all(notification_request(notice).as_bytes())
             .is_err()
@@ -144,10 +144,11 @@ fn notify_through_socket(path: &str, notice: &Notice) {
 }
 
 /// Shows `notice` with `herdr notification show`; best effort.
-fn notify_through_cli(herdr: &str, notice: &Notice) {
-    let _ = client::run_cli(
+fn notify_through_cli(herdr: &str, notice: &Notice, deadlines: Deadlines) {
+    let _ = client::run_cli_within(
         Path::new(herdr),
         &["notification", "show", notice.title, "--body", &notice.body],
+        deadlines.cli,
     );
 }
 
@@ -191,11 +192,17 @@ pub(crate) fn interpret_response(line: &str) -> Result<(), PairActionError> {
 
 /// Opens the popup; `Err(None)` when the socket could not be reached at all
 /// (the caller falls back to the CLI).
-fn open_through_socket(path: &str, plugin_id: &str) -> Result<(), Option<PairActionError>> {
+fn open_through_socket(
+    path: &str,
+    plugin_id: &str,
+    deadlines: Deadlines,
+) -> Result<(), Option<PairActionError>> {
     let mut stream = UnixStream::connect(path).map_err(|_| None)?;
     let io = |e: std::io::Error| Some(PairActionError::Io(e.to_string()));
-    let deadline = Instant::now() + SOCKET_TIMEOUT;
-    stream.set_write_timeout(Some(SOCKET_TIMEOUT)).map_err(io)?;
+    let deadline = Instant::now() + deadlines.exchange;
+    stream
+        .set_write_timeout(Some(deadlines.exchange))
+        .map_err(io)?;
     stream
         .write_all(open_request(plugin_id).as_bytes())
         .map_err(io)?;
@@ -203,7 +210,7 @@ fn open_through_socket(path: &str, plugin_id: &str) -> Result<(), Option<PairAct
     interpret_response(&String::from_utf8_lossy(&line)).map_err(Some)
 }
 
-fn open_through_cli(plugin_id: &str) -> Result<(), PairActionError> {
+fn open_through_cli(plugin_id: &str, deadlines: Deadlines) -> Result<(), PairActionError> {
     let herdr = std::env::var("HERDR_BIN_PATH")
         .ok()
         .filter(|p| !p.is_empty())
@@ -218,10 +225,11 @@ fn open_through_cli(plugin_id: &str) -> Result<(), PairActionError> {
         "--entrypoint",
         ENTRYPOINT,
     ];
-    let finished = client::run_cli(Path::new(&herdr), &args).map_err(|e| match e {
-        RunError::TimedOut(_) => PairActionError::TimedOut(client::CLI_TIMEOUT.as_secs()),
-        other => PairActionError::Spawn(other.to_string()),
-    });
+    let finished =
+        client::run_cli_within(Path::new(&herdr), &args, deadlines.cli).map_err(|e| match e {
+            RunError::TimedOut(_) => PairActionError::TimedOut(deadlines.cli.as_secs()),
+            other => PairActionError::Spawn(other.to_string()),
+        });
     // What the CLI printed reaches herdr's log as it did when it ran with
     // our stdio; a timed-out CLI's output is not kept.
     let finished = finished?;
@@ -232,7 +240,7 @@ fn open_through_cli(plugin_id: &str) -> Result<(), PairActionError> {
         return Ok(());
     }
     if String::from_utf8_lossy(&finished.stderr).contains(ALREADY_OPEN) {
-        notify_through_cli(herdr, &notice_for("", ALREADY_OPEN));
+        notify_through_cli(herdr, &notice_for("", ALREADY_OPEN), deadlines);
     }
     let code = status
         .code()
@@ -243,6 +251,7 @@ fn open_through_cli(plugin_id: &str) -> Result<(), PairActionError> {
 }
 
 pub fn run() -> Result<(), Failure> {
+    let deadlines = Deadlines::capped(crate::base::clock::test_deadline_cap());
     let plugin_id = std::env::var("HERDR_PLUGIN_ID")
         .ok()
         .filter(|id| !id.is_empty())
@@ -251,18 +260,18 @@ pub fn run() -> Result<(), Failure> {
         .ok()
         .filter(|p| !p.is_empty())
     {
-        match open_through_socket(&path, &plugin_id) {
+        match open_through_socket(&path, &plugin_id, deadlines) {
             Ok(()) => return Ok(()),
             Err(Some(error)) => {
                 if let PairActionError::Refused { code, message } = &error {
-                    notify_through_socket(&path, &notice_for(code, message));
+                    notify_through_socket(&path, &notice_for(code, message), deadlines);
                 }
                 return Err(error.into());
             }
             Err(None) => {}
         }
     }
-    open_through_cli(&plugin_id).map_err(Failure::from)
+    open_through_cli(&plugin_id, deadlines).map_err(Failure::from)
 }
 
 #[cfg(test)]

@@ -5,8 +5,9 @@
 //! instead of returning at once. No hidden heeler subcommand is involved;
 //! the workers call the same library functions heeler uses.
 //!
-//! * 16 processes, 1,000 mixed append / remove-by-id / sweep / revoke
-//!   operations on one file: every foreign line survives, in order, once.
+//! * 16 processes, 320 mixed append / remove-by-id / sweep / revoke
+//!   operations on one file (1,000 under `HEELER_DEEP=1`): every foreign
+//!   line survives, in order, once.
 //! * A writer killed with SIGKILL at random points never leaves a torn or
 //!   truncated file.
 //! * Two concurrent `heeler accept` runs for one pairing enroll exactly once.
@@ -15,6 +16,7 @@
 //!   record the ceremony polls for survives every refusal.
 
 use crate::common::Xorshift as Rng;
+use crate::depth;
 use crate::scratch;
 
 use std::io::Write;
@@ -28,7 +30,15 @@ use heeler::pair::bootstrap_key::BootstrapKey;
 const ROLE_ENV: &str = "HEELER_STRESS_ROLE";
 const HOME_ENV: &str = "HEELER_STRESS_HOME";
 const WORKERS: usize = 16;
-const TOTAL_OPERATIONS: usize = 1_000;
+/// The operations of the sixteen processes: 320, 1,000 when deep.
+fn total_operations() -> usize {
+    depth::rounds(320, 1_000)
+}
+
+/// The ceremonies run beside another writer: 50, 200 when deep.
+fn ceremonies_beside_a_writer() -> usize {
+    depth::rounds(50, 200)
+}
 
 /// A generator seeded from the clock and `salt`: the stress tests need
 /// variety, not a replayable sequence.
@@ -202,8 +212,9 @@ fn sixteen_processes_lose_no_foreign_line() {
     }
     let home = temp_home("many");
     write_initial(&home, true);
-    let per_worker = TOTAL_OPERATIONS / WORKERS;
-    let remainder = TOTAL_OPERATIONS % WORKERS;
+    let total = total_operations();
+    let per_worker = total / WORKERS;
+    let remainder = total % WORKERS;
     let children: Vec<_> = (0..WORKERS)
         .map(|w| {
             let ops = per_worker + usize::from(w < remainder);
@@ -232,10 +243,10 @@ fn sixteen_processes_lose_no_foreign_line() {
             })
             .sum::<usize>();
     }
-    assert_eq!(reported, TOTAL_OPERATIONS, "every operation ran");
+    assert_eq!(reported, total, "every operation ran");
     let ours = assert_intact(&home, true);
     println!(
-        "{WORKERS} processes, {TOTAL_OPERATIONS} operations: foreign lines intact, {ours} worker lines left"
+        "{WORKERS} processes, {total} operations: foreign lines intact, {ours} worker lines left"
     );
     let leftovers: Vec<_> = std::fs::read_dir(home.join(".ssh"))
         .unwrap()
@@ -311,15 +322,22 @@ fn concurrent_accepts_enroll_exactly_once() {
                 format!("{} phone{i}", key.public_line())
             })
             .collect();
-        let mut children: Vec<_> = lines
+        // Each stops once it has read its submission, before the lock
+        // (`HEELER_TEST_PAUSE`, the `accept` step), until both stand there;
+        // then both go on at once.
+        let pauses: Vec<PathBuf> = (0..lines.len())
+            .map(|i| home.join(format!("paused-{i}")))
+            .collect();
+        let mut children: Vec<_> = pauses
             .iter()
-            .map(|_| {
+            .map(|pause| {
                 Command::new(env!("CARGO_BIN_EXE_heeler"))
                     .args(["accept", "--state-dir"])
                     .arg(&state)
                     .args(["--pairing-id", ceremony.pairing_id()])
                     .env_clear()
                     .env("HOME", &home)
+                    .env("HEELER_TEST_PAUSE", format!("accept:{}", pause.display()))
                     .stdin(Stdio::piped())
                     .stdout(Stdio::piped())
                     .stderr(Stdio::piped())
@@ -327,12 +345,21 @@ fn concurrent_accepts_enroll_exactly_once() {
                     .unwrap()
             })
             .collect();
-        // Let both get past their pending check, then answer both at once.
-        std::thread::sleep(Duration::from_millis(100));
-        let started = Instant::now();
         for (child, line) in children.iter_mut().zip(&lines) {
             let mut stdin = child.stdin.take().unwrap();
             stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !pauses.iter().all(|p| p.exists()) {
+            assert!(
+                Instant::now() < deadline,
+                "round {round}: never both paused"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let started = Instant::now();
+        for pause in &pauses {
+            std::fs::remove_file(pause).unwrap();
         }
         let outputs: Vec<_> = children
             .into_iter()
@@ -677,21 +704,21 @@ fn ceremonies_beside(outsider: Outsider, ceremonies: usize) {
     );
 }
 
-/// ssh-copy-id's `>>` against 200 ceremonies: no line lost or doubled.
+/// ssh-copy-id's `>>` against the ceremonies: no line lost or doubled.
 #[test]
 fn ceremonies_lose_no_line_a_concurrent_appender_writes() {
     if std::env::var(ROLE_ENV).is_ok() {
         return;
     }
-    ceremonies_beside(Outsider::Appender, 200);
+    ceremonies_beside(Outsider::Appender, ceremonies_beside_a_writer());
 }
 
-/// An editor saving by rename against 200 ceremonies: no line of its
-/// saves lost or doubled.
+/// An editor saving by rename against the ceremonies: no line of its saves
+/// lost or doubled.
 #[test]
 fn ceremonies_lose_no_line_a_concurrent_editor_saves() {
     if std::env::var(ROLE_ENV).is_ok() {
         return;
     }
-    ceremonies_beside(Outsider::Editor, 200);
+    ceremonies_beside(Outsider::Editor, ceremonies_beside_a_writer());
 }

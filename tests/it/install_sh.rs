@@ -15,6 +15,7 @@
 
 use crate::common;
 use crate::dist_layout;
+use crate::scratch;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -1024,8 +1025,10 @@ fn each_release_asset_from_a_file_url_release() {
 
 /// A loopback HTTPS release server (Python `ssl`) with a certificate for
 /// 127.0.0.1 from a test CA made at start; writes `ca.pem` into its state
-/// directory. Serves the release directory; a name listed in the state
-/// directory's `truncate` file is cut off halfway through its body.
+/// directory. Serves `/<case>/<version>/<asset>` from `<releases>/<case>/`,
+/// so that one server serves every case of a test; a `<case>/<asset>`
+/// listed in the state directory's `truncate` file is cut off halfway
+/// through its body.
 const HTTPS_SERVER: &str = r#"
 import datetime, http.server, ipaddress, os, ssl, sys
 from cryptography import x509
@@ -1064,12 +1067,13 @@ class Release(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args): pass
     def do_GET(self):
         open(os.path.join(state, "requests"), "a").write(self.path + "\n")
-        file = os.path.join(release, os.path.basename(self.path))
+        case = self.path.split("/")[1]
+        file = os.path.join(release, case, os.path.basename(self.path))
         if not os.path.isfile(file):
             self.send_response(404); self.send_header("Content-Length", "9"); self.end_headers()
             self.wfile.write(b"not found"); return
         body = open(file, "rb").read()
-        try: cut = os.path.basename(self.path) in open(os.path.join(state, "truncate")).read().split()
+        try: cut = case + "/" + os.path.basename(self.path) in open(os.path.join(state, "truncate")).read().split()
         except FileNotFoundError: cut = False
         self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
         self.wfile.write(body[: len(body) // 2] if cut else body)
@@ -1086,7 +1090,9 @@ server.serve_forever()
 
 struct HttpsRelease {
     child: std::process::Child,
-    url: String,
+    /// `https://127.0.0.1:<port>`.
+    origin: String,
+    releases: PathBuf,
     ca: PathBuf,
     state: PathBuf,
 }
@@ -1099,8 +1105,9 @@ impl Drop for HttpsRelease {
 }
 
 impl HttpsRelease {
-    /// Starts the server, or says why it cannot run here.
-    fn start(release: &Path, state: &Path) -> Result<HttpsRelease, String> {
+    /// Starts the server for the cases under `releases`, or says why it
+    /// cannot run here.
+    fn start(releases: &Path, state: &Path) -> Result<HttpsRelease, String> {
         let probe = Command::new("python3")
             .args(["-c", "import cryptography.x509"])
             .output();
@@ -1108,9 +1115,10 @@ impl HttpsRelease {
             return Err("python3 with cryptography is not installed (.ci/run installs it)".into());
         }
         std::fs::create_dir_all(state).unwrap();
+        std::fs::create_dir_all(releases).unwrap();
         let mut child = Command::new("python3")
             .args(["-c", HTTPS_SERVER])
-            .arg(release)
+            .arg(releases)
             .arg(state)
             .stdout(std::process::Stdio::piped())
             .spawn()
@@ -1121,17 +1129,27 @@ impl HttpsRelease {
             .unwrap();
         Ok(HttpsRelease {
             child,
-            url: format!("https://127.0.0.1:{}/v{VERSION}", port.trim()),
+            origin: format!("https://127.0.0.1:{}", port.trim()),
+            releases: releases.to_path_buf(),
             ca: state.join("ca.pem"),
             state: state.to_path_buf(),
         })
     }
 
-    fn requests(&self) -> Vec<String> {
+    /// Serves `release` as case `case`; returns the release URL.
+    fn serve(&self, case: usize, release: &Path) -> String {
+        std::os::unix::fs::symlink(release, self.releases.join(case.to_string())).unwrap();
+        format!("{}/{case}/v{VERSION}", self.origin)
+    }
+
+    /// The paths case `case` asked for, in order.
+    fn requests(&self, case: usize) -> Vec<String> {
+        let prefix = format!("/{case}/");
         std::fs::read_to_string(self.state.join("requests"))
             .unwrap_or_default()
             .lines()
-            .map(str::to_owned)
+            .filter_map(|line| line.strip_prefix(&prefix))
+            .map(|rest| format!("/{rest}"))
             .collect()
     }
 }
@@ -1142,6 +1160,16 @@ fn each_release_asset_from_a_loopback_https_release_with_a_test_ca() {
         common::skip("curl is not installed");
         return;
     }
+    // One server (and test CA) serves every case.
+    let root = scratch::TempDir::new("install-sh-https");
+    let server = match HttpsRelease::start(&root.join("releases"), &root.join("state")) {
+        Ok(server) => server,
+        Err(why) => {
+            common::skip(&why);
+            return;
+        }
+    };
+    let mut case = 0;
     for fault in [
         Fault::None,
         Fault::Mismatch,
@@ -1150,25 +1178,20 @@ fn each_release_asset_from_a_loopback_https_release_with_a_test_ca() {
     ] {
         for (system, machine, sysctl, target) in MATRIX {
             println!("case https {system} {machine} sysctl={sysctl:?} -> {target}, {fault:?}");
+            case += 1;
             let mut fx = Fixture::new("matrix-https");
             fx.previous_binary();
             fx.matrix_platform(system, machine, sysctl);
             fx.dist_release(target, fault);
-            let server = match HttpsRelease::start(&fx.release, &fx.root.join("https")) {
-                Ok(server) => server,
-                Err(why) => {
-                    common::skip(&why);
-                    return;
-                }
-            };
             if fault == Fault::Interrupted {
                 std::fs::write(
                     server.state.join("truncate"),
-                    dist_layout::binary_asset(target),
+                    format!("{case}/{}", dist_layout::binary_asset(target)),
                 )
                 .unwrap();
             }
-            fx.set("HEELER_RELEASE_URL", &server.url);
+            let url = server.serve(case, &fx.release);
+            fx.set("HEELER_RELEASE_URL", &url);
             // curl trusts the test CA through its bundle variable (and
             // OpenSSL's, for builds that read only that).
             fx.set("CURL_CA_BUNDLE", &server.ca.display().to_string());
@@ -1177,9 +1200,9 @@ fn each_release_asset_from_a_loopback_https_release_with_a_test_ca() {
             assert_outcome(&fx, &output, target, fault);
             let asset_path = format!("/v{VERSION}/{}", dist_layout::binary_asset(target));
             assert!(
-                server.requests().first() == Some(&asset_path),
+                server.requests(case).first() == Some(&asset_path),
                 "asked for {asset_path} first: {:?}",
-                server.requests()
+                server.requests(case)
             );
         }
     }

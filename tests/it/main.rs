@@ -14,6 +14,10 @@
 
 // Support shared by the test modules.
 mod common;
+/// The in-test random loops' round counts (`HEELER_DEEP=1`), from their one
+/// owner.
+#[path = "../../src/base/depth.rs"]
+mod depth;
 /// The release layout `cargo xtask dist` writes, from its one owner.
 #[path = "../../xtask/src/dist_layout.rs"]
 mod dist_layout;

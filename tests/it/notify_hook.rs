@@ -348,11 +348,15 @@ fn a_hung_relay_times_out_and_the_retry_delivers() {
     let f = blocked_host("hang");
     f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
     f.relay.script([Reply::Hang]);
-    let started = std::time::Instant::now();
-    let output = f.run("notify-hook", &event("w1:p1", "blocked"));
+    // The stand-in holds the first request for 15 s: only the attempt's
+    // deadline (capped at a second here) lets the second attempt go.
+    let mut env = f.env(&event("w1:p1", "blocked"));
+    env.push(short_deadlines());
+    let output = run_hook("notify-hook", &env);
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(f.relay.requests().len(), 2);
-    assert!(started.elapsed() >= std::time::Duration::from_secs(9));
+    assert_eq!(f.failure_text(), "");
+    assert!(marker(&f, &f.state).is_some(), "the retry delivered");
 }
 
 #[test]
@@ -662,11 +666,12 @@ fn a_silent_herdr_socket_times_out_and_falls_back_to_the_binary() {
             *v = silent.display().to_string();
         }
     }
-    let started = std::time::Instant::now();
+    env.push(short_deadlines());
     let output = run_hook("notify-hook", &env);
-    let elapsed = started.elapsed();
     // The hook hands the event over and succeeds; the worker's failure
-    // is the same line in the failure log.
+    // is the same line in the failure log. The socket holds every
+    // connection for 30 s without a byte: a read error (not the end of the
+    // stream) is its deadline.
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(stderr(&output), "");
     let line = f.failure_text();
@@ -675,10 +680,6 @@ fn a_silent_herdr_socket_times_out_and_falls_back_to_the_binary() {
         "{line}"
     );
     assert!(line.contains("; cannot run /nonexistent/herdr"), "{line}");
-    assert!(
-        elapsed >= std::time::Duration::from_secs(4),
-        "waited for the read timeout"
-    );
     assert!(f.relay.requests().is_empty());
 }
 
@@ -710,11 +711,12 @@ fn a_trickling_herdr_socket_is_cut_off_at_one_overall_deadline() {
             *v = trickle.display().to_string();
         }
     }
-    let started = std::time::Instant::now();
+    env.push(short_deadlines());
     let output = run_hook("notify-hook", &env);
-    let elapsed = started.elapsed();
     // The hook hands the event over and succeeds; the worker's failure
-    // is the same line in the failure log.
+    // is the same line in the failure log. Read by read, the socket ends
+    // its line only by closing after 60 s (no JSON then): a read error is
+    // the one overall deadline.
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(stderr(&output), "");
     let line = f.failure_text();
@@ -722,7 +724,6 @@ fn a_trickling_herdr_socket_is_cut_off_at_one_overall_deadline() {
         line.starts_with("notify-hook: status re-check failed: herdr unreachable: socket read: "),
         "{line}"
     );
-    assert!(elapsed < std::time::Duration::from_secs(15), "{elapsed:?}");
 }
 
 #[test]
@@ -750,9 +751,8 @@ fn a_hanging_herdr_binary_is_killed_at_its_deadline() {
             *v = f.root.join("herdr/missing.sock").display().to_string();
         }
     }
-    let started = std::time::Instant::now();
+    env.push(short_deadlines());
     let output = run_hook("notify-hook", &env);
-    let elapsed = started.elapsed();
     let pid = std::fs::read_to_string(&pid_file).unwrap_or_default();
     let pid = pid.trim();
     // A SIGKILL takes effect asynchronously; a zombie counts as gone.
@@ -777,8 +777,7 @@ fn a_hanging_herdr_binary_is_killed_at_its_deadline() {
         line.starts_with("notify-hook: status re-check failed: herdr unreachable: "),
         "{line}"
     );
-    assert!(line.contains("timed out"), "{line}");
-    assert!(elapsed < std::time::Duration::from_secs(20), "{elapsed:?}");
+    assert!(line.contains(" timed out after 1 s"), "{line}");
     assert!(!sleep_alive, "the herdr process group outlived the hook");
 }
 

@@ -2,6 +2,7 @@
 //! through a stand-in herdr CLI when no socket answers.
 
 use crate::scratch;
+use crate::support;
 
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
@@ -199,13 +200,13 @@ fn a_hanging_herdr_cli_is_killed_at_its_deadline() {
     )
     .unwrap();
     fs::set_permissions(&herdr, fs::Permissions::from_mode(0o755)).unwrap();
-    let started = std::time::Instant::now();
+    let (cap, ms) = support::short_deadlines();
     let output = heeler()
         .env("HERDR_SOCKET_PATH", dir.join("nobody-listens.sock"))
         .env("HERDR_BIN_PATH", &herdr)
+        .env(cap, ms)
         .output()
         .unwrap();
-    let elapsed = started.elapsed();
     let pid = fs::read_to_string(&pid_file).unwrap_or_default();
     let alive = outlives(pid.trim());
     if alive {
@@ -215,9 +216,8 @@ fn a_hanging_herdr_cli_is_killed_at_its_deadline() {
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&output.stderr),
-        "herdr plugin pane open timed out after 10 s\n"
+        "herdr plugin pane open timed out after 1 s\n"
     );
-    assert!(elapsed < std::time::Duration::from_secs(20), "{elapsed:?}");
     assert!(!alive, "the herdr process group outlived the action");
 }
 
@@ -237,16 +237,20 @@ fn a_trickling_socket_is_cut_off_at_one_overall_deadline() {
             std::thread::sleep(std::time::Duration::from_millis(200));
         }
     });
-    let started = std::time::Instant::now();
-    let output = heeler().env("HERDR_SOCKET_PATH", &path).output().unwrap();
-    let elapsed = started.elapsed();
+    let (cap, ms) = support::short_deadlines();
+    let output = heeler()
+        .env("HERDR_SOCKET_PATH", &path)
+        .env(cap, ms)
+        .output()
+        .unwrap();
     fs::remove_dir_all(&dir).unwrap();
+    // Read by read, the socket ends its line only by closing after 60 s
+    // (no JSON then): an I/O error is the one overall deadline.
     assert_eq!(output.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&output.stderr).starts_with("herdr socket: "),
         "{output:?}"
     );
-    assert!(elapsed < std::time::Duration::from_secs(15), "{elapsed:?}");
 }
 
 #[test]

@@ -404,7 +404,16 @@ fn start_up_sweep_removes_a_killed_ceremony_line() {
     killed.wait().unwrap();
     let stale = dirs.authorized_keys();
     assert!(stale.contains("herdr-pairing:"));
-    std::thread::sleep(std::time::Duration::from_millis(2100));
+    // The sweep removes a line once its expiry is now or past.
+    let exp: i64 = stale
+        .trim_end()
+        .rsplit(":exp:")
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no expiry in {stale:?}"));
+    while heeler::base::clock::unix_seconds() < exp {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let (mut child, _stdout, payload) = dirs.start(None);
     let now_text = dirs.authorized_keys();
     assert!(
@@ -860,9 +869,25 @@ fn assert_enrolled(rest: &str, keys: &str) {
 #[test]
 fn an_accept_killed_before_its_key_line_is_no_enrollment() {
     // Killed before it takes the lock, or between its record and its key
-    // line: `pair` reports nothing and expires; no key was added.
-    for step in ["accept", "record"] {
-        let (status, rest, answer, keys) = ceremony_stopped_at(step, Stop::KillAccept);
+    // line: `pair` reports nothing and expires; no key was added. The two
+    // ceremonies are apart (directories of their own) and each waits for
+    // its code's expiry, so they wait together.
+    let runs: Vec<_> = std::thread::scope(|scope| {
+        let started: Vec<_> = ["accept", "record"]
+            .map(|step| {
+                (
+                    step,
+                    scope.spawn(move || ceremony_stopped_at(step, Stop::KillAccept)),
+                )
+            })
+            .into_iter()
+            .collect();
+        started
+            .into_iter()
+            .map(|(step, run)| (step, run.join().unwrap()))
+            .collect()
+    });
+    for (step, (status, rest, answer, keys)) in runs {
         assert_eq!(status, Some(1), "{step}: the code expired");
         assert_eq!(rest, "", "{step}: no enrollment reported");
         assert_eq!(answer, "", "{step}: killed before answering");

@@ -235,6 +235,15 @@ impl Popup {
         self.wait_for(text, |s| s.contains(text))
     }
 
+    /// Waits until `path` exists (a stand-in program's sign that it ran).
+    fn wait_for_file(&self, what: &str, path: &Path) {
+        let deadline = Instant::now() + WAIT;
+        while !path.exists() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// The popup's exit status, once it has exited.
     fn exit_status(&self) -> i32 {
         let path = self.root.join("exit");
@@ -852,7 +861,9 @@ fn tailscale_ssh_conflict_is_warned_after_the_first_paint() {
 #[test]
 fn tailscale_without_ssh_warns_about_nothing() {
     require_tmux!();
-    let tailscale = "#!/bin/sh\ncase \"$1 $2\" in\n\"status --json\") echo '{\"Self\":{\"TailscaleIPs\":[\"100.101.1.2\"]}}' ;;\n\"debug prefs\") echo '{\"RunSSH\":false}' ;;\n*) exit 1 ;;\nesac\n";
+    // `debug prefs` is the probe's last question; the stand-in leaves a
+    // file beside itself once it has answered it.
+    let tailscale = "#!/bin/sh\ncase \"$1 $2\" in\n\"status --json\") echo '{\"Self\":{\"TailscaleIPs\":[\"100.101.1.2\"]}}' ;;\n\"debug prefs\") echo '{\"RunSSH\":false}'; : > \"$(dirname \"$0\")/answered\" ;;\n*) exit 1 ;;\nesac\n";
     let popup = Popup::start(
         "tsoff",
         Options {
@@ -862,8 +873,8 @@ fn tailscale_without_ssh_warns_about_nothing() {
         },
     );
     popup.wait_for_text("Pair a Heeler device");
-    // Let the probe answer, then repaint with a key.
-    std::thread::sleep(Duration::from_millis(500));
+    // Once the probe has its answer, a key repaints the checklist with it.
+    popup.wait_for_file("the Tailscale probe", &popup.root.join("bin/answered"));
     popup.keys(&["j"]);
     let screen = popup.wait_for_text("SSH port 22 (pair.json ssh_port)");
     assert!(!screen.contains("Tailscale SSH answers"), "{screen}");
@@ -1196,121 +1207,132 @@ fn hostname() -> String {
 #[test]
 fn every_screen_fits_the_window_or_says_what_it_needs() {
     require_tmux!();
-    for (width, height) in [(30, 10), (40, 12), (80, 14), (80, 24), (200, 50)] {
-        let size = (width, height);
-        let popup = Popup::start(
-            &format!("fit{width}x{height}"),
-            Options {
-                width,
-                height,
-                // Ten rows: more than the smaller windows hold.
-                args: vec![
-                    "--address",
-                    "10.9.0.1",
-                    "--address",
-                    "10.9.0.2",
-                    "--address",
-                    "10.9.0.3",
-                    "--address",
-                    "10.9.0.4",
-                    "--address",
-                    "10.9.0.5",
-                    "--address",
-                    "10.9.0.6",
-                    "--address",
-                    "10.9.0.7",
-                    "--address",
-                    "10.9.0.8",
-                ],
-                ..Options::default()
-            },
-        );
-        let screen = popup.wait_for("the checklist", |s| {
-            s.starts_with("Pair a Heeler device") || s.contains("Window too small")
-        });
-        assert!(
-            screen.lines().count() <= usize::from(height),
-            "{size:?}:\n{screen}"
-        );
-        assert_whole_words(&popup, &screen, size);
-        if screen.starts_with("Pair a Heeler device") {
-            // Title, cursor and keys stay, whatever scrolls.
-            popup.keys(&["j"; 12]);
-            popup.keys(&["k"]);
-            let screen = popup.wait_for("the cursor", |s| s.contains(" > ["));
-            assert!(
-                screen.starts_with("Pair a Heeler device\n"),
-                "{size:?}:\n{screen}"
-            );
-            assert!(
-                screen.replace('\n', " ").contains("enter confirm, q quit"),
-                "{size:?}:\n{screen}"
-            );
-            assert!(
-                screen.lines().count() <= usize::from(height),
-                "{size:?}:\n{screen}"
-            );
-            assert_whole_words(&popup, &screen, size);
-        } else {
-            let (w, h) = needs(&screen).unwrap_or_else(|| panic!("{size:?}:\n{screen}"));
-            assert!(w > width || h > height, "{size:?} needs {w}×{h}");
+    // Each size is a popup of its own (its own tmux server, home and
+    // ceremony), and the checks wait on the screen, not the CPU: the sizes
+    // run side by side.
+    std::thread::scope(|scope| {
+        for (width, height) in [(30, 10), (40, 12), (80, 14), (80, 24), (200, 50)] {
+            scope.spawn(move || screens_fit(width, height));
         }
+    });
+}
 
-        popup.keys(&["Enter"]);
-        let screen = popup.wait_for("the QR screen", |s| {
-            s.contains("Code valid until") || s.contains("Window too small")
-        });
-        assert_whole_words(&popup, &screen, size);
+/// Every screen of a popup `width` × `height` fits it or says what it
+/// needs.
+fn screens_fit(width: u16, height: u16) {
+    let size = (width, height);
+    let popup = Popup::start(
+        &format!("fit{width}x{height}"),
+        Options {
+            width,
+            height,
+            // Ten rows: more than the smaller windows hold.
+            args: vec![
+                "--address",
+                "10.9.0.1",
+                "--address",
+                "10.9.0.2",
+                "--address",
+                "10.9.0.3",
+                "--address",
+                "10.9.0.4",
+                "--address",
+                "10.9.0.5",
+                "--address",
+                "10.9.0.6",
+                "--address",
+                "10.9.0.7",
+                "--address",
+                "10.9.0.8",
+            ],
+            ..Options::default()
+        },
+    );
+    let screen = popup.wait_for("the checklist", |s| {
+        s.starts_with("Pair a Heeler device") || s.contains("Window too small")
+    });
+    assert!(
+        screen.lines().count() <= usize::from(height),
+        "{size:?}:\n{screen}"
+    );
+    assert_whole_words(&popup, &screen, size);
+    if screen.starts_with("Pair a Heeler device") {
+        // Title, cursor and keys stay, whatever scrolls.
+        popup.keys(&["j"; 12]);
+        popup.keys(&["k"]);
+        let screen = popup.wait_for("the cursor", |s| s.contains(" > ["));
+        assert!(
+            screen.starts_with("Pair a Heeler device\n"),
+            "{size:?}:\n{screen}"
+        );
+        assert!(
+            screen.replace('\n', " ").contains("enter confirm, q quit"),
+            "{size:?}:\n{screen}"
+        );
         assert!(
             screen.lines().count() <= usize::from(height),
             "{size:?}:\n{screen}"
         );
-        if screen.contains('█') {
-            assert_pending_code(&popup, &decode_qr(&screen), size);
+        assert_whole_words(&popup, &screen, size);
+    } else {
+        let (w, h) = needs(&screen).unwrap_or_else(|| panic!("{size:?}:\n{screen}"));
+        assert!(w > width || h > height, "{size:?} needs {w}×{h}");
+    }
+
+    popup.keys(&["Enter"]);
+    let screen = popup.wait_for("the QR screen", |s| {
+        s.contains("Code valid until") || s.contains("Window too small")
+    });
+    assert_whole_words(&popup, &screen, size);
+    assert!(
+        screen.lines().count() <= usize::from(height),
+        "{size:?}:\n{screen}"
+    );
+    if screen.contains('█') {
+        assert_pending_code(&popup, &decode_qr(&screen), size);
+        assert!(
+            screen.contains("\nCode valid until "),
+            "{size:?}: the expiry shows with the QR:\n{screen}"
+        );
+    } else {
+        let (w, h) = needs(&screen).unwrap_or_else(|| panic!("{size:?}:\n{screen}"));
+        assert!(w > width || h > height, "{size:?} needs {w}×{h}:\n{screen}");
+    }
+    if width >= 40 {
+        assert!(screen.contains("Code valid until "), "{size:?}:\n{screen}");
+    }
+
+    popup.keys(&["c"]);
+    let screen = popup.wait_for("the printed code", |s| {
+        s.contains("HERDR-PAIR:1:") || s.contains("Window too small: needs")
+    });
+    assert_whole_words(&popup, &screen, size);
+    match screen.lines().find(|l| l.starts_with("HERDR-PAIR:1:")) {
+        Some(printed) => {
+            // Whole: one line (wrapped by the terminal) that decodes to
+            // the pending ceremony's code.
+            assert_pending_code(&popup, printed.trim_end(), size);
             assert!(
                 screen.contains("\nCode valid until "),
-                "{size:?}: the expiry shows with the QR:\n{screen}"
+                "{size:?}:\n{screen}"
             );
-        } else {
-            let (w, h) = needs(&screen).unwrap_or_else(|| panic!("{size:?}:\n{screen}"));
-            assert!(w > width || h > height, "{size:?} needs {w}×{h}:\n{screen}");
         }
-        if width >= 40 {
-            assert!(screen.contains("Code valid until "), "{size:?}:\n{screen}");
-        }
-
-        popup.keys(&["c"]);
-        let screen = popup.wait_for("the printed code", |s| {
-            s.contains("HERDR-PAIR:1:") || s.contains("Window too small: needs")
-        });
-        assert_whole_words(&popup, &screen, size);
-        match screen.lines().find(|l| l.starts_with("HERDR-PAIR:1:")) {
-            Some(printed) => {
-                // Whole: one line (wrapped by the terminal) that decodes to
-                // the pending ceremony's code.
-                assert_pending_code(&popup, printed.trim_end(), size);
-                assert!(
-                    screen.contains("\nCode valid until "),
-                    "{size:?}:\n{screen}"
-                );
-            }
-            None => {
-                let (w, h) = needs(&screen).unwrap();
-                assert!(
-                    w > width && h <= height,
-                    "{size:?}: widen to {w}×{h}:\n{screen}"
-                );
-            }
-        }
-        if width >= 40 {
+        None => {
+            let (w, h) = needs(&screen).unwrap();
             assert!(
-                screen.contains("HERDR-PAIR:1:"),
-                "{size:?}: room for the code:\n{screen}"
+                w > width && h <= height,
+                "{size:?}: widen to {w}×{h}:\n{screen}"
             );
         }
-        popup.keys(&["q"]);
-        assert_eq!(popup.exit_status(), 0, "{size:?}");
     }
+    if width >= 40 {
+        assert!(
+            screen.contains("HERDR-PAIR:1:"),
+            "{size:?}: room for the code:\n{screen}"
+        );
+    }
+    popup.keys(&["q"]);
+    assert_eq!(popup.exit_status(), 0, "{size:?}");
 }
 
 /// A stand-in SSH server on loopback that sends `banner` to every

@@ -1,10 +1,13 @@
-//! Decoders and openers never panic: at least 100,000 random and mutated
-//! inputs each (mutations of valid codes, envelopes and plaintexts from the
-//! vectors) must come back as a typed error or a success.
+//! Decoders and openers never panic: random and mutated inputs (mutations
+//! of valid codes, envelopes and plaintexts from the vectors) must come back
+//! as a typed error or a success. Each test runs [`rounds`] inputs: 3,000
+//! by default, 100,000 under `HEELER_DEEP=1` (`fuzz/` holds the
+//! coverage-guided targets for the long campaign).
 //!
 //! Mutated plaintexts are sealed with the right key before opening, so the
 //! mutations reach the plaintext validators, not just the AEAD check.
 
+use crate::depth;
 use crate::fuzz_support;
 use fuzz_support::Rng;
 
@@ -17,7 +20,10 @@ use heeler::wire::live_activity::Content;
 use heeler::wire::notification::Notification;
 use heeler::wire::pairing_code;
 
-const ROUNDS: usize = 100_000;
+/// Inputs per test.
+fn rounds() -> usize {
+    depth::rounds(3_000, 100_000)
+}
 
 const INTERESTING: &[&[u8]] = &[
     b"{",
@@ -119,7 +125,7 @@ fn pairing_code_decoder_never_panics() {
     let payload = base64::decode_url(v1.strip_prefix("HERDR-PAIR:1:").unwrap()).unwrap();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let (mut accepted, mut rejected) = (0, 0);
-    for round in 0..ROUNDS {
+    for round in 0..rounds() {
         let code = if round % 2 == 0 {
             {
                 let pick = rng.below(corpus.len());
@@ -141,9 +147,10 @@ fn pairing_code_decoder_never_panics() {
         }
     }
     println!(
-        "pairing decode: {ROUNDS} inputs, {accepted} accepted, {rejected} rejected with a typed error"
+        "pairing decode: {} inputs, {accepted} accepted, {rejected} rejected with a typed error",
+        rounds()
     );
-    assert_eq!(accepted + rejected, ROUNDS);
+    assert_eq!(accepted + rejected, rounds());
 }
 
 fn open_mutations(domain: Domain, file: &str, open: &dyn Fn(&NotificationKey, &str) -> bool) {
@@ -166,7 +173,7 @@ fn open_mutations(domain: Domain, file: &str, open: &dyn Fn(&NotificationKey, &s
         .collect();
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     let (mut opened, mut rejected) = (0, 0);
-    for round in 0..ROUNDS {
+    for round in 0..rounds() {
         let input = if round % 2 == 0 {
             {
                 let pick = rng.below(envelopes.len());
@@ -184,9 +191,10 @@ fn open_mutations(domain: Domain, file: &str, open: &dyn Fn(&NotificationKey, &s
         }
     }
     println!(
-        "{file} open: {ROUNDS} inputs, {opened} opened, {rejected} rejected with a typed error"
+        "{file} open: {} inputs, {opened} opened, {rejected} rejected with a typed error",
+        rounds()
     );
-    assert_eq!(opened + rejected, ROUNDS);
+    assert_eq!(opened + rejected, rounds());
 }
 
 #[test]
@@ -242,7 +250,7 @@ fn json_parser_never_panics_and_round_trips() {
     }
     let mut rng = Rng(0x1234_5678_9abc_def1);
     let (mut parsed, mut rejected) = (0, 0);
-    for _ in 0..ROUNDS {
+    for _ in 0..rounds() {
         let source = &corpus[rng.below(corpus.len())];
         let start = rng.below(source.len());
         let window = &source[start..(start + 1 + rng.below(400)).min(source.len())];
@@ -261,6 +269,7 @@ fn json_parser_never_panics_and_round_trips() {
         }
     }
     println!(
-        "json parse: {ROUNDS} inputs, {parsed} parsed, {rejected} rejected with a typed error"
+        "json parse: {} inputs, {parsed} parsed, {rejected} rejected with a typed error",
+        rounds()
     );
 }

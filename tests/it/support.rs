@@ -588,6 +588,11 @@ impl Fixture {
                 heeler::hooks::pacing::MINUTE_ENV.into(),
                 self.relay.minute.as_millis().to_string(),
             ),
+            // Every hook run waits for its worker to exit: a short linger.
+            (
+                heeler::hooks::worker::LINGER_ENV.into(),
+                TEST_LINGER_MS.to_string(),
+            ),
         ]
     }
 
@@ -620,6 +625,26 @@ impl Fixture {
     pub fn spawn(&self, hook: &str, event_json: &str) -> std::process::Child {
         hook_command(hook, &self.env(event_json)).spawn().unwrap()
     }
+}
+
+/// The hook worker's linger in the hook tests (`HEELER_TEST_LINGER_MS`):
+/// each hook run waits for the worker to exit, which then takes 50 ms
+/// instead of 250 once the spool is empty.
+pub const TEST_LINGER_MS: u64 = 50;
+
+/// The cap on heeler's deadlines (`HEELER_TEST_DEADLINE_MS`) in a test of
+/// a party that hangs: a loopback stand-in that answers at all does so
+/// well inside it, and waiting out a hung one costs a second instead of
+/// the contract's ten.
+pub const SHORT_DEADLINE_MS: u64 = 1_000;
+
+/// The environment entry that caps heeler's deadlines at
+/// [`SHORT_DEADLINE_MS`].
+pub fn short_deadlines() -> (String, String) {
+    (
+        heeler::base::clock::TEST_DEADLINE_ENV.into(),
+        SHORT_DEADLINE_MS.to_string(),
+    )
 }
 
 pub fn hook_command(hook: &str, env: &[(String, String)]) -> Command {

@@ -19,6 +19,7 @@ use heeler::usage::worker::{self, Roots, ScanResult};
 use usage_fixture::*;
 
 use crate::common::Xorshift as Rng;
+use crate::depth;
 
 fn claude_path(home: &Path, n: u64) -> PathBuf {
     home.join(format!(".claude/projects/-home-dev-p{}/s{n}.jsonl", n % 3))
@@ -294,14 +295,17 @@ fn run(seed: u64, retention: i64) -> (u64, u64) {
 #[test]
 fn incremental_refresh_equals_a_scan_from_scratch() {
     let (mut incremental, mut steps) = (0, 0);
-    for seed in [1, 7, 42, 1234, 99_991, 31_337] {
+    // Two seeds of each kind by default, every seed under `HEELER_DEEP=1`.
+    let seeds = [1, 7, 42, 1234, 99_991, 31_337];
+    for &seed in &seeds[..depth::rounds(2, seeds.len())] {
         let (i, s) = run(seed, WINDOW);
         incremental += i;
         steps += s;
     }
     // A longer history (`retention_days = 90`): files and records older
     // than the app's window are kept, and the snapshot stays the window's.
-    for seed in [5, 77, 2024] {
+    let seeds = [5, 77, 2024];
+    for &seed in &seeds[..depth::rounds(2, seeds.len())] {
         let (i, s) = run(seed, 90);
         incremental += i;
         steps += s;

@@ -18,7 +18,9 @@
 //!
 //! A failing run shrinks its steps to a minimal sequence that still fails
 //! and prints it with the seed. `HEELER_LIVE_STEPS` sets the steps per seed
-//! (default 250) and `HEELER_LIVE_SEEDS` the number of seeds (default 8).
+//! and `HEELER_LIVE_SEEDS` the number of seeds: by default 100 steps of 3
+//! seeds (about 3 s, sized for `cargo test`), 250 steps of 8 seeds under
+//! `HEELER_DEEP=1` (about 45 s).
 
 use crate::usage_fixture;
 
@@ -39,6 +41,7 @@ use heeler::usage::worker::{self, CacheRefresh, Pass, Roots};
 use usage_fixture::*;
 
 use crate::common::Xorshift as Rng;
+use crate::depth;
 
 const CLAUDE_MODELS: [&str; 3] = ["claude-opus-4-6", "claude-sonnet-4-5", "claude-mystery-9"];
 const CODEX_MODELS: [&str; 2] = ["gpt-5.5", "gpt-5-codex"];
@@ -1052,6 +1055,11 @@ fn shrink(seed: u64, mut steps: Vec<Step>) -> (Vec<Step>, String) {
     (steps, failure)
 }
 
+/// Steps per seed by default.
+const QUICK_STEPS: usize = 100;
+/// Seeds by default.
+const QUICK_SEEDS: usize = 3;
+
 fn env_number(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
@@ -1061,8 +1069,8 @@ fn env_number(name: &str, default: usize) -> usize {
 
 #[test]
 fn a_cache_refreshed_while_transcripts_change_counts_every_call_once() {
-    let per_seed = env_number("HEELER_LIVE_STEPS", 250);
-    let seeds = env_number("HEELER_LIVE_SEEDS", 8) as u64;
+    let per_seed = env_number("HEELER_LIVE_STEPS", depth::rounds(QUICK_STEPS, 250));
+    let seeds = env_number("HEELER_LIVE_SEEDS", depth::rounds(QUICK_SEEDS, 8)) as u64;
     let first = env_number("HEELER_LIVE_SEED", 0x5eed) as u64;
     let mut all = Tally::default();
     for seed in first..first + seeds {

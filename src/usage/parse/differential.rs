@@ -411,8 +411,10 @@ fn differential(seed: u64, files: usize) -> (usize, usize) {
 
 #[test]
 fn the_fast_readers_agree_with_the_exact_parser_on_re_serialised_lines() {
-    let (lines, events) = differential(0x5eed_0001, 19_000);
-    assert!(lines >= 100_000, "{lines} lines");
+    // About 10,000 lines by default, 100,000 under `HEELER_DEEP=1`.
+    let files = crate::base::depth::rounds(2_000, 19_000);
+    let (lines, events) = differential(0x5eed_0001, files);
+    assert!(lines >= files * 5, "{lines} lines");
     assert!(events >= lines / 5, "{events} events in {lines} lines");
 }
 
@@ -999,9 +1001,9 @@ fn malformed_differential(seed: u64, files: usize) -> (usize, usize) {
     (lines, refused)
 }
 
-/// Rounds of the malformed-line check: a couple of seconds by default,
-/// more with `HEELER_JSON_FILES=<files>` (and `HEELER_JSON_SEED=<n>` for
-/// another seed).
+/// Rounds of the malformed-line check: `default_files` (a second or less
+/// by default, more under `HEELER_DEEP=1`), or `HEELER_JSON_FILES=<files>`
+/// (and `HEELER_JSON_SEED=<n>` for another seed).
 fn rounds_from_env(default_files: usize) -> (u64, usize) {
     let seed = std::env::var("HEELER_JSON_SEED")
         .ok()
@@ -1016,7 +1018,7 @@ fn rounds_from_env(default_files: usize) -> (u64, usize) {
 
 #[test]
 fn the_fast_readers_refuse_what_json_parse_refuses() {
-    let (seed, files) = rounds_from_env(7_000);
+    let (seed, files) = rounds_from_env(crate::base::depth::rounds(2_000, 7_000));
     let (lines, refused) = malformed_differential(seed, files);
     println!("malformed lines: seed {seed:#x}, {files} files, {lines} lines, {refused} refused");
     assert!(refused >= lines / 5, "{refused} of {lines} refused");
@@ -1066,7 +1068,7 @@ fn node_json_parse(lines: &[&[u8]]) -> Option<Vec<bool>> {
 /// SKIPPED, and fails under `HEELER_REQUIRE_ALL=1` or `CI=true`.
 #[test]
 fn the_json_model_is_node_s_json_parse() {
-    let (seed, files) = rounds_from_env(3_000);
+    let (seed, files) = rounds_from_env(crate::base::depth::rounds(1_000, 3_000));
     let mut all = Vec::new();
     mutated_files(seed ^ 0x6e6f_6465, files, |_, n, lines| {
         all.push((n, lines))
