@@ -349,10 +349,11 @@ impl LazyTable {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn acc(requests: u64) -> SlotAcc {
+    /// A slot's sums with `requests` requests (the state's tests too).
+    pub(crate) fn acc(requests: u64) -> SlotAcc {
         SlotAcc {
             requests,
             cost_pico: 7,

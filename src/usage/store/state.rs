@@ -588,16 +588,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use crate::base::scratch::ScratchDir as Scratch;
-
-    fn acc(requests: u64) -> SlotAcc {
-        SlotAcc {
-            requests,
-            cost_pico: 7,
-            first_ts: 901,
-            last_ts: 1700,
-            ..SlotAcc::default()
-        }
-    }
+    use crate::usage::store::rows::tests::acc;
 
     fn key(slot: i64) -> SlotKey {
         (
