@@ -13,23 +13,9 @@ pub(super) fn summary(data: &Data, req: &Request, format: Format) -> String {
     };
     let picked = selected(data, &req);
     let unpriced = unpriced_of(picked.iter().map(|(_, k, acc)| (*k, *acc)));
-    let agents: Vec<Agent> = match req.agent {
-        Some(a) => vec![a],
-        None => vec![Agent::Claude, Agent::Codex],
-    };
+    let agents = agents_of_request(&req);
     // [agent][window]: today, 7 days, 30 days.
-    let mut sums = vec![[SlotAcc::default(); 3]; agents.len() + 1];
-    for (day, k, acc) in &picked {
-        let Some(i) = agents.iter().position(|a| *a == k.1) else {
-            continue;
-        };
-        for (w, days) in [1, 7, 30].iter().enumerate() {
-            if *day > today - days {
-                sums[i][w].merge(acc);
-                sums[agents.len()][w].merge(acc);
-            }
-        }
-    }
+    let sums = window_sums(data, &req, &agents);
     let names: Vec<&str> = agents
         .iter()
         .map(|a| a.name())
@@ -125,10 +111,7 @@ pub(super) fn limit_lines(data: &Data, agents: &[Agent]) -> Vec<String> {
     for (agent, v) in data.limits.iter().filter(|(a, _)| agents.contains(a)) {
         let state = v.get("state").and_then(Value::as_str).unwrap_or("unknown");
         let ws = windows(v);
-        let name = match agent {
-            Agent::Claude => "Claude Code",
-            Agent::Codex => "Codex",
-        };
+        let name = agent.title();
         if ws.is_empty() {
             if state != "disabled" {
                 out.push(format!("Limits, {name}: {}", state.replace('_', " ")));
