@@ -337,6 +337,7 @@ pub enum UsagePlumbingCommand {
     Query(UsageQueryArgs),
     Worker(UsageWorkerArgs),
     ClaudeLimits(UsageClaudeLimitsArgs),
+    LiveAction(UsageLiveActionArgs),
 }
 
 /// Interop tool: encode, decode, seal and open the app's wire formats.
@@ -837,6 +838,12 @@ pub struct UsageWorkerArgs {}
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "claude-limits")]
 pub struct UsageClaudeLimitsArgs {}
+
+/// The `usage` action: ask herdr to open the live usage popup (exit
+/// status = the outcome).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "live-action")]
+pub struct UsageLiveActionArgs {}
 
 /// The `pair` action: ask herdr to open the pairing popup (exit status =
 /// the outcome).

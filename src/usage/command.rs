@@ -219,6 +219,7 @@ pub fn run_plumbing(command: UsagePlumbingCommand) -> Result<(), Failure> {
             let _ = writeln!(std::io::stdout(), "Claude Code limits: {state}");
             Ok(())
         }
+        UsagePlumbingCommand::LiveAction(_) => crate::usage::live::action::run(),
     }
 }
 

@@ -42,7 +42,7 @@ pub mod config;
 pub mod discover;
 pub mod event;
 pub mod limits;
-pub(crate) mod live;
+pub mod live;
 pub mod parse;
 pub mod paths;
 pub mod pricing;

@@ -70,7 +70,7 @@ fn the_help_lists_what_a_person_runs_and_plumbing_has_its_own() {
     let (_, usage_plumbing, _) = heeler(&["help", "plumbing", "usage"]);
     assert_eq!(
         commands(&usage_plumbing),
-        ["query", "worker", "claude-limits"]
+        ["query", "worker", "claude-limits", "live-action"]
     );
     // `heeler usage --help` lists the views only.
     let (_, usage, _) = heeler(&["usage", "--help"]);

@@ -5,6 +5,8 @@
 //!
 //! - `frame.rs`: the screen as lines, pure (data, request, window size,
 //!   tab and glyphs in), with the "too small" message.
+//! - `action.rs`: `heeler usage live-action`, herdr's `heeler.usage`
+//!   action, which opens the `usage` popup pane running this screen.
 //! - `mod.rs` (this file): the thin loop. It reads the cache the way every
 //!   view does (`views::load`, so a stale cache starts the same background
 //!   worker the app's query starts), repaints every second (the countdowns
@@ -17,6 +19,7 @@
 //! fills in at the next reading); every way out (a key, a signal, a closed
 //! stdin) restores the terminal.
 
+pub mod action;
 pub(crate) mod frame;
 
 use std::sync::mpsc::RecvTimeoutError;
