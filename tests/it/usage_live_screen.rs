@@ -236,3 +236,35 @@ fn too_small_says_what_it_needs_then_lays_out_on_resize() {
     live.pane.keys(&["q"]);
     assert_eq!(live.pane.exit_status(), 0);
 }
+
+/// A shell prompt runs the statusline with the terminal as its stdin: it
+/// must answer without reading it (a read would wait for a key forever;
+/// the pane's script records the exit only once the statusline is done).
+#[test]
+fn the_statusline_never_reads_a_terminal_stdin() {
+    require_tmux!();
+    let scratch = temp_dir("live-statusline-tty");
+    let home = scratch.join("home");
+    write(
+        &transcript(&home),
+        &first_request(heeler::base::clock::unix_seconds() - 120),
+    );
+    let root = scratch.join("pane");
+    std::fs::create_dir_all(&root).unwrap();
+    let script = format!(
+        "#!/bin/sh\nenv -i {vars} {heeler} usage statusline\necho $? > {exit}\nexec sleep 600\n",
+        vars = env(&home)
+            .iter()
+            .map(|kv| sh_quote(kv))
+            .collect::<Vec<_>>()
+            .join(" "),
+        heeler = sh_quote(HEELER),
+        exit = sh_quote(&root.join("exit").to_string_lossy()),
+    );
+    let pane = Pane::start(root, &script, 100, 10);
+    assert_eq!(pane.exit_status(), 0);
+    let screen = pane.wait_for_text(" today");
+    assert!(!screen.contains("session"), "{screen}");
+    let dir = heeler::usage::paths::UsageDir(home.join(".local/state/herdr/plugins/heeler/usage"));
+    pane.wait_for("no worker", |_| !heeler::usage::worker::is_running(&dir));
+}

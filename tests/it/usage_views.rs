@@ -499,3 +499,58 @@ fn the_app_document_does_not_depend_on_sessions() {
     };
     assert_eq!(parts(&state.detailed), parts(&merged));
 }
+
+/// Claude Code runs the statusline with its session object on stdin: the
+/// line then starts with the session's cost (`cost.total_cost_usd`); an
+/// empty stdin, text that is not the object, and a pipe nobody writes to
+/// or closes all give the line without it, the last within the read's
+/// bound (the child is waited for, so a read without a bound would hang
+/// the test, not pass it).
+#[test]
+fn the_statusline_shows_claude_code_s_session_cost_from_stdin() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let home = Scratch::new("views-statusline-stdin");
+    let now = heeler::base::clock::unix_seconds();
+    write(
+        &home.0.join(".claude/projects/-home-dev-alpha/s.jsonl"),
+        &(Claude {
+            at: now - 60,
+            ..Claude::default()
+        }
+        .line()
+            + "\n"),
+    );
+    assert!(heeler(&home.0, &["usage", "worker"]).status.success());
+    let run = |stdin: Option<&[u8]>| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_heeler"))
+            .args(["usage", "statusline"])
+            .env_clear()
+            .env("HOME", &home.0)
+            .env("PATH", "/usr/bin:/bin")
+            .env("TZ", "UTC")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut pipe = child.stdin.take().unwrap();
+        if let Some(bytes) = stdin {
+            pipe.write_all(bytes).unwrap();
+            drop(pipe);
+            let out = child.wait_with_output().unwrap();
+            settle(&home.0);
+            return String::from_utf8(out.stdout).unwrap();
+        }
+        // Kept open and silent until the child has answered.
+        let out = child.wait_with_output().unwrap();
+        drop(pipe);
+        settle(&home.0);
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let plain = run(Some(b""));
+    assert!(plain.contains(" today"), "{plain}");
+    let object = br#"{"session_id":"abc123","model":{"id":"claude-opus-4-1","display_name":"Opus"},"cost":{"total_cost_usd":0.4219,"total_duration_ms":45000}}"#;
+    assert_eq!(run(Some(object)), format!("$0.42 session · {plain}"));
+    assert_eq!(run(Some(b"hello")), plain);
+    assert_eq!(run(None), plain);
+}

@@ -7,6 +7,8 @@
 //!   validated options ([`data::Request`]), the one filter and the period
 //!   rules (days in the asked zone, weeks from Monday, months).
 //! - `blocks.rs`: 5-hour blocks, burn rate and projection.
+//! - `claude_status.rs`: Claude Code's `statusLine` object on stdin (the
+//!   session's cost), read within a bound.
 //! - `table.rs`: columns, grouped numbers, fitting a width, CSV.
 //! - `picture.rs`: bars and sparklines, in block characters or ASCII
 //!   (the one decision of which a terminal gets).
@@ -30,6 +32,7 @@
 //! stdout is not a terminal or `NO_COLOR` is set.
 
 pub mod blocks;
+pub(crate) mod claude_status;
 pub mod data;
 pub(crate) mod panels;
 pub(crate) mod picture;
@@ -259,7 +262,13 @@ pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
     };
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let format = format(flags, tty, width, no_color);
-    let mut text = render::render(&data, &req, view, format);
+    let mut text = if view == View::Statusline {
+        // Claude Code's status line object on stdin, when it ran us.
+        let session = claude_status::from_stdin();
+        render::statusline_for(&data, &req, session.as_ref()) + "\n"
+    } else {
+        render::render(&data, &req, view, format)
+    };
     if matches!(format, Format::Text(_))
         && view != View::Statusline
         && let Some(hint) = empty_hint(&data, runtime.as_ref())

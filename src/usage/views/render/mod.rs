@@ -30,6 +30,7 @@ use session::sessions;
 #[cfg(test)]
 use session::short_session;
 pub use statusline::statusline;
+pub(crate) use statusline::statusline_for;
 pub(crate) use summary::coverage_line;
 use summary::summary;
 
