@@ -15,6 +15,7 @@ use heeler::usage::cache::Index;
 use heeler::usage::pricing::PriceTable;
 use heeler::usage::time::parse_date;
 use heeler::usage::views::data::{Data, Request};
+use heeler::usage::views::picture::Glyphs;
 use heeler::usage::views::render::{self, Format, View};
 use heeler::usage::views::table::Style;
 use heeler::usage::worker::{self, Roots};
@@ -62,6 +63,7 @@ fn daily(data: &Data, width: usize) -> Vec<String> {
     let style = Style {
         width,
         color: false,
+        glyphs: Glyphs::Unicode,
     };
     render::render(data, &req, View::Period(render_day()), Format::Text(style))
         .lines()
@@ -89,11 +91,16 @@ fn fixture_daily_at_160_and_80_columns() {
             title.to_string(),
             "Date        Models               Input  Output  Cache write  Cache read  Total    Cost"
                 .into(),
-            "2026-11-21  claude-opus-4-6      1,000     100        5,000           0  6,100   $0.06"
-                .into(),
-            "2026-11-26  claude-unreleased-9      5       5            0           0     10       —"
-                .into(),
-            "─".repeat(86),
+            // The day with a cost fills its bar; the unpriced day has none.
+            format!(
+                "2026-11-21  claude-opus-4-6      1,000     100        5,000           0  6,100   $0.06  {}",
+                "█".repeat(10)
+            ),
+            format!(
+                "2026-11-26  claude-unreleased-9      5       5            0           0     10       —  {}",
+                "░".repeat(10)
+            ),
+            "─".repeat(98),
             "Total                            1,005     105        5,000           0  6,110  $0.06+"
                 .into(),
             note.into(),
@@ -108,7 +115,7 @@ fn fixture_daily_at_160_and_80_columns() {
             "2026-11-26  claude-unreleased-9      5       5           0     10       —".into(),
             "─".repeat(73),
             "Total                            1,005     105           0  6,110  $0.06+".into(),
-            "Hidden to fit 80 columns: Cache write.".into(),
+            "Hidden to fit 80 columns: Cache write, Cost bar.".into(),
             note.into(),
         ]
     );
@@ -553,4 +560,69 @@ fn the_statusline_shows_claude_code_s_session_cost_from_stdin() {
     assert_eq!(run(Some(object)), format!("$0.42 session · {plain}"));
     assert_eq!(run(Some(b"hello")), plain);
     assert_eq!(run(None), plain);
+}
+
+/// Off a terminal the summary and `daily` draw their pictures in block
+/// characters on a UTF-8 locale and in ASCII under `NO_COLOR` or the C
+/// locale; JSON and CSV have none.
+#[test]
+fn pictures_follow_the_locale_and_no_color_and_stay_out_of_json_and_csv() {
+    let home = Scratch::new("views-pictures");
+    let now = heeler::base::clock::unix_seconds();
+    write(
+        &home.0.join(".claude/projects/-home-dev-alpha/s.jsonl"),
+        &(Claude {
+            at: now - 60,
+            output: 40_000,
+            ..Claude::default()
+        }
+        .line()
+            + "\n"),
+    );
+    assert!(heeler(&home.0, &["usage", "worker"]).status.success());
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_heeler"))
+            .args(args)
+            .env_clear()
+            .env("HOME", &home.0)
+            .env("PATH", "/usr/bin:/bin")
+            .env("TZ", "UTC")
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        settle(&home.0);
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let blocks = |t: &str| t.contains('█');
+    // One request of $1.00 (40,000 output tokens at $25/M): the day's bar
+    // is full, the sparkline's last day the tallest.
+    let utf8 = [("LANG", "C.UTF-8")];
+    let summary = run(&["usage"], &utf8);
+    assert!(summary.contains("Cost, 30 days  "), "{summary}");
+    assert!(blocks(&summary), "{summary}");
+    let daily = run(&["usage", "daily"], &utf8);
+    assert!(
+        daily.contains(&format!("$1.00  {}", "█".repeat(10))),
+        "{daily}"
+    );
+    for env in [
+        &[("LANG", "C.UTF-8"), ("NO_COLOR", "1")][..],
+        &[("LANG", "C")],
+    ] {
+        let daily = run(&["usage", "daily"], env);
+        assert!(
+            daily.contains(&format!("$1.00  {}", "#".repeat(10))),
+            "{daily}"
+        );
+        assert!(!blocks(&daily) && !blocks(&run(&["usage"], env)), "{daily}");
+    }
+    for args in [
+        &["usage", "--json"][..],
+        &["usage", "daily", "--json"],
+        &["usage", "daily", "--csv"],
+    ] {
+        let text = run(args, &utf8);
+        assert!(!blocks(&text) && !text.contains("##"), "{text}");
+    }
 }

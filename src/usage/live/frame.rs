@@ -8,8 +8,8 @@
 
 use crate::usage::event::Agent;
 use crate::usage::views::data::{Data, Period, Request, window_sums};
-use crate::usage::views::panels::{self, Row};
 use crate::usage::views::picture::Glyphs;
+use crate::usage::views::render::panels::{self, Row};
 use crate::usage::views::render::{self, Format, View, agents_of_request, cost_cell, freshness};
 use crate::usage::views::table::{Column, RowKind, Style, Table, cut};
 
@@ -75,7 +75,7 @@ pub(crate) fn frame(
     let budget = rows - head.len() - 2;
     let mut lines = head;
     lines.push(tab_line(tab));
-    let body = tab_lines(data, req, tab, columns, budget);
+    let body = tab_lines(data, req, tab, (columns, budget), glyphs);
     let shown = body.len();
     lines.extend(body);
     lines.extend(std::iter::repeat_n(String::new(), budget - shown));
@@ -90,6 +90,7 @@ pub(crate) fn head(data: &Data, req: &Request, columns: usize, glyphs: Glyphs) -
     lines.extend(cost_table(data, req, &agents).lines(Style {
         width: columns,
         color: false,
+        glyphs,
     }));
     let mut rows: Vec<Row> = panels::active_blocks(data, req)
         .iter()
@@ -152,7 +153,13 @@ fn tab_line(tab: Tab) -> String {
 /// The tab's view as `heeler usage` prints it (plain text), at most
 /// `budget` lines: the daily table asks for as many days as fit (30 at
 /// most); a longer table is cut, its last line saying how many more.
-fn tab_lines(data: &Data, req: &Request, tab: Tab, columns: usize, budget: usize) -> Vec<String> {
+fn tab_lines(
+    data: &Data,
+    req: &Request,
+    tab: Tab,
+    (columns, budget): (usize, usize),
+    glyphs: Glyphs,
+) -> Vec<String> {
     let today = data.zone.local_day(data.now);
     let days = budget.saturating_sub(DAILY_OVERHEAD).clamp(1, 30) as i64;
     let req = Request {
@@ -167,6 +174,7 @@ fn tab_lines(data: &Data, req: &Request, tab: Tab, columns: usize, budget: usize
     let style = Style {
         width: columns,
         color: false,
+        glyphs,
     };
     let text = render::render(data, &req, tab.view(), Format::Text(style));
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
@@ -383,6 +391,7 @@ mod tests {
         let style = Style {
             width: 120,
             color: false,
+            glyphs: Glyphs::Unicode,
         };
         let table = render::render(
             &data,

@@ -80,7 +80,7 @@ pub(crate) fn run(flags: &UsageViewFlags) -> Result<(), Failure> {
         refresh: RefreshMode::Auto,
     };
     let mut loaded = views::load(View::Summary, flags, NAME, auto)?;
-    let glyphs = Glyphs::from_env();
+    let glyphs = Glyphs::from_env(views::no_color());
     let mut term = PopupTerminal::enter()
         .map_err(|e| Failure::new(format!("{NAME}: cannot set up the terminal: {e}"), 1))?;
     sys::catch_termination_signals()

@@ -12,9 +12,6 @@
 //! - `table.rs`: columns, grouped numbers, fitting a width, CSV.
 //! - `picture.rs`: bars and sparklines, in block characters or ASCII
 //!   (the one decision of which a terminal gets).
-//! - `panels.rs`: the picture rows (limit bars with their reset
-//!   countdowns, the active blocks' bars, the 30-day cost sparkline) the
-//!   live screen and the summary share.
 //! - `recent.rs`: `recent-v1.json`, the last two days of slots (summed per slot and agent) the worker
 //!   writes beside each snapshot, so the statusline decodes kilobytes.
 //! - `render.rs`: every view as a pure function of data, options and
@@ -28,14 +25,14 @@
 //!
 //! Invariants: a view never scans a transcript and never changes the
 //! app's query or its document; the views are pure and the terminal's
-//! width and colour are inputs, so they are tested as text. No colour when
-//! stdout is not a terminal or `NO_COLOR` is set.
+//! width, colour and glyphs are inputs, so they are tested as text. No
+//! colour when stdout is not a terminal or `NO_COLOR` is set; pictures in
+//! ASCII under `NO_COLOR` or a locale that is not UTF-8.
 
 pub mod blocks;
 pub(crate) mod claude_status;
 pub mod data;
-pub(crate) mod panels;
-pub(crate) mod picture;
+pub mod picture;
 pub mod recent;
 pub mod render;
 pub mod table;
@@ -48,6 +45,7 @@ use crate::exit::Failure;
 use crate::usage::event::Agent;
 use crate::usage::query::{self, Context, Options, RefreshMode, SnapshotRead};
 use crate::usage::views::data::{Data, Request};
+use crate::usage::views::picture::Glyphs;
 use crate::usage::views::render::{Format, View};
 use crate::usage::views::table::Style;
 
@@ -55,7 +53,13 @@ use crate::usage::views::table::Style;
 pub(crate) const DEFAULT_WIDTH: usize = 100;
 
 /// The output format the flags ask for (`--json` wins over `--csv`).
-pub fn format(flags: &UsageViewFlags, tty: bool, width: Option<usize>, no_color: bool) -> Format {
+pub fn format(
+    flags: &UsageViewFlags,
+    tty: bool,
+    width: Option<usize>,
+    no_color: bool,
+    glyphs: Glyphs,
+) -> Format {
     if flags.json {
         Format::Json
     } else if flags.csv {
@@ -64,8 +68,15 @@ pub fn format(flags: &UsageViewFlags, tty: bool, width: Option<usize>, no_color:
         Format::Text(Style {
             width: width.unwrap_or(DEFAULT_WIDTH),
             color: tty && !no_color,
+            glyphs,
         })
     }
+}
+
+/// Whether `NO_COLOR` asks for plain output (set and not empty): no colour,
+/// and pictures in ASCII.
+pub(crate) fn no_color() -> bool {
+    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
 }
 
 /// What a view shows, read from the cache ([`load`]).
@@ -260,8 +271,8 @@ pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
     } else {
         None
     };
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let format = format(flags, tty, width, no_color);
+    let no_color = no_color();
+    let format = format(flags, tty, width, no_color, Glyphs::from_env(no_color));
     let mut text = if view == View::Statusline {
         // Claude Code's status line object on stdin, when it ran us.
         let session = claude_status::from_stdin();
@@ -500,15 +511,20 @@ mod tests {
         let style = Style {
             width: 100,
             color: false,
+            glyphs: Glyphs::Unicode,
         };
         let summary = render::render(&data, &req, View::Summary, Format::Text(style));
-        // 1794321600 (14:40 UTC) is 11,000 s, 3 h 03 min, after now (11:36).
+        // 1794321600 (14:40 UTC) is 11,000 s, 3 h 03 min, after now (11:36);
+        // 67% of a 20-cell bar is 107.2 of its 160 eighths: 13 cells and
+        // three eighths.
+        let bar = format!("{}▍{}", "█".repeat(13), "░".repeat(6));
         assert!(
-            summary.contains(
-                "Limits, Claude Code: 5h 67% used, resets 14:40 (in 3h 03m); 7d 36% used"
-            ),
+            summary.contains(&format!(
+                "Claude Code 5h  {bar}  67% used, resets 14:40 (in 3h 03m)\nClaude Code 7d  "
+            )),
             "{summary}"
         );
+        assert!(summary.contains("  36% used, resets "), "{summary}");
         // Our own reading, newer than the document's, wins.
         let ours = v(
             r#"{"state":"ok","fetched_at":1794310300,"windows":[{"id":"five_hour","window_minutes":300,"used_percent":70,"resets_at":1794321600}]}"#,

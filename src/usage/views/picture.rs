@@ -7,7 +7,7 @@
 
 /// The characters pictures are drawn with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Glyphs {
+pub enum Glyphs {
     /// Block elements: eighths of a cell for bars, eight bar heights for
     /// sparklines.
     Unicode,
@@ -51,10 +51,10 @@ impl Glyphs {
         }
     }
 
-    /// The glyphs for this process's environment.
-    pub(crate) fn from_env() -> Glyphs {
+    /// The glyphs for this process's locale (`no_color`: whether
+    /// `NO_COLOR` asks for plain output, `views::no_color`).
+    pub(crate) fn from_env(no_color: bool) -> Glyphs {
         let var = |name| std::env::var(name).ok();
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         Glyphs::for_locale(
             no_color,
             var("LC_ALL").as_deref(),

@@ -13,10 +13,12 @@ use crate::usage::views::blocks::{self, Block};
 use crate::usage::views::data::{
     Data, Period, Request, SESSION_ROWS, period_label, period_start, selected, sum_by, window_sums,
 };
+use crate::usage::views::picture;
 use crate::usage::views::table::{self, Column, RowKind, Style, Table, dollars, group};
 
 mod block_view;
 mod limits;
+pub(crate) mod panels;
 mod session;
 mod statusline;
 mod summary;
@@ -83,6 +85,9 @@ struct Row {
     acc: SlotAcc,
     models: BTreeMap<(Agent, Text), SlotAcc>,
 }
+
+/// The width of the daily view's cost bars, in cells.
+pub(crate) const DAILY_BAR: usize = 10;
 
 /// The token columns every tabular view ends with.
 fn token_columns() -> Vec<Column> {
@@ -255,6 +260,21 @@ fn tabular(
         Format::Text(style) => {
             let mut columns = labels.0.to_vec();
             columns.extend(token_columns());
+            // The daily view ends each day with a bar of its cost against
+            // the costliest day's (left out to fit before Cache read).
+            let bars = view == View::Period(Period::Day);
+            if bars {
+                columns.push(Column::text("", 2).named("Cost bar"));
+            }
+            let top = rows.iter().map(|r| r.acc.cost_pico).max().unwrap_or(0);
+            let bar = |acc: &SlotAcc| {
+                let share = if top == 0 {
+                    0.0
+                } else {
+                    acc.cost_pico as f64 / top as f64
+                };
+                picture::bar(share, DAILY_BAR, style.glyphs)
+            };
             let mut t = Table {
                 columns,
                 rows: Vec::new(),
@@ -265,6 +285,9 @@ fn tabular(
             for r in &rows {
                 let mut cells = r.labels.clone();
                 cells.extend(token_cells(&r.acc));
+                if bars {
+                    cells.push(bar(&r.acc));
+                }
                 t.rows.push((RowKind::Plain, cells));
                 if req.breakdown {
                     for ((agent, model), acc) in &r.models {

@@ -6,15 +6,9 @@
 //! three columns (label, picture, text) by [`lay_out`], the labels padded
 //! to the longest so the pictures line up.
 
-use crate::base::json::Value;
-use crate::usage::event::Agent;
-use crate::usage::views::blocks::{self, Block};
-use crate::usage::views::data::{Data, Request, daily_costs, sum_by};
+use super::*;
+use crate::usage::views::data::daily_costs;
 use crate::usage::views::picture::{self, Glyphs};
-use crate::usage::views::render::{
-    cost_cell, duration, five_hour_limit, local_time, percent, windows,
-};
-use crate::usage::views::table::dollars;
 
 /// A bar's width in cells.
 pub(crate) const BAR: usize = 20;
