@@ -27,15 +27,15 @@ pub(crate) const READ_DEADLINE: Duration = Duration::from_millis(100);
 
 /// What the statusline shows of Claude Code's session.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Session {
+pub struct Session {
     /// `cost.total_cost_usd`: the session's cost so far, in dollars.
-    pub(crate) cost_usd: f64,
+    pub cost_usd: f64,
 }
 
 /// The session in Claude Code's status line object (pure): `None` unless
 /// `bytes` is a JSON object whose `cost.total_cost_usd` is a number of
 /// zero or more.
-pub(crate) fn parse(bytes: &[u8]) -> Option<Session> {
+pub fn parse(bytes: &[u8]) -> Option<Session> {
     let text = std::str::from_utf8(bytes).ok()?;
     let value = json::parse(text.trim()).ok()?;
     let cost = value.get("cost")?.get("total_cost_usd")?.as_f64()?;
@@ -77,7 +77,7 @@ pub(crate) fn from_stdin() -> Option<Session> {
 }
 
 /// The session's part of the statusline: `$0.42 session`.
-pub(crate) fn session_part(session: &Session) -> String {
+pub fn session_part(session: &Session) -> String {
     format!(
         "{} session",
         crate::usage::views::table::dollars(session.cost_usd)

@@ -30,7 +30,7 @@
 //! ASCII under `NO_COLOR` or a locale that is not UTF-8.
 
 pub mod blocks;
-pub(crate) mod claude_status;
+pub mod claude_status;
 pub mod data;
 pub mod picture;
 pub mod recent;
