@@ -337,6 +337,7 @@ pub enum UsagePlumbingCommand {
     Query(UsageQueryArgs),
     Worker(UsageWorkerArgs),
     ClaudeLimits(UsageClaudeLimitsArgs),
+    LiveAction(UsageLiveActionArgs),
 }
 
 /// Interop tool: encode, decode, seal and open the app's wire formats.
@@ -554,6 +555,7 @@ pub struct SidebarHookArgs {}
     help_triggers("-h", "--help", "help"),
     example = "{command_name}                    the summary\n\
                {command_name} --limits           read Claude Code's and Codex's limits now\n\
+               {command_name} --watch            the live screen (q closes it)\n\
                {command_name} daily -s 20261101  days since 1 November\n\
                {command_name} -j | jq .          the summary's JSON document"
 )]
@@ -577,6 +579,9 @@ pub struct UsageArgs {
     /// print the summary as CSV
     #[argh(switch)]
     pub csv: bool,
+    /// keep the summary on screen, live (the same as heeler usage live)
+    #[argh(switch, short = 'w')]
+    pub watch: bool,
     #[argh(subcommand)]
     pub command: Option<UsageCommand>,
 }
@@ -607,6 +612,7 @@ pub enum UsageCommand {
     Models(UsageModelsArgs),
     Dirs(UsageDirsArgs),
     Statusline(UsageStatuslineArgs),
+    Live(UsageLiveArgs),
 }
 
 /// The options the views share, as given; a view without one of them
@@ -745,6 +751,41 @@ impl UsageStatuslineArgs {
     }
 }
 
+/// The live screen: today, 7 and 30 days per agent, the active 5-hour
+/// block, the limits with their reset countdowns and a 30-day sparkline,
+/// refreshed every few seconds (q or Esc closes it, Tab switches the table
+/// between days, models and directories, r refreshes now).
+#[derive(FromArgs, Debug)]
+#[argh(
+    subcommand,
+    name = "live",
+    help_triggers("-h", "--help", "help"),
+    example = "{command_name}                   both agents\n\
+               {command_name} --dir ~/src        directories under ~/src only"
+)]
+pub struct UsageLiveArgs {
+    /// claude or codex (default: both)
+    #[argh(option, short = 'a')]
+    pub agent: Option<String>,
+    /// only directories under this path
+    #[argh(option)]
+    pub dir: Option<String>,
+    /// IANA time zone for days (default: the Host's zone)
+    #[argh(option, short = 'z')]
+    pub tz: Option<String>,
+}
+
+impl UsageLiveArgs {
+    pub fn flags(&self) -> UsageViewFlags {
+        UsageViewFlags {
+            agent: self.agent.clone(),
+            dir: self.dir.clone(),
+            tz: self.tz.clone(),
+            ..UsageViewFlags::default()
+        }
+    }
+}
+
 /// `heeler usage query` as given. Its options ([`UsageQueryOptions`]) are
 /// read by the command itself (`usage::command`), so that no argument (an
 /// option a newer app sends, a missing value) keeps it from answering with
@@ -797,6 +838,12 @@ pub struct UsageWorkerArgs {}
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "claude-limits")]
 pub struct UsageClaudeLimitsArgs {}
+
+/// The `usage` action: ask herdr to open the live usage popup (exit
+/// status = the outcome).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "live-action")]
+pub struct UsageLiveActionArgs {}
 
 /// The `pair` action: ask herdr to open the pairing popup (exit status =
 /// the outcome).

@@ -20,6 +20,10 @@
 //! - `tz.rs`: the one local-time mechanism: time zones from the system's
 //!   TZif files and POSIX `TZ` rules, the Host's zone, the civil day
 //!   numbers.
+//! - `terminal.rs`: a full-screen terminal program's terminal (raw mode,
+//!   the alternate screen, the cursor hidden, all put back on every way
+//!   out) and its key reader thread; `keys.rs`: the keys such a program
+//!   reacts to, decoded from raw terminal bytes.
 //! - `sys.rs`: every `unsafe` block of the crate, each with a `// SAFETY:`.
 //! - For unit tests only: `scratch.rs` (scratch directories),
 //!   `test_rng.rs` (the one seeded random source) and `depth.rs` (the
@@ -37,11 +41,13 @@ pub mod clock;
 pub(crate) mod depth;
 pub mod dirs;
 pub mod json;
+pub mod keys;
 pub mod process;
 #[cfg(test)]
 pub(crate) mod scratch;
 pub(crate) mod state_file;
 pub(crate) mod sys;
+pub(crate) mod terminal;
 #[cfg(test)]
 pub(crate) mod test_rng;
 pub mod tz;

@@ -4,6 +4,9 @@
 //!   timeouts), with `HERDR_BIN_PATH`'s CLI as the fallback; typed errors.
 //! - `answer.rs`: herdr's answers as types (agents, tabs, panes,
 //!   workspaces), parsed once; no caller reads herdr's field names.
+//! - `popup.rs`: an action that opens one of the plugin's popup panes
+//!   (`plugin.pane.open`, the CLI as the fallback) and tells a refusal in
+//!   a herdr notification.
 //! - `session.rs`: which herdr session a process serves (derived from
 //!   `HERDR_SOCKET_PATH`), the session name rule and the delivery rule.
 //!
@@ -12,4 +15,5 @@
 
 pub mod answer;
 pub mod client;
+pub mod popup;
 pub mod session;

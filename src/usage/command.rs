@@ -139,6 +139,15 @@ fn claude_limits_of(value: Option<Option<String>>, errors: &mut Vec<Value>) -> b
 pub fn run(args: UsageArgs) -> Result<(), Failure> {
     use crate::usage::views::{self, data::Period, render::View};
     let summary = args.flags();
+    if args.watch {
+        if args.command.is_some() || args.json || args.csv || args.limits {
+            return Err(Failure::new(
+                "heeler usage: --watch is the live screen; it takes only --agent, --dir and --tz (heeler usage live --help)",
+                crate::cli::USAGE_ERROR_STATUS,
+            ));
+        }
+        return crate::usage::live::run(&summary);
+    }
     let Some(command) = args.command else {
         return views::run(View::Summary, &summary);
     };
@@ -158,6 +167,7 @@ pub fn run(args: UsageArgs) -> Result<(), Failure> {
         UsageCommand::Models(a) => views::run(View::Models, &a.flags()),
         UsageCommand::Dirs(a) => views::run(View::Dirs, &a.flags()),
         UsageCommand::Statusline(a) => views::run(View::Statusline, &a.flags()),
+        UsageCommand::Live(a) => crate::usage::live::run(&a.flags()),
     }
 }
 
@@ -209,6 +219,7 @@ pub fn run_plumbing(command: UsagePlumbingCommand) -> Result<(), Failure> {
             let _ = writeln!(std::io::stdout(), "Claude Code limits: {state}");
             Ok(())
         }
+        UsagePlumbingCommand::LiveAction(_) => crate::usage::live::action::run(),
     }
 }
 

@@ -21,6 +21,14 @@ impl Agent {
         }
     }
 
+    /// The product's name, as the views for people write it.
+    pub(crate) fn title(self) -> &'static str {
+        match self {
+            Agent::Claude => "Claude Code",
+            Agent::Codex => "Codex",
+        }
+    }
+
     /// The agent [`Agent::name`] names.
     pub(crate) fn from_name(name: &str) -> Option<Agent> {
         match name {

@@ -23,6 +23,8 @@
 //! - `pricing.rs`: the bundled price table and request pricing.
 //! - `time.rs`: timestamps and civil dates (the zones are `base::tz`).
 //! - `runtime.rs`: the runtime record the hooks write for `heeler usage`.
+//! - `live/`: the live screen (`heeler usage live`, herdr's `heeler.usage`
+//!   popup): the summary, blocks, limit bars and a sparkline, kept fresh.
 //! - `views/`: the views for people (`heeler usage`, `daily`, `blocks`,
 //!   `statusline`, …): tables, CSV and JSON from the same cache.
 //!
@@ -40,6 +42,7 @@ pub mod config;
 pub mod discover;
 pub mod event;
 pub mod limits;
+pub mod live;
 pub mod parse;
 pub mod paths;
 pub mod pricing;

@@ -70,7 +70,7 @@ fn the_help_lists_what_a_person_runs_and_plumbing_has_its_own() {
     let (_, usage_plumbing, _) = heeler(&["help", "plumbing", "usage"]);
     assert_eq!(
         commands(&usage_plumbing),
-        ["query", "worker", "claude-limits"]
+        ["query", "worker", "claude-limits", "live-action"]
     );
     // `heeler usage --help` lists the views only.
     let (_, usage, _) = heeler(&["usage", "--help"]);
@@ -84,9 +84,21 @@ fn the_help_lists_what_a_person_runs_and_plumbing_has_its_own() {
             "blocks",
             "models",
             "dirs",
-            "statusline"
+            "statusline",
+            "live"
         ]
     );
+    // The live screen needs a terminal; --watch takes none of the one-shot
+    // summary's output options.
+    let (status, out, err) = heeler(&["usage", "live"]);
+    assert_eq!((status, out.as_str()), (1, ""));
+    assert!(
+        err.contains("heeler usage live must run in a terminal"),
+        "{err}"
+    );
+    let (status, _, err) = heeler(&["usage", "--watch", "--json"]);
+    assert_eq!(status, 2);
+    assert!(err.contains("--watch is the live screen"), "{err}");
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! CONTRIBUTING.md, "Testing against a real herdr"):
 //! link a plugin directory holding this manifest and the heeler binary, start
 //! the server, and check that the startup hook wrote sidebar.json, that the
-//! `pair` action opens the popup (its `heeler pair` process starts), and that
+//! `pair` action opens the popup (its `heeler pair` process starts), that the
+//! `usage` action opens the live usage popup (`heeler usage live`), and that
 //! both agent-status hooks run and succeed according to `herdr plugin log list`.
 //!
 //! Opt-in (`#[ignore]`d): set HEELER_TEST_HERDR to a herdr (>= 0.7.5) binary
@@ -150,13 +151,15 @@ fn plugin_dir(root: &Path) -> PathBuf {
     dir
 }
 
-fn popup_process_running() -> bool {
+/// Whether a process runs `bin/heeler <args>` (a popup pane's command).
+fn popup_process_running(args: &str) -> bool {
     let Ok(output) = Command::new("ps").args(["-A", "-o", "args="]).output() else {
         return false;
     };
+    let command = format!("/bin/heeler {args}");
     String::from_utf8_lossy(&output.stdout)
         .lines()
-        .any(|line| line.trim() == "./bin/heeler pair" || line.ends_with("/bin/heeler pair"))
+        .any(|line| line.trim() == format!(".{command}") || line.ends_with(&command))
 }
 
 fn close_popup(socket: &Path) {
@@ -244,7 +247,7 @@ fn the_plugin_runs_inside_a_real_headless_herdr() {
     wait_for(
         "the pairing popup's process",
         Duration::from_secs(10),
-        popup_process_running,
+        || popup_process_running("pair"),
     );
     close_popup(&herdr.config_dir().join("herdr.sock"));
     wait_for(
@@ -253,6 +256,23 @@ fn the_plugin_runs_inside_a_real_headless_herdr() {
         || {
             herdr.log_records().iter().any(|r| {
                 record_mentions(r, "pair-action")
+                    && r.get("status").and_then(Value::as_str) == Some("succeeded")
+            })
+        },
+    );
+
+    // `heeler.usage` opens the live usage screen the same way.
+    herdr.run_ok(&["plugin", "action", "invoke", "heeler.usage"]);
+    wait_for("the usage popup's process", Duration::from_secs(10), || {
+        popup_process_running("usage live")
+    });
+    close_popup(&herdr.config_dir().join("herdr.sock"));
+    wait_for(
+        "the usage action to succeed",
+        Duration::from_secs(10),
+        || {
+            herdr.log_records().iter().any(|r| {
+                record_mentions(r, "live-action")
                     && r.get("status").and_then(Value::as_str) == Some("succeeded")
             })
         },

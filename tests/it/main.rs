@@ -24,6 +24,7 @@ mod dist_layout;
 mod fuzz_support;
 mod scratch;
 mod support;
+mod tmux;
 mod usage_fixture;
 
 // The tests, one module per area.
@@ -66,6 +67,7 @@ mod usage_herdr_action;
 mod usage_incremental;
 mod usage_limits;
 mod usage_live;
+mod usage_live_screen;
 mod usage_prerender;
 mod usage_threads;
 mod usage_views;

@@ -98,24 +98,35 @@ fn manifest_entries_have_the_documented_shape() {
 
     let actions = entries(&manifest, "actions");
     let action_ids: Vec<&str> = actions.iter().map(|a| str_of(a, "id")).collect();
-    assert_eq!(action_ids, ["pair", "usage-claude-limits"]);
+    assert_eq!(action_ids, ["pair", "usage", "usage-claude-limits"]);
     assert_eq!(command_of(actions[0]), [BINARY_IN_CHECKOUT, "pair-action"]);
     assert_eq!(
         command_of(actions[1]),
+        [BINARY_IN_CHECKOUT, "usage", "live-action"]
+    );
+    assert_eq!(
+        command_of(actions[2]),
         [BINARY_IN_CHECKOUT, "usage", "claude-limits"]
     );
     for action in &actions {
         assert!(!str_of(action, "title").is_empty());
     }
 
+    // Each action that opens a popup names a pane of the manifest (the
+    // pane ids are the entrypoints `heeler pair-action` and `heeler usage
+    // live-action` open).
     let panes = entries(&manifest, "panes");
-    assert_eq!(panes.len(), 1);
-    let pane = panes[0];
-    assert_eq!(str_of(pane, "id"), "pair");
-    assert_eq!(str_of(pane, "placement"), "popup");
-    assert_eq!(str_of(pane, "width"), "100%");
-    assert_eq!(str_of(pane, "height"), "100%");
-    assert_eq!(command_of(pane), [BINARY_IN_CHECKOUT, "pair"]);
+    let pane_ids: Vec<&str> = panes.iter().map(|p| str_of(p, "id")).collect();
+    assert_eq!(pane_ids, ["pair", "usage"]);
+    assert_eq!(pane_ids[0], heeler::pair::action::POPUP.entrypoint);
+    assert_eq!(pane_ids[1], heeler::usage::live::action::POPUP.entrypoint);
+    for pane in &panes {
+        assert_eq!(str_of(pane, "placement"), "popup");
+        assert_eq!(str_of(pane, "width"), "100%");
+        assert_eq!(str_of(pane, "height"), "100%");
+    }
+    assert_eq!(command_of(panes[0]), [BINARY_IN_CHECKOUT, "pair"]);
+    assert_eq!(command_of(panes[1]), [BINARY_IN_CHECKOUT, "usage", "live"]);
 
     let events = entries(&manifest, "events");
     let hooks: Vec<(String, Vec<String>)> = events

@@ -1,4 +1,5 @@
-//! `heeler pair-action` against a loopback stand-in for herdr's socket, and
+//! `heeler pair-action` (and `heeler usage live-action`, the same opener)
+//! against a loopback stand-in for herdr's socket, and
 //! through a stand-in herdr CLI when no socket answers.
 
 use crate::scratch;
@@ -264,4 +265,82 @@ fn a_missing_herdr_cli_says_so() {
         String::from_utf8_lossy(&output.stderr).starts_with("failed to run herdr: "),
         "{output:?}"
     );
+}
+
+/// `heeler usage live-action`, herdr's `heeler.usage`: the same opener for
+/// the `usage` pane, its refusals told as the usage screen's.
+fn usage_action() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_heeler"));
+    command
+        .args(["usage", "live-action"])
+        .env_remove("HERDR_SOCKET_PATH")
+        .env_remove("HERDR_BIN_PATH")
+        .env_remove("HERDR_PLUGIN_ID");
+    command
+}
+
+#[test]
+fn the_usage_action_opens_the_usage_popup_and_tells_a_refusal() {
+    let dir = scratch("usage-socket");
+    let path = dir.join("herdr.sock");
+    let server = stand_in(
+        UnixListener::bind(&path).unwrap(),
+        "{\"id\":\"heeler:usage-action\",\"result\":{\"type\":\"ok\"}}\n",
+    );
+    let output = usage_action()
+        .env("HERDR_SOCKET_PATH", &path)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(
+        server.join().unwrap(),
+        "{\"id\":\"heeler:usage-action\",\"method\":\"plugin.pane.open\",\"params\":{\"plugin_id\":\"heeler\",\"entrypoint\":\"usage\",\"env\":{}}}\n"
+    );
+    fs::remove_file(&path).unwrap();
+
+    let server = stand_in_for(
+        UnixListener::bind(&path).unwrap(),
+        &[
+            "{\"id\":\"heeler:usage-action\",\"error\":{\"code\":\"plugin_pane_open_failed\",\"message\":\"popup already open\"}}\n",
+            "{\"id\":\"heeler:usage-action:notice\",\"result\":{\"type\":\"ok\"}}\n",
+        ],
+    );
+    let output = usage_action()
+        .env("HERDR_SOCKET_PATH", &path)
+        .output()
+        .unwrap();
+    let requests = server.join().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "herdr could not open the usage popup: plugin_pane_open_failed: popup already open\n"
+    );
+    assert_eq!(
+        requests[1],
+        "{\"id\":\"heeler:usage-action:notice\",\"method\":\"notification.show\",\"params\":{\"title\":\"Usage is already open\",\"body\":\"A popup is already open in this herdr session (maybe the usage screen's own): press q there to close it, then run Usage again.\"}}\n"
+    );
+
+    let args_file = dir.join("args");
+    let herdr = dir.join("herdr");
+    fs::write(
+        &herdr,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\nexit 0\n",
+            args_file.display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&herdr, fs::Permissions::from_mode(0o755)).unwrap();
+    let output = usage_action()
+        .env("HERDR_SOCKET_PATH", dir.join("nobody-listens.sock"))
+        .env("HERDR_BIN_PATH", &herdr)
+        .env("HERDR_PLUGIN_ID", "heeler-dev")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(
+        fs::read_to_string(&args_file).unwrap(),
+        "plugin\npane\nopen\n--plugin\nheeler-dev\n--entrypoint\nusage\n"
+    );
+    fs::remove_dir_all(&dir).unwrap();
 }

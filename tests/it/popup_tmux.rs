@@ -10,6 +10,7 @@
 
 use crate::common;
 use crate::scratch;
+use crate::tmux::{Pane, WAIT, require_tmux, sh_quote};
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -25,25 +26,6 @@ use heeler::pair::popup::qr;
 use heeler::wire::pairing_code::{self, Payload};
 
 const HEELER: &str = env!("CARGO_BIN_EXE_heeler");
-const WAIT: Duration = Duration::from_secs(15);
-
-fn tmux_available() -> bool {
-    Command::new("tmux")
-        .arg("-V")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-macro_rules! require_tmux {
-    () => {
-        if !tmux_available() {
-            common::skip("tmux is not installed");
-            return;
-        }
-    };
-}
 
 /// A fixed Ed25519 host key line and its fingerprint.
 fn host_key_line() -> (String, String) {
@@ -56,9 +38,9 @@ fn host_key_line() -> (String, String) {
 
 /// One popup in one tmux server, with its own HOME and /etc/ssh stand-in.
 struct Popup {
+    pane: Pane,
     root: PathBuf,
     home: PathBuf,
-    socket: String,
     fingerprint: String,
 }
 
@@ -93,10 +75,6 @@ impl Default for Options<'_> {
             ssh_check: false,
         }
     }
-}
-
-fn sh_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "'\\''"))
 }
 
 impl Popup {
@@ -163,76 +141,29 @@ impl Popup {
                 .join(" "),
             exit = sh_quote(&root.join("exit").to_string_lossy()),
         );
-        let run = root.join("run.sh");
-        fs::write(&run, script).unwrap();
-        fs::set_permissions(&run, fs::Permissions::from_mode(0o755)).unwrap();
-        // The server's socket lives in the root (`-S`), not in
-        // /tmp/tmux-<uid>, so the test leaves nothing behind in /tmp.
-        let socket = root.join("tmux.sock").to_string_lossy().into_owned();
-        let status = Command::new("tmux")
-            .args(["-S", &socket, "-f", "/dev/null", "new-session", "-d"])
-            .args([
-                "-x",
-                &options.width.to_string(),
-                "-y",
-                &options.height.to_string(),
-            ])
-            .arg(run.to_string_lossy().as_ref())
-            .status()
-            .unwrap();
-        assert!(status.success());
+        let pane = Pane::start(root.clone(), &script, options.width, options.height);
         Popup {
+            pane,
             root,
             home,
-            socket,
             fingerprint,
         }
     }
 
     fn tmux(&self, args: &[&str]) -> String {
-        let output = Command::new("tmux")
-            .args(["-S", &self.socket])
-            .args(args)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    }
-
-    /// The screen, wrapped lines joined.
-    fn screen(&self) -> String {
-        self.tmux(&["capture-pane", "-p", "-J"])
+        self.pane.tmux(args)
     }
 
     fn keys(&self, keys: &[&str]) {
-        for key in keys {
-            self.tmux(&["send-keys", key]);
-            // One key per read, as a person types.
-            std::thread::sleep(Duration::from_millis(60));
-        }
+        self.pane.keys(keys)
     }
 
-    /// Waits until the screen passes `test` and has settled (two captures
-    /// 40 ms apart agree), so a frame still being drawn is never read.
     fn wait_for(&self, what: &str, test: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let screen = self.screen();
-            if test(&screen) {
-                std::thread::sleep(Duration::from_millis(40));
-                if self.screen() == screen {
-                    return screen;
-                }
-                continue;
-            }
-            if Instant::now() > deadline {
-                panic!("timed out waiting for {what}; screen:\n{screen}");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        self.pane.wait_for(what, test)
     }
 
     fn wait_for_text(&self, text: &str) -> String {
-        self.wait_for(text, |s| s.contains(text))
+        self.pane.wait_for_text(text)
     }
 
     /// Waits until `path` exists (a stand-in program's sign that it ran).
@@ -246,14 +177,7 @@ impl Popup {
 
     /// The popup's exit status, once it has exited.
     fn exit_status(&self) -> i32 {
-        let path = self.root.join("exit");
-        let deadline = Instant::now() + WAIT;
-        while !path.exists() {
-            assert!(Instant::now() < deadline, "the popup did not exit");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-        fs::read_to_string(&path).unwrap().trim().parse().unwrap()
+        self.pane.exit_status()
     }
 
     fn authorized_keys(&self) -> String {
@@ -320,19 +244,6 @@ impl Popup {
             }
         }
         panic!("heeler pair is not running");
-    }
-}
-
-impl Drop for Popup {
-    fn drop(&mut self) {
-        // kill-server leaves the socket file behind: remove it too.
-        let socket_path = self.tmux(&["display-message", "-p", "#{socket_path}"]);
-        self.tmux(&["kill-server"]);
-        let socket_path = socket_path.trim();
-        if !socket_path.is_empty() {
-            let _ = fs::remove_file(socket_path);
-        }
-        let _ = fs::remove_dir_all(&self.root);
     }
 }
 

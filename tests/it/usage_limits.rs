@@ -427,7 +427,12 @@ fn usage_limits_reads_both_agents_now() {
         Some("ok"),
         "{codex:?}"
     );
-    assert!(text.contains("Limits, Codex: 5h 12% used"), "{text}");
+    // Each limit window is a bar row: its label, the bar, its use.
+    let row = |label: &str, used: &str| {
+        text.lines()
+            .any(|l| l.starts_with(label) && l.contains(&format!("  {used} used")))
+    };
+    assert!(row("Codex 5h ", "12%"), "{text}");
     // macOS reads Claude's limits through herdr's session (no herdr here).
     if !cfg!(target_os = "macos") {
         let claude = stored("claude");
@@ -436,7 +441,7 @@ fn usage_limits_reads_both_agents_now() {
             Some("ok"),
             "{claude:?}"
         );
-        assert!(text.contains("Limits, Claude Code: 5h 25% used"), "{text}");
+        assert!(row("Claude Code 5h ", "25%"), "{text}");
     }
     assert!(!state.join("usage/claude-limits.wanted").exists());
     fs::remove_dir_all(&home).unwrap();

@@ -15,6 +15,7 @@ use heeler::usage::cache::Index;
 use heeler::usage::pricing::PriceTable;
 use heeler::usage::time::parse_date;
 use heeler::usage::views::data::{Data, Request};
+use heeler::usage::views::picture::Glyphs;
 use heeler::usage::views::render::{self, Format, View};
 use heeler::usage::views::table::Style;
 use heeler::usage::worker::{self, Roots};
@@ -62,6 +63,7 @@ fn daily(data: &Data, width: usize) -> Vec<String> {
     let style = Style {
         width,
         color: false,
+        glyphs: Glyphs::Unicode,
     };
     render::render(data, &req, View::Period(render_day()), Format::Text(style))
         .lines()
@@ -89,11 +91,16 @@ fn fixture_daily_at_160_and_80_columns() {
             title.to_string(),
             "Date        Models               Input  Output  Cache write  Cache read  Total    Cost"
                 .into(),
-            "2026-11-21  claude-opus-4-6      1,000     100        5,000           0  6,100   $0.06"
-                .into(),
-            "2026-11-26  claude-unreleased-9      5       5            0           0     10       —"
-                .into(),
-            "─".repeat(86),
+            // The day with a cost fills its bar; the unpriced day has none.
+            format!(
+                "2026-11-21  claude-opus-4-6      1,000     100        5,000           0  6,100   $0.06  {}",
+                "█".repeat(10)
+            ),
+            format!(
+                "2026-11-26  claude-unreleased-9      5       5            0           0     10       —  {}",
+                "░".repeat(10)
+            ),
+            "─".repeat(98),
             "Total                            1,005     105        5,000           0  6,110  $0.06+"
                 .into(),
             note.into(),
@@ -108,7 +115,7 @@ fn fixture_daily_at_160_and_80_columns() {
             "2026-11-26  claude-unreleased-9      5       5           0     10       —".into(),
             "─".repeat(73),
             "Total                            1,005     105           0  6,110  $0.06+".into(),
-            "Hidden to fit 80 columns: Cache write.".into(),
+            "Hidden to fit 80 columns: Cache write, Cost bar.".into(),
             note.into(),
         ]
     );
@@ -498,4 +505,124 @@ fn the_app_document_does_not_depend_on_sessions() {
         .to_json()
     };
     assert_eq!(parts(&state.detailed), parts(&merged));
+}
+
+/// Claude Code runs the statusline with its session object on stdin: the
+/// line then starts with the session's cost (`cost.total_cost_usd`); an
+/// empty stdin, text that is not the object, and a pipe nobody writes to
+/// or closes all give the line without it, the last within the read's
+/// bound (the child is waited for, so a read without a bound would hang
+/// the test, not pass it).
+#[test]
+fn the_statusline_shows_claude_code_s_session_cost_from_stdin() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let home = Scratch::new("views-statusline-stdin");
+    let now = heeler::base::clock::unix_seconds();
+    write(
+        &home.0.join(".claude/projects/-home-dev-alpha/s.jsonl"),
+        &(Claude {
+            at: now - 60,
+            ..Claude::default()
+        }
+        .line()
+            + "\n"),
+    );
+    assert!(heeler(&home.0, &["usage", "worker"]).status.success());
+    let run = |stdin: Option<&[u8]>| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_heeler"))
+            .args(["usage", "statusline"])
+            .env_clear()
+            .env("HOME", &home.0)
+            .env("PATH", "/usr/bin:/bin")
+            .env("TZ", "UTC")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut pipe = child.stdin.take().unwrap();
+        if let Some(bytes) = stdin {
+            pipe.write_all(bytes).unwrap();
+            drop(pipe);
+            let out = child.wait_with_output().unwrap();
+            settle(&home.0);
+            return String::from_utf8(out.stdout).unwrap();
+        }
+        // Kept open and silent until the child has answered.
+        let out = child.wait_with_output().unwrap();
+        drop(pipe);
+        settle(&home.0);
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let plain = run(Some(b""));
+    assert!(plain.contains(" today"), "{plain}");
+    let object = br#"{"session_id":"abc123","model":{"id":"claude-opus-4-1","display_name":"Opus"},"cost":{"total_cost_usd":0.4219,"total_duration_ms":45000}}"#;
+    assert_eq!(run(Some(object)), format!("$0.42 session · {plain}"));
+    assert_eq!(run(Some(b"hello")), plain);
+    assert_eq!(run(None), plain);
+}
+
+/// Off a terminal the summary and `daily` draw their pictures in block
+/// characters on a UTF-8 locale and in ASCII under `NO_COLOR` or the C
+/// locale; JSON and CSV have none.
+#[test]
+fn pictures_follow_the_locale_and_no_color_and_stay_out_of_json_and_csv() {
+    let home = Scratch::new("views-pictures");
+    let now = heeler::base::clock::unix_seconds();
+    write(
+        &home.0.join(".claude/projects/-home-dev-alpha/s.jsonl"),
+        &(Claude {
+            at: now - 60,
+            output: 40_000,
+            ..Claude::default()
+        }
+        .line()
+            + "\n"),
+    );
+    assert!(heeler(&home.0, &["usage", "worker"]).status.success());
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_heeler"))
+            .args(args)
+            .env_clear()
+            .env("HOME", &home.0)
+            .env("PATH", "/usr/bin:/bin")
+            .env("TZ", "UTC")
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        settle(&home.0);
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let blocks = |t: &str| t.contains('█');
+    // One request of $1.00 (40,000 output tokens at $25/M): the day's bar
+    // is full, the sparkline's last day the tallest.
+    let utf8 = [("LANG", "C.UTF-8")];
+    let summary = run(&["usage"], &utf8);
+    assert!(summary.contains("Cost, 30 days  "), "{summary}");
+    assert!(blocks(&summary), "{summary}");
+    let daily = run(&["usage", "daily"], &utf8);
+    assert!(
+        daily.contains(&format!("$1.00  {}", "█".repeat(10))),
+        "{daily}"
+    );
+    for env in [
+        &[("LANG", "C.UTF-8"), ("NO_COLOR", "1")][..],
+        &[("LANG", "C")],
+    ] {
+        let daily = run(&["usage", "daily"], env);
+        assert!(
+            daily.contains(&format!("$1.00  {}", "#".repeat(10))),
+            "{daily}"
+        );
+        assert!(!blocks(&daily) && !blocks(&run(&["usage"], env)), "{daily}");
+    }
+    for args in [
+        &["usage", "--json"][..],
+        &["usage", "daily", "--json"],
+        &["usage", "daily", "--csv"],
+    ] {
+        let text = run(args, &utf8);
+        assert!(!blocks(&text) && !text.contains("##"), "{text}");
+    }
 }

@@ -5,8 +5,8 @@
 //! escape and Ctrl-C close the popup from every screen, so the popup
 //! handles them before a key reaches the checklist.
 
+use crate::base::keys::Key;
 use crate::pair::addresses::Candidate;
-use crate::pair::popup::keys::Key;
 
 /// The checklist: its rows, their checks and the cursor.
 #[derive(Debug, Clone, PartialEq, Eq)]

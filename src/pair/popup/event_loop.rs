@@ -19,7 +19,9 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
 
+use crate::base::keys;
 use crate::base::sys;
+use crate::base::terminal::{self, PopupTerminal};
 use crate::base::tz;
 use crate::cli::PairArgs;
 use crate::exit::Failure;
@@ -31,13 +33,11 @@ use crate::pair::headless;
 use crate::pair::host_key;
 use crate::pair::popup::checklist::Checklist;
 use crate::pair::popup::clipboard;
-use crate::pair::popup::keys;
 use crate::pair::popup::machine::{
     Effect, EndpointStatus, Input, Phase, Popup, QrState, SshStatus,
 };
 use crate::pair::popup::qr::Qr;
 use crate::pair::popup::screen::{self, ChecklistNotes, Hint, QrDetails};
-use crate::pair::popup::terminal::{self, PopupTerminal};
 use crate::pair::preflight;
 use crate::pair::tailscale::{self, TailscaleSsh};
 use crate::wire::pairing_code::{self, Endpoint, Payload};

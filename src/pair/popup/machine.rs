@@ -33,10 +33,10 @@
 
 use std::time::{Duration, Instant};
 
+use crate::base::keys::Key;
 use crate::pair::ceremony::Enrolled;
 use crate::pair::popup::checklist::{self, Checklist};
 use crate::pair::popup::clipboard;
-use crate::pair::popup::keys::Key;
 use crate::pair::popup::qr::Qr;
 use crate::pair::popup::screen::{self, QrDetails};
 use crate::pair::preflight::{self, Finding, Verdict};

@@ -10,8 +10,8 @@
 //! - `checklist.rs`: the checklist's rows, checks, cursor and key rules.
 //! - `screen.rs`: every screen as lines, with its exact wording.
 //! - `qr.rs`: the Pairing Code as half-block QR lines, black on white.
-//! - `keys.rs`: raw terminal bytes to keys.
-//! - `terminal.rs`: raw mode and alternate screen guard, the key reader.
+//! - The terminal guard and the keys are `base::terminal` and `base::keys`,
+//!   shared with the live usage screen.
 //! - `clipboard.rs`: pbcopy on macOS, OSC 52 elsewhere.
 //!
 //! Architecture invariants: the machine, screens and key rules are pure
@@ -22,8 +22,6 @@
 pub mod checklist;
 pub mod clipboard;
 pub mod event_loop;
-pub mod keys;
 pub mod machine;
 pub mod qr;
 pub mod screen;
-pub mod terminal;

@@ -206,6 +206,57 @@ pub(crate) fn sum_by<K: Ord>(items: impl Iterator<Item = (K, SlotAcc)>) -> BTree
     out
 }
 
+/// The summary's windows, in days up to today: today, 7 days, 30 days.
+pub(crate) const WINDOWS: [i64; 3] = [1, 7, 30];
+
+/// The sums of the summary's windows ([`WINDOWS`]) per agent of `agents`,
+/// then over them all (the last entry): `out[agent][window]`. A window of
+/// `n` days holds the local days after `today - n`; the request's agent
+/// and directory filter applies, its days do not.
+pub(crate) fn window_sums(data: &Data, req: &Request, agents: &[Agent]) -> Vec<[SlotAcc; 3]> {
+    let today = data.zone.local_day(data.now);
+    let req = Request {
+        since: today - (DEFAULT_DAYS - 1),
+        until: today,
+        ..req.clone()
+    };
+    let mut sums = vec![[SlotAcc::default(); 3]; agents.len() + 1];
+    for (day, k, acc) in selected(data, &req) {
+        let Some(i) = agents.iter().position(|a| *a == k.1) else {
+            continue;
+        };
+        for (w, days) in WINDOWS.iter().enumerate() {
+            if day > today - days {
+                sums[i][w].merge(acc);
+                sums[agents.len()][w].merge(acc);
+            }
+        }
+    }
+    sums
+}
+
+/// The cost of each of the `days` local days up to today, oldest first,
+/// in dollars (the request's agent and directory filter applies).
+pub(crate) fn daily_costs(data: &Data, req: &Request, days: i64) -> Vec<f64> {
+    let today = data.zone.local_day(data.now);
+    let first = today - (days - 1);
+    let req = Request {
+        since: first,
+        until: today,
+        ..req.clone()
+    };
+    let mut pico = vec![0u64; days.max(0) as usize];
+    for (day, _, acc) in selected(data, &req) {
+        if let Some(cell) = usize::try_from(day - first)
+            .ok()
+            .and_then(|i| pico.get_mut(i))
+        {
+            *cell = cell.saturating_add(acc.cost_pico);
+        }
+    }
+    pico.into_iter().map(|p| p as f64 / 1e12).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

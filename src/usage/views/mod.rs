@@ -7,7 +7,11 @@
 //!   validated options ([`data::Request`]), the one filter and the period
 //!   rules (days in the asked zone, weeks from Monday, months).
 //! - `blocks.rs`: 5-hour blocks, burn rate and projection.
+//! - `claude_status.rs`: Claude Code's `statusLine` object on stdin (the
+//!   session's cost), read within a bound.
 //! - `table.rs`: columns, grouped numbers, fitting a width, CSV.
+//! - `picture.rs`: bars and sparklines, in block characters or ASCII
+//!   (the one decision of which a terminal gets).
 //! - `recent.rs`: `recent-v1.json`, the last two days of slots (summed per slot and agent) the worker
 //!   writes beside each snapshot, so the statusline decodes kilobytes.
 //! - `render.rs`: every view as a pure function of data, options and
@@ -21,11 +25,14 @@
 //!
 //! Invariants: a view never scans a transcript and never changes the
 //! app's query or its document; the views are pure and the terminal's
-//! width and colour are inputs, so they are tested as text. No colour when
-//! stdout is not a terminal or `NO_COLOR` is set.
+//! width, colour and glyphs are inputs, so they are tested as text. No
+//! colour when stdout is not a terminal or `NO_COLOR` is set; pictures in
+//! ASCII under `NO_COLOR` or a locale that is not UTF-8.
 
 pub mod blocks;
+pub mod claude_status;
 pub mod data;
+pub mod picture;
 pub mod recent;
 pub mod render;
 pub mod table;
@@ -38,6 +45,7 @@ use crate::exit::Failure;
 use crate::usage::event::Agent;
 use crate::usage::query::{self, Context, Options, RefreshMode, SnapshotRead};
 use crate::usage::views::data::{Data, Request};
+use crate::usage::views::picture::Glyphs;
 use crate::usage::views::render::{Format, View};
 use crate::usage::views::table::Style;
 
@@ -45,7 +53,13 @@ use crate::usage::views::table::Style;
 pub(crate) const DEFAULT_WIDTH: usize = 100;
 
 /// The output format the flags ask for (`--json` wins over `--csv`).
-pub fn format(flags: &UsageViewFlags, tty: bool, width: Option<usize>, no_color: bool) -> Format {
+pub fn format(
+    flags: &UsageViewFlags,
+    tty: bool,
+    width: Option<usize>,
+    no_color: bool,
+    glyphs: Glyphs,
+) -> Format {
     if flags.json {
         Format::Json
     } else if flags.csv {
@@ -54,44 +68,47 @@ pub fn format(flags: &UsageViewFlags, tty: bool, width: Option<usize>, no_color:
         Format::Text(Style {
             width: width.unwrap_or(DEFAULT_WIDTH),
             color: tty && !no_color,
+            glyphs,
         })
     }
 }
 
-/// Runs one view: reads the cache through the query's refresh rule, renders
-/// and prints. Bad options are a usage error (exit 2).
-pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
-    let name = match view {
-        View::Summary => "heeler usage".to_string(),
-        v => format!("heeler usage {}", v.name()),
-    };
+/// Whether `NO_COLOR` asks for plain output (set and not empty): no colour,
+/// and pictures in ASCII.
+pub(crate) fn no_color() -> bool {
+    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
+}
+
+/// What a view shows, read from the cache ([`load`]).
+pub(crate) struct Loaded {
+    pub(crate) data: Data,
+    pub(crate) req: Request,
+    /// The runtime record the hooks write (the roots herdr's session sees).
+    pub(crate) runtime: Option<Value>,
+}
+
+/// How [`load`] waits on a first run and refreshes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LoadMode {
+    /// On a first run at a terminal, wait for the first refresh (the
+    /// plain views); the live screen never waits, it shows the wait.
+    pub(crate) wait_first_run: bool,
+    /// The query's refresh rule: `Auto` starts the worker when the cache
+    /// is stale, `Force` now.
+    pub(crate) refresh: RefreshMode,
+}
+
+/// Reads what `view` shows from the cache through the query's refresh
+/// rule (`query::refresh`: a stale cache starts the background worker).
+/// Bad options are a usage error (exit 2); `name` starts its message.
+pub(crate) fn load(
+    view: View,
+    flags: &UsageViewFlags,
+    name: &str,
+    mode: LoadMode,
+) -> Result<Loaded, Failure> {
     let ctx = Context::from_env();
-    // Leave the app's Claude limits toggle as it is.
-    let claude_limits = ctx
-        .dir
-        .as_ref()
-        .is_ok_and(|d| d.claude_limits_wanted().exists());
-    let options = Options {
-        tz: flags.tz.clone(),
-        claude_limits,
-        refresh: RefreshMode::Auto,
-    };
-    let (mut inputs, mut decision) = query::refresh(&options, &ctx);
-    let first_run = matches!(
-        &inputs.stored,
-        Ok(stored) if matches!(stored.snapshot, SnapshotRead::Missing)
-    );
-    if first_run
-        && decision.state == query::RefreshState::Running
-        && !flags.json
-        && !flags.csv
-        && termion::is_tty(&std::io::stderr())
-        && let Ok(dir) = &ctx.dir
-    {
-        let runtime = inputs.stored.as_ref().ok().and_then(|s| s.runtime.clone());
-        wait_for_first_refresh(dir, runtime.as_ref());
-        (inputs, decision) = query::refresh(&options, &Context::from_env());
-    }
+    let (inputs, decision) = refreshed(flags, &ctx, mode);
     if let Some(e) = &inputs.zone_error {
         return Err(Failure::new(
             format!(
@@ -103,6 +120,74 @@ pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
         ));
     }
     let today = inputs.zone.local_day(inputs.now);
+    let req = request(flags, name, today)?;
+    let (generated_at, coverage, runtime) = snapshot_header(&inputs);
+    let slots = slots_for(view, flags, &ctx, generated_at, first_slot(&req, today));
+    // `--limits`: read both agents' limits now, instead of the stored ones.
+    let stored = (
+        decision.claude_limits.clone(),
+        decision.codex_limits.clone(),
+    );
+    let (claude, codex) = match &ctx.dir {
+        Ok(dir) if flags.limits => read_limits_now(dir, runtime.as_ref(), inputs.now, stored),
+        _ => stored,
+    };
+    let data = Data {
+        slots,
+        zone: inputs.zone.clone(),
+        now: inputs.now,
+        generated_at,
+        refresh: decision.state.name(),
+        coverage,
+        limits: with_pi_herdr(
+            claude,
+            codex,
+            crate::usage::limits::pi_herdr::fetch().as_ref(),
+            inputs.now,
+        ),
+    };
+    Ok(Loaded { data, req, runtime })
+}
+
+/// The query's inputs and decision for the views (the app's Claude limits
+/// toggle left as it is); on a first run at a terminal, when `mode` says
+/// so, after waiting for the first refresh.
+fn refreshed(
+    flags: &UsageViewFlags,
+    ctx: &Context,
+    mode: LoadMode,
+) -> (query::Inputs, query::Decision) {
+    let claude_limits = ctx
+        .dir
+        .as_ref()
+        .is_ok_and(|d| d.claude_limits_wanted().exists());
+    let options = Options {
+        tz: flags.tz.clone(),
+        claude_limits,
+        refresh: mode.refresh,
+    };
+    let (inputs, decision) = query::refresh(&options, ctx);
+    let first_run = matches!(
+        &inputs.stored,
+        Ok(stored) if matches!(stored.snapshot, SnapshotRead::Missing)
+    );
+    if mode.wait_first_run
+        && first_run
+        && decision.state == query::RefreshState::Running
+        && !flags.json
+        && !flags.csv
+        && termion::is_tty(&std::io::stderr())
+        && let Ok(dir) = &ctx.dir
+    {
+        let runtime = inputs.stored.as_ref().ok().and_then(|s| s.runtime.clone());
+        wait_for_first_refresh(dir, runtime.as_ref());
+        return query::refresh(&options, &Context::from_env());
+    }
+    (inputs, decision)
+}
+
+/// The validated request of `flags`, within the history the cache keeps.
+fn request(flags: &UsageViewFlags, name: &str, today: i64) -> Result<Request, Failure> {
     let req = Request::new(
         flags.since.as_deref(),
         flags.until.as_deref(),
@@ -120,69 +205,63 @@ pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
         crate::usage::config::from_env().map_err(|e| Failure::new(format!("{name}: {e}"), 1))?;
     req.check_history(config.retention_days, today)
         .map_err(|e| Failure::new(format!("{name}: {}", e.0), 2))?;
-    let (generated_at, coverage, runtime) = match &inputs.stored {
-        Ok(stored) => {
-            let header = match &stored.snapshot {
-                SnapshotRead::Ahead(a) => Some((a.generated_at, a.coverage.clone())),
-                SnapshotRead::Slots(s) => Some((s.generated_at, s.coverage.clone())),
-                SnapshotRead::Missing | SnapshotRead::Unreadable => None,
-            };
-            (
-                header.as_ref().map(|h| h.0),
-                header.map_or(Value::Null, |h| h.1),
-                stored.runtime.clone(),
-            )
-        }
-        Err(_) => (None, Value::Null, None),
+    Ok(req)
+}
+
+/// The snapshot's `generated_at` and `coverage` (none before the first
+/// refresh) and the runtime record.
+fn snapshot_header(inputs: &query::Inputs) -> (Option<i64>, Value, Option<Value>) {
+    let Ok(stored) = &inputs.stored else {
+        return (None, Value::Null, None);
     };
-    // The statusline needs two days at most: the small file, when it is
-    // the snapshot's (its rows are summed over directories, so `--dir`
-    // reads the state).
-    let recent = match (&ctx.dir, generated_at) {
-        (Ok(dir), Some(at)) if view == View::Statusline && flags.dir.is_none() => {
-            std::fs::read_to_string(dir.recent())
-                .ok()
-                .and_then(|text| recent::decode(&text, at))
-        }
-        _ => None,
+    let header = match &stored.snapshot {
+        SnapshotRead::Ahead(a) => Some((a.generated_at, a.coverage.clone())),
+        SnapshotRead::Slots(s) => Some((s.generated_at, s.coverage.clone())),
+        SnapshotRead::Missing | SnapshotRead::Unreadable => None,
     };
-    let slots = match (recent, &ctx.dir) {
-        (Some(recent), _) => recent,
-        (None, Ok(dir)) if generated_at.is_some() => {
-            read_slots(&dir.0, view, first_slot(&req, today))
-        }
-        _ => Vec::new(),
+    (
+        header.as_ref().map(|h| h.0),
+        header.map_or(Value::Null, |h| h.1),
+        stored.runtime.clone(),
+    )
+}
+
+/// The slots `view` reads from slot `from` on: none before the first
+/// refresh; for the statusline the small `recent-v1.json` when it is the
+/// snapshot's (its rows are summed over directories, so `--dir` reads the
+/// state); else the aggregate state's ([`read_slots`]).
+fn slots_for(
+    view: View,
+    flags: &UsageViewFlags,
+    ctx: &Context,
+    generated_at: Option<i64>,
+    from: i64,
+) -> Vec<(
+    crate::usage::aggregate::SlotKey,
+    crate::usage::aggregate::SlotAcc,
+)> {
+    let (Ok(dir), Some(at)) = (&ctx.dir, generated_at) else {
+        return Vec::new();
     };
-    // `--limits`: read both agents' limits now, instead of the stored ones.
-    let (claude, codex) = match &ctx.dir {
-        Ok(dir) if flags.limits => read_limits_now(
-            dir,
-            runtime.as_ref(),
-            inputs.now,
-            (
-                decision.claude_limits.clone(),
-                decision.codex_limits.clone(),
-            ),
-        ),
-        _ => (
-            decision.claude_limits.clone(),
-            decision.codex_limits.clone(),
-        ),
+    let recent = (view == View::Statusline && flags.dir.is_none())
+        .then(|| std::fs::read_to_string(dir.recent()).ok())
+        .flatten()
+        .and_then(|text| recent::decode(&text, at));
+    recent.unwrap_or_else(|| read_slots(&dir.0, view, from))
+}
+
+/// Runs one view: reads the cache through the query's refresh rule
+/// ([`load`]), renders and prints. Bad options are a usage error (exit 2).
+pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
+    let name = match view {
+        View::Summary => "heeler usage".to_string(),
+        v => format!("heeler usage {}", v.name()),
     };
-    let data = Data {
-        slots,
-        zone: inputs.zone.clone(),
-        now: inputs.now,
-        generated_at,
-        refresh: decision.state.name(),
-        coverage,
-        limits: with_pi_herdr(
-            claude,
-            codex,
-            crate::usage::limits::pi_herdr::fetch().as_ref(),
-            inputs.now,
-        ),
+    let mode = LoadMode {
+        wait_first_run: true,
+        refresh: RefreshMode::Auto,
     };
+    let Loaded { data, req, runtime } = load(view, flags, &name, mode)?;
     let tty = termion::is_tty(&std::io::stdout());
     let width = if tty {
         termion::terminal_size()
@@ -192,9 +271,15 @@ pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
     } else {
         None
     };
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let format = format(flags, tty, width, no_color);
-    let mut text = render::render(&data, &req, view, format);
+    let no_color = no_color();
+    let format = format(flags, tty, width, no_color, Glyphs::from_env(no_color));
+    let mut text = if view == View::Statusline {
+        // Claude Code's status line object on stdin, when it ran us.
+        let session = claude_status::from_stdin();
+        render::statusline_for(&data, &req, session.as_ref()) + "\n"
+    } else {
+        render::render(&data, &req, view, format)
+    };
     if matches!(format, Format::Text(_))
         && view != View::Statusline
         && let Some(hint) = empty_hint(&data, runtime.as_ref())
@@ -426,15 +511,20 @@ mod tests {
         let style = Style {
             width: 100,
             color: false,
+            glyphs: Glyphs::Unicode,
         };
         let summary = render::render(&data, &req, View::Summary, Format::Text(style));
-        // 1794321600 (14:40 UTC) is 11,000 s, 3 h 03 min, after now (11:36).
+        // 1794321600 (14:40 UTC) is 11,000 s, 3 h 03 min, after now (11:36);
+        // 67% of a 20-cell bar is 107.2 of its 160 eighths: 13 cells and
+        // three eighths.
+        let bar = format!("{}▍{}", "█".repeat(13), "░".repeat(6));
         assert!(
-            summary.contains(
-                "Limits, Claude Code: 5h 67% used, resets 14:40 (in 3h 03m); 7d 36% used"
-            ),
+            summary.contains(&format!(
+                "Claude Code 5h  {bar}  67% used, resets 14:40 (in 3h 03m)\nClaude Code 7d  "
+            )),
             "{summary}"
         );
+        assert!(summary.contains("  36% used, resets "), "{summary}");
         // Our own reading, newer than the document's, wins.
         let ours = v(
             r#"{"state":"ok","fetched_at":1794310300,"windows":[{"id":"five_hour","window_minutes":300,"used_percent":70,"resets_at":1794321600}]}"#,

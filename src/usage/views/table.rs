@@ -2,6 +2,8 @@
 //! rule of fitting a width (drop the least important columns first, then
 //! cut the flexible text column), so a wide view still reads in 80 columns.
 
+use crate::usage::views::picture::Glyphs;
+
 /// How a column's cells line up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Align {
@@ -68,11 +70,13 @@ pub struct Table {
     pub rows: Vec<(RowKind, Vec<String>)>,
 }
 
-/// Terminal styling: the width to fit and whether to colour.
+/// Terminal styling: the width to fit, whether to colour, the glyphs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Style {
     pub width: usize,
     pub color: bool,
+    /// How pictures (the daily view's cost bars) are drawn.
+    pub glyphs: Glyphs,
 }
 
 const GAP: usize = 2;
@@ -303,6 +307,7 @@ mod tests {
         let wide = table().lines(Style {
             width: 160,
             color: false,
+            glyphs: Glyphs::Unicode,
         });
         assert_eq!(
             wide,
@@ -318,11 +323,13 @@ mod tests {
         let cut = table().lines(Style {
             width: 46,
             color: false,
+            glyphs: Glyphs::Unicode,
         });
         assert_eq!(cut[1], "2026-11-29  claude-opus-4-6, gp…  1,000  $1.00");
         let narrow = table().lines(Style {
             width: 40,
             color: false,
+            glyphs: Glyphs::Unicode,
         });
         assert_eq!(
             narrow,
@@ -339,6 +346,7 @@ mod tests {
         let colored = table().lines(Style {
             width: 30,
             color: true,
+            glyphs: Glyphs::Unicode,
         });
         assert_eq!(colored[0], "\x1b[1mDay         Input   Cost\x1b[0m");
     }

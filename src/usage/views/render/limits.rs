@@ -5,7 +5,7 @@ use super::*;
 
 /// The 5-hour limit window of `agent`'s stored limits: (used percent,
 /// resets at), when the limits are current.
-pub(super) fn five_hour_limit(data: &Data, agent: Agent) -> Option<(f64, Option<i64>)> {
+pub(crate) fn five_hour_limit(data: &Data, agent: Agent) -> Option<(f64, Option<i64>)> {
     let (_, v) = data.limits.iter().find(|(a, _)| *a == agent)?;
     windows(v)
         .into_iter()
@@ -14,16 +14,16 @@ pub(super) fn five_hour_limit(data: &Data, agent: Agent) -> Option<(f64, Option<
 }
 
 /// One window of a limits document.
-pub(super) struct Window {
-    pub(super) label: String,
-    pub(super) minutes: Option<i64>,
-    pub(super) used: f64,
-    pub(super) resets_at: Option<i64>,
+pub(crate) struct Window {
+    pub(crate) label: String,
+    pub(crate) minutes: Option<i64>,
+    pub(crate) used: f64,
+    pub(crate) resets_at: Option<i64>,
 }
 
 /// The current windows of a limits document (none unless its state is
 /// `ok`; a window whose reset passed since it was observed is left out).
-pub(super) fn windows(v: &Value) -> Vec<Window> {
+pub(crate) fn windows(v: &Value) -> Vec<Window> {
     if v.get("state").and_then(Value::as_str) != Some("ok") {
         return Vec::new();
     }
@@ -56,6 +56,6 @@ pub(super) fn windows(v: &Value) -> Vec<Window> {
         .collect()
 }
 
-pub(super) fn percent(p: f64) -> String {
+pub(crate) fn percent(p: f64) -> String {
     format!("{}%", p.round() as i64)
 }

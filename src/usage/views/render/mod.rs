@@ -11,12 +11,14 @@ use crate::usage::event::Agent;
 use crate::usage::time::{format_date, format_timestamp};
 use crate::usage::views::blocks::{self, Block};
 use crate::usage::views::data::{
-    Data, Period, Request, SESSION_ROWS, period_label, period_start, selected, sum_by,
+    Data, Period, Request, SESSION_ROWS, period_label, period_start, selected, sum_by, window_sums,
 };
+use crate::usage::views::picture;
 use crate::usage::views::table::{self, Column, RowKind, Style, Table, dollars, group};
 
 mod block_view;
 mod limits;
+pub(crate) mod panels;
 mod session;
 mod statusline;
 mod summary;
@@ -25,11 +27,13 @@ mod tables;
 mod tests;
 
 use block_view::blocks_view;
-use limits::{five_hour_limit, percent, windows};
+pub(crate) use limits::{five_hour_limit, percent, windows};
 use session::sessions;
 #[cfg(test)]
 use session::short_session;
 pub use statusline::statusline;
+pub(crate) use statusline::statusline_for;
+pub(crate) use summary::coverage_line;
 use summary::summary;
 
 /// Schema version of every view's JSON document.
@@ -82,6 +86,9 @@ struct Row {
     models: BTreeMap<(Agent, Text), SlotAcc>,
 }
 
+/// The width of the daily view's cost bars, in cells.
+pub(crate) const DAILY_BAR: usize = 10;
+
 /// The token columns every tabular view ends with.
 fn token_columns() -> Vec<Column> {
     vec![
@@ -112,7 +119,7 @@ fn token_cells(acc: &SlotAcc) -> Vec<String> {
 /// A cost as a table shows it: dollars when every request was priced;
 /// `—` when none was (a model without a price is not free); the priced
 /// part with a `+` when only some were (the true cost is higher).
-fn cost_cell(acc: &SlotAcc) -> String {
+pub(crate) fn cost_cell(acc: &SlotAcc) -> String {
     if acc.unpriced_requests == 0 {
         dollars(acc.totals().cost_usd)
     } else if acc.unpriced_requests >= acc.requests {
@@ -253,6 +260,21 @@ fn tabular(
         Format::Text(style) => {
             let mut columns = labels.0.to_vec();
             columns.extend(token_columns());
+            // The daily view ends each day with a bar of its cost against
+            // the costliest day's (left out to fit before Cache read).
+            let bars = view == View::Period(Period::Day);
+            if bars {
+                columns.push(Column::text("", 2).named("Cost bar"));
+            }
+            let top = rows.iter().map(|r| r.acc.cost_pico).max().unwrap_or(0);
+            let bar = |acc: &SlotAcc| {
+                let share = if top == 0 {
+                    0.0
+                } else {
+                    acc.cost_pico as f64 / top as f64
+                };
+                picture::bar(share, DAILY_BAR, style.glyphs)
+            };
             let mut t = Table {
                 columns,
                 rows: Vec::new(),
@@ -263,6 +285,9 @@ fn tabular(
             for r in &rows {
                 let mut cells = r.labels.clone();
                 cells.extend(token_cells(&r.acc));
+                if bars {
+                    cells.push(bar(&r.acc));
+                }
                 t.rows.push((RowKind::Plain, cells));
                 if req.breakdown {
                     for ((agent, model), acc) in &r.models {
@@ -378,7 +403,7 @@ fn title(data: &Data, req: &Request, view: View) -> String {
 }
 
 /// "as of 11:58, refreshing" and the like.
-fn freshness(data: &Data) -> String {
+pub(crate) fn freshness(data: &Data) -> String {
     let at = match data.generated_at {
         Some(at) => format!("as of {}", local_time(data, at)),
         None => "no data yet".into(),
@@ -417,7 +442,7 @@ pub(crate) fn local_minute(data: &Data, unix: i64) -> String {
 }
 
 /// `hh:mm` in the view's zone, with the date when it is not today.
-fn local_time(data: &Data, unix: i64) -> String {
+pub(crate) fn local_time(data: &Data, unix: i64) -> String {
     let full = local_minute(data, unix);
     if data.zone.local_day(unix) == data.zone.local_day(data.now) {
         full[11..].to_string()
@@ -427,7 +452,7 @@ fn local_time(data: &Data, unix: i64) -> String {
 }
 
 /// `2h 05m`.
-fn duration(seconds: i64) -> String {
+pub(crate) fn duration(seconds: i64) -> String {
     let m = seconds.max(0) / 60;
     if m >= 60 * 24 {
         format!("{}d {}h", m / (60 * 24), m / 60 % 24)
@@ -460,6 +485,14 @@ fn by_cost(a: &SlotAcc, b: &SlotAcc) -> std::cmp::Ordering {
     b.cost_pico
         .cmp(&a.cost_pico)
         .then(b.tokens.total().cmp(&a.tokens.total()))
+}
+
+/// The agents a request shows: the one asked for, or both.
+pub(crate) fn agents_of_request(req: &Request) -> Vec<Agent> {
+    match req.agent {
+        Some(a) => vec![a],
+        None => vec![Agent::Claude, Agent::Codex],
+    }
 }
 
 /// The text of `view` (pure).

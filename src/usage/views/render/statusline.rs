@@ -1,10 +1,17 @@
 //! `heeler usage statusline`: one short line for a status bar.
 
 use super::*;
+use crate::usage::views::claude_status::{Session, session_part};
 
 /// The statusline: today's cost, the active block's burn rate, the
 /// tightest limit.
 pub fn statusline(data: &Data, req: &Request) -> String {
+    statusline_for(data, req, None)
+}
+
+/// The statusline, starting with Claude Code's session cost when Claude
+/// Code gave it (`claude_status`).
+pub(crate) fn statusline_for(data: &Data, req: &Request, session: Option<&Session>) -> String {
     let today = data.zone.local_day(data.now);
     let req = Request {
         since: today,
@@ -16,7 +23,8 @@ pub fn statusline(data: &Data, req: &Request) -> String {
     for (_, _, acc) in &picked {
         all.merge(acc);
     }
-    let mut parts = vec![format!("{} today", cost_cell(&all))];
+    let mut parts: Vec<String> = session.map(session_part).into_iter().collect();
+    parts.push(format!("{} today", cost_cell(&all)));
     // The active block may have started yesterday: look back 5 hours.
     let recent: Vec<_> = data
         .slots

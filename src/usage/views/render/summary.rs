@@ -1,5 +1,5 @@
 //! The summary (`heeler usage`): today, 7 and 30 days per agent, the
-//! limits and what was read.
+//! limits as bars, the 30 days' cost as a sparkline, and what was read.
 
 use super::*;
 
@@ -13,23 +13,9 @@ pub(super) fn summary(data: &Data, req: &Request, format: Format) -> String {
     };
     let picked = selected(data, &req);
     let unpriced = unpriced_of(picked.iter().map(|(_, k, acc)| (*k, *acc)));
-    let agents: Vec<Agent> = match req.agent {
-        Some(a) => vec![a],
-        None => vec![Agent::Claude, Agent::Codex],
-    };
+    let agents = agents_of_request(&req);
     // [agent][window]: today, 7 days, 30 days.
-    let mut sums = vec![[SlotAcc::default(); 3]; agents.len() + 1];
-    for (day, k, acc) in &picked {
-        let Some(i) = agents.iter().position(|a| *a == k.1) else {
-            continue;
-        };
-        for (w, days) in [1, 7, 30].iter().enumerate() {
-            if *day > today - days {
-                sums[i][w].merge(acc);
-                sums[agents.len()][w].merge(acc);
-            }
-        }
-    }
+    let sums = window_sums(data, &req, &agents);
     let names: Vec<&str> = agents
         .iter()
         .map(|a| a.name())
@@ -112,46 +98,15 @@ pub(super) fn summary(data: &Data, req: &Request, format: Format) -> String {
                 all.merge(&windows[2]);
             }
             lines.extend(notes(&all, &unpriced));
-            lines.extend(limit_lines(data, &agents));
+            // Each limit window as a bar, the 30 days' cost as a sparkline.
+            let (mut rows, states) = panels::limit_rows(data, &agents, style.glyphs);
+            rows.push(panels::spark_row(data, &req, style.glyphs));
+            lines.extend(panels::lay_out(&rows));
+            lines.extend(states);
             lines.push(coverage_line(data));
             lines.join("\n") + "\n"
         }
     }
-}
-
-/// One line per limit window, or the limits' state when there are none.
-pub(super) fn limit_lines(data: &Data, agents: &[Agent]) -> Vec<String> {
-    let mut out = Vec::new();
-    for (agent, v) in data.limits.iter().filter(|(a, _)| agents.contains(a)) {
-        let state = v.get("state").and_then(Value::as_str).unwrap_or("unknown");
-        let ws = windows(v);
-        let name = match agent {
-            Agent::Claude => "Claude Code",
-            Agent::Codex => "Codex",
-        };
-        if ws.is_empty() {
-            if state != "disabled" {
-                out.push(format!("Limits, {name}: {}", state.replace('_', " ")));
-            }
-            continue;
-        }
-        let parts: Vec<String> = ws
-            .iter()
-            .map(|w| {
-                let resets = match w.resets_at {
-                    Some(at) if at > data.now => format!(
-                        ", resets {} (in {})",
-                        local_time(data, at),
-                        duration(at - data.now)
-                    ),
-                    _ => String::new(),
-                };
-                format!("{} {} used{resets}", w.label, percent(w.used))
-            })
-            .collect();
-        out.push(format!("Limits, {name}: {}", parts.join("; ")));
-    }
-    out
 }
 
 pub(super) fn count(v: &Value, agent: &str, key: &str) -> u64 {

@@ -118,6 +118,7 @@ fn text(view: View, width: usize) -> Vec<String> {
     let format = Format::Text(Style {
         width,
         color: false,
+        glyphs: crate::usage::views::picture::Glyphs::Unicode,
     });
     render(&data(), &request(), view, format)
         .lines()
@@ -136,9 +137,12 @@ fn daily_at_160_columns() {
         [
             "Daily usage, 2026-10-31 to 2026-11-29 (UTC); as of 12:00".to_string(),
             "Date        Models            Input  Output  Cache write  Cache read      Total   Cost".to_string(),
-            "2026-11-28  gpt-5.5          20,000   3,000            0     100,000    123,000  $0.75".to_string(),
-            "2026-11-29  claude-opus-4-6   1,500   2,500       10,000   1,000,000  1,014,000  $1.75".to_string(),
-            rule(86),
+            // Each day's cost against the costliest's in a 10-cell bar:
+            // $0.75 / $1.75 of 80 eighths is 34.3, so 34 (4 cells and 2
+            // eighths); 11-29 is the costliest.
+            format!("2026-11-28  gpt-5.5          20,000   3,000            0     100,000    123,000  $0.75  {}▎{}", "█".repeat(4), "░".repeat(5)),
+            format!("2026-11-29  claude-opus-4-6   1,500   2,500       10,000   1,000,000  1,014,000  $1.75  {}", "█".repeat(10)),
+            rule(98),
             "Total                        21,500   5,500       10,000   1,100,000  1,137,000  $2.50".to_string(),
         ]
     );
@@ -155,9 +159,23 @@ fn daily_at_80_columns_drops_the_cache_writes() {
             "2026-11-29  claude-opus-4-6   1,500   2,500   1,000,000  1,014,000  $1.75".to_string(),
             rule(73),
             "Total                        21,500   5,500   1,100,000  1,137,000  $2.50".to_string(),
-            "Hidden to fit 80 columns: Cache write.".to_string(),
+            "Hidden to fit 80 columns: Cache write, Cost bar.".to_string(),
         ]
     );
+}
+
+#[test]
+fn ascii_glyphs_draw_the_daily_bars_in_whole_cells() {
+    let format = Format::Text(Style {
+        width: 160,
+        color: false,
+        glyphs: crate::usage::views::picture::Glyphs::Ascii,
+    });
+    let text = render(&data(), &request(), View::Period(Period::Day), format);
+    let lines: Vec<&str> = text.lines().collect();
+    // $0.75 / $1.75 of 10 cells is 4.3, so 4.
+    assert!(lines[2].ends_with("$0.75  ####......"), "{text}");
+    assert!(lines[3].ends_with("$1.75  ##########"), "{text}");
 }
 
 #[test]
@@ -331,6 +349,32 @@ fn session_at_80_columns_says_which_columns_it_hid() {
     );
 }
 
+/// The summary's pictures of `data()`, worked out by hand: Codex's 5h
+/// window at 12.5% fills 20 of a 20-cell bar's 160 eighths (two cells and
+/// a half, shown as 13%), its 7d window at 33% 52.8, so 53 (six cells and
+/// five eighths). The sparkline's 30 days run from 10-31: $0.75 on 11-28
+/// (0.75 / 1.75 of 8 heights is 3.4, so the 4th) and $1.75 on 11-29 (the
+/// tallest). Labels are padded to "Cost, 30 days" (13 characters).
+fn summary_pictures() -> [String; 3] {
+    let bar = |full: usize, part: &str, track: usize| {
+        format!("{}{part}{}", "█".repeat(full), "░".repeat(track))
+    };
+    [
+        format!(
+            "Codex 5h       {}  13% used, resets 14:30 (in 2h 30m)",
+            bar(2, "▌", 17)
+        ),
+        format!(
+            "Codex 7d       {}  33% used, resets 2026-12-02 12:00 (in 3d 0h)",
+            bar(6, "▋", 13)
+        ),
+        format!(
+            "Cost, 30 days  {}▄█  $2.50 in all, $1.75 on the costliest day",
+            " ".repeat(28)
+        ),
+    ]
+}
+
 #[test]
 fn summary_at_160_columns() {
     assert_eq!(
@@ -342,7 +386,9 @@ fn summary_at_160_columns() {
             "Codex        $0.00          0   $0.75    123,000    $0.75    123,000".to_string(),
             rule(68),
             "All          $1.75  1,014,000   $2.50  1,137,000    $2.50  1,137,000".to_string(),
-            "Limits, Codex: 5h 13% used, resets 14:30 (in 2h 30m); 7d 33% used, resets 2026-12-02 12:00 (in 3d 0h)".to_string(),
+            summary_pictures()[0].clone(),
+            summary_pictures()[1].clone(),
+            summary_pictures()[2].clone(),
             "Coverage: Claude Code 2 files, Codex 1 file.".to_string(),
         ]
     );
@@ -359,7 +405,9 @@ fn summary_at_80_columns_fits_as_it_is() {
             "Codex        $0.00          0   $0.75    123,000    $0.75    123,000".to_string(),
             rule(68),
             "All          $1.75  1,014,000   $2.50  1,137,000    $2.50  1,137,000".to_string(),
-            "Limits, Codex: 5h 13% used, resets 14:30 (in 2h 30m); 7d 33% used, resets 2026-12-02 12:00 (in 3d 0h)".to_string(),
+            summary_pictures()[0].clone(),
+            summary_pictures()[1].clone(),
+            summary_pictures()[2].clone(),
             "Coverage: Claude Code 2 files, Codex 1 file.".to_string(),
         ]
     );
@@ -561,6 +609,7 @@ fn a_known_five_hour_limit_gives_the_projected_percentage() {
         Format::Text(Style {
             width: 160,
             color: false,
+            glyphs: crate::usage::views::picture::Glyphs::Unicode,
         }),
     );
     assert!(
@@ -641,7 +690,9 @@ fn the_output_column_is_output_and_the_columns_add_up_to_total() {
     ] {
         let lines = text(view, 400);
         for line in lines.iter().skip(2).filter(|l| !l.starts_with('─')) {
-            let cells: Vec<&str> = line.split_whitespace().collect();
+            // The daily view's last cell is its cost bar.
+            let is_bar = |c: &str| c.chars().all(|ch| "█▉▊▋▌▍▎▏░".contains(ch));
+            let cells: Vec<&str> = line.split_whitespace().filter(|c| !is_bar(c)).collect();
             let n = cells.len();
             let parts: u64 = cells[n - 6..n - 2].iter().map(|c| number(c)).sum();
             assert_eq!(parts, number(cells[n - 2]), "{view:?}: {line}");
@@ -692,6 +743,7 @@ fn unpriced_models_are_named_and_never_shown_as_free() {
     let style = Format::Text(Style {
         width: 160,
         color: false,
+        glyphs: crate::usage::views::picture::Glyphs::Unicode,
     });
     let models = render(&data, &request(), View::Models, style);
     let lines: Vec<&str> = models.lines().collect();
@@ -856,6 +908,7 @@ fn sessions_are_rows_of_their_own_and_dates_filter_them_like_any_view() {
     let style = Format::Text(Style {
         width: 200,
         color: false,
+        glyphs: crate::usage::views::picture::Glyphs::Unicode,
     });
     let table = render(&data, &request(), View::Session, style);
     assert!(table.lines().nth(4).unwrap().contains("  —  "), "{table}");
@@ -904,6 +957,7 @@ fn the_session_table_lists_the_latest_fifty_and_totals_them_all() {
     let style = Format::Text(Style {
         width: 250,
         color: false,
+        glyphs: crate::usage::views::picture::Glyphs::Unicode,
     });
     let table = render(&data, &request(), View::Session, style);
     let listed: Vec<&str> = table.lines().filter(|l| l.contains(" s-")).collect();

@@ -1,11 +1,12 @@
-//! The popup's terminal: raw mode on the alternate screen with the cursor
-//! hidden, keys from a reader thread, and a guard that puts everything back.
+//! The terminal of a full-screen program (the pairing popup, the live
+//! usage screen): raw mode on the alternate screen with the cursor hidden,
+//! keys from a reader thread, and a guard that puts everything back.
 //!
 //! The guard restores the terminal when it is dropped, so every way out of
-//! the popup (a key, a signal, an error) leaves the user's terminal as it
+//! the program (a key, a signal, an error) leaves the user's terminal as it
 //! was; a panic hook does the same where no destructor runs (release builds
-//! abort on panic). The alternate screen keeps an ordinary terminal's scrollback intact
-//! when `heeler pair` runs outside herdr.
+//! abort on panic). The alternate screen keeps an ordinary terminal's
+//! scrollback intact when the program runs outside herdr.
 
 use std::io::{self, Read, Stdout, Write};
 use std::os::fd::AsFd;
@@ -46,7 +47,7 @@ pub(crate) struct PopupTerminal {
 
 impl PopupTerminal {
     /// Enters raw mode and the alternate screen and hides the cursor.
-    pub fn enter() -> io::Result<PopupTerminal> {
+    pub(crate) fn enter() -> io::Result<PopupTerminal> {
         if let Ok(modes) = sys::terminal_modes(io::stdout().as_fd())
             && ORIGINAL_MODES.set(modes).is_ok()
         {
@@ -60,7 +61,7 @@ impl PopupTerminal {
     }
 
     /// `(rows, columns)`, or a conventional 24×80 if the size is unknown.
-    pub fn size() -> (usize, usize) {
+    pub(crate) fn size() -> (usize, usize) {
         termion::terminal_size()
             .map(|(columns, rows)| (usize::from(rows), usize::from(columns)))
             .unwrap_or((24, 80))
@@ -68,15 +69,32 @@ impl PopupTerminal {
 
     /// Replaces the screen with `lines` (no final newline, so nothing
     /// scrolls).
-    pub fn paint(&mut self, lines: &[String]) -> io::Result<()> {
+    pub(crate) fn paint(&mut self, lines: &[String]) -> io::Result<()> {
         let mut frame = String::from(CLEAR);
         frame.push_str(&lines.join("\r\n"));
         self.out.write_all(frame.as_bytes())?;
         self.out.flush()
     }
 
+    /// Replaces the screen with `lines` row by row, each row cleared just
+    /// before it is written and the rows below the last line cleared too,
+    /// so a screen repainted every second does not flicker (nothing is
+    /// cleared that is not rewritten at once). `rows` is the window's
+    /// height; lines past it are not written.
+    pub(crate) fn redraw(&mut self, lines: &[String], rows: usize) -> io::Result<()> {
+        let mut frame = String::new();
+        for row in 0..rows {
+            frame.push_str(&format!("\x1b[{};1H\x1b[2K", row + 1));
+            if let Some(line) = lines.get(row) {
+                frame.push_str(line);
+            }
+        }
+        self.out.write_all(frame.as_bytes())?;
+        self.out.flush()
+    }
+
     /// Writes raw bytes (an OSC request) without repainting.
-    pub fn send(&mut self, text: &str) -> io::Result<()> {
+    pub(crate) fn send(&mut self, text: &str) -> io::Result<()> {
         self.out.write_all(text.as_bytes())?;
         self.out.flush()
     }
@@ -114,6 +132,6 @@ pub(crate) fn key_reader() -> Receiver<Vec<u8>> {
 }
 
 /// Whether both stdin and stdout are terminals.
-pub fn is_terminal() -> bool {
+pub(crate) fn is_terminal() -> bool {
     termion::is_tty(&io::stdin()) && termion::is_tty(&io::stdout())
 }

@@ -1,16 +1,17 @@
-//! Keypresses of the pairing popup, decoded from the raw bytes a terminal in
-//! raw mode sends.
+//! Keypresses of the full-screen programs (the pairing popup, the live
+//! usage screen), decoded from the raw bytes a terminal in raw mode sends.
 //!
-//! The popup needs only a handful of keys, so a small pure decoder over one
+//! They need only a handful of keys, so a small pure decoder over one
 //! read's bytes is clearer than a general input library: arrows (CSI and SS3
-//! forms), Enter, space, Escape, Ctrl-C and printable characters.
+//! forms), Enter, Tab, space, Escape, Ctrl-C and printable characters.
 
-/// A key the popup reacts to; everything else is `Other`.
+/// A key the programs react to; everything else is `Other`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Key {
     Up,
     Down,
     Enter,
+    Tab,
     Space,
     Escape,
     CtrlC,
@@ -22,7 +23,7 @@ pub enum Key {
 ///
 /// A lone ESC (nothing after it in the same read) is Escape; ESC followed by
 /// `[` or `O` starts an escape sequence, consumed whole.
-pub fn decode(bytes: &[u8]) -> Vec<Key> {
+pub(crate) fn decode(bytes: &[u8]) -> Vec<Key> {
     let mut keys = Vec::new();
     let mut i = 0;
     while i < bytes.len() {
@@ -58,6 +59,7 @@ pub fn decode(bytes: &[u8]) -> Vec<Key> {
             },
             0x03 => Key::CtrlC,
             b'\r' | b'\n' => Key::Enter,
+            b'\t' => Key::Tab,
             b' ' => Key::Space,
             0x00..=0x1f | 0x7f => Key::Other,
             _ => {
@@ -126,6 +128,7 @@ mod tests {
         assert_eq!(decode("é".as_bytes()), vec![Key::Char('é')]);
         assert_eq!(decode(&[0xe2, 0x82]), vec![Key::Other]);
         assert_eq!(decode(&[0xff]), vec![Key::Other]);
-        assert_eq!(decode(b"\x7f\t"), vec![Key::Other, Key::Other]);
+        assert_eq!(decode(b"\x7f\x01"), vec![Key::Other, Key::Other]);
+        assert_eq!(decode(b"\tq"), vec![Key::Tab, Key::Char('q')]);
     }
 }
