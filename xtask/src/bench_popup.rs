@@ -75,12 +75,12 @@ pub fn run(args: &[String]) -> Result<()> {
         ("PATH", "/usr/bin:/bin".to_owned()),
     ];
     // Warm the page cache once.
-    let _ = time_to_marker(&popup_command, &env)?;
+    let _ = time_to_marker(&popup_command, &env, MARKER)?;
     let mut popup = Vec::with_capacity(runs);
     let mut baseline = Vec::with_capacity(runs);
     for _ in 0..runs {
-        popup.push(time_to_marker(&popup_command, &env)?);
-        baseline.push(time_to_marker(&baseline_command, &env)?);
+        popup.push(time_to_marker(&popup_command, &env, MARKER)?);
+        baseline.push(time_to_marker(&baseline_command, &env, MARKER)?);
     }
     let _ = std::fs::remove_dir_all(&scratch);
 
@@ -101,14 +101,14 @@ pub fn run(args: &[String]) -> Result<()> {
     Ok(())
 }
 
-fn stats(samples: &mut [f64]) -> (f64, f64, f64) {
+pub(crate) fn stats(samples: &mut [f64]) -> (f64, f64, f64) {
     samples.sort_by(f64::total_cmp);
     let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
     (at(0.5), at(0.9), samples[0])
 }
 
-/// Milliseconds from spawning `command` on a pty until `MARKER` is printed.
-fn time_to_marker(command: &str, env: &[(&str, String)]) -> Result<f64> {
+/// Milliseconds from spawning `command` on a pty until `marker` is printed.
+pub(crate) fn time_to_marker(command: &str, env: &[(&str, String)], marker: &str) -> Result<f64> {
     let start = Instant::now();
     let mut child = Command::new("script")
         .args(["-qfec", command, "/dev/null"])
@@ -119,6 +119,7 @@ fn time_to_marker(command: &str, env: &[(&str, String)]) -> Result<f64> {
         .stderr(Stdio::null())
         .spawn()?;
     let mut stdout = child.stdout.take().ok_or("no stdout")?;
+    let wanted = marker.to_string();
     let (sender, receiver) = mpsc::channel();
     std::thread::spawn(move || {
         let mut seen = Vec::new();
@@ -129,7 +130,7 @@ fn time_to_marker(command: &str, env: &[(&str, String)]) -> Result<f64> {
                 break;
             }
             seen.extend_from_slice(&buffer[..n]);
-            if !sent && String::from_utf8_lossy(&seen).contains(MARKER) {
+            if !sent && String::from_utf8_lossy(&seen).contains(&wanted) {
                 let _ = sender.send(start.elapsed());
                 sent = true;
             }
@@ -150,7 +151,7 @@ fn time_to_marker(command: &str, env: &[(&str, String)]) -> Result<f64> {
     }
     let _ = child.wait();
     Ok(elapsed
-        .map_err(|_| format!("`{command}` never painted {MARKER:?}"))?
+        .map_err(|_| format!("`{command}` never painted {marker:?}"))?
         .as_secs_f64()
         * 1000.0)
 }

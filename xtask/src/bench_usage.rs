@@ -568,7 +568,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
     // run fails at the end.
     let mut exact = true;
     if views_only {
-        return views(&bin, &corpus.home, &state, peer(baseline.as_deref(), &work));
+        views(&bin, &corpus.home, &state, peer(baseline.as_deref(), &work))?;
+        return live_screen(&bin, &corpus.home, &state);
     }
     if !memory_only {
         peak = peak.max(timings(
@@ -583,6 +584,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         )?);
         exact = incremental_equals_rebuild(&bin, &corpus.home, &work, &state, now)?;
         views(&bin, &corpus.home, &state, peer(baseline.as_deref(), &work))?;
+        live_screen(&bin, &corpus.home, &state)?;
     }
     println!(
         "usage state (index, aggregate, snapshot): {:.1} MiB on disk",
@@ -924,6 +926,64 @@ fn views(
             versus(runs[10], &old_runs)
         );
     }
+    Ok(())
+}
+
+/// The live screen (`heeler usage live`, the `heeler.usage` popup) on the
+/// corpus's warm cache, on a pseudo-terminal of 120x40 (`script`): start
+/// to its first painted frame (21 runs, less the harness's own time, as
+/// `bench-popup` measures the pairing popup), and its CPU over 12 s of
+/// showing (a cache reload every 3 s, a repaint every second) per reload.
+fn live_screen(bin: &Path, home: &Path, state: &Path) -> Result<(), String> {
+    let env = [
+        ("HOME", home.display().to_string()),
+        ("HERDR_PLUGIN_STATE_DIR", state.display().to_string()),
+        ("PATH", "/usr/bin:/bin".to_string()),
+        ("TZ", "UTC".to_string()),
+        ("TERM", "xterm-256color".to_string()),
+    ];
+    let marker = "Usage in ";
+    let command = format!("stty cols 120 rows 40; exec '{}' usage live", bin.display());
+    let harness = format!("stty cols 120 rows 40; printf '{marker}'; cat >/dev/null");
+    let paint = |command: &str| {
+        crate::bench_popup::time_to_marker(command, &env, marker).map_err(|e| e.to_string())
+    };
+    paint(&command)?;
+    let (mut screen, mut alone) = (Vec::new(), Vec::new());
+    for _ in 0..21 {
+        screen.push(paint(&command)?);
+        alone.push(paint(&harness)?);
+    }
+    let (p50, p90, _) = crate::bench_popup::stats(&mut screen);
+    let (h50, _, _) = crate::bench_popup::stats(&mut alone);
+    println!(
+        "live screen, first paint:      {:.1} ms (median of 21, p90 {p90:.1} ms; the harness alone {h50:.1} ms, so heeler's share {:.1} ms)",
+        p50,
+        p50 - h50
+    );
+    let mut child = Command::new("script")
+        .args(["-qfec", &command, "/dev/null"])
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let showing = Duration::from_secs(12);
+    std::thread::sleep(showing);
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(b"q");
+    }
+    let (_, usage) =
+        crate::bench_accept::wait_with_rusage(child.id()).map_err(|e| e.to_string())?;
+    let cpu = cpu_of(&usage);
+    let reloads = showing.as_secs() / 3;
+    println!(
+        "live screen, 12 s shown:       {} CPU in all (script included), {} per reload of the cache ({reloads} reloads, 12 repaints)",
+        ms(cpu),
+        ms(cpu / reloads as u32)
+    );
     Ok(())
 }
 
