@@ -607,11 +607,6 @@ const MAX_FUNCTION_LINES: usize = 80;
 /// its entry is removed with the change that shortened it.
 const LONG_FUNCTIONS: &[(&str, &str)] = &[
     ("src/hooks/worker.rs", "serve_group"),
-    ("src/usage/views/render/block_view.rs", "blocks_view"),
-    ("src/usage/views/render/mod.rs", "tabular"),
-    ("src/usage/views/render/session.rs", "sessions"),
-    ("src/usage/views/render/summary.rs", "summary"),
-    ("src/usage/views/table.rs", "lines"),
     ("src/wire/command.rs", "dispatch"),
     ("xtask/src/bench_hooks.rs", "run"),
     ("xtask/src/bench_usage.rs", "run"),

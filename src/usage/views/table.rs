@@ -121,6 +121,29 @@ impl Table {
     /// The lines of the table fitted to `style.width` (pure), then, when
     /// columns were left out, the [`dropped_note`] naming them.
     pub fn lines(&self, style: Style) -> Vec<String> {
+        let (shown, widths) = self.fit(style.width);
+        let at = (&shown[..], &widths[..]);
+        let headers: Vec<String> = self.columns.iter().map(|c| c.header.to_string()).collect();
+        let mut out = vec![self.line(at, &headers, (RowKind::Plain, true), style)];
+        for (kind, cells) in &self.rows {
+            if *kind == RowKind::Total {
+                out.push("─".repeat(span(&shown, &widths).min(style.width)));
+            }
+            out.push(self.line(at, cells, (*kind, false), style));
+        }
+        let dropped: Vec<&str> = (0..self.columns.len())
+            .filter(|i| !shown.contains(i))
+            .map(|i| self.columns[i].name)
+            .collect();
+        out.extend(dropped_note(style.width, &dropped));
+        out
+    }
+
+    /// The columns shown at `width` and every column's width: the
+    /// flexible column is cut (down to FLEX_FLOOR characters) while that
+    /// is enough, else the least important column (the rightmost of
+    /// equals) is dropped and the fit tried again.
+    fn fit(&self, width: usize) -> (Vec<usize>, Vec<usize>) {
         let mut shown: Vec<usize> = (0..self.columns.len()).collect();
         let natural = |i: usize| {
             self.rows
@@ -132,14 +155,8 @@ impl Table {
         };
         let natural: Vec<usize> = (0..self.columns.len()).map(natural).collect();
         let mut widths = natural.clone();
-        let total = |shown: &[usize], widths: &[usize]| {
-            shown.iter().map(|&i| widths[i]).sum::<usize>() + GAP * shown.len().saturating_sub(1)
-        };
-        // Cut the flexible column (down to FLEX_FLOOR characters) while
-        // that is enough, else drop the least important column (the rightmost
-        // of equals) and try again.
         loop {
-            let over = total(&shown, &natural).saturating_sub(style.width);
+            let over = span(&shown, &natural).saturating_sub(width);
             widths.clone_from(&natural);
             if over == 0 {
                 break;
@@ -169,49 +186,50 @@ impl Table {
                 }
             }
         }
-        let line = |cells: &[String], kind: RowKind, header: bool| {
-            let mut out = String::new();
-            for (n, &i) in shown.iter().enumerate() {
-                let w = widths[i];
-                let text = cut(cells.get(i).map_or("", String::as_str), w);
-                let pad = " ".repeat(w - chars(&text));
-                if n > 0 {
-                    out.push_str(&" ".repeat(GAP));
-                }
-                match self.columns[i].align {
-                    Align::Left if n + 1 == shown.len() => out.push_str(&text),
-                    Align::Left => {
-                        out.push_str(&text);
-                        out.push_str(&pad);
-                    }
-                    Align::Right => {
-                        out.push_str(&pad);
-                        out.push_str(&text);
-                    }
-                }
-            }
-            let out = out.trim_end().to_string();
-            match (style.color, header, kind) {
-                (true, true, _) | (true, false, RowKind::Total) => format!("{BOLD}{out}{RESET}"),
-                (true, false, RowKind::Detail) => format!("{DIM}{out}{RESET}"),
-                _ => out,
-            }
-        };
-        let headers: Vec<String> = self.columns.iter().map(|c| c.header.to_string()).collect();
-        let mut out = vec![line(&headers, RowKind::Plain, true)];
-        for (kind, cells) in &self.rows {
-            if *kind == RowKind::Total {
-                out.push("─".repeat(total(&shown, &widths).min(style.width)));
-            }
-            out.push(line(cells, *kind, false));
-        }
-        let dropped: Vec<&str> = (0..self.columns.len())
-            .filter(|i| !shown.contains(i))
-            .map(|i| self.columns[i].name)
-            .collect();
-        out.extend(dropped_note(style.width, &dropped));
-        out
+        (shown, widths)
     }
+
+    /// One line of `cells` in the columns `shown` at `widths`: padded and
+    /// aligned, the header and the total bold and a detail dim in colour.
+    fn line(
+        &self,
+        (shown, widths): (&[usize], &[usize]),
+        cells: &[String],
+        (kind, header): (RowKind, bool),
+        style: Style,
+    ) -> String {
+        let mut out = String::new();
+        for (n, &i) in shown.iter().enumerate() {
+            let w = widths[i];
+            let text = cut(cells.get(i).map_or("", String::as_str), w);
+            let pad = " ".repeat(w - chars(&text));
+            if n > 0 {
+                out.push_str(&" ".repeat(GAP));
+            }
+            match self.columns[i].align {
+                Align::Left if n + 1 == shown.len() => out.push_str(&text),
+                Align::Left => {
+                    out.push_str(&text);
+                    out.push_str(&pad);
+                }
+                Align::Right => {
+                    out.push_str(&pad);
+                    out.push_str(&text);
+                }
+            }
+        }
+        let out = out.trim_end().to_string();
+        match (style.color, header, kind) {
+            (true, true, _) | (true, false, RowKind::Total) => format!("{BOLD}{out}{RESET}"),
+            (true, false, RowKind::Detail) => format!("{DIM}{out}{RESET}"),
+            _ => out,
+        }
+    }
+}
+
+/// The width of the columns `shown` at `widths`, with the gaps between.
+fn span(shown: &[usize], widths: &[usize]) -> usize {
+    shown.iter().map(|&i| widths[i]).sum::<usize>() + GAP * shown.len().saturating_sub(1)
 }
 
 /// `1234567` as `1,234,567`.

@@ -197,28 +197,33 @@ fn csv_cells(acc: &SlotAcc) -> Vec<String> {
     ]
 }
 
+/// What every view is asked: the cache, the request, the format.
+type Asked<'a> = (&'a Data, &'a Request, Format);
+
+/// The slots a request picked, with their local day (`data::selected`).
+pub(super) type Picked<'a, 'd> = &'a [(i64, &'d SlotKey, &'d SlotAcc)];
+
+/// A table view's label columns: as the table heads them, and as CSV
+/// names them.
+type Labels<'a> = (&'a [Column], &'a [&'static str]);
+
 /// A table view's text, CSV or JSON from its label columns and rows
 /// (`unpriced`: the models without a price among them).
 fn tabular(
-    data: &Data,
-    req: &Request,
+    (data, req, format): Asked,
     view: View,
-    labels: (&[Column], &[&'static str]),
+    labels: Labels,
     listed: Listed,
     unpriced: &Unpriced,
-    format: Format,
 ) -> String {
-    let Listed {
-        rows,
-        left_out,
-        mut all,
-    } = listed;
-    for r in &rows {
+    let mut all = listed.all;
+    for r in &listed.rows {
         all.add_counts(&r.acc);
     }
     match format {
         Format::Json => {
-            let list = rows
+            let list = listed
+                .rows
                 .iter()
                 .map(|r| {
                     let mut o = r.json.clone().with("totals", r.acc.totals().to_value());
@@ -234,86 +239,105 @@ fn tabular(
                 .with("unpriced_models", unpriced_value(unpriced));
             Value::Object(doc).to_json() + "\n"
         }
-        Format::Csv => {
-            let mut head: Vec<&str> = labels.1.to_vec();
-            if req.breakdown {
-                head.extend(["agent", "model"]);
-            }
-            head.extend(CSV_TOKENS);
-            let mut lines = Vec::new();
-            for r in &rows {
-                let mut cells = r.csv.clone().unwrap_or_else(|| r.labels.clone());
-                if req.breakdown {
-                    for ((agent, model), acc) in &r.models {
-                        let mut c = cells.clone();
-                        c.extend([agent.name().to_string(), model.to_string()]);
-                        c.extend(csv_cells(acc));
-                        lines.push(c);
-                    }
-                } else {
-                    cells.extend(csv_cells(&r.acc));
-                    lines.push(cells);
-                }
-            }
-            table::csv(&head, &lines)
-        }
+        Format::Csv => csv_table(req, labels.1, &listed.rows),
         Format::Text(style) => {
-            let mut columns = labels.0.to_vec();
-            columns.extend(token_columns());
-            // The daily view ends each day with a bar of its cost against
-            // the costliest day's (left out to fit before Cache read).
-            let bars = view == View::Period(Period::Day);
-            if bars {
-                columns.push(Column::text("", 2).named("Cost bar"));
-            }
-            let top = rows.iter().map(|r| r.acc.cost_pico).max().unwrap_or(0);
-            let bar = |acc: &SlotAcc| {
-                let share = if top == 0 {
-                    0.0
-                } else {
-                    acc.cost_pico as f64 / top as f64
-                };
-                picture::bar(share, DAILY_BAR, style.glyphs)
-            };
-            let mut t = Table {
-                columns,
-                rows: Vec::new(),
-            };
-            let blank = vec![String::new(); labels.0.len()];
-            // A breakdown line names its model in the flexible column.
-            let detail_at = labels.0.iter().position(|c| c.flexible).unwrap_or(0);
-            for r in &rows {
-                let mut cells = r.labels.clone();
-                cells.extend(token_cells(&r.acc));
-                if bars {
-                    cells.push(bar(&r.acc));
-                }
-                t.rows.push((RowKind::Plain, cells));
-                if req.breakdown {
-                    for ((agent, model), acc) in &r.models {
-                        let mut cells = blank.clone();
-                        cells[detail_at] = format!("└ {} {model}", agent.name());
-                        cells.extend(token_cells(acc));
-                        t.rows.push((RowKind::Detail, cells));
-                    }
-                }
-            }
-            let mut cells = blank;
-            cells[0] = "Total".into();
-            cells.extend(token_cells(&all));
-            t.rows.push((RowKind::Total, cells));
+            let t = text_table(req, view, labels.0, &listed.rows, &all, style);
             let mut lines = vec![title(data, req, view)];
             lines.extend(t.lines(style));
             lines.extend(notes(&all, unpriced));
-            if left_out > 0 {
+            if listed.left_out > 0 {
                 lines.push(format!(
                     "{} earlier sessions are in the total but not listed: --all lists them.",
-                    table::group(left_out as u64)
+                    table::group(listed.left_out as u64)
                 ));
             }
             lines.join("\n") + "\n"
         }
     }
+}
+
+/// The CSV of a table view: a line per row, or per row and model with
+/// `--breakdown`.
+fn csv_table(req: &Request, names: &[&'static str], rows: &[Row]) -> String {
+    let mut head: Vec<&str> = names.to_vec();
+    if req.breakdown {
+        head.extend(["agent", "model"]);
+    }
+    head.extend(CSV_TOKENS);
+    let mut lines = Vec::new();
+    for r in rows {
+        let cells = r.csv.clone().unwrap_or_else(|| r.labels.clone());
+        if req.breakdown {
+            for ((agent, model), acc) in &r.models {
+                let mut c = cells.clone();
+                c.extend([agent.name().to_string(), model.to_string()]);
+                c.extend(csv_cells(acc));
+                lines.push(c);
+            }
+        } else {
+            let mut c = cells;
+            c.extend(csv_cells(&r.acc));
+            lines.push(c);
+        }
+    }
+    table::csv(&head, &lines)
+}
+
+/// The table of a table view: its rows (with `--breakdown`, a line per
+/// model under each), the daily view's cost bars, and the total `all`.
+fn text_table(
+    req: &Request,
+    view: View,
+    labels: &[Column],
+    rows: &[Row],
+    all: &SlotAcc,
+    style: Style,
+) -> Table {
+    let mut columns = labels.to_vec();
+    columns.extend(token_columns());
+    // The daily view ends each day with a bar of its cost against the
+    // costliest day's (left out to fit before Cache read).
+    let bars = view == View::Period(Period::Day);
+    if bars {
+        columns.push(Column::text("", 2).named("Cost bar"));
+    }
+    let top = rows.iter().map(|r| r.acc.cost_pico).max().unwrap_or(0);
+    let bar = |acc: &SlotAcc| {
+        let share = if top == 0 {
+            0.0
+        } else {
+            acc.cost_pico as f64 / top as f64
+        };
+        picture::bar(share, DAILY_BAR, style.glyphs)
+    };
+    let mut t = Table {
+        columns,
+        rows: Vec::new(),
+    };
+    let blank = vec![String::new(); labels.len()];
+    // A breakdown line names its model in the flexible column.
+    let detail_at = labels.iter().position(|c| c.flexible).unwrap_or(0);
+    for r in rows {
+        let mut cells = r.labels.clone();
+        cells.extend(token_cells(&r.acc));
+        if bars {
+            cells.push(bar(&r.acc));
+        }
+        t.rows.push((RowKind::Plain, cells));
+        if req.breakdown {
+            for ((agent, model), acc) in &r.models {
+                let mut cells = blank.clone();
+                cells[detail_at] = format!("└ {} {model}", agent.name());
+                cells.extend(token_cells(acc));
+                t.rows.push((RowKind::Detail, cells));
+            }
+        }
+    }
+    let mut cells = blank;
+    cells[0] = "Total".into();
+    cells.extend(token_cells(all));
+    t.rows.push((RowKind::Total, cells));
+    t
 }
 
 /// The rows a table lists, and how many more it leaves out (their sums

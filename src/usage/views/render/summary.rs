@@ -4,6 +4,10 @@
 use super::*;
 
 /// The summary: today, 7 and 30 days per agent, the limits, coverage.
+/// Sums per agent (and all) and window: today, 7 days, 30 days.
+type WindowSums = Vec<[SlotAcc; 3]>;
+
+/// The summary: today, 7 and 30 days per agent, the limits and coverage.
 pub(super) fn summary(data: &Data, req: &Request, format: Format) -> String {
     let today = data.zone.local_day(data.now);
     let req = Request {
@@ -14,7 +18,6 @@ pub(super) fn summary(data: &Data, req: &Request, format: Format) -> String {
     let picked = selected(data, &req);
     let unpriced = unpriced_of(picked.iter().map(|(_, k, acc)| (*k, *acc)));
     let agents = agents_of_request(&req);
-    // [agent][window]: today, 7 days, 30 days.
     let sums = window_sums(data, &req, &agents);
     let names: Vec<&str> = agents
         .iter()
@@ -22,91 +25,105 @@ pub(super) fn summary(data: &Data, req: &Request, format: Format) -> String {
         .chain(std::iter::once("all"))
         .collect();
     match format {
-        Format::Json => {
-            let mut windows = Object::new();
-            for (w, key) in ["today", "d7", "d30"].iter().enumerate() {
-                let mut o = Object::new();
-                for (i, name) in names.iter().enumerate() {
-                    o = o.with(name, sums[i][w].totals().to_value());
-                }
-                windows = windows.with(key, Value::Object(o));
-            }
-            let mut limits = Object::new();
-            for (a, v) in &data.limits {
-                limits = limits.with(a.name(), v.clone());
-            }
-            Value::Object(
-                header(data, &req, View::Summary)
-                    .with("windows", Value::Object(windows))
-                    .with("limits", Value::Object(limits))
-                    .with("coverage", data.coverage.clone())
-                    .with("unpriced_models", unpriced_value(&unpriced)),
-            )
-            .to_json()
-                + "\n"
+        Format::Json => summary_json(data, &req, &names, &sums, &unpriced),
+        Format::Csv => summary_csv(&names, &sums),
+        Format::Text(style) => summary_text(data, &req, &agents, &sums, &unpriced, style),
+    }
+}
+
+fn summary_json(
+    data: &Data,
+    req: &Request,
+    names: &[&str],
+    sums: &WindowSums,
+    unpriced: &Unpriced,
+) -> String {
+    let mut windows = Object::new();
+    for (w, key) in ["today", "d7", "d30"].iter().enumerate() {
+        let mut o = Object::new();
+        for (i, name) in names.iter().enumerate() {
+            o = o.with(name, sums[i][w].totals().to_value());
         }
-        Format::Csv => {
-            let mut head = vec!["agent", "window"];
-            head.extend(CSV_TOKENS);
-            let mut rows = Vec::new();
-            for (i, name) in names.iter().enumerate() {
-                for (w, key) in ["today", "d7", "d30"].iter().enumerate() {
-                    let mut cells = vec![name.to_string(), key.to_string()];
-                    cells.extend(csv_cells(&sums[i][w]));
-                    rows.push(cells);
-                }
-            }
-            table::csv(&head, &rows)
-        }
-        Format::Text(style) => {
-            let mut t = Table {
-                columns: vec![
-                    Column::text("Agent", 0),
-                    Column::number("Today", 0),
-                    Column::number("tokens", 3).named("tokens today"),
-                    Column::number("7 days", 0),
-                    Column::number("tokens", 2).named("7-day tokens"),
-                    Column::number("30 days", 0),
-                    Column::number("tokens", 1).named("30-day tokens"),
-                ],
-                rows: Vec::new(),
-            };
-            for (i, name) in names.iter().enumerate() {
-                let kind = if i == agents.len() {
-                    if agents.len() == 1 {
-                        continue;
-                    }
-                    RowKind::Total
-                } else {
-                    RowKind::Plain
-                };
-                let mut cells = vec![match *name {
-                    "claude" => "Claude Code".to_string(),
-                    "codex" => "Codex".to_string(),
-                    _ => "All".to_string(),
-                }];
-                for window in &sums[i] {
-                    cells.push(cost_cell(window));
-                    cells.push(group(window.tokens.total()));
-                }
-                t.rows.push((kind, cells));
-            }
-            let mut lines = vec![format!("Usage in {}; {}", data.zone.name, freshness(data))];
-            lines.extend(t.lines(style));
-            let mut all = SlotAcc::default();
-            for windows in &sums[..agents.len()] {
-                all.merge(&windows[2]);
-            }
-            lines.extend(notes(&all, &unpriced));
-            // Each limit window as a bar, the 30 days' cost as a sparkline.
-            let (mut rows, states) = panels::limit_rows(data, &agents, style.glyphs);
-            rows.push(panels::spark_row(data, &req, style.glyphs));
-            lines.extend(panels::lay_out(&rows));
-            lines.extend(states);
-            lines.push(coverage_line(data));
-            lines.join("\n") + "\n"
+        windows = windows.with(key, Value::Object(o));
+    }
+    let mut limits = Object::new();
+    for (a, v) in &data.limits {
+        limits = limits.with(a.name(), v.clone());
+    }
+    Value::Object(
+        header(data, req, View::Summary)
+            .with("windows", Value::Object(windows))
+            .with("limits", Value::Object(limits))
+            .with("coverage", data.coverage.clone())
+            .with("unpriced_models", unpriced_value(unpriced)),
+    )
+    .to_json()
+        + "\n"
+}
+
+fn summary_csv(names: &[&str], sums: &WindowSums) -> String {
+    let mut head = vec!["agent", "window"];
+    head.extend(CSV_TOKENS);
+    let mut rows = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        for (w, key) in ["today", "d7", "d30"].iter().enumerate() {
+            let mut cells = vec![name.to_string(), key.to_string()];
+            cells.extend(csv_cells(&sums[i][w]));
+            rows.push(cells);
         }
     }
+    table::csv(&head, &rows)
+}
+
+fn summary_text(
+    data: &Data,
+    req: &Request,
+    agents: &[Agent],
+    sums: &WindowSums,
+    unpriced: &Unpriced,
+    style: Style,
+) -> String {
+    let mut t = Table {
+        columns: vec![
+            Column::text("Agent", 0),
+            Column::number("Today", 0),
+            Column::number("tokens", 3).named("tokens today"),
+            Column::number("7 days", 0),
+            Column::number("tokens", 2).named("7-day tokens"),
+            Column::number("30 days", 0),
+            Column::number("tokens", 1).named("30-day tokens"),
+        ],
+        rows: Vec::new(),
+    };
+    // A row per agent, then all of them when there are two.
+    for (i, windows) in sums.iter().enumerate() {
+        let (kind, name) = match agents.get(i) {
+            Some(Agent::Claude) => (RowKind::Plain, "Claude Code"),
+            Some(Agent::Codex) => (RowKind::Plain, "Codex"),
+            None if agents.len() == 1 => continue,
+            None => (RowKind::Total, "All"),
+        };
+        let mut cells = vec![name.to_string()];
+        for window in windows {
+            cells.push(cost_cell(window));
+            cells.push(group(window.tokens.total()));
+        }
+        t.rows.push((kind, cells));
+    }
+    let mut lines = vec![format!("Usage in {}; {}", data.zone.name, freshness(data))];
+    lines.extend(t.lines(style));
+    let mut all = SlotAcc::default();
+    for windows in &sums[..agents.len()] {
+        all.merge(&windows[2]);
+    }
+    lines.extend(notes(&all, unpriced));
+    // Each limit window as a bar, the 30 days' cost as a sparkline.
+    let (mut rows, states) = panels::limit_rows(data, agents, style.glyphs);
+    rows.push(panels::spark_row(data, req, style.glyphs));
+    lines.extend(panels::lay_out(&rows));
+    lines.extend(states);
+    lines.push(coverage_line(data));
+    lines.join("\n") + "\n"
 }
 
 pub(super) fn count(v: &Value, agent: &str, key: &str) -> u64 {

@@ -3,9 +3,6 @@
 
 use super::*;
 
-/// The slots a request picked, with their local day (`data::selected`).
-pub(super) type Picked<'a, 'd> = &'a [(i64, &'d SlotKey, &'d SlotAcc)];
-
 /// `daily`, `weekly` or `monthly`: a row per period, with its models.
 pub(super) fn period_view(
     (data, req, format): (&Data, &Request, Format),
@@ -33,13 +30,11 @@ pub(super) fn period_view(
     };
     let columns = [Column::text(head, 0), Column::flexible("Models", 3)];
     tabular(
-        data,
-        req,
+        (data, req, format),
         view,
         (&columns, &["period", "models"]),
         rows,
         unpriced,
-        format,
     )
 }
 
@@ -72,13 +67,11 @@ pub(super) fn models_view(
         ..req.clone()
     };
     tabular(
-        data,
-        &req,
+        (data, &req, format),
         view,
         (&columns, &["agent", "model"]),
         rows.into(),
         unpriced,
-        format,
     )
 }
 
@@ -115,12 +108,10 @@ pub(super) fn dirs_view(
     });
     let columns = [Column::flexible("Directory", 0), Column::text("Agents", 3)];
     tabular(
-        data,
-        req,
+        (data, req, format),
         view,
         (&columns, &["directory", "agents"]),
         rows.into(),
         unpriced,
-        format,
     )
 }
