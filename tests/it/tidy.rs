@@ -613,7 +613,6 @@ const LONG_FUNCTIONS: &[(&str, &str)] = &[
     ("src/usage/views/table.rs", "lines"),
     ("xtask/src/bench_usage.rs", "run"),
     ("xtask/src/bench_usage.rs", "history"),
-    ("xtask/src/bench_usage.rs", "timings"),
     ("xtask/src/fuzz.rs", "run"),
     ("xtask/src/fuzz.rs", "runtime_seeds"),
 ];

@@ -572,16 +572,16 @@ pub fn run(args: &[String]) -> Result<(), String> {
         return live_screen(&bin, &corpus.home, &state);
     }
     if !memory_only {
-        peak = peak.max(timings(
-            &bin,
-            peer(baseline.as_deref(), &work),
-            &corpus,
-            &work,
-            &state,
+        peak = peak.max(timings(&Timings {
+            bin: &bin,
+            baseline: peer(baseline.as_deref(), &work),
+            corpus: &corpus,
+            work: &work,
+            state: &state,
             now,
-            warm.took,
+            warm: warm.took,
             rounds,
-        )?);
+        })?);
         exact = incremental_equals_rebuild(&bin, &corpus.home, &work, &state, now)?;
         views(&bin, &corpus.home, &state, peer(baseline.as_deref(), &work))?;
         live_screen(&bin, &corpus.home, &state)?;
@@ -1244,47 +1244,72 @@ fn exact_floor(
     }
 }
 
-/// The append, query and ccusage timings; returns the appends' peak RSS.
-#[allow(clippy::too_many_arguments)]
-fn timings(
-    bin: &Path,
+/// Five Claude records appended to the corpus's newest Claude file, as a
+/// session writing on would; `seed` and `round` make each append's
+/// records distinct.
+fn append_records(corpus: &Corpus, seed: u64, round: u64, now: i64) -> Result<(), String> {
+    let mut file = fs::OpenOptions::new()
+        .append(true)
+        .open(&corpus.newest_claude)
+        .map_err(|e| e.to_string())?;
+    let mut rng = Rng(seed + round);
+    let mut text = String::new();
+    for n in 0..5 {
+        text.push_str(&claude_record(
+            &mut rng,
+            now - 60 + n,
+            9000 + round * 10 + n as u64,
+            99_999,
+            "/home/bench/appended",
+            "claude-opus-4-6",
+        ));
+    }
+    file.write_all(text.as_bytes()).map_err(|e| e.to_string())
+}
+
+/// What the append, query and ccusage timings run on.
+struct Timings<'a> {
+    bin: &'a Path,
+    /// A baseline binary and its own state directory, timed side by side.
     baseline: Option<(PathBuf, PathBuf)>,
-    corpus: &Corpus,
-    work: &Path,
-    state: &Path,
+    corpus: &'a Corpus,
+    work: &'a Path,
+    state: &'a Path,
     now: i64,
+    /// The warm refresh's wall time, for the ccusage ratio.
     warm: Duration,
     rounds: usize,
-) -> Result<i64, String> {
-    // One-file appends: five records to the newest Claude file, then a
-    // refresh; repeated so the figure is a median, not one sample.
+}
+
+/// The append, query and ccusage timings; returns the appends' peak RSS.
+fn timings(t: &Timings) -> Result<i64, String> {
+    let peak = append_timings(t)?;
+    warm_query_timings(t)?;
+    other_zones(t.bin, &t.corpus.home, t.state)?;
+    match find_ccusage() {
+        Some(cc) => versus_ccusage(t, &cc)?,
+        None => println!(
+            "ccusage: SKIPPED (not installed: npm install --prefix target/ccusage ccusage@20.0.24, or CCUSAGE=path)"
+        ),
+    }
+    Ok(peak)
+}
+
+/// One-file appends: five records to the newest Claude file, then a
+/// refresh; repeated so the figure is a median, not one sample. Returns
+/// the appends' peak RSS.
+fn append_timings(t: &Timings) -> Result<i64, String> {
+    let (bin, corpus, state) = (t.bin, t.corpus, t.state);
     let mut appends: Vec<Run> = Vec::new();
     let mut old_appends: Vec<Run> = Vec::new();
     let mut walks: Vec<Run> = Vec::new();
     let mut peak = 0;
     for round in 0..9u64 {
-        let mut file = fs::OpenOptions::new()
-            .append(true)
-            .open(&corpus.newest_claude)
-            .map_err(|e| e.to_string())?;
-        let mut rng = Rng(7 + round);
-        let mut text = String::new();
-        for n in 0..5 {
-            text.push_str(&claude_record(
-                &mut rng,
-                now - 60 + n,
-                9000 + round * 10 + n as u64,
-                99_999,
-                "/home/bench/appended",
-                "claude-opus-4-6",
-            ));
-        }
-        file.write_all(text.as_bytes()).map_err(|e| e.to_string())?;
-        drop(file);
+        append_records(corpus, 7, round, t.now)?;
         let run = measure(heeler(bin, &corpus.home, state, &["usage", "worker"]))?;
         peak = peak.max(run.rss_kib);
         appends.push(run);
-        if let Some((old, old_state)) = &baseline {
+        if let Some((old, old_state)) = &t.baseline {
             old_appends.push(measure(heeler(
                 old,
                 &corpus.home,
@@ -1324,13 +1349,21 @@ fn timings(
             ratio(append.cpu, old.cpu)
         );
     }
+    Ok(peak)
+}
+
+/// The warm query, 21 times, interleaved with the baseline's when there
+/// is one.
+fn warm_query_timings(t: &Timings) -> Result<(), String> {
     let query = ["usage", "query", "--refresh", "never"];
-    let theirs = baseline
+    let home = &t.corpus.home;
+    let theirs = t
+        .baseline
         .as_ref()
-        .map(|(old, old_state)| move || heeler(old, &corpus.home, old_state, &query));
+        .map(|(old, old_state)| move || heeler(old, home, old_state, &query));
     let (queries, old_queries) = interleaved(
         21,
-        || heeler(bin, &corpus.home, state, &query),
+        || heeler(t.bin, home, t.state, &query),
         theirs.as_ref().map(|f| f as &dyn Fn() -> Command),
     )?;
     println!(
@@ -1339,10 +1372,15 @@ fn timings(
         ms(queries[20]),
         versus(queries[10], &old_queries)
     );
-    other_zones(bin, &corpus.home, state)?;
+    Ok(())
+}
+
+/// The ccusage to compare with: `$CCUSAGE`, else the first on `PATH`,
+/// else the one installed under `target/ccusage`.
+fn find_ccusage() -> Option<PathBuf> {
     let local = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../target/ccusage/node_modules/.bin/ccusage");
-    let ccusage = std::env::var("CCUSAGE")
+    std::env::var("CCUSAGE")
         .ok()
         .map(PathBuf::from)
         .or_else(|| {
@@ -1352,25 +1390,24 @@ fn timings(
                     .find(|c| c.is_file())
             })
         })
-        .or_else(|| local.is_file().then_some(local));
-    let Some(cc) = ccusage else {
-        println!(
-            "ccusage: SKIPPED (not installed: npm install --prefix target/ccusage ccusage@20.0.24, or CCUSAGE=path)"
-        );
-        return Ok(peak);
-    };
-    // Our cold scan of the same Claude-only tree, for a like-for-like ratio.
-    let claude_only = work.join("claude-only");
+        .or_else(|| local.is_file().then_some(local))
+}
+
+/// ccusage's daily report against our cold scan of the same Claude-only
+/// tree, for a like-for-like ratio, and against our warm refresh.
+fn versus_ccusage(t: &Timings, cc: &Path) -> Result<(), String> {
+    let corpus = t.corpus;
+    let claude_only = t.work.join("claude-only");
     fs::create_dir_all(&claude_only).map_err(|e| e.to_string())?;
     let link = claude_only.join(".claude");
     let _ = fs::remove_file(&link);
     std::os::unix::fs::symlink(corpus.home.join(".claude"), &link).map_err(|e| e.to_string())?;
-    let ours_state = work.join("state-claude");
+    let ours_state = t.work.join("state-claude");
     // Interleaved, ccusage then heeler, so both see the same load.
     let (mut theirs, mut ours) = (Vec::new(), Vec::new());
-    let pairs = rounds.max(5);
+    let pairs = t.rounds.max(5);
     for _ in 0..pairs {
-        let mut c = Command::new(&cc);
+        let mut c = Command::new(cc);
         c.args([
             "claude",
             "daily",
@@ -1384,7 +1421,7 @@ fn timings(
         theirs.push(measure(c)?);
         let _ = fs::remove_dir_all(&ours_state);
         ours.push(measure(heeler(
-            bin,
+            t.bin,
             &claude_only,
             &ours_state,
             &["usage", "worker"],
@@ -1393,7 +1430,7 @@ fn timings(
     let mut pair_ratios: Vec<f64> = theirs
         .iter()
         .zip(&ours)
-        .map(|(t, o)| ratio(t.took, o.took))
+        .map(|(c, h)| ratio(c.took, h.took))
         .collect();
     pair_ratios.sort_by(f64::total_cmp);
     let (theirs, ours) = (median(&theirs), median(&ours));
@@ -1414,7 +1451,7 @@ fn timings(
     );
     println!(
         "ccusage (no cache) vs heeler warm refresh: ratio {:.0}x",
-        ratio(theirs.took, warm)
+        ratio(theirs.took, t.warm)
     );
-    Ok(peak)
+    Ok(())
 }
