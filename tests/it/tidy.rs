@@ -612,7 +612,6 @@ const LONG_FUNCTIONS: &[(&str, &str)] = &[
     ("src/usage/views/render/summary.rs", "summary"),
     ("src/usage/views/table.rs", "lines"),
     ("xtask/src/bench_usage.rs", "run"),
-    ("xtask/src/bench_usage.rs", "history"),
     ("xtask/src/fuzz.rs", "run"),
     ("xtask/src/fuzz.rs", "runtime_seeds"),
 ];

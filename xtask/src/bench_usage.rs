@@ -738,49 +738,7 @@ fn history(bin: &Path, corpus: &Corpus, state: &Path, now: i64, days: i64) -> Re
         .collect();
     let mut kept: Vec<Kept> = Vec::new();
     for &r in &retentions {
-        set_retention(&corpus.home, r)?;
-        let _ = fs::remove_dir_all(state);
-        let cold = measure(heeler(bin, &corpus.home, state, &["usage", "worker"]))?;
-        let bytes = dir_bytes(state);
-        let warm = median(
-            &(0..3)
-                .map(|_| measure(heeler(bin, &corpus.home, state, &["usage", "worker"])))
-                .collect::<Result<Vec<_>, _>>()?,
-        );
-        let mut appends = Vec::new();
-        for round in 0..5u64 {
-            let mut rng = Rng(70 + round);
-            let text: String = (0..5)
-                .map(|n| {
-                    claude_record(
-                        &mut rng,
-                        now - 60 + n,
-                        9000 + round * 10 + n as u64,
-                        99_999,
-                        "/home/bench/appended",
-                        "claude-opus-4-6",
-                    )
-                })
-                .collect();
-            fs::OpenOptions::new()
-                .append(true)
-                .open(&corpus.newest_claude)
-                .and_then(|mut f| f.write_all(text.as_bytes()))
-                .map_err(|e| e.to_string())?;
-            appends.push(measure(heeler(
-                bin,
-                &corpus.home,
-                state,
-                &["usage", "worker"],
-            ))?);
-        }
-        let k = Kept {
-            days: r,
-            bytes,
-            cold,
-            warm,
-            append: median(&appends),
-        };
+        let k = kept_at(bin, corpus, state, now, r)?;
         println!(
             "retention {:>3} days: cache {:>8.1} MiB   cold {:>7.2} s wall {:>7.2} s CPU   warm {:>9}   one-file append {:>9} (median of 5)   peak RSS {}",
             k.days,
@@ -793,21 +751,7 @@ fn history(bin: &Path, corpus: &Corpus, state: &Path, now: i64, days: i64) -> Re
         );
         kept.push(k);
     }
-    if let Some(base) = kept.first() {
-        for k in kept.iter().skip(1) {
-            let months = (k.days - base.days) as f64 / 30.0;
-            let per = |a: f64, b: f64| (a - b) / months;
-            println!(
-                "per extra 30 days (from {} to {} days): cache {:+.1} MiB, cold {:+.2} s, warm {:+.1} ms, one-file append {:+.1} ms",
-                base.days,
-                k.days,
-                per(k.bytes as f64, base.bytes as f64) / f64::from(1 << 20),
-                per(secs(k.cold.took), secs(base.cold.took)),
-                per(secs(k.warm.took), secs(base.warm.took)) * 1000.0,
-                per(secs(k.append.took), secs(base.append.took)) * 1000.0,
-            );
-        }
-    }
+    per_extra_30_days(&kept);
     let default = heeler::usage::config::DEFAULT_RETENTION_DAYS;
     println!("views at the default retention ({default} days):");
     set_retention(&corpus.home, default)?;
@@ -816,6 +760,58 @@ fn history(bin: &Path, corpus: &Corpus, state: &Path, now: i64, days: i64) -> Re
     // The app's query reads the aggregate's slots for a zone the worker
     // did not render ahead (its 30 days of them, whatever the retention).
     other_zones(bin, &corpus.home, state)
+}
+
+/// The cache at a retention of `days`: built cold, refreshed warm three
+/// times, and refreshed after each of five one-file appends.
+fn kept_at(bin: &Path, corpus: &Corpus, state: &Path, now: i64, days: i64) -> Result<Kept, String> {
+    set_retention(&corpus.home, days)?;
+    let _ = fs::remove_dir_all(state);
+    let cold = measure(heeler(bin, &corpus.home, state, &["usage", "worker"]))?;
+    let bytes = dir_bytes(state);
+    let warm = median(
+        &(0..3)
+            .map(|_| measure(heeler(bin, &corpus.home, state, &["usage", "worker"])))
+            .collect::<Result<Vec<_>, _>>()?,
+    );
+    let mut appends = Vec::new();
+    for round in 0..5u64 {
+        append_records(corpus, 70, round, now)?;
+        appends.push(measure(heeler(
+            bin,
+            &corpus.home,
+            state,
+            &["usage", "worker"],
+        ))?);
+    }
+    Ok(Kept {
+        days,
+        bytes,
+        cold,
+        warm,
+        append: median(&appends),
+    })
+}
+
+/// What each retention beyond the first costs per extra 30 days over the
+/// first.
+fn per_extra_30_days(kept: &[Kept]) {
+    let Some(base) = kept.first() else {
+        return;
+    };
+    for k in kept.iter().skip(1) {
+        let months = (k.days - base.days) as f64 / 30.0;
+        let per = |a: f64, b: f64| (a - b) / months;
+        println!(
+            "per extra 30 days (from {} to {} days): cache {:+.1} MiB, cold {:+.2} s, warm {:+.1} ms, one-file append {:+.1} ms",
+            base.days,
+            k.days,
+            per(k.bytes as f64, base.bytes as f64) / f64::from(1 << 20),
+            per(secs(k.cold.took), secs(base.cold.took)),
+            per(secs(k.warm.took), secs(base.warm.took)) * 1000.0,
+            per(secs(k.append.took), secs(base.append.took)) * 1000.0,
+        );
+    }
 }
 
 /// The app's query in zones the worker did not render ahead: the slots
