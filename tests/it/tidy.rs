@@ -611,7 +611,6 @@ const LONG_FUNCTIONS: &[(&str, &str)] = &[
     ("src/usage/views/render/session.rs", "sessions"),
     ("src/usage/views/render/summary.rs", "summary"),
     ("src/usage/views/table.rs", "lines"),
-    ("xtask/src/bench_usage.rs", "run"),
     ("xtask/src/fuzz.rs", "run"),
     ("xtask/src/fuzz.rs", "runtime_seeds"),
 ];

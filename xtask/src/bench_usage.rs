@@ -470,14 +470,30 @@ fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1000.0)
 }
 
-pub fn run(args: &[String]) -> Result<(), String> {
+/// What `cargo xtask bench-usage` was asked for.
+struct Options<'a> {
+    scale: f64,
+    memory_only: bool,
+    views_only: bool,
+    floor_only: bool,
+    /// How many days the corpus spans (30 to 400); over 30, only the
+    /// retention table runs.
+    history_days: i64,
+    rounds: usize,
+    /// Another heeler binary (an older build) timed side by side.
+    baseline: Option<PathBuf>,
+    /// A commit whose release build is the baseline.
+    baseline_rev: Option<&'a str>,
+    /// Another build to time (the static release binary, say: what users
+    /// run), else this checkout's release build.
+    bin: Option<&'a str>,
+}
+
+fn options(args: &[String]) -> Result<Options<'_>, String> {
     let scale: f64 = crate::flag(args, "--scale")
         .map(|s| s.parse().map_err(|_| "--scale takes a number"))
         .transpose()?
         .unwrap_or(1.0);
-    let memory_only = args.iter().any(|a| a == "--memory");
-    let views_only = args.iter().any(|a| a == "--views");
-    let floor_only = args.iter().any(|a| a == "--floor");
     let history_days: i64 = crate::flag(args, "--history-days")
         .map(|s| {
             s.parse()
@@ -491,46 +507,65 @@ pub fn run(args: &[String]) -> Result<(), String> {
         .transpose()?
         .unwrap_or(5)
         .max(1);
-    // Another heeler binary (an older build) timed side by side.
-    let mut baseline = crate::flag(args, "--baseline").map(PathBuf::from);
-    let claude_files = ((5000.0 * scale) as usize).max(1);
-    let codex_files = ((2000.0 * scale) as usize).max(1);
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let sh = xshell::Shell::new().map_err(|e| e.to_string())?;
-    sh.change_dir(&root);
-    // `--bin`: another build to time (the static release binary, say:
-    // what users run), else this checkout's release build.
-    let bin = match crate::flag(args, "--bin") {
-        Some(path) => fs::canonicalize(path).map_err(|e| format!("--bin {path}: {e}"))?,
+    Ok(Options {
+        scale,
+        memory_only: args.iter().any(|a| a == "--memory"),
+        views_only: args.iter().any(|a| a == "--views"),
+        floor_only: args.iter().any(|a| a == "--floor"),
+        history_days,
+        rounds,
+        baseline: crate::flag(args, "--baseline").map(PathBuf::from),
+        baseline_rev: crate::flag(args, "--baseline-rev"),
+        bin: crate::flag(args, "--bin"),
+    })
+}
+
+/// The binary to time: `--bin`'s, else this checkout's release build,
+/// built now.
+fn binary_to_time(sh: &xshell::Shell, root: &Path, bin: Option<&str>) -> Result<PathBuf, String> {
+    match bin {
+        Some(path) => fs::canonicalize(path).map_err(|e| format!("--bin {path}: {e}")),
         None => {
             println!("building the release binary…");
             xshell::cmd!(sh, "cargo build --release --quiet --bin heeler")
                 .run()
                 .map_err(|e| e.to_string())?;
-            root.join("target/release/heeler")
+            Ok(root.join("target/release/heeler"))
         }
-    };
-    println!("timing {}", bin.display());
-    let scan = ScanFloor::build(&sh, &root)?;
-    if let Some(rev) = crate::flag(args, "--baseline-rev") {
-        baseline = Some(build_rev(&sh, &root, rev)?);
     }
-    let work = match history_days {
+}
+
+/// The directory of a corpus of this size and span, with its states.
+fn work_dir(root: &Path, claude_files: usize, codex_files: usize, history_days: i64) -> PathBuf {
+    match history_days {
         30 => root.join(format!("target/bench-usage/{claude_files}-{codex_files}")),
         days => root.join(format!(
             "target/bench-usage/{claude_files}-{codex_files}-{days}d"
         )),
-    };
-    let now = SystemTime::now()
+    }
+}
+
+/// The time now, in Unix seconds.
+fn unix_now() -> Result<i64, String> {
+    Ok(SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_err(|e| e.to_string())?
-        .as_secs() as i64;
-    let home = work.join("home");
-    let _ = fs::remove_dir_all(&work);
+        .as_secs() as i64)
+}
+
+/// A fresh corpus under `home` spanning `history_days`, announced with
+/// its size and how long it took to write.
+fn fresh_corpus(
+    home: &Path,
+    claude_files: usize,
+    codex_files: usize,
+    now: i64,
+    history_days: i64,
+) -> Result<Corpus, String> {
     let started = Instant::now();
-    let mut corpus = generate(&home, claude_files, codex_files, now)?;
+    let mut corpus = generate(home, claude_files, codex_files, now)?;
     if history_days > 30 {
-        corpus.bytes += generate_older(&home, claude_files, codex_files, now, history_days)?;
+        corpus.bytes += generate_older(home, claude_files, codex_files, now, history_days)?;
     }
     println!(
         "corpus: {} Claude + {} Codex files, {:.0} MB on disk, generated in {:.1} s",
@@ -539,12 +574,34 @@ pub fn run(args: &[String]) -> Result<(), String> {
         corpus.bytes as f64 / 1e6,
         started.elapsed().as_secs_f64()
     );
-    if floor_only {
-        return floors_only(&scan, &corpus, rounds);
+    Ok(corpus)
+}
+
+pub fn run(args: &[String]) -> Result<(), String> {
+    let opts = options(args)?;
+    let mut baseline = opts.baseline.clone();
+    let claude_files = ((5000.0 * opts.scale) as usize).max(1);
+    let codex_files = ((2000.0 * opts.scale) as usize).max(1);
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let sh = xshell::Shell::new().map_err(|e| e.to_string())?;
+    sh.change_dir(&root);
+    let bin = binary_to_time(&sh, &root, opts.bin)?;
+    println!("timing {}", bin.display());
+    let scan = ScanFloor::build(&sh, &root)?;
+    if let Some(rev) = opts.baseline_rev {
+        baseline = Some(build_rev(&sh, &root, rev)?);
+    }
+    let work = work_dir(&root, claude_files, codex_files, opts.history_days);
+    let now = unix_now()?;
+    let home = work.join("home");
+    let _ = fs::remove_dir_all(&work);
+    let corpus = fresh_corpus(&home, claude_files, codex_files, now, opts.history_days)?;
+    if opts.floor_only {
+        return floors_only(&scan, &corpus, opts.rounds);
     }
     let state = work.join("state");
-    if history_days > 30 {
-        return history(&bin, &corpus, &state, now, history_days);
+    if opts.history_days > 30 {
+        return history(&bin, &corpus, &state, now, opts.history_days);
     }
     let cold = cold_scans(
         &bin,
@@ -553,7 +610,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         &corpus,
         &work,
         &state,
-        rounds,
+        opts.rounds,
     )?;
     let index_bytes = dir_bytes(&state);
     let warm = measure(heeler(&bin, &corpus.home, &state, &["usage", "worker"]))?;
@@ -567,11 +624,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
     // build that does not (an older baseline, say) is still timed, and the
     // run fails at the end.
     let mut exact = true;
-    if views_only {
+    if opts.views_only {
         views(&bin, &corpus.home, &state, peer(baseline.as_deref(), &work))?;
         return live_screen(&bin, &corpus.home, &state);
     }
-    if !memory_only {
+    if !opts.memory_only {
         peak = peak.max(timings(&Timings {
             bin: &bin,
             baseline: peer(baseline.as_deref(), &work),
@@ -580,7 +637,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             state: &state,
             now,
             warm: warm.took,
-            rounds,
+            rounds: opts.rounds,
         })?);
         exact = incremental_equals_rebuild(&bin, &corpus.home, &work, &state, now)?;
         views(&bin, &corpus.home, &state, peer(baseline.as_deref(), &work))?;
@@ -590,9 +647,20 @@ pub fn run(args: &[String]) -> Result<(), String> {
         "usage state (index, aggregate, snapshot): {:.1} MiB on disk",
         index_bytes as f64 / f64::from(1 << 20)
     );
+    memory_cases(&bin, &work, peak)?;
+    if !exact {
+        return Err("the incremental cache differed from a cold rebuild (see above)".into());
+    }
+    Ok(())
+}
+
+/// The inputs that must not be held whole, each a cold refresh of that
+/// file alone, and the memory bound the corpus refreshes (peak RSS
+/// `peak`) are held to.
+fn memory_cases(bin: &Path, work: &Path, peak: i64) -> Result<(), String> {
     println!("inputs that must not be held whole (each a cold refresh of that file alone):");
-    memory_case(&bin, &work, "2 GiB, one line, no newline", one_line_file)?;
-    memory_case(&bin, &work, "2 GiB of 16-byte lines", tiny_lines_file)?;
+    memory_case(bin, work, "2 GiB, one line, no newline", one_line_file)?;
+    memory_case(bin, work, "2 GiB of 16-byte lines", tiny_lines_file)?;
     println!(
         "bound: the line buffers (one line of < {} MiB, MAX_LINE, at a time, and < {} MiB in each \
          other parsing thread, at most 3) plus the index and aggregate state; the corpus refreshes \
@@ -601,9 +669,6 @@ pub fn run(args: &[String]) -> Result<(), String> {
         MAX_LINE >> 24,
         mib(peak)
     );
-    if !exact {
-        return Err("the incremental cache differed from a cold rebuild (see above)".into());
-    }
     Ok(())
 }
 
