@@ -612,7 +612,6 @@ const LONG_FUNCTIONS: &[(&str, &str)] = &[
     ("src/usage/views/render/summary.rs", "summary"),
     ("src/usage/views/table.rs", "lines"),
     ("xtask/src/fuzz.rs", "run"),
-    ("xtask/src/fuzz.rs", "runtime_seeds"),
 ];
 
 /// Rust source with its comments, string literals and char literals

@@ -253,93 +253,113 @@ fn field(line: &str, name: &str) -> Option<u64> {
     words.next()?.parse().ok()
 }
 
+/// The cases of a vectors file's `lists` (`valid`, `invalid`, …), in
+/// order; none when the file is absent or not JSON.
+fn vector_cases(file: &Path, lists: &[&str]) -> Vec<Value> {
+    let Some(value) = fs::read_to_string(file)
+        .ok()
+        .and_then(|t| json::parse(&t).ok())
+    else {
+        return Vec::new();
+    };
+    lists
+        .iter()
+        .filter_map(|list| value.get(list).and_then(Value::as_array))
+        .flatten()
+        .cloned()
+        .collect()
+}
+
+/// The string field `key` of each case that has one, as bytes.
+fn case_strings(cases: &[Value], key: &str) -> Vec<Vec<u8>> {
+    cases
+        .iter()
+        .filter_map(|c| c.get(key).and_then(Value::as_str))
+        .map(|s| s.as_bytes().to_vec())
+        .collect()
+}
+
+/// The valid and invalid cases of both domains' envelope vectors whose
+/// key is 32 bytes, as `envelope_open` inputs: a selector byte (bit 2:
+/// the key travels in the input; bit 0: the Live Activity domain), the
+/// key, the envelope.
+fn envelope_seeds(vectors: &Path) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for (file, selector) in [
+        ("notification-payload-v1.json", 4u8),
+        ("live-activity-content-v1.json", 5u8),
+    ] {
+        for case in vector_cases(&vectors.join(file), &["valid", "invalid"]) {
+            let key = case
+                .get("key")
+                .and_then(Value::as_str)
+                .and_then(|k| base64::decode_url(k).ok())
+                .filter(|k| k.len() == 32);
+            let envelope = match case.get("envelope") {
+                Some(Value::String(s)) => s.clone(),
+                Some(other) => other.to_json(),
+                None => continue,
+            };
+            if let Some(key) = key {
+                let mut seed = vec![selector];
+                seed.extend(key);
+                seed.extend(envelope.as_bytes());
+                out.push(seed);
+            }
+        }
+    }
+    out
+}
+
+/// Every case of the JSON vectors files of at most 4 KiB, as `json`
+/// inputs.
+fn json_seeds(vectors: &Path) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for file in [
+        "notification-session-v1.json",
+        "sidebar-layout-v1.json",
+        "live-activity-content-v1.json",
+    ] {
+        for case in vector_cases(&vectors.join(file), &["valid", "invalid", "delivery"]) {
+            let text = case.to_json();
+            if text.len() <= 4096 {
+                out.push(text.into_bytes());
+            }
+        }
+    }
+    out
+}
+
 /// Seeds made at run time from data that stays outside the repository.
 fn runtime_seeds(target: &str, root: &Path, vectors: &Path) -> Vec<Vec<u8>> {
-    let cases = |file: &Path, lists: &[&str]| -> Vec<Value> {
-        let Some(value) = fs::read_to_string(file)
-            .ok()
-            .and_then(|t| json::parse(&t).ok())
-        else {
-            return Vec::new();
-        };
-        lists
-            .iter()
-            .filter_map(|list| value.get(list).and_then(Value::as_array))
-            .flatten()
-            .cloned()
-            .collect()
-    };
-    let strings = |cases: &[Value], key: &str| -> Vec<Vec<u8>> {
-        cases
-            .iter()
-            .filter_map(|c| c.get(key).and_then(Value::as_str))
-            .map(|s| s.as_bytes().to_vec())
-            .collect()
-    };
     let both = ["valid", "invalid"];
     match target {
         "pairing_code" => {
-            let mut out = strings(&cases(&vectors.join("pairing-code-v1.json"), &both), "code");
-            out.extend(strings(
-                &cases(&root.join("test-vectors/pairing-code-v2.json"), &both),
+            let mut out = case_strings(
+                &vector_cases(&vectors.join("pairing-code-v1.json"), &both),
+                "code",
+            );
+            out.extend(case_strings(
+                &vector_cases(&root.join("test-vectors/pairing-code-v2.json"), &both),
                 "code",
             ));
             out
         }
-        "envelope_open" => {
-            // Selector bit 2: the key travels in the input; bit 0: the
-            // Live Activity domain.
-            let mut out = Vec::new();
-            for (file, selector) in [
-                ("notification-payload-v1.json", 4u8),
-                ("live-activity-content-v1.json", 5u8),
-            ] {
-                for case in cases(&vectors.join(file), &both) {
-                    let key = case
-                        .get("key")
-                        .and_then(Value::as_str)
-                        .and_then(|k| base64::decode_url(k).ok())
-                        .filter(|k| k.len() == 32);
-                    let envelope = match case.get("envelope") {
-                        Some(Value::String(s)) => s.clone(),
-                        Some(other) => other.to_json(),
-                        None => continue,
-                    };
-                    if let Some(key) = key {
-                        let mut seed = vec![selector];
-                        seed.extend(key);
-                        seed.extend(envelope.as_bytes());
-                        out.push(seed);
-                    }
-                }
-            }
-            out
-        }
-        "sidebar_toml" => strings(
-            &cases(&vectors.join("sidebar-layout-v1.json"), &both),
+        "envelope_open" => envelope_seeds(vectors),
+        "sidebar_toml" => case_strings(
+            &vector_cases(&vectors.join("sidebar-layout-v1.json"), &both),
             "toml",
         ),
-        "notifications_json" => cases(&vectors.join("notification-session-v1.json"), &["delivery"])
-            .iter()
-            .filter_map(|c| c.get("entries"))
-            .map(|entries| format!("{{\"v\":1,\"devices\":{}}}", entries.to_json()).into_bytes())
-            .collect(),
-        "json" => {
-            let mut out = Vec::new();
-            for file in [
-                "notification-session-v1.json",
-                "sidebar-layout-v1.json",
-                "live-activity-content-v1.json",
-            ] {
-                for case in cases(&vectors.join(file), &["valid", "invalid", "delivery"]) {
-                    let text = case.to_json();
-                    if text.len() <= 4096 {
-                        out.push(text.into_bytes());
-                    }
-                }
-            }
-            out
+        "notifications_json" => {
+            vector_cases(&vectors.join("notification-session-v1.json"), &["delivery"])
+                .iter()
+                .filter_map(|c| c.get("entries"))
+                .map(|entries| {
+                    format!("{{\"v\":1,\"devices\":{}}}", entries.to_json()).into_bytes()
+                })
+                .collect()
         }
+        "json" => json_seeds(vectors),
         "tzif" => ZONES
             .iter()
             .filter_map(|zone| fs::read(PathBuf::from("/usr/share/zoneinfo").join(zone)).ok())
