@@ -611,7 +611,6 @@ const LONG_FUNCTIONS: &[(&str, &str)] = &[
     ("src/usage/views/render/session.rs", "sessions"),
     ("src/usage/views/render/summary.rs", "summary"),
     ("src/usage/views/table.rs", "lines"),
-    ("xtask/src/fuzz.rs", "run"),
 ];
 
 /// Rust source with its comments, string literals and char literals

@@ -62,40 +62,10 @@ pub fn run(args: &[String]) -> crate::Result {
     };
     let root = crate::project_root();
     let fuzz = root.join("fuzz");
-    let all = targets(&fuzz)?;
-    let wanted = named_targets(args);
-    for name in &wanted {
-        if !all.contains(name) {
-            return Err(format!("no fuzz target {name} (targets: {})", all.join(" ")).into());
-        }
-    }
-    let chosen = if wanted.is_empty() { all } else { wanted };
+    let chosen = chosen_targets(targets(&fuzz)?, named_targets(args))?;
 
     let started = Instant::now();
-    // `cargo fuzz build` takes one target or none (all of them).
-    let one = match chosen.as_slice() {
-        [only] => Some(only.as_str()),
-        _ => None,
-    };
-    let mut build = Command::new("cargo");
-    // What `cargo run` set for this task is not the build's: without it
-    // the build reuses what `cargo fuzz build` run by hand compiled.
-    for (name, _) in std::env::vars_os() {
-        let name = name.to_string_lossy();
-        if name == "CARGO" || name == "LD_LIBRARY_PATH" || is_cargo_run_var(&name) {
-            build.env_remove(&*name);
-        }
-    }
-    let status = build
-        .current_dir(&root)
-        .env("RUSTC_BOOTSTRAP", "1")
-        .args(["fuzz", "build", "--debug-assertions"])
-        .args(one)
-        .status()
-        .map_err(|e| format!("cargo fuzz (install it: cargo install cargo-fuzz --locked): {e}"))?;
-    if !status.success() {
-        return Err("cargo fuzz build failed".into());
-    }
+    build_targets(&root, &chosen)?;
     println!("fuzz: built in {} s", started.elapsed().as_secs());
 
     let vectors = root.join("../shared/heeler-vectors");
@@ -133,6 +103,46 @@ pub fn run(args: &[String]) -> crate::Result {
         )
         .into())
     }
+}
+
+/// The targets to run: the ones named (each must be one of `all`), or
+/// every target when none is named.
+fn chosen_targets(all: Vec<String>, wanted: Vec<String>) -> crate::Result<Vec<String>> {
+    for name in &wanted {
+        if !all.contains(name) {
+            return Err(format!("no fuzz target {name} (targets: {})", all.join(" ")).into());
+        }
+    }
+    Ok(if wanted.is_empty() { all } else { wanted })
+}
+
+/// `cargo fuzz build` of the chosen targets, with debug assertions.
+fn build_targets(root: &Path, chosen: &[String]) -> crate::Result {
+    // `cargo fuzz build` takes one target or none (all of them).
+    let one = match chosen {
+        [only] => Some(only.as_str()),
+        _ => None,
+    };
+    let mut build = Command::new("cargo");
+    // What `cargo run` set for this task is not the build's: without it
+    // the build reuses what `cargo fuzz build` run by hand compiled.
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        if name == "CARGO" || name == "LD_LIBRARY_PATH" || is_cargo_run_var(&name) {
+            build.env_remove(&*name);
+        }
+    }
+    let status = build
+        .current_dir(root)
+        .env("RUSTC_BOOTSTRAP", "1")
+        .args(["fuzz", "build", "--debug-assertions"])
+        .args(one)
+        .status()
+        .map_err(|e| format!("cargo fuzz (install it: cargo install cargo-fuzz --locked): {e}"))?;
+    if !status.success() {
+        return Err("cargo fuzz build failed".into());
+    }
+    Ok(())
 }
 
 /// The variables `cargo run` sets for the program it runs (those of the
@@ -397,5 +407,18 @@ mod tests {
             .map(String::from)
             .to_vec();
         assert_eq!(named_targets(&args), ["json", "tzif"]);
+    }
+
+    #[test]
+    fn no_named_target_chooses_every_target_and_an_unknown_one_is_refused() {
+        let all = || vec!["json".to_owned(), "tzif".to_owned()];
+        assert_eq!(chosen_targets(all(), Vec::new()).ok(), Some(all()));
+        let tzif = vec!["tzif".to_owned()];
+        assert_eq!(chosen_targets(all(), tzif.clone()).ok(), Some(tzif));
+        let unknown = chosen_targets(all(), vec!["yaml".to_owned()]);
+        assert_eq!(
+            unknown.map_err(|e| e.to_string()).err().as_deref(),
+            Some("no fuzz target yaml (targets: json tzif)")
+        );
     }
 }
