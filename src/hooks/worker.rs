@@ -50,10 +50,11 @@ use crate::base::json::Value;
 use crate::cli::{ActivityHookArgs, HookWorkerArgs, NotifyHookArgs};
 use crate::exit::Failure;
 use crate::herdr::answer::Agent;
-use crate::herdr::client::{self, HerdrError};
+use crate::herdr::client::{self, HerdrClient, HerdrError};
 use crate::herdr::session;
 use crate::hooks::delivery::{RateLimited, Relays};
 use crate::hooks::pacing::{self, Ask, Class, Limits, Slot};
+use crate::hooks::settings::NotifySettings;
 use crate::hooks::spool::{self, Entry, Job, Listed, Origin, Queue};
 use crate::hooks::{activity, env, failure_log, notify, registration, relay, settings};
 
@@ -456,7 +457,56 @@ fn serve_group(
     }
     let settings = settings::load(&env.config_dir);
     let herdr = env.herdr(deadlines.herdr);
-    // Claims that lost to a newer one are dropped before any herdr call.
+    let kept = drop_superseded(queue, &env, entries);
+    let ready = pace(kept, &env, relays, held);
+    let mut group = Group {
+        env: &env,
+        herdr: &herdr,
+        settings: &settings,
+        one_list: one_agent_list(ready.iter().map(|(_, entry, _)| &entry.job)),
+        inventory: None,
+        labels: HashMap::new(),
+    };
+    // The tokens of the entries held back below, with their times: a later
+    // entry for one of them waits behind it.
+    let mut behind: HashMap<String, u64> = HashMap::new();
+    for (listed, entry, ask) in ready {
+        // A 429 earlier in this batch may hold this ask back after all.
+        let now = crate::base::clock::unix_millis();
+        let slot = relays.pacer().plan(std::slice::from_ref(&ask), now);
+        let planned = match slot.first() {
+            Some(Slot::At(until)) => *until,
+            _ => now,
+        };
+        let until = held_until(planned, &ask.tokens, &behind);
+        if until > now {
+            for token in &ask.tokens {
+                behind.insert(token.clone(), until);
+            }
+            held.insert(listed.path.clone(), (entry, until));
+            continue;
+        }
+        // Taken before acting: a kill from here on loses this event only.
+        if !queue.take(listed) {
+            continue;
+        }
+        let (limited, result) = group.finish(&entry.job, relays);
+        if let Err(message) = result {
+            log(log_dir, &format!("{}: {message}", entry.job.hook_name()));
+        }
+        if !limited.is_empty() {
+            rate_limited(queue, listed, entry, &ask, &limited, log_dir, relays, held);
+        }
+    }
+}
+
+/// The entries whose claims did not lose to a newer one; the others are
+/// taken from the spool before any herdr call.
+fn drop_superseded<'a>(
+    queue: &Queue,
+    env: &env::HookEnv,
+    entries: Vec<(&'a Listed, Entry)>,
+) -> Vec<(&'a Listed, Entry)> {
     let mut kept = Vec::with_capacity(entries.len());
     for (listed, entry) in entries {
         match entry.job {
@@ -468,11 +518,21 @@ fn serve_group(
             _ => kept.push((listed, entry)),
         }
     }
-    // The pacing's plan; what it holds back waits in the spool.
+    kept
+}
+
+/// The entries the pacing's plan lets go now, each with its ask; what it
+/// holds back waits in the spool, held until the slot the plan gave.
+fn pace<'a>(
+    kept: Vec<(&'a Listed, Entry)>,
+    env: &env::HookEnv,
+    relays: &Relays,
+    held: &mut Held,
+) -> Vec<(&'a Listed, Entry, Ask)> {
     let file = registration::read(&registration::path_in(&env.config_dir));
     let asks: Vec<Ask> = kept
         .iter()
-        .map(|(_, entry)| ask_of(&entry.job, file.as_ref(), &env))
+        .map(|(_, entry)| ask_of(&entry.job, file.as_ref(), env))
         .collect();
     let slots = relays
         .pacer()
@@ -486,44 +546,54 @@ fn serve_group(
             }
         }
     }
-    let notify_count = ready
+    ready
+}
+
+/// Whether a group's rounds share one `agent list` rather than each
+/// asking `agent get`: unless one notify event is alone, as the hook did.
+fn one_agent_list<'a>(jobs: impl Iterator<Item = &'a Job>) -> bool {
+    let (mut notify, mut all) = (0, 0);
+    for job in jobs {
+        all += 1;
+        if matches!(job, Job::Notify { .. }) {
+            notify += 1;
+        }
+    }
+    notify >= 2 || notify < all
+}
+
+/// When an ask may go: its planned slot, or later while an entry held
+/// back earlier in the batch for one of its tokens still waits (`behind`
+/// maps a token to that entry's time).
+fn held_until(planned: u64, tokens: &[String], behind: &HashMap<String, u64>) -> u64 {
+    tokens
         .iter()
-        .filter(|(_, e, _)| matches!(e.job, Job::Notify { .. }))
-        .count();
-    let one_list = notify_count >= 2 || notify_count < ready.len();
-    let mut inventory: Option<Result<Vec<Agent>, HerdrError>> = None;
-    let mut labels = HashMap::new();
-    // The tokens of the entries held back below, with their times: a later
-    // entry for one of them waits behind it.
-    let mut behind: HashMap<String, u64> = HashMap::new();
-    for (listed, entry, ask) in ready {
-        // A 429 earlier in this batch may hold this ask back after all.
-        let now = crate::base::clock::unix_millis();
-        let slot = relays.pacer().plan(std::slice::from_ref(&ask), now);
-        let planned = match slot.first() {
-            Some(Slot::At(until)) => *until,
-            _ => now,
-        };
-        let until = ask
-            .tokens
-            .iter()
-            .filter_map(|t| behind.get(t))
-            .fold(planned, |at, floor| at.max(*floor));
-        if until > now {
-            for token in &ask.tokens {
-                behind.insert(token.clone(), until);
-            }
-            held.insert(listed.path.clone(), (entry, until));
-            continue;
-        }
-        // Taken before acting: a kill from here on loses this event only.
-        if !queue.take(listed) {
-            continue;
-        }
-        let (limited, result) = match &entry.job {
+        .filter_map(|t| behind.get(t))
+        .fold(planned, |at, floor| at.max(*floor))
+}
+
+/// What one group's rounds share: the hooks' environment, one herdr
+/// client, the settings, one agent inventory (asked at most once) and one
+/// workspace label lookup.
+struct Group<'a> {
+    env: &'a env::HookEnv,
+    herdr: &'a HerdrClient,
+    settings: &'a NotifySettings,
+    /// Whether notify rounds read the shared inventory ([`one_agent_list`]).
+    one_list: bool,
+    inventory: Option<Result<Vec<Agent>, HerdrError>>,
+    labels: HashMap<String, Option<String>>,
+}
+
+impl Group<'_> {
+    /// Runs one job's rest of the hook: the devices the relay turned away
+    /// (429) and the failure, worded for the log.
+    fn finish(&mut self, job: &Job, relays: &mut Relays) -> (Vec<RateLimited>, Result<(), String>) {
+        let herdr = self.herdr;
+        match job {
             Job::Notify { event, ts, only } => {
-                let current = if one_list {
-                    inventory
+                let current = if self.one_list {
+                    self.inventory
                         .get_or_insert_with(|| herdr.agent_list())
                         .clone()
                         .and_then(|agents| agent_of(&agents, &event.pane))
@@ -531,27 +601,23 @@ fn serve_group(
                     herdr.agent_get(&event.pane)
                 };
                 let mut round = notify::Round {
-                    env: &env,
-                    herdr: &herdr,
-                    settings: &settings,
+                    env: self.env,
+                    herdr,
+                    settings: self.settings,
                     relays,
-                    labels: &mut labels,
+                    labels: &mut self.labels,
                 };
                 let (limited, result) = notify::finish(&mut round, event, *ts, only, current);
                 (limited, result.map_err(|e| e.to_string()))
             }
             Job::Activity { .. } => {
-                let (limited, result) = activity::finish(&env, &herdr, &settings, relays, || {
-                    inventory.get_or_insert_with(|| herdr.agent_list()).clone()
-                });
+                let inventory = &mut self.inventory;
+                let (limited, result) =
+                    activity::finish(self.env, herdr, self.settings, relays, || {
+                        inventory.get_or_insert_with(|| herdr.agent_list()).clone()
+                    });
                 (limited, result.map_err(|e| e.to_string()))
             }
-        };
-        if let Err(message) = result {
-            log(log_dir, &format!("{}: {message}", entry.job.hook_name()));
-        }
-        if !limited.is_empty() {
-            rate_limited(queue, listed, entry, &ask, &limited, log_dir, relays, held);
         }
     }
 }
@@ -627,6 +693,47 @@ pub(crate) fn agent_of(agents: &[Agent], pane: &str) -> Result<Agent, HerdrError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn notify_job(pane: &str) -> Job {
+        Job::Notify {
+            event: env::Event {
+                pane: pane.to_string(),
+                status: "done".to_string(),
+                kind: None,
+                workspace_id: None,
+                title: None,
+            },
+            ts: 1,
+            only: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_lone_notify_event_asks_agent_get_and_any_other_group_one_agent_list() {
+        let activity = Job::Activity {
+            pid: 7,
+            claimed_at_ms: 1,
+        };
+        let (a, b) = (notify_job("p1"), notify_job("p2"));
+        assert!(!one_agent_list([&a].into_iter()));
+        assert!(one_agent_list([&a, &b].into_iter()));
+        assert!(one_agent_list([&a, &activity].into_iter()));
+        assert!(one_agent_list([&activity].into_iter()));
+        assert!(!one_agent_list(std::iter::empty()));
+    }
+
+    #[test]
+    fn an_ask_waits_behind_the_latest_held_entry_of_any_of_its_tokens() {
+        let behind: HashMap<String, u64> = [("t1".to_string(), 500), ("t2".to_string(), 900)]
+            .into_iter()
+            .collect();
+        let tokens = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        assert_eq!(held_until(100, &tokens(&[]), &behind), 100);
+        assert_eq!(held_until(100, &tokens(&["t3"]), &behind), 100);
+        assert_eq!(held_until(100, &tokens(&["t1"]), &behind), 500);
+        assert_eq!(held_until(100, &tokens(&["t1", "t2"]), &behind), 900);
+        assert_eq!(held_until(1_000, &tokens(&["t1", "t2"]), &behind), 1_000);
+    }
 
     #[test]
     fn the_deadlines_are_the_contracts_unless_a_test_caps_them() {

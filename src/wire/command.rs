@@ -8,7 +8,9 @@ use std::collections::HashMap;
 use std::io::Read;
 
 use crate::base::json::{self, Value};
-use crate::cli::{ActivityCommand, PairingCommand, SealArgs, SealCommand, WireArgs, WireCommand};
+use crate::cli::{
+    ActivityCommand, BuildArgs, PairingCommand, SealArgs, SealCommand, WireArgs, WireCommand,
+};
 use crate::exit::Failure;
 use crate::herdr::answer;
 use crate::herdr::session;
@@ -78,79 +80,9 @@ pub fn run(args: WireArgs) -> Result<(), Failure> {
 /// Runs one wire command and returns its stdout line.
 fn dispatch(command: WireCommand) -> Result<String, WireError> {
     match command {
-        WireCommand::Pairing(p) => match p.command {
-            PairingCommand::Decode(d) => {
-                let payload = pairing_code::decode(&d.code).map_err(WireError::Pairing)?;
-                Ok(Value::Object(pairing_code::wire_object(&payload, None)).to_json())
-            }
-            PairingCommand::Encode(e) => {
-                let bad = WireError::Pairing(PairingCodeError::BadPayload);
-                let value = json::parse(&read_stdin()?).map_err(|_| bad)?;
-                let payload =
-                    pairing_code::payload_from_wire(&value).map_err(WireError::Pairing)?;
-                if e.v2 {
-                    let endpoint =
-                        pairing_code::endpoint_from_wire(&value).map_err(WireError::Pairing)?;
-                    pairing_code::encode_v2(&payload, &endpoint).map_err(WireError::Pairing)
-                } else {
-                    pairing_code::encode_v1(&payload).map_err(WireError::Pairing)
-                }
-            }
-        },
-        WireCommand::Notify(n) => match n.command {
-            SealCommand::Seal(s) => {
-                let (key, nonce) = seal_inputs(&s)?;
-                let value = parse_plaintext(&read_stdin()?)?;
-                let notification = Notification::from_wire(&value).map_err(WireError::Open)?;
-                Ok(notification.seal(&key, nonce))
-            }
-            SealCommand::Open(o) => {
-                let key = parse_key(&o.key)?;
-                let notification =
-                    Notification::open(&key, &read_stdin()?).map_err(WireError::Open)?;
-                Ok(Value::Object(notification.to_wire()).to_json())
-            }
-        },
-        WireCommand::Activity(a) => match a.command {
-            ActivityCommand::Seal(s) => {
-                let (key, nonce) = seal_inputs(&s)?;
-                let value = parse_plaintext(&read_stdin()?)?;
-                let content = Content::from_wire(&value).map_err(WireError::Open)?;
-                Ok(content.seal(&key, nonce))
-            }
-            ActivityCommand::Open(o) => {
-                let key = parse_key(&o.key)?;
-                let content = Content::open(&key, &read_stdin()?).map_err(WireError::Open)?;
-                Ok(content.canonical_json())
-            }
-            ActivityCommand::Build(b) => {
-                let pins = match &b.pins {
-                    Some(text) => Some(json::parse(text).map_err(|_| WireError::BadPins)?),
-                    None => None,
-                };
-                let inventory = parse_plaintext(&read_stdin()?)?;
-                let agents = answer::agents(
-                    inventory
-                        .get("agents")
-                        .unwrap_or(&inventory)
-                        .as_array()
-                        .unwrap_or(&[]),
-                );
-                let labels = HashMap::new();
-                let context = BuildContext {
-                    host: &b.host,
-                    pins: pins.as_ref(),
-                    workspace_labels: &labels,
-                    rows: &|_| None,
-                };
-                let (counts, content) = live_activity::build(&agents, &context);
-                let mut object = content.to_wire();
-                if let Some(o) = object.as_object_mut() {
-                    o.insert("counts", Value::Object(counts.to_wire()));
-                }
-                Ok(object.to_json_sorted())
-            }
-        },
+        WireCommand::Pairing(p) => pairing(p.command),
+        WireCommand::Notify(n) => notify(n.command),
+        WireCommand::Activity(a) => activity(a.command),
         WireCommand::Session(s) => Ok(
             match session::from_socket_path(s.socket_path.as_deref()).wire_name() {
                 Some(name) => json::quote(name),
@@ -160,6 +92,96 @@ fn dispatch(command: WireCommand) -> Result<String, WireError> {
         WireCommand::Kid(k) => Ok(parse_key(&k.key)?.kid()),
         WireCommand::Collapse(c) => Ok(envelope::collapse_key(&parse_key(&c.key)?, &c.pane)),
     }
+}
+
+/// `wire pairing decode|encode`: a Pairing Code's payload as the wire
+/// object, or the code of the wire object on stdin.
+fn pairing(command: PairingCommand) -> Result<String, WireError> {
+    match command {
+        PairingCommand::Decode(d) => {
+            let payload = pairing_code::decode(&d.code).map_err(WireError::Pairing)?;
+            Ok(Value::Object(pairing_code::wire_object(&payload, None)).to_json())
+        }
+        PairingCommand::Encode(e) => {
+            let bad = WireError::Pairing(PairingCodeError::BadPayload);
+            let value = json::parse(&read_stdin()?).map_err(|_| bad)?;
+            let payload = pairing_code::payload_from_wire(&value).map_err(WireError::Pairing)?;
+            if e.v2 {
+                let endpoint =
+                    pairing_code::endpoint_from_wire(&value).map_err(WireError::Pairing)?;
+                pairing_code::encode_v2(&payload, &endpoint).map_err(WireError::Pairing)
+            } else {
+                pairing_code::encode_v1(&payload).map_err(WireError::Pairing)
+            }
+        }
+    }
+}
+
+/// `wire notify seal|open`: a notification sealed from the plaintext on
+/// stdin, or the plaintext of the envelope on stdin.
+fn notify(command: SealCommand) -> Result<String, WireError> {
+    match command {
+        SealCommand::Seal(s) => {
+            let (key, nonce) = seal_inputs(&s)?;
+            let value = parse_plaintext(&read_stdin()?)?;
+            let notification = Notification::from_wire(&value).map_err(WireError::Open)?;
+            Ok(notification.seal(&key, nonce))
+        }
+        SealCommand::Open(o) => {
+            let key = parse_key(&o.key)?;
+            let notification = Notification::open(&key, &read_stdin()?).map_err(WireError::Open)?;
+            Ok(Value::Object(notification.to_wire()).to_json())
+        }
+    }
+}
+
+/// `wire activity seal|open|build`: a Live Activity content sealed,
+/// opened, or built from the agent inventory on stdin.
+fn activity(command: ActivityCommand) -> Result<String, WireError> {
+    match command {
+        ActivityCommand::Seal(s) => {
+            let (key, nonce) = seal_inputs(&s)?;
+            let value = parse_plaintext(&read_stdin()?)?;
+            let content = Content::from_wire(&value).map_err(WireError::Open)?;
+            Ok(content.seal(&key, nonce))
+        }
+        ActivityCommand::Open(o) => {
+            let key = parse_key(&o.key)?;
+            let content = Content::open(&key, &read_stdin()?).map_err(WireError::Open)?;
+            Ok(content.canonical_json())
+        }
+        ActivityCommand::Build(b) => build_activity(&b),
+    }
+}
+
+/// `wire activity build`: the content and counts built from the agent
+/// inventory on stdin (an `agent list` answer or its `agents` array).
+fn build_activity(b: &BuildArgs) -> Result<String, WireError> {
+    let pins = match &b.pins {
+        Some(text) => Some(json::parse(text).map_err(|_| WireError::BadPins)?),
+        None => None,
+    };
+    let inventory = parse_plaintext(&read_stdin()?)?;
+    let agents = answer::agents(
+        inventory
+            .get("agents")
+            .unwrap_or(&inventory)
+            .as_array()
+            .unwrap_or(&[]),
+    );
+    let labels = HashMap::new();
+    let context = BuildContext {
+        host: &b.host,
+        pins: pins.as_ref(),
+        workspace_labels: &labels,
+        rows: &|_| None,
+    };
+    let (counts, content) = live_activity::build(&agents, &context);
+    let mut object = content.to_wire();
+    if let Some(o) = object.as_object_mut() {
+        o.insert("counts", Value::Object(counts.to_wire()));
+    }
+    Ok(object.to_json_sorted())
 }
 
 fn read_stdin() -> Result<String, WireError> {

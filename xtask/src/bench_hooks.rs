@@ -408,20 +408,111 @@ fn burst(heeler: &Path, host: &Host, panes: usize) -> Result<(), String> {
     Ok(())
 }
 
-pub fn run(args: &[String]) -> Result<(), String> {
-    let runs = match args {
-        [] => 30,
-        [flag, n] if flag == "--runs" => n.parse().map_err(|_| "--runs takes a number")?,
-        _ => return Err("usage: cargo xtask bench-hooks [--runs N]".to_owned()),
-    };
-    let sh = Shell::new().map_err(|e| e.to_string())?;
-    let root_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    sh.change_dir(&root_dir);
-    cmd!(sh, "cargo build --release --bin heeler")
-        .run()
-        .map_err(|e| e.to_string())?;
-    let heeler = root_dir.join("target/release/heeler");
+/// What a scenario clears before each run, so that every run takes the
+/// same path.
+#[derive(Clone, Copy)]
+enum Before {
+    Keep,
+    /// The notify dedupe marker, so the event is not already sent.
+    ClearMarker,
+    /// The Live Activity's last state, so the round is not a no-op.
+    ClearLastState,
+}
 
+/// One row of the hook table.
+struct Scenario {
+    name: &'static str,
+    hook: &'static str,
+    /// The event's status.
+    status: &'static str,
+    /// Whether the device registers a Live Activity.
+    with_activity: bool,
+    before: Before,
+    cpu_budget_ms: f64,
+    rss_budget_mib: Option<f64>,
+}
+
+const SCENARIOS: [Scenario; 6] = [
+    Scenario {
+        name: "(floor) heeler --version: process start only",
+        hook: "--version",
+        status: "working",
+        with_activity: false,
+        before: Before::Keep,
+        cpu_budget_ms: 2.0,
+        rss_budget_mib: Some(4.0),
+    },
+    Scenario {
+        name: "(a) notify-hook no-op: working, not notified",
+        hook: "notify-hook",
+        status: "working",
+        with_activity: false,
+        before: Before::ClearMarker,
+        cpu_budget_ms: 2.0,
+        rss_budget_mib: Some(4.0),
+    },
+    Scenario {
+        name: "(a) notify-hook no-op: blocked, already sent",
+        hook: "notify-hook",
+        status: "blocked",
+        with_activity: false,
+        before: Before::Keep,
+        cpu_budget_ms: 2.0,
+        rss_budget_mib: Some(4.0),
+    },
+    Scenario {
+        name: "(a) activity-hook no-op: no live activity",
+        hook: "activity-hook",
+        status: "working",
+        with_activity: false,
+        before: Before::Keep,
+        cpu_budget_ms: 2.0,
+        rss_budget_mib: Some(4.0),
+    },
+    Scenario {
+        name: "(b) notify-hook detach: queued, worker started",
+        hook: "notify-hook",
+        status: "blocked",
+        with_activity: false,
+        before: Before::ClearMarker,
+        cpu_budget_ms: 4.0,
+        rss_budget_mib: None,
+    },
+    Scenario {
+        name: "(b) activity-hook detach: queued, worker started",
+        hook: "activity-hook",
+        status: "blocked",
+        with_activity: true,
+        before: Before::ClearLastState,
+        cpu_budget_ms: 4.0,
+        rss_budget_mib: None,
+    },
+];
+
+/// Waits for the session's worker to leave, then clears what `before`
+/// names.
+fn prepare(host: &Host, before: Before) {
+    let file = match before {
+        Before::Keep => return,
+        Before::ClearMarker => host.state().join("notify/dzE6cDE.json"),
+        Before::ClearLastState => host.state().join("activity/last-state.json"),
+    };
+    wait_idle(host);
+    let _ = std::fs::remove_file(file);
+}
+
+/// The number of runs per row the arguments ask for.
+fn parse_runs(args: &[String]) -> Result<usize, String> {
+    match args {
+        [] => Ok(30),
+        [flag, n] if flag == "--runs" => n.parse().map_err(|_| "--runs takes a number".to_owned()),
+        _ => Err("usage: cargo xtask bench-hooks [--runs N]".to_owned()),
+    }
+}
+
+/// A fresh host under the temp directory: a loopback relay, a herdr
+/// stand-in with `BURST_PANES` agents, and the notify settings.
+fn set_up_host() -> Result<Host, String> {
     let root = std::env::temp_dir().join(format!("heeler-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     for dir in ["config", "state", "herdr"] {
@@ -443,85 +534,20 @@ pub fn run(args: &[String]) -> Result<(), String> {
         ),
     )
     .map_err(|e| e.to_string())?;
+    Ok(host)
+}
 
-    let marker = host.state().join("notify/dzE6cDE.json");
-    let last_state = host.state().join("activity/last-state.json");
-    let keep = || {};
-    let clear_marker = || {
-        wait_idle(&host);
-        let _ = std::fs::remove_file(&marker);
-    };
-    let clear_last_state = || {
-        wait_idle(&host);
-        let _ = std::fs::remove_file(&last_state);
-    };
-    // (name, hook, event status, registers a Live Activity, before each run,
-    // CPU budget ms, RSS budget MiB)
-    type Scenario<'a> = (
-        &'a str,
-        &'a str,
-        &'a str,
-        bool,
-        &'a dyn Fn(),
-        f64,
-        Option<f64>,
-    );
-    let scenarios: [Scenario; 6] = [
-        (
-            "(floor) heeler --version: process start only",
-            "--version",
-            "working",
-            false,
-            &keep,
-            2.0,
-            Some(4.0),
-        ),
-        (
-            "(a) notify-hook no-op: working, not notified",
-            "notify-hook",
-            "working",
-            false,
-            &clear_marker,
-            2.0,
-            Some(4.0),
-        ),
-        (
-            "(a) notify-hook no-op: blocked, already sent",
-            "notify-hook",
-            "blocked",
-            false,
-            &keep,
-            2.0,
-            Some(4.0),
-        ),
-        (
-            "(a) activity-hook no-op: no live activity",
-            "activity-hook",
-            "working",
-            false,
-            &keep,
-            2.0,
-            Some(4.0),
-        ),
-        (
-            "(b) notify-hook detach: queued, worker started",
-            "notify-hook",
-            "blocked",
-            false,
-            &clear_marker,
-            4.0,
-            None,
-        ),
-        (
-            "(b) activity-hook detach: queued, worker started",
-            "activity-hook",
-            "blocked",
-            true,
-            &clear_last_state,
-            4.0,
-            None,
-        ),
-    ];
+pub fn run(args: &[String]) -> Result<(), String> {
+    let runs = parse_runs(args)?;
+    let sh = Shell::new().map_err(|e| e.to_string())?;
+    let root_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    sh.change_dir(&root_dir);
+    cmd!(sh, "cargo build --release --bin heeler")
+        .run()
+        .map_err(|e| e.to_string())?;
+    let heeler = root_dir.join("target/release/heeler");
+    let host = set_up_host()?;
+    let clear_marker = || prepare(&host, Before::ClearMarker);
 
     println!(
         "{} (release), {runs} runs per row; CPU ms = user + sys; peak RSS in MiB",
@@ -531,14 +557,15 @@ pub fn run(args: &[String]) -> Result<(), String> {
         "{:<50} {:>4} {:>8} {:>8} {:>8} {:>8} {:>9}   budget",
         "scenario", "runs", "cpu p50", "cpu p99", "wall p50", "wall p99", "peak rss"
     );
-    for (name, hook, status, with_activity, before_each, cpu_budget, rss_budget) in scenarios {
-        host.write_registration(with_activity)?;
-        if name.contains("already sent") {
+    for s in &SCENARIOS {
+        host.write_registration(s.with_activity)?;
+        if s.name.contains("already sent") {
             // One delivery first, so the marker holds the status.
-            measure(&heeler, &host, hook, status, &clear_marker, 1)?;
+            measure(&heeler, &host, s.hook, s.status, &clear_marker, 1)?;
         }
-        let samples = measure(&heeler, &host, hook, status, before_each, runs)?;
-        report(name, &samples, cpu_budget, rss_budget);
+        let before_each = || prepare(&host, s.before);
+        let samples = measure(&heeler, &host, s.hook, s.status, &before_each, runs)?;
+        report(s.name, &samples, s.cpu_budget_ms, s.rss_budget_mib);
     }
     host.write_registration(false)?;
     let samples = measure_worker(&heeler, &host, &clear_marker, runs)?;

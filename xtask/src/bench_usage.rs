@@ -470,14 +470,30 @@ fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1000.0)
 }
 
-pub fn run(args: &[String]) -> Result<(), String> {
+/// What `cargo xtask bench-usage` was asked for.
+struct Options<'a> {
+    scale: f64,
+    memory_only: bool,
+    views_only: bool,
+    floor_only: bool,
+    /// How many days the corpus spans (30 to 400); over 30, only the
+    /// retention table runs.
+    history_days: i64,
+    rounds: usize,
+    /// Another heeler binary (an older build) timed side by side.
+    baseline: Option<PathBuf>,
+    /// A commit whose release build is the baseline.
+    baseline_rev: Option<&'a str>,
+    /// Another build to time (the static release binary, say: what users
+    /// run), else this checkout's release build.
+    bin: Option<&'a str>,
+}
+
+fn options(args: &[String]) -> Result<Options<'_>, String> {
     let scale: f64 = crate::flag(args, "--scale")
         .map(|s| s.parse().map_err(|_| "--scale takes a number"))
         .transpose()?
         .unwrap_or(1.0);
-    let memory_only = args.iter().any(|a| a == "--memory");
-    let views_only = args.iter().any(|a| a == "--views");
-    let floor_only = args.iter().any(|a| a == "--floor");
     let history_days: i64 = crate::flag(args, "--history-days")
         .map(|s| {
             s.parse()
@@ -491,46 +507,65 @@ pub fn run(args: &[String]) -> Result<(), String> {
         .transpose()?
         .unwrap_or(5)
         .max(1);
-    // Another heeler binary (an older build) timed side by side.
-    let mut baseline = crate::flag(args, "--baseline").map(PathBuf::from);
-    let claude_files = ((5000.0 * scale) as usize).max(1);
-    let codex_files = ((2000.0 * scale) as usize).max(1);
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let sh = xshell::Shell::new().map_err(|e| e.to_string())?;
-    sh.change_dir(&root);
-    // `--bin`: another build to time (the static release binary, say:
-    // what users run), else this checkout's release build.
-    let bin = match crate::flag(args, "--bin") {
-        Some(path) => fs::canonicalize(path).map_err(|e| format!("--bin {path}: {e}"))?,
+    Ok(Options {
+        scale,
+        memory_only: args.iter().any(|a| a == "--memory"),
+        views_only: args.iter().any(|a| a == "--views"),
+        floor_only: args.iter().any(|a| a == "--floor"),
+        history_days,
+        rounds,
+        baseline: crate::flag(args, "--baseline").map(PathBuf::from),
+        baseline_rev: crate::flag(args, "--baseline-rev"),
+        bin: crate::flag(args, "--bin"),
+    })
+}
+
+/// The binary to time: `--bin`'s, else this checkout's release build,
+/// built now.
+fn binary_to_time(sh: &xshell::Shell, root: &Path, bin: Option<&str>) -> Result<PathBuf, String> {
+    match bin {
+        Some(path) => fs::canonicalize(path).map_err(|e| format!("--bin {path}: {e}")),
         None => {
             println!("building the release binary…");
             xshell::cmd!(sh, "cargo build --release --quiet --bin heeler")
                 .run()
                 .map_err(|e| e.to_string())?;
-            root.join("target/release/heeler")
+            Ok(root.join("target/release/heeler"))
         }
-    };
-    println!("timing {}", bin.display());
-    let scan = ScanFloor::build(&sh, &root)?;
-    if let Some(rev) = crate::flag(args, "--baseline-rev") {
-        baseline = Some(build_rev(&sh, &root, rev)?);
     }
-    let work = match history_days {
+}
+
+/// The directory of a corpus of this size and span, with its states.
+fn work_dir(root: &Path, claude_files: usize, codex_files: usize, history_days: i64) -> PathBuf {
+    match history_days {
         30 => root.join(format!("target/bench-usage/{claude_files}-{codex_files}")),
         days => root.join(format!(
             "target/bench-usage/{claude_files}-{codex_files}-{days}d"
         )),
-    };
-    let now = SystemTime::now()
+    }
+}
+
+/// The time now, in Unix seconds.
+fn unix_now() -> Result<i64, String> {
+    Ok(SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_err(|e| e.to_string())?
-        .as_secs() as i64;
-    let home = work.join("home");
-    let _ = fs::remove_dir_all(&work);
+        .as_secs() as i64)
+}
+
+/// A fresh corpus under `home` spanning `history_days`, announced with
+/// its size and how long it took to write.
+fn fresh_corpus(
+    home: &Path,
+    claude_files: usize,
+    codex_files: usize,
+    now: i64,
+    history_days: i64,
+) -> Result<Corpus, String> {
     let started = Instant::now();
-    let mut corpus = generate(&home, claude_files, codex_files, now)?;
+    let mut corpus = generate(home, claude_files, codex_files, now)?;
     if history_days > 30 {
-        corpus.bytes += generate_older(&home, claude_files, codex_files, now, history_days)?;
+        corpus.bytes += generate_older(home, claude_files, codex_files, now, history_days)?;
     }
     println!(
         "corpus: {} Claude + {} Codex files, {:.0} MB on disk, generated in {:.1} s",
@@ -539,12 +574,34 @@ pub fn run(args: &[String]) -> Result<(), String> {
         corpus.bytes as f64 / 1e6,
         started.elapsed().as_secs_f64()
     );
-    if floor_only {
-        return floors_only(&scan, &corpus, rounds);
+    Ok(corpus)
+}
+
+pub fn run(args: &[String]) -> Result<(), String> {
+    let opts = options(args)?;
+    let mut baseline = opts.baseline.clone();
+    let claude_files = ((5000.0 * opts.scale) as usize).max(1);
+    let codex_files = ((2000.0 * opts.scale) as usize).max(1);
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let sh = xshell::Shell::new().map_err(|e| e.to_string())?;
+    sh.change_dir(&root);
+    let bin = binary_to_time(&sh, &root, opts.bin)?;
+    println!("timing {}", bin.display());
+    let scan = ScanFloor::build(&sh, &root)?;
+    if let Some(rev) = opts.baseline_rev {
+        baseline = Some(build_rev(&sh, &root, rev)?);
+    }
+    let work = work_dir(&root, claude_files, codex_files, opts.history_days);
+    let now = unix_now()?;
+    let home = work.join("home");
+    let _ = fs::remove_dir_all(&work);
+    let corpus = fresh_corpus(&home, claude_files, codex_files, now, opts.history_days)?;
+    if opts.floor_only {
+        return floors_only(&scan, &corpus, opts.rounds);
     }
     let state = work.join("state");
-    if history_days > 30 {
-        return history(&bin, &corpus, &state, now, history_days);
+    if opts.history_days > 30 {
+        return history(&bin, &corpus, &state, now, opts.history_days);
     }
     let cold = cold_scans(
         &bin,
@@ -553,7 +610,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         &corpus,
         &work,
         &state,
-        rounds,
+        opts.rounds,
     )?;
     let index_bytes = dir_bytes(&state);
     let warm = measure(heeler(&bin, &corpus.home, &state, &["usage", "worker"]))?;
@@ -567,21 +624,21 @@ pub fn run(args: &[String]) -> Result<(), String> {
     // build that does not (an older baseline, say) is still timed, and the
     // run fails at the end.
     let mut exact = true;
-    if views_only {
+    if opts.views_only {
         views(&bin, &corpus.home, &state, peer(baseline.as_deref(), &work))?;
         return live_screen(&bin, &corpus.home, &state);
     }
-    if !memory_only {
-        peak = peak.max(timings(
-            &bin,
-            peer(baseline.as_deref(), &work),
-            &corpus,
-            &work,
-            &state,
+    if !opts.memory_only {
+        peak = peak.max(timings(&Timings {
+            bin: &bin,
+            baseline: peer(baseline.as_deref(), &work),
+            corpus: &corpus,
+            work: &work,
+            state: &state,
             now,
-            warm.took,
-            rounds,
-        )?);
+            warm: warm.took,
+            rounds: opts.rounds,
+        })?);
         exact = incremental_equals_rebuild(&bin, &corpus.home, &work, &state, now)?;
         views(&bin, &corpus.home, &state, peer(baseline.as_deref(), &work))?;
         live_screen(&bin, &corpus.home, &state)?;
@@ -590,9 +647,20 @@ pub fn run(args: &[String]) -> Result<(), String> {
         "usage state (index, aggregate, snapshot): {:.1} MiB on disk",
         index_bytes as f64 / f64::from(1 << 20)
     );
+    memory_cases(&bin, &work, peak)?;
+    if !exact {
+        return Err("the incremental cache differed from a cold rebuild (see above)".into());
+    }
+    Ok(())
+}
+
+/// The inputs that must not be held whole, each a cold refresh of that
+/// file alone, and the memory bound the corpus refreshes (peak RSS
+/// `peak`) are held to.
+fn memory_cases(bin: &Path, work: &Path, peak: i64) -> Result<(), String> {
     println!("inputs that must not be held whole (each a cold refresh of that file alone):");
-    memory_case(&bin, &work, "2 GiB, one line, no newline", one_line_file)?;
-    memory_case(&bin, &work, "2 GiB of 16-byte lines", tiny_lines_file)?;
+    memory_case(bin, work, "2 GiB, one line, no newline", one_line_file)?;
+    memory_case(bin, work, "2 GiB of 16-byte lines", tiny_lines_file)?;
     println!(
         "bound: the line buffers (one line of < {} MiB, MAX_LINE, at a time, and < {} MiB in each \
          other parsing thread, at most 3) plus the index and aggregate state; the corpus refreshes \
@@ -601,9 +669,6 @@ pub fn run(args: &[String]) -> Result<(), String> {
         MAX_LINE >> 24,
         mib(peak)
     );
-    if !exact {
-        return Err("the incremental cache differed from a cold rebuild (see above)".into());
-    }
     Ok(())
 }
 
@@ -738,49 +803,7 @@ fn history(bin: &Path, corpus: &Corpus, state: &Path, now: i64, days: i64) -> Re
         .collect();
     let mut kept: Vec<Kept> = Vec::new();
     for &r in &retentions {
-        set_retention(&corpus.home, r)?;
-        let _ = fs::remove_dir_all(state);
-        let cold = measure(heeler(bin, &corpus.home, state, &["usage", "worker"]))?;
-        let bytes = dir_bytes(state);
-        let warm = median(
-            &(0..3)
-                .map(|_| measure(heeler(bin, &corpus.home, state, &["usage", "worker"])))
-                .collect::<Result<Vec<_>, _>>()?,
-        );
-        let mut appends = Vec::new();
-        for round in 0..5u64 {
-            let mut rng = Rng(70 + round);
-            let text: String = (0..5)
-                .map(|n| {
-                    claude_record(
-                        &mut rng,
-                        now - 60 + n,
-                        9000 + round * 10 + n as u64,
-                        99_999,
-                        "/home/bench/appended",
-                        "claude-opus-4-6",
-                    )
-                })
-                .collect();
-            fs::OpenOptions::new()
-                .append(true)
-                .open(&corpus.newest_claude)
-                .and_then(|mut f| f.write_all(text.as_bytes()))
-                .map_err(|e| e.to_string())?;
-            appends.push(measure(heeler(
-                bin,
-                &corpus.home,
-                state,
-                &["usage", "worker"],
-            ))?);
-        }
-        let k = Kept {
-            days: r,
-            bytes,
-            cold,
-            warm,
-            append: median(&appends),
-        };
+        let k = kept_at(bin, corpus, state, now, r)?;
         println!(
             "retention {:>3} days: cache {:>8.1} MiB   cold {:>7.2} s wall {:>7.2} s CPU   warm {:>9}   one-file append {:>9} (median of 5)   peak RSS {}",
             k.days,
@@ -793,21 +816,7 @@ fn history(bin: &Path, corpus: &Corpus, state: &Path, now: i64, days: i64) -> Re
         );
         kept.push(k);
     }
-    if let Some(base) = kept.first() {
-        for k in kept.iter().skip(1) {
-            let months = (k.days - base.days) as f64 / 30.0;
-            let per = |a: f64, b: f64| (a - b) / months;
-            println!(
-                "per extra 30 days (from {} to {} days): cache {:+.1} MiB, cold {:+.2} s, warm {:+.1} ms, one-file append {:+.1} ms",
-                base.days,
-                k.days,
-                per(k.bytes as f64, base.bytes as f64) / f64::from(1 << 20),
-                per(secs(k.cold.took), secs(base.cold.took)),
-                per(secs(k.warm.took), secs(base.warm.took)) * 1000.0,
-                per(secs(k.append.took), secs(base.append.took)) * 1000.0,
-            );
-        }
-    }
+    per_extra_30_days(&kept);
     let default = heeler::usage::config::DEFAULT_RETENTION_DAYS;
     println!("views at the default retention ({default} days):");
     set_retention(&corpus.home, default)?;
@@ -816,6 +825,58 @@ fn history(bin: &Path, corpus: &Corpus, state: &Path, now: i64, days: i64) -> Re
     // The app's query reads the aggregate's slots for a zone the worker
     // did not render ahead (its 30 days of them, whatever the retention).
     other_zones(bin, &corpus.home, state)
+}
+
+/// The cache at a retention of `days`: built cold, refreshed warm three
+/// times, and refreshed after each of five one-file appends.
+fn kept_at(bin: &Path, corpus: &Corpus, state: &Path, now: i64, days: i64) -> Result<Kept, String> {
+    set_retention(&corpus.home, days)?;
+    let _ = fs::remove_dir_all(state);
+    let cold = measure(heeler(bin, &corpus.home, state, &["usage", "worker"]))?;
+    let bytes = dir_bytes(state);
+    let warm = median(
+        &(0..3)
+            .map(|_| measure(heeler(bin, &corpus.home, state, &["usage", "worker"])))
+            .collect::<Result<Vec<_>, _>>()?,
+    );
+    let mut appends = Vec::new();
+    for round in 0..5u64 {
+        append_records(corpus, 70, round, now)?;
+        appends.push(measure(heeler(
+            bin,
+            &corpus.home,
+            state,
+            &["usage", "worker"],
+        ))?);
+    }
+    Ok(Kept {
+        days,
+        bytes,
+        cold,
+        warm,
+        append: median(&appends),
+    })
+}
+
+/// What each retention beyond the first costs per extra 30 days over the
+/// first.
+fn per_extra_30_days(kept: &[Kept]) {
+    let Some(base) = kept.first() else {
+        return;
+    };
+    for k in kept.iter().skip(1) {
+        let months = (k.days - base.days) as f64 / 30.0;
+        let per = |a: f64, b: f64| (a - b) / months;
+        println!(
+            "per extra 30 days (from {} to {} days): cache {:+.1} MiB, cold {:+.2} s, warm {:+.1} ms, one-file append {:+.1} ms",
+            base.days,
+            k.days,
+            per(k.bytes as f64, base.bytes as f64) / f64::from(1 << 20),
+            per(secs(k.cold.took), secs(base.cold.took)),
+            per(secs(k.warm.took), secs(base.warm.took)) * 1000.0,
+            per(secs(k.append.took), secs(base.append.took)) * 1000.0,
+        );
+    }
 }
 
 /// The app's query in zones the worker did not render ahead: the slots
@@ -1244,47 +1305,72 @@ fn exact_floor(
     }
 }
 
-/// The append, query and ccusage timings; returns the appends' peak RSS.
-#[allow(clippy::too_many_arguments)]
-fn timings(
-    bin: &Path,
+/// Five Claude records appended to the corpus's newest Claude file, as a
+/// session writing on would; `seed` and `round` make each append's
+/// records distinct.
+fn append_records(corpus: &Corpus, seed: u64, round: u64, now: i64) -> Result<(), String> {
+    let mut file = fs::OpenOptions::new()
+        .append(true)
+        .open(&corpus.newest_claude)
+        .map_err(|e| e.to_string())?;
+    let mut rng = Rng(seed + round);
+    let mut text = String::new();
+    for n in 0..5 {
+        text.push_str(&claude_record(
+            &mut rng,
+            now - 60 + n,
+            9000 + round * 10 + n as u64,
+            99_999,
+            "/home/bench/appended",
+            "claude-opus-4-6",
+        ));
+    }
+    file.write_all(text.as_bytes()).map_err(|e| e.to_string())
+}
+
+/// What the append, query and ccusage timings run on.
+struct Timings<'a> {
+    bin: &'a Path,
+    /// A baseline binary and its own state directory, timed side by side.
     baseline: Option<(PathBuf, PathBuf)>,
-    corpus: &Corpus,
-    work: &Path,
-    state: &Path,
+    corpus: &'a Corpus,
+    work: &'a Path,
+    state: &'a Path,
     now: i64,
+    /// The warm refresh's wall time, for the ccusage ratio.
     warm: Duration,
     rounds: usize,
-) -> Result<i64, String> {
-    // One-file appends: five records to the newest Claude file, then a
-    // refresh; repeated so the figure is a median, not one sample.
+}
+
+/// The append, query and ccusage timings; returns the appends' peak RSS.
+fn timings(t: &Timings) -> Result<i64, String> {
+    let peak = append_timings(t)?;
+    warm_query_timings(t)?;
+    other_zones(t.bin, &t.corpus.home, t.state)?;
+    match find_ccusage() {
+        Some(cc) => versus_ccusage(t, &cc)?,
+        None => println!(
+            "ccusage: SKIPPED (not installed: npm install --prefix target/ccusage ccusage@20.0.24, or CCUSAGE=path)"
+        ),
+    }
+    Ok(peak)
+}
+
+/// One-file appends: five records to the newest Claude file, then a
+/// refresh; repeated so the figure is a median, not one sample. Returns
+/// the appends' peak RSS.
+fn append_timings(t: &Timings) -> Result<i64, String> {
+    let (bin, corpus, state) = (t.bin, t.corpus, t.state);
     let mut appends: Vec<Run> = Vec::new();
     let mut old_appends: Vec<Run> = Vec::new();
     let mut walks: Vec<Run> = Vec::new();
     let mut peak = 0;
     for round in 0..9u64 {
-        let mut file = fs::OpenOptions::new()
-            .append(true)
-            .open(&corpus.newest_claude)
-            .map_err(|e| e.to_string())?;
-        let mut rng = Rng(7 + round);
-        let mut text = String::new();
-        for n in 0..5 {
-            text.push_str(&claude_record(
-                &mut rng,
-                now - 60 + n,
-                9000 + round * 10 + n as u64,
-                99_999,
-                "/home/bench/appended",
-                "claude-opus-4-6",
-            ));
-        }
-        file.write_all(text.as_bytes()).map_err(|e| e.to_string())?;
-        drop(file);
+        append_records(corpus, 7, round, t.now)?;
         let run = measure(heeler(bin, &corpus.home, state, &["usage", "worker"]))?;
         peak = peak.max(run.rss_kib);
         appends.push(run);
-        if let Some((old, old_state)) = &baseline {
+        if let Some((old, old_state)) = &t.baseline {
             old_appends.push(measure(heeler(
                 old,
                 &corpus.home,
@@ -1324,13 +1410,21 @@ fn timings(
             ratio(append.cpu, old.cpu)
         );
     }
+    Ok(peak)
+}
+
+/// The warm query, 21 times, interleaved with the baseline's when there
+/// is one.
+fn warm_query_timings(t: &Timings) -> Result<(), String> {
     let query = ["usage", "query", "--refresh", "never"];
-    let theirs = baseline
+    let home = &t.corpus.home;
+    let theirs = t
+        .baseline
         .as_ref()
-        .map(|(old, old_state)| move || heeler(old, &corpus.home, old_state, &query));
+        .map(|(old, old_state)| move || heeler(old, home, old_state, &query));
     let (queries, old_queries) = interleaved(
         21,
-        || heeler(bin, &corpus.home, state, &query),
+        || heeler(t.bin, home, t.state, &query),
         theirs.as_ref().map(|f| f as &dyn Fn() -> Command),
     )?;
     println!(
@@ -1339,10 +1433,15 @@ fn timings(
         ms(queries[20]),
         versus(queries[10], &old_queries)
     );
-    other_zones(bin, &corpus.home, state)?;
+    Ok(())
+}
+
+/// The ccusage to compare with: `$CCUSAGE`, else the first on `PATH`,
+/// else the one installed under `target/ccusage`.
+fn find_ccusage() -> Option<PathBuf> {
     let local = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../target/ccusage/node_modules/.bin/ccusage");
-    let ccusage = std::env::var("CCUSAGE")
+    std::env::var("CCUSAGE")
         .ok()
         .map(PathBuf::from)
         .or_else(|| {
@@ -1352,25 +1451,24 @@ fn timings(
                     .find(|c| c.is_file())
             })
         })
-        .or_else(|| local.is_file().then_some(local));
-    let Some(cc) = ccusage else {
-        println!(
-            "ccusage: SKIPPED (not installed: npm install --prefix target/ccusage ccusage@20.0.24, or CCUSAGE=path)"
-        );
-        return Ok(peak);
-    };
-    // Our cold scan of the same Claude-only tree, for a like-for-like ratio.
-    let claude_only = work.join("claude-only");
+        .or_else(|| local.is_file().then_some(local))
+}
+
+/// ccusage's daily report against our cold scan of the same Claude-only
+/// tree, for a like-for-like ratio, and against our warm refresh.
+fn versus_ccusage(t: &Timings, cc: &Path) -> Result<(), String> {
+    let corpus = t.corpus;
+    let claude_only = t.work.join("claude-only");
     fs::create_dir_all(&claude_only).map_err(|e| e.to_string())?;
     let link = claude_only.join(".claude");
     let _ = fs::remove_file(&link);
     std::os::unix::fs::symlink(corpus.home.join(".claude"), &link).map_err(|e| e.to_string())?;
-    let ours_state = work.join("state-claude");
+    let ours_state = t.work.join("state-claude");
     // Interleaved, ccusage then heeler, so both see the same load.
     let (mut theirs, mut ours) = (Vec::new(), Vec::new());
-    let pairs = rounds.max(5);
+    let pairs = t.rounds.max(5);
     for _ in 0..pairs {
-        let mut c = Command::new(&cc);
+        let mut c = Command::new(cc);
         c.args([
             "claude",
             "daily",
@@ -1384,7 +1482,7 @@ fn timings(
         theirs.push(measure(c)?);
         let _ = fs::remove_dir_all(&ours_state);
         ours.push(measure(heeler(
-            bin,
+            t.bin,
             &claude_only,
             &ours_state,
             &["usage", "worker"],
@@ -1393,7 +1491,7 @@ fn timings(
     let mut pair_ratios: Vec<f64> = theirs
         .iter()
         .zip(&ours)
-        .map(|(t, o)| ratio(t.took, o.took))
+        .map(|(c, h)| ratio(c.took, h.took))
         .collect();
     pair_ratios.sort_by(f64::total_cmp);
     let (theirs, ours) = (median(&theirs), median(&ours));
@@ -1414,7 +1512,7 @@ fn timings(
     );
     println!(
         "ccusage (no cache) vs heeler warm refresh: ratio {:.0}x",
-        ratio(theirs.took, warm)
+        ratio(theirs.took, t.warm)
     );
-    Ok(peak)
+    Ok(())
 }

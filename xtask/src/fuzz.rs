@@ -62,40 +62,10 @@ pub fn run(args: &[String]) -> crate::Result {
     };
     let root = crate::project_root();
     let fuzz = root.join("fuzz");
-    let all = targets(&fuzz)?;
-    let wanted = named_targets(args);
-    for name in &wanted {
-        if !all.contains(name) {
-            return Err(format!("no fuzz target {name} (targets: {})", all.join(" ")).into());
-        }
-    }
-    let chosen = if wanted.is_empty() { all } else { wanted };
+    let chosen = chosen_targets(targets(&fuzz)?, named_targets(args))?;
 
     let started = Instant::now();
-    // `cargo fuzz build` takes one target or none (all of them).
-    let one = match chosen.as_slice() {
-        [only] => Some(only.as_str()),
-        _ => None,
-    };
-    let mut build = Command::new("cargo");
-    // What `cargo run` set for this task is not the build's: without it
-    // the build reuses what `cargo fuzz build` run by hand compiled.
-    for (name, _) in std::env::vars_os() {
-        let name = name.to_string_lossy();
-        if name == "CARGO" || name == "LD_LIBRARY_PATH" || is_cargo_run_var(&name) {
-            build.env_remove(&*name);
-        }
-    }
-    let status = build
-        .current_dir(&root)
-        .env("RUSTC_BOOTSTRAP", "1")
-        .args(["fuzz", "build", "--debug-assertions"])
-        .args(one)
-        .status()
-        .map_err(|e| format!("cargo fuzz (install it: cargo install cargo-fuzz --locked): {e}"))?;
-    if !status.success() {
-        return Err("cargo fuzz build failed".into());
-    }
+    build_targets(&root, &chosen)?;
     println!("fuzz: built in {} s", started.elapsed().as_secs());
 
     let vectors = root.join("../shared/heeler-vectors");
@@ -133,6 +103,46 @@ pub fn run(args: &[String]) -> crate::Result {
         )
         .into())
     }
+}
+
+/// The targets to run: the ones named (each must be one of `all`), or
+/// every target when none is named.
+fn chosen_targets(all: Vec<String>, wanted: Vec<String>) -> crate::Result<Vec<String>> {
+    for name in &wanted {
+        if !all.contains(name) {
+            return Err(format!("no fuzz target {name} (targets: {})", all.join(" ")).into());
+        }
+    }
+    Ok(if wanted.is_empty() { all } else { wanted })
+}
+
+/// `cargo fuzz build` of the chosen targets, with debug assertions.
+fn build_targets(root: &Path, chosen: &[String]) -> crate::Result {
+    // `cargo fuzz build` takes one target or none (all of them).
+    let one = match chosen {
+        [only] => Some(only.as_str()),
+        _ => None,
+    };
+    let mut build = Command::new("cargo");
+    // What `cargo run` set for this task is not the build's: without it
+    // the build reuses what `cargo fuzz build` run by hand compiled.
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        if name == "CARGO" || name == "LD_LIBRARY_PATH" || is_cargo_run_var(&name) {
+            build.env_remove(&*name);
+        }
+    }
+    let status = build
+        .current_dir(root)
+        .env("RUSTC_BOOTSTRAP", "1")
+        .args(["fuzz", "build", "--debug-assertions"])
+        .args(one)
+        .status()
+        .map_err(|e| format!("cargo fuzz (install it: cargo install cargo-fuzz --locked): {e}"))?;
+    if !status.success() {
+        return Err("cargo fuzz build failed".into());
+    }
+    Ok(())
 }
 
 /// The variables `cargo run` sets for the program it runs (those of the
@@ -253,93 +263,113 @@ fn field(line: &str, name: &str) -> Option<u64> {
     words.next()?.parse().ok()
 }
 
+/// The cases of a vectors file's `lists` (`valid`, `invalid`, …), in
+/// order; none when the file is absent or not JSON.
+fn vector_cases(file: &Path, lists: &[&str]) -> Vec<Value> {
+    let Some(value) = fs::read_to_string(file)
+        .ok()
+        .and_then(|t| json::parse(&t).ok())
+    else {
+        return Vec::new();
+    };
+    lists
+        .iter()
+        .filter_map(|list| value.get(list).and_then(Value::as_array))
+        .flatten()
+        .cloned()
+        .collect()
+}
+
+/// The string field `key` of each case that has one, as bytes.
+fn case_strings(cases: &[Value], key: &str) -> Vec<Vec<u8>> {
+    cases
+        .iter()
+        .filter_map(|c| c.get(key).and_then(Value::as_str))
+        .map(|s| s.as_bytes().to_vec())
+        .collect()
+}
+
+/// The valid and invalid cases of both domains' envelope vectors whose
+/// key is 32 bytes, as `envelope_open` inputs: a selector byte (bit 2:
+/// the key travels in the input; bit 0: the Live Activity domain), the
+/// key, the envelope.
+fn envelope_seeds(vectors: &Path) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for (file, selector) in [
+        ("notification-payload-v1.json", 4u8),
+        ("live-activity-content-v1.json", 5u8),
+    ] {
+        for case in vector_cases(&vectors.join(file), &["valid", "invalid"]) {
+            let key = case
+                .get("key")
+                .and_then(Value::as_str)
+                .and_then(|k| base64::decode_url(k).ok())
+                .filter(|k| k.len() == 32);
+            let envelope = match case.get("envelope") {
+                Some(Value::String(s)) => s.clone(),
+                Some(other) => other.to_json(),
+                None => continue,
+            };
+            if let Some(key) = key {
+                let mut seed = vec![selector];
+                seed.extend(key);
+                seed.extend(envelope.as_bytes());
+                out.push(seed);
+            }
+        }
+    }
+    out
+}
+
+/// Every case of the JSON vectors files of at most 4 KiB, as `json`
+/// inputs.
+fn json_seeds(vectors: &Path) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for file in [
+        "notification-session-v1.json",
+        "sidebar-layout-v1.json",
+        "live-activity-content-v1.json",
+    ] {
+        for case in vector_cases(&vectors.join(file), &["valid", "invalid", "delivery"]) {
+            let text = case.to_json();
+            if text.len() <= 4096 {
+                out.push(text.into_bytes());
+            }
+        }
+    }
+    out
+}
+
 /// Seeds made at run time from data that stays outside the repository.
 fn runtime_seeds(target: &str, root: &Path, vectors: &Path) -> Vec<Vec<u8>> {
-    let cases = |file: &Path, lists: &[&str]| -> Vec<Value> {
-        let Some(value) = fs::read_to_string(file)
-            .ok()
-            .and_then(|t| json::parse(&t).ok())
-        else {
-            return Vec::new();
-        };
-        lists
-            .iter()
-            .filter_map(|list| value.get(list).and_then(Value::as_array))
-            .flatten()
-            .cloned()
-            .collect()
-    };
-    let strings = |cases: &[Value], key: &str| -> Vec<Vec<u8>> {
-        cases
-            .iter()
-            .filter_map(|c| c.get(key).and_then(Value::as_str))
-            .map(|s| s.as_bytes().to_vec())
-            .collect()
-    };
     let both = ["valid", "invalid"];
     match target {
         "pairing_code" => {
-            let mut out = strings(&cases(&vectors.join("pairing-code-v1.json"), &both), "code");
-            out.extend(strings(
-                &cases(&root.join("test-vectors/pairing-code-v2.json"), &both),
+            let mut out = case_strings(
+                &vector_cases(&vectors.join("pairing-code-v1.json"), &both),
+                "code",
+            );
+            out.extend(case_strings(
+                &vector_cases(&root.join("test-vectors/pairing-code-v2.json"), &both),
                 "code",
             ));
             out
         }
-        "envelope_open" => {
-            // Selector bit 2: the key travels in the input; bit 0: the
-            // Live Activity domain.
-            let mut out = Vec::new();
-            for (file, selector) in [
-                ("notification-payload-v1.json", 4u8),
-                ("live-activity-content-v1.json", 5u8),
-            ] {
-                for case in cases(&vectors.join(file), &both) {
-                    let key = case
-                        .get("key")
-                        .and_then(Value::as_str)
-                        .and_then(|k| base64::decode_url(k).ok())
-                        .filter(|k| k.len() == 32);
-                    let envelope = match case.get("envelope") {
-                        Some(Value::String(s)) => s.clone(),
-                        Some(other) => other.to_json(),
-                        None => continue,
-                    };
-                    if let Some(key) = key {
-                        let mut seed = vec![selector];
-                        seed.extend(key);
-                        seed.extend(envelope.as_bytes());
-                        out.push(seed);
-                    }
-                }
-            }
-            out
-        }
-        "sidebar_toml" => strings(
-            &cases(&vectors.join("sidebar-layout-v1.json"), &both),
+        "envelope_open" => envelope_seeds(vectors),
+        "sidebar_toml" => case_strings(
+            &vector_cases(&vectors.join("sidebar-layout-v1.json"), &both),
             "toml",
         ),
-        "notifications_json" => cases(&vectors.join("notification-session-v1.json"), &["delivery"])
-            .iter()
-            .filter_map(|c| c.get("entries"))
-            .map(|entries| format!("{{\"v\":1,\"devices\":{}}}", entries.to_json()).into_bytes())
-            .collect(),
-        "json" => {
-            let mut out = Vec::new();
-            for file in [
-                "notification-session-v1.json",
-                "sidebar-layout-v1.json",
-                "live-activity-content-v1.json",
-            ] {
-                for case in cases(&vectors.join(file), &["valid", "invalid", "delivery"]) {
-                    let text = case.to_json();
-                    if text.len() <= 4096 {
-                        out.push(text.into_bytes());
-                    }
-                }
-            }
-            out
+        "notifications_json" => {
+            vector_cases(&vectors.join("notification-session-v1.json"), &["delivery"])
+                .iter()
+                .filter_map(|c| c.get("entries"))
+                .map(|entries| {
+                    format!("{{\"v\":1,\"devices\":{}}}", entries.to_json()).into_bytes()
+                })
+                .collect()
         }
+        "json" => json_seeds(vectors),
         "tzif" => ZONES
             .iter()
             .filter_map(|zone| fs::read(PathBuf::from("/usr/share/zoneinfo").join(zone)).ok())
@@ -377,5 +407,18 @@ mod tests {
             .map(String::from)
             .to_vec();
         assert_eq!(named_targets(&args), ["json", "tzif"]);
+    }
+
+    #[test]
+    fn no_named_target_chooses_every_target_and_an_unknown_one_is_refused() {
+        let all = || vec!["json".to_owned(), "tzif".to_owned()];
+        assert_eq!(chosen_targets(all(), Vec::new()).ok(), Some(all()));
+        let tzif = vec!["tzif".to_owned()];
+        assert_eq!(chosen_targets(all(), tzif.clone()).ok(), Some(tzif));
+        let unknown = chosen_targets(all(), vec!["yaml".to_owned()]);
+        assert_eq!(
+            unknown.map_err(|e| e.to_string()).err().as_deref(),
+            Some("no fuzz target yaml (targets: json tzif)")
+        );
     }
 }
