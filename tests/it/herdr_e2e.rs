@@ -13,6 +13,7 @@
 //! HOME, XDG_CONFIG_HOME and XDG_STATE_HOME point into a temp directory.
 
 use crate::common;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -178,9 +179,9 @@ fn the_plugin_runs_inside_a_real_headless_herdr() {
         common::skip("HEELER_TEST_HERDR not set (path to a herdr >= 0.7.5 binary)");
         return;
     };
-    let root =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("herdr-e2e-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
+    // Removed when the test ends; dropped after `herdr`, which stops the
+    // server first.
+    let root = support::temp_dir("herdr-e2e");
     for dir in ["home", "config/herdr", "state"] {
         std::fs::create_dir_all(root.join(dir)).unwrap();
     }
@@ -192,7 +193,7 @@ fn the_plugin_runs_inside_a_real_headless_herdr() {
     let plugin = plugin_dir(&root);
     let mut herdr = Herdr {
         binary: PathBuf::from(binary),
-        root: root.clone(),
+        root: root.to_path_buf(),
         server: None,
     };
     herdr.run_ok(&["--version"]);
