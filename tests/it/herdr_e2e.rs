@@ -13,6 +13,7 @@
 //! HOME, XDG_CONFIG_HOME and XDG_STATE_HOME point into a temp directory.
 
 use crate::common;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -26,6 +27,9 @@ use heeler::base::json::{self, Value};
 struct Herdr {
     binary: PathBuf,
     root: PathBuf,
+    /// herdr's own config directory (`config/herdr`, or `config/herdr-dev`
+    /// for a debug build of herdr), as herdr reports it.
+    config_dir: PathBuf,
     server: Option<Child>,
 }
 
@@ -58,10 +62,6 @@ impl Herdr {
         let output = self.run(args);
         assert!(output.status.success(), "herdr {args:?} failed");
         String::from_utf8(output.stdout).unwrap()
-    }
-
-    fn config_dir(&self) -> PathBuf {
-        self.root.join("config/herdr")
     }
 
     /// Every log record (an object with `command` and `status`) in
@@ -178,23 +178,25 @@ fn the_plugin_runs_inside_a_real_headless_herdr() {
         common::skip("HEELER_TEST_HERDR not set (path to a herdr >= 0.7.5 binary)");
         return;
     };
-    let root =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("herdr-e2e-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
-    for dir in ["home", "config/herdr", "state"] {
+    // Removed when the test ends; dropped after `herdr`, which stops the
+    // server first.
+    let root = support::temp_dir("herdr-e2e");
+    for dir in ["home", "config", "state"] {
         std::fs::create_dir_all(root.join(dir)).unwrap();
     }
-    std::fs::write(
-        root.join("config/herdr/config.toml"),
-        "onboarding = false\n\n[update]\nversion_check = false\nmanifest_check = false\n",
-    )
-    .unwrap();
     let plugin = plugin_dir(&root);
     let mut herdr = Herdr {
         binary: PathBuf::from(binary),
-        root: root.clone(),
+        root: root.to_path_buf(),
+        config_dir: PathBuf::new(),
         server: None,
     };
+    let plugin_config = PathBuf::from(
+        herdr
+            .run_ok(&["plugin", "config-dir", "heeler"])
+            .trim_end_matches('\n'),
+    );
+    herdr.config_dir = support::configure_real_herdr(&plugin_config);
     herdr.run_ok(&["--version"]);
     herdr.run_ok(&["plugin", "link", plugin.to_str().unwrap()]);
 
@@ -213,9 +215,7 @@ fn the_plugin_runs_inside_a_real_headless_herdr() {
     });
 
     // The startup hook writes sidebar.json into the plugin's config dir.
-    let sidebar = herdr
-        .config_dir()
-        .join("plugins/config/heeler/sidebar.json");
+    let sidebar = plugin_config.join("sidebar.json");
     wait_for(
         "the startup hook's sidebar.json",
         Duration::from_secs(10),
@@ -249,7 +249,7 @@ fn the_plugin_runs_inside_a_real_headless_herdr() {
         Duration::from_secs(10),
         || popup_process_running("pair"),
     );
-    close_popup(&herdr.config_dir().join("herdr.sock"));
+    close_popup(&herdr.config_dir.join("herdr.sock"));
     wait_for(
         "the pair action to succeed",
         Duration::from_secs(10),
@@ -266,7 +266,7 @@ fn the_plugin_runs_inside_a_real_headless_herdr() {
     wait_for("the usage popup's process", Duration::from_secs(10), || {
         popup_process_running("usage live")
     });
-    close_popup(&herdr.config_dir().join("herdr.sock"));
+    close_popup(&herdr.config_dir.join("herdr.sock"));
     wait_for(
         "the usage action to succeed",
         Duration::from_secs(10),

@@ -101,21 +101,15 @@ fn both_hooks_run_inside_a_real_herdr() {
         root: root.to_path_buf(),
         server: None,
     };
-    let config_home = root.join("xdg-config/herdr");
-    std::fs::create_dir_all(&config_home).unwrap();
-    std::fs::write(
-        config_home.join("config.toml"),
-        "onboarding = false\n\n[update]\nversion_check = false\nmanifest_check = false\n",
-    )
-    .unwrap();
-    let plugin = root.join("plugin");
-    write_plugin(&plugin);
-    herdr.run(&["plugin", "link", plugin.to_str().unwrap()]);
     let config_dir = PathBuf::from(
         String::from_utf8(herdr.run(&["plugin", "config-dir", "heeler"]).stdout)
             .unwrap()
             .trim(),
     );
+    configure_real_herdr(&config_dir);
+    let plugin = root.join("plugin");
+    write_plugin(&plugin);
+    herdr.run(&["plugin", "link", plugin.to_str().unwrap()]);
 
     let relay = RelayStandIn::start();
     std::fs::write(

@@ -755,3 +755,24 @@ sys.stdout.write(AESGCM(d(key)).decrypt(d(env["n"]), d(env["ct"]), aad.encode())
     assert!(output.status.success(), "python: {}", stderr(&output));
     String::from_utf8(output.stdout).unwrap()
 }
+
+/// The settings a real herdr under test runs with: no first-run screen and
+/// no update or manifest check, so its server stays off the network.
+pub const HERDR_TEST_CONFIG: &str =
+    "onboarding = false\n\n[update]\nversion_check = false\nmanifest_check = false\n";
+
+/// Writes [`HERDR_TEST_CONFIG`] as the `config.toml` of the herdr whose
+/// `herdr plugin config-dir <id>` answered `plugin_config_dir`, and returns
+/// that herdr's own config directory (where its socket is). herdr names the
+/// directory after its build (`herdr`, or `herdr-dev` for a debug build), so
+/// the tests take it from herdr rather than spell it: the answer is
+/// `<herdr's config dir>/plugins/config/<id>`.
+pub fn configure_real_herdr(plugin_config_dir: &Path) -> PathBuf {
+    let herdr_dir = plugin_config_dir
+        .ancestors()
+        .nth(3)
+        .expect("herdr plugin config-dir answers <config dir>/plugins/config/<id>")
+        .to_path_buf();
+    std::fs::write(herdr_dir.join("config.toml"), HERDR_TEST_CONFIG).unwrap();
+    herdr_dir
+}
