@@ -231,9 +231,9 @@ pub(crate) fn summarize(
         *state = Some(State::full(index, prices, refreshed.since));
     }
     trace.mark("  aggregate");
+    let mut agg = flatten_window(state, index, prices, refreshed.since, window);
     let empty = aggregate::Detailed::default();
     let detailed = state.as_ref().map_or(&empty, |s| &s.detailed);
-    let mut agg = aggregate::flatten_since(detailed, window);
     // The files in the app's window: what a cache of that window alone
     // would index.
     let window_ns = window.saturating_mul(1_000_000_000);
@@ -263,6 +263,33 @@ pub(crate) fn summarize(
         incremental: refreshed.incremental,
         changed_keys: refreshed.changed_keys,
     }
+}
+
+/// The state's slots in the app's window (from `window` on), flattened;
+/// slots the state left undecoded are read from the window's first block
+/// on, not decoded into a map. A state whose slots cannot be read (a
+/// damaged block) is rebuilt from `index` first.
+fn flatten_window(
+    state: &mut Option<State>,
+    index: &Index,
+    prices: &PriceTable,
+    since: i64,
+    window: i64,
+) -> aggregate::Aggregate {
+    if let Some(s) = state.as_mut() {
+        let mut agg = aggregate::flat_counters(&s.detailed);
+        let read = s.read_slots_from(window).and_then(|()| {
+            s.visit_slots_from(window, |key, acc| {
+                aggregate::flatten_into(&mut agg, key, acc);
+            })
+        });
+        if read.is_some() {
+            return agg;
+        }
+        *state = Some(State::full(index, prices, since));
+    }
+    let empty = aggregate::Detailed::default();
+    aggregate::flatten_since(state.as_ref().map_or(&empty, |s| &s.detailed), window)
 }
 
 /// The snapshot's coverage: for each agent, what was searched and read
@@ -658,11 +685,17 @@ fn publish(
     trace.mark("render snapshot");
     // Written before the snapshot it belongs to (best effort: without it
     // the statusline reads the whole state).
-    if let Some(state) = state {
+    let mut rows = Vec::new();
+    let recent = state.and_then(|state| {
+        state.visit_slots_from(now - crate::usage::views::recent::SPAN, |key, acc| {
+            rows.push((key.clone(), *acc));
+        })
+    });
+    if recent.is_some() {
         let recent = crate::usage::views::recent::encode(
             result.snapshot.generated_at,
             now,
-            state.detailed.slots.iter(),
+            rows.iter().map(|(key, acc)| (key, acc)),
         );
         let _ = atomic_file::write_unsynced(&dir.recent(), recent.as_bytes(), 0o600);
     }

@@ -47,8 +47,10 @@ pub struct State {
     pub changed: Option<Changed>,
     /// Where the state was loaded from (to append to its journal).
     pub origin: Option<Origin>,
-    /// [`Detailed::sessions`] not decoded yet (a state loaded by the
-    /// worker): `detailed.sessions` is empty and this is the table.
+    /// [`Detailed::slots`] not decoded yet (a state loaded by the
+    /// worker): `detailed.slots` is empty and this is the table.
+    pub lazy_slots: Option<LazyTable>,
+    /// [`Detailed::sessions`] likewise.
     pub lazy_sessions: Option<LazyTable>,
 }
 
@@ -119,44 +121,92 @@ impl State {
             owners,
             changed: None,
             origin: None,
+            lazy_slots: None,
             lazy_sessions: None,
         }
     }
 
+    /// The sums of slot `key` (summed over sessions), decoded or not.
+    pub fn slot(&self, key: &SlotKey) -> Option<SlotAcc> {
+        sums_in(&self.lazy_slots, &self.detailed.slots, key)
+    }
+
     /// The per-session sums of `key`, decoded or not.
     pub fn session(&self, key: &SlotKey) -> Option<SlotAcc> {
-        match &self.lazy_sessions {
-            Some(lazy) => lazy.get(key),
-            None => self.detailed.sessions.get(key).copied(),
-        }
+        sums_in(&self.lazy_sessions, &self.detailed.sessions, key)
     }
 
-    /// Decodes [`Detailed::sessions`] if it is not yet (before a new base
-    /// is written, which holds them all).
-    pub fn decode_sessions(&mut self) {
-        if let Some(lazy) = self.lazy_sessions.take() {
-            self.detailed.sessions = lazy.decode();
-        }
+    /// Sets (`Some`) or removes (`None`) the sums of slot `key`.
+    pub fn set_slot(&mut self, key: SlotKey, acc: Option<SlotAcc>) {
+        set_in(&mut self.lazy_slots, &mut self.detailed.slots, key, acc);
     }
 
-    /// Sets (`Some`) or removes (`None`) the per-session sums of `key`,
-    /// decoded or not.
+    /// Sets (`Some`) or removes (`None`) the per-session sums of `key`.
     pub fn set_session(&mut self, key: SlotKey, acc: Option<SlotAcc>) {
-        match (&mut self.lazy_sessions, acc) {
-            (Some(lazy), acc) => lazy.set(key, acc),
-            (None, Some(acc)) => {
-                self.detailed.sessions.insert(key, acc);
+        set_in(
+            &mut self.lazy_sessions,
+            &mut self.detailed.sessions,
+            key,
+            acc,
+        );
+    }
+
+    /// Decodes [`Detailed::slots`] and [`Detailed::sessions`] where they
+    /// are not yet (before a new base is written, which holds them all);
+    /// `false` when part of a table could not be read or was damaged (the
+    /// state is then not whole: it must be rebuilt, not saved).
+    #[must_use]
+    pub fn decode_tables(&mut self) -> bool {
+        let d = &mut self.detailed;
+        for (lazy, table) in [
+            (&mut self.lazy_slots, &mut d.slots),
+            (&mut self.lazy_sessions, &mut d.sessions),
+        ] {
+            match lazy.take().map(LazyTable::decode) {
+                Some(Some(decoded)) => *table = decoded,
+                Some(None) => return false,
+                None => {}
             }
-            (None, None) => {
-                self.detailed.sessions.remove(&key);
-            }
+        }
+        true
+    }
+
+    /// Whether an undecoded table met a block that could not be read or
+    /// was damaged: answers taken from it may be wrong.
+    pub fn damaged(&self) -> bool {
+        [&self.lazy_slots, &self.lazy_sessions]
+            .into_iter()
+            .flatten()
+            .any(LazyTable::damaged)
+    }
+
+    /// Reads the slots from slot `from` on in one go, when they are not
+    /// decoded (what [`State::visit_slots_from`] then visits); `None` when
+    /// they cannot be read or are damaged.
+    pub fn read_slots_from(&mut self, from: i64) -> Option<()> {
+        match &mut self.lazy_slots {
+            Some(lazy) => lazy.read_from(from),
+            None => Some(()),
         }
     }
 
-    /// [`Detailed::sessions`], decoded.
-    pub fn sessions_mut(&mut self) -> &mut BTreeMap<SlotKey, SlotAcc> {
-        self.decode_sessions();
-        &mut self.detailed.sessions
+    /// Calls `visit` with each slot at or after slot `from` in key order
+    /// (decoded or not); `None` when a block of them cannot be read or is
+    /// damaged.
+    pub fn visit_slots_from(
+        &self,
+        from: i64,
+        mut visit: impl FnMut(&SlotKey, &SlotAcc),
+    ) -> Option<()> {
+        match &self.lazy_slots {
+            Some(lazy) => lazy.visit_from(from, visit),
+            None => {
+                for (key, acc) in self.detailed.slots.range(aggregate::slots_from(from)..) {
+                    visit(key, acc);
+                }
+                Some(())
+            }
+        }
     }
 
     /// Brings the state from the index it was built for to `index` (after
@@ -213,7 +263,9 @@ impl State {
         }
         self.commit(pending, &parts, since);
         self.fingerprint = index.fingerprint();
-        true
+        // A block of a table that could not be read may have hidden a row
+        // from a lookup or from the history-start trim.
+        !self.damaged()
     }
 
     /// Writes `pending` (every changed file's replacement, all exact) into
@@ -237,10 +289,7 @@ impl State {
             }
         }
         for (key, acc) in pending.slots {
-            match acc {
-                Some(acc) => d.slots.insert(key, acc),
-                None => d.slots.remove(&key),
-            };
+            self.set_slot(key, acc);
         }
         for (key, acc) in pending.sessions {
             self.set_session(key, acc);
@@ -298,7 +347,7 @@ impl State {
                 .files
                 .insert(*file, (counts != [0; 3]).then_some(counts));
         }
-        let slots = |key: &SlotKey| self.detailed.slots.get(key).copied();
+        let slots = |key: &SlotKey| self.slot(key);
         replace_sums(slots, &mut pending.slots, &old.slots, &new.slots)?;
         let sessions = |key: &SlotKey| self.session(key);
         replace_sums(
@@ -320,10 +369,15 @@ impl State {
             let kept = map.split_off(&aggregate::slots_from(since));
             gone.extend(std::mem::replace(map, kept).into_keys());
         }
-        if let Some(lazy) = &mut self.lazy_sessions {
-            for key in lazy.keys_before(since) {
-                lazy.set(key.clone(), None);
-                gone_sessions.insert(key);
+        for (lazy, gone) in [
+            (&mut self.lazy_slots, &mut gone),
+            (&mut self.lazy_sessions, &mut gone_sessions),
+        ] {
+            if let Some(lazy) = lazy {
+                for key in lazy.keys_before(since) {
+                    lazy.set(key.clone(), None);
+                    gone.insert(key);
+                }
             }
         }
         if let Some(changed) = &mut self.changed {
@@ -518,6 +572,37 @@ fn contribution<'a>(
     ids.sort_unstable();
     ids.dedup();
     Contribution { detailed, ids }
+}
+
+/// The sums of `key` in a table, undecoded (`lazy`) or decoded (`map`).
+fn sums_in(
+    lazy: &Option<LazyTable>,
+    map: &BTreeMap<SlotKey, SlotAcc>,
+    key: &SlotKey,
+) -> Option<SlotAcc> {
+    match lazy {
+        Some(lazy) => lazy.get(key),
+        None => map.get(key).copied(),
+    }
+}
+
+/// Sets (`Some`) or removes (`None`) the sums of `key` in a table,
+/// undecoded (`lazy`) or decoded (`map`).
+fn set_in(
+    lazy: &mut Option<LazyTable>,
+    map: &mut BTreeMap<SlotKey, SlotAcc>,
+    key: SlotKey,
+    acc: Option<SlotAcc>,
+) {
+    match (lazy, acc) {
+        (Some(lazy), acc) => lazy.set(key, acc),
+        (None, Some(acc)) => {
+            map.insert(key, acc);
+        }
+        (None, None) => {
+            map.remove(&key);
+        }
+    }
 }
 
 #[cfg(test)]

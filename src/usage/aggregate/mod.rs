@@ -466,35 +466,46 @@ pub(crate) fn slots_from(since: i64) -> SlotKey {
 /// counters are `d`'s totals): each (slot, agent, model, directory) has
 /// one sum, as the app's document always had.
 pub fn flatten_since(d: &Detailed, since: i64) -> Aggregate {
-    let mut out = Aggregate {
+    let mut out = flat_counters(d);
+    for (key, acc) in d.slots.range(slots_from(since)..) {
+        flatten_into(&mut out, key, acc);
+    }
+    out
+}
+
+/// An [`Aggregate`] with `d`'s counters and no slots yet, for
+/// [`flatten_into`] to fill.
+pub(crate) fn flat_counters(d: &Detailed) -> Aggregate {
+    Aggregate {
         duplicates_claude: d.duplicates_claude,
         duplicates_codex: d.duplicates_codex,
         forks_unresolved: d.forks_unresolved,
         ..Aggregate::default()
-    };
-    let mut push = |key: &SlotKey, acc: &SlotAcc| {
-        let span = match key.1 {
-            Agent::Claude => &mut out.span_claude,
-            Agent::Codex => &mut out.span_codex,
-        };
-        if span.0 == 0 || acc.first_ts < span.0 {
-            span.0 = acc.first_ts;
-        }
-        span.1 = span.1.max(acc.last_ts);
-        out.slots.push(SlotTotals {
-            slot: key.0,
-            agent: key.1,
-            model: key.2.clone(),
-            cwd: key.3.clone(),
-            totals: acc.totals(),
-        });
-    };
-    for (key, acc) in d.slots.range(slots_from(since)..) {
-        if acc.requests > 0 {
-            push(key, acc);
-        }
     }
-    out
+}
+
+/// Adds one slot of [`Detailed::slots`] (they come in key order) to
+/// `out`: its totals and its agent's span; a slot without requests is
+/// left out.
+pub(crate) fn flatten_into(out: &mut Aggregate, key: &SlotKey, acc: &SlotAcc) {
+    if acc.requests == 0 {
+        return;
+    }
+    let span = match key.1 {
+        Agent::Claude => &mut out.span_claude,
+        Agent::Codex => &mut out.span_codex,
+    };
+    if span.0 == 0 || acc.first_ts < span.0 {
+        span.0 = acc.first_ts;
+    }
+    span.1 = span.1.max(acc.last_ts);
+    out.slots.push(SlotTotals {
+        slot: key.0,
+        agent: key.1,
+        model: key.2.clone(),
+        cwd: key.3.clone(),
+        totals: acc.totals(),
+    });
 }
 
 /// The slots of `sessions` summed over sessions (exact integers, spans

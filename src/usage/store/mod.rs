@@ -42,15 +42,21 @@
 //! # The incremental aggregate (`state`, `owners`)
 //! - `aggregate-v1.bin`, the base, replaced atomically: magic `HUAG`, its
 //!   version and the length of each of its five sections, sealed by a
-//!   [`hash_words`]; then the sections, each sealed on its own so that a
+//!   [`hash_words`]; then the sections, each checked on its own so that a
 //!   view reads and checks only what it decodes: the fingerprint of the
 //!   index it aggregates, the history start (`usage.toml`'s retention),
 //!   the price table's hash and three counters; the same three per file
 //!   (owner id, in id order); the slots summed over sessions and the
-//!   slots per session (each its strings, then fixed-size rows in key
-//!   order naming them, so a reader can start at a time by bisection);
-//!   and the reference to the owners table (its generation, size and the
-//!   delta since it).
+//!   slots per session; and the reference to the owners table (its
+//!   generation, size and the delta since it). The three small sections
+//!   are sealed whole. Each table (`rows`) is a sealed head — its strings,
+//!   its row count, and per block of 256 rows the key of its first row
+//!   (the fence) and the [`hash_words`] of its rows — then fixed-size rows
+//!   in key order naming the strings: a reader finds a key or a time by
+//!   bisection over the fences and then in one block, and reads and
+//!   checks only the blocks it uses. The worker so reads, of tens of
+//!   thousands of rows, the blocks its changed keys fall in and those of
+//!   the app's window; a view those from the first day it shows.
 //! - `aggregate-v1.journal`: the same journal framing (magic `HUAJ`, the
 //!   state version), each record the new fingerprint, history start and
 //!   counters, the files whose counters changed (all zero: none left),
@@ -75,7 +81,9 @@
 //! identity, the owners generation). A torn or damaged journal record ends
 //! the replay (the cache then looks older, which the next refresh repairs
 //! as any change); a damaged base or events segment makes those entries,
-//! or the aggregate, absent, so they are reparsed or rebuilt. Because a
+//! or the aggregate, absent, so they are reparsed or rebuilt (a damaged
+//! block of a table is found when first read, and the aggregate is then
+//! rebuilt, never answered from it). Because a
 //! damaged or stale file can only cost a rescan, never a wrong total, the
 //! files are replaced atomically but not `fsync`ed: a refresh stays cheap,
 //! and a crash loses at most the work since the last save.

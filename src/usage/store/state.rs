@@ -22,16 +22,17 @@ use crate::usage::paths;
 use crate::usage::store::journal::{self, Origin};
 use crate::usage::store::owners::{Owners, OwnersRef};
 use crate::usage::store::rows::{
-    LazyTable, acc_from, acc_numbers, agent_code, agent_from, decode_rows, encode_rows, put_str,
-    put_u64, read_numbers,
+    LazyTable, acc_from, acc_numbers, agent_code, agent_from, encode_rows, put_str, put_u64,
+    read_numbers,
 };
 
 const MAGIC: &[u8; 4] = b"HUAG";
 const JOURNAL_MAGIC: &[u8; 4] = b"HUAJ";
 /// Bump when the layout or the aggregation rules change (5: the slots
 /// summed over sessions, the per-session sums beside them, and owner
-/// hashes word-at-a-time, `owners::owner_of`).
-pub(crate) const STATE_VERSION: u32 = 5;
+/// hashes word-at-a-time, `owners::owner_of`; 6: each table checked block
+/// by block, `rows::encode_rows`).
+pub(crate) const STATE_VERSION: u32 = 6;
 /// The journal may always grow to this many bytes.
 pub(crate) const MIN_JOURNAL: u64 = 256 << 10;
 
@@ -74,18 +75,15 @@ struct Parts {
     since: i64,
     pricing: String,
     detailed: Detailed,
-    /// The table left undecoded, if one was ([`Lazy`]).
-    lazy: Option<(Lazy, LazyTable)>,
+    /// The tables left undecoded (the slots, the sessions), as
+    /// [`Undecoded`] asked.
+    lazy: [Option<LazyTable>; 2],
     owners: OwnersRef,
 }
 
-/// Which table a read leaves undecoded: the worker the sessions, a view
-/// the table it shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Lazy {
-    Slots,
-    Sessions,
-}
+/// Which tables a read leaves undecoded (the slots, the sessions): the
+/// worker both, a view the table it shows.
+type Undecoded = [bool; 2];
 
 impl StateStore {
     /// The state in `dir` (`aggregate-v1.bin`, `aggregate-v1.journal`).
@@ -104,31 +102,34 @@ impl StateStore {
     /// The base and journal as loaded, slots before `from` and the tables
     /// not wanted left out.
     fn read(&self, from: i64, tables: Tables) -> Option<(Parts, Origin)> {
-        self.read_lazily(from, tables, None)
+        self.read_lazily(from, tables, [false; 2])
     }
 
-    /// [`StateStore::read`], one table left undecoded.
-    fn read_lazily(
-        &self,
-        from: i64,
-        tables: Tables,
-        lazy: Option<Lazy>,
-    ) -> Option<(Parts, Origin)> {
+    /// [`StateStore::read`], the tables `lazy` names left undecoded.
+    fn read_lazily(&self, from: i64, tables: Tables, lazy: Undecoded) -> Option<(Parts, Origin)> {
         use std::os::unix::fs::FileExt;
         let file = File::open(&self.base).ok()?;
         let meta = file.metadata().ok()?;
         let mut header = [0u8; HEADER];
         file.read_exact_at(&mut header, 0).ok()?;
         let ranges = layout(&header, meta.len())?;
+        let wanted = tables.sections();
         let mut read: [Vec<u8>; SECTIONS] = Default::default();
-        for ((bytes, range), wanted) in read.iter_mut().zip(ranges).zip(tables.sections()) {
-            if wanted {
-                *bytes = vec![0; usize::try_from(range.end - range.start).ok()?];
-                file.read_exact_at(bytes, range.start).ok()?;
+        let mut opened: [Option<LazyTable>; 2] = [None, None];
+        for (i, range) in ranges.into_iter().enumerate().filter(|(i, _)| wanted[*i]) {
+            match table_of(i) {
+                // A table checks itself block by block: only its head is
+                // read now.
+                Some(t) => opened[t] = Some(LazyTable::open(&file, range)?),
+                None => {
+                    read[i] = vec![0; usize::try_from(range.end - range.start).ok()?];
+                    file.read_exact_at(&mut read[i], range.start).ok()?;
+                }
             }
         }
-        let sections = std::array::from_fn(|i| tables.sections()[i].then_some(&read[i][..]));
-        let mut parts = decode_base(sections, from, lazy)?;
+        let sections =
+            std::array::from_fn(|i| (wanted[i] && table_of(i).is_none()).then_some(&read[i][..]));
+        let mut parts = decode_base(sections, opened, from, lazy)?;
         let mut origin = Origin {
             base_len: meta.len(),
             journal_len: 0,
@@ -147,14 +148,16 @@ impl StateStore {
 
     /// The state with its owners table; `None` when missing or damaged.
     pub fn load(&self) -> Option<State> {
-        let (parts, origin) = self.read_lazily(i64::MIN, Tables::Both, Some(Lazy::Sessions))?;
+        let (parts, origin) = self.read_lazily(i64::MIN, Tables::Both, [true; 2])?;
+        let [lazy_slots, lazy_sessions] = parts.lazy;
         let owners = Owners::open(parts.owners, self.dir()).ok()?;
         Some(State {
             fingerprint: parts.fingerprint,
             since: parts.since,
             pricing: parts.pricing,
             detailed: parts.detailed,
-            lazy_sessions: parts.lazy.map(|(_, table)| table),
+            lazy_slots,
+            lazy_sessions,
             owners,
             changed: Some(Changed::default()),
             origin: Some(origin),
@@ -177,15 +180,16 @@ impl StateStore {
     /// or after slot `from`, in key order, with the fingerprint: what a
     /// view reads, decoded straight into a list.
     pub fn rows_from(&self, from: i64, table: Tables) -> Option<(u64, Vec<(SlotKey, SlotAcc)>)> {
-        let lazy = match table {
-            Tables::Sessions => Lazy::Sessions,
-            _ => Lazy::Slots,
+        let sessions = table == Tables::Sessions;
+        let (parts, _) = self.read_lazily(from, table, [!sessions, sessions])?;
+        let [slots, sessions] = parts.lazy;
+        let rows = match slots.or(sessions) {
+            Some(mut t) => {
+                t.read_from(from)?;
+                t.rows_from(from)?
+            }
+            None => Vec::new(),
         };
-        let (parts, _) = self.read_lazily(from, table, Some(lazy))?;
-        let rows = parts
-            .lazy
-            .map(|(_, t)| t.rows_from(from))
-            .unwrap_or_default();
         Some((parts.fingerprint, rows))
     }
 
@@ -226,7 +230,9 @@ impl StateStore {
                 return Ok(());
             }
         }
-        state.decode_sessions();
+        if !state.decode_tables() {
+            return Err(io::Error::other("aggregate tables damaged"));
+        }
         let bytes = encode_base(state).ok_or_else(|| io::Error::other("owners table not saved"))?;
         crate::base::atomic_file::write_unsynced(&self.base, &bytes, 0o600)?;
         match fs::remove_file(&self.journal) {
@@ -278,6 +284,17 @@ const SECTIONS: usize = 5;
 /// Magic, version, each section's length, and the header's seal.
 const HEADER: usize = 4 + 4 + SECTIONS * 8 + 8;
 
+/// Which of the two tables section `i` holds (0 the slots, 1 the
+/// sessions); `None` for the other sections, each sealed whole. A table
+/// checks itself block by block (`rows::encode_rows`).
+fn table_of(i: usize) -> Option<usize> {
+    match i {
+        2 => Some(0),
+        3 => Some(1),
+        _ => None,
+    }
+}
+
 impl Tables {
     /// The sections a read of these tables decodes.
     fn sections(self) -> [bool; SECTIONS] {
@@ -319,8 +336,10 @@ fn encode_base(state: &State) -> Option<Vec<u8>> {
     let mut o = Vec::with_capacity(HEADER + total);
     o.extend(MAGIC);
     o.extend(STATE_VERSION.to_le_bytes());
-    for section in &mut sections {
-        seal(section);
+    for (i, section) in sections.iter_mut().enumerate() {
+        if table_of(i).is_none() {
+            seal(section);
+        }
         put_u64(&mut o, section.len() as u64);
     }
     seal(&mut o);
@@ -373,25 +392,29 @@ fn decode_bytes(bytes: &[u8], from: i64, tables: Tables) -> Option<Parts> {
     let ranges = layout(bytes, bytes.len() as u64)?;
     let wanted = tables.sections();
     let mut sections: [Option<&[u8]>; SECTIONS] = [None; SECTIONS];
-    for ((section, range), wanted) in sections.iter_mut().zip(ranges).zip(wanted) {
-        if wanted {
-            let range = usize::try_from(range.start).ok()?..usize::try_from(range.end).ok()?;
-            *section = Some(bytes.get(range)?);
+    let mut opened: [Option<LazyTable>; 2] = [None, None];
+    for (i, range) in ranges.into_iter().enumerate().filter(|(i, _)| wanted[*i]) {
+        let range = usize::try_from(range.start).ok()?..usize::try_from(range.end).ok()?;
+        let section = bytes.get(range)?;
+        match table_of(i) {
+            Some(t) => opened[t] = Some(LazyTable::from_bytes(section)?),
+            None => sections[i] = Some(section),
         }
     }
-    decode_base(sections, from, None)
+    decode_base(sections, opened, from, [false; 2])
 }
 
-/// A base's sections as read (`None`: not read, as `tables` wants),
-/// each with its seal; rows before `from` are skipped unread (rows are
-/// fixed-size and in key order, so the first one wanted is found by
-/// bisection; the seal vouches for the rows skipped).
+/// A base's sections as read (`None`: not read, as `tables` wants, or a
+/// table), each with its seal, and its tables as opened (`None`: not
+/// wanted). A table is decoded from slot `from` (its blocks before are
+/// not read), or left undecoded when `lazy` says so.
 fn decode_base(
     sections: [Option<&[u8]>; SECTIONS],
+    tables: [Option<LazyTable>; 2],
     from: i64,
-    lazy: Option<Lazy>,
+    lazy: Undecoded,
 ) -> Option<Parts> {
-    let [meta, files, slots, sessions, reference] = sections.map(|s| s.map(unseal));
+    let [meta, files, _, _, reference] = sections.map(|s| s.map(unseal));
     let mut r = Reader::new(meta??);
     let fingerprint = r.u64()?;
     let since = r.i64()?;
@@ -410,24 +433,21 @@ fn decode_base(
         detailed.by_file = read_file_counters(&mut r)?.into_iter().collect();
         r.at_end().then_some(())?;
     }
-    let mut lazy_table = None;
-    let (mut slots, mut sessions) = (slots, sessions);
-    let section = match lazy {
-        Some(Lazy::Slots) => slots.take(),
-        Some(Lazy::Sessions) => sessions.take(),
-        None => None,
-    };
-    if let (Some(which), Some(section)) = (lazy, section) {
-        lazy_table = Some((which, LazyTable::new(section?.to_vec())?));
-    }
-    for (table, section) in [
-        (&mut detailed.slots, slots),
-        (&mut detailed.sessions, sessions),
-    ] {
-        if let Some(section) = section {
-            let mut r = Reader::new(section?);
-            *table = decode_rows(&mut r, from)?;
-            r.at_end().then_some(())?;
+    let mut undecoded: [Option<LazyTable>; 2] = [None, None];
+    let decoded = [&mut detailed.slots, &mut detailed.sessions];
+    for (((table, opened), lazy), undecoded) in decoded
+        .into_iter()
+        .zip(tables)
+        .zip(lazy)
+        .zip(&mut undecoded)
+    {
+        match opened {
+            Some(opened) if lazy => *undecoded = Some(opened),
+            Some(mut opened) => {
+                opened.read_from(from)?;
+                *table = opened.rows_from(from)?.into_iter().collect();
+            }
+            None => {}
         }
     }
     let mut owners = OwnersRef::default();
@@ -443,7 +463,7 @@ fn decode_base(
         since,
         pricing,
         detailed,
-        lazy: lazy_table,
+        lazy: undecoded,
         owners,
     })
 }
@@ -475,7 +495,7 @@ fn encode_record(state: &State, changed: &Changed) -> Vec<u8> {
             put_str(&mut o, session);
             let acc = match per_session {
                 true => state.session(key),
-                false => d.slots.get(key).copied(),
+                false => state.slot(key),
             };
             match acc {
                 Some(acc) => {
@@ -552,21 +572,25 @@ fn apply_record(parts: &mut Parts, payload: &[u8], from: i64, tables: Tables) ->
         }
     }
     let d = &mut parts.detailed;
-    for (wanted, which, table, changed) in [
-        (tables.slots(), Lazy::Slots, &mut d.slots, slots),
-        (tables.sessions(), Lazy::Sessions, &mut d.sessions, sessions),
-    ] {
+    for (((wanted, table), changed), lazy) in [
+        (tables.slots(), &mut d.slots),
+        (tables.sessions(), &mut d.sessions),
+    ]
+    .into_iter()
+    .zip([slots, sessions])
+    .zip(&mut parts.lazy)
+    {
         if !wanted {
             continue;
         }
         let changed = changed.into_iter().filter(|(key, _)| key.0 >= from);
-        match &mut parts.lazy {
-            Some((lazy, undecoded)) if *lazy == which => {
+        match lazy {
+            Some(undecoded) => {
                 for (key, acc) in changed {
                     undecoded.set(key, acc);
                 }
             }
-            _ => {
+            None => {
                 for (key, acc) in changed {
                     match acc {
                         Some(acc) => table.insert(key, acc),
@@ -618,6 +642,7 @@ mod tests {
             owners: Owners::new(vec![(1, 2), (3, 4), (3, 5)]),
             changed: None,
             origin: None,
+            lazy_slots: None,
             lazy_sessions: None,
         }
     }
@@ -626,14 +651,14 @@ mod tests {
     /// state compares as).
     fn decoded(store: &StateStore) -> State {
         let mut state = store.load().unwrap();
-        state.decode_sessions();
+        assert!(state.decode_tables());
         state
     }
 
     /// `state` with slot `slot` set to `acc(requests)` and owner `id`
     /// recorded as `owner`, both marked changed.
     fn change(state: &mut State, slot: i64, requests: u64, id: u64, owner: u64) {
-        state.detailed.slots.insert(key(slot), acc(requests));
+        state.set_slot(key(slot), Some(acc(requests)));
         state.set_session(key(slot), Some(acc(requests)));
         state.owners.set(id, owner);
         state.fingerprint += 1;
@@ -667,10 +692,12 @@ mod tests {
         // A loaded state journals what changed: slots and owners.
         let mut s = store.load().unwrap();
         s.owners.set(7, 8);
-        s.detailed.slots.insert(key(2700), acc(4));
-        s.detailed.slots.remove(&key(900));
-        // Loaded lazily: the sessions are changed undecoded.
+        s.set_slot(key(2700), Some(acc(4)));
+        s.set_slot(key(900), None);
+        // Loaded lazily: the tables are changed undecoded.
+        assert!(s.lazy_slots.is_some() && s.detailed.slots.is_empty());
         assert!(s.lazy_sessions.is_some() && s.detailed.sessions.is_empty());
+        assert_eq!(s.slot(&key(1800)), Some(acc(1)));
         assert_eq!(s.session(&key(900)), Some(acc(2)));
         s.set_session(key(2700), Some(acc(3)));
         s.fingerprint = 10;
@@ -682,7 +709,7 @@ mod tests {
         assert_eq!(fs::read(&store.base).unwrap(), base);
         assert!(store.journal.exists());
         let back = decoded(&store);
-        s.decode_sessions();
+        assert!(s.decode_tables());
         assert_eq!(
             (back.fingerprint, back.since, &back.pricing, &back.detailed),
             (s.fingerprint, s.since, &s.pricing, &s.detailed)
@@ -710,6 +737,26 @@ mod tests {
         let journal = fs::read(&store.journal).unwrap();
         fs::write(&store.journal, &journal[..journal.len() - 1]).unwrap();
         assert_eq!(store.load().unwrap().fingerprint, 9);
+        // A damaged block of the sessions is found when first read: the
+        // worker's state loads (their head checks), answers from that
+        // block are refused (`State::apply` then fails, and the worker
+        // rebuilds), and no new base is made from it.
+        let _ = fs::remove_file(&store.journal);
+        let lengths: Vec<usize> = (0..4)
+            .map(|i| u64::from_le_bytes(base[8 + 8 * i..16 + 8 * i].try_into().unwrap()) as usize)
+            .collect();
+        let mut damaged = base.clone();
+        damaged[HEADER + lengths.iter().sum::<usize>() - 1] ^= 1;
+        fs::write(&store.base, &damaged).unwrap();
+        let mut s = store.load().unwrap();
+        assert_eq!(s.session(&key(900)), None);
+        assert!(s.lazy_sessions.as_ref().unwrap().damaged());
+        // A new base would need every session: it is not written.
+        s.changed = None;
+        assert!(store.save(&mut s).is_err());
+        assert_eq!(fs::read(&store.base).unwrap(), damaged);
+        assert!(store.load_from(i64::MIN, Tables::Sessions).is_none());
+        assert!(store.load_slots().is_some());
         // A damaged base is refused.
         fs::write(&store.base, &base[..base.len() - 1]).unwrap();
         assert!(store.load().is_none());
@@ -733,7 +780,7 @@ mod tests {
         assert!(fs::metadata(&store.journal).unwrap().len() > one);
         let back = decoded(&store);
         assert_eq!(back.fingerprint, 12);
-        s.decode_sessions();
+        assert!(s.decode_tables());
         assert_eq!(back.detailed, s.detailed);
         assert_eq!(back.detailed.slots.get(&key(2700)), Some(&acc(5)));
         assert_eq!(
@@ -747,8 +794,8 @@ mod tests {
         fs::write(&store.journal, &journal).unwrap();
         let partial = store.load().unwrap();
         assert_eq!(partial.fingerprint, 10);
-        assert_eq!(partial.detailed.slots.get(&key(2700)), Some(&acc(4)));
-        assert_eq!(partial.detailed.slots.get(&key(3600)), None);
+        assert_eq!(partial.slot(&key(2700)), Some(acc(4)));
+        assert_eq!(partial.slot(&key(3600)), None);
     }
 
     #[test]
@@ -769,7 +816,7 @@ mod tests {
         assert!(!store.journal.exists());
         let back = decoded(&store);
         assert_eq!(back.fingerprint, 10);
-        s.decode_sessions();
+        assert!(s.decode_tables());
         assert_eq!(back.detailed, s.detailed);
     }
 
@@ -791,7 +838,7 @@ mod tests {
         assert!(!store.journal.exists());
         assert_ne!(fs::read(&store.base).unwrap(), base);
         let back = decoded(&store);
-        s.decode_sessions();
+        assert!(s.decode_tables());
         assert_eq!(back.detailed, s.detailed);
         assert_eq!(back.fingerprint, s.fingerprint);
     }
@@ -865,12 +912,12 @@ mod tests {
         let mut s = store.load().unwrap();
         change(&mut s, 45 * 900, 1, 7, 8);
         change(&mut s, 4 * 900, 9, 7, 8);
-        s.detailed.slots.remove(&key(30 * 900));
+        s.set_slot(key(30 * 900), None);
         s.changed.as_mut().unwrap().slots.insert(key(30 * 900));
         store.save(&mut s).unwrap();
         assert!(store.journal.exists());
         let (_, all) = store.load_from(i64::MIN, Tables::Both).unwrap();
-        s.decode_sessions();
+        assert!(s.decode_tables());
         assert_eq!(all, s.detailed);
         for from in [
             i64::MIN,
