@@ -8,9 +8,9 @@
 //! its snapshot by `generated_at`: a file that does not match, is of
 //! another version, or does not parse, is ignored and the full state read.
 
-use crate::base::json;
 use crate::usage::aggregate::{SlotAcc, SlotKey, Text};
 use crate::usage::event::Agent;
+use crate::usage::parse::jsonpick::Cursor;
 use crate::usage::store::rows::{acc_from, acc_numbers};
 
 /// The sums of a slot the file writes as decimal strings: the state's
@@ -60,41 +60,70 @@ pub fn encode<'a>(
 }
 
 /// The slots of a file written for the snapshot of `generated_at`; `None`
-/// when it is another snapshot's, or not such a file.
+/// when it is another snapshot's, or not such a file. Read in one pass
+/// with the transcripts' cursor, no JSON tree built (the statusline runs
+/// many times a minute, and this file is most of what it reads).
 pub fn decode(text: &str, generated_at: i64) -> Option<Vec<(SlotKey, SlotAcc)>> {
-    let v = json::parse(text).ok()?;
-    if v.get("v")?.as_i64()? != VERSION || v.get("generated_at")?.as_i64()? != generated_at {
+    let mut c = Cursor::new(text.as_bytes());
+    let (mut version, mut at, mut slots) = (None, None, None);
+    c.object(|key, c| {
+        match key {
+            b"v" => version = Some(integer(c)?),
+            b"generated_at" => at = Some(integer(c)?),
+            b"slots" => slots = Some(read_slots(c)?),
+            _ => c.skip()?,
+        }
+        Some(())
+    })?;
+    if !c.at_end() || version != Some(VERSION) || at != Some(generated_at) {
         return None;
     }
-    let mut out = Vec::new();
-    for s in v.get("slots")?.as_array()? {
-        let s = s.as_array()?;
-        let [slot, agent, model, cwd, counts, first, last] = s else {
-            return None;
-        };
-        let agent = Agent::from_name(agent.as_str()?)?;
-        let counts = counts.as_array()?;
-        if counts.len() != COUNTS {
-            return None;
-        }
-        let mut n = [0u64; 12];
-        for (n, c) in n.iter_mut().zip(counts) {
-            *n = c.as_str()?.parse().ok()?;
-        }
-        n[COUNTS] = first.as_i64()? as u64;
-        n[COUNTS + 1] = last.as_i64()? as u64;
-        out.push((
-            (
-                slot.as_i64()?,
-                agent,
-                Text::from(model.as_str()?),
-                Text::from(cwd.as_str()?),
-                Text::from(""),
-            ),
-            acc_from(n),
-        ));
-    }
+    let mut out = slots?;
     out.sort_by(|a, b| a.0.cmp(&b.0));
+    Some(out)
+}
+
+/// An integer as the writer writes it (digits, a sign before them).
+fn integer(c: &mut Cursor) -> Option<i64> {
+    std::str::from_utf8(c.raw()?).ok()?.parse().ok()
+}
+
+/// The `slots` array: rows of slot, agent, model, directory, the counts
+/// (decimal strings) and the first and last request's time.
+fn read_slots(c: &mut Cursor) -> Option<Vec<(SlotKey, SlotAcc)>> {
+    let empty = Text::from("");
+    let text = |s: std::borrow::Cow<str>| match s.is_empty() {
+        true => empty.clone(),
+        false => Text::from(&*s),
+    };
+    let mut out = Vec::new();
+    c.array(|c| {
+        let (mut slot, mut agent, mut names) = (None, None, Vec::with_capacity(2));
+        let (mut n, mut counts, mut fields) = ([0u64; 12], 0, 0);
+        c.array(|c| {
+            match fields {
+                0 => slot = Some(integer(c)?),
+                1 => agent = Some(Agent::from_name(&c.string()??)?),
+                2 | 3 => names.push(text(c.string()??)),
+                4 => c.array(|c| {
+                    let count = c.string()??.parse().ok()?;
+                    *n.get_mut(counts).filter(|_| counts < COUNTS)? = count;
+                    counts += 1;
+                    Some(())
+                })?,
+                5 | 6 => n[COUNTS + fields - 5] = integer(c)? as u64,
+                _ => return None,
+            }
+            fields += 1;
+            Some(())
+        })?;
+        let [model, cwd] = <[Text; 2]>::try_from(names).ok()?;
+        if fields != 7 || counts != COUNTS {
+            return None;
+        }
+        out.push(((slot?, agent?, model, cwd, empty.clone()), acc_from(n)));
+        Some(())
+    })?;
     Some(out)
 }
 
@@ -131,6 +160,92 @@ mod tests {
                 .with("slots", Value::Array(list)),
         )
         .to_json()
+    }
+
+    /// The file read with the generic JSON parser into a tree: the
+    /// oracle [`decode`] is held to.
+    fn decode_generic(text: &str, generated_at: i64) -> Option<Vec<(SlotKey, SlotAcc)>> {
+        let v = crate::base::json::parse(text).ok()?;
+        if v.get("v")?.as_i64()? != VERSION || v.get("generated_at")?.as_i64()? != generated_at {
+            return None;
+        }
+        let mut out = Vec::new();
+        for s in v.get("slots")?.as_array()? {
+            let s = s.as_array()?;
+            let [slot, agent, model, cwd, counts, first, last] = s else {
+                return None;
+            };
+            let agent = Agent::from_name(agent.as_str()?)?;
+            let counts = counts.as_array()?;
+            if counts.len() != COUNTS {
+                return None;
+            }
+            let mut n = [0u64; 12];
+            for (n, c) in n.iter_mut().zip(counts) {
+                *n = c.as_str()?.parse().ok()?;
+            }
+            n[COUNTS] = first.as_i64()? as u64;
+            n[COUNTS + 1] = last.as_i64()? as u64;
+            out.push((
+                (
+                    slot.as_i64()?,
+                    agent,
+                    Text::from(model.as_str()?),
+                    Text::from(cwd.as_str()?),
+                    Text::from(""),
+                ),
+                acc_from(n),
+            ));
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Some(out)
+    }
+
+    #[test]
+    fn the_cursor_reads_what_the_generic_parser_reads() {
+        // Random files and every one-byte change to a small one: both
+        // readers agree on the slots or both refuse.
+        let now = 1_795_953_600;
+        let acc = |n: u64| SlotAcc {
+            requests: n,
+            cost_pico: n * 7,
+            unpriced_tokens: n % 3,
+            first_ts: now - 800,
+            last_ts: now - 10,
+            ..SlotAcc::default()
+        };
+        let keys: Vec<SlotKey> = (0..30)
+            .map(|i| {
+                let agent = [Agent::Claude, Agent::Codex][i % 2];
+                (
+                    now - 900 * (i as i64 / 2 + 1),
+                    agent,
+                    "m".into(),
+                    "/d".into(),
+                    "s".into(),
+                )
+            })
+            .collect();
+        let accs: Vec<SlotAcc> = (0..30).map(|i| acc(i + 1)).collect();
+        let text = encode(now, now, keys.iter().zip(&accs));
+        assert_eq!(decode(&text, now), decode_generic(&text, now));
+        assert_eq!(decode(&text, now).map(|d| d.len()), Some(30));
+        let small = encode(now, now, keys.iter().zip(&accs).take(1));
+        let bytes = small.as_bytes();
+        for i in 0..bytes.len() {
+            for b in [b' ', b'"', b'0', b'9', b',', b']', b'}', b'-', b'x'] {
+                let mut changed = bytes.to_vec();
+                changed[i] = b;
+                let Ok(changed) = String::from_utf8(changed) else {
+                    continue;
+                };
+                assert_eq!(
+                    decode(&changed, now),
+                    decode_generic(&changed, now),
+                    "{changed}"
+                );
+            }
+        }
     }
 
     #[test]
