@@ -166,8 +166,7 @@ impl TrustedCopy {
         let copy = TrustedCopy { dir };
         let mode = |mode| std::fs::Permissions::from_mode(mode);
         std::fs::set_permissions(&copy.dir, mode(0o755)).unwrap();
-        std::fs::copy(source, copy.path()).unwrap();
-        std::fs::set_permissions(copy.path(), mode(0o755)).unwrap();
+        crate::support::copy_executable(source, copy.path()).unwrap();
         copy
     }
 

@@ -16,7 +16,6 @@ use crate::common;
 use crate::support;
 
 use std::io::{Read, Write};
-use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -141,12 +140,7 @@ fn plugin_dir(root: &Path) -> PathBuf {
         || PathBuf::from(env!("CARGO_BIN_EXE_heeler")),
         PathBuf::from,
     );
-    std::fs::copy(&binary, dir.join("bin/heeler")).unwrap();
-    std::fs::set_permissions(
-        dir.join("bin/heeler"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
+    crate::support::copy_executable(&binary, dir.join("bin/heeler")).unwrap();
     println!("heeler under test: {}", binary.display());
     dir
 }

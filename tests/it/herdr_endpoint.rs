@@ -21,8 +21,7 @@ fn fake_herdr(dir: &Path, answer: &Path, extra: &str) -> PathBuf {
         "#!/bin/sh\n{extra}\nif [ \"$1 $2 $3\" = \"plugin config-dir heeler\" ] && [ -n \"$HERDR_SOCKET_PATH\" ]; then printf '%s\\n' '{}'; exit 0; fi\necho \"unexpected: $*\" >&2\nexit 3\n",
         answer.display()
     );
-    fs::write(&path, script).unwrap();
-    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    crate::support::write_executable(&path, script).unwrap();
     path
 }
 

@@ -64,8 +64,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 fn write_executable(path: &Path, text: &str) {
-    std::fs::write(path, text).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    crate::support::write_executable(path, text).unwrap();
 }
 
 fn find_tool(name: &str) -> Option<PathBuf> {

@@ -531,7 +531,7 @@ fn the_herdr_binary_is_the_fallback_when_the_socket_is_unusable() {
     f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
     let bin = f.root.join("fake-herdr");
     let log = f.root.join("herdr-args.log");
-    std::fs::write(
+    crate::support::write_executable(
         &bin,
         format!(
             r#"#!/bin/sh
@@ -546,8 +546,6 @@ esac
         ),
     )
     .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
     let mut env = f.env(&event("w1:p1", "blocked"));
     for (k, v) in env.iter_mut() {
         if k == "HERDR_BIN_PATH" {
@@ -732,7 +730,7 @@ fn a_hanging_herdr_binary_is_killed_at_its_deadline() {
     f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
     let bin = f.root.join("hanging-herdr");
     let pid_file = f.root.join("sleep.pid");
-    std::fs::write(
+    crate::support::write_executable(
         &bin,
         format!(
             "#!/bin/sh\nsleep 120 &\necho $! > '{}'\nwait\n",
@@ -740,8 +738,6 @@ fn a_hanging_herdr_binary_is_killed_at_its_deadline() {
         ),
     )
     .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
     let mut env = f.env(&event("w1:p1", "blocked"));
     for (k, v) in env.iter_mut() {
         if k == "HERDR_BIN_PATH" {

@@ -7,7 +7,6 @@ use crate::support;
 
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
 use std::process::Command;
 
@@ -137,7 +136,7 @@ fn through_the_cli_a_second_pair_is_told_too() {
     let dir = scratch("cli-open");
     let calls = dir.join("calls");
     let herdr = dir.join("herdr");
-    fs::write(
+    crate::support::write_executable(
         &herdr,
         format!(
             "#!/bin/sh\nprintf '%s|' \"$@\" >> '{calls}'\necho >> '{calls}'\nif [ \"$1\" = plugin ]; then echo 'error: plugin_pane_open_failed: popup already open' >&2; exit 1; fi\n",
@@ -145,7 +144,6 @@ fn through_the_cli_a_second_pair_is_told_too() {
         ),
     )
     .unwrap();
-    fs::set_permissions(&herdr, fs::Permissions::from_mode(0o755)).unwrap();
     let output = heeler().env("HERDR_BIN_PATH", &herdr).output().unwrap();
     assert_eq!(output.status.code(), Some(1));
     let calls = fs::read_to_string(&calls).unwrap();
@@ -165,7 +163,7 @@ fn falls_back_to_the_cli_and_exits_with_its_status() {
     let dir = scratch("cli");
     let args_file = dir.join("args");
     let herdr = dir.join("herdr");
-    fs::write(
+    crate::support::write_executable(
         &herdr,
         format!(
             "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\nexit 7\n",
@@ -173,7 +171,6 @@ fn falls_back_to_the_cli_and_exits_with_its_status() {
         ),
     )
     .unwrap();
-    fs::set_permissions(&herdr, fs::Permissions::from_mode(0o755)).unwrap();
     let output = heeler()
         .env("HERDR_SOCKET_PATH", dir.join("nobody-listens.sock"))
         .env("HERDR_BIN_PATH", &herdr)
@@ -192,7 +189,7 @@ fn a_hanging_herdr_cli_is_killed_at_its_deadline() {
     let dir = scratch("hang");
     let herdr = dir.join("herdr");
     let pid_file = dir.join("sleep.pid");
-    fs::write(
+    crate::support::write_executable(
         &herdr,
         format!(
             "#!/bin/sh\nsleep 120 &\necho $! > '{}'\nwait\n",
@@ -200,7 +197,6 @@ fn a_hanging_herdr_cli_is_killed_at_its_deadline() {
         ),
     )
     .unwrap();
-    fs::set_permissions(&herdr, fs::Permissions::from_mode(0o755)).unwrap();
     let (cap, ms) = support::short_deadlines();
     let output = heeler()
         .env("HERDR_SOCKET_PATH", dir.join("nobody-listens.sock"))
@@ -322,7 +318,7 @@ fn the_usage_action_opens_the_usage_popup_and_tells_a_refusal() {
 
     let args_file = dir.join("args");
     let herdr = dir.join("herdr");
-    fs::write(
+    crate::support::write_executable(
         &herdr,
         format!(
             "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\nexit 0\n",
@@ -330,7 +326,6 @@ fn the_usage_action_opens_the_usage_popup_and_tells_a_refusal() {
         ),
     )
     .unwrap();
-    fs::set_permissions(&herdr, fs::Permissions::from_mode(0o755)).unwrap();
     let output = usage_action()
         .env("HERDR_SOCKET_PATH", dir.join("nobody-listens.sock"))
         .env("HERDR_BIN_PATH", &herdr)

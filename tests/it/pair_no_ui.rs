@@ -426,22 +426,6 @@ fn start_up_sweep_removes_a_killed_ceremony_line() {
     child.wait().unwrap();
 }
 
-/// Spawns a command that runs a test's fresh copy of the binary. A child
-/// another test thread forked while the copy was still open for writing
-/// holds that descriptor until it execs, and until then running the copy
-/// fails with ETXTBSY; so that error is retried for a while.
-fn spawn_copy(cmd: &mut Command) -> Child {
-    for _ in 0..200 {
-        match cmd.spawn() {
-            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            spawned => return spawned.unwrap(),
-        }
-    }
-    cmd.spawn().unwrap()
-}
-
 /// The pairing id in the bootstrap line of `authorized_keys`
 /// (`… herdr-pairing:<id>:exp:<unix>`).
 fn pairing_id_of(authorized_keys: &str) -> String {
@@ -623,8 +607,10 @@ impl PasswdUser {
         BufReader<std::process::ChildStdout>,
         pairing_code::Payload,
     ) {
-        let mut child =
-            spawn_copy(&mut self.command(&["pair", "--no-ui", "--address", "192.0.2.7"], vars));
+        let mut child = self
+            .command(&["pair", "--no-ui", "--address", "192.0.2.7"], vars)
+            .spawn()
+            .unwrap();
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
         let mut code = String::new();
         stdout.read_line(&mut code).unwrap();
@@ -697,13 +683,16 @@ fn accept_with_an_empty_home_enrolls_into_the_passwd_home() {
             .public_line()
     );
     // What sshd would run, but with HOME set and empty.
-    let mut accept = spawn_copy(
-        user.command(
+    // The copy was written by a child process (`support::copy_executable`),
+    // so no descriptor of it can make this spawn fail with ETXTBSY.
+    let mut accept = user
+        .command(
             &["accept", "--state-dir", state_dir.to_str().unwrap()],
             &[("HOME", empty)],
         )
-        .args(["--pairing-id", &id]),
-    );
+        .args(["--pairing-id", &id])
+        .spawn()
+        .unwrap();
     accept
         .stdin
         .take()

@@ -94,8 +94,7 @@ impl Popup {
         }
         for (name, script) in &options.programs {
             let path = bin.join(name);
-            fs::write(&path, script).unwrap();
-            fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+            crate::support::write_executable(&path, script).unwrap();
         }
         if let Some(text) = options.pair_json {
             fs::write(config.join("pair.json"), text).unwrap();
@@ -117,7 +116,7 @@ impl Popup {
             let shared = root.join("shared");
             fs::create_dir_all(&shared).unwrap();
             fs::set_permissions(&shared, fs::Permissions::from_mode(0o777)).unwrap();
-            fs::copy(HEELER, shared.join("heeler")).unwrap();
+            crate::support::copy_executable(HEELER, shared.join("heeler")).unwrap();
             shared.join("heeler").to_string_lossy().into_owned()
         } else {
             HEELER.to_owned()
@@ -815,7 +814,7 @@ fn missing_host_key_is_fatal_and_waits_for_a_key() {
 
 /// A stand-in herdr whose `plugin config-dir heeler` prints `config`.
 fn fake_herdr(path: &Path, config: &Path) {
-    fs::write(
+    crate::support::write_executable(
         path,
         format!(
             "#!/bin/sh\nif [ \"$1 $2 $3\" = \"plugin config-dir heeler\" ]; then printf '%s\\n' '{}'; exit 0; fi\nexit 3\n",
@@ -823,7 +822,6 @@ fn fake_herdr(path: &Path, config: &Path) {
         ),
     )
     .unwrap();
-    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 #[test]

@@ -56,12 +56,11 @@ fn plant_agents(bin: &Path, marker: &Path) {
     fs::create_dir_all(bin).unwrap();
     for name in ["codex", "claude"] {
         let path = bin.join(name);
-        fs::write(
+        crate::support::write_executable(
             &path,
             format!("#!/bin/sh\necho {name} >> '{}'\n", marker.display()),
         )
         .unwrap();
-        chmod(&path, 0o755);
     }
 }
 
@@ -475,8 +474,7 @@ fn pair_and_doctor_refuse_a_binary_another_user_can_replace() {
     )
     .unwrap();
     let heeler = bin.join("heeler");
-    fs::copy(heeler_bin(), &heeler).unwrap();
-    chmod(&heeler, 0o755);
+    crate::support::copy_executable(heeler_bin(), &heeler).unwrap();
     let bin = fs::canonicalize(&bin).unwrap();
     let shown = bin.join("heeler").display().to_string();
     let run = |args: &[&str]| {

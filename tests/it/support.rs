@@ -21,6 +21,48 @@ pub const KEY_B: &str = "QkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkI";
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
+/// Writes `text` to `path` as a program (mode 0755) from a child process,
+/// never from this one. A file this process held open for writing cannot
+/// be run until every child that another test thread forked meanwhile has
+/// exec'd (it inherits the descriptor until then): running it fails with
+/// ETXTBSY, whoever runs it. Written by `sh`, the descriptor is never in
+/// this process. The signature is `fs::write`'s.
+pub fn write_executable(path: impl AsRef<Path>, text: impl AsRef<[u8]>) -> std::io::Result<()> {
+    let mut child = Command::new("/bin/sh")
+        .args(["-c", "cat > \"$1\" && chmod 755 \"$1\"", "sh"])
+        .arg(path.as_ref())
+        .stdin(Stdio::piped())
+        .spawn()?;
+    let written = child
+        .stdin
+        .take()
+        .map_or(Ok(()), |mut stdin| stdin.write_all(text.as_ref()));
+    let status = child.wait()?;
+    written?;
+    match status.success() {
+        true => Ok(()),
+        false => Err(std::io::Error::other(format!(
+            "writing {}: {status}",
+            path.as_ref().display()
+        ))),
+    }
+}
+
+/// Copies the program `from` to `to` (mode 0755) from a child process, as
+/// [`write_executable`] writes one. The signature is `fs::copy`'s, less
+/// the byte count.
+pub fn copy_executable(from: impl AsRef<Path>, to: impl AsRef<Path>) -> std::io::Result<()> {
+    let status = Command::new("/bin/cp")
+        .arg(from.as_ref())
+        .arg(to.as_ref())
+        .status()?;
+    if !status.success() {
+        return Err(std::io::Error::other(format!("cp: {status}")));
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(to.as_ref(), std::fs::Permissions::from_mode(0o755))
+}
+
 /// A fresh, empty directory under the system temp dir; removed when the
 /// returned guard is dropped.
 pub fn temp_dir(name: &str) -> TempDir {

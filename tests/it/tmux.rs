@@ -6,7 +6,6 @@
 //! one root directory, removed with the server when the pane is dropped.
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -50,8 +49,7 @@ impl Pane {
     /// removed when the pane is dropped.
     pub fn start(root: PathBuf, script: &str, width: u16, height: u16) -> Pane {
         let run = root.join("run.sh");
-        fs::write(&run, script).unwrap();
-        fs::set_permissions(&run, fs::Permissions::from_mode(0o755)).unwrap();
+        crate::support::write_executable(&run, script).unwrap();
         // The server's socket lives in the root (`-S`), not in
         // /tmp/tmux-<uid>, so the test leaves nothing behind in /tmp.
         let socket = root.join("tmux.sock").to_string_lossy().into_owned();

@@ -8,7 +8,6 @@
 use crate::usage_fixture;
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -33,7 +32,7 @@ fn stand_in(dir: &Path, mode: &str) -> (PathBuf, PathBuf) {
         "forks" => "sleep 30 &\necho $! > \"$(dirname \"$0\")/forks.pid\"\necho '{}'",
         _ => "exec sleep 30",
     };
-    fs::write(
+    crate::support::write_executable(
         &script,
         format!(
             "#!/bin/sh\necho \"$*|$HERDR_SOCKET_PATH\" >> '{}'\n{body}\n",
@@ -41,7 +40,6 @@ fn stand_in(dir: &Path, mode: &str) -> (PathBuf, PathBuf) {
         ),
     )
     .unwrap();
-    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
     (script, calls)
 }
 

@@ -92,8 +92,7 @@ fn stand_in(dir: &Path, name: &str, script: &str, mode: &str) -> ProbeEnv {
     let bin = dir.join(format!("bin-{name}-{mode}"));
     fs::create_dir_all(&bin).unwrap();
     let path = bin.join(name);
-    fs::write(&path, script.replace("__MODE__", mode)).unwrap();
-    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    crate::support::write_executable(&path, script.replace("__MODE__", mode)).unwrap();
     let system_path = std::env::var("PATH").unwrap_or_default();
     ProbeEnv {
         path: Some(format!("{}:{system_path}", bin.display())),
