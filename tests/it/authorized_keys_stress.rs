@@ -624,22 +624,37 @@ impl Outsider {
 /// are not counted.
 fn ceremonies_beside(outsider: Outsider, ceremonies: usize) {
     use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let home = temp_home(&format!("beside-{}", outsider.tag()));
     write_initial(&home, false);
     let file = home.join(".ssh/authorized_keys");
     let stop = Arc::new(AtomicBool::new(false));
+    let wrote = Arc::new(AtomicUsize::new(0));
     let writer = {
-        let (file, stop) = (file.clone(), stop.clone());
+        let (file, stop, wrote) = (file.clone(), stop.clone(), wrote.clone());
         std::thread::spawn(move || {
             let mut n = 0;
             while !stop.load(Ordering::SeqCst) {
                 outsider.write(&file, n);
                 n += 1;
+                wrote.store(n, Ordering::SeqCst);
                 std::thread::sleep(outsider.period());
             }
             n
         })
+    };
+    // Each ceremony starts only once the outsider has written once more,
+    // so the two interleave however loaded the machine is (a count, not a
+    // sleep, is what the test waits on).
+    let outsider_wrote = |at_least: usize| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while wrote.load(Ordering::SeqCst) < at_least {
+            assert!(
+                Instant::now() < deadline,
+                "the {outsider:?} stopped writing"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
     };
     let state = home.join("state");
     let config = heeler::pair::ceremony::CeremonyConfig::new(
@@ -649,6 +664,7 @@ fn ceremonies_beside(outsider: Outsider, ceremonies: usize) {
     );
     let started = Instant::now();
     for round in 0..ceremonies {
+        outsider_wrote(round + 1);
         let ceremony = heeler::pair::ceremony::begin(&config).unwrap();
         let seed = [u8::try_from(round % 250).unwrap() + 1; 32];
         let device = format!(
@@ -692,7 +708,7 @@ fn ceremonies_beside(outsider: Outsider, ceremonies: usize) {
         missing.is_empty() && doubled.is_empty(),
         "{outsider:?}: lost {missing:?}, doubled {doubled:?}"
     );
-    assert!(written > ceremonies, "the {outsider:?} ran throughout");
+    assert!(written >= ceremonies, "the {outsider:?} ran throughout");
     let foreign: Vec<Vec<u8>> = authorized_keys::split_lines(&bytes)
         .into_iter()
         .filter(|l| foreign_lines().contains(l))
