@@ -884,17 +884,7 @@ fn per_extra_30_days(kept: &[Kept]) {
 /// the zone to be rendered ahead by the next refresh, which this
 /// benchmark never runs).
 fn other_zones(bin: &Path, home: &Path, state: &Path) -> Result<(), String> {
-    let mut other: Vec<Duration> = (0..21)
-        .map(|i| {
-            let zone = ["Asia/Kathmandu", "America/St_Johns", "Australia/Eucla"][i % 3];
-            time(heeler(
-                bin,
-                home,
-                state,
-                &["usage", "query", "--refresh", "never", "--tz", zone],
-            ))
-        })
-        .collect::<Result<_, _>>()?;
+    let mut other = ask_other_zones(bin, home, state)?;
     other.sort();
     println!(
         "query, zone not rendered ahead: {:>10}   (median of 21; max {})",
@@ -1347,6 +1337,13 @@ fn timings(t: &Timings) -> Result<i64, String> {
     let peak = append_timings(t)?;
     warm_query_timings(t)?;
     other_zones(t.bin, &t.corpus.home, t.state)?;
+    // The baseline is asked for the same zones and refreshed, so both
+    // snapshots render as many zones ahead: the views and the statusline
+    // that follow read snapshots of one size.
+    if let Some((old, old_state)) = &t.baseline {
+        ask_other_zones(old, &t.corpus.home, old_state)?;
+        measure(heeler(old, &t.corpus.home, old_state, &["usage", "worker"]))?;
+    }
     match find_ccusage() {
         Some(cc) => versus_ccusage(t, &cc)?,
         None => println!(
@@ -1411,6 +1408,22 @@ fn append_timings(t: &Timings) -> Result<i64, String> {
         );
     }
     Ok(peak)
+}
+
+/// 21 queries for three zones the worker does not render ahead, each
+/// timed; the worker renders them ahead from its next refresh on.
+fn ask_other_zones(bin: &Path, home: &Path, state: &Path) -> Result<Vec<Duration>, String> {
+    (0..21)
+        .map(|i| {
+            let zone = ["Asia/Kathmandu", "America/St_Johns", "Australia/Eucla"][i % 3];
+            time(heeler(
+                bin,
+                home,
+                state,
+                &["usage", "query", "--refresh", "never", "--tz", zone],
+            ))
+        })
+        .collect()
 }
 
 /// The warm query, 21 times, interleaved with the baseline's when there
