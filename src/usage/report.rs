@@ -82,7 +82,7 @@ impl Snapshot {
     /// Reads `snapshot-v1.json` (without slots: see [`Snapshot::aggregate`]);
     /// `None` if it is not one.
     pub fn parse(text: &str) -> Option<Snapshot> {
-        let file = SnapshotFile::read(text)?;
+        let file = SnapshotFile::read(text, None)?;
         let aggregate = file.aggregate?;
         if aggregate.len() != 16 {
             return None;
@@ -98,22 +98,27 @@ impl Snapshot {
     }
 }
 
-/// The members of `snapshot-v1.json`, picked without a full parse (the
-/// members rendered ahead stay raw until a zone is looked for).
-struct SnapshotFile<'a> {
+/// The members of `snapshot-v1.json`, picked without a full parse: of
+/// the members rendered ahead, only the entry of the zone and day looked
+/// for (if any) is parsed, in the same pass.
+struct SnapshotFile {
     generated_at: i64,
     partial: bool,
     pricing: SourceMeta,
     coverage: Value,
     aggregate: Option<String>,
-    rendered: Option<&'a [u8]>,
+    /// The parts rendered for the zone and day asked for; `None` when
+    /// none was asked for or the file has none.
+    parts: Option<Object>,
 }
 
-impl<'a> SnapshotFile<'a> {
-    fn read(text: &'a str) -> Option<SnapshotFile<'a>> {
+impl SnapshotFile {
+    /// The file's members, and the parts rendered for `wanted` (a zone
+    /// and a local day) when given.
+    fn read(text: &str, wanted: Option<(&str, i64)>) -> Option<SnapshotFile> {
         let mut c = Cursor::new(text.as_bytes());
         let (mut version, mut generated_at, mut partial) = (None, None, false);
-        let (mut pricing, mut coverage, mut aggregate, mut rendered) = (None, None, None, None);
+        let (mut pricing, mut coverage, mut aggregate, mut parts) = (None, None, None, None);
         c.object(|key, c| {
             match key {
                 b"v" => version = c.count()?,
@@ -122,7 +127,13 @@ impl<'a> SnapshotFile<'a> {
                 b"pricing" => pricing = Some(c.raw()?),
                 b"coverage" => coverage = Some(c.raw()?),
                 b"aggregate" => aggregate = c.string()?,
-                b"rendered" => rendered = Some(c.raw()?),
+                b"rendered" => c.array(|c| {
+                    let raw = c.raw()?;
+                    if let (None, Some(wanted)) = (&parts, wanted) {
+                        parts = rendered_parts(raw, wanted)?;
+                    }
+                    Some(())
+                })?,
                 _ => c.skip()?,
             }
             Some(())
@@ -136,8 +147,27 @@ impl<'a> SnapshotFile<'a> {
             pricing: pricing_from(pricing?)?,
             coverage: json::parse(std::str::from_utf8(coverage?).ok()?).ok()?,
             aggregate: aggregate.map(|a| a.into_owned()),
-            rendered,
+            parts,
         })
+    }
+}
+
+/// The parts of one entry of `rendered` when it is for `wanted` (a zone
+/// and a local day): `Some(None)` when it is another's, `None` when it
+/// does not parse. The parts are moved out of the parsed entry, not
+/// copied.
+fn rendered_parts(raw: &[u8], (tz, day): (&str, i64)) -> Option<Option<Object>> {
+    let Value::Object(mut entry) = json::parse(std::str::from_utf8(raw).ok()?).ok()? else {
+        return Some(None);
+    };
+    if entry.get("tz").and_then(Value::as_str) != Some(tz)
+        || entry.get("day").and_then(Value::as_i64) != Some(day)
+    {
+        return Some(None);
+    }
+    match entry.remove("parts") {
+        Some(Value::Object(parts)) => Some(Some(parts)),
+        _ => Some(None),
     }
 }
 
@@ -176,26 +206,13 @@ impl Prerendered {
     /// Reads `snapshot-v1.json` when it holds members rendered for `tz` on
     /// local day `day`; `None` otherwise (read the slots then).
     pub fn read(text: &str, tz: &str, day: i64) -> Option<Prerendered> {
-        let file = SnapshotFile::read(text)?;
-        let mut found = None;
-        Cursor::new(file.rendered?).array(|c| {
-            let raw = c.raw()?;
-            if found.is_none() {
-                let entry = json::parse(std::str::from_utf8(raw).ok()?).ok()?;
-                if entry.get("tz").and_then(Value::as_str) == Some(tz)
-                    && entry.get("day").and_then(Value::as_i64) == Some(day)
-                {
-                    found = entry.get("parts").and_then(Value::as_object).cloned();
-                }
-            }
-            Some(())
-        })?;
+        let file = SnapshotFile::read(text, Some((tz, day)))?;
         Some(Prerendered {
             generated_at: file.generated_at,
             partial: file.partial,
             pricing: file.pricing,
             coverage: file.coverage,
-            parts: found?,
+            parts: file.parts?,
         })
     }
 }
