@@ -497,6 +497,8 @@ fn replace_from_temp(
         if (displaced.dev, displaced.ino) != (identity.dev, identity.ino) {
             // Renamed over in the instant before the swap: theirs goes
             // back, with what was appended to ours meanwhile.
+            #[cfg(test)]
+            test_hooks::run(&test_hooks::BETWEEN_EXCHANGES, path);
             if sys::exchange(temp, path)? {
                 carry_over(temp, ours.size, path)?;
             }
@@ -991,6 +993,9 @@ mod test_hooks {
         /// Runs once right after a checked replace swapped and carried
         /// over what it found (a writer that opened the old file before).
         pub(crate) static AFTER_SWAP: Cell<SwapHook> = const { Cell::new(None) };
+        /// Runs once between a swap that displaced another writer's file
+        /// and the swap that puts it back.
+        pub(crate) static BETWEEN_EXCHANGES: Cell<SwapHook> = const { Cell::new(None) };
     }
 
     /// A test's action at a point of a checked replace.
@@ -1489,6 +1494,35 @@ mod tests {
             Replace::Done
         );
         assert_eq!(fs::read(&path).unwrap(), b"a\nsaved\n");
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1, "no temp file left");
+    }
+
+    #[test]
+    fn a_second_save_between_the_swap_and_the_swap_back_is_kept() {
+        let dir = temp_dir("swap-race-2");
+        let path = dir.join("f");
+        fs::write(&path, b"a\nboot\n").unwrap();
+        let read = snapshot(&path).unwrap();
+        let save = |text: &'static [u8]| -> test_hooks::SwapHook {
+            Some(Box::new(move |path: &Path| {
+                let saved = path.with_file_name("saved");
+                fs::write(&saved, text).unwrap();
+                fs::rename(&saved, path).unwrap();
+            }))
+        };
+        // An editor saves in the instant before the swap, and again
+        // before the swap that puts its first save back.
+        test_hooks::BEFORE_SWAP.with(|h| h.set(save(b"a\nboot\nsaved\n")));
+        test_hooks::BETWEEN_EXCHANGES.with(|h| h.set(save(b"a\nboot\nsaved\nsaved2\n")));
+        assert_eq!(
+            replace_checked(&path, &read, b"a\n").unwrap(),
+            Replace::Changed
+        );
+        assert_eq!(
+            fs::read(&path).unwrap(),
+            b"a\nboot\nsaved\nsaved2\n",
+            "the editor's last save is in place"
+        );
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1, "no temp file left");
     }
 
