@@ -192,7 +192,7 @@ impl Head {
             return None;
         }
         let blocks = rows.div_ceil(BLOCK);
-        let mut fences = Vec::with_capacity(blocks.min(r.remaining() / 48));
+        let mut fences = Vec::with_capacity(blocks.min(r.remaining() / ((KEY_WORDS + 1) * 8)));
         for _ in 0..blocks {
             let mut key = [0u64; KEY_WORDS];
             for word in &mut key {
@@ -496,9 +496,7 @@ impl LazyTable {
     /// The whole table, decoded; `None` when a block is unreadable or
     /// damaged.
     pub fn decode(mut self) -> Option<BTreeMap<SlotKey, SlotAcc>> {
-        if self.file.is_some() {
-            self.read_from(i64::MIN)?;
-        }
+        self.read_from(i64::MIN)?;
         Some(self.rows_from(i64::MIN)?.into_iter().collect())
     }
 }
