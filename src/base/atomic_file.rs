@@ -1464,6 +1464,16 @@ mod tests {
         assert_eq!(names.len(), 2, "no temp file left: {names:?}");
     }
 
+    /// A hook that saves `text` over the path as an editor does: a file
+    /// beside it, renamed over it.
+    fn editor_save(text: &'static [u8]) -> test_hooks::SwapHook {
+        Some(Box::new(move |path: &Path| {
+            let saved = path.with_file_name("saved");
+            fs::write(&saved, text).unwrap();
+            fs::rename(&saved, path).unwrap();
+        }))
+    }
+
     #[test]
     fn a_save_in_the_instant_before_the_swap_is_put_back() {
         let dir = temp_dir("swap-race");
@@ -1471,13 +1481,7 @@ mod tests {
         fs::write(&path, b"a\nboot\n").unwrap();
         let read = snapshot(&path).unwrap();
         // An editor's save lands between the check and the swap.
-        test_hooks::BEFORE_SWAP.with(|h| {
-            h.set(Some(Box::new(|path: &Path| {
-                let saved = path.with_file_name("saved");
-                fs::write(&saved, b"a\nboot\nsaved\n").unwrap();
-                fs::rename(&saved, path).unwrap();
-            })));
-        });
+        test_hooks::BEFORE_SWAP.with(|h| h.set(editor_save(b"a\nboot\nsaved\n")));
         assert_eq!(
             replace_checked(&path, &read, b"a\n").unwrap(),
             Replace::Changed
@@ -1503,17 +1507,10 @@ mod tests {
         let path = dir.join("f");
         fs::write(&path, b"a\nboot\n").unwrap();
         let read = snapshot(&path).unwrap();
-        let save = |text: &'static [u8]| -> test_hooks::SwapHook {
-            Some(Box::new(move |path: &Path| {
-                let saved = path.with_file_name("saved");
-                fs::write(&saved, text).unwrap();
-                fs::rename(&saved, path).unwrap();
-            }))
-        };
         // An editor saves in the instant before the swap, and again
         // before the swap that puts its first save back.
-        test_hooks::BEFORE_SWAP.with(|h| h.set(save(b"a\nboot\nsaved\n")));
-        test_hooks::BETWEEN_EXCHANGES.with(|h| h.set(save(b"a\nboot\nsaved\nsaved2\n")));
+        test_hooks::BEFORE_SWAP.with(|h| h.set(editor_save(b"a\nboot\nsaved\n")));
+        test_hooks::BETWEEN_EXCHANGES.with(|h| h.set(editor_save(b"a\nboot\nsaved\nsaved2\n")));
         assert_eq!(
             replace_checked(&path, &read, b"a\n").unwrap(),
             Replace::Changed
