@@ -18,7 +18,13 @@
 //!   `RUSTFLAGS="-C link-self-contained=no"`: Debian ships no self-contained
 //!   musl crt objects; zig provides them. `.ci/static-check` installs it all.
 //! - `--native`, on the release workflow's native runners: the cargo on
-//!   `PATH` with rustup's target (and, for musl, `musl-tools`).
+//!   `PATH` with rustup's target and `rust-src` (and, for musl, `musl-tools`).
+//!
+//! Both build std from source the same way ([`STD_BUILD`], [`rustflags`]):
+//! without the backtrace symboliser a stripped binary cannot use, and on
+//! Linux without unwind tables, which `panic = "abort"` never reads. With
+//! rustup's prebuilt std the x86_64 musl binary was 3,684,168 bytes (over
+//! the budget); built so, 3,042,680.
 //!
 //! Each binary is checked before it is packaged: `file` names the right
 //! format and CPU; a musl binary has no `PT_INTERP` (doctor's reader, the
@@ -177,15 +183,19 @@ pub fn run(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// The release workflow's build: rustup's target on a native runner.
+/// The release workflow's build: rustup's target on a native runner, std
+/// built from rustup's `rust-src` as the other recipe builds it.
 fn build_native(sh: &Shell, root: &Path, target: &str) -> Result<PathBuf, String> {
     println!("xtask dist: building {target} with the cargo on PATH");
+    let std_build = STD_BUILD;
     cmd!(
         sh,
-        "cargo build --locked --release -p heeler --bin heeler --target {target}"
+        "cargo build --locked --release -p heeler --bin heeler --target {target} {std_build...}"
     )
+    .env("RUSTC_BOOTSTRAP", "1")
+    .env("RUSTFLAGS", rustflags(target, Recipe::Native))
     .run()
-    .map_err(|e| format!("build of {target} failed: {e}"))?;
+    .map_err(|e| format!("build of {target} failed: {e} (std is built from source: rustup component add rust-src)"))?;
     let target_dir =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
     Ok(target_dir.join(target).join("release/heeler"))
@@ -203,9 +213,10 @@ fn build_cross(sh: &Shell, root: &Path, target: &str) -> Result<PathBuf, String>
         tools.display(),
         venv.join("bin").display()
     );
+    let std_build = STD_BUILD;
     let mut build = cmd!(
         sh,
-        "{zigbuild} zigbuild --locked --release -p heeler --bin heeler --target {target} -Zbuild-std=std,panic_abort"
+        "{zigbuild} zigbuild --locked --release -p heeler --bin heeler --target {target} {std_build...}"
     )
     .env_clear()
     .env("PATH", &path)
@@ -213,7 +224,7 @@ fn build_cross(sh: &Shell, root: &Path, target: &str) -> Result<PathBuf, String>
     .env("RUSTDOC", "/usr/bin/rustdoc")
     .env("CARGO", "/usr/bin/cargo")
     .env("RUSTC_BOOTSTRAP", "1")
-    .env("RUSTFLAGS", cross_rustflags(target))
+    .env("RUSTFLAGS", rustflags(target, Recipe::Cross))
     .env("CARGO_TARGET_DIR", &target_dir);
     for name in PASSED_THROUGH {
         if let Some(value) = std::env::var_os(name) {
@@ -227,15 +238,44 @@ fn build_cross(sh: &Shell, root: &Path, target: &str) -> Result<PathBuf, String>
     Ok(target_dir.join(target).join("release/heeler"))
 }
 
-/// The default recipe's `RUSTFLAGS`: Debian ships no self-contained musl
-/// crt objects (zig provides them), and the option is refused for any
-/// other target ("not supported on this target").
-fn cross_rustflags(target: &str) -> &'static str {
+/// How both recipes build std: from source (`RUSTC_BOOTSTRAP=1`) with the
+/// release profile, aborting on panic, and without std's `backtrace`
+/// feature. A release binary is stripped, so the symboliser that feature
+/// links (gimli, addr2line, rustc-demangle and their sorts, about 155 KB of
+/// x86_64 code) could name no frame; a panic still prints its message and
+/// its location.
+const STD_BUILD: [&str; 2] = [
+    "-Zbuild-std=std,panic_abort",
+    "-Zbuild-std-features=panic-unwind",
+];
+
+/// The two ways `dist` builds a binary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Recipe {
+    /// rustup's target on a runner of the target's kind (`--native`).
+    Native,
+    /// This machine kind's Debian rustc, zig and cargo-zigbuild.
+    Cross,
+}
+
+/// The `RUSTFLAGS` of a build of `target` by `recipe`.
+///
+/// - Linux binaries carry no unwind tables: with `panic = "abort"` nothing
+///   unwinds, and with std built without `backtrace` nothing walks the
+///   stack (265 KB of `.eh_frame` on x86_64 musl). The Apple targets keep
+///   theirs, which the platform's crash reports read.
+/// - Cross musl builds link zig's crt objects: Debian ships no
+///   self-contained ones, and the option is refused for any other target
+///   ("not supported on this target").
+fn rustflags(target: &str, recipe: Recipe) -> String {
+    let mut flags = Vec::new();
     if target.ends_with("-linux-musl") {
-        "-C link-self-contained=no"
-    } else {
-        ""
+        flags.push("-C force-unwind-tables=no");
+        if recipe == Recipe::Cross {
+            flags.push("-C link-self-contained=no");
+        }
     }
+    flags.join(" ")
 }
 
 /// A directory holding `rust-objcopy`, a link to LLVM's objcopy.
@@ -657,12 +697,21 @@ mod tests {
     }
 
     #[test]
-    fn only_musl_builds_turn_self_contained_linking_off() {
-        assert_eq!(
-            cross_rustflags("aarch64-unknown-linux-musl"),
-            "-C link-self-contained=no"
-        );
-        assert_eq!(cross_rustflags("aarch64-apple-darwin"), "");
+    fn linux_builds_drop_unwind_tables_and_only_cross_musl_links_zigs_crt() {
+        for target in ["x86_64-unknown-linux-musl", "aarch64-unknown-linux-musl"] {
+            assert_eq!(
+                rustflags(target, Recipe::Cross),
+                "-C force-unwind-tables=no -C link-self-contained=no"
+            );
+            assert_eq!(
+                rustflags(target, Recipe::Native),
+                "-C force-unwind-tables=no"
+            );
+        }
+        for recipe in [Recipe::Cross, Recipe::Native] {
+            assert_eq!(rustflags("aarch64-apple-darwin", recipe), "");
+            assert_eq!(rustflags("x86_64-apple-darwin", recipe), "");
+        }
     }
 
     #[test]
