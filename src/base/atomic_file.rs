@@ -496,12 +496,10 @@ fn replace_from_temp(
         let displaced = Identity::of(&fs::symlink_metadata(temp)?);
         if (displaced.dev, displaced.ino) != (identity.dev, identity.ino) {
             // Renamed over in the instant before the swap: theirs goes
-            // back, with what was appended to ours meanwhile.
+            // back.
             #[cfg(test)]
             test_hooks::run(&test_hooks::BETWEEN_EXCHANGES, path);
-            if sys::exchange(temp, path)? {
-                carry_over(temp, ours.size, path)?;
-            }
+            put_back(temp, path, &ours)?;
             return Ok(Replace::Changed);
         }
     } else {
@@ -517,6 +515,39 @@ fn replace_from_temp(
     std::thread::sleep(SETTLE);
     carry_over_from(old, carried, path)?;
     Ok(Replace::Done)
+}
+
+/// Puts another writer's file, which a swap moved from `path` to `temp`,
+/// back at `path` while `path` still names our file (`ours`), and carries
+/// over what was appended to ours meanwhile. When that writer saved again
+/// since, its newer file has replaced ours at `path` and stands: the older
+/// one in `temp` is left to be removed. A save in the instant between the
+/// look and the swap back is found in `temp` afterwards and swapped back
+/// in turn, so the writer's newest file ends at `path` whole, edits in
+/// the middle included.
+fn put_back(temp: &Path, path: &Path, ours: &Identity) -> io::Result<()> {
+    let names_ours = |at: &Path| -> io::Result<bool> {
+        match fs::symlink_metadata(at) {
+            Ok(meta) => Ok((meta.dev(), meta.ino()) == (ours.dev, ours.ino)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e),
+        }
+    };
+    if !names_ours(path)? {
+        return Ok(());
+    }
+    #[cfg(test)]
+    test_hooks::run(&test_hooks::BEFORE_PUT_BACK, path);
+    if !sys::exchange(temp, path)? {
+        return Ok(());
+    }
+    if names_ours(temp)? {
+        carry_over(temp, ours.size, path)?;
+    } else {
+        // A newer save had replaced ours: it goes back over the older one.
+        sys::exchange(temp, path)?;
+    }
+    Ok(())
 }
 
 /// Whether `file` starts with `prefix`.
@@ -996,6 +1027,9 @@ mod test_hooks {
         /// Runs once between a swap that displaced another writer's file
         /// and the swap that puts it back.
         pub(crate) static BETWEEN_EXCHANGES: Cell<SwapHook> = const { Cell::new(None) };
+        /// Runs once after the look that found our file still at the path,
+        /// before the swap that puts the other writer's file back.
+        pub(crate) static BEFORE_PUT_BACK: Cell<SwapHook> = const { Cell::new(None) };
     }
 
     /// A test's action at a point of a checked replace.
@@ -1501,26 +1535,58 @@ mod tests {
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1, "no temp file left");
     }
 
-    #[test]
-    fn a_second_save_between_the_swap_and_the_swap_back_is_kept() {
-        let dir = temp_dir("swap-race-2");
+    /// An editor saves in the instant before the swap, then saves again
+    /// at `second` (a hook point of the swap back) with a line deleted in
+    /// the middle and one added: that last save ends at the path as saved.
+    fn a_second_save_is_kept_whole(name: &str, second: SwapPoint) {
+        let dir = temp_dir(name);
         let path = dir.join("f");
-        fs::write(&path, b"a\nboot\n").unwrap();
+        fs::write(&path, b"a\nboot\nz\n").unwrap();
         let read = snapshot(&path).unwrap();
-        // An editor saves in the instant before the swap, and again
-        // before the swap that puts its first save back.
-        test_hooks::BEFORE_SWAP.with(|h| h.set(editor_save(b"a\nboot\nsaved\n")));
-        test_hooks::BETWEEN_EXCHANGES.with(|h| h.set(editor_save(b"a\nboot\nsaved\nsaved2\n")));
+        test_hooks::BEFORE_SWAP.with(|h| h.set(editor_save(b"a\nboot\nz\nsaved\n")));
+        second.with(|h| h.set(editor_save(b"a\nz\nsaved\nsaved2\n")));
         assert_eq!(
             replace_checked(&path, &read, b"a\n").unwrap(),
             Replace::Changed
         );
         assert_eq!(
             fs::read(&path).unwrap(),
-            b"a\nboot\nsaved\nsaved2\n",
-            "the editor's last save is in place"
+            b"a\nz\nsaved\nsaved2\n",
+            "the editor's last save is in place, its deletion kept"
         );
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1, "no temp file left");
+    }
+
+    type SwapPoint = &'static std::thread::LocalKey<std::cell::Cell<test_hooks::SwapHook>>;
+
+    #[test]
+    fn a_line_appended_to_ours_before_the_swap_back_is_carried_into_theirs() {
+        let dir = temp_dir("swap-race-append");
+        let path = dir.join("f");
+        fs::write(&path, b"a\nboot\n").unwrap();
+        let read = snapshot(&path).unwrap();
+        test_hooks::BEFORE_SWAP.with(|h| h.set(editor_save(b"a\nboot\nsaved\n")));
+        test_hooks::BETWEEN_EXCHANGES.with(|h| {
+            h.set(Some(Box::new(|path: &Path| {
+                append_line(path, b"appended", 0o600).unwrap();
+            })))
+        });
+        assert_eq!(
+            replace_checked(&path, &read, b"a\n").unwrap(),
+            Replace::Changed
+        );
+        assert_eq!(fs::read(&path).unwrap(), b"a\nboot\nsaved\nappended\n");
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1, "no temp file left");
+    }
+
+    #[test]
+    fn a_second_save_between_the_swap_and_the_swap_back_is_kept_whole() {
+        a_second_save_is_kept_whole("swap-race-2", &test_hooks::BETWEEN_EXCHANGES);
+    }
+
+    #[test]
+    fn a_second_save_in_the_instant_before_the_swap_back_is_kept_whole() {
+        a_second_save_is_kept_whole("swap-race-3", &test_hooks::BEFORE_PUT_BACK);
     }
 
     #[test]
