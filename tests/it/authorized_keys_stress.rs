@@ -576,8 +576,9 @@ enum Outsider {
     /// `>>` (ssh-copy-id): opens the file `O_APPEND` and writes one
     /// numbered line, every 2 ms.
     Appender,
-    /// An editor's save: reads the whole file, adds a numbered line and
-    /// renames its copy over the file, every 5 ms.
+    /// An editor's save: reads the whole file, adds a numbered line (and
+    /// every third save deletes the line it added two saves before, an
+    /// edit in the middle) and renames its copy over the file, every 5 ms.
     Editor,
 }
 
@@ -589,9 +590,22 @@ impl Outsider {
         }
     }
 
-    /// Writes line `n`.
+    /// Line `n` of this outsider.
+    fn line(self, n: usize) -> String {
+        format!("ssh-ed25519 AAAA{}{n} outsider", self.tag())
+    }
+
+    /// The earlier line the `n`th write deletes, if it deletes one.
+    fn deletes(self, n: usize) -> Option<usize> {
+        match self {
+            Outsider::Appender => None,
+            Outsider::Editor => (n % 3 == 2).then(|| n - 2),
+        }
+    }
+
+    /// Writes line `n` (and deletes the line [`Outsider::deletes`] names).
     fn write(self, file: &Path, n: usize) {
-        let line = format!("ssh-ed25519 AAAA{}{n} outsider\n", self.tag());
+        let line = format!("{}\n", self.line(n));
         match self {
             Outsider::Appender => {
                 let mut out = std::fs::OpenOptions::new().append(true).open(file).unwrap();
@@ -599,7 +613,14 @@ impl Outsider {
             }
             Outsider::Editor => {
                 let saved = file.with_file_name("authorized_keys.editor-save");
-                let mut text = std::fs::read(file).unwrap();
+                let old = std::fs::read(file).unwrap();
+                let deleted = self.deletes(n).map(|k| self.line(k));
+                let mut text: Vec<u8> = old
+                    .split_inclusive(|&b| b == b'\n')
+                    .filter(|l| deleted.as_deref().map(str::as_bytes) != Some(l.trim_ascii_end()))
+                    .flatten()
+                    .copied()
+                    .collect();
                 text.extend_from_slice(line.as_bytes());
                 std::fs::write(&saved, &text).unwrap();
                 std::fs::rename(&saved, file).unwrap();
@@ -693,20 +714,31 @@ fn ceremonies_beside(outsider: Outsider, ceremonies: usize) {
     let bytes = std::fs::read(&file).unwrap();
     let text = String::from_utf8_lossy(&bytes);
     let seen = numbered(&text, outsider.tag());
-    let missing: Vec<usize> = (0..written).filter(|n| !seen.contains_key(n)).collect();
+    let deleted: std::collections::BTreeSet<usize> =
+        (0..written).filter_map(|n| outsider.deletes(n)).collect();
+    let missing: Vec<usize> = (0..written)
+        .filter(|n| !deleted.contains(n) && !seen.contains_key(n))
+        .collect();
     let doubled: Vec<usize> = seen
         .iter()
         .filter(|(_, count)| **count > 1)
         .map(|(n, _)| *n)
         .collect();
+    let revived: Vec<usize> = deleted
+        .iter()
+        .copied()
+        .filter(|n| seen.contains_key(n))
+        .collect();
     println!(
-        "{ceremonies} ceremonies in {took:?} beside {outsider:?}: it wrote {written} lines, {} lost, {} doubled",
+        "{ceremonies} ceremonies in {took:?} beside {outsider:?}: it wrote {written} lines and deleted {}; {} lost, {} doubled, {} deleted lines back",
+        deleted.len(),
         missing.len(),
-        doubled.len()
+        doubled.len(),
+        revived.len()
     );
     assert!(
-        missing.is_empty() && doubled.is_empty(),
-        "{outsider:?}: lost {missing:?}, doubled {doubled:?}"
+        missing.is_empty() && doubled.is_empty() && revived.is_empty(),
+        "{outsider:?}: lost {missing:?}, doubled {doubled:?}, deleted but back {revived:?}"
     );
     assert!(written >= ceremonies, "the {outsider:?} ran throughout");
     let foreign: Vec<Vec<u8>> = authorized_keys::split_lines(&bytes)
