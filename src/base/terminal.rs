@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 use std::sync::mpsc::{self, Receiver};
 
 use termion::raw::{IntoRawMode, RawTerminal};
-use termion::screen::{AlternateScreen, IntoAlternateScreen};
+use termion::screen::ToAlternateScreen;
 
 use crate::base::sys::{self, TerminalModes};
 
@@ -40,9 +40,10 @@ fn install_panic_hook() {
     }));
 }
 
-/// The terminal in popup mode; dropping it restores the cursor and modes.
+/// The terminal in popup mode; dropping it restores the cursor, the main
+/// screen and the modes.
 pub(crate) struct PopupTerminal {
-    out: AlternateScreen<RawTerminal<Stdout>>,
+    out: RawTerminal<Stdout>,
 }
 
 impl PopupTerminal {
@@ -53,9 +54,8 @@ impl PopupTerminal {
         {
             install_panic_hook();
         }
-        let raw = io::stdout().into_raw_mode()?;
-        let mut out = raw.into_alternate_screen()?;
-        write!(out, "{}", termion::cursor::Hide)?;
+        let mut out = io::stdout().into_raw_mode()?;
+        write!(out, "{ToAlternateScreen}{}", termion::cursor::Hide)?;
         out.flush()?;
         Ok(PopupTerminal { out })
     }
@@ -102,10 +102,13 @@ impl PopupTerminal {
 
 impl Drop for PopupTerminal {
     fn drop(&mut self) {
-        // Best effort: the terminal may already be gone.
-        let _ = write!(self.out, "\x1b[0m{CLEAR}{}", termion::cursor::Show);
+        // Best effort: the terminal may already be gone. The main screen
+        // is back before this returns (termion's `AlternateScreen` leaves
+        // it in stdout's buffer until exit), so a line the command prints
+        // on stderr next lands on it.
+        let _ = write!(self.out, "{CLEAR}{RESTORE}");
         let _ = self.out.flush();
-        // `out` drops next: alternate screen off, then raw mode off.
+        // `out` drops next: raw mode off.
     }
 }
 
