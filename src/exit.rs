@@ -26,6 +26,13 @@ impl Failure {
     }
 }
 
+/// The exit status of a command a termination signal ended (after its
+/// cleanup): 128 + the signal, as a shell reports a process the signal
+/// killed.
+pub fn signal_status(signal: i32) -> u8 {
+    u8::try_from(128 + signal).unwrap_or(1)
+}
+
 /// Writes `text` to stdout and flushes it. A broken pipe is success: the
 /// reader has all it wanted. Any other write error is a failure.
 pub fn write_stdout(text: &str) -> Result<(), Failure> {

@@ -238,7 +238,7 @@ pub(crate) struct Exit {
 /// status, and says the key stays); nothing enrolled is the expiry's exit
 /// 1 or the signal's status.
 pub(crate) fn exit_of(trigger: Trigger, ended: Result<Option<ceremony::Enrolled>, String>) -> Exit {
-    let signal_status_of = |signal| signal_status(signal);
+    let signal_status_of = crate::exit::signal_status;
     match ended {
         Ok(Some(enrolled)) => {
             let mut stderr = Vec::new();
@@ -305,13 +305,6 @@ pub(crate) fn exit_of(trigger: Trigger, ended: Result<Option<ceremony::Enrolled>
             }
         }
     }
-}
-
-/// The exit status of a ceremony ended by `signal` (after its cleanup):
-/// 128 + the signal, as a shell reports a process the signal killed. The
-/// popup ends the same way.
-pub(crate) fn signal_status(signal: i32) -> u8 {
-    u8::try_from(128 + signal).unwrap_or(1)
 }
 
 /// Polls until an enrollment, the expiry or a signal, then ends the

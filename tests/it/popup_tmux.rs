@@ -126,8 +126,7 @@ impl Popup {
             .map(|(k, v)| sh_quote(&format!("{k}={v}")))
             .collect();
         let script = format!(
-            "#!/bin/sh\necho $$ > {pid}\nenv -i {vars} {heeler} pair {args}\necho $? > {exit}\nexec sleep 600\n",
-            pid = sh_quote(&root.join("shell.pid").to_string_lossy()),
+            "#!/bin/sh\nenv -i {vars} {heeler} pair {args}\necho $? > {exit}\nexec sleep 600\n",
             vars = assignments.join(" "),
             heeler = sh_quote(&heeler),
             args = options
@@ -214,35 +213,6 @@ impl Popup {
 
     fn pending_count(&self) -> usize {
         fs::read_dir(self.state_dir().join("pending")).map_or(0, |d| d.count())
-    }
-
-    /// The pid of `heeler pair` (the child of the pane's script).
-    fn heeler_pid(&self) -> u32 {
-        let shell: u32 = fs::read_to_string(self.root.join("shell.pid"))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        for entry in fs::read_dir("/proc").unwrap() {
-            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-            let Ok(pid) = name.parse::<u32>() else {
-                continue;
-            };
-            let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                continue;
-            };
-            let after = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
-            let ppid: u32 = after
-                .split_whitespace()
-                .nth(1)
-                .unwrap_or("0")
-                .parse()
-                .unwrap_or(0);
-            if ppid == shell && stat.contains("(heeler)") {
-                return pid;
-            }
-        }
-        panic!("heeler pair is not running");
     }
 }
 
@@ -670,13 +640,7 @@ fn q_and_termination_signals_remove_the_bootstrap_line() {
         killed.keys(&["Enter"]);
         killed.wait_for_text("Scan with Heeler");
         assert!(killed.authorized_keys().contains("herdr-pairing:"));
-        // The shell's own kill: no procps needed.
-        let status = Command::new("/bin/sh")
-            .arg("-c")
-            .arg(format!("kill -{signal} {}", killed.heeler_pid()))
-            .status()
-            .unwrap();
-        assert!(status.success());
+        killed.pane.signal_child("heeler", signal);
         assert_eq!(killed.exit_status(), 128 + number, "SIG{signal}");
         assert!(
             !killed.authorized_keys().contains("herdr-pairing:"),

@@ -109,6 +109,48 @@ impl Pane {
         self.wait_for(text, |s| s.contains(text))
     }
 
+    /// The pid of the pane shell's child whose command is `name` (the
+    /// program the script runs), read from /proc: no procps needed.
+    pub fn child_pid(&self, name: &str) -> u32 {
+        let shell: u32 = self
+            .tmux(&["display-message", "-p", "#{pane_pid}"])
+            .trim()
+            .parse()
+            .unwrap();
+        let comm = format!("({name})");
+        for entry in fs::read_dir("/proc").unwrap() {
+            let entry_name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            let Ok(pid) = entry_name.parse::<u32>() else {
+                continue;
+            };
+            let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            let after = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
+            let ppid: u32 = after
+                .split_whitespace()
+                .nth(1)
+                .unwrap_or("0")
+                .parse()
+                .unwrap_or(0);
+            if ppid == shell && stat.contains(&comm) {
+                return pid;
+            }
+        }
+        panic!("{name} is not running in the pane");
+    }
+
+    /// Sends `signal` (a name such as `TERM`) to the pane's `name` with
+    /// the shell's own kill.
+    pub fn signal_child(&self, name: &str, signal: &str) {
+        let status = Command::new("/bin/sh")
+            .arg("-c")
+            .arg(format!("kill -{signal} {}", self.child_pid(name)))
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -{signal}");
+    }
+
     /// The status the script wrote to `root/exit`, once it is there.
     pub fn exit_status(&self) -> i32 {
         let path = self.root.join("exit");

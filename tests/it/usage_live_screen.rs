@@ -205,6 +205,26 @@ fn tab_cycles_the_tables_and_escape_closes_the_screen() {
     assert!(!screen.contains("q close"), "{screen}");
 }
 
+/// A termination signal ends the screen as it ends `heeler pair`: the
+/// terminal restored, exit 128 + the signal.
+#[test]
+fn termination_signals_restore_the_terminal_and_exit_128_plus_the_signal() {
+    require_tmux!();
+    for (signal, number) in [("TERM", 15), ("HUP", 1), ("INT", 2)] {
+        let live = Live::start(&format!("live-sig{signal}"), &["live"], (100, 40));
+        live.wait_for_cost("$1.50");
+        live.pane.signal_child("heeler", signal);
+        assert_eq!(live.pane.exit_status(), 128 + number, "SIG{signal}");
+        let screen = live
+            .pane
+            .wait_for("the screen restored", |s| !s.contains("Usage in UTC"));
+        assert!(
+            screen.contains(&format!("heeler usage live: stopped by signal {number}")),
+            "{screen}"
+        );
+    }
+}
+
 #[test]
 fn too_small_says_what_it_needs_then_lays_out_on_resize() {
     require_tmux!();

@@ -642,7 +642,7 @@ fn finish(ending: Ending, unshown: Option<ceremony::Enrolled>) -> Result<(), Fai
         }
         Ending::Signal(signal) => Err(Failure::new(
             format!("heeler pair: stopped by signal {signal}{kept}"),
-            headless::signal_status(signal),
+            crate::exit::signal_status(signal),
         )),
         Ending::Fail(message) => Err(fatal_failure(&message)),
     }

@@ -17,7 +17,8 @@
 //! Invariants: only this loop and `base::terminal` touch the terminal; the
 //! screen never waits on the worker (a first run shows "no data yet" and
 //! fills in at the next reading); every way out (a key, a signal, a closed
-//! stdin) restores the terminal.
+//! stdin) restores the terminal; a termination signal exits 128 + the
+//! signal, as `heeler pair` does.
 
 pub mod action;
 pub(crate) mod frame;
@@ -99,7 +100,11 @@ pub(crate) fn run(flags: &UsageViewFlags) -> Result<(), Failure> {
             let _ = term.redraw(&frame::frame(data, req, size, tab, glyphs), size.0);
             painted = Some((Instant::now(), size));
         }
-        if sys::termination_signal().is_some() {
+        if let Some(signal) = sys::termination_signal() {
+            result = Err(Failure::new(
+                format!("{NAME}: stopped by signal {signal}"),
+                crate::exit::signal_status(signal),
+            ));
             break;
         }
         let mut refresh = None;
