@@ -524,7 +524,9 @@ fn replace_from_temp(
 /// one in `temp` is left to be removed. A save in the instant between the
 /// look and the swap back is found in `temp` afterwards and swapped back
 /// in turn, so the writer's newest file ends at `path` whole, edits in
-/// the middle included.
+/// the middle included. A third save inside those two exchanges, a few
+/// microseconds, could still leave the second at `path`: the system keeps
+/// no order of renames to check against.
 fn put_back(temp: &Path, path: &Path, ours: &Identity) -> io::Result<()> {
     let names_ours = |at: &Path| -> io::Result<bool> {
         match fs::symlink_metadata(at) {
