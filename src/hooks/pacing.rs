@@ -17,8 +17,11 @@
 //! - Sliding windows of [`Limits::window_ms`] (the relay's minute plus a
 //!   margin for the request's travel) never hold more than the relay's
 //!   limits: any fixed window of the relay's lies inside one of them, so
-//!   paced requests are never rejected by a relay this process alone
-//!   talks to.
+//!   paced requests are never rejected by a relay this session's workers
+//!   alone talk to. A worker exits a moment after its last event while
+//!   the relay's window runs on, so each saves the pacer after every batch
+//!   ([`Pacer::to_json`], `queue/pacing.json`) and the next restores it
+//!   ([`Pacer::restore`]).
 //! - Live Activity asks are planned before alerts, and alerts leave
 //!   [`ACTIVITY_RESERVE`] requests of the per-address budget to them.
 //! - The asks of one token are planned in the order given (never an
@@ -35,6 +38,8 @@
 //! every duration here is in that minute's units.
 
 use std::collections::{HashMap, VecDeque};
+
+use crate::base::json::{Object, Value};
 
 /// The relay's minute in milliseconds.
 pub(crate) const RELAY_MINUTE_MS: u64 = 60_000;
@@ -290,6 +295,88 @@ impl Pacer {
     }
 }
 
+/// The most request times a saved pacer may hold: every request of a
+/// window at the relay's per-address limit, twice over (rejected requests
+/// count too). Anything beyond is a damaged file, and the oldest go.
+const SAVED_TIMES_MAX: usize = 4 * PER_ADDRESS_PER_MINUTE;
+
+impl Pacer {
+    /// The pacer as the worker saves it (`queue/pacing.json`), so that the
+    /// next worker of the session paces on from it: the relay's windows
+    /// outlive a worker that lingers a moment after its last event.
+    /// `{"tokens":{token:[sent ms…]},"blocked":{token:until ms},
+    /// "alerts_blocked_until":ms,"all_blocked_until":ms}`; the relay's
+    /// list is the tokens' lists merged.
+    pub(crate) fn to_json(&self) -> Value {
+        let times = |list: &VecDeque<u64>| -> Value {
+            Value::Array(list.iter().map(|t| Value::from(*t)).collect())
+        };
+        let mut tokens: Vec<(&String, &VecDeque<u64>)> = self.tokens.iter().collect();
+        tokens.sort();
+        let mut blocked: Vec<(&String, &u64)> = self.token_blocked.iter().collect();
+        blocked.sort();
+        Value::Object(
+            Object::new()
+                .with(
+                    "tokens",
+                    tokens
+                        .into_iter()
+                        .fold(Object::new(), |o, (token, list)| o.with(token, times(list))),
+                )
+                .with(
+                    "blocked",
+                    blocked
+                        .into_iter()
+                        .fold(Object::new(), |o, (token, until)| o.with(token, *until)),
+                )
+                .with("alerts_blocked_until", self.alerts_blocked_until)
+                .with("all_blocked_until", self.all_blocked_until),
+        )
+    }
+
+    /// A pacer on `limits` from what [`Pacer::to_json`] saved, as of `now`
+    /// (pure). What the window has left and blocks that ended are
+    /// forgotten; a time more than a window ahead (a clock set back) is
+    /// taken as `now`, and no block outlasts a window from `now` (the
+    /// relay's `Retry-After` is at most a minute); a damaged or foreign value gives what of it is
+    /// well-formed, at most [`SAVED_TIMES_MAX`] times.
+    pub(crate) fn restore(limits: Limits, saved: &Value, now: u64) -> Pacer {
+        let mut pacer = Pacer::new(limits);
+        let ms = |v: &Value| v.as_i64().and_then(|n| u64::try_from(n).ok());
+        let latest = now.saturating_add(limits.window_ms);
+        let mut kept = 0;
+        let tokens = saved.get("tokens").and_then(Value::as_object);
+        for (token, list) in tokens.into_iter().flat_map(Object::iter) {
+            for at in list.as_array().unwrap_or_default().iter().filter_map(ms) {
+                if kept == SAVED_TIMES_MAX {
+                    break;
+                }
+                let at = if at > latest { now } else { at };
+                insert_sorted(&mut pacer.relay, at);
+                insert_sorted(pacer.tokens.entry(token.to_owned()).or_default(), at);
+                kept += 1;
+            }
+        }
+        let blocked = saved.get("blocked").and_then(Value::as_object);
+        for (token, until) in blocked
+            .into_iter()
+            .flat_map(Object::iter)
+            .take(SAVED_TIMES_MAX)
+        {
+            if let Some(until) = ms(until) {
+                pacer
+                    .token_blocked
+                    .insert(token.to_owned(), until.min(latest));
+            }
+        }
+        let until = |key: &str| saved.get(key).and_then(ms).unwrap_or(0).min(latest);
+        pacer.alerts_blocked_until = until("alerts_blocked_until");
+        pacer.all_blocked_until = until("all_blocked_until");
+        pacer.forget(now);
+        pacer
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -442,6 +529,23 @@ mod tests {
 
     #[test]
     fn random_bursts_are_all_sent_in_order_within_every_window() {
+        random_bursts(false);
+    }
+
+    /// The same bursts served by workers that exit and start again at
+    /// random rounds, each new one restoring what the last one saved.
+    #[test]
+    fn random_bursts_across_worker_restarts_stay_within_every_window() {
+        random_bursts(true);
+    }
+
+    /// As a new worker does: what `pacer` saved, as text, restored at `now`.
+    fn restarted(pacer: &Pacer, now: u64) -> Pacer {
+        let saved = crate::base::json::parse(&pacer.to_json().to_json()).unwrap();
+        Pacer::restore(pacer.limits(), &saved, now)
+    }
+
+    fn random_bursts(restarts: bool) {
         for seed in 1..=40u64 {
             let limits = Limits::relay(MINUTE);
             let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
@@ -470,6 +574,9 @@ mod tests {
                 rounds += 1;
                 assert!(rounds < 100_000, "seed {seed}: no progress");
                 now = now.max(queue.iter().map(|(due, ..)| *due).min().unwrap_or(now));
+                if restarts && rng.below(3) == 0 {
+                    pacer = restarted(&pacer, now);
+                }
                 queue.sort_by_key(|(due, id, _)| (*due, *id));
                 let due: Vec<(u64, usize, Ask)> =
                     queue.iter().filter(|(d, ..)| *d <= now).cloned().collect();
@@ -517,5 +624,75 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_restored_pacer_plans_as_the_one_that_saved_it() {
+        for seed in 1..=200u64 {
+            let limits = Limits::relay(MINUTE);
+            let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+            let tokens = ["t1", "t2", "t3", "live"];
+            let mut pacer = Pacer::new(limits);
+            let mut now = 1_000_000;
+            for _ in 0..rng.below(300) {
+                now += rng.below(2_000);
+                let token = tokens[rng.below(4) as usize];
+                if rng.below(40) == 0 {
+                    let class = if token == "live" {
+                        Class::Activity
+                    } else {
+                        Class::Alert
+                    };
+                    pacer.rate_limited(class, token, now, rng.below(60_000));
+                } else {
+                    pacer.record(token, now);
+                }
+            }
+            let later = now + rng.below(70_000);
+            let asks: Vec<Ask> = (0..rng.below(80) + 1)
+                .map(|_| match tokens[rng.below(4) as usize] {
+                    "live" => activity("live"),
+                    token => alert(token),
+                })
+                .collect();
+            assert_eq!(
+                restarted(&pacer, later).plan(&asks, later),
+                pacer.plan(&asks, later),
+                "seed {seed}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_damaged_save_restores_what_is_well_formed_and_bounded() {
+        let limits = Limits::relay(MINUTE);
+        let now = 10_000_000;
+        let fresh = |text: &str| {
+            let saved = crate::base::json::parse(text).unwrap();
+            Pacer::restore(limits, &saved, now).plan(&[alert("t1")], now)
+        };
+        for text in [
+            "null",
+            "[]",
+            r#"{"tokens":7}"#,
+            r#"{"tokens":{"t1":"x"}}"#,
+            r#"{"tokens":{"t1":[-5,"x",null,1.5e300]}}"#,
+            r#"{"blocked":{"t1":-1},"alerts_blocked_until":"soon"}"#,
+        ] {
+            assert_eq!(fresh(text), vec![Slot::Now], "{text}");
+        }
+        // A block never outlasts a window from now.
+        let far = format!(r#"{{"alerts_blocked_until":{}}}"#, now * 1000);
+        assert_eq!(
+            fresh(&far),
+            vec![Slot::At(now + limits.window_ms)],
+            "a block far ahead is cut to a window"
+        );
+        // Far more times than a window can hold keep at most the bound.
+        let many: Vec<String> = (0..10_000).map(|i| (now - i).to_string()).collect();
+        let text = format!(r#"{{"tokens":{{"t1":[{}]}}}}"#, many.join(","));
+        let saved = crate::base::json::parse(&text).unwrap();
+        let restored = Pacer::restore(limits, &saved, now);
+        assert_eq!(restored.relay.len(), SAVED_TIMES_MAX);
     }
 }

@@ -384,6 +384,12 @@ impl Queue {
         self.dir().join("worker.lock")
     }
 
+    /// Where the worker leaves its pacing for the session's next worker
+    /// (`pacing::Pacer::to_json`); written under the worker lock.
+    pub(crate) fn pacing_path(&self) -> PathBuf {
+        self.dir().join("pacing.json")
+    }
+
     pub(crate) fn spool_dir(&self) -> PathBuf {
         self.dir().join("spool")
     }

@@ -31,7 +31,8 @@
 //! answers 429 puts its event back under its own name ([`put_back`]),
 //! held until the `Retry-After`, owed only to the devices turned away. The
 //! worker lingers only once the spool is empty, so it outlives every held
-//! entry.
+//! entry; the pacer outlives the worker: it is saved after every batch and
+//! restored by the next worker of the session.
 //!
 //! When the hook cannot start a worker at all (the system refuses the
 //! spawn, or refuses to run this binary again: qemu-user without
@@ -232,11 +233,38 @@ pub(crate) fn serve_queue(
             return Ok(());
         };
         queue.sweep_temps();
+        crate::base::atomic_file::sweep_stale_temps(&queue.pacing_path());
+        restore_pacing(queue, &mut relays);
         serve(queue, log_dir, &mut relays, deadlines);
         drop(lock);
         if queue.list().is_empty() {
             return Ok(());
         }
+    }
+}
+
+/// Paces on from what the session's previous worker sent (its saved
+/// pacing; none or unreadable: a fresh pacer, which the relay's 429s then
+/// correct). The relay's windows outlive a worker that exits a moment
+/// after its last event.
+fn restore_pacing(queue: &Queue, relays: &mut Relays) {
+    if let Some(saved) = crate::base::json::read_file(&queue.pacing_path()) {
+        let limits = relays.pacer().limits();
+        let now = crate::base::clock::unix_millis();
+        *relays.pacer_mut() = pacing::Pacer::restore(limits, &saved, now);
+    }
+}
+
+/// Saves the pacing after a batch, for the session's next worker; a save
+/// that fails costs at most a 429 later, and says so in the failure log.
+fn save_pacing(queue: &Queue, log_dir: &Path, relays: &Relays) {
+    let text = relays.pacer().to_json().to_json();
+    let path = queue.pacing_path();
+    if let Err(e) = crate::base::atomic_file::write_unsynced(&path, text.as_bytes(), 0o600) {
+        log(
+            log_dir,
+            &format!("hook-worker: cannot save {}: {e}", path.display()),
+        );
     }
 }
 
@@ -282,6 +310,7 @@ fn serve(queue: &Queue, log_dir: &Path, relays: &mut Relays, deadlines: Deadline
                     &mut held,
                     deadlines,
                 );
+                save_pacing(queue, log_dir, relays);
             }
         }
     }

@@ -508,6 +508,59 @@ fn two_hundred_blocked_alerts_to_one_device_are_paced_and_all_delivered_in_order
     blocked_burst_to_one_device("burst200", 200);
 }
 
+/// A worker exits a moment after its last event; the next hook's worker
+/// paces on from what the last one sent, since the relay's window outlives
+/// both. 60 alerts fill one device's relay minute, the worker exits, and
+/// the 61st waits for the next window instead of drawing a 429.
+#[test]
+fn a_new_worker_paces_on_from_the_alerts_the_last_one_sent() {
+    // A longer minute: the first 60 and the worker's exit fit in its first
+    // window on a loaded machine too.
+    let minute = Duration::from_millis(6_000);
+    let f = Fixture::rate_limited("restart", RateLimits::relay(minute));
+    f.herdr.set_agents(&blocked_agents(61));
+    f.herdr
+        .set_workspaces(r#"[{"workspace_id":"w1","number":1,"label":"Heeler"}]"#);
+    f.write_registration(&registration(&[entry(TOKEN_A, KEY_A, "")]));
+    let state_dir = session_state_dir(&f.env(""));
+    let hook = |i: usize| {
+        let output = hook_command(
+            "notify-hook",
+            &f.env(&event(&format!("w1:p{i}"), "blocked")),
+        )
+        .output()
+        .unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+    };
+    for i in 1..=60 {
+        hook(i);
+    }
+    let limit = (minute * 5).max(Duration::from_secs(90));
+    wait_idle(&state_dir, limit).unwrap();
+    assert_eq!(accepted_alerts(&f, 0).len(), 60, "the first worker sent 60");
+    let exited = f.relay.now();
+    hook(61);
+    wait_idle(&state_dir, limit).unwrap();
+
+    let requests = f.relay.requests();
+    let statuses: Vec<u16> = requests.iter().map(|r| r.status).collect();
+    assert!(
+        statuses.iter().all(|s| *s == 200),
+        "none rejected: {statuses:?}"
+    );
+    let accepted = accepted_alerts(&f, 0);
+    let panes: Vec<&str> = accepted.iter().map(|(_, pane)| pane.as_str()).collect();
+    let expected: Vec<String> = (1..=61).map(|i| format!("w1:p{i}")).collect();
+    assert_eq!(panes, expected, "every alert once, in order");
+    let times: Vec<Duration> = accepted.iter().map(|(at, _)| *at).collect();
+    assert!(busiest(&times, minute) <= 60, "the device's limit held");
+    println!(
+        "a new worker {:.1} relay s into the window sent the 61st alert {:.1} relay s after the first",
+        relay_seconds(exited, minute),
+        relay_seconds(times[60] - times[0], minute)
+    );
+}
+
 /// POSTs an alert body for `token` to the stand-in, as another Host of
 /// the same phone would: it spends the token's budget.
 fn spend(url: &str, token: &str) -> u16 {
