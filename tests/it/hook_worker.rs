@@ -446,26 +446,38 @@ fn accepted_alerts(f: &Fixture, skip: usize) -> Vec<(Duration, String)> {
         .collect()
 }
 
+/// A Host of `panes` blocked agents in workspace w1 behind a relay
+/// stand-in with the real relay's limits on a `minute`-long minute.
+fn paced_host(name: &str, minute: Duration, panes: usize) -> Fixture {
+    let f = Fixture::rate_limited(name, RateLimits::relay(minute));
+    f.herdr.set_agents(&blocked_agents(panes));
+    f.herdr
+        .set_workspaces(r#"[{"workspace_id":"w1","number":1,"label":"Heeler"}]"#);
+    f
+}
+
+/// Runs the notify hook for pane `w1:p<i>` turning Blocked, to its end.
+fn block(f: &Fixture, i: usize) {
+    let output = hook_command(
+        "notify-hook",
+        &f.env(&event(&format!("w1:p{i}"), "blocked")),
+    )
+    .output()
+    .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+}
+
 /// `count` agents block at once for one phone behind a relay with the
 /// real relay's limits: every alert arrives, once, in the order of the
 /// events, never more than 60 in a relay minute and none rejected.
 /// Returns the relay seconds from the last event to the last alert.
 fn blocked_burst_to_one_device(name: &str, count: usize) -> f64 {
     let minute = limited_minute();
-    let f = Fixture::rate_limited(name, RateLimits::relay(minute));
-    f.herdr.set_agents(&blocked_agents(count));
-    f.herdr
-        .set_workspaces(r#"[{"workspace_id":"w1","number":1,"label":"Heeler"}]"#);
+    let f = paced_host(name, minute, count);
     f.write_registration(&registration(&[entry(TOKEN_A, KEY_A, "")]));
     // One event after the other, so that their order is known.
     for i in 1..=count {
-        let output = hook_command(
-            "notify-hook",
-            &f.env(&event(&format!("w1:p{i}"), "blocked")),
-        )
-        .output()
-        .unwrap();
-        assert!(output.status.success(), "{}", stderr(&output));
+        block(&f, i);
     }
     let last_event = f.relay.now();
     // Four relay minutes of pacing at most, whatever the minute's length.
@@ -517,29 +529,17 @@ fn a_new_worker_paces_on_from_the_alerts_the_last_one_sent() {
     // A longer minute: the first 60 and the worker's exit fit in its first
     // window on a loaded machine too.
     let minute = Duration::from_millis(6_000);
-    let f = Fixture::rate_limited("restart", RateLimits::relay(minute));
-    f.herdr.set_agents(&blocked_agents(61));
-    f.herdr
-        .set_workspaces(r#"[{"workspace_id":"w1","number":1,"label":"Heeler"}]"#);
+    let f = paced_host("restart", minute, 61);
     f.write_registration(&registration(&[entry(TOKEN_A, KEY_A, "")]));
     let state_dir = session_state_dir(&f.env(""));
-    let hook = |i: usize| {
-        let output = hook_command(
-            "notify-hook",
-            &f.env(&event(&format!("w1:p{i}"), "blocked")),
-        )
-        .output()
-        .unwrap();
-        assert!(output.status.success(), "{}", stderr(&output));
-    };
     for i in 1..=60 {
-        hook(i);
+        block(&f, i);
     }
     let limit = (minute * 5).max(Duration::from_secs(90));
     wait_idle(&state_dir, limit).unwrap();
     assert_eq!(accepted_alerts(&f, 0).len(), 60, "the first worker sent 60");
     let exited = f.relay.now();
-    hook(61);
+    block(&f, 61);
     wait_idle(&state_dir, limit).unwrap();
 
     let requests = f.relay.requests();
@@ -587,10 +587,7 @@ fn spend(url: &str, token: &str) -> u16 {
 fn a_429_puts_the_alerts_back_until_retry_after_while_the_live_activity_goes_on() {
     // A longer minute: the whole test happens inside the first window.
     let minute = Duration::from_millis(6_000);
-    let f = Fixture::rate_limited("limited", RateLimits::relay(minute));
-    f.herdr.set_agents(&blocked_agents(3));
-    f.herdr
-        .set_workspaces(r#"[{"workspace_id":"w1","number":1,"label":"Heeler"}]"#);
+    let f = paced_host("limited", minute, 3);
     f.write_registration(&registration(&[entry(
         TOKEN_A,
         KEY_A,
@@ -602,13 +599,7 @@ fn a_429_puts_the_alerts_back_until_retry_after_while_the_live_activity_goes_on(
     }
     let spent = f.relay.requests().len();
     for i in 1..=3 {
-        let output = hook_command(
-            "notify-hook",
-            &f.env(&event(&format!("w1:p{i}"), "blocked")),
-        )
-        .output()
-        .unwrap();
-        assert!(output.status.success(), "{}", stderr(&output));
+        block(&f, i);
     }
     let output = hook_command("activity-hook", &f.env(&event("w1:p3", "blocked")))
         .output()
@@ -669,10 +660,7 @@ fn a_queue_of_alerts_to_two_phones_never_holds_back_the_live_activity() {
     // alerts leave it.
     const PANES: usize = 100;
     let minute = limited_minute();
-    let f = Fixture::rate_limited("starve", RateLimits::relay(minute));
-    f.herdr.set_agents(&blocked_agents(PANES));
-    f.herdr
-        .set_workspaces(r#"[{"workspace_id":"w1","number":1,"label":"Heeler"}]"#);
+    let f = paced_host("starve", minute, PANES);
     f.write_registration(&registration(&[
         entry(
             TOKEN_A,
@@ -682,13 +670,7 @@ fn a_queue_of_alerts_to_two_phones_never_holds_back_the_live_activity() {
         entry(TOKEN_B, KEY_B, ""),
     ]));
     for i in 1..=PANES {
-        let output = hook_command(
-            "notify-hook",
-            &f.env(&event(&format!("w1:p{i}"), "blocked")),
-        )
-        .output()
-        .unwrap();
-        assert!(output.status.success(), "{}", stderr(&output));
+        block(&f, i);
     }
     let output = hook_command("activity-hook", &f.env(&event("w1:p100", "blocked")))
         .output()
