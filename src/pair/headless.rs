@@ -238,7 +238,6 @@ pub(crate) struct Exit {
 /// status, and says the key stays); nothing enrolled is the expiry's exit
 /// 1 or the signal's status.
 pub(crate) fn exit_of(trigger: Trigger, ended: Result<Option<ceremony::Enrolled>, String>) -> Exit {
-    let signal_status_of = crate::exit::signal_status;
     match ended {
         Ok(Some(enrolled)) => {
             let mut stderr = Vec::new();
@@ -253,7 +252,7 @@ pub(crate) fn exit_of(trigger: Trigger, ended: Result<Option<ceremony::Enrolled>
                     stderr.push(format!(
                         "heeler pair: stopped by signal {signal}; the Bootstrap Key was removed; the Device Key above enrolled and stays in authorized_keys"
                     ));
-                    signal_status_of(signal)
+                    crate::exit::signal_status(signal)
                 }
                 Trigger::Enrolled | Trigger::Expired => 0,
             };
@@ -269,7 +268,7 @@ pub(crate) fn exit_of(trigger: Trigger, ended: Result<Option<ceremony::Enrolled>
                     format!(
                         "heeler pair: stopped by signal {signal}; the Bootstrap Key was removed"
                     ),
-                    signal_status_of(signal),
+                    crate::exit::signal_status(signal),
                 ),
                 Trigger::Expired => (
                     "heeler pair: Pairing Code expired; the Bootstrap Key was removed".to_owned(),
@@ -290,7 +289,7 @@ pub(crate) fn exit_of(trigger: Trigger, ended: Result<Option<ceremony::Enrolled>
             let (line, status) = match trigger {
                 Trigger::Signal(signal) => (
                     format!("heeler pair: stopped by signal {signal}; cleanup failed: {error}"),
-                    signal_status_of(signal),
+                    crate::exit::signal_status(signal),
                 ),
                 Trigger::Expired => (format!("heeler pair: expiry failed: {error}"), 1),
                 Trigger::Enrolled => (
