@@ -295,9 +295,9 @@ impl Pacer {
     }
 }
 
-/// The most request times a saved pacer may hold: every request of a
-/// window at the relay's per-address limit, twice over (rejected requests
-/// count too). Anything beyond is a damaged file, and the oldest go.
+/// The most request times a saved pacer may hold: a window's requests at
+/// the relay's per-address limit four times over (rejected requests count
+/// too). Anything beyond is a damaged file, and the times read last go.
 const SAVED_TIMES_MAX: usize = 4 * PER_ADDRESS_PER_MINUTE;
 
 impl Pacer {
@@ -338,8 +338,9 @@ impl Pacer {
     /// (pure). What the window has left and blocks that ended are
     /// forgotten; a time more than a window ahead (a clock set back) is
     /// taken as `now`, and no block outlasts a window from `now` (the
-    /// relay's `Retry-After` is at most a minute); a damaged or foreign value gives what of it is
-    /// well-formed, at most [`SAVED_TIMES_MAX`] times.
+    /// relay's `Retry-After` is at most a minute); a damaged or foreign
+    /// value gives what of it is well-formed, at most [`SAVED_TIMES_MAX`]
+    /// times.
     pub(crate) fn restore(limits: Limits, saved: &Value, now: u64) -> Pacer {
         let mut pacer = Pacer::new(limits);
         let ms = |v: &Value| v.as_i64().and_then(|n| u64::try_from(n).ok());
