@@ -22,9 +22,9 @@
 //!
 //! Both build std from source the same way ([`STD_BUILD`], [`rustflags`]):
 //! without the backtrace symboliser a stripped binary cannot use, and on
-//! Linux without unwind tables, which `panic = "abort"` never reads. With
-//! rustup's prebuilt std the x86_64 musl binary was 3,684,168 bytes (over
-//! the budget); built so, 3,042,680.
+//! Linux without unwind tables, which `panic = "abort"` never reads; with
+//! rustup's prebuilt std the `--native` musl binary is over the size
+//! budget (figures: docs/benchmarks.md, "Release binaries").
 //!
 //! Each binary is checked before it is packaged: `file` names the right
 //! format and CPU; a musl binary has no `PT_INTERP` (doctor's reader, the
