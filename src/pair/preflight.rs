@@ -14,15 +14,15 @@
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpStream};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::base::bytes::printable;
 
 /// The flag that skips the preflight (`heeler pair [--no-ui] --no-ssh-check`).
 pub(crate) const SKIP_FLAG: &str = "--no-ssh-check";
 
+/// The connect's share of [`PROBE_TIMEOUT`] at most.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-const BANNER_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// How good what answered is for pairing, worst last.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -115,33 +115,121 @@ pub(crate) fn classify_with(
     }
 }
 
-/// The first `SSH-` line the server on 127.0.0.1:<port> sends (at most
-/// 1 KiB read, within the connect and banner timeouts).
-pub(crate) fn read_banner(port: u16) -> Result<String, String> {
-    let address = SocketAddr::from(([127, 0, 0, 1], port));
-    let mut stream = TcpStream::connect_timeout(&address, CONNECT_TIMEOUT).map_err(describe)?;
-    stream
-        .set_read_timeout(Some(BANNER_TIMEOUT))
-        .map_err(describe)?;
-    let mut received = Vec::new();
-    let mut chunk = [0u8; 256];
-    while received.len() < 1024 {
-        let n = stream.read(&mut chunk).map_err(describe)?;
-        if n == 0 {
-            break;
+/// The whole probe, connect and banner: one deadline, fixed when the probe
+/// starts, so a peer that sends a byte at a time cannot stretch it.
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest line accepted, its CR LF included: RFC 4253 4.2's limit on
+/// the version string, applied to every line the server sends.
+pub(crate) const MAX_LINE: usize = 255;
+/// The most bytes read looking for the version line. RFC 4253 4.2 lets a
+/// server send other lines first and sets no limit on them; 8 KiB (at
+/// least 32 lines of the longest length) is far more than any server sends.
+pub(crate) const MAX_RECEIVED: usize = 8 * 1024;
+
+/// What the bytes received so far say (pure: [`scan`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Scan {
+    /// No version line yet: read on.
+    More,
+    /// The version line (`SSH-…`, its CR LF removed), or the first line of
+    /// a server that sent no version line within [`MAX_RECEIVED`].
+    Line(String),
+    /// A line longer than [`MAX_LINE`]: whatever answers is not an SSH
+    /// server pairing can use.
+    TooLong,
+}
+
+/// Reads `received` as RFC 4253 4.2 identification lines: the first
+/// complete line starting `SSH-` is the version line; lines before it are
+/// allowed, each within [`MAX_LINE`], up to [`MAX_RECEIVED`] in all.
+pub(crate) fn scan(received: &[u8]) -> Scan {
+    let mut rest = received;
+    while let Some(end) = rest.iter().position(|&b| b == b'\n') {
+        if end + 1 > MAX_LINE {
+            return Scan::TooLong;
         }
-        received.extend_from_slice(&chunk[..n]);
-        let text = String::from_utf8_lossy(&received);
-        if let Some(line) = text.lines().find(|line| line.starts_with("SSH-"))
-            && (text.contains(&format!("{line}\n")) || text.contains(&format!("{line}\r")))
-        {
-            return Ok(line.trim_end().to_owned());
+        let line = &rest[..end];
+        if line.starts_with(b"SSH-") {
+            return Scan::Line(line_text(line));
         }
+        rest = &rest[end + 1..];
     }
-    let text = String::from_utf8_lossy(&received);
-    match text.lines().next() {
-        Some(line) if !line.is_empty() => Ok(line.trim_end().to_owned()),
-        _ => Err("closed without a banner".to_owned()),
+    if rest.len() > MAX_LINE {
+        return Scan::TooLong;
+    }
+    if received.len() >= MAX_RECEIVED {
+        return first_line(received).map_or(Scan::TooLong, Scan::Line);
+    }
+    Scan::More
+}
+
+/// A line's text, its trailing CR (or other white space) removed.
+fn line_text(line: &[u8]) -> String {
+    String::from_utf8_lossy(line).trim_end().to_owned()
+}
+
+/// The first line received, complete or not, unless it is empty.
+fn first_line(received: &[u8]) -> Option<String> {
+    let line = received.split(|&b| b == b'\n').next().unwrap_or_default();
+    Some(line_text(line)).filter(|line| !line.is_empty())
+}
+
+/// What [`read_banner`] reports when the read ends without a version
+/// line: the server `closed` its side, or the deadline passed.
+fn without_version_line(received: &[u8], closed: bool) -> Result<String, String> {
+    let complete = received.contains(&b'\n');
+    match first_line(received) {
+        // A whole line that is not a version line: say what answers.
+        Some(line) if complete || closed => Ok(line),
+        _ if closed => Err("closed without a banner".to_owned()),
+        _ => Err(format!(
+            "no banner line within {} s",
+            PROBE_TIMEOUT.as_secs()
+        )),
+    }
+}
+
+/// The first `SSH-` line the server on 127.0.0.1:<port> sends, within
+/// [`PROBE_TIMEOUT`] from the connect's start to the line's end, each line
+/// at most [`MAX_LINE`] bytes and at most [`MAX_RECEIVED`] bytes read.
+pub(crate) fn read_banner(port: u16) -> Result<String, String> {
+    let deadline = Instant::now() + PROBE_TIMEOUT;
+    let left = || deadline.saturating_duration_since(Instant::now());
+    let address = SocketAddr::from(([127, 0, 0, 1], port));
+    let mut stream =
+        TcpStream::connect_timeout(&address, CONNECT_TIMEOUT.min(left())).map_err(describe)?;
+    let mut received = Vec::new();
+    let mut chunk = [0u8; 512];
+    loop {
+        match scan(&received) {
+            Scan::Line(line) => return Ok(line),
+            Scan::TooLong => {
+                return Err(format!(
+                    "a line longer than RFC 4253's {MAX_LINE} characters"
+                ));
+            }
+            Scan::More => {}
+        }
+        let left = left();
+        if left.is_zero() {
+            return without_version_line(&received, false);
+        }
+        stream.set_read_timeout(Some(left)).map_err(describe)?;
+        let room = (MAX_RECEIVED - received.len()).min(chunk.len());
+        match stream.read(&mut chunk[..room]) {
+            Ok(0) => return without_version_line(&received, true),
+            Ok(n) => received.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+                ) =>
+            {
+                return without_version_line(&received, false);
+            }
+            Err(e) => return Err(describe(e)),
+        }
     }
 }
 
@@ -154,7 +242,7 @@ fn describe(error: std::io::Error) -> String {
 }
 
 /// Reads and classifies what answers on the advertised `port` (blocks for
-/// at most the connect and banner timeouts).
+/// at most [`PROBE_TIMEOUT`] in all).
 pub fn check(port: u16) -> Finding {
     classify(port, &read_banner(port))
 }
@@ -248,6 +336,61 @@ mod tests {
                 .summary
                 .contains('\u{1b}')
         );
+    }
+
+    #[test]
+    fn identification_lines_are_read_as_rfc_4253_says() {
+        // RFC 4253 4.2: "SSH-protoversion-softwareversion SP comments CR LF",
+        // at most 255 characters with the CR LF; other lines MAY come first.
+        let line = |s: &str| Scan::Line(s.to_owned());
+        assert_eq!(scan(b""), Scan::More);
+        assert_eq!(scan(b"SSH-2.0-OpenSSH_9.6"), Scan::More, "no line end yet");
+        assert_eq!(
+            scan(b"SSH-2.0-OpenSSH_9.6\r\n"),
+            line("SSH-2.0-OpenSSH_9.6")
+        );
+        assert_eq!(scan(b"SSH-2.0-X\n"), line("SSH-2.0-X"), "a bare LF");
+        assert_eq!(
+            scan(b"welcome\r\nsecond\r\nSSH-2.0-X y\r\nrest"),
+            line("SSH-2.0-X y")
+        );
+        // 255 with the CR LF is the longest allowed; 256 is refused, as is
+        // an unterminated line that is already longer.
+        let of_length = |n: usize| {
+            let mut l = b"SSH-2.0-".to_vec();
+            l.resize(n - 2, b'x');
+            l.extend_from_slice(b"\r\n");
+            l
+        };
+        assert!(matches!(scan(&of_length(255)), Scan::Line(l) if l.len() == 253));
+        assert_eq!(scan(&of_length(256)), Scan::TooLong);
+        assert_eq!(scan(&[b'x'; 256]), Scan::TooLong);
+        assert_eq!(scan(&[b'x'; 255]), Scan::More);
+        let mut early = of_length(256);
+        early.splice(..3, *b"pre");
+        assert_eq!(scan(&early), Scan::TooLong, "a long line before");
+        // Other lines up to MAX_RECEIVED, then the first one is reported.
+        let other = [b'a'; 99].iter().chain(b"\n").copied().collect::<Vec<_>>();
+        let many: Vec<u8> = other.iter().copied().cycle().take(MAX_RECEIVED).collect();
+        assert_eq!(scan(&many[..MAX_RECEIVED - 1]), Scan::More);
+        assert_eq!(scan(&many), line(&"a".repeat(99)));
+    }
+
+    #[test]
+    fn a_read_that_ends_without_a_version_line_says_why() {
+        assert_eq!(
+            without_version_line(b"", true),
+            Err("closed without a banner".into())
+        );
+        assert_eq!(
+            without_version_line(b"S", false),
+            Err("no banner line within 5 s".into())
+        );
+        assert_eq!(
+            without_version_line(b"220 smtp ready\r\n", false),
+            Ok("220 smtp ready".into())
+        );
+        assert_eq!(without_version_line(b"HTTP", true), Ok("HTTP".into()));
     }
 
     #[test]
