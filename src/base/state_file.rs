@@ -20,14 +20,17 @@
 //! on (it once held a hook in one of herdr's command slots).
 //!
 //! The plugin's config files, the herdr config the sidebar reads, the
-//! pairing, hook and sidebar state, and what doctor shows are all read
-//! here (the usage caches keep their own readers). A
+//! pairing, hook and sidebar state, every file of Usage state (its JSON
+//! files whole through [`read`]; its stores' base files, journals, locks
+//! and logs opened through [`open`] and [`open_with`], the same rules for
+//! a file read at offsets or written in place), and what doctor shows are
+//! all read here. A
 //! refusal is an [`io::Error`] of a kind the caller can tell apart:
 //! `NotFound` (missing), `InvalidInput` (not a regular file: a FIFO, a
 //! device, a directory, or for state a link), `FileTooLarge` (over the
 //! cap).
 
-use std::fs::Metadata;
+use std::fs::{File, Metadata};
 use std::io::{self, Read};
 use std::path::Path;
 
@@ -72,10 +75,7 @@ fn read_with(path: &Path, cap: u64, link: FinalLink) -> io::Result<(Vec<u8>, Met
     };
     let meta = file.metadata()?;
     if !meta.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{} is not a regular file", path.display()),
-        ));
+        return Err(not_regular(path));
     }
     let mut bytes = Vec::new();
     file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
@@ -86,6 +86,38 @@ fn read_with(path: &Path, cap: u64, link: FinalLink) -> io::Result<(Vec<u8>, Met
         ));
     }
     Ok((bytes, meta))
+}
+
+/// Opens heeler's own state file at `path` for reads at chosen offsets
+/// (a store's base file), as [`read`] opens it: no link in the last
+/// component, no blocking, a regular file by `fstat`. Returns the file and
+/// that metadata.
+pub(crate) fn open(path: &Path) -> io::Result<(File, Metadata)> {
+    open_with(std::fs::OpenOptions::new().read(true), path)
+}
+
+/// Opens heeler's own state file at `path` with `options` (a journal
+/// appended to, a lock, a store's file read and written), as [`open`]
+/// does: `O_NOFOLLOW|O_NONBLOCK` added, so a FIFO there fails the open or
+/// is refused by `fstat` instead of blocking it or the reads and writes
+/// after it, and anything but a regular file is refused.
+pub(crate) fn open_with(
+    options: &mut std::fs::OpenOptions,
+    path: &Path,
+) -> io::Result<(File, Metadata)> {
+    let file = sys::no_follow_non_blocking(options).open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(not_regular(path));
+    }
+    Ok((file, meta))
+}
+
+fn not_regular(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("{} is not a regular file", path.display()),
+    )
 }
 
 /// The UTF-8 text of the state file at `path` (see [`read`]); `None` for

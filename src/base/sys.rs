@@ -519,6 +519,18 @@ pub(crate) fn open_no_follow(path: &std::path::Path) -> io::Result<std::fs::File
         .open(path)
 }
 
+/// Adds `O_NOFOLLOW|O_NONBLOCK` to `options`: the open refuses a symbolic
+/// link in the path's last component and never blocks on a FIFO (a write
+/// open of a FIFO nobody reads fails with `ENXIO` instead of waiting for a
+/// reader). For heeler's own state files that are written in place (a
+/// journal, a lock, a log) and its stores' files (`state_file.rs`).
+pub(crate) fn no_follow_non_blocking(
+    options: &mut std::fs::OpenOptions,
+) -> &mut std::fs::OpenOptions {
+    use std::os::unix::fs::OpenOptionsExt;
+    options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+}
+
 /// Opens an existing file for reading, following symbolic links, without
 /// blocking on a FIFO (`O_NONBLOCK`): the open of a config file a user may
 /// keep as a link into a dotfiles checkout (`state_file.rs`). `std` adds

@@ -190,10 +190,16 @@ impl Inputs {
     }
 }
 
+/// The snapshot's text, read as heeler's state is (`base::state_file`):
+/// `None` when it is missing, not a regular file or over the cap.
+fn read_snapshot_text(dir: &UsageDir) -> Option<String> {
+    crate::base::state_file::read_text(&dir.snapshot(), crate::base::state_file::MAX_BYTES)
+}
+
 /// The snapshot for `zone` on its local day at `now`: rendered ahead when
 /// the worker did, else with its slots.
 fn read_snapshot(dir: &UsageDir, zone: &Zone, now: i64) -> SnapshotRead {
-    let Ok(text) = std::fs::read_to_string(dir.snapshot()) else {
+    let Some(text) = read_snapshot_text(dir) else {
         return SnapshotRead::Missing;
     };
     if let Some(ahead) = Prerendered::read(&text, &zone.name, zone.local_day(now)) {
@@ -216,9 +222,7 @@ fn with_slots(dir: &UsageDir, snapshot: Option<Snapshot>, now: i64) -> Option<Sn
     let store = crate::usage::store::state::StateStore::in_dir(&dir.0);
     let (fingerprint, detailed) = store.load_slots_from(crate::usage::worker::window_start(now))?;
     if fingerprint != snapshot.aggregate
-        && let Some(again) = std::fs::read_to_string(dir.snapshot())
-            .ok()
-            .and_then(|t| Snapshot::parse(&t))
+        && let Some(again) = read_snapshot_text(dir).and_then(|t| Snapshot::parse(&t))
     {
         snapshot = again;
     }

@@ -397,7 +397,7 @@ pub(crate) fn take_lock(dir: &UsageDir) -> io::Result<Option<File>> {
 /// errors, the lock is nobody else's business).
 fn open_private(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let file = options.mode(0o600).open(path)?;
+    let (file, _) = crate::base::state_file::open_with(options.mode(0o600), path)?;
     if file.metadata()?.permissions().mode() & 0o777 != 0o600 {
         file.set_permissions(fs::Permissions::from_mode(0o600))?;
     }
@@ -406,7 +406,9 @@ fn open_private(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
 
 /// Whether a worker holds the lock right now.
 pub fn is_running(dir: &UsageDir) -> bool {
-    let Ok(file) = OpenOptions::new().write(true).open(dir.lock()) else {
+    let Ok((file, _)) =
+        crate::base::state_file::open_with(OpenOptions::new().write(true), &dir.lock())
+    else {
         return false;
     };
     matches!(crate::base::sys::try_lock_exclusive(&file), Ok(false))
@@ -711,13 +713,23 @@ pub(crate) const ZONES_AHEAD: usize = 4;
 /// Remembers that a query asked for `zone` (rendered ahead from the next
 /// refresh on); the newest [`ZONES_AHEAD`] names are kept.
 pub(crate) fn want_zone(dir: &UsageDir, zone: &str) {
-    let text = fs::read_to_string(dir.zones_wanted()).unwrap_or_default();
+    let text = read_zones_wanted(dir);
     let Some(wanted) = zones_wanted_after(&text, zone) else {
         return;
     };
     let _ = atomic_file::create_dir_all(&dir.0, 0o700)
         .and_then(|()| atomic_file::write(&dir.zones_wanted(), wanted.as_bytes(), 0o600));
 }
+
+/// What `zones-wanted` holds; empty when it is missing or not a regular
+/// file of at most [`ZONES_WANTED_MAX`] bytes.
+fn read_zones_wanted(dir: &UsageDir) -> String {
+    crate::base::state_file::read_text(&dir.zones_wanted(), ZONES_WANTED_MAX).unwrap_or_default()
+}
+
+/// The longest `zones-wanted` read: [`ZONES_AHEAD`] zone names fit many
+/// times over.
+const ZONES_WANTED_MAX: u64 = 4 * 1024;
 
 /// The `zones-wanted` file after a query asked for `zone`, given what it
 /// held (`text`): `None` when `zone` is already listed, else the names
@@ -761,7 +773,7 @@ fn render_ahead(
 ) -> Vec<crate::usage::report::Rendered> {
     let zoneinfo = tz::zoneinfo_dir();
     let host = tz::process_host_zone();
-    let wanted = fs::read_to_string(dir.zones_wanted()).unwrap_or_default();
+    let wanted = read_zones_wanted(dir);
     zones_to_render(host, &wanted, |name| Zone::load(name, &zoneinfo).ok())
         .iter()
         .map(|zone| crate::usage::report::Rendered {

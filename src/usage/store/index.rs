@@ -10,19 +10,20 @@
 //! compacts, and compaction writes the new events file before the base that
 //! names it and removes the old files only after both.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::base::bytes::Reader;
+use crate::base::state_file;
 use crate::usage::event::{hash_words, seal, unseal};
 use crate::usage::paths;
 use crate::usage::store::codec::{self, Record};
 use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
 use crate::usage::store::journal::{self, Origin};
-use crate::usage::store::new_generation;
+use crate::usage::store::{MAX_FILE_BYTES, new_generation};
 
 const JOURNAL_MAGIC: &[u8; 4] = b"HUIJ";
 /// The journal may grow to this share of the base (and at least
@@ -117,11 +118,11 @@ impl Store {
     }
 
     fn open_events(&self, id: u64) -> Option<Events> {
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(self.events_path(id))
-            .ok()?;
+        let (mut file, _) = state_file::open_with(
+            OpenOptions::new().read(true).write(true),
+            &self.events_path(id),
+        )
+        .ok()?;
         let mut head = [0u8; 12];
         file.read_exact(&mut head).ok()?;
         (head[..] == codec::events_header(id)[..]).then(|| Events {
@@ -134,13 +135,8 @@ impl Store {
     /// events file until an entry is materialized.
     pub fn load(&self) -> (Index, Loaded) {
         let empty = || (Index::default(), Loaded::default());
-        let Ok(mut file) = File::open(&self.base) else {
+        let Ok((bytes, meta)) = state_file::read(&self.base, MAX_FILE_BYTES) else {
             return empty();
-        };
-        let mut bytes = Vec::new();
-        let meta = match (file.read_to_end(&mut bytes), file.metadata()) {
-            (Ok(_), Ok(meta)) => meta,
-            _ => return empty(),
         };
         let Some((index, events)) = unseal(&bytes).and_then(|body| {
             let mut opened = None;
@@ -164,7 +160,7 @@ impl Store {
             },
             events: Some(events.clone()),
         };
-        let Ok(journal) = fs::read(&self.journal) else {
+        let Ok((journal, _)) = state_file::read(&self.journal, MAX_FILE_BYTES) else {
             return (index, loaded);
         };
         loaded.origin.journal_len = journal.len() as u64;
@@ -299,7 +295,7 @@ impl Store {
         seal(&mut out);
         let events_path = self.events_path(id);
         crate::base::atomic_file::write_unsynced(&events_path, &blob, 0o600)?;
-        written.events = Some(EventsFile(Arc::new(File::open(&events_path)?)));
+        written.events = Some(EventsFile(Arc::new(state_file::open(&events_path)?.0)));
         crate::base::atomic_file::write_unsynced(&self.base, &out, 0o600)?;
         match fs::remove_file(&self.journal) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),

@@ -88,13 +88,15 @@ fn record(bytes: &[u8]) -> Option<&[u8]> {
 /// (`header` given) replaces whatever was there.
 pub fn append(path: &Path, header: Option<&[u8]>, records: &[u8]) -> io::Result<()> {
     let fresh = header.is_some();
-    let mut file = OpenOptions::new()
-        .create(true)
-        .write(true)
-        .append(!fresh)
-        .truncate(fresh)
-        .mode(0o600)
-        .open(path)?;
+    let (mut file, _) = crate::base::state_file::open_with(
+        OpenOptions::new()
+            .create(true)
+            .write(true)
+            .append(!fresh)
+            .truncate(fresh)
+            .mode(0o600),
+        path,
+    )?;
     let mut out = Vec::with_capacity(records.len() + 128);
     out.extend(header.unwrap_or_default());
     out.extend(records);

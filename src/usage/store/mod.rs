@@ -98,6 +98,14 @@ pub mod owners;
 pub(crate) mod rows;
 pub mod state;
 
+/// The longest store file (a base or a journal) read whole. Every file
+/// here is opened as `base::state_file` opens heeler's state (no final
+/// link, no blocking, a regular file only), so a FIFO or a link to
+/// `/dev/zero` is refused at once; this cap bounds a regular file too. A
+/// busy Host's cache grows by about 33 MiB per 30 days kept
+/// (docs/benchmarks.md), so years of history stay far below it.
+pub(crate) const MAX_FILE_BYTES: u64 = 1 << 30;
+
 use crate::usage::event::fnv1a;
 
 /// A fresh generation (or file id) to succeed `previous`: a hash of the

@@ -346,7 +346,7 @@ fn rows_from(bytes: &[u8]) -> Vec<(u64, u64)> {
 impl BaseFile {
     fn open(path: &Path, generation: u64, count: u64) -> io::Result<BaseFile> {
         let bad = || io::Error::new(io::ErrorKind::InvalidData, "owners table damaged");
-        let mut file = File::open(path)?;
+        let (mut file, _) = crate::base::state_file::open(path)?;
         let mut head = [0u8; 24];
         file.read_exact(&mut head)?;
         let stored_count = u64::from_le_bytes(head[16..24].try_into().map_err(|_| bad())?);

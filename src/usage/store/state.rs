@@ -10,7 +10,7 @@
 //! the slots from here for a zone the worker did not render ahead
 //! ([`StateStore::load_slots`]), without the owners table.
 
-use std::fs::{self, File};
+use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -19,6 +19,7 @@ use crate::usage::aggregate::incremental::{Changed, State};
 use crate::usage::aggregate::{Detailed, SlotAcc, SlotKey, Text};
 use crate::usage::event::{seal, unseal};
 use crate::usage::paths;
+use crate::usage::store::MAX_FILE_BYTES;
 use crate::usage::store::journal::{self, Origin};
 use crate::usage::store::owners::{Owners, OwnersRef};
 use crate::usage::store::rows::{
@@ -108,8 +109,7 @@ impl StateStore {
     /// [`StateStore::read`], the tables `lazy` names left undecoded.
     fn read_lazily(&self, from: i64, tables: Tables, lazy: Undecoded) -> Option<(Parts, Origin)> {
         use std::os::unix::fs::FileExt;
-        let file = File::open(&self.base).ok()?;
-        let meta = file.metadata().ok()?;
+        let (file, meta) = crate::base::state_file::open(&self.base).ok()?;
         let mut header = [0u8; HEADER];
         file.read_exact_at(&mut header, 0).ok()?;
         let ranges = layout(&header, meta.len())?;
@@ -136,7 +136,7 @@ impl StateStore {
             journal_valid: false,
             header: journal_header(&meta),
         };
-        let Ok(journal) = fs::read(&self.journal) else {
+        let Ok((journal, _)) = crate::base::state_file::read(&self.journal, MAX_FILE_BYTES) else {
             return Some((parts, origin));
         };
         origin.journal_len = journal.len() as u64;

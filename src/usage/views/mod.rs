@@ -244,7 +244,9 @@ fn slots_for(
         return Vec::new();
     };
     let recent = (view == View::Statusline && flags.dir.is_none())
-        .then(|| std::fs::read_to_string(dir.recent()).ok())
+        .then(|| {
+            crate::base::state_file::read_text(&dir.recent(), crate::base::state_file::MAX_BYTES)
+        })
         .flatten()
         .and_then(|text| recent::decode(&text, at));
     recent.unwrap_or_else(|| read_slots(&dir.0, view, from))
@@ -344,9 +346,7 @@ fn read_limits_now(
 fn wait_for_claude_limits(dir: &crate::usage::paths::UsageDir, since: i64) -> Option<Value> {
     let started = std::time::Instant::now();
     while started.elapsed() < HERDR_ACTION_WAIT {
-        let read = std::fs::read_to_string(dir.limits(Agent::Claude))
-            .ok()
-            .and_then(|text| crate::base::json::parse(&text).ok());
+        let read = crate::base::json::read_file(&dir.limits(Agent::Claude));
         if let Some(value) = read
             && value
                 .get("attempted_at")
