@@ -120,19 +120,31 @@ pub struct HerdrClient {
 #[derive(Debug)]
 struct SocketUnusable(String);
 
-fn connect_with_timeout(path: &Path, timeout: Duration) -> Result<UnixStream, SocketUnusable> {
-    // std has no connect timeout for Unix sockets; a connect blocks only when
-    // the listener's backlog is full, so a helper thread bounds it.
+/// Connects to the Unix socket at `path` within `timeout`: the one bounded
+/// connect for every socket heeler asks (herdr's, herdr-core's). std has
+/// no connect timeout for Unix sockets; a connect blocks only when the
+/// listener's backlog is full, so a helper thread bounds it (and is left
+/// to end with the connect).
+pub(crate) fn connect_within(path: &Path, timeout: Duration) -> std::io::Result<UnixStream> {
     let (sender, receiver) = mpsc::channel();
     let path = path.to_path_buf();
     std::thread::spawn(move || {
         let _ = sender.send(UnixStream::connect(path));
     });
     match receiver.recv_timeout(timeout) {
-        Ok(Ok(stream)) => Ok(stream),
-        Ok(Err(e)) => Err(SocketUnusable(format!("connect: {e}"))),
-        Err(_) => Err(SocketUnusable("connect timed out".to_owned())),
+        Ok(connected) => connected,
+        Err(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "connect timed out",
+        )),
     }
+}
+
+fn connect_with_timeout(path: &Path, timeout: Duration) -> Result<UnixStream, SocketUnusable> {
+    connect_within(path, timeout).map_err(|e| match e.kind() {
+        std::io::ErrorKind::TimedOut => SocketUnusable("connect timed out".to_owned()),
+        _ => SocketUnusable(format!("connect: {e}")),
+    })
 }
 
 fn request_line(method: &str, params: Object) -> String {
@@ -167,6 +179,15 @@ pub(crate) fn read_line_before(
         let n = match stream.read(&mut buffer) {
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            // The read's timeout (what was left of the deadline) passed.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(timed_out());
+            }
             Err(e) => return Err(e),
         };
         if n == 0 {

@@ -20,7 +20,6 @@
 //! document never fails a view and never reaches the app's query.
 
 use std::io::{Read, Write};
-use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -149,14 +148,15 @@ pub(crate) const REQUEST: &str =
 
 /// Asks herdr-core at `socket` for the document; `None` on any failure
 /// (no socket, a slow or malformed answer, an error response), within
-/// `deadline` overall.
+/// `deadline` overall: the connect and every read wait only for what is
+/// left of it.
 pub(crate) fn fetch_from(socket: &Path, deadline: Duration) -> Option<Value> {
     let end = Instant::now() + deadline;
     let left = || {
         end.checked_duration_since(Instant::now())
             .filter(|d| !d.is_zero())
     };
-    let mut stream = UnixStream::connect(socket).ok()?;
+    let mut stream = crate::herdr::client::connect_within(socket, left()?).ok()?;
     stream.set_write_timeout(left()).ok()?;
     stream.write_all(format!("{REQUEST}\n").as_bytes()).ok()?;
     let mut line = Vec::new();
