@@ -209,8 +209,11 @@ pub fn run_plumbing(command: UsagePlumbingCommand) -> Result<(), Failure> {
                 .map_err(|e| Failure::new(format!("heeler usage claude-limits: {e}"), 1))?;
             let now = crate::base::clock::unix_seconds();
             let env = crate::usage::limits::ProbeEnv::from_runtime(None);
-            let limits =
-                crate::usage::limits::probe_claude(&env, now, crate::usage::limits::PROBE_TIMEOUT);
+            let limits = crate::usage::limits::probe_claude(
+                &env,
+                now,
+                crate::usage::limits::probe_timeout(),
+            );
             crate::usage::limits::store(&dir, Agent::Claude, &limits, now);
             let state = limits
                 .get("state")

@@ -29,8 +29,14 @@ use crate::usage::event::Agent;
 use crate::usage::limits::due::ClaudeStep;
 use crate::usage::paths::UsageDir;
 
-/// Longest a probe may take.
+/// Longest a probe may take, start to answer.
 pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// [`PROBE_TIMEOUT`], shortened by the tests' deadline cap
+/// (`base::clock::test_deadline_cap`): what every probe is given.
+pub(crate) fn probe_timeout() -> Duration {
+    crate::base::clock::test_deadline_cap().map_or(PROBE_TIMEOUT, |cap| cap.min(PROBE_TIMEOUT))
+}
 
 /// The environment a probe runs in: the runtime record's `PATH` and `HOME`
 /// (a bare SSH session may have neither agent on its `PATH`).
@@ -87,7 +93,15 @@ fn failure(code: &str, message: &str) -> Object {
     state(code).with("error", message)
 }
 
-/// A child speaking JSON lines, read on a thread so every wait can time out.
+/// The longest line read from a probe; the rest of a longer line is
+/// skipped (Codex's and Claude Code's answers are a few kilobytes).
+const MAX_LINE: usize = 1024 * 1024;
+
+/// A child speaking JSON lines, read on a thread so every wait can time
+/// out: one deadline for the whole conversation, fixed at the start, each
+/// wait only for what is left of it. The child leads its own process
+/// group, killed whole when the conversation ends, so nothing it started
+/// keeps its pipes open; a line is read up to [`MAX_LINE`] bytes.
 struct Conversation {
     child: Child,
     stdin: Option<ChildStdin>,
@@ -97,28 +111,21 @@ struct Conversation {
 
 impl Conversation {
     fn start(mut command: Command, timeout: Duration) -> std::io::Result<Conversation> {
-        let mut child = command.spawn()?;
+        use std::os::unix::process::CommandExt;
+        let deadline = Instant::now() + timeout;
+        let mut child = command.process_group(0).spawn()?;
         let stdin = child.stdin.take();
         let stdout = child
             .stdout
             .take()
             .ok_or_else(|| std::io::Error::other("no stdout"))?;
         let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Ok(v) = json::parse(line.trim())
-                    && tx.send(v).is_err()
-                {
-                    break;
-                }
-            }
-        });
+        std::thread::spawn(move || json_lines(stdout, &tx));
         Ok(Conversation {
             child,
             stdin,
             lines: rx,
-            deadline: Instant::now() + timeout,
+            deadline,
         })
     }
 
@@ -146,9 +153,42 @@ impl Conversation {
     }
 }
 
+/// Sends each line of `from` that is JSON to `to`, each read up to
+/// [`MAX_LINE`] bytes (a longer one is skipped to its end), until the end
+/// of `from`, a read error or a receiver gone.
+fn json_lines(from: impl std::io::Read, to: &mpsc::Sender<Value>) {
+    use std::io::Read;
+    let mut reader = BufReader::new(from);
+    let mut line = Vec::new();
+    let mut skipping = false;
+    loop {
+        line.clear();
+        let cap = MAX_LINE as u64 + 1;
+        match (&mut reader).take(cap).read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        // A read that stops at the cap without a line end is part of a
+        // line too long to keep: skipped, and so is the rest of it.
+        let cut = line.len() > MAX_LINE && line.last() != Some(&b'\n');
+        if std::mem::replace(&mut skipping, cut) || cut {
+            continue;
+        }
+        let value = std::str::from_utf8(&line)
+            .ok()
+            .and_then(|text| json::parse(text.trim()).ok());
+        if let Some(v) = value
+            && to.send(v).is_err()
+        {
+            return;
+        }
+    }
+}
+
 impl Drop for Conversation {
     fn drop(&mut self) {
         self.stdin = None;
+        crate::base::sys::kill_process_group(self.child.id());
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -562,7 +602,7 @@ pub(crate) fn refresh_due(dir: &UsageDir, runtime: Option<&Value>, index: &Index
         now,
     );
     if due.codex {
-        let mut codex = probe_codex(&env, now, PROBE_TIMEOUT);
+        let mut codex = probe_codex(&env, now, probe_timeout());
         if codex.get("state").and_then(Value::as_str) != Some("ok")
             && let Some((limits, at)) = newest_rollout_limits(index)
         {
@@ -576,7 +616,7 @@ pub(crate) fn refresh_due(dir: &UsageDir, runtime: Option<&Value>, index: &Index
             crate::usage::limits::herdr_action::trigger_and_record(dir, runtime, now);
         }
         ClaudeStep::Probe => {
-            let claude = probe_claude(&env, now, PROBE_TIMEOUT);
+            let claude = probe_claude(&env, now, probe_timeout());
             store(dir, Agent::Claude, &claude, now);
         }
     }
@@ -585,6 +625,24 @@ pub(crate) fn refresh_due(dir: &UsageDir, runtime: Option<&Value>, index: &Index
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn lines_of(input: &[u8]) -> Vec<String> {
+        let (tx, rx) = mpsc::channel();
+        json_lines(input, &tx);
+        drop(tx);
+        rx.iter().map(|v| v.to_json()).collect()
+    }
+
+    #[test]
+    fn probe_lines_past_the_cap_are_skipped_whole() {
+        let long = format!("[\"{}\"]", "x".repeat(MAX_LINE));
+        let input = format!("{{\"a\":1}}\nnot json\n{long}\n[2]\n{long}{long}\n[3]");
+        assert_eq!(lines_of(input.as_bytes()), ["{\"a\":1}", "[2]", "[3]"]);
+        // A line of exactly the cap is kept.
+        let at_cap = format!("\"{}\"\n", "y".repeat(MAX_LINE - 3));
+        assert_eq!(at_cap.len(), MAX_LINE);
+        assert_eq!(lines_of(at_cap.as_bytes()).len(), 1);
+    }
 
     #[test]
     fn rollout_windows_past_their_reset_are_marked() {

@@ -297,7 +297,7 @@ pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
 }
 
 /// How long `--limits` waits for herdr's session to read Claude Code's
-/// limits (the action's probe has its own [`PROBE_TIMEOUT`], plus the
+/// limits (the action's probe has its own [`crate::usage::limits::PROBE_TIMEOUT`], plus the
 /// trigger's).
 const HERDR_ACTION_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
@@ -316,14 +316,14 @@ fn read_limits_now(
     now: i64,
     stored: (Value, Value),
 ) -> (Value, Value) {
-    use crate::usage::limits::{self, PROBE_TIMEOUT};
+    use crate::usage::limits;
     if termion::is_tty(&std::io::stderr()) {
         let _ = write!(std::io::stderr(), "Reading Claude Code and Codex limits…");
     }
     let _ = crate::base::atomic_file::create_dir_all(&dir.0, 0o700);
     // The person's own environment: this is their terminal.
     let env = limits::ProbeEnv::from_runtime(None);
-    let codex = limits::probe_codex(&env, now, PROBE_TIMEOUT);
+    let codex = limits::probe_codex(&env, now, limits::probe_timeout());
     if codex.get("state").and_then(Value::as_str) == Some("ok") {
         limits::store(dir, Agent::Codex, &codex, now);
     }
@@ -331,7 +331,7 @@ fn read_limits_now(
         limits::herdr_action::trigger_and_record(dir, runtime, now);
         wait_for_claude_limits(dir, now).unwrap_or(stored.0)
     } else {
-        let claude = limits::probe_claude(&env, now, PROBE_TIMEOUT);
+        let claude = limits::probe_claude(&env, now, limits::probe_timeout());
         limits::store(dir, Agent::Claude, &claude, now);
         Value::Object(claude)
     };
