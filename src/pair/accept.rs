@@ -138,10 +138,14 @@ impl Request {
 /// The command: reads stdin, prints the protocol line, returns the status.
 pub fn run(args: AcceptArgs) -> ExitCode {
     let request = Request::new(args, &dirs::Env::process());
+    // One deadline for the whole line (the contract's 30 s), shortened
+    // only by the tests' cap.
+    let timeout =
+        crate::base::clock::test_deadline_cap().map_or(INPUT_TIMEOUT, |cap| cap.min(INPUT_TIMEOUT));
     let outcome = accept(
         &request,
         std::io::stdin(),
-        INPUT_TIMEOUT,
+        timeout,
         &crate::base::clock::unix_seconds,
     );
     let (stdout_line, stderr_line, status) = match outcome {
