@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The environment variable that shortens every deadline heeler waits out
 /// on another party (herdr's socket and CLI, the relay's attempt, the
-/// Device Key line `accept` reads), for
+/// Device Key line `accept` reads, the usage limits probes), for
 /// tests only: milliseconds, 1 or more. A command reads it at its edge
 /// ([`test_deadline_cap`]) and caps the deadlines it hands down at it, so
 /// that a test of a hung party waits a second, not the contract's ten.
