@@ -619,7 +619,11 @@ fn sync_parent(path: &Path) {
 /// it first) as one `O_APPEND` write of the whole line and its newline,
 /// preceded by a newline when the file does not end with one; a missing
 /// file is created with `new_mode`. Nothing is read back or rewritten, so
-/// a concurrent appender (a user's `>>`) loses nothing.
+/// a concurrent appender (a user's `>>`) loses nothing. The line lands
+/// whole or not at all: a write cut short (a full disk, a file size limit)
+/// or a failed sync is cut off again and returned as the error (see
+/// [`roll_back_append`]), so no torn line is left for the next `>>` to be
+/// glued to.
 pub(crate) fn append_line(path: &Path, line: &[u8], new_mode: u32) -> io::Result<()> {
     let mut bytes = Vec::with_capacity(line.len() + 2);
     bytes.extend_from_slice(line);
@@ -664,12 +668,44 @@ fn append_bytes(path: &Path, bytes: &[u8], new_mode: u32) -> io::Result<()> {
     }
     out.extend_from_slice(bytes);
     let mut writer = &file;
-    // One write(2): a regular file takes a small buffer whole.
-    let written = writer.write(&out)?;
-    if written != out.len() {
-        writer.write_all(&out[written..])?;
+    // One write(2): a regular file takes a small buffer whole, so a short
+    // count means a full disk or a file size limit stopped it. It is not
+    // retried (past a size limit the retry would raise SIGXFSZ): the torn
+    // bytes are cut off again and the error returned.
+    let outcome = match writer.write(&out) {
+        Ok(written) if written == out.len() => file.sync_all().map_err(|e| (e, written)),
+        Ok(written) => Err((
+            io::Error::new(
+                io::ErrorKind::StorageFull,
+                format!(
+                    "only {written} of {} bytes could be written (disk full or file size limit)",
+                    out.len()
+                ),
+            ),
+            written,
+        )),
+        Err(e) => Err((e, 0)),
+    };
+    let Err((error, written)) = outcome else {
+        return Ok(());
+    };
+    roll_back_append(&file, size, written);
+    Err(error)
+}
+
+/// Cuts a failed append off again: truncates `file` back to `size`, its
+/// length before the append, when it is exactly `size + written` long
+/// (nothing was appended after our bytes; a line another writer appended
+/// after them is never cut off). Best effort: the append's error is what
+/// the caller reports.
+fn roll_back_append(file: &File, size: u64, written: usize) {
+    if written == 0 {
+        return;
     }
-    file.sync_all()
+    let ours = size.saturating_add(written as u64);
+    if file.metadata().is_ok_and(|meta| meta.size() == ours) && file.set_len(size).is_ok() {
+        let _ = file.sync_all();
+    }
 }
 
 /// Creates `dir` and its missing parents; directories it creates get `mode`,
@@ -1390,6 +1426,23 @@ mod tests {
         }
         assert!(fs::symlink_metadata(name(dead, 3)).is_ok(), "not a file");
         assert_eq!(fs::read(&target).unwrap(), b"keys");
+    }
+
+    #[test]
+    fn a_failed_append_is_cut_off_unless_another_writer_followed() {
+        let dir = temp_dir("append-rollback");
+        let path = dir.path().join("f");
+        fs::write(&path, b"mine\n").unwrap();
+        let file = OpenOptions::new().append(true).open(&path).unwrap();
+        // Our torn bytes alone after the old end: cut off.
+        (&file).write_all(b"restrict,comm").unwrap();
+        roll_back_append(&file, 5, 13);
+        assert_eq!(fs::read(&path).unwrap(), b"mine\n");
+        // Another writer's line after ours: nothing is cut.
+        (&file).write_all(b"torn").unwrap();
+        (&file).write_all(b"theirs\n").unwrap();
+        roll_back_append(&file, 5, 4);
+        assert_eq!(fs::read(&path).unwrap(), b"mine\ntorntheirs\n");
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //! - an addition (the bootstrap line, a Device Key) is one `O_APPEND`
 //!   write of the whole line ([`add_line`], [`Locked::append`]), with a
 //!   newline in front when the file does not end with one: nothing is read
-//!   back and rewritten, so no one else's append can be lost;
+//!   back and rewritten, so no one else's append can be lost; a write cut
+//!   short by a full disk is cut off again, so the file is as it was;
 //! - a removal (the bootstrap line after a ceremony, a sweep, a revoke)
 //!   reads the file, applies a pure edit to its lines and, only if that
 //!   changed them, writes a temp file with the original's mode (0600 for a

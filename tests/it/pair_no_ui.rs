@@ -1073,3 +1073,77 @@ fn a_pair_json_that_is_a_device_or_a_fifo_is_refused_at_once() {
     assert_eq!(output.status.code(), Some(128 + 15));
     assert_eq!(dirs.authorized_keys(), "");
 }
+
+/// A full disk mid-append: `pair --no-ui` under `prlimit --fsize` (the
+/// file may grow only 16 bytes past its size, so the Bootstrap Key line
+/// is written short) must leave `authorized_keys` byte-identical and show
+/// no code; the next ceremony's line lands whole, on a line of its own
+/// even though the user's last line has no newline.
+#[test]
+fn a_short_write_leaves_authorized_keys_as_it_was() {
+    if Command::new("prlimit").arg("--version").output().is_err() {
+        common::skip("prlimit is missing (apt-get install util-linux)");
+        return;
+    }
+    let dirs = Dirs::new("short");
+    let ssh = dirs.home().join(".ssh");
+    std::fs::create_dir_all(&ssh).unwrap();
+    let file = ssh.join("authorized_keys");
+    let mut before = String::new();
+    for i in 0..100 {
+        before.push_str(&format!(
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{i:040} user{i}\n"
+        ));
+    }
+    before.push_str("ssh-ed25519 AAAAlast no-newline");
+    std::fs::write(&file, &before).unwrap();
+    let limit = before.len() + 16;
+    // SIGXFSZ ignored (inherited through exec), as a full disk sends none:
+    // a write past the limit then fails with EFBIG instead of killing.
+    let cmd = dirs.command(&["pair", "--no-ui", "--address", "192.0.2.7"]);
+    let program = cmd.get_program().to_owned();
+    let args: Vec<_> = cmd.get_args().map(ToOwned::to_owned).collect();
+    let mut limited = Command::new("sh");
+    limited
+        .args(["-c", "trap '' XFSZ; exec prlimit --fsize=\"$0\" -- \"$@\""])
+        .arg(limit.to_string())
+        .arg(program)
+        .args(args)
+        .env_clear();
+    for (key, value) in cmd.get_envs() {
+        if let Some(value) = value {
+            limited.env(key, value);
+        }
+    }
+    limited.env("PATH", "/usr/bin:/bin");
+    let out = limited.stdin(Stdio::null()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(out.stdout, b"", "no Pairing Code");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("could be written"),
+        "{out:?}"
+    );
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        before.as_bytes(),
+        "byte-identical after the short write"
+    );
+    assert_eq!(
+        file_names(&dirs.root.join("state/pending")),
+        Vec::<String>::new()
+    );
+
+    // Space again: the next ceremony's line is whole and on its own line.
+    let (mut child, _stdout, payload) = dirs.start(None);
+    let during = dirs.authorized_keys();
+    let added = during
+        .strip_prefix(&format!("{before}\n"))
+        .unwrap_or_else(|| panic!("the user's lines first, then a newline: {during:?}"));
+    let exp = payload.bootstrap.unwrap().expires_at;
+    assert!(added.starts_with("restrict,command=\""), "{added:?}");
+    assert!(added.ends_with(&format!(":exp:{exp}\n")), "{added:?}");
+    assert_eq!(added.lines().count(), 1, "{added:?}");
+    kill("TERM", &child);
+    child.wait().unwrap();
+    assert_eq!(dirs.authorized_keys(), format!("{before}\n"));
+}
