@@ -32,8 +32,11 @@
 //! - a file whose `flock` is busy is held by a live new process, whatever
 //!   its age: it is never taken over;
 //! - a file we could `flock` is held by an old process or abandoned; it is
-//!   taken over only when stale or when the pid it names is no process (a
-//!   holder killed with SIGKILL), by unlinking it *while holding its
+//!   taken over only when stale, when the pid it names is no process (a
+//!   holder killed with SIGKILL), or when it still names no pid a second
+//!   after it was created (a holder killed between its create and its pid
+//!   write, which nothing else would ever remove before it turns stale),
+//!   by unlinking it *while holding its
 //!   `flock`* and after checking the path still names it, so two new
 //!   processes can never both take one stale lock over, and a new lock
 //!   that replaced it is never the one unlinked;
@@ -831,6 +834,13 @@ impl Holder {
     }
 }
 
+/// How long a lock file may stay without a pid before it counts as
+/// abandoned: every writer (ours, the Node plugin's) writes its pid right
+/// after creating the file, so an unheld file still without one this long
+/// after is a writer killed in between, and nothing will ever remove it.
+/// Well inside a ceremony end's 5 s deadline, unlike the 10 s staleness.
+const UNWRITTEN_LOCK_AGE: Duration = Duration::from_millis(1_000);
+
 /// What to do after a look.
 #[derive(Debug, PartialEq, Eq)]
 enum Step {
@@ -842,8 +852,10 @@ enum Step {
 /// The decision after a look: a lock that no live new process holds is
 /// taken over when it is stale or the process it names is gone (a holder
 /// killed with SIGKILL leaves a fresh file; an older process writes its
-/// pid before it edits, so a pid of no process is no holder); a vanished
-/// one is retried at once; anything else waits.
+/// pid before it edits, so a pid of no process is no holder), or when it
+/// names no pid past [`UNWRITTEN_LOCK_AGE`] (a holder killed between its
+/// create and its pid write); a vanished one is retried at once; anything
+/// else waits.
 fn next_step(seen: &Seen, stale_after: Duration) -> Step {
     match seen {
         Seen::Gone => Step::RetryNow,
@@ -852,6 +864,10 @@ fn next_step(seen: &Seen, stale_after: Duration) -> Step {
             holder: Holder::Dead,
             ..
         } => Step::TakeOver,
+        Seen::Unlocked {
+            age,
+            holder: Holder::Unknown,
+        } if *age > UNWRITTEN_LOCK_AGE => Step::TakeOver,
         Seen::Held | Seen::Unlocked { .. } | Seen::Unusable(_) => Step::Wait,
     }
 }
@@ -1178,12 +1194,30 @@ mod tests {
         let old = Duration::from_secs(11);
         assert_eq!(next_step(&Seen::Gone, stale), Step::RetryNow);
         assert_eq!(next_step(&Seen::Held, stale), Step::Wait);
-        for holder in [Holder::Alive, Holder::Unknown] {
-            assert_eq!(
-                next_step(&Seen::Unlocked { age: stale, holder }, stale),
-                Step::Wait
-            );
-        }
+        assert_eq!(
+            next_step(
+                &Seen::Unlocked {
+                    age: stale,
+                    holder: Holder::Alive
+                },
+                stale
+            ),
+            Step::Wait
+        );
+        // A lock without a pid: waited for while its writer may be about
+        // to write it, taken over once no writer would still be.
+        let unwritten = |age| Seen::Unlocked {
+            age,
+            holder: Holder::Unknown,
+        };
+        assert_eq!(next_step(&unwritten(UNWRITTEN_LOCK_AGE), stale), Step::Wait);
+        assert_eq!(
+            next_step(
+                &unwritten(UNWRITTEN_LOCK_AGE + Duration::from_millis(1)),
+                stale
+            ),
+            Step::TakeOver
+        );
         for holder in [Holder::Alive, Holder::Dead, Holder::Unknown] {
             assert_eq!(
                 next_step(&Seen::Unlocked { age: old, holder }, stale),
@@ -1226,7 +1260,8 @@ mod tests {
         let (outcome, _) = acquire_bounded(&path, QUICK, || {});
         assert_eq!(outcome, Ok(()));
         // An unheld fresh lock naming a live process (one that predates
-        // flock, say) is still waited for, as is one naming no process.
+        // flock, say) is still waited for, as is a fresh one naming no
+        // process (its writer may be about to write its pid).
         for content in [
             format!("{}\n", std::process::id()),
             String::new(),
@@ -1236,6 +1271,12 @@ mod tests {
             let (outcome, _) = acquire_bounded(&path, QUICK, || {});
             assert!(outcome.unwrap_err().contains("timed out"));
         }
+        // Past the pid-write grace, an empty lock (a writer killed between
+        // its create and its pid write) is taken over at once.
+        fs::write(&path, b"").unwrap();
+        set_age(&path, UNWRITTEN_LOCK_AGE + Duration::from_millis(200));
+        let (outcome, _) = acquire_bounded(&path, QUICK, || {});
+        assert_eq!(outcome, Ok(()));
     }
 
     #[test]
