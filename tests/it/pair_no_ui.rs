@@ -1147,3 +1147,87 @@ fn a_short_write_leaves_authorized_keys_as_it_was() {
     child.wait().unwrap();
     assert_eq!(dirs.authorized_keys(), format!("{before}\n"));
 }
+
+/// `accept` for `id` with the test's Device Key on stdin: its stdout.
+fn accept_answer(dirs: &Dirs, id: &str) -> String {
+    let state = dirs.root.join("state");
+    let mut accept = dirs
+        .command(&[
+            "accept",
+            "--state-dir",
+            state.to_str().unwrap(),
+            "--pairing-id",
+            id,
+        ])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A refusal may come before the key is read (a closed pipe then).
+    let _ = accept
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(format!("{}\n", device_line()).as_bytes());
+    String::from_utf8(accept.wait_with_output().unwrap().stdout).unwrap()
+}
+
+/// An `accept` killed between creating the lock file and writing its pid
+/// leaves an empty lock nobody holds (as planted here: the exact file such
+/// a kill leaves). A cancel takes it over at once instead of giving up at
+/// its 5 s deadline with the code still usable.
+#[test]
+fn a_cancel_takes_over_an_empty_lock_a_killed_accept_left() {
+    let dirs = Dirs::new("empty-lock");
+    let (mut pair, _stdout, _) = dirs.start(None);
+    let id = pairing_id_of(&dirs.authorized_keys());
+    let lock = dirs.home().join(".ssh/authorized_keys.herdr-pairing.lock");
+    std::fs::write(&lock, b"").unwrap();
+    let started = std::time::Instant::now();
+    assert!(kill("TERM", &pair).success());
+    let status = pair.wait().unwrap();
+    println!(
+        "cancel with an empty lock took {} ms",
+        started.elapsed().as_millis()
+    );
+    let err = stderr_of(&mut pair);
+    assert_eq!(status.code(), Some(143), "{err}");
+    assert!(err.contains("the Bootstrap Key was removed"), "{err}");
+    assert_eq!(dirs.authorized_keys(), "");
+    assert!(!lock.exists());
+    assert_eq!(
+        file_names(&dirs.root.join("state/pending")),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        accept_answer(&dirs, &id),
+        "HERDR-ENROLL:ERR:unknown_pairing\n"
+    );
+}
+
+/// A cancel that cannot get the lock at all (a live process holds it past
+/// the 5 s deadline) still leaves no usable code: the pending record goes
+/// first, without the lock, so `accept` refuses.
+#[test]
+fn a_cancel_that_cannot_get_the_lock_still_leaves_no_usable_code() {
+    let dirs = Dirs::new("held-lock");
+    let (mut pair, _stdout, _) = dirs.start(None);
+    let id = pairing_id_of(&dirs.authorized_keys());
+    let mut holder = Command::new("sleep").arg("60").spawn().unwrap();
+    let lock = dirs.home().join(".ssh/authorized_keys.herdr-pairing.lock");
+    std::fs::write(&lock, format!("{}\n", holder.id())).unwrap();
+    assert!(kill("TERM", &pair).success());
+    let status = pair.wait().unwrap();
+    let err = stderr_of(&mut pair);
+    assert_eq!(status.code(), Some(143), "{err}");
+    assert!(err.contains("cleanup failed"), "{err}");
+    assert_eq!(
+        file_names(&dirs.root.join("state/pending")),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        accept_answer(&dirs, &id),
+        "HERDR-ENROLL:ERR:unknown_pairing\n"
+    );
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+}
