@@ -491,14 +491,18 @@ fn enrollment_end_to_end_with_retries_restrictions_and_replay() {
         .find(|l| l.contains(&id))
         .unwrap()
         .to_owned();
+    // This sshd (OpenSSH 9.2) reads a UTC expiry-time, so the line says
+    // when sshd itself must stop; `date` gives the expected UTC time.
+    let exp = pairing.payload.bootstrap.as_ref().unwrap().expires_at;
+    let utc = run_ok(Command::new("date").args(["-u", "-d", &format!("@{exp}"), "+%Y%m%d%H%M%SZ"]));
     assert_eq!(
         boot_line,
         format!(
-            "restrict,command=\"'{}' accept --state-dir '{}' --pairing-id {id}\" {} herdr-pairing:{id}:exp:{}",
+            "restrict,command=\"'{}' accept --state-dir '{}' --pairing-id {id}\",expiry-time=\"{}\" {} herdr-pairing:{id}:exp:{exp}",
             rig.heeler.display(),
             rig.state_dir.display(),
+            utc.trim(),
             derived.trim(),
-            pairing.payload.bootstrap.as_ref().unwrap().expires_at
         )
     );
     let ak = rig.home.join(".ssh/authorized_keys");
@@ -767,6 +771,43 @@ fn expiry_through_sshd() {
     );
     assert_eq!(answer.status.code(), Some(1));
     assert!(!rig.authorized_keys().contains(&id));
+    assert!(!rig.authorized_keys().contains(&device_line));
+}
+
+/// sshd itself refuses a Bootstrap Key once its `expiry-time` is past,
+/// even while its line is still in authorized_keys (a `pair` killed with
+/// SIGKILL removes nothing): the login fails before any `accept` runs.
+#[test]
+fn sshd_itself_refuses_an_expired_bootstrap_line() {
+    require_sshd!();
+    let rig = Rig::start("sshdexp");
+    let mut pairing = rig.pair(Some(2));
+    let id = pairing.pairing_id(&rig);
+    pairing.child.kill().unwrap();
+    pairing.child.wait().unwrap();
+    let exp = pairing.payload.bootstrap.as_ref().unwrap().expires_at;
+    assert!(rig.authorized_keys().contains("expiry-time=\""));
+    // sshd refuses once the expiry second is past (`valid_before < now`).
+    while heeler::base::clock::unix_seconds() <= exp {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (_, device_line) = rig.device_key("device", "too-late");
+    let late = rig.ssh(
+        &pairing.key_file,
+        format!("{device_line}\n").as_bytes(),
+        &[],
+    );
+    assert_eq!(
+        late.status.code(),
+        Some(255),
+        "sshd refused the login: {}",
+        text(&late.stderr)
+    );
+    assert_eq!(text(&late.stdout), "", "no accept ran");
+    assert!(
+        rig.authorized_keys().contains(&id),
+        "the line is still there, so sshd (not accept) refused"
+    );
     assert!(!rig.authorized_keys().contains(&device_line));
 }
 

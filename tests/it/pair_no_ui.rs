@@ -1231,3 +1231,55 @@ fn a_cancel_that_cannot_get_the_lock_still_leaves_no_usable_code() {
     holder.kill().unwrap();
     holder.wait().unwrap();
 }
+
+/// Two ceremonies in one state dir: B is cancelled (its line and pending
+/// record gone), and B's Bootstrap Key, whose seed B's code printed, is
+/// submitted to A as a Device Key: refused, so the printed seed never
+/// logs in for good. A still enrolls a real Device Key afterwards.
+#[test]
+fn an_earlier_ceremonys_bootstrap_key_is_refused_as_a_device_key() {
+    let dirs = Dirs::new("two-ceremonies");
+    let (mut a, _a_out, _) = dirs.start(None);
+    let a_id = pairing_id_of(&dirs.authorized_keys());
+    let (mut b, _b_out, b_code) = dirs.start(None);
+    assert!(kill("TERM", &b).success());
+    assert_eq!(b.wait().unwrap().code(), Some(143));
+    assert_eq!(
+        dirs.authorized_keys().matches("herdr-pairing:").count(),
+        1,
+        "only A's line is left"
+    );
+    let b_seed = b_code.bootstrap.unwrap().seed;
+    let b_public = heeler::pair::bootstrap_key::BootstrapKey::from_seed(b_seed)
+        .unwrap()
+        .public_line();
+    assert!(!dirs.authorized_keys().contains(&b_public));
+    let submit = |line: &str| {
+        let state = dirs.root.join("state");
+        let mut accept = dirs
+            .command(&[
+                "accept",
+                "--state-dir",
+                state.to_str().unwrap(),
+                "--pairing-id",
+                &a_id,
+            ])
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let _ = accept
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(format!("{line}\n").as_bytes());
+        String::from_utf8(accept.wait_with_output().unwrap().stdout).unwrap()
+    };
+    assert_eq!(
+        submit(&format!("{b_public} phone")),
+        "HERDR-ENROLL:ERR:invalid_key\n"
+    );
+    assert!(!dirs.authorized_keys().contains(&b_public));
+    assert!(submit(&device_line()).starts_with("HERDR-ENROLL:OK:SHA256:"));
+    let status = a.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{}", stderr_of(&mut a));
+}
