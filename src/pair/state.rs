@@ -138,6 +138,24 @@ impl StateDir {
         EnrolledRecord::from_json(&json::read_file(&self.enrolled_path(pairing_id))?)
     }
 
+    /// The pairing ids with a pending record (`pending/<id>.json` names
+    /// that are valid ids), at most `cap` of them; empty when the
+    /// directory is missing or unreadable.
+    pub(crate) fn pending_ids(&self, cap: usize) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(self.pending_dir()) else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|entry| {
+                let name = entry.file_name().into_string().ok()?;
+                let id = name.strip_suffix(".json")?;
+                crate::pair::authorized_keys::is_valid_pairing_id(id).then(|| id.to_owned())
+            })
+            .take(cap)
+            .collect()
+    }
+
     pub(crate) fn pending_exists(&self, pairing_id: &str) -> bool {
         self.pending_path(pairing_id).exists()
     }

@@ -1283,3 +1283,52 @@ fn an_earlier_ceremonys_bootstrap_key_is_refused_as_a_device_key() {
     let status = a.wait().unwrap();
     assert_eq!(status.code(), Some(0), "{}", stderr_of(&mut a));
 }
+
+/// An editor that read `authorized_keys` during a ceremony writes the
+/// Bootstrap Key line back after the ceremony removed it: doctor names
+/// the leftover by its pairing id, and the next ceremony removes it.
+#[test]
+fn doctor_names_a_written_back_bootstrap_line_and_the_next_ceremony_removes_it() {
+    let dirs = Dirs::new("written-back");
+    let (mut a, _a_out, _) = dirs.start(None);
+    let during = dirs.authorized_keys();
+    let a_id = pairing_id_of(&during);
+    assert!(kill("TERM", &a).success());
+    a.wait().unwrap();
+    assert_eq!(dirs.authorized_keys(), "");
+    std::fs::write(dirs.home().join(".ssh/authorized_keys"), &during).unwrap();
+
+    let out = dirs.checked(&["doctor", "--json"]).output().unwrap();
+    let report = heeler::base::json::parse(String::from_utf8(out.stdout).unwrap().trim()).unwrap();
+    let check = report
+        .get("checks")
+        .and_then(heeler::base::json::Value::as_array)
+        .unwrap()
+        .iter()
+        .find(|c| {
+            c.get("id").and_then(heeler::base::json::Value::as_str) == Some("bootstrap_lines")
+        })
+        .cloned()
+        .expect("a bootstrap_lines check");
+    let field = |key: &str| {
+        check
+            .get(key)
+            .and_then(heeler::base::json::Value::as_str)
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(field("status"), "warn");
+    assert_eq!(
+        field("summary"),
+        format!(
+            "1 Bootstrap Key line(s) whose ceremony is gone left in authorized_keys (pairing {a_id})"
+        )
+    );
+
+    let (mut b, _b_out, _) = dirs.start(None);
+    let now = dirs.authorized_keys();
+    assert!(!now.contains(&a_id), "the leftover is gone: {now}");
+    assert_eq!(now.lines().count(), 1, "only B's line: {now}");
+    assert!(kill("TERM", &b).success());
+    b.wait().unwrap();
+}
