@@ -121,6 +121,25 @@ pub(crate) fn sweep_stale_temps(target: &Path) -> usize {
         dir
     };
     let name = name.to_string_lossy();
+    sweep_temps_where(dir, |entry| temp_owner_pid(&name, entry))
+}
+
+/// [`sweep_stale_temps`] for every target in `dir` at once: the leftover
+/// temp files of any file there (`<name>.tmp-<pid>-<n>`), for a directory
+/// of many small files such as the pairing state's `enrolled/`. Call it
+/// where the directory's writers are serialised, or where a live writer's
+/// temp is safe anyway (its pid is alive and it is fresh). Best effort:
+/// returns how many were removed.
+pub(crate) fn sweep_stale_temps_in(dir: &Path) -> usize {
+    sweep_temps_where(dir, |entry| {
+        let (target, _) = entry.rsplit_once(".tmp-")?;
+        temp_owner_pid(target, entry)
+    })
+}
+
+/// Removes the regular files in `dir` whose name `owner` maps to a writer
+/// pid, when [`is_stale_temp`] says so.
+fn sweep_temps_where(dir: &Path, owner: impl Fn(&str) -> Option<u32>) -> usize {
     let Ok(entries) = fs::read_dir(dir) else {
         return 0;
     };
@@ -128,7 +147,7 @@ pub(crate) fn sweep_stale_temps(target: &Path) -> usize {
     let mut removed = 0;
     for entry in entries.flatten() {
         let entry_name = entry.file_name();
-        let Some(pid) = temp_owner_pid(&name, &entry_name.to_string_lossy()) else {
+        let Some(pid) = owner(&entry_name.to_string_lossy()) else {
             continue;
         };
         let Ok(meta) = fs::symlink_metadata(entry.path()) else {
@@ -1484,6 +1503,46 @@ mod tests {
         (&file).write_all(b"theirs\n").unwrap();
         roll_back_append(&file, 5, 4);
         assert_eq!(fs::read(&path).unwrap(), b"mine\ntorntheirs\n");
+    }
+
+    #[test]
+    fn a_directory_sweep_removes_every_targets_stale_temps_only() {
+        let dir = temp_dir("sweep-in");
+        let dead = dead_pid();
+        let live = std::process::id();
+        let names = [
+            format!("a1.json.tmp-{dead}-0"),
+            format!("b2.json.tmp-{dead}-3"),
+            format!("c3.json.tmp-{live}-0"),
+            "d4.json".to_owned(),
+            format!("e5.json.tmp-{dead}"),
+            format!("f6.json.tmp-x{dead}-0"),
+        ];
+        for name in &names {
+            fs::write(dir.join(name), b"{}").unwrap();
+        }
+        fs::create_dir(dir.join(format!("g7.tmp-{dead}-0"))).unwrap();
+        assert_eq!(sweep_stale_temps_in(dir.path()), 2);
+        let mut left: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        let mut expected = vec![
+            names[2].clone(),
+            names[3].clone(),
+            names[4].clone(),
+            names[5].clone(),
+            format!("g7.tmp-{dead}-0"),
+        ];
+        expected.sort();
+        assert_eq!(left, expected);
+        // A live writer's temp older than any write is a leftover too.
+        set_age(
+            &dir.join(&names[2]),
+            STALE_TEMP_AGE + Duration::from_secs(1),
+        );
+        assert_eq!(sweep_stale_temps_in(dir.path()), 1);
     }
 
     #[test]

@@ -207,11 +207,18 @@ impl StateDir {
         atomic_file::write(&path, text.as_bytes(), 0o600).map_err(fail)
     }
 
-    /// Removes finished state: pending records whose `expiresAt <= now`,
-    /// enrolled records whose `expiresAt + 120 <= now`, and unreadable
-    /// files once `mtime + 240 <= now`. Missing directories are fine;
+    /// Removes finished state: leftover temp files of killed writers
+    /// ([`atomic_file::sweep_stale_temps_in`]), pending records whose
+    /// `expiresAt <= now`, enrolled records whose `expiresAt + 120 <= now`,
+    /// and unreadable files once `mtime + 240 <= now`. Missing directories are fine;
     /// per-file failures are skipped (the next sweep retries).
     pub fn sweep(&self, now: i64) {
+        // Temp files of a killed writer first, by `atomic_file`'s rule (its
+        // pid is gone, or it is older than any write): an enrolled one
+        // holds a Device Key line that must not linger.
+        for dir in [self.pending_dir(), self.enrolled_dir()] {
+            atomic_file::sweep_stale_temps_in(&dir);
+        }
         sweep_dir(&self.pending_dir(), now, |v| {
             Pending::from_json(v).map(|p| p.expires_at)
         });

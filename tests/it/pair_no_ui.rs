@@ -1332,3 +1332,39 @@ fn doctor_names_a_written_back_bootstrap_line_and_the_next_ceremony_removes_it()
     assert!(kill("TERM", &b).success());
     b.wait().unwrap();
 }
+
+/// A killed writer's temp files in `enrolled/` and `pending/` (an
+/// enrolled one holds a Device Key line) are swept when the next ceremony
+/// starts; a live writer's fresh temp stays.
+#[test]
+fn a_ceremonys_start_sweeps_a_killed_writers_temps() {
+    let dirs = Dirs::new("temps");
+    let mut child = Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let state = dirs.root.join("state");
+    let enrolled = state.join("enrolled");
+    let pending = state.join("pending");
+    std::fs::create_dir_all(&enrolled).unwrap();
+    std::fs::create_dir_all(&pending).unwrap();
+    let record = format!(
+        "{{\"pairingId\":\"0a1b2c3d4e5f\",\"expiresAt\":{},\"fingerprint\":\"SHA256:x\",\"line\":\"{}\"",
+        i64::from(u32::MAX),
+        device_line()
+    );
+    let dead_enrolled = enrolled.join(format!("0a1b2c3d4e5f.json.tmp-{dead}-0"));
+    let dead_pending = pending.join(format!("0a1b2c3d4e5f.json.tmp-{dead}-0"));
+    let live = enrolled.join(format!("aaaabbbbcccc.json.tmp-{}-0", std::process::id()));
+    for temp in [&dead_enrolled, &dead_pending, &live] {
+        std::fs::write(temp, &record).unwrap();
+    }
+    let (mut pair, _stdout, _) = dirs.start(None);
+    assert!(
+        !dead_enrolled.exists(),
+        "the dead writer's record copy is gone"
+    );
+    assert!(!dead_pending.exists());
+    assert!(live.exists(), "a live writer's fresh temp stays");
+    assert!(kill("TERM", &pair).success());
+    pair.wait().unwrap();
+}
