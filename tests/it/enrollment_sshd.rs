@@ -181,18 +181,31 @@ impl Rig {
             }
         }
 
-        let host_key_dir = root.join("hostkeys");
-        std::fs::create_dir_all(&host_key_dir).unwrap();
+        // A release build (HEELER_TEST_BINARY, from .ci/static-check) never
+        // lets HEELER_TEST_HOST_KEY_DIR re-pin a machine that has host keys
+        // (pair::headless::host_key_dir_choice): there sshd serves the
+        // machine's own ed25519 key, the one pairing pins. A debug build
+        // pins the rig's own key.
+        let system_key = Path::new("/etc/ssh/ssh_host_ed25519_key");
+        let host_key_dir =
+            if std::env::var_os("HEELER_TEST_BINARY").is_some() && system_key.exists() {
+                PathBuf::from("/etc/ssh")
+            } else {
+                root.join("hostkeys")
+            };
         let host_key = host_key_dir.join("ssh_host_ed25519_key");
-        run_ok(Command::new("ssh-keygen").args([
-            "-q",
-            "-t",
-            "ed25519",
-            "-N",
-            "",
-            "-f",
-            host_key.to_str().unwrap(),
-        ]));
+        if !host_key.exists() {
+            std::fs::create_dir_all(&host_key_dir).unwrap();
+            run_ok(Command::new("ssh-keygen").args([
+                "-q",
+                "-t",
+                "ed25519",
+                "-N",
+                "",
+                "-f",
+                host_key.to_str().unwrap(),
+            ]));
+        }
         std::fs::create_dir_all("/run/sshd").unwrap();
 
         let port = free_port();
