@@ -794,10 +794,12 @@ fn expiry_through_sshd() {
 fn sshd_itself_refuses_an_expired_bootstrap_line() {
     require_sshd!();
     let rig = Rig::start("sshdexp");
-    let mut pairing = rig.pair(Some(2));
-    let id = pairing.pairing_id(&rig);
+    // Long enough that the line is still there when `pair` is killed,
+    // even on a loaded machine (the key conversion starts Python).
+    let mut pairing = rig.pair(Some(6));
     pairing.child.kill().unwrap();
     pairing.child.wait().unwrap();
+    let id = pairing.pairing_id(&rig);
     let exp = pairing.payload.bootstrap.as_ref().unwrap().expires_at;
     assert!(rig.authorized_keys().contains("expiry-time=\""));
     // sshd refuses once the expiry second is past (`valid_before < now`).
