@@ -672,3 +672,31 @@ fn an_acl_letting_another_user_write_makes_a_state_dir_untrusted() {
     let out = accept(&state, &dir.path, "abc-3");
     assert_eq!(out.stdout, b"HERDR-ENROLL:ERR:no_input\n", "{out:?}");
 }
+
+#[test]
+fn hooks_deliver_nothing_from_a_dir_whose_acl_lets_another_user_write() {
+    for hook in ["notify-hook", "activity-hook"] {
+        let fixture = support::Fixture::new("trust-hook-acl");
+        fixture.write_registration(&support::registration(&[support::entry(
+            "tok-a",
+            support::KEY_A,
+            "",
+        )]));
+        fixture.herdr.set_agents(
+            r#"[{"pane_id":"p1","agent_status":"blocked","agent":"claude","workspace_id":"w1"}]"#,
+        );
+        chmod(&fixture.state, 0o700);
+        if !setfacl(&["-m", "u:65534:rwx"], &fixture.state) {
+            return;
+        }
+        let out = fixture.run(hook, &support::event("p1", "blocked"));
+        let stderr = support::stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{hook}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains(&format!("setfacl -b {}", fixture.state.display())),
+            "{stderr}"
+        );
+        assert!(fixture.relay.requests().is_empty(), "{hook}: delivered");
+    }
+}
