@@ -32,8 +32,11 @@
 //! - a file whose `flock` is busy is held by a live new process, whatever
 //!   its age: it is never taken over;
 //! - a file we could `flock` is held by an old process or abandoned; it is
-//!   taken over only when stale or when the pid it names is no process (a
-//!   holder killed with SIGKILL), by unlinking it *while holding its
+//!   taken over only when stale, when the pid it names is no process (a
+//!   holder killed with SIGKILL), or when it still names no pid a second
+//!   after it was created (a holder killed between its create and its pid
+//!   write, which nothing else would ever remove before it turns stale),
+//!   by unlinking it *while holding its
 //!   `flock`* and after checking the path still names it, so two new
 //!   processes can never both take one stale lock over, and a new lock
 //!   that replaced it is never the one unlinked;
@@ -118,6 +121,25 @@ pub(crate) fn sweep_stale_temps(target: &Path) -> usize {
         dir
     };
     let name = name.to_string_lossy();
+    sweep_temps_where(dir, |entry| temp_owner_pid(&name, entry))
+}
+
+/// [`sweep_stale_temps`] for every target in `dir` at once: the leftover
+/// temp files of any file there (`<name>.tmp-<pid>-<n>`), for a directory
+/// of many small files such as the pairing state's `enrolled/`. Call it
+/// where the directory's writers are serialised, or where a live writer's
+/// temp is safe anyway (its pid is alive and it is fresh). Best effort:
+/// returns how many were removed.
+pub(crate) fn sweep_stale_temps_in(dir: &Path) -> usize {
+    sweep_temps_where(dir, |entry| {
+        let (target, _) = entry.rsplit_once(".tmp-")?;
+        temp_owner_pid(target, entry)
+    })
+}
+
+/// Removes the regular files in `dir` whose name `owner` maps to a writer
+/// pid, when [`is_stale_temp`] says so.
+fn sweep_temps_where(dir: &Path, owner: impl Fn(&str) -> Option<u32>) -> usize {
     let Ok(entries) = fs::read_dir(dir) else {
         return 0;
     };
@@ -125,7 +147,7 @@ pub(crate) fn sweep_stale_temps(target: &Path) -> usize {
     let mut removed = 0;
     for entry in entries.flatten() {
         let entry_name = entry.file_name();
-        let Some(pid) = temp_owner_pid(&name, &entry_name.to_string_lossy()) else {
+        let Some(pid) = owner(&entry_name.to_string_lossy()) else {
             continue;
         };
         let Ok(meta) = fs::symlink_metadata(entry.path()) else {
@@ -619,7 +641,11 @@ fn sync_parent(path: &Path) {
 /// it first) as one `O_APPEND` write of the whole line and its newline,
 /// preceded by a newline when the file does not end with one; a missing
 /// file is created with `new_mode`. Nothing is read back or rewritten, so
-/// a concurrent appender (a user's `>>`) loses nothing.
+/// a concurrent appender (a user's `>>`) loses nothing. The line lands
+/// whole or not at all: a write cut short (a full disk, a file size limit)
+/// or a failed sync is cut off again and returned as the error (see
+/// [`roll_back_append`]), so no torn line is left for the next `>>` to be
+/// glued to.
 pub(crate) fn append_line(path: &Path, line: &[u8], new_mode: u32) -> io::Result<()> {
     let mut bytes = Vec::with_capacity(line.len() + 2);
     bytes.extend_from_slice(line);
@@ -664,12 +690,44 @@ fn append_bytes(path: &Path, bytes: &[u8], new_mode: u32) -> io::Result<()> {
     }
     out.extend_from_slice(bytes);
     let mut writer = &file;
-    // One write(2): a regular file takes a small buffer whole.
-    let written = writer.write(&out)?;
-    if written != out.len() {
-        writer.write_all(&out[written..])?;
+    // One write(2): a regular file takes a small buffer whole, so a short
+    // count means a full disk or a file size limit stopped it. It is not
+    // retried (past a size limit the retry would raise SIGXFSZ): the torn
+    // bytes are cut off again and the error returned.
+    let outcome = match writer.write(&out) {
+        Ok(written) if written == out.len() => file.sync_all().map_err(|e| (e, written)),
+        Ok(written) => Err((
+            io::Error::new(
+                io::ErrorKind::StorageFull,
+                format!(
+                    "only {written} of {} bytes could be written (disk full or file size limit)",
+                    out.len()
+                ),
+            ),
+            written,
+        )),
+        Err(e) => Err((e, 0)),
+    };
+    let Err((error, written)) = outcome else {
+        return Ok(());
+    };
+    roll_back_append(&file, size, written);
+    Err(error)
+}
+
+/// Cuts a failed append off again: truncates `file` back to `size`, its
+/// length before the append, when it is exactly `size + written` long
+/// (nothing was appended after our bytes; a line another writer appended
+/// after them is never cut off). Best effort: the append's error is what
+/// the caller reports.
+fn roll_back_append(file: &File, size: u64, written: usize) {
+    if written == 0 {
+        return;
     }
-    file.sync_all()
+    let ours = size.saturating_add(written as u64);
+    if file.metadata().is_ok_and(|meta| meta.size() == ours) && file.set_len(size).is_ok() {
+        let _ = file.sync_all();
+    }
 }
 
 /// Creates `dir` and its missing parents; directories it creates get `mode`,
@@ -795,6 +853,13 @@ impl Holder {
     }
 }
 
+/// How long a lock file may stay without a pid before it counts as
+/// abandoned: every writer (ours, the Node plugin's) writes its pid right
+/// after creating the file, so an unheld file still without one this long
+/// after is a writer killed in between, and nothing will ever remove it.
+/// Well inside a ceremony end's 5 s deadline, unlike the 10 s staleness.
+const UNWRITTEN_LOCK_AGE: Duration = Duration::from_millis(1_000);
+
 /// What to do after a look.
 #[derive(Debug, PartialEq, Eq)]
 enum Step {
@@ -806,8 +871,10 @@ enum Step {
 /// The decision after a look: a lock that no live new process holds is
 /// taken over when it is stale or the process it names is gone (a holder
 /// killed with SIGKILL leaves a fresh file; an older process writes its
-/// pid before it edits, so a pid of no process is no holder); a vanished
-/// one is retried at once; anything else waits.
+/// pid before it edits, so a pid of no process is no holder), or when it
+/// names no pid past [`UNWRITTEN_LOCK_AGE`] (a holder killed between its
+/// create and its pid write); a vanished one is retried at once; anything
+/// else waits.
 fn next_step(seen: &Seen, stale_after: Duration) -> Step {
     match seen {
         Seen::Gone => Step::RetryNow,
@@ -816,6 +883,10 @@ fn next_step(seen: &Seen, stale_after: Duration) -> Step {
             holder: Holder::Dead,
             ..
         } => Step::TakeOver,
+        Seen::Unlocked {
+            age,
+            holder: Holder::Unknown,
+        } if *age > UNWRITTEN_LOCK_AGE => Step::TakeOver,
         Seen::Held | Seen::Unlocked { .. } | Seen::Unusable(_) => Step::Wait,
     }
 }
@@ -1142,12 +1213,30 @@ mod tests {
         let old = Duration::from_secs(11);
         assert_eq!(next_step(&Seen::Gone, stale), Step::RetryNow);
         assert_eq!(next_step(&Seen::Held, stale), Step::Wait);
-        for holder in [Holder::Alive, Holder::Unknown] {
-            assert_eq!(
-                next_step(&Seen::Unlocked { age: stale, holder }, stale),
-                Step::Wait
-            );
-        }
+        assert_eq!(
+            next_step(
+                &Seen::Unlocked {
+                    age: stale,
+                    holder: Holder::Alive
+                },
+                stale
+            ),
+            Step::Wait
+        );
+        // A lock without a pid: waited for while its writer may be about
+        // to write it, taken over once no writer would still be.
+        let unwritten = |age| Seen::Unlocked {
+            age,
+            holder: Holder::Unknown,
+        };
+        assert_eq!(next_step(&unwritten(UNWRITTEN_LOCK_AGE), stale), Step::Wait);
+        assert_eq!(
+            next_step(
+                &unwritten(UNWRITTEN_LOCK_AGE + Duration::from_millis(1)),
+                stale
+            ),
+            Step::TakeOver
+        );
         for holder in [Holder::Alive, Holder::Dead, Holder::Unknown] {
             assert_eq!(
                 next_step(&Seen::Unlocked { age: old, holder }, stale),
@@ -1190,7 +1279,8 @@ mod tests {
         let (outcome, _) = acquire_bounded(&path, QUICK, || {});
         assert_eq!(outcome, Ok(()));
         // An unheld fresh lock naming a live process (one that predates
-        // flock, say) is still waited for, as is one naming no process.
+        // flock, say) is still waited for, as is a fresh one naming no
+        // process (its writer may be about to write its pid).
         for content in [
             format!("{}\n", std::process::id()),
             String::new(),
@@ -1200,6 +1290,12 @@ mod tests {
             let (outcome, _) = acquire_bounded(&path, QUICK, || {});
             assert!(outcome.unwrap_err().contains("timed out"));
         }
+        // Past the pid-write grace, an empty lock (a writer killed between
+        // its create and its pid write) is taken over at once.
+        fs::write(&path, b"").unwrap();
+        set_age(&path, UNWRITTEN_LOCK_AGE + Duration::from_millis(200));
+        let (outcome, _) = acquire_bounded(&path, QUICK, || {});
+        assert_eq!(outcome, Ok(()));
     }
 
     #[test]
@@ -1390,6 +1486,63 @@ mod tests {
         }
         assert!(fs::symlink_metadata(name(dead, 3)).is_ok(), "not a file");
         assert_eq!(fs::read(&target).unwrap(), b"keys");
+    }
+
+    #[test]
+    fn a_failed_append_is_cut_off_unless_another_writer_followed() {
+        let dir = temp_dir("append-rollback");
+        let path = dir.path().join("f");
+        fs::write(&path, b"mine\n").unwrap();
+        let file = OpenOptions::new().append(true).open(&path).unwrap();
+        // Our torn bytes alone after the old end: cut off.
+        (&file).write_all(b"restrict,comm").unwrap();
+        roll_back_append(&file, 5, 13);
+        assert_eq!(fs::read(&path).unwrap(), b"mine\n");
+        // Another writer's line after ours: nothing is cut.
+        (&file).write_all(b"torn").unwrap();
+        (&file).write_all(b"theirs\n").unwrap();
+        roll_back_append(&file, 5, 4);
+        assert_eq!(fs::read(&path).unwrap(), b"mine\ntorntheirs\n");
+    }
+
+    #[test]
+    fn a_directory_sweep_removes_every_targets_stale_temps_only() {
+        let dir = temp_dir("sweep-in");
+        let dead = dead_pid();
+        let live = std::process::id();
+        let names = [
+            format!("a1.json.tmp-{dead}-0"),
+            format!("b2.json.tmp-{dead}-3"),
+            format!("c3.json.tmp-{live}-0"),
+            "d4.json".to_owned(),
+            format!("e5.json.tmp-{dead}"),
+            format!("f6.json.tmp-x{dead}-0"),
+        ];
+        for name in &names {
+            fs::write(dir.join(name), b"{}").unwrap();
+        }
+        fs::create_dir(dir.join(format!("g7.tmp-{dead}-0"))).unwrap();
+        assert_eq!(sweep_stale_temps_in(dir.path()), 2);
+        let mut left: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        let mut expected = vec![
+            names[2].clone(),
+            names[3].clone(),
+            names[4].clone(),
+            names[5].clone(),
+            format!("g7.tmp-{dead}-0"),
+        ];
+        expected.sort();
+        assert_eq!(left, expected);
+        // A live writer's temp older than any write is a leftover too.
+        set_age(
+            &dir.join(&names[2]),
+            STALE_TEMP_AGE + Duration::from_secs(1),
+        );
+        assert_eq!(sweep_stale_temps_in(dir.path()), 1);
     }
 
     #[test]

@@ -43,6 +43,22 @@
 //!   user). sshd refuses such paths for `authorized_keys` without
 //!   distinguishing; for the binary the distinction is exact, and a
 //!   checkout or build under `/tmp` (as CI's may be) stays usable.
+//! - Both rules also read the extended ACL of each path they judge
+//!   ([`acl_verdict`], pure; the mode bits alone do not show it): an ACL
+//!   entry that lets anyone but the user (or root) write is refused like a
+//!   mode that does, with `setfacl -b` (Linux) or `chmod -N` / `chmod -a`
+//!   (macOS) as the fix. On Linux the `system.posix_acl_access` attribute
+//!   is parsed ([`parse_posix_acl`]); a named user entry grants write
+//!   unless it names the user or root, a named group entry (and the owning
+//!   group's entry) unless it names the user's private group. The ACL's
+//!   mask is deliberately ignored: it is the mode's group bits, so one
+//!   `chmod g+w` (or umask 002's 0775) by the owner revives every entry it
+//!   masked, and a grant one chmod away from working is refused now.
+//!   Default ACLs (what new files inherit) are not read: heeler gives every
+//!   file it creates an explicit mode, and judges what exists. On macOS the
+//!   ACL API is asked whether any entry *allows* a write permission, to
+//!   anyone (conservative: the grantee is not resolved), so deny entries
+//!   such as Finder's `everyone deny delete` stay fine.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -167,6 +183,156 @@ pub enum Problem {
     /// Owned by neither root nor the user running heeler (a path where
     /// root's ownership is as good as the user's: the binary's).
     NeitherRootNorOwner { owner: u32, euid: u32 },
+    /// Its extended ACL lets `grantee` write to it.
+    Acl { grantee: Grantee },
+}
+
+/// Whom an extended ACL entry lets write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grantee {
+    User(u32),
+    Group(u32),
+    /// An entry whose grantee is not resolved (macOS: any allow entry).
+    Anyone,
+}
+
+impl fmt::Display for Grantee {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Grantee::User(uid) => write!(f, "uid {uid}"),
+            Grantee::Group(gid) => write!(f, "gid {gid}"),
+            Grantee::Anyone => f.write_str("whoever its entries name"),
+        }
+    }
+}
+
+/// One entry of a Linux POSIX ACL as the kernel stores it in the
+/// `system.posix_acl_access` attribute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AclEntry {
+    pub tag: u16,
+    pub perm: u16,
+    pub id: u32,
+}
+
+/// `ACL_USER_OBJ`, `ACL_USER`, `ACL_GROUP_OBJ`, `ACL_GROUP`, `ACL_MASK`,
+/// `ACL_OTHER` (`<linux/posix_acl.h>`), and the write permission bit.
+const ACL_USER_OBJ: u16 = 0x01;
+const ACL_USER: u16 = 0x02;
+const ACL_GROUP_OBJ: u16 = 0x04;
+const ACL_GROUP: u16 = 0x08;
+const ACL_MASK: u16 = 0x10;
+const ACL_OTHER: u16 = 0x20;
+const ACL_WRITE: u16 = 0x02;
+/// The format version the attribute's 4-byte header holds.
+const POSIX_ACL_XATTR_VERSION: u32 = 2;
+
+/// Parses a `system.posix_acl_access` value (pure): a little-endian u32
+/// version 2, then entries of tag u16, perm u16, id u32, little-endian.
+/// `None` for another version, a length that is not the header plus whole
+/// entries, or a tag the format does not define.
+pub(crate) fn parse_posix_acl(bytes: &[u8]) -> Option<Vec<AclEntry>> {
+    let (header, body) = bytes.split_first_chunk::<4>()?;
+    if u32::from_le_bytes(*header) != POSIX_ACL_XATTR_VERSION || body.len() % 8 != 0 {
+        return None;
+    }
+    body.chunks_exact(8)
+        .map(|entry| {
+            let tag = u16::from_le_bytes([entry[0], entry[1]]);
+            let known = [
+                ACL_USER_OBJ,
+                ACL_USER,
+                ACL_GROUP_OBJ,
+                ACL_GROUP,
+                ACL_MASK,
+                ACL_OTHER,
+            ];
+            known.contains(&tag).then(|| AclEntry {
+                tag,
+                perm: u16::from_le_bytes([entry[2], entry[3]]),
+                id: u32::from_le_bytes([entry[4], entry[5], entry[6], entry[7]]),
+            })
+        })
+        .collect()
+}
+
+/// Whom the entries of an ACL on a file of group `gid` let write beside
+/// its owner and others (pure; see the module doc): named users, named
+/// groups and, when the ACL has a mask (then the mode's group bits show the
+/// mask, not the owning group), the owning group; the mask is ignored.
+pub(crate) fn acl_writers(entries: &[AclEntry], gid: u32) -> Vec<Grantee> {
+    let masked = entries.iter().any(|e| e.tag == ACL_MASK);
+    entries
+        .iter()
+        .filter(|e| e.perm & ACL_WRITE != 0)
+        .filter_map(|e| match e.tag {
+            ACL_USER => Some(Grantee::User(e.id)),
+            ACL_GROUP => Some(Grantee::Group(e.id)),
+            ACL_GROUP_OBJ if masked => Some(Grantee::Group(gid)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The trust decision on an ACL's writers (pure): the user running heeler
+/// and root may write, the user's private group may, nobody else.
+pub fn acl_verdict(
+    writers: &[Grantee],
+    euid: u32,
+    private_group: Option<u32>,
+) -> Result<(), Problem> {
+    match writers.iter().find(|grantee| match grantee {
+        Grantee::User(uid) => *uid != euid && *uid != 0,
+        Grantee::Group(gid) => private_group != Some(*gid),
+        Grantee::Anyone => true,
+    }) {
+        Some(grantee) => Err(Problem::Acl { grantee: *grantee }),
+        None => Ok(()),
+    }
+}
+
+/// Whom the extended ACL of `path` (following links) lets write; empty
+/// when it has none, or on a system whose ACLs heeler does not read.
+fn acl_writers_of(path: &Path, gid: u32) -> Result<Vec<Grantee>, Problem> {
+    #[cfg(target_os = "linux")]
+    {
+        match sys::posix_acl_access(path) {
+            Ok(None) => Ok(Vec::new()),
+            Ok(Some(bytes)) => parse_posix_acl(&bytes)
+                .map(|entries| acl_writers(&entries, gid))
+                .ok_or_else(|| Problem::Unreadable("its ACL is in an unknown format".into())),
+            Err(e) => Err(Problem::Unreadable(format!("its ACL cannot be read: {e}"))),
+        }
+    }
+    #[cfg(target_os = "macos")]
+    {
+        let _ = gid;
+        match sys::extended_acl_allows_write(path) {
+            Ok(false) => Ok(Vec::new()),
+            Ok(true) => Ok(vec![Grantee::Anyone]),
+            Err(e) => Err(Problem::Unreadable(format!("its ACL cannot be read: {e}"))),
+        }
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
+    {
+        let _ = (path, gid);
+        Ok(Vec::new())
+    }
+}
+
+/// [`acl_verdict`] on the ACL of `path`, for this process's effective uid.
+fn acl_trusted(path: &Path, gid: u32) -> Result<(), Problem> {
+    let writers = acl_writers_of(path, gid)?;
+    if writers.is_empty() {
+        return Ok(());
+    }
+    // The group database is read only when an ACL grants a group.
+    let private_group = if writers.iter().any(|w| matches!(w, Grantee::Group(_))) {
+        my_private_group()
+    } else {
+        None
+    };
+    acl_verdict(&writers, sys::effective_uid(), private_group)
 }
 
 /// A directory (or file) heeler refuses to read state or config from.
@@ -193,6 +359,9 @@ impl Untrusted {
                     "{path} is owned by uid {owner}, neither root nor uid {euid} running heeler"
                 )
             }
+            Problem::Acl { grantee } => {
+                format!("{path} has an extended ACL that lets {grantee} write to it")
+            }
         }
     }
 
@@ -210,6 +379,10 @@ impl Untrusted {
                     "install heeler where only you or root can write (or run `chown {euid} {path}`)"
                 )
             }
+            Problem::Acl { .. } if cfg!(target_os = "macos") => format!(
+                "run `chmod -N {path}` (or remove the entry with `chmod -a`; `ls -le` lists them)"
+            ),
+            Problem::Acl { .. } => format!("run `setfacl -b {path}`"),
         }
     }
 }
@@ -267,6 +440,8 @@ pub(crate) struct PathStat {
     pub gid: u32,
     /// The permission bits (the file type bits are ignored).
     pub mode: u32,
+    /// Whom its extended ACL lets write ([`acl_writers`]).
+    pub acl_writers: Vec<Grantee>,
 }
 
 /// The binary a forced command names cannot be trusted: another user could
@@ -328,6 +503,7 @@ pub(crate) fn binary_verdict(
         }
         let group_is_private = private_group == Some(component.gid);
         verdict(euid, component.mode, euid, group_is_private).map_err(untrusted)?;
+        acl_verdict(&component.acl_writers, euid, private_group).map_err(untrusted)?;
     }
     Ok(())
 }
@@ -348,15 +524,25 @@ pub(crate) fn trusted_binary(binary: &Path) -> Result<(), UntrustedBinary> {
     let mut components = Vec::new();
     for path in canonical.ancestors() {
         let meta = std::fs::metadata(path).map_err(|e| untrusted(path, e))?;
+        let acl_writers = acl_writers_of(path, meta.gid()).map_err(|problem| UntrustedBinary {
+            binary: canonical.clone(),
+            untrusted: Untrusted {
+                path: path.to_path_buf(),
+                problem,
+            },
+        })?;
         components.push(PathStat {
             path: path.to_path_buf(),
             uid: meta.uid(),
             gid: meta.gid(),
             mode: meta.mode() & 0o7777,
+            acl_writers,
         });
     }
     // The group database is read only when a group may write somewhere.
-    let private_group = if components.iter().any(|c| c.mode & 0o020 != 0) {
+    let private_group = if components.iter().any(|c| {
+        c.mode & 0o020 != 0 || c.acl_writers.iter().any(|w| matches!(w, Grantee::Group(_)))
+    }) {
         my_private_group()
     } else {
         None
@@ -385,7 +571,9 @@ pub fn trusted(path: &Path) -> Result<(), Untrusted> {
         problem,
     };
     match std::fs::metadata(path) {
-        Ok(meta) => verdict_for_me(meta.uid(), meta.gid(), meta.mode()).map_err(untrusted),
+        Ok(meta) => verdict_for_me(meta.uid(), meta.gid(), meta.mode())
+            .and_then(|()| acl_trusted(path, meta.gid()))
+            .map_err(untrusted),
         // A path below a file names nothing either.
         Err(e)
             if matches!(
@@ -472,6 +660,7 @@ mod tests {
             uid,
             gid,
             mode,
+            acl_writers: Vec::new(),
         }
     }
 
@@ -668,6 +857,212 @@ mod tests {
         assert_eq!(trusted(&link), Ok(()));
         chmod(&root, 0o777);
         assert!(trusted(&link).is_err());
+    }
+
+    /// An ACL value in the kernel's format, built from the format's
+    /// definition: version 2, then (tag, perm, id) little-endian.
+    fn acl_bytes(entries: &[(u16, u16, u32)]) -> Vec<u8> {
+        let mut bytes = 2u32.to_le_bytes().to_vec();
+        for (tag, perm, id) in entries {
+            bytes.extend_from_slice(&tag.to_le_bytes());
+            bytes.extend_from_slice(&perm.to_le_bytes());
+            bytes.extend_from_slice(&id.to_le_bytes());
+        }
+        bytes
+    }
+
+    const ANY: u32 = u32::MAX;
+
+    #[test]
+    fn the_acl_format_parses_exactly() {
+        // `user::rwx user:65534:rwx group::r-x mask::rwx other::r-x`.
+        let bytes = acl_bytes(&[
+            (0x01, 7, ANY),
+            (0x02, 7, 65534),
+            (0x04, 5, ANY),
+            (0x10, 7, ANY),
+            (0x20, 5, ANY),
+        ]);
+        let entries = parse_posix_acl(&bytes).unwrap();
+        assert_eq!(entries.len(), 5);
+        assert_eq!(
+            entries[1],
+            AclEntry {
+                tag: 0x02,
+                perm: 7,
+                id: 65534
+            }
+        );
+        assert_eq!(parse_posix_acl(&acl_bytes(&[])), Some(vec![]));
+        // Another version, a torn entry, an unknown tag: not understood.
+        let mut v3 = bytes.clone();
+        v3[0] = 3;
+        assert_eq!(parse_posix_acl(&v3), None);
+        assert_eq!(parse_posix_acl(&bytes[..bytes.len() - 1]), None);
+        assert_eq!(parse_posix_acl(&bytes[..3]), None);
+        assert_eq!(parse_posix_acl(&acl_bytes(&[(0x40, 7, 0)])), None);
+    }
+
+    #[test]
+    fn an_acl_may_let_only_the_user_root_or_the_private_group_write() {
+        let writers = |entries: &[(u16, u16, u32)]| {
+            acl_writers(&parse_posix_acl(&acl_bytes(entries)).unwrap(), 1000)
+        };
+        let base = [(0x01, 7, ANY), (0x04, 5, ANY), (0x20, 5, ANY)];
+        assert_eq!(writers(&base), vec![]);
+        // Named entries that only read are no writers.
+        let read_only = [base[0], (0x02, 5, 1001), (0x08, 4, 50), (0x10, 5, ANY)];
+        assert_eq!(writers(&read_only), vec![]);
+        // Write bits count whatever the mask says (it is one chmod away).
+        let masked = [base[0], (0x02, 2, 1001), (0x08, 6, 50), (0x10, 4, ANY)];
+        assert_eq!(
+            writers(&masked),
+            vec![Grantee::User(1001), Grantee::Group(50)]
+        );
+        // With a mask the owning group's own entry is the one that counts.
+        let group_obj = [base[0], (0x04, 7, ANY), (0x10, 5, ANY), (0x20, 5, ANY)];
+        assert_eq!(writers(&group_obj), vec![Grantee::Group(1000)]);
+        assert_eq!(writers(&[base[0], (0x04, 7, ANY), (0x20, 5, ANY)]), vec![]);
+
+        let judge = |w: &[Grantee], private| acl_verdict(w, 1000, private);
+        assert_eq!(judge(&[], None), Ok(()));
+        assert_eq!(
+            judge(&[Grantee::User(1000), Grantee::User(0)], None),
+            Ok(())
+        );
+        assert_eq!(
+            judge(&[Grantee::User(0), Grantee::User(1001)], None),
+            Err(Problem::Acl {
+                grantee: Grantee::User(1001)
+            })
+        );
+        assert_eq!(judge(&[Grantee::Group(1000)], Some(1000)), Ok(()));
+        assert_eq!(
+            judge(&[Grantee::Group(50)], Some(1000)),
+            Err(Problem::Acl {
+                grantee: Grantee::Group(50)
+            })
+        );
+        assert!(judge(&[Grantee::Anyone], Some(1000)).is_err());
+        // The binary's rule applies the same ACL verdict to each component.
+        let mut dir = stat("/opt/x", 0, 0, 0o755);
+        dir.acl_writers = vec![Grantee::User(1001)];
+        let components = [
+            stat("/opt/x/heeler", 1000, 1000, 0o755),
+            dir,
+            stat("/", 0, 0, 0o755),
+        ];
+        let refused = binary_verdict(&components, 1000, None).unwrap_err();
+        assert_eq!(refused.path, Path::new("/opt/x"));
+        assert_eq!(
+            refused.to_string(),
+            "/opt/x has an extended ACL that lets uid 1001 write to it; run `setfacl -b /opt/x`"
+        );
+    }
+
+    /// Runs `setfacl` with `args`; `false` (and a visible skip) when the
+    /// tool or the file system refuses.
+    fn setfacl(args: &[&str], path: &Path) -> bool {
+        let out = std::process::Command::new("setfacl")
+            .args(args)
+            .arg(path)
+            .output();
+        match out {
+            Ok(out) if out.status.success() => true,
+            other => {
+                assert!(
+                    std::env::var_os("HEELER_REQUIRE_ALL").is_none_or(|v| v != "1"),
+                    "HEELER_REQUIRE_ALL=1, so this test may not be skipped: setfacl failed: {other:?}"
+                );
+                println!("SKIPPED: setfacl cannot set an ACL here: {other:?}");
+                false
+            }
+        }
+    }
+
+    #[test]
+    fn the_kernels_acl_reads_as_getfacl_lists_it() {
+        let scratch = crate::base::scratch::ScratchDir::new("dirs-acl-read");
+        let dir = scratch.path().join("d");
+        std::fs::create_dir(&dir).unwrap();
+        if !setfacl(&["-m", "u:65534:rwx,g:65533:r-x,m::r-x"], &dir) {
+            return;
+        }
+        let bytes = sys::posix_acl_access(&dir).unwrap().unwrap();
+        let parsed = parse_posix_acl(&bytes).unwrap();
+        // The oracle: getfacl's numeric listing of the same ACL.
+        let listing = std::process::Command::new("getfacl")
+            .args(["-n", "-c", "-E"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let mut expected: Vec<(u16, u16, u32)> = Vec::new();
+        for line in String::from_utf8(listing.stdout).unwrap().lines() {
+            let fields: Vec<&str> = line.split(':').collect();
+            if fields.len() != 3 {
+                continue;
+            }
+            let perm = fields[2]
+                .chars()
+                .zip([4, 2, 1])
+                .filter(|(c, _)| *c != '-')
+                .map(|(_, b)| b)
+                .sum();
+            let (tag, id) = match (fields[0], fields[1]) {
+                ("user", "") => (0x01, ANY),
+                ("user", id) => (0x02, id.parse().unwrap()),
+                ("group", "") => (0x04, ANY),
+                ("group", id) => (0x08, id.parse().unwrap()),
+                ("mask", _) => (0x10, ANY),
+                ("other", _) => (0x20, ANY),
+                _ => continue,
+            };
+            expected.push((tag, perm, id));
+        }
+        let got: Vec<(u16, u16, u32)> = parsed.iter().map(|e| (e.tag, e.perm, e.id)).collect();
+        assert_eq!(got, expected);
+        assert_eq!(expected.len(), 6);
+        // A file without extended entries has no attribute at all.
+        let plain = scratch.path().join("plain");
+        std::fs::write(&plain, b"").unwrap();
+        assert_eq!(sys::posix_acl_access(&plain).unwrap(), None);
+    }
+
+    #[test]
+    fn trusted_refuses_a_dir_whose_acl_lets_another_user_write() {
+        use std::os::unix::fs::PermissionsExt;
+        let scratch = crate::base::scratch::ScratchDir::new("dirs-acl");
+        let root = scratch.path().join("state");
+        std::fs::create_dir_all(root.join("pending")).unwrap();
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o700)).unwrap();
+        if !setfacl(&["-m", "u:65534:r-x"], &root) {
+            return;
+        }
+        assert_eq!(trusted(&root), Ok(()), "reading is no threat");
+        // Masked to read-only, the grant still counts (one chmod away).
+        assert!(setfacl(&["-m", "u:65534:rwx,m::r-x"], &root));
+        let refused = trusted(&root).unwrap_err();
+        assert_eq!(
+            refused.problem,
+            Problem::Acl {
+                grantee: Grantee::User(65534)
+            }
+        );
+        assert_eq!(
+            refused.fix(),
+            format!("run `setfacl -b {}`", root.display())
+        );
+        // The named fix works.
+        assert!(setfacl(&["-b"], &root));
+        assert_eq!(trusted(&root), Ok(()));
+        // A subdirectory, and a group that is not the user's private one.
+        assert!(setfacl(&["-m", "g:65533:rwx"], &root.join("pending")));
+        assert_eq!(
+            trusted_tree(&root, &["pending"]).unwrap_err().problem,
+            Problem::Acl {
+                grantee: Grantee::Group(65533)
+            }
+        );
     }
 
     fn resolve<T>(vars: &[(&str, &str)], passwd: Option<&str>, pick: impl Fn(&Env) -> T) -> T {

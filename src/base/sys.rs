@@ -505,6 +505,156 @@ pub(crate) fn restore_terminal_modes(
     Ok(())
 }
 
+// ---- Access control lists (`dirs.rs`'s trust rule). ----
+
+/// The largest `system.posix_acl_access` value read: 8 bytes an entry, far
+/// more entries than any file system stores for one file.
+#[cfg(target_os = "linux")]
+const MAX_ACL_BYTES: usize = 64 * 1024;
+
+/// The raw `system.posix_acl_access` extended attribute of `path`,
+/// following symbolic links like `stat` (the trust rule judges what a
+/// link resolves to). `Ok(None)` when the file has no extended ACL
+/// (`ENODATA`) or its file system has no ACLs (`ENOTSUP`); the bytes are
+/// parsed by `dirs::parse_posix_acl`.
+#[cfg(target_os = "linux")]
+pub(crate) fn posix_acl_access(path: &std::path::Path) -> io::Result<Option<Vec<u8>>> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let name = c"system.posix_acl_access";
+    // An ACL of a few entries fits the first buffer; a larger one is
+    // retried once at the size the kernel reports, within the cap.
+    let mut buffer = vec![0u8; 256];
+    for _ in 0..3 {
+        // SAFETY: `path` and `name` are NUL-terminated strings that live
+        // across the call; `buffer` is writable for `buffer.len()` bytes,
+        // the size passed, and getxattr writes at most that many.
+        let len = unsafe {
+            libc::getxattr(
+                path.as_ptr(),
+                name.as_ptr(),
+                buffer.as_mut_ptr().cast(),
+                buffer.len(),
+            )
+        };
+        if let Ok(len) = usize::try_from(len) {
+            buffer.truncate(len);
+            return Ok(Some(buffer));
+        }
+        let error = io::Error::last_os_error();
+        match error.raw_os_error() {
+            Some(libc::ENODATA | libc::ENOTSUP) => return Ok(None),
+            Some(libc::ERANGE) => {}
+            _ => return Err(error),
+        }
+        // SAFETY: a null buffer of size 0 asks only for the value's size;
+        // nothing is written.
+        let size = unsafe { libc::getxattr(path.as_ptr(), name.as_ptr(), std::ptr::null_mut(), 0) };
+        let size = usize::try_from(size).map_err(|_| io::Error::last_os_error())?;
+        if size > MAX_ACL_BYTES {
+            return Err(io::Error::other(format!(
+                "its ACL is {size} bytes, more than {MAX_ACL_BYTES}"
+            )));
+        }
+        buffer = vec![0u8; size.max(1)];
+    }
+    Err(io::Error::other("its ACL kept changing size while read"))
+}
+
+/// macOS's ACL API, declared here because `libc` does not bind it
+/// (`<sys/acl.h>`; the functions are in libSystem).
+#[cfg(target_os = "macos")]
+mod macos_acl {
+    pub(super) type Acl = *mut libc::c_void;
+    pub(super) type AclEntry = *mut libc::c_void;
+    pub(super) type AclPermset = *mut libc::c_void;
+    /// `ACL_TYPE_EXTENDED`, the only ACL type macOS file systems keep.
+    pub(super) const ACL_TYPE_EXTENDED: libc::c_int = 0x0000_0100;
+    pub(super) const ACL_FIRST_ENTRY: libc::c_int = 0;
+    pub(super) const ACL_NEXT_ENTRY: libc::c_int = -1;
+    /// `ACL_EXTENDED_ALLOW` (`acl_tag_t`): an entry that grants.
+    pub(super) const ACL_EXTENDED_ALLOW: libc::c_int = 1;
+    /// The permissions that let a grantee change a file or a directory's
+    /// entries (`acl_perm_t`): write data / add file, delete, append /
+    /// add subdirectory, delete child, write attributes, write extended
+    /// attributes, write security (the ACL itself), take ownership.
+    pub(super) const WRITE_PERMS: [libc::c_int; 8] = [
+        1 << 2,
+        1 << 4,
+        1 << 5,
+        1 << 6,
+        1 << 8,
+        1 << 10,
+        1 << 12,
+        1 << 13,
+    ];
+    unsafe extern "C" {
+        pub(super) fn acl_get_file(path: *const libc::c_char, kind: libc::c_int) -> Acl;
+        pub(super) fn acl_get_entry(
+            acl: Acl,
+            entry_id: libc::c_int,
+            entry: *mut AclEntry,
+        ) -> libc::c_int;
+        pub(super) fn acl_get_tag_type(entry: AclEntry, tag: *mut libc::c_int) -> libc::c_int;
+        pub(super) fn acl_get_permset(entry: AclEntry, permset: *mut AclPermset) -> libc::c_int;
+        pub(super) fn acl_get_perm_np(permset: AclPermset, perm: libc::c_int) -> libc::c_int;
+        pub(super) fn acl_free(object: *mut libc::c_void) -> libc::c_int;
+    }
+}
+
+/// Whether `path` (following symbolic links) has an extended ACL entry
+/// that allows anyone a write permission (macOS). Conservative: the
+/// grantee is not looked at, so an entry granting the owner itself write
+/// counts too (`chmod -a` removes it; the mode bits already say what the
+/// owner may do). `Ok(false)` when the file has no extended ACL.
+#[cfg(target_os = "macos")]
+pub(crate) fn extended_acl_allows_write(path: &std::path::Path) -> io::Result<bool> {
+    use macos_acl::*;
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: `path` is a NUL-terminated string alive across the call; a
+    // non-null result is an ACL we own and free below.
+    let acl = unsafe { acl_get_file(path.as_ptr(), ACL_TYPE_EXTENDED) };
+    if acl.is_null() {
+        let error = io::Error::last_os_error();
+        return match error.raw_os_error() {
+            Some(libc::ENOENT) => Ok(false),
+            _ => Err(error),
+        };
+    }
+    let mut allows = false;
+    let mut entry: AclEntry = std::ptr::null_mut();
+    let mut which = ACL_FIRST_ENTRY;
+    // SAFETY: `acl` is a valid ACL until `acl_free`; `entry`, `tag` and
+    // `permset` are out-parameters the calls fill with handles into it,
+    // used only before it is freed.
+    unsafe {
+        while acl_get_entry(acl, which, &mut entry) == 0 {
+            which = ACL_NEXT_ENTRY;
+            let mut tag = 0;
+            if acl_get_tag_type(entry, &mut tag) != 0 || tag != ACL_EXTENDED_ALLOW {
+                continue;
+            }
+            let mut permset: AclPermset = std::ptr::null_mut();
+            if acl_get_permset(entry, &mut permset) != 0 {
+                allows = true;
+                break;
+            }
+            if WRITE_PERMS
+                .iter()
+                .any(|perm| acl_get_perm_np(permset, *perm) == 1)
+            {
+                allows = true;
+                break;
+            }
+        }
+        acl_free(acl);
+    }
+    Ok(allows)
+}
+
 // ---- Lock files and temp files (`atomic_file.rs`). ----
 
 /// Opens an existing file for reading without following a symbolic link in

@@ -96,6 +96,17 @@ pub struct Facts {
     /// The hook failure log and its last lines (oldest first); `None` when
     /// the plugin state dir is unknown.
     pub hook_failures: Option<(PathBuf, Vec<crate::hooks::failure_log::Logged>)>,
+    /// The plugin state dir and the pairing ids with a pending record
+    /// there, to tell a live Bootstrap Key line from one whose ceremony is
+    /// gone; `None` when the state dir is unknown.
+    pub(crate) pairings: Option<PairingFacts>,
+}
+
+/// The open ceremonies of the plugin state dir.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PairingFacts {
+    pub state_dir: PathBuf,
+    pub pending: Vec<String>,
 }
 
 /// How this Host installs and starts OpenSSH: its init system, and the

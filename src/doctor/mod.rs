@@ -67,6 +67,7 @@ pub(crate) fn decide(facts: &Facts, os: &str, version: &str) -> Vec<Check> {
             checks.push(ssh::check_bootstrap_lines(
                 &home.authorized_keys,
                 facts.now_unix,
+                facts.pairings.as_ref(),
             ));
         }
         Err(no_home) => checks.push(check_home(no_home, config.is_err())),
@@ -193,6 +194,7 @@ mod tests {
             config,
             relay: None,
             hook_failures: None,
+            pairings: None,
         }
     }
 

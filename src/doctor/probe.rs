@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use crate::base::dirs;
 use crate::base::process::RunError;
-use crate::doctor::facts::{ConfigFacts, Facts, FileRead, HomeFacts, PathFacts, PathKind};
+use crate::doctor::facts::{
+    ConfigFacts, Facts, FileRead, HomeFacts, PairingFacts, PathFacts, PathKind,
+};
 use crate::doctor::{binary, config, herdr, ssh};
 use crate::pair::authorized_keys;
 
@@ -85,8 +87,16 @@ pub fn gather(network: bool) -> Facts {
         config,
         relay,
         hook_failures,
+        pairings: env.plugin_state_dir().ok().map(|state_dir| PairingFacts {
+            pending: crate::pair::state::StateDir::new(&state_dir).pending_ids(MAX_PENDING_LISTED),
+            state_dir,
+        }),
     }
 }
+
+/// How many pending records doctor lists (a ceremony lives 2 minutes, so
+/// more than a handful is already a fault).
+const MAX_PENDING_LISTED: usize = 1024;
 
 /// How many of the last hook failures the report shows.
 const HOOK_FAILURES_SHOWN: usize = 3;

@@ -12,7 +12,7 @@
 
 use std::path::PathBuf;
 
-use crate::doctor::facts::{FileRead, PathFacts, PathKind, SshService};
+use crate::doctor::facts::{FileRead, PairingFacts, PathFacts, PathKind, SshService};
 use crate::doctor::report::Check;
 use crate::pair::preflight::{self, Finding, Level};
 use crate::pair::{authorized_keys, host_key};
@@ -245,7 +245,29 @@ pub(crate) fn bootstrap_line_counts(text: &str, now_unix: u64) -> (usize, usize)
     counts
 }
 
-pub(crate) fn check_bootstrap_lines(authorized_keys: &FileRead, now_unix: u64) -> Check {
+/// The pairing ids of the unexpired Bootstrap Key lines whose ceremony is
+/// gone ([`authorized_keys::is_orphan`], the rule the next ceremony
+/// removes them by), in file order.
+pub(crate) fn orphaned_pairings(text: &str, now_unix: u64, pairings: &PairingFacts) -> Vec<String> {
+    use std::os::unix::ffi::OsStrExt;
+    let state_dir = pairings.state_dir.as_os_str().as_bytes();
+    authorized_keys::split_lines(text.as_bytes())
+        .iter()
+        .filter(|line| {
+            authorized_keys::marker_of(line).is_some_and(|m| !m.has_expired(now_unix))
+                && authorized_keys::is_orphan(line, state_dir, |id| {
+                    pairings.pending.iter().any(|p| p == id)
+                })
+        })
+        .filter_map(|line| authorized_keys::marker_of(line).map(|m| m.pairing_id))
+        .collect()
+}
+
+pub(crate) fn check_bootstrap_lines(
+    authorized_keys: &FileRead,
+    now_unix: u64,
+    pairings: Option<&PairingFacts>,
+) -> Check {
     const ID: &str = "bootstrap_lines";
     let text = match authorized_keys {
         FileRead::Missing => return Check::pass(ID, "no authorized_keys, so no bootstrap lines"),
@@ -258,6 +280,24 @@ pub(crate) fn check_bootstrap_lines(authorized_keys: &FileRead, now_unix: u64) -
         }
         FileRead::Text(text) => text,
     };
+    let orphans = pairings.map_or_else(Vec::new, |p| orphaned_pairings(text, now_unix, p));
+    if !orphans.is_empty() {
+        let (expired, _) = bootstrap_line_counts(text, now_unix);
+        let expired = if expired > 0 {
+            format!("{expired} expired and ")
+        } else {
+            String::new()
+        };
+        return Check::warn(
+            ID,
+            format!(
+                "{expired}{} Bootstrap Key line(s) whose ceremony is gone left in authorized_keys (pairing {})",
+                orphans.len(),
+                orphans.join(", ")
+            ),
+            "start a pairing (heeler pair), which removes them, or delete the lines ending in herdr-pairing:<id>:exp:<time>",
+        );
+    }
     match bootstrap_line_counts(text, now_unix) {
         (0, 0) => Check::pass(ID, "no Bootstrap Key lines in authorized_keys"),
         (0, live) => Check::pass(
@@ -506,20 +546,59 @@ mod tests {
             "ssh-ed25519 AAAAsecretblob phone\nrestrict ssh-ed25519 AAAAold herdr-pairing:aa:exp:{}\nrestrict ssh-ed25519 AAAAold2 herdr-pairing:bb:exp:{now}\n",
             now - 500
         );
-        let check = check_bootstrap_lines(&text(&file), now);
+        let check = check_bootstrap_lines(&text(&file), now, None);
         assert_eq!(check.status, Status::Warn);
         assert!(check.summary.starts_with("2 expired"));
         assert!(!check.summary.contains("AAAA"));
         let live = format!("x ssh-ed25519 AAAA herdr-pairing:cc:exp:{}\n", now + 60);
-        let check = check_bootstrap_lines(&text(&live), now);
+        let check = check_bootstrap_lines(&text(&live), now, None);
         assert_eq!(check.status, Status::Pass);
         assert!(check.summary.contains("in progress"));
         assert_eq!(
-            check_bootstrap_lines(&text("ssh-ed25519 AAAA me\n"), now).status,
+            check_bootstrap_lines(&text("ssh-ed25519 AAAA me\n"), now, None).status,
             Status::Pass
         );
         assert_eq!(
-            check_bootstrap_lines(&FileRead::Missing, now).status,
+            check_bootstrap_lines(&FileRead::Missing, now, None).status,
+            Status::Pass
+        );
+    }
+
+    #[test]
+    fn lines_whose_ceremony_is_gone_are_named_by_pairing_id() {
+        let now = 1_800_000_000;
+        let line = |id: &str, state: &str, exp: u64| {
+            format!(
+                "restrict,command=\"'/h' accept --state-dir '{state}' --pairing-id {id}\" ssh-ed25519 AAAAsecret{id} herdr-pairing:{id}:exp:{exp}\n"
+            )
+        };
+        let file = [
+            line("aa11", "/s", now + 60),
+            line("bb22", "/s", now + 60),
+            line("cc33", "/other", now + 60),
+            line("dd44", "/s", now - 5),
+        ]
+        .concat();
+        let pairings = PairingFacts {
+            state_dir: PathBuf::from("/s"),
+            pending: vec!["bb22".into()],
+        };
+        // aa11 is gone; bb22 is open; cc33 is another state dir's; dd44
+        // expired (counted as such).
+        let check = check_bootstrap_lines(&text(&file), now, Some(&pairings));
+        assert_eq!(check.status, Status::Warn);
+        assert_eq!(
+            check.summary,
+            "1 expired and 1 Bootstrap Key line(s) whose ceremony is gone left in authorized_keys (pairing aa11)"
+        );
+        assert!(!check.summary.contains("AAAA"));
+        let all_open = PairingFacts {
+            pending: vec!["aa11".into(), "bb22".into()],
+            ..pairings
+        };
+        let live = [line("aa11", "/s", now + 60), line("bb22", "/s", now + 60)].concat();
+        assert_eq!(
+            check_bootstrap_lines(&text(&live), now, Some(&all_open)).status,
             Status::Pass
         );
     }

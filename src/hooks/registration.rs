@@ -334,6 +334,11 @@ pub fn rewrite(path: &Path, edit: impl FnOnce(&mut Value) -> bool) -> Result<boo
     let lock_path = path.with_file_name("notifications.json.lock");
     let _lock =
         LockFile::acquire(&lock_path, LockPolicy::AUTHORIZED_KEYS).map_err(RewriteError::Lock)?;
+    // A killed rewrite's temp copy holds the devices' Notification Keys:
+    // swept under the lock, beside the file the link names.
+    if let Ok(target) = atomic_file::resolve_links(path) {
+        atomic_file::sweep_stale_temps(&target);
+    }
     let Some(mut file) = read(path) else {
         return Ok(false);
     };

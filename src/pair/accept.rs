@@ -9,9 +9,10 @@
 //! drop `pending/`, in that order, so that the key file is the truth: see
 //! `enroll`) happens inside the authorized_keys lock, so it is single
 //! use even against a concurrent `accept` or a racing expiry. The
-//! Bootstrap Key itself (this ceremony's, or any other bootstrap line's)
-//! is refused as a Device Key (`invalid_key`): its seed is in the Pairing
-//! Code, so it would log in forever. A Device Key
+//! Bootstrap Key itself (this ceremony's, any other bootstrap line's, or
+//! any of the recent ceremonies' the state dir remembers in
+//! `bootstrap-keys.json`) is refused as a Device Key (`invalid_key`): its
+//! seed is in a Pairing Code, so it would log in forever. A Device Key
 //! that is already authorized (any line with its blob, options or not) is
 //! not appended again; the answer is still OK and the record says
 //! `appended: false`, so the starter offers no revoke for a line it did not
@@ -209,6 +210,11 @@ pub fn accept(
     if authorized_keys::key_blob_of(pending.public_line.as_bytes())
         == Some(key.blob_base64.as_bytes())
     {
+        return Err(AcceptError::InvalidKey(DeviceKeyError::BootstrapKey));
+    }
+    // Nor any earlier ceremony's, even one whose line is gone: its seed
+    // was printed too.
+    if state.bootstrap_history().contains(&key.fingerprint) {
         return Err(AcceptError::InvalidKey(DeviceKeyError::BootstrapKey));
     }
     ceremony::pause_point("accept");

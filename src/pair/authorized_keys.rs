@@ -10,7 +10,8 @@
 //! - an addition (the bootstrap line, a Device Key) is one `O_APPEND`
 //!   write of the whole line ([`add_line`], [`Locked::append`]), with a
 //!   newline in front when the file does not end with one: nothing is read
-//!   back and rewritten, so no one else's append can be lost;
+//!   back and rewritten, so no one else's append can be lost; a write cut
+//!   short by a full disk is cut off again, so the file is as it was;
 //! - a removal (the bootstrap line after a ceremony, a sweep, a revoke)
 //!   reads the file, applies a pure edit to its lines and, only if that
 //!   changed them, writes a temp file with the original's mode (0600 for a
@@ -237,6 +238,38 @@ pub fn remove_pairing(lines: &[Vec<u8>], pairing_id: &str) -> Edited {
     })
 }
 
+/// The state dir a bootstrap line's forced command names (the quoted
+/// path after ` accept --state-dir '`, as `ceremony::forced_command`
+/// writes it), `None` for any other line.
+pub(crate) fn state_dir_of(line: &[u8]) -> Option<&[u8]> {
+    marker_of(line)?;
+    const FLAG: &[u8] = b" accept --state-dir '";
+    let start = line.windows(FLAG.len()).position(|w| w == FLAG)? + FLAG.len();
+    let len = line[start..].iter().position(|b| *b == b'\'')?;
+    Some(&line[start..start + len])
+}
+
+/// A bootstrap line whose ceremony is gone: its forced command names
+/// `state_dir` and `is_open` says that state dir has no pending record for
+/// its pairing id (an editor that read the file during a ceremony wrote
+/// it back after heeler removed it). Lines of another state dir are not
+/// judged: their ceremonies are not ours to see.
+pub(crate) fn is_orphan(line: &[u8], state_dir: &[u8], is_open: impl Fn(&str) -> bool) -> bool {
+    match marker_of(line) {
+        Some(marker) => state_dir_of(line) == Some(state_dir) && !is_open(&marker.pairing_id),
+        None => false,
+    }
+}
+
+/// Drops the bootstrap lines whose ceremony is gone ([`is_orphan`]).
+pub(crate) fn remove_orphans(
+    lines: &[Vec<u8>],
+    state_dir: &[u8],
+    is_open: impl Fn(&str) -> bool,
+) -> Edited {
+    keep_only(lines, |line| !is_orphan(line, state_dir, &is_open))
+}
+
 /// Drops every marked line whose expiry is `<= now`.
 pub fn sweep_expired(lines: &[Vec<u8>], now: i64) -> Edited {
     let now = u64::try_from(now).unwrap_or(0);
@@ -362,6 +395,7 @@ pub fn edit(location: &Location, change: impl Fn(&[Vec<u8>]) -> Edited) -> Resul
 }
 
 /// One locked append of `line` (see [`Locked::append`]).
+#[cfg(test)]
 pub(crate) fn add_line(location: &Location, line: &str) -> Result<(), EditError> {
     Locked::acquire(location)?.append(line)
 }
@@ -404,6 +438,35 @@ mod tests {
                 .expires_at,
             u64::MAX
         );
+    }
+
+    #[test]
+    fn orphans_are_lines_of_our_state_dir_without_a_pending_record() {
+        let ours = |id: &str| {
+            format!(
+                "restrict,command=\"'/h' accept --state-dir '/s t' --pairing-id {id}\",expiry-time=\"20260101000000Z\" ssh-ed25519 AAAA{id} herdr-pairing:{id}:exp:100"
+            )
+        };
+        let theirs = BOOT; // state dir '/s'
+        assert_eq!(state_dir_of(ours("a1").as_bytes()), Some(&b"/s t"[..]));
+        assert_eq!(state_dir_of(theirs.as_bytes()), Some(&b"/s"[..]));
+        assert_eq!(
+            state_dir_of(b"ssh-ed25519 AAAA accept --state-dir '/s t'"),
+            None
+        );
+        let file = lines(&format!(
+            "ssh-rsa AAAAmine me\n{}\n{}\n{theirs}\n",
+            ours("a1"),
+            ours("b2")
+        ));
+        let open = |id: &str| id == "b2";
+        let kept = remove_orphans(&file, b"/s t", open).unwrap();
+        assert_eq!(
+            join_lines(&kept),
+            format!("ssh-rsa AAAAmine me\n{}\n{theirs}\n", ours("b2")).into_bytes()
+        );
+        assert_eq!(remove_orphans(&kept, b"/s t", open), None);
+        assert!(!is_orphan(b"ssh-rsa AAAAmine me", b"/s t", |_| false));
     }
 
     #[test]

@@ -88,18 +88,72 @@ pub struct CeremonyConfig {
     pub(crate) heeler_exe: PathBuf,
     /// Bootstrap Key lifetime; [`PAIRING_TTL_SECONDS`] outside tests.
     pub(crate) ttl_seconds: i64,
+    /// Whether the bootstrap line carries `expiry-time="…Z"`, so sshd
+    /// itself refuses the key after its expiry ([`sshd_reads_utc_expiry`]).
+    pub(crate) sshd_expiry: bool,
 }
 
 impl CeremonyConfig {
-    /// A config with the standard TTL.
+    /// A config with the standard TTL, asking this machine's sshd whether
+    /// it reads a UTC `expiry-time`.
     pub fn new(home: &Path, state_dir: &Path, heeler_exe: &Path) -> CeremonyConfig {
         CeremonyConfig {
             state_dir: state_dir.to_path_buf(),
             home: home.to_path_buf(),
             heeler_exe: heeler_exe.to_path_buf(),
             ttl_seconds: PAIRING_TTL_SECONDS,
+            sshd_expiry: sshd_reads_utc_expiry(),
         }
     }
+}
+
+/// The sshd whose version decides whether a bootstrap line carries
+/// `expiry-time` (the path Debian, Ubuntu, Fedora and macOS install it at).
+const SSHD: &str = "/usr/sbin/sshd";
+
+/// The first OpenSSH release whose `expiry-time` takes a `Z` (UTC) suffix
+/// (9.1; `expiry-time` itself is 7.7's). An older sshd reads the suffix as
+/// a malformed option and refuses the whole line, so the line carries no
+/// `expiry-time` for it.
+const OPENSSH_UTC_EXPIRY: (u32, u32) = (9, 1);
+
+/// `(major, minor)` of the first `OpenSSH_<major>.<minor>` in `text` (what
+/// `sshd -V` prints, or its usage text on releases without `-V`, which
+/// starts with the same version line).
+pub(crate) fn openssh_version(text: &str) -> Option<(u32, u32)> {
+    let rest = &text[text.find("OpenSSH_")? + "OpenSSH_".len()..];
+    let (major, rest) = rest.split_once('.')?;
+    let minor: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
+/// Whether `sshd -V` names an OpenSSH that reads `expiry-time="…Z"`
+/// ([`OPENSSH_UTC_EXPIRY`]); `false` when there is no such sshd or it does
+/// not answer within a second (heeler's own expiry checks still hold).
+pub(crate) fn sshd_reads_utc_expiry() -> bool {
+    let mut command = std::process::Command::new(SSHD);
+    command.arg("-V").env_clear();
+    let Ok(done) = crate::base::process::run(&mut command, std::time::Duration::from_secs(1), 4096)
+    else {
+        return false;
+    };
+    let text = String::from_utf8_lossy(&done.stderr);
+    openssh_version(&text).is_some_and(|version| version >= OPENSSH_UTC_EXPIRY)
+}
+
+/// The `expiry-time="YYYYMMDDHHMMSSZ"` option (sshd(8), AUTHORIZED_KEYS
+/// FILE FORMAT) for unix second `expires_at`, in UTC. sshd refuses the key
+/// once the time is past, as `accept` refuses a pairing whose `expiresAt`
+/// is past.
+pub(crate) fn expiry_time_option(expires_at: i64) -> String {
+    let (year, month, day) = crate::base::tz::civil_from_days(expires_at.div_euclid(86_400));
+    let second = expires_at.rem_euclid(86_400);
+    format!(
+        "expiry-time=\"{year:04}{month:02}{day:02}{:02}{:02}{:02}Z\"",
+        second / 3600,
+        second % 3600 / 60,
+        second % 60
+    )
 }
 
 /// Why a ceremony step failed.
@@ -214,15 +268,22 @@ pub(crate) fn forced_command(
 }
 
 /// The restricted authorized_keys line:
-/// `restrict,command="<cmd>" <public line> herdr-pairing:<id>:exp:<unix>`.
+/// `restrict,command="<cmd>"[,expiry-time="<UTC>Z"] <public line>
+/// herdr-pairing:<id>:exp:<unix>` (the `expiry-time` when `sshd_expiry`).
 pub(crate) fn bootstrap_line(
     command: &str,
     public_line: &str,
     pairing_id: &str,
     expires_at: i64,
+    sshd_expiry: bool,
 ) -> String {
+    let expiry = if sshd_expiry {
+        format!(",{}", expiry_time_option(expires_at))
+    } else {
+        String::new()
+    };
     format!(
-        "restrict,command=\"{command}\" {public_line} {}{pairing_id}:exp:{expires_at}",
+        "restrict,command=\"{command}\"{expiry} {public_line} {}{pairing_id}:exp:{expires_at}",
         authorized_keys::MARKER_PREFIX
     )
 }
@@ -368,16 +429,30 @@ pub(crate) fn begin_at(config: &CeremonyConfig, now: i64) -> Result<Ceremony, Ce
     let pairing_id = crate::pair::bootstrap_key::new_pairing_id()?;
     let expires_at = now.saturating_add(config.ttl_seconds);
     let command = forced_command(&config.heeler_exe, &config.state_dir, &pairing_id)?;
-    let line = bootstrap_line(&command, &key.public_line(), &pairing_id, expires_at);
+    let line = bootstrap_line(
+        &command,
+        &key.public_line(),
+        &pairing_id,
+        expires_at,
+        config.sshd_expiry,
+    );
+    let fingerprint = crate::pair::device_key::parse(&key.public_line())
+        .map_err(|e| {
+            CeremonyError::State(StateError {
+                path: config.state_dir.clone(),
+                error: std::io::Error::other(format!("bootstrap key: {e}")),
+            })
+        })?
+        .fingerprint;
     state.write_pending(&Pending {
         pairing_id: pairing_id.clone(),
         expires_at,
         public_line: key.public_line(),
     })?;
     let location = Location::for_home(&config.home);
-    if let Err(e) = authorized_keys::add_line(&location, &line) {
+    if let Err(e) = authorize(&location, &state, &config.state_dir, &fingerprint, &line) {
         let _ = state.remove_pending(&pairing_id);
-        return Err(e.into());
+        return Err(e);
     }
     Ok(Ceremony {
         pairing_id,
@@ -386,6 +461,32 @@ pub(crate) fn begin_at(config: &CeremonyConfig, now: i64) -> Result<Ceremony, Ce
         location,
         state,
     })
+}
+
+/// The locked half of [`begin`]: removes the bootstrap lines of this state
+/// dir whose ceremony is gone ([`authorized_keys::remove_orphans`]: an
+/// editor wrote one back after its ceremony removed it), remembers the
+/// Bootstrap Key's fingerprint so no later `accept` takes it as a Device
+/// Key, then appends its line.
+fn authorize(
+    location: &Location,
+    state: &StateDir,
+    state_dir: &Path,
+    fingerprint: &str,
+    line: &str,
+) -> Result<(), CeremonyError> {
+    use std::os::unix::ffi::OsStrExt;
+    let locked = authorized_keys::Locked::acquire(location)?;
+    if location.file.exists() {
+        locked.rewrite(|lines| {
+            authorized_keys::remove_orphans(lines, state_dir.as_os_str().as_bytes(), |id| {
+                state.pending_exists(id)
+            })
+        })?;
+    }
+    state.remember_bootstrap(fingerprint)?;
+    locked.append(line)?;
+    Ok(())
 }
 
 impl Ceremony {
@@ -433,18 +534,22 @@ impl Ceremony {
     }
 
     /// Ends the ceremony, whatever ended it (an enrollment, the expiry, a
-    /// cancel, a signal): under the authorized_keys lock, judges the record
-    /// against the key file ([`judge`], settled), removes the bootstrap
-    /// line, the pending and the enrolled file, and returns the Device Key
-    /// this ceremony enrolled if the key file holds it. Idempotent: a
+    /// cancel, a signal): first removes the pending record, without the
+    /// lock, so from then on every `accept` refuses the code even if the
+    /// lock cannot be had; then, under the authorized_keys lock, judges the
+    /// record against the key file ([`judge`], settled), removes the
+    /// bootstrap line and the enrolled file, and returns the Device Key
+    /// this ceremony enrolled if the key file holds it (an `accept` past
+    /// its pending check under the lock finishes first). Idempotent: a
     /// second call finds no record and returns `None`.
     pub fn end(&self) -> Result<Option<Enrolled>, CeremonyError> {
+        let pending_removed = self.state.remove_pending(&self.pairing_id);
         let locked = authorized_keys::Locked::acquire(&self.location)?;
         let record = self.state.read_enrolled(&self.pairing_id);
         let lines = locked.read()?;
         let verdict = judge(record.as_ref(), &lines, Moment::Settled);
         locked.rewrite(|lines| authorized_keys::remove_pairing(lines, &self.pairing_id))?;
-        self.state.remove_pending(&self.pairing_id)?;
+        pending_removed?;
         self.state.remove_enrolled(&self.pairing_id)?;
         Ok(match verdict {
             Verdict::Enrolled(enrolled) => Some(enrolled),
@@ -503,11 +608,12 @@ mod tests {
     fn setup(name: &str) -> (crate::base::scratch::ScratchDir, CeremonyConfig) {
         let root = crate::base::scratch::ScratchDir::new(&format!("ceremony-{name}"));
         std::fs::create_dir_all(root.join("home")).unwrap();
-        let config = CeremonyConfig::new(
+        let mut config = CeremonyConfig::new(
             &root.join("home"),
             &root.join("state"),
             Path::new("/usr/local/bin/heeler"),
         );
+        config.sshd_expiry = false;
         (root, config)
     }
 
@@ -570,6 +676,84 @@ mod tests {
         ceremony.end().unwrap();
         assert_eq!(authorized(&config), "ssh-rsa AAAAmine me\n");
         assert!(!state.pending_exists(ceremony.pairing_id()));
+        // For an sshd that reads it, the line says when sshd must stop:
+        // unix 1120 is 1970-01-01 00:18:40 UTC.
+        let with_expiry = CeremonyConfig {
+            sshd_expiry: true,
+            ..config.clone()
+        };
+        let ceremony = begin_at(&with_expiry, 1000).unwrap();
+        assert_eq!(
+            authorized(&config),
+            format!(
+                "ssh-rsa AAAAmine me\nrestrict,command=\"'/usr/local/bin/heeler' accept --state-dir '{}' --pairing-id {id}\",expiry-time=\"19700101001840Z\" {} herdr-pairing:{id}:exp:1120\n",
+                config.state_dir.display(),
+                ceremony.public_line(),
+                id = ceremony.pairing_id()
+            )
+        );
+        ceremony.end().unwrap();
+    }
+
+    #[test]
+    fn expiry_times_are_utc_civil_times() {
+        // Independent values: `date -u -d @<t> +%Y%m%d%H%M%S`.
+        assert_eq!(expiry_time_option(0), "expiry-time=\"19700101000000Z\"");
+        assert_eq!(
+            expiry_time_option(951_782_400),
+            "expiry-time=\"20000229000000Z\""
+        );
+        assert_eq!(
+            expiry_time_option(1_764_806_400 + 86_399),
+            "expiry-time=\"20251204235959Z\""
+        );
+    }
+
+    #[test]
+    fn only_an_openssh_from_9_1_gets_a_utc_expiry() {
+        let reads = |text: &str| openssh_version(text).is_some_and(|v| v >= OPENSSH_UTC_EXPIRY);
+        assert_eq!(
+            openssh_version("OpenSSH_9.2p1 Debian-2+deb12u3, OpenSSL 3.0.15"),
+            Some((9, 2))
+        );
+        assert!(reads("OpenSSH_9.1, LibreSSL 3.3.6"));
+        assert!(reads("OpenSSH_10.0p2, OpenSSL 3.5.0"));
+        // Older releases print their usage, led by the version line.
+        assert!(!reads(
+            "unknown option -- V\nOpenSSH_8.4p1 Debian-5, OpenSSL 1.1.1n\nusage: sshd"
+        ));
+        assert!(!reads("OpenSSH_9.0p1"));
+        assert!(!reads("Dropbear v2022.83"));
+        assert!(!reads(""));
+    }
+
+    #[test]
+    fn a_ceremony_remembers_its_key_and_removes_lines_whose_ceremony_is_gone() {
+        let (_scratch, config) = setup("history");
+        let state = StateDir::new(&config.state_dir);
+        let first = begin_at(&config, 1000).unwrap();
+        let fingerprint = |c: &Ceremony| {
+            crate::pair::device_key::parse(&c.public_line())
+                .unwrap()
+                .fingerprint
+        };
+        assert_eq!(state.bootstrap_history(), vec![fingerprint(&first)]);
+        // An editor writes the first line back after the ceremony ended.
+        let line = authorized(&config);
+        first.end().unwrap();
+        std::fs::write(config.home.join(".ssh/authorized_keys"), &line).unwrap();
+        let second = begin_at(&config, 1000).unwrap();
+        assert!(!authorized(&config).contains(first.pairing_id()), "swept");
+        assert!(authorized(&config).contains(second.pairing_id()));
+        assert_eq!(
+            state.bootstrap_history(),
+            vec![fingerprint(&first), fingerprint(&second)]
+        );
+        // A live ceremony's line stays when the next one starts.
+        let third = begin_at(&config, 1000).unwrap();
+        assert!(authorized(&config).contains(second.pairing_id()));
+        third.end().unwrap();
+        second.end().unwrap();
     }
 
     #[test]

@@ -17,10 +17,16 @@
 //! (`pair::preflight`) must pass unless `--no-ssh-check`.
 //!
 //! Test-only environment (never set these in production):
-//! `HEELER_TEST_PAIRING_TTL_SECONDS` shortens the Bootstrap Key's TTL, and
+//! `HEELER_TEST_PAIRING_TTL_SECONDS` sets the Bootstrap Key's TTL, and
 //! `HEELER_TEST_HOST_KEY_DIR` replaces `/etc/ssh` as the host key directory;
 //! in debug builds, `HEELER_TEST_PAUSE` stops at a named step
-//! ([`ceremony::pause_point`]).
+//! ([`ceremony::pause_point`]). Release builds narrow the first two to
+//! what weakens nothing, because `.ci/static-check` runs the sshd
+//! enrollment tests (short codes) and the popup benchmark against release
+//! binaries ([`test_ttl`], [`host_key_dir_choice`], both pure): a TTL may
+//! only be shorter than the standard one (a longer one is refused), and
+//! the host key directory is only a fallback for a machine whose
+//! `/etc/ssh` holds no host key, so it can never re-pin a real Host's key.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -43,6 +49,60 @@ pub(crate) const POLL_INTERVAL: Duration = Duration::from_millis(200);
 pub(crate) const TEST_TTL_ENV: &str = "HEELER_TEST_PAIRING_TTL_SECONDS";
 /// Test-only: overrides the host key directory.
 pub(crate) const TEST_HOST_KEY_DIR_ENV: &str = "HEELER_TEST_HOST_KEY_DIR";
+
+/// Whether the test-only variables are honoured in full: in debug builds,
+/// which the integration tests run (see the module doc).
+const FULL_TEST_ENV: bool = cfg!(debug_assertions);
+
+/// The TTL `HEELER_TEST_PAIRING_TTL_SECONDS` (`value`) asks for (pure):
+/// `None` when unset or not a number; a positive TTL (at least 1 s); with
+/// `full` false (release builds) only a TTL up to the standard one, and an
+/// error naming the variable for a longer one.
+pub(crate) fn test_ttl(value: Option<&str>, full: bool) -> Result<Option<i64>, String> {
+    let Some(ttl) = value.and_then(|v| v.trim().parse::<i64>().ok()) else {
+        return Ok(None);
+    };
+    let ttl = ttl.max(1);
+    if !full && ttl > ceremony::PAIRING_TTL_SECONDS {
+        return Err(format!(
+            "{TEST_TTL_ENV}={ttl} is refused: release builds only shorten the {} s Pairing Code lifetime",
+            ceremony::PAIRING_TTL_SECONDS
+        ));
+    }
+    Ok(Some(ttl))
+}
+
+/// The TTL override of this process's environment ([`test_ttl`]).
+pub(crate) fn ttl_override() -> Result<Option<i64>, String> {
+    test_ttl(std::env::var(TEST_TTL_ENV).ok().as_deref(), FULL_TEST_ENV)
+}
+
+/// The host key directory (pure): `HEELER_TEST_HOST_KEY_DIR` (`var`) in
+/// full (debug builds), otherwise only when `/etc/ssh` holds no host key
+/// (`default_has_key` false); else `/etc/ssh`.
+pub(crate) fn host_key_dir_choice(
+    var: Option<PathBuf>,
+    default_has_key: bool,
+    full: bool,
+) -> PathBuf {
+    match var {
+        Some(dir) if full || !default_has_key => dir,
+        _ => PathBuf::from(host_key::DEFAULT_DIR),
+    }
+}
+
+/// The host key directory of this process ([`host_key_dir_choice`]).
+pub(crate) fn host_key_dir() -> PathBuf {
+    let var = env_path(TEST_HOST_KEY_DIR_ENV);
+    // The default is looked at only when the variable would replace it.
+    let default_has_key = var.is_some()
+        && !FULL_TEST_ENV
+        && !matches!(
+            host_key::find(std::path::Path::new(host_key::DEFAULT_DIR)),
+            Ok(None)
+        );
+    host_key_dir_choice(var, default_has_key, FULL_TEST_ENV)
+}
 
 fn fail(line: impl Into<String>) -> Failure {
     Failure::new(format!("heeler pair: {}", line.into()), 1)
@@ -75,8 +135,7 @@ pub fn run(args: PairArgs) -> Result<(), Failure> {
     let home = dirs.home().map_err(|e| fail(e.to_string()))?;
     let config_dir = dirs.plugin_config_dir().map_err(|e| fail(e.to_string()))?;
     let state_dir = dirs.plugin_state_dir().map_err(|e| fail(e.to_string()))?;
-    let host_key_dir =
-        env_path(TEST_HOST_KEY_DIR_ENV).unwrap_or_else(|| PathBuf::from(host_key::DEFAULT_DIR));
+    let host_key_dir = host_key_dir();
     let host_key = host_key::find(&host_key_dir)
         .map_err(|e| fail(e.to_string()))?
         .ok_or_else(|| {
@@ -152,11 +211,8 @@ fn pre_checked_addresses(listed: &[String]) -> Result<Vec<String>, Failure> {
 /// Opens a ceremony, prints its Pairing Code (`payload` with the
 /// ceremony's Bootstrap Key) and waits for it to end.
 fn pair(mut config: CeremonyConfig, mut payload: Payload) -> Result<(), Failure> {
-    if let Some(ttl) = std::env::var(TEST_TTL_ENV)
-        .ok()
-        .and_then(|t| t.parse::<i64>().ok())
-    {
-        config.ttl_seconds = ttl.max(1);
+    if let Some(ttl) = ttl_override().map_err(fail)? {
+        config.ttl_seconds = ttl;
     }
     sys::catch_termination_signals().map_err(|e| fail(format!("cannot catch signals: {e}")))?;
     ceremony::sweep(
@@ -345,6 +401,46 @@ fn wait(ceremony: &ceremony::Ceremony) -> Result<(), Failure> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn release_builds_take_the_test_ttl_only_to_shorten_it() {
+        for full in [true, false] {
+            assert_eq!(test_ttl(None, full), Ok(None));
+            assert_eq!(test_ttl(Some("x"), full), Ok(None));
+            assert_eq!(test_ttl(Some("2"), full), Ok(Some(2)));
+            assert_eq!(test_ttl(Some("0"), full), Ok(Some(1)));
+            assert_eq!(test_ttl(Some("120"), full), Ok(Some(120)));
+        }
+        assert_eq!(test_ttl(Some("86400"), true), Ok(Some(86_400)));
+        assert_eq!(
+            test_ttl(Some("86400"), false),
+            Err(
+                "HEELER_TEST_PAIRING_TTL_SECONDS=86400 is refused: release builds only shorten the 120 s Pairing Code lifetime"
+                    .to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn release_builds_never_let_the_test_host_key_dir_re_pin_a_real_host() {
+        let dir = || Some(PathBuf::from("/tmp/keys"));
+        let etc = PathBuf::from("/etc/ssh");
+        // Debug builds (the integration tests): the variable wins.
+        assert_eq!(
+            host_key_dir_choice(dir(), true, true),
+            PathBuf::from("/tmp/keys")
+        );
+        // Release builds: only where /etc/ssh holds no host key at all.
+        assert_eq!(host_key_dir_choice(dir(), true, false), etc);
+        assert_eq!(
+            host_key_dir_choice(dir(), false, false),
+            PathBuf::from("/tmp/keys")
+        );
+        assert_eq!(host_key_dir_choice(None, false, false), etc);
+        assert_eq!(host_key_dir_choice(None, true, true), etc);
+        // This build is the one the tests run: debug, honouring them.
+        assert_eq!(FULL_TEST_ENV, cfg!(debug_assertions));
+    }
     use super::*;
 
     fn enrolled(appended: bool) -> ceremony::Enrolled {

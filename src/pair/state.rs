@@ -19,6 +19,14 @@
 //! the line, and revoke must never remove a line heeler did not add, so
 //! the ceremony treats it as not appended.
 //!
+//! * `bootstrap-keys.json` — `{"v":1,"fingerprints":["SHA256:…",…]}`: the
+//!   Bootstrap Keys of the last [`BOOTSTRAP_HISTORY`] ceremonies, oldest
+//!   first, so `accept` refuses any of them as a Device Key (each one's seed
+//!   was printed in a Pairing Code). Written atomically and synced under
+//!   the authorized_keys lock before its line is appended; a missing or
+//!   unreadable file is an empty history (a Bootstrap Key line still in
+//!   the file is refused by its marker anyway).
+//!
 //! These records decide what `accept` authorizes, so they are read only
 //! from a trusted state dir ([`StateDir::trusted`], the rule of
 //! [`crate::base::dirs::trusted`]) and through [`json::read_file`], which
@@ -35,6 +43,11 @@ use crate::base::json::{self, Object, Value};
 /// How long an enrolled record outlives its ceremony's expiry, and an
 /// unreadable state file its mtime (plus the TTL), before a sweep removes it.
 pub(crate) const SWEEP_GRACE_SECONDS: i64 = 120;
+
+/// How many recent Bootstrap Keys `bootstrap-keys.json` remembers: far
+/// more than can still be live (a code lives 2 minutes), few enough that
+/// the file stays a few kilobytes.
+pub(crate) const BOOTSTRAP_HISTORY: usize = 64;
 
 /// An open ceremony.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,6 +138,24 @@ impl StateDir {
         EnrolledRecord::from_json(&json::read_file(&self.enrolled_path(pairing_id))?)
     }
 
+    /// The pairing ids with a pending record (`pending/<id>.json` names
+    /// that are valid ids), at most `cap` of them; empty when the
+    /// directory is missing or unreadable.
+    pub(crate) fn pending_ids(&self, cap: usize) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(self.pending_dir()) else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|entry| {
+                let name = entry.file_name().into_string().ok()?;
+                let id = name.strip_suffix(".json")?;
+                crate::pair::authorized_keys::is_valid_pairing_id(id).then(|| id.to_owned())
+            })
+            .take(cap)
+            .collect()
+    }
+
     pub(crate) fn pending_exists(&self, pairing_id: &str) -> bool {
         self.pending_path(pairing_id).exists()
     }
@@ -137,11 +168,57 @@ impl StateDir {
         remove_if_present(&self.enrolled_path(pairing_id))
     }
 
-    /// Removes finished state: pending records whose `expiresAt <= now`,
-    /// enrolled records whose `expiresAt + 120 <= now`, and unreadable
-    /// files once `mtime + 240 <= now`. Missing directories are fine;
+    fn bootstrap_history_path(&self) -> PathBuf {
+        self.root.join("bootstrap-keys.json")
+    }
+
+    /// The fingerprints of recent Bootstrap Keys, oldest first; empty when
+    /// the file is missing or unreadable.
+    pub(crate) fn bootstrap_history(&self) -> Vec<String> {
+        json::read_file(&self.bootstrap_history_path())
+            .as_ref()
+            .and_then(|v| v.get("fingerprints"))
+            .and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Adds `fingerprint` to the history (see the module doc), keeping the
+    /// newest [`BOOTSTRAP_HISTORY`]. Call it under the authorized_keys lock,
+    /// which serialises the ceremonies that write it.
+    pub(crate) fn remember_bootstrap(&self, fingerprint: &str) -> Result<(), StateError> {
+        let path = self.bootstrap_history_path();
+        let fail = |error| StateError {
+            path: path.clone(),
+            error,
+        };
+        let fingerprints = with_remembered(self.bootstrap_history(), fingerprint);
+        atomic_file::create_dir_all(&self.root, 0o700).map_err(fail)?;
+        let list = Value::Array(fingerprints.into_iter().map(Value::from).collect());
+        let mut text =
+            Value::Object(Object::new().with("v", 1_u32).with("fingerprints", list)).to_json();
+        text.push('\n');
+        atomic_file::write(&path, text.as_bytes(), 0o600).map_err(fail)
+    }
+
+    /// Removes finished state: leftover temp files of killed writers
+    /// ([`atomic_file::sweep_stale_temps_in`]), pending records whose
+    /// `expiresAt <= now`, enrolled records whose `expiresAt + 120 <= now`,
+    /// and unreadable files once `mtime + 240 <= now`. Missing directories are fine;
     /// per-file failures are skipped (the next sweep retries).
     pub fn sweep(&self, now: i64) {
+        // Temp files of a killed writer first, by `atomic_file`'s rule (its
+        // pid is gone, or it is older than any write): an enrolled one
+        // holds a Device Key line that must not linger.
+        for dir in [self.pending_dir(), self.enrolled_dir()] {
+            atomic_file::sweep_stale_temps_in(&dir);
+        }
         sweep_dir(&self.pending_dir(), now, |v| {
             Pending::from_json(v).map(|p| p.expires_at)
         });
@@ -149,6 +226,16 @@ impl StateDir {
             EnrolledRecord::from_json(v).map(|r| r.expires_at.saturating_add(SWEEP_GRACE_SECONDS))
         });
     }
+}
+
+/// `history` with `fingerprint` added as the newest (moved there if it
+/// was already listed), cut to the newest [`BOOTSTRAP_HISTORY`] (pure).
+pub(crate) fn with_remembered(mut history: Vec<String>, fingerprint: &str) -> Vec<String> {
+    history.retain(|f| f != fingerprint);
+    history.push(fingerprint.to_owned());
+    let excess = history.len().saturating_sub(BOOTSTRAP_HISTORY);
+    history.drain(..excess);
+    history
 }
 
 fn sweep_dir(dir: &Path, now: i64, deadline_of: impl Fn(&Value) -> Option<i64>) {
@@ -319,6 +406,37 @@ mod tests {
         state.remove_pending("0a1b2c3d4e5f").unwrap();
         assert!(!state.pending_exists("0a1b2c3d4e5f"));
         std::fs::remove_dir_all(&state.root).unwrap();
+    }
+
+    #[test]
+    fn the_bootstrap_history_keeps_the_newest_and_is_atomic_json() {
+        let history: Vec<String> = (0..BOOTSTRAP_HISTORY)
+            .map(|i| format!("SHA256:{i}"))
+            .collect();
+        let next = with_remembered(history.clone(), "SHA256:new");
+        assert_eq!(next.len(), BOOTSTRAP_HISTORY);
+        assert_eq!(next.first().map(String::as_str), Some("SHA256:1"));
+        assert_eq!(next.last().map(String::as_str), Some("SHA256:new"));
+        // A repeat moves to the newest place instead of doubling.
+        let again = with_remembered(vec!["a".into(), "b".into()], "a");
+        assert_eq!(again, vec!["b".to_owned(), "a".to_owned()]);
+
+        let state = state("history");
+        assert_eq!(state.bootstrap_history(), Vec::<String>::new());
+        state.remember_bootstrap("SHA256:x").unwrap();
+        state.remember_bootstrap("SHA256:y").unwrap();
+        let path = state.root.join("bootstrap-keys.json");
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\"v\":1,\"fingerprints\":[\"SHA256:x\",\"SHA256:y\"]}\n"
+        );
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        std::fs::write(&path, "not json").unwrap();
+        assert_eq!(state.bootstrap_history(), Vec::<String>::new());
+        let _ = std::fs::remove_dir_all(&state.root);
     }
 
     #[test]

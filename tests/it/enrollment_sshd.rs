@@ -181,18 +181,31 @@ impl Rig {
             }
         }
 
-        let host_key_dir = root.join("hostkeys");
-        std::fs::create_dir_all(&host_key_dir).unwrap();
+        // A release build (HEELER_TEST_BINARY, from .ci/static-check) never
+        // lets HEELER_TEST_HOST_KEY_DIR re-pin a machine that has host keys
+        // (pair::headless::host_key_dir_choice): there sshd serves the
+        // machine's own ed25519 key, the one pairing pins. A debug build
+        // pins the rig's own key.
+        let system_key = Path::new("/etc/ssh/ssh_host_ed25519_key");
+        let host_key_dir =
+            if std::env::var_os("HEELER_TEST_BINARY").is_some() && system_key.exists() {
+                PathBuf::from("/etc/ssh")
+            } else {
+                root.join("hostkeys")
+            };
         let host_key = host_key_dir.join("ssh_host_ed25519_key");
-        run_ok(Command::new("ssh-keygen").args([
-            "-q",
-            "-t",
-            "ed25519",
-            "-N",
-            "",
-            "-f",
-            host_key.to_str().unwrap(),
-        ]));
+        if !host_key.exists() {
+            std::fs::create_dir_all(&host_key_dir).unwrap();
+            run_ok(Command::new("ssh-keygen").args([
+                "-q",
+                "-t",
+                "ed25519",
+                "-N",
+                "",
+                "-f",
+                host_key.to_str().unwrap(),
+            ]));
+        }
         std::fs::create_dir_all("/run/sshd").unwrap();
 
         let port = free_port();
@@ -491,14 +504,18 @@ fn enrollment_end_to_end_with_retries_restrictions_and_replay() {
         .find(|l| l.contains(&id))
         .unwrap()
         .to_owned();
+    // This sshd (OpenSSH 9.2) reads a UTC expiry-time, so the line says
+    // when sshd itself must stop; `date` gives the expected UTC time.
+    let exp = pairing.payload.bootstrap.as_ref().unwrap().expires_at;
+    let utc = run_ok(Command::new("date").args(["-u", "-d", &format!("@{exp}"), "+%Y%m%d%H%M%SZ"]));
     assert_eq!(
         boot_line,
         format!(
-            "restrict,command=\"'{}' accept --state-dir '{}' --pairing-id {id}\" {} herdr-pairing:{id}:exp:{}",
+            "restrict,command=\"'{}' accept --state-dir '{}' --pairing-id {id}\",expiry-time=\"{}\" {} herdr-pairing:{id}:exp:{exp}",
             rig.heeler.display(),
             rig.state_dir.display(),
+            utc.trim(),
             derived.trim(),
-            pairing.payload.bootstrap.as_ref().unwrap().expires_at
         )
     );
     let ak = rig.home.join(".ssh/authorized_keys");
@@ -734,11 +751,13 @@ fn expiry_through_sshd() {
     );
 
     // A killed pair leaves its line; a session opened in time but answered
-    // late gets `expired`, and the line is gone afterwards.
-    let mut pairing = rig.pair(Some(3));
-    let id = pairing.pairing_id(&rig);
+    // late gets `expired`, and the line is gone afterwards. The session
+    // must log in before the expiry, which sshd itself enforces now
+    // (`expiry-time`), so the code gets time for a loaded machine.
+    let mut pairing = rig.pair(Some(8));
     pairing.child.kill().unwrap();
     pairing.child.wait().unwrap();
+    let id = pairing.pairing_id(&rig);
     let exp = pairing.payload.bootstrap.as_ref().unwrap().expires_at;
     let mut session = rig
         .ssh_command(&pairing.key_file, &[])
@@ -767,6 +786,45 @@ fn expiry_through_sshd() {
     );
     assert_eq!(answer.status.code(), Some(1));
     assert!(!rig.authorized_keys().contains(&id));
+    assert!(!rig.authorized_keys().contains(&device_line));
+}
+
+/// sshd itself refuses a Bootstrap Key once its `expiry-time` is past,
+/// even while its line is still in authorized_keys (a `pair` killed with
+/// SIGKILL removes nothing): the login fails before any `accept` runs.
+#[test]
+fn sshd_itself_refuses_an_expired_bootstrap_line() {
+    require_sshd!();
+    let rig = Rig::start("sshdexp");
+    // Long enough that the line is still there when `pair` is killed,
+    // even on a loaded machine (the key conversion starts Python).
+    let mut pairing = rig.pair(Some(6));
+    pairing.child.kill().unwrap();
+    pairing.child.wait().unwrap();
+    let id = pairing.pairing_id(&rig);
+    let exp = pairing.payload.bootstrap.as_ref().unwrap().expires_at;
+    assert!(rig.authorized_keys().contains("expiry-time=\""));
+    // sshd refuses once the expiry second is past (`valid_before < now`).
+    while heeler::base::clock::unix_seconds() <= exp {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (_, device_line) = rig.device_key("device", "too-late");
+    let late = rig.ssh(
+        &pairing.key_file,
+        format!("{device_line}\n").as_bytes(),
+        &[],
+    );
+    assert_eq!(
+        late.status.code(),
+        Some(255),
+        "sshd refused the login: {}",
+        text(&late.stderr)
+    );
+    assert_eq!(text(&late.stdout), "", "no accept ran");
+    assert!(
+        rig.authorized_keys().contains(&id),
+        "the line is still there, so sshd (not accept) refused"
+    );
     assert!(!rig.authorized_keys().contains(&device_line));
 }
 

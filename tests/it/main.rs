@@ -43,6 +43,7 @@ mod herdr_real;
 mod hook_input_robustness;
 mod hook_worker;
 mod install_sh;
+mod leftover_temps;
 mod live_activity_rows_vector;
 mod manifest;
 mod msrv;

@@ -1073,3 +1073,298 @@ fn a_pair_json_that_is_a_device_or_a_fifo_is_refused_at_once() {
     assert_eq!(output.status.code(), Some(128 + 15));
     assert_eq!(dirs.authorized_keys(), "");
 }
+
+/// A full disk mid-append: `pair --no-ui` under `prlimit --fsize` (the
+/// file may grow only 16 bytes past its size, so the Bootstrap Key line
+/// is written short) must leave `authorized_keys` byte-identical and show
+/// no code; the next ceremony's line lands whole, on a line of its own
+/// even though the user's last line has no newline.
+#[test]
+fn a_short_write_leaves_authorized_keys_as_it_was() {
+    if Command::new("prlimit").arg("--version").output().is_err() {
+        common::skip("prlimit is missing (apt-get install util-linux)");
+        return;
+    }
+    let dirs = Dirs::new("short");
+    let ssh = dirs.home().join(".ssh");
+    std::fs::create_dir_all(&ssh).unwrap();
+    let file = ssh.join("authorized_keys");
+    let mut before = String::new();
+    for i in 0..100 {
+        before.push_str(&format!(
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{i:040} user{i}\n"
+        ));
+    }
+    before.push_str("ssh-ed25519 AAAAlast no-newline");
+    std::fs::write(&file, &before).unwrap();
+    let limit = before.len() + 16;
+    // SIGXFSZ ignored (inherited through exec), as a full disk sends none:
+    // a write past the limit then fails with EFBIG instead of killing.
+    let cmd = dirs.command(&["pair", "--no-ui", "--address", "192.0.2.7"]);
+    let program = cmd.get_program().to_owned();
+    let args: Vec<_> = cmd.get_args().map(ToOwned::to_owned).collect();
+    let mut limited = Command::new("sh");
+    limited
+        .args(["-c", "trap '' XFSZ; exec prlimit --fsize=\"$0\" -- \"$@\""])
+        .arg(limit.to_string())
+        .arg(program)
+        .args(args)
+        .env_clear();
+    for (key, value) in cmd.get_envs() {
+        if let Some(value) = value {
+            limited.env(key, value);
+        }
+    }
+    limited.env("PATH", "/usr/bin:/bin");
+    let out = limited.stdin(Stdio::null()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(out.stdout, b"", "no Pairing Code");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("could be written"),
+        "{out:?}"
+    );
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        before.as_bytes(),
+        "byte-identical after the short write"
+    );
+    assert_eq!(
+        file_names(&dirs.root.join("state/pending")),
+        Vec::<String>::new()
+    );
+
+    // Space again: the next ceremony's line is whole and on its own line.
+    let (mut child, _stdout, payload) = dirs.start(None);
+    let during = dirs.authorized_keys();
+    let added = during
+        .strip_prefix(&format!("{before}\n"))
+        .unwrap_or_else(|| panic!("the user's lines first, then a newline: {during:?}"));
+    let exp = payload.bootstrap.unwrap().expires_at;
+    assert!(added.starts_with("restrict,command=\""), "{added:?}");
+    assert!(added.ends_with(&format!(":exp:{exp}\n")), "{added:?}");
+    assert_eq!(added.lines().count(), 1, "{added:?}");
+    kill("TERM", &child);
+    child.wait().unwrap();
+    assert_eq!(dirs.authorized_keys(), format!("{before}\n"));
+}
+
+/// `accept` for `id` with the test's Device Key on stdin: its stdout.
+fn accept_answer(dirs: &Dirs, id: &str) -> String {
+    let state = dirs.root.join("state");
+    let mut accept = dirs
+        .command(&[
+            "accept",
+            "--state-dir",
+            state.to_str().unwrap(),
+            "--pairing-id",
+            id,
+        ])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A refusal may come before the key is read (a closed pipe then).
+    let _ = accept
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(format!("{}\n", device_line()).as_bytes());
+    String::from_utf8(accept.wait_with_output().unwrap().stdout).unwrap()
+}
+
+/// An `accept` killed between creating the lock file and writing its pid
+/// leaves an empty lock nobody holds (as planted here: the exact file such
+/// a kill leaves). A cancel takes it over at once instead of giving up at
+/// its 5 s deadline with the code still usable.
+#[test]
+fn a_cancel_takes_over_an_empty_lock_a_killed_accept_left() {
+    let dirs = Dirs::new("empty-lock");
+    let (mut pair, _stdout, _) = dirs.start(None);
+    let id = pairing_id_of(&dirs.authorized_keys());
+    let lock = dirs.home().join(".ssh/authorized_keys.herdr-pairing.lock");
+    std::fs::write(&lock, b"").unwrap();
+    let started = std::time::Instant::now();
+    assert!(kill("TERM", &pair).success());
+    let status = pair.wait().unwrap();
+    println!(
+        "cancel with an empty lock took {} ms",
+        started.elapsed().as_millis()
+    );
+    let err = stderr_of(&mut pair);
+    assert_eq!(status.code(), Some(143), "{err}");
+    assert!(err.contains("the Bootstrap Key was removed"), "{err}");
+    assert_eq!(dirs.authorized_keys(), "");
+    assert!(!lock.exists());
+    assert_eq!(
+        file_names(&dirs.root.join("state/pending")),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        accept_answer(&dirs, &id),
+        "HERDR-ENROLL:ERR:unknown_pairing\n"
+    );
+}
+
+/// A cancel that cannot get the lock at all (a live process holds it past
+/// the 5 s deadline) still leaves no usable code: the pending record goes
+/// first, without the lock, so `accept` refuses.
+#[test]
+fn a_cancel_that_cannot_get_the_lock_still_leaves_no_usable_code() {
+    let dirs = Dirs::new("held-lock");
+    let (mut pair, _stdout, _) = dirs.start(None);
+    let id = pairing_id_of(&dirs.authorized_keys());
+    let mut holder = Command::new("sleep").arg("60").spawn().unwrap();
+    let lock = dirs.home().join(".ssh/authorized_keys.herdr-pairing.lock");
+    std::fs::write(&lock, format!("{}\n", holder.id())).unwrap();
+    assert!(kill("TERM", &pair).success());
+    let status = pair.wait().unwrap();
+    let err = stderr_of(&mut pair);
+    assert_eq!(status.code(), Some(143), "{err}");
+    assert!(err.contains("cleanup failed"), "{err}");
+    assert_eq!(
+        file_names(&dirs.root.join("state/pending")),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        accept_answer(&dirs, &id),
+        "HERDR-ENROLL:ERR:unknown_pairing\n"
+    );
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+}
+
+/// Two ceremonies in one state dir: B is cancelled (its line and pending
+/// record gone), and B's Bootstrap Key, whose seed B's code printed, is
+/// submitted to A as a Device Key: refused, so the printed seed never
+/// logs in for good. A still enrolls a real Device Key afterwards.
+#[test]
+fn an_earlier_ceremonys_bootstrap_key_is_refused_as_a_device_key() {
+    let dirs = Dirs::new("two-ceremonies");
+    let (mut a, _a_out, _) = dirs.start(None);
+    let a_id = pairing_id_of(&dirs.authorized_keys());
+    let (mut b, _b_out, b_code) = dirs.start(None);
+    assert!(kill("TERM", &b).success());
+    assert_eq!(b.wait().unwrap().code(), Some(143));
+    assert_eq!(
+        dirs.authorized_keys().matches("herdr-pairing:").count(),
+        1,
+        "only A's line is left"
+    );
+    let b_seed = b_code.bootstrap.unwrap().seed;
+    let b_public = heeler::pair::bootstrap_key::BootstrapKey::from_seed(b_seed)
+        .unwrap()
+        .public_line();
+    assert!(!dirs.authorized_keys().contains(&b_public));
+    let submit = |line: &str| {
+        let state = dirs.root.join("state");
+        let mut accept = dirs
+            .command(&[
+                "accept",
+                "--state-dir",
+                state.to_str().unwrap(),
+                "--pairing-id",
+                &a_id,
+            ])
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let _ = accept
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(format!("{line}\n").as_bytes());
+        String::from_utf8(accept.wait_with_output().unwrap().stdout).unwrap()
+    };
+    assert_eq!(
+        submit(&format!("{b_public} phone")),
+        "HERDR-ENROLL:ERR:invalid_key\n"
+    );
+    assert!(!dirs.authorized_keys().contains(&b_public));
+    assert!(submit(&device_line()).starts_with("HERDR-ENROLL:OK:SHA256:"));
+    let status = a.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{}", stderr_of(&mut a));
+}
+
+/// An editor that read `authorized_keys` during a ceremony writes the
+/// Bootstrap Key line back after the ceremony removed it: doctor names
+/// the leftover by its pairing id, and the next ceremony removes it.
+#[test]
+fn doctor_names_a_written_back_bootstrap_line_and_the_next_ceremony_removes_it() {
+    let dirs = Dirs::new("written-back");
+    let (mut a, _a_out, _) = dirs.start(None);
+    let during = dirs.authorized_keys();
+    let a_id = pairing_id_of(&during);
+    assert!(kill("TERM", &a).success());
+    a.wait().unwrap();
+    assert_eq!(dirs.authorized_keys(), "");
+    std::fs::write(dirs.home().join(".ssh/authorized_keys"), &during).unwrap();
+
+    let out = dirs.checked(&["doctor", "--json"]).output().unwrap();
+    let report = heeler::base::json::parse(String::from_utf8(out.stdout).unwrap().trim()).unwrap();
+    let check = report
+        .get("checks")
+        .and_then(heeler::base::json::Value::as_array)
+        .unwrap()
+        .iter()
+        .find(|c| {
+            c.get("id").and_then(heeler::base::json::Value::as_str) == Some("bootstrap_lines")
+        })
+        .cloned()
+        .expect("a bootstrap_lines check");
+    let field = |key: &str| {
+        check
+            .get(key)
+            .and_then(heeler::base::json::Value::as_str)
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(field("status"), "warn");
+    assert_eq!(
+        field("summary"),
+        format!(
+            "1 Bootstrap Key line(s) whose ceremony is gone left in authorized_keys (pairing {a_id})"
+        )
+    );
+
+    let (mut b, _b_out, _) = dirs.start(None);
+    let now = dirs.authorized_keys();
+    assert!(!now.contains(&a_id), "the leftover is gone: {now}");
+    assert_eq!(now.lines().count(), 1, "only B's line: {now}");
+    assert!(kill("TERM", &b).success());
+    b.wait().unwrap();
+}
+
+/// A killed writer's temp files in `enrolled/` and `pending/` (an
+/// enrolled one holds a Device Key line) are swept when the next ceremony
+/// starts; a live writer's fresh temp stays.
+#[test]
+fn a_ceremonys_start_sweeps_a_killed_writers_temps() {
+    let dirs = Dirs::new("temps");
+    let mut child = Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let state = dirs.root.join("state");
+    let enrolled = state.join("enrolled");
+    let pending = state.join("pending");
+    std::fs::create_dir_all(&enrolled).unwrap();
+    std::fs::create_dir_all(&pending).unwrap();
+    let record = format!(
+        "{{\"pairingId\":\"0a1b2c3d4e5f\",\"expiresAt\":{},\"fingerprint\":\"SHA256:x\",\"line\":\"{}\"",
+        i64::from(u32::MAX),
+        device_line()
+    );
+    let dead_enrolled = enrolled.join(format!("0a1b2c3d4e5f.json.tmp-{dead}-0"));
+    let dead_pending = pending.join(format!("0a1b2c3d4e5f.json.tmp-{dead}-0"));
+    let live = enrolled.join(format!("aaaabbbbcccc.json.tmp-{}-0", std::process::id()));
+    for temp in [&dead_enrolled, &dead_pending, &live] {
+        std::fs::write(temp, &record).unwrap();
+    }
+    let (mut pair, _stdout, _) = dirs.start(None);
+    assert!(
+        !dead_enrolled.exists(),
+        "the dead writer's record copy is gone"
+    );
+    assert!(!dead_pending.exists());
+    assert!(live.exists(), "a live writer's fresh temp stays");
+    assert!(kill("TERM", &pair).success());
+    pair.wait().unwrap();
+}

@@ -504,6 +504,7 @@ fn pair_and_doctor_refuse_a_binary_another_user_can_replace() {
                 "install heeler where only you or root can write (or run `chown 0 {}`)",
                 bin.display()
             ),
+            None,
         ),
         (
             "writable by anyone",
@@ -514,11 +515,29 @@ fn pair_and_doctor_refuse_a_binary_another_user_can_replace() {
                 bin.display()
             ),
             format!("run `chmod go-w {}`", bin.display()),
+            None,
+        ),
+        (
+            "writable by the other user through an ACL",
+            0,
+            0o755,
+            format!(
+                "{} has an extended ACL that lets uid {} write to it",
+                bin.display(),
+                other.uid
+            ),
+            format!("run `setfacl -b {}`", bin.display()),
+            Some(format!("u:{}:rwx", other.uid)),
         ),
     ];
-    for (case, owner, mode, problem, fix) in cases {
+    for (case, owner, mode, problem, fix, acl) in cases {
         std::os::unix::fs::chown(&bin, Some(owner), Some(0)).unwrap();
         chmod(&bin, mode);
+        if let Some(acl) = acl
+            && !setfacl(&["-m", &acl], &bin)
+        {
+            continue;
+        }
         let out = run(&["pair", "--no-ui", "--address", "192.0.2.7"]);
         assert_eq!(out.status.code(), Some(1), "{case}: {out:?}");
         assert!(out.stdout.is_empty(), "{case}: no Pairing Code");
@@ -561,5 +580,123 @@ fn pair_and_doctor_refuse_a_binary_another_user_can_replace() {
             Some(fix.as_str()),
             "{case}"
         );
+    }
+}
+
+/// Runs `setfacl` with `args` on `path`; `false` after a visible skip (a
+/// failure under `HEELER_REQUIRE_ALL=1`) when the tool is missing or the
+/// file system refuses ACLs.
+fn setfacl(args: &[&str], path: &Path) -> bool {
+    match Command::new("setfacl").args(args).arg(path).output() {
+        Ok(out) if out.status.success() => true,
+        Ok(out) => {
+            common::skip(&format!(
+                "setfacl cannot set an ACL on {}: {}",
+                path.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+            false
+        }
+        Err(e) => {
+            common::skip(&format!("setfacl is missing (apt-get install acl): {e}"));
+            false
+        }
+    }
+}
+
+#[test]
+fn an_acl_letting_another_user_write_makes_a_state_dir_untrusted() {
+    // Mode 0700 looks private; the ACL says uid 65534 may write anyway (a
+    // numeric id needs no account). Every owner of the rule must refuse.
+    let dir = TempDir::new("trust-acl");
+    let state = dir.path.join("state");
+    let config = dir.path.join("config");
+    write_pending(&state, "abc-3");
+    fs::create_dir_all(&config).unwrap();
+    chmod(&state, 0o700);
+    if !setfacl(&["-m", "u:65534:rwx"], &state) {
+        return;
+    }
+    let fix = format!("setfacl -b {}", state.display());
+    let out = accept(&state, &dir.path, "abc-3");
+    assert_refused(&out, &state, &fix);
+    assert!(state.join("pending/abc-3.json").exists(), "nothing removed");
+
+    let out = Command::new(heeler_bin())
+        .args(["doctor", "--json"])
+        .env_clear()
+        .env("HOME", &dir.path)
+        .env("HERDR_PLUGIN_STATE_DIR", &state)
+        .env("HERDR_PLUGIN_CONFIG_DIR", &config)
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    let report = json::parse(String::from_utf8(out.stdout).unwrap().trim()).unwrap();
+    let check = report
+        .get("checks")
+        .and_then(Value::as_array)
+        .unwrap()
+        .iter()
+        .find(|c| c.get("id").and_then(Value::as_str) == Some("dir_trust"))
+        .cloned()
+        .expect("a dir_trust check");
+    assert_eq!(check.get("status").and_then(Value::as_str), Some("fail"));
+    assert_eq!(
+        check.get("fix").and_then(Value::as_str),
+        Some(format!("run `{fix}`").as_str())
+    );
+
+    let out = Command::new(heeler_bin())
+        .args(["pair", "--no-ui", "--no-ssh-check"])
+        .env_clear()
+        .env("HOME", &dir.path)
+        .env("HERDR_PLUGIN_STATE_DIR", &state)
+        .env("HERDR_PLUGIN_CONFIG_DIR", &config)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(out.stdout.is_empty(), "no Pairing Code");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&fix),
+        "{out:?}"
+    );
+    assert!(
+        !dir.path.join(".ssh/authorized_keys").exists(),
+        "no Bootstrap Key"
+    );
+
+    // A grant to read only is no threat: accept reads the record again.
+    assert!(setfacl(&["-b"], &state));
+    assert!(setfacl(&["-m", "u:65534:r-x"], &state));
+    let out = accept(&state, &dir.path, "abc-3");
+    assert_eq!(out.stdout, b"HERDR-ENROLL:ERR:no_input\n", "{out:?}");
+}
+
+#[test]
+fn hooks_deliver_nothing_from_a_dir_whose_acl_lets_another_user_write() {
+    for hook in ["notify-hook", "activity-hook"] {
+        let fixture = support::Fixture::new("trust-hook-acl");
+        fixture.write_registration(&support::registration(&[support::entry(
+            "tok-a",
+            support::KEY_A,
+            "",
+        )]));
+        fixture.herdr.set_agents(
+            r#"[{"pane_id":"p1","agent_status":"blocked","agent":"claude","workspace_id":"w1"}]"#,
+        );
+        chmod(&fixture.state, 0o700);
+        if !setfacl(&["-m", "u:65534:rwx"], &fixture.state) {
+            return;
+        }
+        let out = fixture.run(hook, &support::event("p1", "blocked"));
+        let stderr = support::stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{hook}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains(&format!("setfacl -b {}", fixture.state.display())),
+            "{stderr}"
+        );
+        assert!(fixture.relay.requests().is_empty(), "{hook}: delivered");
     }
 }

@@ -196,10 +196,7 @@ fn gather(command_line: &[String]) -> Result<(Setup, Vec<Candidate>), Vec<String
     let config_dir = dirs.plugin_config_dir().map_err(no_home)?;
     let state_dir = std::path::absolute(state_dir)
         .map_err(|e| vec![format!("Cannot resolve the plugin state directory: {e}")])?;
-    let host_key_dir = std::env::var_os(headless::TEST_HOST_KEY_DIR_ENV)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(host_key::DEFAULT_DIR));
+    let host_key_dir = headless::host_key_dir();
     let host_key = host_key::find(&host_key_dir)
         .map_err(|e| vec![e.to_string()])?
         .ok_or_else(|| screen::no_host_key_message(&host_key_dir.to_string_lossy()))?;
@@ -223,10 +220,7 @@ fn gather(command_line: &[String]) -> Result<(Setup, Vec<Candidate>), Vec<String
     // A killed popup's line dies with its TTL; sweep it now. A failure here
     // shows up again, with its reason, when the ceremony starts.
     let _ = ceremony::sweep(&home, &state_dir, crate::base::clock::unix_seconds());
-    let ttl_override = std::env::var(headless::TEST_TTL_ENV)
-        .ok()
-        .and_then(|t| t.parse::<i64>().ok())
-        .map(|t| t.max(1));
+    let ttl_override = headless::ttl_override().map_err(|e| vec![e])?;
     Ok((
         Setup {
             home,
