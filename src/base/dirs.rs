@@ -206,73 +206,85 @@ impl fmt::Display for Grantee {
     }
 }
 
-/// One entry of a Linux POSIX ACL as the kernel stores it in the
-/// `system.posix_acl_access` attribute.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct AclEntry {
-    pub tag: u16,
-    pub perm: u16,
-    pub id: u32,
-}
+/// The Linux `system.posix_acl_access` format and whom it lets write:
+/// pure, unit-tested on every platform, read by the trust rule on Linux
+/// only (so elsewhere it is dead code, allowed here).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+mod posix_acl {
+    use super::Grantee;
 
-/// `ACL_USER_OBJ`, `ACL_USER`, `ACL_GROUP_OBJ`, `ACL_GROUP`, `ACL_MASK`,
-/// `ACL_OTHER` (`<linux/posix_acl.h>`), and the write permission bit.
-const ACL_USER_OBJ: u16 = 0x01;
-const ACL_USER: u16 = 0x02;
-const ACL_GROUP_OBJ: u16 = 0x04;
-const ACL_GROUP: u16 = 0x08;
-const ACL_MASK: u16 = 0x10;
-const ACL_OTHER: u16 = 0x20;
-const ACL_WRITE: u16 = 0x02;
-/// The format version the attribute's 4-byte header holds.
-const POSIX_ACL_XATTR_VERSION: u32 = 2;
-
-/// Parses a `system.posix_acl_access` value (pure): a little-endian u32
-/// version 2, then entries of tag u16, perm u16, id u32, little-endian.
-/// `None` for another version, a length that is not the header plus whole
-/// entries, or a tag the format does not define.
-pub(crate) fn parse_posix_acl(bytes: &[u8]) -> Option<Vec<AclEntry>> {
-    let (header, body) = bytes.split_first_chunk::<4>()?;
-    if u32::from_le_bytes(*header) != POSIX_ACL_XATTR_VERSION || body.len() % 8 != 0 {
-        return None;
+    /// One entry of a Linux POSIX ACL as the kernel stores it in the
+    /// `system.posix_acl_access` attribute.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(crate) struct AclEntry {
+        pub tag: u16,
+        pub perm: u16,
+        pub id: u32,
     }
-    body.chunks_exact(8)
-        .map(|entry| {
-            let tag = u16::from_le_bytes([entry[0], entry[1]]);
-            let known = [
-                ACL_USER_OBJ,
-                ACL_USER,
-                ACL_GROUP_OBJ,
-                ACL_GROUP,
-                ACL_MASK,
-                ACL_OTHER,
-            ];
-            known.contains(&tag).then(|| AclEntry {
-                tag,
-                perm: u16::from_le_bytes([entry[2], entry[3]]),
-                id: u32::from_le_bytes([entry[4], entry[5], entry[6], entry[7]]),
-            })
-        })
-        .collect()
-}
 
-/// Whom the entries of an ACL on a file of group `gid` let write beside
-/// its owner and others (pure; see the module doc): named users, named
-/// groups and, when the ACL has a mask (then the mode's group bits show the
-/// mask, not the owning group), the owning group; the mask is ignored.
-pub(crate) fn acl_writers(entries: &[AclEntry], gid: u32) -> Vec<Grantee> {
-    let masked = entries.iter().any(|e| e.tag == ACL_MASK);
-    entries
-        .iter()
-        .filter(|e| e.perm & ACL_WRITE != 0)
-        .filter_map(|e| match e.tag {
-            ACL_USER => Some(Grantee::User(e.id)),
-            ACL_GROUP => Some(Grantee::Group(e.id)),
-            ACL_GROUP_OBJ if masked => Some(Grantee::Group(gid)),
-            _ => None,
-        })
-        .collect()
+    /// `ACL_USER_OBJ`, `ACL_USER`, `ACL_GROUP_OBJ`, `ACL_GROUP`, `ACL_MASK`,
+    /// `ACL_OTHER` (`<linux/posix_acl.h>`), and the write permission bit.
+    const ACL_USER_OBJ: u16 = 0x01;
+    const ACL_USER: u16 = 0x02;
+    const ACL_GROUP_OBJ: u16 = 0x04;
+    const ACL_GROUP: u16 = 0x08;
+    const ACL_MASK: u16 = 0x10;
+    const ACL_OTHER: u16 = 0x20;
+    const ACL_WRITE: u16 = 0x02;
+    /// The format version the attribute's 4-byte header holds.
+    const POSIX_ACL_XATTR_VERSION: u32 = 2;
+
+    /// Parses a `system.posix_acl_access` value (pure): a little-endian u32
+    /// version 2, then entries of tag u16, perm u16, id u32, little-endian.
+    /// `None` for another version, a length that is not the header plus whole
+    /// entries, or a tag the format does not define.
+    pub(crate) fn parse_posix_acl(bytes: &[u8]) -> Option<Vec<AclEntry>> {
+        let (header, body) = bytes.split_first_chunk::<4>()?;
+        if u32::from_le_bytes(*header) != POSIX_ACL_XATTR_VERSION || body.len() % 8 != 0 {
+            return None;
+        }
+        body.chunks_exact(8)
+            .map(|entry| {
+                let tag = u16::from_le_bytes([entry[0], entry[1]]);
+                let known = [
+                    ACL_USER_OBJ,
+                    ACL_USER,
+                    ACL_GROUP_OBJ,
+                    ACL_GROUP,
+                    ACL_MASK,
+                    ACL_OTHER,
+                ];
+                known.contains(&tag).then(|| AclEntry {
+                    tag,
+                    perm: u16::from_le_bytes([entry[2], entry[3]]),
+                    id: u32::from_le_bytes([entry[4], entry[5], entry[6], entry[7]]),
+                })
+            })
+            .collect()
+    }
+
+    /// Whom the entries of an ACL on a file of group `gid` let write beside
+    /// its owner and others (pure; see the module doc): named users, named
+    /// groups and, when the ACL has a mask (then the mode's group bits show the
+    /// mask, not the owning group), the owning group; the mask is ignored.
+    pub(crate) fn acl_writers(entries: &[AclEntry], gid: u32) -> Vec<Grantee> {
+        let masked = entries.iter().any(|e| e.tag == ACL_MASK);
+        entries
+            .iter()
+            .filter(|e| e.perm & ACL_WRITE != 0)
+            .filter_map(|e| match e.tag {
+                ACL_USER => Some(Grantee::User(e.id)),
+                ACL_GROUP => Some(Grantee::Group(e.id)),
+                ACL_GROUP_OBJ if masked => Some(Grantee::Group(gid)),
+                _ => None,
+            })
+            .collect()
+    }
 }
+#[cfg(test)]
+use posix_acl::AclEntry;
+#[cfg_attr(not(target_os = "linux"), allow(unused_imports))]
+use posix_acl::{acl_writers, parse_posix_acl};
 
 /// The trust decision on an ACL's writers (pure): the user running heeler
 /// and root may write, the user's private group may, nobody else.
@@ -962,6 +974,7 @@ mod tests {
 
     /// Runs `setfacl` with `args`; `false` (and a visible skip) when the
     /// tool or the file system refuses.
+    #[cfg(target_os = "linux")]
     fn setfacl(args: &[&str], path: &Path) -> bool {
         let out = std::process::Command::new("setfacl")
             .args(args)
@@ -980,6 +993,7 @@ mod tests {
         }
     }
 
+    #[cfg(target_os = "linux")]
     #[test]
     fn the_kernels_acl_reads_as_getfacl_lists_it() {
         let scratch = crate::base::scratch::ScratchDir::new("dirs-acl-read");
@@ -1028,6 +1042,7 @@ mod tests {
         assert_eq!(sys::posix_acl_access(&plain).unwrap(), None);
     }
 
+    #[cfg(target_os = "linux")]
     #[test]
     fn trusted_refuses_a_dir_whose_acl_lets_another_user_write() {
         use std::os::unix::fs::PermissionsExt;
