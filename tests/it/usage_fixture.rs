@@ -176,7 +176,7 @@ pub fn zstd(text: &str) -> Vec<u8> {
 pub fn write_tree(home: &Path) {
     let alpha = home.join(".claude/projects/-home-dev-alpha");
     // s1: duplicate content-block records (largest wins), an unsplit write,
-    // a fast-mode request (unpriced for Opus 4.6), a malformed line and a
+    // a fast-mode request (6x for Opus 4.6), a malformed line and a
     // torn last line.
     let mut s1 = lines(&[
         user_line(NOW - 3 * HOUR),
