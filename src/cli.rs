@@ -104,8 +104,24 @@ fn tree_of(rest: &[&str]) -> (Tree, Vec<String>) {
         ["help", first, ..] if top_plumbing(first) => (Tree::Plumbing, owned(rest)),
         ["usage", second, ..] if usage_plumbing(second) => (Tree::Plumbing, owned(rest)),
         ["help", "usage", third, ..] if usage_plumbing(third) => (Tree::Plumbing, owned(rest)),
-        _ => (Tree::User, owned(rest)),
+        _ => (Tree::User, ccusage_spellings(rest)),
     }
+}
+
+/// `rest` with ccusage's spelling of a usage view's option read as
+/// heeler's: `--timezone` is `--tz` (before a `--`, under `heeler usage`).
+fn ccusage_spellings(rest: &[&str]) -> Vec<String> {
+    let usage = rest.first() == Some(&"usage");
+    let mut ended = false;
+    rest.iter()
+        .map(|&a| {
+            ended |= a == "--";
+            match a {
+                "--timezone" if usage && !ended => "--tz".to_string(),
+                _ => a.to_string(),
+            }
+        })
+        .collect()
 }
 
 /// Parses `argv` (the program first) with argh, ending in an
@@ -566,7 +582,8 @@ pub struct UsageArgs {
     /// only directories under this path
     #[argh(option)]
     pub dir: Option<String>,
-    /// IANA time zone for days (default: the Host's zone)
+    /// IANA time zone for days (default: the Host's zone); --timezone is
+    /// the same
     #[argh(option, short = 'z')]
     pub tz: Option<String>,
     /// read Claude Code's and Codex's limits now (a few seconds), then show
@@ -665,7 +682,8 @@ macro_rules! usage_view_args {
             #[argh(switch)]
             pub $all: bool,
             )?
-            /// IANA time zone for days (default: the Host's zone)
+            /// IANA time zone for days (default: the Host's zone);
+            /// --timezone is the same
             #[argh(option, short = 'z')]
             pub tz: Option<String>,
             /// print the view's JSON document
@@ -735,7 +753,8 @@ pub struct UsageStatuslineArgs {
     /// only directories under this path
     #[argh(option)]
     pub dir: Option<String>,
-    /// IANA time zone for "today" (default: the Host's zone)
+    /// IANA time zone for "today" (default: the Host's zone); --timezone
+    /// is the same
     #[argh(option, short = 'z')]
     pub tz: Option<String>,
 }
@@ -770,7 +789,8 @@ pub struct UsageLiveArgs {
     /// only directories under this path
     #[argh(option)]
     pub dir: Option<String>,
-    /// IANA time zone for days (default: the Host's zone)
+    /// IANA time zone for days (default: the Host's zone); --timezone is
+    /// the same
     #[argh(option, short = 'z')]
     pub tz: Option<String>,
 }
@@ -917,6 +937,32 @@ mod tests {
         ] {
             assert_eq!(tree_of(line).0 == Tree::Plumbing, plumbing, "{line:?}");
         }
+        // ccusage's `--timezone` is `--tz` in every usage view; a value
+        // after `--`, or another command's argument, is left as it is.
+        for line in [
+            &["heeler", "usage", "--timezone", "Asia/Tokyo"][..],
+            &["heeler", "usage", "daily", "--timezone", "Asia/Tokyo"],
+            &["heeler", "usage", "statusline", "--timezone", "Asia/Tokyo"],
+        ] {
+            let tz = match parse(&argv(line)).unwrap().command {
+                Command::Usage(a) => match a.command {
+                    None => a.flags().tz,
+                    Some(UsageCommand::Daily(d)) => d.flags().tz,
+                    Some(UsageCommand::Statusline(s)) => s.flags().tz,
+                    Some(other) => panic!("{other:?}"),
+                },
+                other => panic!("{other:?}"),
+            };
+            assert_eq!(tz.as_deref(), Some("Asia/Tokyo"), "{line:?}");
+        }
+        assert_eq!(
+            ccusage_spellings(&["usage", "--", "--timezone"]),
+            ["usage", "--", "--timezone"]
+        );
+        assert_eq!(
+            ccusage_spellings(&["pair", "--timezone"]),
+            ["pair", "--timezone"]
+        );
         let args = parse(&argv(&["heeler", "usage", "query", "--tz", "UTC"])).unwrap();
         assert!(matches!(
             args.command,

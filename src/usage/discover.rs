@@ -232,6 +232,8 @@ fn read_one(
                     entries.push((joined(dir, entry.name()), Some(stat)));
                 }
             }
+            // A symbolic link: followed ([`followed`]).
+            EntryKind::Other => entries.extend(followed(dir, entry.name(), depth, kind)),
             _ => {}
         }
     }
@@ -270,6 +272,48 @@ fn read_one(
         })
         .collect();
     (listing, subdirs)
+}
+
+/// The symbolic link `name` in `dir` (`depth` below its root's start), as
+/// a listing entry: people move `~/.claude/projects/<p>` to another disk
+/// and link it back. A link to a directory is walked like any other
+/// directory unless it is one of this directory's own (a loop); to a
+/// transcript, listed with its target's metadata. A file reached twice is
+/// kept once ([`discover`]).
+fn followed(dir: &Path, name: &OsStr, depth: usize, kind: Kind) -> Option<(PathBuf, Option<Stat>)> {
+    let path = joined(dir, name);
+    let meta = std::fs::metadata(&path).ok()?;
+    if meta.is_dir() {
+        (depth < MAX_DEPTH && !loops_back(&meta, dir, depth)).then_some((path, None))
+    } else {
+        (meta.is_file() && kind.wants(name)).then(|| (path, Some(stat_of(&meta))))
+    }
+}
+
+/// Whether the directory `target` (a link's, found in `dir`, `depth` below
+/// its root's start) is `dir` or one of the directories above it up to
+/// that start: following it would walk in a circle.
+fn loops_back(target: &std::fs::Metadata, dir: &Path, depth: usize) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let id = (target.dev(), target.ino());
+    dir.ancestors()
+        .take(depth + 1)
+        .filter_map(|a| std::fs::metadata(a).ok())
+        .any(|a| (a.dev(), a.ino()) == id)
+}
+
+/// The metadata of a followed link's target, as [`Stat`] has it.
+fn stat_of(meta: &std::fs::Metadata) -> Stat {
+    use std::os::unix::fs::MetadataExt;
+    Stat {
+        dev: meta.dev(),
+        ino: meta.ino(),
+        size: meta.size(),
+        mtime_sec: meta.mtime(),
+        mtime_nsec: meta.mtime_nsec(),
+        ctime_sec: meta.ctime(),
+        ctime_nsec: meta.ctime_nsec(),
+    }
 }
 
 /// A walker's buffers, kept from directory to directory: one directory's
@@ -380,7 +424,10 @@ fn put_in_order(
 /// Every transcript under the roots with its metadata, sorted by path
 /// bytes (the index's order; deterministic dedupe), and the directories
 /// that could not be listed. A `.jsonl.zst` with a plain `.jsonl` sibling
-/// is left out (Codex materialises archives back to plain files on resume).
+/// is left out (Codex materialises archives back to plain files on resume),
+/// and so is a file reached again by another path (a symbolic link, a hard
+/// link, a linked directory): one file, by device and inode, is the first
+/// of its paths.
 pub fn discover(roots: &Roots) -> Discovery {
     let mut discovery = walk(roots);
     // Each root's files are in order; so are all of them unless a root lies
@@ -395,6 +442,10 @@ pub fn discover(roots: &Roots) -> Discovery {
     if !in_order {
         discovery.candidates = in_path_order(std::mem::take(&mut discovery.candidates));
     }
+    let mut seen: rustc_hash::FxHashSet<(u64, u64)> = Default::default();
+    discovery
+        .candidates
+        .retain(|c| c.stat.is_none_or(|s| seen.insert((s.dev, s.ino))));
     discovery
 }
 
@@ -612,7 +663,8 @@ mod tests {
             touch(path);
         }
         // Not transcripts: another extension, a Codex name without the
-        // prefix, an archive beside its plain file, a symbolic link.
+        // prefix, an archive beside its plain file, a symbolic link to a
+        // transcript listed already (one file, the first of its paths).
         touch(&p.join("notes.txt"));
         touch(&codex.join("sessions/2026/11/08/other.jsonl"));
         touch(&codex.join("archived_sessions/rollout-c.jsonl.zst"));
@@ -628,12 +680,16 @@ mod tests {
             .collect();
         want.sort();
         assert_eq!(paths(&found), want);
-        // In order as walked, without the general sort.
+        // In order as walked, without the general sort (the walk lists the
+        // link too; `discover` keeps the first path of the file).
         let walked = walk(&Roots {
             claude: vec![claude.clone()],
             codex: vec![codex.clone()],
         });
-        assert_eq!(paths(&walked), want);
+        let mut with_link = want.clone();
+        with_link.push(p.join("link.jsonl").as_os_str().as_bytes().to_vec());
+        with_link.sort();
+        assert_eq!(paths(&walked), with_link);
 
         // A root named twice, and one inside another: each path once, in
         // order still.
@@ -652,6 +708,65 @@ mod tests {
             codex: vec![codex],
         });
         assert_eq!(paths(&found), want);
+    }
+
+    #[test]
+    fn linked_directories_and_files_are_followed_once_without_loops() {
+        use std::os::unix::fs::symlink;
+        let dir = crate::base::scratch::ScratchDir::new("discover-links");
+        let claude = dir.join("claude");
+        let projects = claude.join("projects");
+        // A project moved to another disk and linked back, twice; a link
+        // back to `projects` inside it and one to itself (loops); a
+        // transcript linked from elsewhere; a link to nothing.
+        let moved = dir.join("disk/p-moved");
+        touch(&moved.join("s1.jsonl"));
+        touch(&moved.join("s1/subagents/agent-a.jsonl"));
+        touch(&projects.join("p-real/x.jsonl"));
+        touch(&dir.join("disk/lone.jsonl"));
+        symlink(&moved, projects.join("p-moved")).unwrap();
+        symlink(&moved, projects.join("p-again")).unwrap();
+        symlink(&projects, moved.join("loop")).unwrap();
+        symlink(&moved, moved.join("s1/self")).unwrap();
+        symlink(
+            dir.join("disk/lone.jsonl"),
+            projects.join("p-real/lone.jsonl"),
+        )
+        .unwrap();
+        symlink(dir.join("gone"), projects.join("p-real/gone.jsonl")).unwrap();
+        let roots = Roots {
+            claude: vec![claude.clone()],
+            codex: Vec::new(),
+        };
+        // Each file once, at the first of its paths in byte order
+        // (`p-again` before `p-moved`; `s1.` before `s1/`).
+        let at = |rel: &str| projects.join(rel).as_os_str().as_bytes().to_vec();
+        let want = [
+            at("p-again/s1.jsonl"),
+            at("p-again/s1/subagents/agent-a.jsonl"),
+            at("p-real/lone.jsonl"),
+            at("p-real/x.jsonl"),
+        ];
+        let found = discover(&roots);
+        assert_eq!(paths(&found), want);
+        // The walk itself never went round a loop: both linked copies of
+        // the project, and no path through `loop` or `self`.
+        let walked = paths(&walk(&roots));
+        assert_eq!(walked.len(), 2 + 2 + 2, "{walked:?}");
+        let through = |name: &[u8]| {
+            walked
+                .iter()
+                .any(|p| p.windows(name.len()).any(|w| w == name))
+        };
+        assert!(!through(b"/loop/") && !through(b"/self/"), "{walked:?}");
+        // A file is the target's: its size, not the link's.
+        fs::write(dir.join("disk/lone.jsonl"), b"0123456789").unwrap();
+        let found = discover(&roots);
+        let lone = found
+            .candidates
+            .iter()
+            .find(|c| c.path.ends_with("lone.jsonl"));
+        assert_eq!(lone.and_then(|c| c.stat).map(|s| s.size), Some(10));
     }
 
     #[test]

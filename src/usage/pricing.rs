@@ -590,6 +590,25 @@ mod tests {
     }
 
     #[test]
+    fn opus_4_6_fast_mode_is_six_times_its_standard_rates() {
+        // Anthropic bills fast mode on Opus 4.6 at 6x: $30 input and $150
+        // output per million tokens against $5 and $25, cache reads $3
+        // against $0.50, 5-minute writes $37.50 against $6.25. One million
+        // of each: 30 + 150 + 3 + 37.50 = $220.50 (standard: $36.75).
+        let t = PriceTable::bundled().unwrap();
+        let each = tokens(1_000_000, 1_000_000, 1_000_000, 0, 1_000_000);
+        for model in ["claude-opus-4-6", "claude-opus-4-6-20260205"] {
+            let standard = t.cost(Agent::Claude, model, "standard", 0, &each);
+            let fast = t.cost(Agent::Claude, model, "standard", flags::FAST, &each);
+            assert!(close(standard.unwrap(), 36.75), "{model}: {standard:?}");
+            assert!(close(fast.unwrap(), 220.5), "{model}: {fast:?}");
+        }
+        // A model the vendor prices no fast mode for stays unpriced fast.
+        let fast = t.cost(Agent::Claude, "claude-sonnet-4-5", "", flags::FAST, &each);
+        assert_eq!(fast, None);
+    }
+
+    #[test]
     fn older_claude_models_are_priced_at_the_vendor_table_rates() {
         // One million tokens of each bucket (input, cache read, 5-minute
         // write, 1-hour write, output) costs the sum of the five published
@@ -610,6 +629,20 @@ mod tests {
         ] {
             let c = bundled_cost(model, "standard", &each, 0).unwrap();
             assert!((c - want).abs() < 1e-9, "{model}: {c} {want}");
+        }
+        // Each undated id names one dated model, and is priced as it.
+        for (undated, want) in [
+            ("claude-opus-4", 140.25),
+            ("claude-opus-4-1", 140.25),
+            ("claude-opus-4.1", 140.25),
+            ("claude-sonnet-4", 48.6),
+            ("claude-3-7-sonnet", 28.05),
+            ("claude-3-5-haiku", 7.48),
+            ("claude-3-opus", 140.25),
+            ("claude-3-haiku", 2.33),
+        ] {
+            let c = bundled_cost(undated, "standard", &each, 0).unwrap();
+            assert!((c - want).abs() < 1e-9, "{undated}: {c} {want}");
         }
         // Small requests of the same models, at base rates: Sonnet 4 with
         // 10 input and 20 output tokens = 10 × 3 + 20 × 15 = 330 $/M.

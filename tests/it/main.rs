@@ -64,6 +64,7 @@ mod tidy;
 mod toml_1_0_oracle;
 mod usage;
 mod usage_claude_subagents;
+mod usage_claude_writes;
 mod usage_codex_shapes;
 mod usage_herdr_action;
 mod usage_incremental;

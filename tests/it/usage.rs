@@ -93,9 +93,9 @@ fn claude_quirks_are_counted_once() {
     );
     assert_eq!(n(&answer, &[c[0], c[1], c[2], "cache_write_5m"]), 100 + 40);
     assert_eq!(n(&answer, &[c[0], c[1], c[2], "cache_read"]), 1000 + 400);
-    // Fast-mode Opus 4.6 and the unknown model stay unpriced.
-    assert_eq!(n(&answer, &[c[0], c[1], c[2], "unpriced_requests"]), 2);
-    assert_eq!(n(&answer, &[c[0], c[1], c[2], "unpriced_tokens"]), 10 + 10);
+    // The unknown model stays unpriced (fast-mode Opus 4.6 is priced).
+    assert_eq!(n(&answer, &[c[0], c[1], c[2], "unpriced_requests"]), 1);
+    assert_eq!(n(&answer, &[c[0], c[1], c[2], "unpriced_tokens"]), 10);
     assert_eq!(n(&answer, &["coverage", "claude", "duplicates_dropped"]), 3);
     assert_eq!(n(&answer, &["coverage", "claude", "lines_malformed"]), 1);
     assert_eq!(n(&answer, &["coverage", "claude", "files_seen"]), 4);
@@ -128,8 +128,10 @@ fn claude_quirks_are_counted_once() {
         .iter()
         .find(|m| m.get("model").and_then(Value::as_str) == Some("claude-opus-4-6"))
         .unwrap();
-    assert_eq!(opus.get("priced").and_then(Value::as_bool), Some(false));
+    assert_eq!(opus.get("priced").and_then(Value::as_bool), Some(true));
     let opus_cost = path_of(opus, &["totals", "cost_usd"]).as_f64().unwrap();
+    // msg_a3, fast mode: 6 × (7 × $5 + 3 × $25) per million = $0.00066.
+    let a3 = 6.0 * (7.0 * 5e-6 + 3.0 * 25e-6);
     let b1 = table
         .cost(
             heeler::usage::event::Agent::Claude,
@@ -145,8 +147,8 @@ fn claude_quirks_are_counted_once() {
         )
         .unwrap();
     assert!(
-        (opus_cost - (a1 + b1)).abs() < 2e-6,
-        "{opus_cost} {a1} {b1}"
+        (opus_cost - (a1 + b1 + a3)).abs() < 2e-6,
+        "{opus_cost} {a1} {b1} {a3}"
     );
     fs::remove_dir_all(&home).unwrap();
 }

@@ -207,3 +207,38 @@ fn a_session_without_subagents_is_unchanged() {
         }
     );
 }
+
+/// `text` without its `requestId` members, as Claude Code writes a
+/// session behind a gateway.
+fn without_request_ids(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(r#","requestId":""#) {
+        out.push_str(&rest[..at]);
+        let value = &rest[at + r#","requestId":""#.len()..];
+        rest = &value[value.find('"').unwrap() + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn subagent_usage_without_request_ids_counts_once() {
+    // Every record keyed by its message id alone: the content blocks, the
+    // progress copies and the subagent file's copies still count once.
+    let shapes = [
+        vec![(MAIN, main_file(true))],
+        vec![(MAIN, main_file(true)), (SUBAGENT, subagent_file())],
+        vec![(MAIN, main_file(false)), (SUBAGENT, subagent_file())],
+    ];
+    for (i, files) in shapes.iter().enumerate() {
+        let files: Vec<(&str, String)> = files
+            .iter()
+            .map(|(path, text)| (*path, without_request_ids(text)))
+            .collect();
+        assert!(files.iter().all(|(_, t)| !t.contains("requestId")));
+        let home = Home::new(&format!("usage-claude-subagents-no-req-{i}"), &files);
+        let d30 = claude_d30(&home.0);
+        assert_eq!(truth_of(&d30), TRUTH, "shape {i}: {d30:?}");
+    }
+}

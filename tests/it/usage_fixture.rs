@@ -75,12 +75,18 @@ impl Claude<'_> {
             ),
             None => (self.write, String::new()),
         };
+        // An empty `req` leaves `requestId` out, as Claude Code does behind
+        // gateways and on some subagent paths.
+        let request = match self.req {
+            "" => String::new(),
+            req => format!(r#","requestId":"{req}""#),
+        };
         let speed = self
             .speed
             .map(|s| format!(r#","speed":"{s}""#))
             .unwrap_or_default();
         format!(
-            r#"{{"parentUuid":null,"isSidechain":{},"userType":"external","cwd":"{}","sessionId":"s","version":"2.1.300","type":"assistant","message":{{"id":"{}","type":"message","role":"assistant","model":"{}","content":[{{"type":"text","text":"hello usage"}}],"stop_reason":null,"usage":{{"input_tokens":{},"cache_creation_input_tokens":{write},"cache_read_input_tokens":{},"output_tokens":{},"service_tier":"standard"{split}{speed}}}}},"requestId":"{}","uuid":"u-{}","timestamp":"{}"}}"#,
+            r#"{{"parentUuid":null,"isSidechain":{},"userType":"external","cwd":"{}","sessionId":"s","version":"2.1.300","type":"assistant","message":{{"id":"{}","type":"message","role":"assistant","model":"{}","content":[{{"type":"text","text":"hello usage"}}],"stop_reason":null,"usage":{{"input_tokens":{},"cache_creation_input_tokens":{write},"cache_read_input_tokens":{},"output_tokens":{},"service_tier":"standard"{split}{speed}}}}}{request},"uuid":"u-{}","timestamp":"{}"}}"#,
             self.sidechain,
             self.cwd,
             self.msg,
@@ -88,7 +94,6 @@ impl Claude<'_> {
             self.input,
             self.read,
             self.output,
-            self.req,
             self.msg,
             ts(self.at)
         )
@@ -171,7 +176,7 @@ pub fn zstd(text: &str) -> Vec<u8> {
 pub fn write_tree(home: &Path) {
     let alpha = home.join(".claude/projects/-home-dev-alpha");
     // s1: duplicate content-block records (largest wins), an unsplit write,
-    // a fast-mode request (unpriced for Opus 4.6), a malformed line and a
+    // a fast-mode request (6x for Opus 4.6), a malformed line and a
     // torn last line.
     let mut s1 = lines(&[
         user_line(NOW - 3 * HOUR),

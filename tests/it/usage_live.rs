@@ -199,10 +199,12 @@ enum Step {
         file: String,
         calls: Vec<(ClaudeRecord, usize)>,
     },
-    /// Half of a new record's line written; the next append completes it.
+    /// Half of a new record's line written, or (`whole`) all of it but
+    /// its newline; the next append completes it.
     ClaudeTear {
         file: String,
         record: ClaudeRecord,
+        whole: bool,
     },
     /// A resumed session: a new file that starts with a copy of another's
     /// records (duplicates to drop), then calls of its own.
@@ -403,7 +405,11 @@ impl World {
                 self.same_slot_appends += u64::from(same_slot);
                 self.append_bytes(file, text.as_bytes());
             }
-            Step::ClaudeTear { file, record } => {
+            Step::ClaudeTear {
+                file,
+                record,
+                whole,
+            } => {
                 let Some((_, torn)) = self.claude_mut(file) else {
                     return;
                 };
@@ -411,9 +417,11 @@ impl World {
                     return;
                 }
                 let line = record.line();
-                // Never the whole line: a prefix of an object is not valid
-                // JSON, so no reader counts it.
-                let written = line.len() / 2;
+                // Half a line is a prefix of an object, not valid JSON: no
+                // reader counts it until its end is written. The whole
+                // line without its newline is a complete object: counted
+                // now, and once only when its newline follows.
+                let written = if *whole { line.len() } else { line.len() / 2 };
                 *torn = Some((record.clone(), written));
                 self.append_bytes(file, &line.as_bytes()[..written]);
             }
@@ -449,7 +457,11 @@ impl World {
                     return;
                 }
                 let mut replay = records[mains[replay_of % mains.len()]].clone();
-                replay.req = format!("{}-side", replay.req);
+                // A replay without a request id keeps its (absent) one:
+                // one key with its main-chain record.
+                if !replay.req.is_empty() {
+                    replay.req = format!("{}-side", replay.req);
+                }
                 replay.sidechain = true;
                 let slot = own.at.div_euclid(SLOT);
                 let same_slot = records.iter().any(|r| r.at.div_euclid(SLOT) == slot);
@@ -610,7 +622,12 @@ impl World {
             .unwrap_or('0');
         ClaudeRecord {
             msg: format!("msg_{}", self.next_id),
-            req: format!("req_{}", self.next_id),
+            // A quarter without a request id (written without
+            // `requestId`, as behind a gateway): keyed by message alone.
+            req: match rng.below(4) {
+                0 => String::new(),
+                _ => format!("req_{}", self.next_id),
+            },
             // Mostly within the last minutes: into the slot the file's
             // previous calls are in.
             at: self.now - rng.below(240) as i64,
@@ -660,7 +677,12 @@ impl World {
             30..=34 => {
                 let file = existing_claude(rng, self);
                 let record = self.claude_record(rng, &file);
-                Step::ClaudeTear { file, record }
+                let whole = rng.below(2) == 0;
+                Step::ClaudeTear {
+                    file,
+                    record,
+                    whole,
+                }
             }
             35..=38 if !claude.is_empty() => {
                 let from = rng.pick(&claude).clone();
@@ -756,8 +778,10 @@ struct Sum {
 type Sums = BTreeMap<(i64, Agent, String, String), Sum>;
 
 /// What the files hold by the formats' rules, worked out from the test's
-/// record alone. Claude: one request per (`message.id`, `requestId`), the
-/// record with the largest total; a sidechain record whose message the main
+/// record alone. Claude: one request per (`message.id`, `requestId`) (a
+/// record without a request id: per `message.id` among such records), the
+/// record with the largest total, a complete last line counted without its
+/// newline; a sidechain record whose message the main
 /// chain has is a replay. Codex: one request per response (re-emits count
 /// nothing; an archive repeats its rollout's responses), tokens as
 /// `last_token_usage` says, input split into uncached and cached.
@@ -766,8 +790,13 @@ fn expected(world: &World, since: i64) -> Sums {
     let mut responses: BTreeMap<u64, (&CodexEvent, &Rollout)> = BTreeMap::new();
     for file in world.files.values() {
         match &file.body {
-            Body::Claude { records, .. } => {
-                for r in records {
+            Body::Claude { records, torn } => {
+                // A line written whole but for its newline counts.
+                let unterminated = torn
+                    .as_ref()
+                    .filter(|(r, written)| *written == r.line().len())
+                    .map(|(r, _)| r);
+                for r in records.iter().chain(unterminated) {
                     let key = (r.msg.as_str(), r.req.as_str());
                     if best.get(&key).is_none_or(|b| r.total() > b.total()) {
                         best.insert(key, r);

@@ -158,11 +158,14 @@ fn one_thread_and_several_write_the_same_snapshot() {
             &claude_records(n + 100, 1..5, NOW - HOUR),
         );
     }
-    for n in [2, 5, 8] {
-        let more = [500, 20, 60, 0];
+    // Each rollout's response is its own (one response in three files
+    // would be a shared key). Unterminated, as these were written: a last
+    // line that is a whole object counts without its newline.
+    for n in [2u64, 5, 8] {
+        let more = [500 + n, 20, 60, 0];
         append(
-            &codex_file(&home, n),
-            &token_count(NOW - 60, [9000, 0, 900, 0], more, ""),
+            &codex_file(&home, n as usize),
+            &token_count(NOW - 60, [9000 + n, 0, 900, 0], more, ""),
         );
     }
     let mut warm = Vec::new();

@@ -292,6 +292,37 @@ fn the_binary_prints_a_view_document_and_rejects_bad_options() {
     settle(&home.0);
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("is not a time zone on this Host"));
+    // ccusage's `--timezone` is `--tz`.
+    let bad = heeler(&home.0, &["usage", "blocks", "--timezone", "Nowhere/Zone"]);
+    settle(&home.0);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("is not a time zone on this Host"));
+    // Piped, `COLUMNS` sets the width: at 60 the session table hides
+    // columns and says so, and no line is wider; without it, 100.
+    let at = |columns: Option<&str>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_heeler"));
+        command
+            .args(["usage", "session", "--timezone", "UTC"])
+            .env_clear()
+            .env("HOME", &home.0)
+            .env("PATH", "/usr/bin:/bin");
+        if let Some(c) = columns {
+            command.env("COLUMNS", c);
+        }
+        let out = command.output().unwrap();
+        settle(&home.0);
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let narrow = at(Some("60"));
+    assert!(narrow.contains("Hidden to fit 60 columns"), "{narrow}");
+    // The title names the dates and is not fitted; every other line is.
+    for line in narrow.lines().skip(1) {
+        assert!(line.chars().count() <= 60, "{line:?} in\n{narrow}");
+    }
+    let default = at(None);
+    assert!(!default.contains("Hidden to fit 60"), "{default}");
+    assert!(default.lines().skip(1).all(|l| l.chars().count() <= 100));
 }
 
 /// Writes one Claude record `days` days before the fixture's now, in a

@@ -18,8 +18,9 @@
 //! the budget and the cold scan; `--floor` runs only `cat` and that floor. When
 //! `ccusage` is installed (on PATH, `CCUSAGE=/path` or under
 //! `target/ccusage`) it runs on the same Claude corpus interleaved with
-//! heeler's cold scan of that tree (at least 5 pairs, medians). Figures
-//! only: no budget is asserted here.
+//! heeler's cold scan of that tree, then (`ccusage daily`) on Claude and
+//! Codex beside heeler's cold scan of both (at least 5 pairs each,
+//! medians). Figures only: no budget is asserted here.
 //!
 //! Memory: every refresh's peak RSS (`wait4`'s `ru_maxrss`) is printed,
 //! also for two inputs that must not be held whole: a 2 GiB file that is
@@ -1467,8 +1468,10 @@ fn find_ccusage() -> Option<PathBuf> {
         .or_else(|| local.is_file().then_some(local))
 }
 
-/// ccusage's daily report against our cold scan of the same Claude-only
-/// tree, for a like-for-like ratio, and against our warm refresh.
+/// ccusage's daily report against our cold scan of the same tree, for a
+/// like-for-like ratio: Claude alone (`ccusage claude daily`), then Claude
+/// and Codex (`ccusage daily`, which reads every agent it finds: here the
+/// two); and against our warm refresh.
 fn versus_ccusage(t: &Timings, cc: &Path) -> Result<(), String> {
     let corpus = t.corpus;
     let claude_only = t.work.join("claude-only");
@@ -1476,56 +1479,89 @@ fn versus_ccusage(t: &Timings, cc: &Path) -> Result<(), String> {
     let link = claude_only.join(".claude");
     let _ = fs::remove_file(&link);
     std::os::unix::fs::symlink(corpus.home.join(".claude"), &link).map_err(|e| e.to_string())?;
-    let ours_state = t.work.join("state-claude");
+    let claude = ccusage_pairs(t, cc, &["claude", "daily"], &claude_only)?;
+    println!(
+        "ccusage claude daily --json:  {:>8.3} s wall {:>8.3} s CPU   heeler cold (Claude only) {:.3} s wall {:.3} s CPU   (medians of {} interleaved pairs)",
+        secs(claude.theirs.took),
+        secs(claude.theirs.cpu),
+        secs(claude.ours.took),
+        secs(claude.ours.cpu),
+        claude.pairs,
+    );
+    claude.print_ratios();
+    let both = ccusage_pairs(t, cc, &["daily"], &corpus.home)?;
+    println!(
+        "ccusage daily --json:         {:>8.3} s wall {:>8.3} s CPU   heeler cold (Claude + Codex) {:.3} s wall {:.3} s CPU   (medians of {} interleaved pairs)",
+        secs(both.theirs.took),
+        secs(both.theirs.cpu),
+        secs(both.ours.took),
+        secs(both.ours.cpu),
+        both.pairs,
+    );
+    both.print_ratios();
+    println!(
+        "ccusage (no cache) vs heeler warm refresh: ratio {:.0}x",
+        ratio(claude.theirs.took, t.warm)
+    );
+    Ok(())
+}
+
+/// Interleaved runs of ccusage (`args`, then `--json --offline
+/// --timezone UTC`, on the corpus) and heeler's cold scan of `home`.
+struct Pairs {
+    theirs: Run,
+    ours: Run,
+    pairs: usize,
+    /// Per-pair wall ratios, sorted.
+    ratios: Vec<f64>,
+}
+
+impl Pairs {
+    fn print_ratios(&self) {
+        println!(
+            "ccusage / heeler:             {:>8.2}x wall {:>8.2}x CPU   (per-pair wall ratios {:.2}x to {:.2}x, median {:.2}x)",
+            ratio(self.theirs.took, self.ours.took),
+            ratio(self.theirs.cpu, self.ours.cpu),
+            self.ratios[0],
+            self.ratios[self.ratios.len() - 1],
+            self.ratios[self.ratios.len() / 2]
+        );
+    }
+}
+
+fn ccusage_pairs(t: &Timings, cc: &Path, args: &[&str], home: &Path) -> Result<Pairs, String> {
+    let corpus = t.corpus;
+    let ours_state = t.work.join("state-versus-ccusage");
     // Interleaved, ccusage then heeler, so both see the same load.
     let (mut theirs, mut ours) = (Vec::new(), Vec::new());
     let pairs = t.rounds.max(5);
     for _ in 0..pairs {
         let mut c = Command::new(cc);
-        c.args([
-            "claude",
-            "daily",
-            "--json",
-            "--offline",
-            "--timezone",
-            "UTC",
-        ])
-        .env("HOME", &corpus.home)
-        .env("CLAUDE_CONFIG_DIR", corpus.home.join(".claude"));
+        c.args(args)
+            .args(["--json", "--offline", "--timezone", "UTC"])
+            .env("HOME", &corpus.home)
+            .env("CLAUDE_CONFIG_DIR", corpus.home.join(".claude"))
+            .env("CODEX_HOME", corpus.home.join(".codex"));
         theirs.push(measure(c)?);
         let _ = fs::remove_dir_all(&ours_state);
         ours.push(measure(heeler(
             t.bin,
-            &claude_only,
+            home,
             &ours_state,
             &["usage", "worker"],
         ))?);
     }
-    let mut pair_ratios: Vec<f64> = theirs
+    let _ = fs::remove_dir_all(&ours_state);
+    let mut ratios: Vec<f64> = theirs
         .iter()
         .zip(&ours)
         .map(|(c, h)| ratio(c.took, h.took))
         .collect();
-    pair_ratios.sort_by(f64::total_cmp);
-    let (theirs, ours) = (median(&theirs), median(&ours));
-    println!(
-        "ccusage claude daily --json:  {:>8.3} s wall {:>8.3} s CPU   heeler cold (Claude only) {:.3} s wall {:.3} s CPU   (medians of {pairs} interleaved pairs)",
-        secs(theirs.took),
-        secs(theirs.cpu),
-        secs(ours.took),
-        secs(ours.cpu),
-    );
-    println!(
-        "ccusage / heeler:             {:>8.2}x wall {:>8.2}x CPU   (per-pair wall ratios {:.2}x to {:.2}x, median {:.2}x)",
-        ratio(theirs.took, ours.took),
-        ratio(theirs.cpu, ours.cpu),
-        pair_ratios[0],
-        pair_ratios[pair_ratios.len() - 1],
-        pair_ratios[pair_ratios.len() / 2]
-    );
-    println!(
-        "ccusage (no cache) vs heeler warm refresh: ratio {:.0}x",
-        ratio(theirs.took, t.warm)
-    );
-    Ok(())
+    ratios.sort_by(f64::total_cmp);
+    Ok(Pairs {
+        theirs: median(&theirs),
+        ours: median(&ours),
+        pairs,
+        ratios,
+    })
 }

@@ -169,6 +169,22 @@ fn gathering_events<T>(
 }
 
 fn parse_into(entry: &mut FileEntry, path: &Path, buffers: &mut scan::Buffers) -> io::Result<u64> {
+    if !entry.compressed && scan::continues_a_counted_line(path, entry.offset)? {
+        // The last line was counted without its newline, and what was
+        // written after it is more of that line, not its end: the line is
+        // no longer the object counted (`JSON.parse` refuses it), so the
+        // file is read again from its start, as a rebuild reads it. The
+        // events vector is kept (it is the thread's, see
+        // `gathering_events`).
+        let mut events = std::mem::take(&mut entry.parse.events);
+        events.clear();
+        entry.parse = FileParse::default();
+        entry.parse.events = events;
+        entry.stored.clear();
+        entry.pending = None;
+        entry.oversized = 0;
+        return parse_fresh(entry, path, buffers);
+    }
     let on_line = line_parser(entry.agent, &mut entry.parse);
     let pass = if entry.compressed {
         scan::read_zstd(path, buffers, on_line)?

@@ -293,12 +293,24 @@ fn record_event(
     }
     let message_id = f.message_id.as_deref().filter(|s| !s.is_empty());
     let request_id = f.request_id.as_deref().filter(|s| !s.is_empty());
+    // The dedupe key: the hash of `message.id` and `requestId` (parts
+    // separated by a 0xff byte), or of `message.id` alone when the record
+    // has no request id (behind gateways and on some subagent paths), so
+    // the content blocks of such a response count once too. The two key
+    // spaces cannot meet: the text hashed for a message id alone holds no
+    // 0xff byte (it is UTF-8), the text hashed for a pair always does. So
+    // one message id with and without a request id is two keys, as in
+    // ccusage (`${message.id}:${requestId}`). A record without a message id
+    // has no key (0): every such record counts.
     let (key, group) = match (message_id, request_id) {
         (Some(m), Some(r)) => {
             let (group, key) = fnv1a_and_pair(m, r);
             (key, group)
         }
-        (Some(m), None) => (0, fnv1a(&[m])),
+        (Some(m), None) => {
+            let group = fnv1a(&[m]);
+            (group, group)
+        }
         _ => (0, 0),
     };
     Some(Event {

@@ -244,13 +244,22 @@ fn claude_assistant(rng: &mut Rng, ts: &str, cwd: &str) -> String {
             rng.below(4000)
         )
     };
+    // Behind gateways and on some subagent paths Claude Code leaves the
+    // request id out (or writes it empty); rarely the message id too.
+    let request = match rng.below(6) {
+        0 => String::new(),
+        1 => r#","requestId":"""#.to_owned(),
+        _ => format!(r#","requestId":"req_{}""#, rng.below(20)),
+    };
+    let id = match rng.below(12) {
+        0 => String::new(),
+        _ => format!(r#""id":"msg_{}","#, rng.below(20)),
+    };
     format!(
-        r#"{{"parentUuid":"u1","isSidechain":{},"userType":"external","cwd":"{cwd}","sessionId":"s1","version":"2.0.0","message":{{"id":"msg_{}","type":"message","role":"assistant","model":"{}","content":[{{"type":"text","text":{}}}],"stop_reason":null,"usage":{usage}}},"requestId":"req_{}","type":"assistant","uuid":"u2","timestamp":"{ts}"}}"#,
+        r#"{{"parentUuid":"u1","isSidechain":{},"userType":"external","cwd":"{cwd}","sessionId":"s1","version":"2.0.0","message":{{{id}"type":"message","role":"assistant","model":"{}","content":[{{"type":"text","text":{}}}],"stop_reason":null,"usage":{usage}}}{request},"type":"assistant","uuid":"u2","timestamp":"{ts}"}}"#,
         rng.one_in(4),
-        rng.below(20),
         rng.pick(&["claude-opus-4-6", "claude-sonnet-4-5", "<synthetic>"]),
         json::quote(&text(rng)),
-        rng.below(20),
     )
 }
 

@@ -16,6 +16,14 @@ use std::borrow::Cow;
 
 use crate::base::sys::next_string_stop;
 
+/// Whether `text` is one complete JSON object (with JSON white space
+/// around it at most), as `JSON.parse` would read it: what makes a last
+/// line without its newline a line, not a torn one.
+pub(crate) fn is_complete_object(text: &[u8]) -> bool {
+    let mut c = Cursor::new(text);
+    c.raw_is_object() && c.skip().is_some() && c.at_end()
+}
+
 /// A position in one JSON text (copied to try a reading and come back).
 #[derive(Clone, Copy)]
 pub(crate) struct Cursor<'a> {

@@ -1,7 +1,8 @@
 //! Transcripts to usage events, one line at a time, without building a JSON
 //! tree of a large line.
 //!
-//! - `scan.rs`: complete lines from an offset, plain or zstd.
+//! - `scan.rs`: complete lines from an offset, plain or zstd (a last line
+//!   that is a whole JSON object is complete without its newline).
 //! - `jsonpick.rs`: allocation-free picking of the members a parser needs.
 //! - `claude.rs`: Claude Code roots and per-line extraction.
 //! - `codex.rs`: Codex roots, per-line extraction and the counting rule

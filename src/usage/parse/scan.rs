@@ -1,13 +1,20 @@
 //! Reading transcripts line by line from a byte offset, plain or zstd.
 //!
 //! Transcripts are append-only JSONL that may be mid-write: only complete
-//! lines (ending in `\n`) are handed to a parser and counted in the resume
-//! offset, so a torn last line is read again, whole, on the next refresh.
+//! lines are handed to a parser and counted in the resume offset, so a torn
+//! last line is read again, whole, on the next refresh. A line is complete
+//! when it ends in `\n`, or when it is the last and holds one complete JSON
+//! object (a session that ended without its newline, which the spec's
+//! reader counts): no proper prefix of a one-object line is one, so such a
+//! line cannot be torn. Its newline, if it comes later, starts the next
+//! read as a blank line, so the line counts once either way.
 
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
+
+use crate::usage::parse::jsonpick::is_complete_object;
 
 /// Lines longer than this (newline included) are skipped unparsed as they
 /// stream, never held whole, and counted ([`Pass::oversized`]; coverage's
@@ -100,6 +107,10 @@ fn lines_capped<R: Read>(
             Err(e) => return Err(e),
         };
         if n == 0 {
+            if length > 0 && !over && is_complete_object(line) {
+                pass.consumed += length;
+                f(line);
+            }
             return Ok(pass);
         }
         let mut data = &read[..n];
@@ -168,6 +179,43 @@ pub(crate) fn read_plain(
     for_each_line(file, buffers, f)
 }
 
+/// Whether a read of the plain file `path` from `offset` would continue a
+/// line counted without its newline (see the module's doc): the byte
+/// before `offset` is not a newline, and something other than JSON white
+/// space follows it before the next newline. Its end (white space and a
+/// newline, or nothing yet) is not a continuation.
+pub(crate) fn continues_a_counted_line(path: &Path, offset: u64) -> io::Result<bool> {
+    use std::os::unix::fs::FileExt;
+    let Some(before) = offset.checked_sub(1) else {
+        return Ok(false);
+    };
+    let file = File::open(path)?;
+    let mut byte = [0u8; 1];
+    if file.read_at(&mut byte, before)? == 0 || byte[0] == b'\n' {
+        return Ok(false);
+    }
+    let mut chunk = [0u8; 512];
+    let mut at = offset;
+    loop {
+        let n = match file.read_at(&mut chunk, at) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if n == 0 {
+            return Ok(false);
+        }
+        for &b in &chunk[..n] {
+            match b {
+                b'\n' => return Ok(false),
+                b' ' | b'\t' | b'\r' => {}
+                _ => return Ok(true),
+            }
+        }
+        at += n as u64;
+    }
+}
+
 /// Reads a whole `.zst` file (offsets count decompressed bytes).
 pub fn read_zstd(path: &Path, buffers: &mut Buffers, f: impl FnMut(&[u8])) -> io::Result<Pass> {
     zstd_lines(File::open(path)?, buffers, f)
@@ -222,6 +270,51 @@ mod tests {
         .unwrap();
         assert_eq!(seen, vec![b"a".to_vec(), b"bb\r".to_vec()]);
         assert_eq!(pass.consumed, 6);
+    }
+
+    fn lines_of(text: &[u8]) -> (Vec<String>, u64) {
+        let mut seen = Vec::new();
+        let pass = for_each_line(text, &mut Buffers::new(), |l| {
+            seen.push(String::from_utf8_lossy(l).into_owned())
+        })
+        .unwrap();
+        (seen, pass.consumed)
+    }
+
+    #[test]
+    fn a_last_line_that_is_a_whole_object_is_complete_without_its_newline() {
+        // The object is handed over and consumed: 3 + 12 bytes.
+        let (seen, consumed) = lines_of(b"{}\n{\"a\":[1,{}]}");
+        assert_eq!(seen, ["{}", "{\"a\":[1,{}]}"]);
+        assert_eq!(consumed, 3 + 12);
+        // White space around it is JSON's too: 1 + 7 + 3 bytes.
+        let (seen, consumed) = lines_of(b" {\"a\":1}\r\t ");
+        assert_eq!(seen, [" {\"a\":1}\r\t "]);
+        assert_eq!(consumed, 11);
+        // Torn: every proper prefix of the object, and what is not one
+        // object (a value that is not an object, two objects, a bad one).
+        let whole = b"{\"a\":\"}\",\"b\":{\"c\":[2]}}";
+        for end in 1..whole.len() {
+            let (seen, consumed) = lines_of(&whole[..end]);
+            assert!(seen.is_empty(), "{:?}", &whole[..end]);
+            assert_eq!(consumed, 0);
+        }
+        for tail in [&b"[1]"[..], b"{}{}", b"{\"a\":01}", b"\"s\"", b"{} x"] {
+            let text = [&b"{}\n"[..], tail].concat();
+            assert_eq!(lines_of(&text), (vec!["{}".to_owned()], 3), "{tail:?}");
+        }
+    }
+
+    #[test]
+    fn the_newline_of_a_counted_last_line_reads_as_a_blank_line() {
+        // The first read consumes the object (7 bytes); the next, from
+        // there, finds its newline and then a line of its own.
+        let text = b"{\"a\":1}\n{\"b\":2}\n";
+        let (first, consumed) = lines_of(&text[..7]);
+        assert_eq!((first, consumed), (vec!["{\"a\":1}".to_owned()], 7));
+        let (rest, more) = lines_of(&text[7..]);
+        assert_eq!(rest, ["", "{\"b\":2}"]);
+        assert_eq!(7 + more, text.len() as u64);
     }
 
     #[test]

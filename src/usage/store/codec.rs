@@ -25,8 +25,9 @@ pub(crate) const INDEX_VERSION: u32 = 7;
 /// Claude 3: a record's web searches (`server_tool_use.web_search_requests`)
 /// are its event's sixth counter, which version 2 left at 0, and its events
 /// carry their record's `sessionId` (a Claude event's bytes changed too, so
-/// its entries of version 2 are never decoded).
-pub(crate) const CLAUDE_PARSER_VERSION: u32 = 3;
+/// its entries of version 2 are never decoded). Claude 4: a record without
+/// a `requestId` is keyed by its `message.id` (version 3 left it unkeyed).
+pub(crate) const CLAUDE_PARSER_VERSION: u32 = 4;
 pub(crate) const CODEX_PARSER_VERSION: u32 = 2;
 
 const MAGIC: &[u8; 4] = b"HUIX";

@@ -9,8 +9,10 @@
 //! times, which is exact: a block's start and end are whole hours, so a
 //! slot never straddles one, and a gap longer than 5 hours can only fall
 //! between slots. A request at exactly the end instant opens the next block
-//! (the window is half-open), where ccusage would still count it in the
-//! ending one.
+//! (the window is half-open), where ccusage still counts it in the ending
+//! one: Anthropic's help pages say the session limit resets five hours after
+//! the session starts and show that instant as the reset time, so a request
+//! made at it is made with the new allowance.
 
 use crate::usage::aggregate::SlotAcc;
 use crate::usage::event::Agent;
@@ -145,6 +147,42 @@ mod tests {
         assert_eq!(b[0].end, at("2026-11-29T12:00:00Z"));
         assert_eq!(b[0].acc.requests, 2);
         assert_eq!(b[1].start, at("2026-11-29T12:00:00Z"));
+    }
+
+    #[test]
+    fn a_request_at_exactly_start_plus_five_hours_opens_the_next_block() {
+        // 07:00:00 opens [07:00, 12:00); 11:59:59 is in it; 12:00:00 is the
+        // limit's reset instant, the first second of [12:00, 17:00).
+        let b = of(&[
+            slot(at("2026-11-29T07:00:00Z"), 10),
+            slot(at("2026-11-29T11:59:59Z"), 20),
+            slot(at("2026-11-29T12:00:00Z"), 40),
+        ]);
+        let spans: Vec<(i64, i64, u64, u64)> = b
+            .iter()
+            .map(|b| (b.start, b.end, b.acc.requests, b.acc.cost_pico))
+            .collect();
+        let cents = 10_000_000_000;
+        assert_eq!(
+            spans,
+            [
+                (
+                    at("2026-11-29T07:00:00Z"),
+                    at("2026-11-29T12:00:00Z"),
+                    2,
+                    30 * cents
+                ),
+                (
+                    at("2026-11-29T12:00:00Z"),
+                    at("2026-11-29T17:00:00Z"),
+                    1,
+                    40 * cents
+                ),
+            ]
+        );
+        // The first block is over at 12:00:00 (no longer active).
+        assert!(b[0].active(at("2026-11-29T11:59:59Z")));
+        assert!(!b[0].active(at("2026-11-29T12:00:00Z")));
     }
 
     #[test]

@@ -73,6 +73,18 @@ pub fn format(
     }
 }
 
+/// The width text views fit: `COLUMNS` when it is a whole number above 0
+/// (POSIX: it overrides the terminal's width, and it is the one way to
+/// give a width to output that goes to a pipe), else the terminal's, else
+/// `None` ([`DEFAULT_WIDTH`]).
+pub(crate) fn text_width(columns: Option<&str>, terminal: Option<usize>) -> Option<usize> {
+    let positive = |w: &usize| *w > 0;
+    columns
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(positive)
+        .or(terminal.filter(positive))
+}
+
 /// Whether `NO_COLOR` asks for plain output (set and not empty): no colour,
 /// and pictures in ASCII.
 pub(crate) fn no_color() -> bool {
@@ -265,14 +277,13 @@ pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
     };
     let Loaded { data, req, runtime } = load(view, flags, &name, mode)?;
     let tty = termion::is_tty(&std::io::stdout());
-    let width = if tty {
-        termion::terminal_size()
-            .ok()
-            .map(|(w, _)| usize::from(w))
-            .filter(|&w| w > 0)
+    let terminal = if tty {
+        termion::terminal_size().ok().map(|(w, _)| usize::from(w))
     } else {
         None
     };
+    let columns = std::env::var("COLUMNS").ok();
+    let width = text_width(columns.as_deref(), terminal);
     let no_color = no_color();
     let format = format(flags, tty, width, no_color, Glyphs::from_env(no_color));
     let mut text = if view == View::Statusline {
@@ -475,6 +486,19 @@ fn megabytes(bytes: u64) -> String {
 mod tests {
     use super::*;
     use crate::usage::time::parse_date;
+
+    #[test]
+    fn columns_sets_the_width_on_a_terminal_and_off_one() {
+        assert_eq!(text_width(Some("72"), Some(120)), Some(72));
+        assert_eq!(text_width(Some(" 72\n"), None), Some(72));
+        // Not a width: the terminal's, else the default's (None).
+        for junk in ["", "0", "-5", "wide", "7x"] {
+            assert_eq!(text_width(Some(junk), Some(120)), Some(120), "{junk:?}");
+            assert_eq!(text_width(Some(junk), None), None, "{junk:?}");
+        }
+        assert_eq!(text_width(None, Some(0)), None);
+        assert_eq!(text_width(None, None), None);
+    }
 
     /// pi-herdr README's example (Claude: 5h 67% resetting 1794321600,
     /// 7d 36%), read at 1794310000.

@@ -104,6 +104,44 @@ pub fn cut(s: &str, width: usize) -> String {
     out
 }
 
+/// `line` broken at spaces into lines of at most `width` characters, each
+/// after the first indented by `indent` spaces (at most half the width): a
+/// note under a table, or a row whose text continues under its picture. A
+/// word longer than a line is cut where the line ends.
+pub(crate) fn wrap(line: &str, width: usize, indent: usize) -> Vec<String> {
+    let width = width.max(1);
+    let indent = indent.min(width / 2);
+    let mut out = Vec::new();
+    let (mut rest, mut lead) = (line, 0);
+    loop {
+        let room = width - lead;
+        if chars(rest) <= room {
+            out.push(format!("{}{rest}", " ".repeat(lead)));
+            return out;
+        }
+        // The last space within the first `room` + 1 characters (a space
+        // right after a full line breaks there), not a leading one.
+        let space = rest
+            .char_indices()
+            .take(room + 1)
+            .filter(|&(i, c)| c == ' ' && !rest[..i].trim().is_empty())
+            .map(|(i, _)| i)
+            .last();
+        let (head, tail) = match space {
+            Some(i) => (rest[..i].trim_end(), rest[i..].trim_start()),
+            None => {
+                let at = rest.char_indices().nth(room).map_or(rest.len(), |(i, _)| i);
+                (&rest[..at], &rest[at..])
+            }
+        };
+        out.push(format!("{}{head}", " ".repeat(lead)));
+        if tail.is_empty() {
+            return out;
+        }
+        (rest, lead) = (tail, indent);
+    }
+}
+
 /// The line under a table that had to leave columns out to fit: which
 /// ones, so a narrow terminal never shows a partial sum as if it were
 /// whole (Input + Output alone can be a few percent of Total).
@@ -135,14 +173,19 @@ impl Table {
             .filter(|i| !shown.contains(i))
             .map(|i| self.columns[i].name)
             .collect();
-        out.extend(dropped_note(style.width, &dropped));
+        if let Some(note) = dropped_note(style.width, &dropped) {
+            out.extend(wrap(&note, style.width, 0));
+        }
         out
     }
 
     /// The columns shown at `width` and every column's width: the
     /// flexible column is cut (down to FLEX_FLOOR characters) while that
     /// is enough, else the least important column (the rightmost of
-    /// equals) is dropped and the fit tried again.
+    /// equals) is dropped and the fit tried again. Then each dropped column
+    /// that fits beside those left (a narrow one dropped before a wide
+    /// one), the most important first, is shown again: the widest set the
+    /// order allows, every hidden column named under the table.
     fn fit(&self, width: usize) -> (Vec<usize>, Vec<usize>) {
         let mut shown: Vec<usize> = (0..self.columns.len()).collect();
         let natural = |i: usize| {
@@ -184,6 +227,18 @@ impl Table {
                     }
                     break;
                 }
+            }
+        }
+        let mut dropped: Vec<usize> = (0..self.columns.len())
+            .filter(|i| !shown.contains(i))
+            .collect();
+        dropped.sort_by_key(|&i| (std::cmp::Reverse(self.columns[i].keep), i));
+        for i in dropped {
+            let mut with = shown.clone();
+            with.push(i);
+            with.sort_unstable();
+            if span(&with, &widths) <= width {
+                shown = with;
             }
         }
         (shown, widths)
@@ -367,6 +422,73 @@ mod tests {
             glyphs: Glyphs::Unicode,
         });
         assert_eq!(colored[0], "\x1b[1mDay         Input   Cost\x1b[0m");
+    }
+
+    #[test]
+    fn a_narrow_column_dropped_before_a_wide_one_is_shown_again() {
+        // Day (10, never dropped), a 60-character Models (keep 2), Cache
+        // (5, keep 1), Cost (5, keep 3). At 40 columns: 10 + 2 + 60 + 2 +
+        // 5 + 2 + 5 = 86 is over; Cache goes first (keep 1), 79 is still
+        // over; then Models, 10 + 2 + 5 = 17. Cache fits again beside
+        // them: 10 + 2 + 5 + 2 + 5 = 24 <= 40.
+        let models = "m".repeat(60);
+        let t = Table {
+            columns: vec![
+                Column::text("Day", 0),
+                Column::text("Models", 2),
+                Column::number("Cache", 1),
+                Column::number("Cost", 3),
+            ],
+            rows: vec![(
+                RowKind::Plain,
+                vec!["2026-11-29".into(), models, "1,000".into(), "$1.00".into()],
+            )],
+        };
+        let lines = t.lines(Style {
+            width: 40,
+            color: false,
+            glyphs: Glyphs::Unicode,
+        });
+        assert_eq!(
+            lines,
+            [
+                "Day         Cache   Cost",
+                "2026-11-29  1,000  $1.00",
+                "Hidden to fit 40 columns: Models.",
+            ]
+        );
+    }
+
+    #[test]
+    fn notes_wrap_at_spaces_to_the_width() {
+        let note = "Hidden to fit 20 columns: Models, Cache write, Cache read.";
+        assert_eq!(
+            wrap(note, 20, 0),
+            [
+                "Hidden to fit 20",
+                "columns: Models,",
+                "Cache write, Cache",
+                "read."
+            ]
+        );
+        // A hanging indent, and a word longer than a line cut at its end.
+        assert_eq!(
+            wrap("Cost  ▁▂▃▄▅▆▇█  $1.00 in all", 12, 6),
+            [
+                "Cost",
+                "      ▁▂▃▄▅▆",
+                "      ▇█",
+                "      $1.00",
+                "      in all"
+            ]
+        );
+        // A line that fits is itself; nothing is ever wider than the width.
+        assert_eq!(wrap("short", 20, 4), ["short"]);
+        for width in 1..30 {
+            for line in wrap(note, width, 3) {
+                assert!(line.chars().count() <= width, "{width}: {line:?}");
+            }
+        }
     }
 
     #[test]

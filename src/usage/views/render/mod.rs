@@ -244,12 +244,16 @@ fn tabular(
             let t = text_table(req, view, labels.0, &listed.rows, &all, style);
             let mut lines = vec![title(data, req, view)];
             lines.extend(t.lines(style));
-            lines.extend(notes(&all, unpriced));
+            let mut under = notes(&all, unpriced);
             if listed.left_out > 0 {
-                lines.push(format!(
+                under.push(format!(
                     "{} earlier sessions are in the total but not listed: --all lists them.",
                     table::group(listed.left_out as u64)
                 ));
+            }
+            // The notes fit the width the table was fitted to.
+            for note in under {
+                lines.extend(table::wrap(&note, style.width, 0));
             }
             lines.join("\n") + "\n"
         }

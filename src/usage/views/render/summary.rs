@@ -116,13 +116,21 @@ fn summary_text(
     for windows in &sums[..agents.len()] {
         all.merge(&windows[2]);
     }
-    lines.extend(notes(&all, unpriced));
-    // Each limit window as a bar, the 30 days' cost as a sparkline.
+    let fitted = |text: &str, indent: usize| table::wrap(text, style.width, indent);
+    lines.extend(notes(&all, unpriced).iter().flat_map(|n| fitted(n, 0)));
+    // Each limit window as a bar, the 30 days' cost as a sparkline; a row
+    // wider than the table's width goes on under its picture.
     let (mut rows, states) = panels::limit_rows(data, agents, style.glyphs);
     rows.push(panels::spark_row(data, req, style.glyphs));
-    lines.extend(panels::lay_out(&rows));
-    lines.extend(states);
-    lines.push(coverage_line(data));
+    let labels = rows.iter().map(|r| r.label.chars().count()).max();
+    let indent = labels.unwrap_or(0) + 2;
+    lines.extend(
+        panels::lay_out(&rows)
+            .iter()
+            .flat_map(|l| fitted(l, indent)),
+    );
+    lines.extend(states.iter().flat_map(|s| fitted(s, 0)));
+    lines.extend(fitted(&coverage_line(data), 0));
     lines.join("\n") + "\n"
 }
 

@@ -343,8 +343,10 @@ fn session_at_80_columns_says_which_columns_it_hid() {
             rule(80),
             "Total                                                           1,137,000  $2.50"
                 .to_string(),
-            "Hidden to fit 80 columns: Started, Models, Input, Output, Cache write, Cache read."
+            // The note is 82 characters: wrapped at its last space within 80.
+            "Hidden to fit 80 columns: Started, Models, Input, Output, Cache write, Cache"
                 .to_string(),
+            "read.".to_string(),
         ]
     );
 }
@@ -395,9 +397,16 @@ fn summary_at_160_columns() {
 }
 
 #[test]
-fn summary_at_80_columns_fits_as_it_is() {
+fn summary_at_80_columns_wraps_its_rows_under_their_pictures() {
+    // The 7d row is 15 + 20 + 2 + 46 = 83 characters and the sparkline's
+    // 15 + 30 + 2 + 40 = 87: each is broken at its last space within 80
+    // and goes on under its picture (the labels' 13 characters and 2).
+    let under = " ".repeat(15);
+    let seven = &summary_pictures()[1];
+    let spark = &summary_pictures()[2];
+    let lines = text(View::Summary, 80);
     assert_eq!(
-        text(View::Summary, 80),
+        lines,
         [
             "Usage in UTC; as of 12:00".to_string(),
             "Agent        Today     tokens  7 days     tokens  30 days     tokens".to_string(),
@@ -406,11 +415,14 @@ fn summary_at_80_columns_fits_as_it_is() {
             rule(68),
             "All          $1.75  1,014,000   $2.50  1,137,000    $2.50  1,137,000".to_string(),
             summary_pictures()[0].clone(),
-            summary_pictures()[1].clone(),
-            summary_pictures()[2].clone(),
+            seven.strip_suffix(" 0h)").unwrap().to_string(),
+            format!("{under}0h)"),
+            spark.strip_suffix(" costliest day").unwrap().to_string(),
+            format!("{under}costliest day"),
             "Coverage: Claude Code 2 files, Codex 1 file.".to_string(),
         ]
     );
+    assert!(lines.iter().all(|l| l.chars().count() <= 80), "{lines:#?}");
 }
 
 #[test]
