@@ -65,6 +65,7 @@ impl Check {
 }
 
 pub(crate) use crate::base::bytes::printable;
+use crate::base::terminal::inert;
 
 pub(crate) fn any_failed(checks: &[Check]) -> bool {
     checks.iter().any(|c| c.status == Status::Fail)
@@ -73,14 +74,16 @@ pub(crate) fn any_failed(checks: &[Check]) -> bool {
 pub(crate) fn render_text(checks: &[Check]) -> String {
     let mut out = String::new();
     for check in checks {
+        // A summary can quote a path or a file's value: inert, as every
+        // view draws outside text (`base::terminal::inert`).
         out.push_str(&format!(
             "[{}] {}: {}\n",
             check.status.label().to_uppercase(),
             check.id,
-            check.summary
+            inert(&check.summary)
         ));
         if let Some(fix) = &check.fix {
-            out.push_str(&format!("       fix: {fix}\n"));
+            out.push_str(&format!("       fix: {}\n", inert(fix)));
         }
     }
     let failed = checks.iter().filter(|c| c.status == Status::Fail).count();
