@@ -129,6 +129,33 @@ pub(crate) fn cost_cell(acc: &SlotAcc) -> String {
     }
 }
 
+/// The cost cell of a total over `parts` (`all` is their sum): the sum of
+/// the parts' cents as their cells show them, so a column adds up as
+/// printed (`$0.00` + `$0.00` is never `$0.01`); `<$0.01` when that is
+/// no cent but there was spend; `—` and `+` as [`cost_cell`] marks them.
+pub(crate) fn total_cost_cell(parts: &[SlotAcc], all: &SlotAcc) -> String {
+    if all.requests > 0 && all.unpriced_requests >= all.requests {
+        return UNPRICED.to_string();
+    }
+    let cents: u64 = parts
+        .iter()
+        .map(|p| table::cents(p.totals().cost_usd))
+        .sum();
+    let mut text = if cents == 0 && all.cost_pico > 0 {
+        table::LESS_THAN_A_CENT.to_string()
+    } else {
+        table::cents_text(cents)
+    };
+    if all.unpriced_requests > 0 {
+        text.push('+');
+    }
+    text
+}
+
+/// What a block without a burn rate yet says after its cost
+/// (`blocks::BURN_MIN_REQUESTS` over `blocks::BURN_MIN_SECONDS`).
+pub(crate) const NO_RATE_YET: &str = "; no burn rate before 3 requests over 10 min";
+
 /// The cost cell of requests none of which has a price.
 const UNPRICED: &str = "—";
 
