@@ -4,24 +4,31 @@
 //! cost sparkline, kept up to date in one full-screen terminal.
 //!
 //! - `frame.rs`: the screen as lines, pure (data, request, window size,
-//!   tab and glyphs in), with the "too small" message.
+//!   tab, glyphs and colour in): what fits by priority, warnings first,
+//!   and the "too small" message below the minimum.
+//! - `watch.rs`: the transcripts written to lately, as the worker saw
+//!   them, which the screen `stat`s every second to see new spend.
 //! - `action.rs`: `heeler usage live-action`, herdr's `heeler.usage`
 //!   action, which opens the `usage` popup pane running this screen.
 //! - `mod.rs` (this file): the thin loop. It reads the cache the way every
 //!   view does (`views::load`, so a stale cache starts the same background
 //!   worker the app's query starts), repaints every second (the countdowns
-//!   move) and at once on a key or a new window size, reads the cache
-//!   again every [`RELOAD`], and decides what a key does with the pure
-//!   [`on_key`].
+//!   move) and at once on a key or a new window size, checks the watched
+//!   transcripts every [`CHECK`] and starts a refresh when one changed,
+//!   reads the cache again as soon as a refresh it waits on has ended (and
+//!   every [`RELOAD`] regardless), and decides what a key does with the
+//!   pure [`on_key`].
 //!
 //! Invariants: only this loop and `base::terminal` touch the terminal; the
-//! screen never waits on the worker (a first run shows "no data yet" and
-//! fills in at the next reading); every way out (a key, a signal, a closed
-//! stdin) restores the terminal; a termination signal exits 128 + the
-//! signal, as `heeler pair` does.
+//! screen never waits on the worker (a first run shows "scanning…" and
+//! fills in when the worker ends); every way out (a key, a signal, a
+//! closed stdin) restores the terminal; a termination signal (SIGINT,
+//! SIGTERM, SIGHUP, SIGQUIT) exits 128 + the signal, as `heeler pair`
+//! does.
 
 pub mod action;
 pub(crate) mod frame;
+pub mod watch;
 
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
@@ -32,13 +39,20 @@ use crate::base::terminal::{self, PopupTerminal};
 use crate::cli::UsageViewFlags;
 use crate::exit::Failure;
 use crate::usage::live::frame::Tab;
+use crate::usage::live::watch::Watch;
+use crate::usage::paths::UsageDir;
 use crate::usage::query::RefreshMode;
 use crate::usage::views::picture::Glyphs;
 use crate::usage::views::render::View;
 use crate::usage::views::{self, LoadMode, Loaded};
+use crate::usage::worker;
 
-/// How often the screen reads the cache again.
-pub(crate) const RELOAD: Duration = Duration::from_secs(3);
+/// How often the screen reads the cache again when nothing it watches
+/// changed (a refresh someone else started, the cache's age).
+pub(crate) const RELOAD: Duration = Duration::from_secs(10);
+/// How often the watched transcripts are checked, and a refresh the screen
+/// waits on is looked at.
+pub(crate) const CHECK: Duration = Duration::from_secs(1);
 /// How long the loop waits for a key before it looks at the clock, the
 /// window size and signals again.
 const TICK: Duration = Duration::from_millis(100);
@@ -81,7 +95,13 @@ pub(crate) fn run(flags: &UsageViewFlags) -> Result<(), Failure> {
         refresh: RefreshMode::Auto,
     };
     let mut loaded = views::load(View::Summary, flags, NAME, auto)?;
-    let glyphs = Glyphs::from_env(views::no_color());
+    let no_color = views::no_color();
+    let glyphs = Glyphs::from_env(no_color);
+    let usage_dir = UsageDir::from_env().ok();
+    let mut watch = usage_dir
+        .as_ref()
+        .map(|d| Watch::read(&d.active()))
+        .unwrap_or_default();
     let mut term = PopupTerminal::enter()
         .map_err(|e| Failure::new(format!("{NAME}: cannot set up the terminal: {e}"), 1))?;
     sys::catch_termination_signals()
@@ -89,6 +109,10 @@ pub(crate) fn run(flags: &UsageViewFlags) -> Result<(), Failure> {
     let keys = terminal::key_reader();
     let mut tab = Tab::Daily;
     let mut loaded_at = Instant::now();
+    let mut checked_at = Instant::now();
+    // A refresh is running that the screen waits on (its own or the one
+    // the first reading found).
+    let mut waiting = loaded.data.refresh == "running";
     let mut painted: Option<(Instant, (usize, usize))> = None;
     let mut result = Ok(());
     loop {
@@ -97,7 +121,8 @@ pub(crate) fn run(flags: &UsageViewFlags) -> Result<(), Failure> {
         if due {
             let Loaded { data, req, .. } = &mut loaded;
             data.now = crate::base::clock::unix_seconds();
-            let _ = term.redraw(&frame::frame(data, req, size, tab, glyphs), size.0);
+            let lines = frame::frame(data, req, size, tab, glyphs, !no_color);
+            let _ = term.redraw(&lines, size.0);
             painted = Some((Instant::now(), size));
         }
         if let Some(signal) = sys::termination_signal() {
@@ -126,6 +151,15 @@ pub(crate) fn run(flags: &UsageViewFlags) -> Result<(), Failure> {
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,
         }
+        if checked_at.elapsed() >= CHECK {
+            checked_at = Instant::now();
+            let worker_running = usage_dir.as_ref().is_some_and(worker::is_running);
+            match next_reading(waiting, worker_running, || watch.changed(watch::seen)) {
+                Reading::Refresh => refresh = refresh.or(Some(RefreshMode::Force)),
+                Reading::Read => refresh = refresh.or(Some(RefreshMode::Auto)),
+                Reading::Wait => {}
+            }
+        }
         if refresh.is_none() && loaded_at.elapsed() >= RELOAD {
             refresh = Some(RefreshMode::Auto);
         }
@@ -141,12 +175,43 @@ pub(crate) fn run(flags: &UsageViewFlags) -> Result<(), Failure> {
                     break;
                 }
             }
+            waiting = loaded.data.refresh == "running";
+            if !waiting && let Some(dir) = &usage_dir {
+                watch = Watch::read(&dir.active());
+            }
             loaded_at = Instant::now();
             painted = None;
         }
     }
     drop(term);
     result
+}
+
+/// What the screen does at a check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reading {
+    /// Start a refresh now and read the cache (a watched transcript moved).
+    Refresh,
+    /// Read the cache (the refresh waited on has ended).
+    Read,
+    Wait,
+}
+
+/// The check's decision (pure but for `moved`, asked only when it counts):
+/// while a refresh the screen waits on runs, wait; when it has ended, read
+/// its result; otherwise start one when a watched transcript moved.
+pub(crate) fn next_reading(
+    waiting: bool,
+    worker_running: bool,
+    moved: impl FnOnce() -> bool,
+) -> Reading {
+    match (waiting, worker_running) {
+        (true, true) => Reading::Wait,
+        (true, false) => Reading::Read,
+        (false, true) => Reading::Wait,
+        (false, false) if moved() => Reading::Refresh,
+        (false, false) => Reading::Wait,
+    }
 }
 
 #[cfg(test)]
@@ -164,6 +229,28 @@ mod tests {
         assert_eq!(on_key(Key::Char('r'), Tab::Dirs), Action::Refresh);
         for key in [Key::Enter, Key::Up, Key::Char('x'), Key::Other, Key::Space] {
             assert_eq!(on_key(key, Tab::Daily), Action::Nothing);
+        }
+    }
+
+    #[test]
+    fn a_moved_transcript_starts_a_refresh_whose_end_is_read_at_once() {
+        // (waiting, worker running, moved) → decision, every case.
+        let cases = [
+            ((true, true, true), Reading::Wait),
+            ((true, true, false), Reading::Wait),
+            ((true, false, true), Reading::Read),
+            ((true, false, false), Reading::Read),
+            ((false, true, true), Reading::Wait),
+            ((false, true, false), Reading::Wait),
+            ((false, false, true), Reading::Refresh),
+            ((false, false, false), Reading::Wait),
+        ];
+        for ((waiting, running, moved), want) in cases {
+            assert_eq!(
+                next_reading(waiting, running, || moved),
+                want,
+                "{waiting} {running} {moved}"
+            );
         }
     }
 }
