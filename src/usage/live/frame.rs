@@ -64,7 +64,7 @@ pub(crate) const MIN_COLUMNS: usize = 40;
 /// agents and all), a warning and the keys.
 pub(crate) const MIN_ROWS: usize = 8;
 /// The fewest rows of the tab's table shown (with the tab line above).
-pub(crate) const MIN_TAB_ROWS: usize = 3;
+pub(crate) const MIN_TAB_ROWS: usize = 5;
 /// The keys, on the last row.
 pub(crate) const KEYS: &str = "q close · Tab daily/models/dirs · r refresh";
 /// The keys where [`KEYS`] does not fit.
@@ -828,12 +828,17 @@ mod tests {
     fn a_table_longer_than_the_rows_left_is_cut_and_says_how_much() {
         let data = data();
         let req = request(&data);
-        // 14 head rows, the tab line and the keys leave 4 of 20 for the
-        // models table (title, header, Claude's and Codex's model, rule,
-        // total: 6), so 3 show and the 4th says 3 more.
+        // 14 head rows, the tab line and the keys leave 4 of 20, less than
+        // the table's 5: coverage (the least important part) makes way,
+        // so the models table (title, header, Claude's and Codex's model,
+        // rule, total: 6) gets 5 rows: 4 show and the 5th says 2 more.
         let lines = frame(&data, &req, (20, 120), Tab::Models, Glyphs::Unicode, false);
         assert_eq!(lines.len(), 20);
-        assert_eq!(lines[18], "… 3 more lines; enlarge the window to see them");
+        assert!(
+            !lines.iter().any(|l| l.starts_with("Coverage")),
+            "{lines:#?}"
+        );
+        assert_eq!(lines[18], "… 2 more lines; enlarge the window to see them");
     }
 
     #[test]
