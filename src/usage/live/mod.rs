@@ -94,32 +94,22 @@ pub(crate) fn run(flags: &UsageViewFlags) -> Result<(), Failure> {
         wait_first_run: false,
         refresh: RefreshMode::Auto,
     };
-    let mut loaded = views::load(View::Summary, flags, NAME, auto)?;
+    let mut cache = Cache::open(views::load(View::Summary, flags, NAME, auto)?);
     let no_color = views::no_color();
     let glyphs = Glyphs::from_env(no_color);
-    let usage_dir = UsageDir::from_env().ok();
-    let mut watch = usage_dir
-        .as_ref()
-        .map(|d| Watch::read(&d.active()))
-        .unwrap_or_default();
     let mut term = PopupTerminal::enter()
         .map_err(|e| Failure::new(format!("{NAME}: cannot set up the terminal: {e}"), 1))?;
     sys::catch_termination_signals()
         .map_err(|e| Failure::new(format!("{NAME}: cannot catch signals: {e}"), 1))?;
     let keys = terminal::key_reader();
     let mut tab = Tab::Daily;
-    let mut loaded_at = Instant::now();
-    let mut checked_at = Instant::now();
-    // A refresh is running that the screen waits on (its own or the one
-    // the first reading found).
-    let mut waiting = loaded.data.refresh == "running";
     let mut painted: Option<(Instant, (usize, usize))> = None;
     let mut result = Ok(());
     loop {
         let size = PopupTerminal::size();
         let due = painted.is_none_or(|(at, was)| was != size || at.elapsed() >= REPAINT);
         if due {
-            let Loaded { data, req, .. } = &mut loaded;
+            let Loaded { data, req, .. } = &mut cache.loaded;
             data.now = crate::base::clock::unix_seconds();
             let lines = frame::frame(data, req, size, tab, glyphs, !no_color);
             let _ = term.redraw(&lines, size.0);
@@ -151,40 +141,86 @@ pub(crate) fn run(flags: &UsageViewFlags) -> Result<(), Failure> {
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,
         }
-        if checked_at.elapsed() >= CHECK {
-            checked_at = Instant::now();
-            let worker_running = usage_dir.as_ref().is_some_and(worker::is_running);
-            match next_reading(waiting, worker_running, || watch.changed(watch::seen)) {
-                Reading::Refresh => refresh = refresh.or(Some(RefreshMode::Force)),
-                Reading::Read => refresh = refresh.or(Some(RefreshMode::Auto)),
-                Reading::Wait => {}
+        if let Some(mode) = refresh.or_else(|| cache.due()) {
+            if let Err(e) = cache.read(flags, mode) {
+                result = Err(e);
+                break;
             }
-        }
-        if refresh.is_none() && loaded_at.elapsed() >= RELOAD {
-            refresh = Some(RefreshMode::Auto);
-        }
-        if let Some(mode) = refresh {
-            let mode = LoadMode {
-                wait_first_run: false,
-                refresh: mode,
-            };
-            match views::load(View::Summary, flags, NAME, mode) {
-                Ok(next) => loaded = next,
-                Err(e) => {
-                    result = Err(e);
-                    break;
-                }
-            }
-            waiting = loaded.data.refresh == "running";
-            if !waiting && let Some(dir) = &usage_dir {
-                watch = Watch::read(&dir.active());
-            }
-            loaded_at = Instant::now();
             painted = None;
         }
     }
     drop(term);
     result
+}
+
+/// What the screen shows and how it keeps it fresh: the cache as last
+/// read, the transcripts it watches, and whether a refresh it waits on is
+/// running.
+struct Cache {
+    loaded: Loaded,
+    dir: Option<UsageDir>,
+    watch: Watch,
+    /// A refresh is running that the screen waits on (its own, or the one
+    /// the first reading found).
+    waiting: bool,
+    loaded_at: Instant,
+    checked_at: Instant,
+}
+
+impl Cache {
+    fn open(loaded: Loaded) -> Cache {
+        let dir = UsageDir::from_env().ok();
+        let watch = dir
+            .as_ref()
+            .map(|d| Watch::read(&d.active()))
+            .unwrap_or_default();
+        Cache {
+            waiting: loaded.data.refresh == "running",
+            loaded,
+            dir,
+            watch,
+            loaded_at: Instant::now(),
+            checked_at: Instant::now(),
+        }
+    }
+
+    /// Whether to read the cache now, and how: at each [`CHECK`], what
+    /// [`next_reading`] decides; else every [`RELOAD`].
+    fn due(&mut self) -> Option<RefreshMode> {
+        if self.checked_at.elapsed() >= CHECK {
+            self.checked_at = Instant::now();
+            let running = self.dir.as_ref().is_some_and(worker::is_running);
+            // A refresh someone else started (the app's query, a hook) is
+            // read as soon as it ends too.
+            self.waiting |= running;
+            let watch = &self.watch;
+            match next_reading(self.waiting, running, || watch.changed(watch::seen)) {
+                Reading::Refresh => return Some(RefreshMode::Force),
+                Reading::Read => return Some(RefreshMode::Auto),
+                Reading::Wait => {}
+            }
+        }
+        (self.loaded_at.elapsed() >= RELOAD).then_some(RefreshMode::Auto)
+    }
+
+    /// Reads the cache through `views::load` (`Force` starts a refresh
+    /// first); once no refresh runs, the worker's list of active
+    /// transcripts too.
+    fn read(&mut self, flags: &UsageViewFlags, refresh: RefreshMode) -> Result<(), Failure> {
+        let mode = LoadMode {
+            wait_first_run: false,
+            refresh,
+        };
+        self.loaded = views::load(View::Summary, flags, NAME, mode)?;
+        self.waiting = self.loaded.data.refresh == "running";
+        if !self.waiting
+            && let Some(dir) = &self.dir
+        {
+            self.watch = Watch::read(&dir.active());
+        }
+        self.loaded_at = Instant::now();
+        Ok(())
+    }
 }
 
 /// What the screen does at a check.
