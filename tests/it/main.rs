@@ -42,6 +42,7 @@ mod herdr_real;
 mod hook_input_robustness;
 mod hook_worker;
 mod install_sh;
+mod link;
 mod live_activity_rows_vector;
 mod manifest;
 mod msrv;
