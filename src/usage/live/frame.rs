@@ -217,6 +217,17 @@ fn lay_out(parts: &[Part], rows: usize) -> (Vec<bool>, Option<usize>) {
 
 /// Every part the screen can show, in the order shown.
 fn parts(data: &Data, req: &Request, columns: usize, glyphs: Glyphs) -> Vec<Part> {
+    let mut parts = head_parts(data, req, columns, glyphs);
+    parts.extend(picture_parts(data, req, columns, glyphs));
+    parts.push(Part {
+        priority: 7,
+        lines: vec![Line::plain(render::coverage_line(data))],
+    });
+    parts
+}
+
+/// The title, the warnings and the cost table.
+fn head_parts(data: &Data, req: &Request, columns: usize, glyphs: Glyphs) -> Vec<Part> {
     let agents = agents_of_request(req);
     let mut parts = Vec::new();
     let mut part = |priority: u8, lines: Vec<Line>| parts.push(Part { priority, lines });
@@ -255,6 +266,14 @@ fn parts(data: &Data, req: &Request, columns: usize, glyphs: Glyphs) -> Vec<Part
             part(priority, vec![Line::plain(line)]);
         }
     }
+    parts
+}
+
+/// The blocks, the limits, the sparkline and the limits' states.
+fn picture_parts(data: &Data, req: &Request, columns: usize, glyphs: Glyphs) -> Vec<Part> {
+    let agents = agents_of_request(req);
+    let mut parts = Vec::new();
+    let mut part = |priority: u8, lines: Vec<Line>| parts.push(Part { priority, lines });
     let blocks: Vec<Row> = panels::active_blocks(data, req)
         .iter()
         .map(|b| panels::block_row(data, b, glyphs))
@@ -298,7 +317,6 @@ fn parts(data: &Data, req: &Request, columns: usize, glyphs: Glyphs) -> Vec<Part
     for state in states {
         part(6, vec![Line::plain(state)]);
     }
-    part(7, vec![Line::plain(render::coverage_line(data))]);
     parts
 }
 
