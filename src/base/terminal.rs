@@ -178,9 +178,49 @@ pub(crate) fn inert(text: &str) -> Cow<'_, str> {
     )
 }
 
+/// A JSON document safe to print to a terminal with its strings exact:
+/// every character [`inert`] would replace that a JSON encoder leaves raw
+/// (DEL, the C1 controls, the bidi controls, the line separators; C0 is
+/// already escaped inside strings, and outside them is the document's own
+/// white space) written as a `\uXXXX` escape, which decodes to the same
+/// string.
+pub(crate) fn inert_json(json: &str) -> Cow<'_, str> {
+    let escaped = |c: char| c >= '\u{7f}' && acts(c);
+    if !json.chars().any(escaped) {
+        return Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if escaped(c) {
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inert_json_escapes_what_json_leaves_raw_and_decodes_to_the_same_strings() {
+        use crate::base::json::{self, Value};
+        let hostile = "a\u{1b}]52;c;x\u{7}\u{7f}\u{9b}31m\u{85}\u{202e}\u{2066}\u{2028}z é";
+        let doc = Value::from(hostile).to_json() + "\n";
+        let safe = inert_json(&doc);
+        assert!(
+            !safe
+                .chars()
+                .any(|c| c != '\n' && (c < ' ' || ('\u{7f}'..='\u{9f}').contains(&c) || acts(c))),
+            "{safe:?}"
+        );
+        // Oracle: the JSON parser reads back the exact string.
+        let back = json::parse(safe.trim_end()).unwrap();
+        assert_eq!(back.as_str(), Some(hostile));
+        assert!(matches!(inert_json("{\"a\":\"é\"}\n"), Cow::Borrowed(_)));
+    }
 
     #[test]
     fn inert_replaces_every_control_c1_and_bidi_character_and_nothing_else() {

@@ -324,6 +324,10 @@ pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
         text.push_str(&hint);
         text.push('\n');
     }
+    if flags.json {
+        // Exact strings for scripts, and still nothing a terminal acts on.
+        text = crate::base::terminal::inert_json(&text).into_owned();
+    }
     // A closed stdout (a pager quit early) is not worth a panic.
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes());
