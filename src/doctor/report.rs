@@ -142,6 +142,23 @@ mod tests {
     }
 
     #[test]
+    fn a_hostile_path_in_a_summary_or_fix_is_drawn_inert() {
+        // A state dir under a directory named with an OSC 52 write and a
+        // bidi override (a path doctor quotes).
+        let path = "/home/dev/\u{1b}]52;c;eA==\u{7}\u{9b}2J\u{202e}x";
+        let checks = vec![Check::fail(
+            "state-dir",
+            format!("{path} is writable by group or others"),
+            format!("chmod go-w {path}"),
+        )];
+        let text = render_text(&checks);
+        assert_eq!(
+            text,
+            "[FAIL] state-dir: /home/dev/\u{fffd}]52;c;eA==\u{fffd}\u{fffd}2J\u{fffd}x is writable by group or others\n       fix: chmod go-w /home/dev/\u{fffd}]52;c;eA==\u{fffd}\u{fffd}2J\u{fffd}x\n1 checks: 0 passed, 0 warned, 1 failed\n"
+        );
+    }
+
+    #[test]
     fn printable_drops_control_bytes_and_stops_at_60() {
         assert_eq!(printable("SSH-2.0-x\r\n\u{1b}[31m"), "SSH-2.0-x[31m");
         assert_eq!(printable(&"a".repeat(100)).len(), 60);

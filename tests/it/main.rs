@@ -65,6 +65,7 @@ mod usage;
 mod usage_claude_subagents;
 mod usage_codex_shapes;
 mod usage_herdr_action;
+mod usage_hostile;
 mod usage_incremental;
 mod usage_limits;
 mod usage_live;
