@@ -989,8 +989,8 @@ mod tests {
 
     #[test]
     fn tiny_parts_add_up_as_shown() {
-        // Claude $0.004 and Codex $0.004 today: each is less than a cent,
-        // and so is the total shown (not $0.01 from $0.00 + $0.00).
+        // Claude $0.004 and Codex $0.004 today: each is less than a cent
+        // (not $0.00), and the total is their exact sum, $0.008: $0.01.
         let mut data = data();
         data.slots = vec![
             (
@@ -1039,9 +1039,34 @@ mod tests {
             "{lines:#?}"
         );
         assert!(
-            lines.contains(&"All          <$0.01  <$0.01   <$0.01".into()),
+            lines.contains(&"All           $0.01   $0.01    $0.01".into()),
             "{lines:#?}"
         );
+    }
+
+    #[test]
+    fn a_total_is_the_sum_of_its_parts_as_shown() {
+        // $0.006 + $0.006: each shows $0.01, so the total shows $0.02 (the
+        // exact $0.012 would round to $0.01).
+        let part = |cost_pico: u64| SlotAcc {
+            requests: 1,
+            cost_pico,
+            ..SlotAcc::default()
+        };
+        let sum = |a: SlotAcc, b: SlotAcc| {
+            let mut all = a;
+            all.add_counts(&b);
+            render::total_cost_cell(&[a, b], &all)
+        };
+        assert_eq!(sum(part(6_000_000_000), part(6_000_000_000)), "$0.02");
+        // $1.004 + $2.004 show $1.00 and $2.00: $3.00 (not $3.01).
+        assert_eq!(
+            sum(part(1_004_000_000_000), part(2_004_000_000_000)),
+            "$3.00"
+        );
+        // A part under a cent: the exact sum, rounded.
+        assert_eq!(sum(part(4_000_000_000), part(2_004_000_000_000)), "$2.01");
+        assert_eq!(render::total_cost_cell(&[], &SlotAcc::default()), "$0.00");
     }
 
     #[test]
