@@ -133,14 +133,10 @@ fn claude_line(at: i64, id: &str) -> String {
     ) + "\n"
 }
 
-/// The live screen's figures: a check's time, CPU while open, an append's
-/// way to the screen.
-fn live(heeler: &Path, profile: &str) -> Result<()> {
-    use heeler::usage::live::watch::{self, Watch};
-    let scratch = std::env::temp_dir().join(format!("heeler-bench-live-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&scratch);
-    let home = scratch.join("home");
-    let now = heeler::base::clock::unix_seconds();
+/// [`LIVE_FILES`] transcripts of one request each under `home`, the first
+/// [`ACTIVE`] written half an hour ago (returned), the others three days
+/// ago (their modification time too).
+fn write_transcripts(home: &Path, now: i64) -> Result<Vec<PathBuf>> {
     let mut active = Vec::new();
     for n in 0..LIVE_FILES {
         let dir = home.join(format!(".claude/projects/-home-dev-p{}", n % 50));
@@ -158,6 +154,18 @@ fn live(heeler: &Path, profile: &str) -> Result<()> {
             )?;
         }
     }
+    Ok(active)
+}
+
+/// The live screen's figures: a check's time, CPU while open, an append's
+/// way to the screen.
+fn live(heeler: &Path, profile: &str) -> Result<()> {
+    use heeler::usage::live::watch::{self, Watch};
+    let scratch = std::env::temp_dir().join(format!("heeler-bench-live-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    let home = scratch.join("home");
+    let now = heeler::base::clock::unix_seconds();
+    let active = write_transcripts(&home, now)?;
     let env = [
         ("HOME", home.display().to_string()),
         ("TERM", "xterm-256color".to_owned()),
@@ -217,14 +225,18 @@ fn live(heeler: &Path, profile: &str) -> Result<()> {
         appended.elapsed().as_secs_f64() * 1000.0
     );
     screen.quit();
-    // Let a worker the screen started end before the scratch goes.
+    remove_after_the_worker(&scratch, usage);
+    Ok(())
+}
+
+/// Removes the scratch once a worker the screen started has ended.
+fn remove_after_the_worker(scratch: &Path, usage: PathBuf) {
     let dir = heeler::usage::paths::UsageDir(usage);
     let deadline = Instant::now() + Duration::from_secs(30);
     while heeler::usage::worker::is_running(&dir) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
-    let _ = std::fs::remove_dir_all(&scratch);
-    Ok(())
+    let _ = std::fs::remove_dir_all(scratch);
 }
 
 /// Dollars as the views print them (`$1,234.56` without the sign).
