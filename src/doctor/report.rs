@@ -110,13 +110,15 @@ pub(crate) fn render_json(checks: &[Check], version: &str) -> String {
             Value::Object(object)
         })
         .collect();
-    Value::Object(
+    let json = Value::Object(
         Object::new()
             .with("version", version)
             .with("ok", !any_failed(checks))
             .with("checks", list),
     )
-    .to_json()
+    .to_json();
+    // Exact strings, but no DEL, C1 or bidi control left raw for a terminal.
+    crate::base::terminal::inert_json(&json).into_owned()
 }
 
 #[cfg(test)]
@@ -155,6 +157,18 @@ mod tests {
         assert_eq!(
             text,
             "[FAIL] state-dir: /home/dev/\u{fffd}]52;c;eA==\u{fffd}\u{fffd}2J\u{fffd}x is writable by group or others\n       fix: chmod go-w /home/dev/\u{fffd}]52;c;eA==\u{fffd}\u{fffd}2J\u{fffd}x\n1 checks: 0 passed, 0 warned, 1 failed\n"
+        );
+        // JSON: every control escaped, the exact string kept.
+        let json = render_json(&checks, "0.8.0");
+        assert!(json.is_ascii(), "{json}");
+        let doc = crate::base::json::parse(&json).unwrap();
+        let summary = doc.get("checks").and_then(Value::as_array).unwrap()[0]
+            .get("summary")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        assert_eq!(
+            summary,
+            Some(format!("{path} is writable by group or others"))
         );
     }
 

@@ -466,7 +466,9 @@ fn empty_hint(data: &Data, runtime: Option<&Value>) -> Option<String> {
         return None;
     }
     let roots = crate::usage::discover::Roots::searched(runtime);
-    Some(crate::usage::discover::nothing_found(&roots))
+    // The roots come from the runtime record's environment: drawn inert.
+    let text = crate::usage::discover::nothing_found(&roots);
+    Some(crate::base::terminal::inert(&text).into_owned())
 }
 
 /// How long a first run on a terminal waits for the first refresh.
