@@ -53,6 +53,9 @@ pub(crate) const RELOAD: Duration = Duration::from_secs(10);
 /// How often the watched transcripts are checked, and a refresh the screen
 /// waits on is looked at.
 pub(crate) const CHECK: Duration = Duration::from_secs(1);
+/// How often a refresh the screen waits on is looked at (a lock probe), so
+/// its result is on screen soon after it ends.
+const WAIT_CHECK: Duration = Duration::from_millis(200);
 /// How long the loop waits for a key before it looks at the clock, the
 /// window size and signals again.
 const TICK: Duration = Duration::from_millis(100);
@@ -187,7 +190,8 @@ impl Cache {
     /// Whether to read the cache now, and how: at each [`CHECK`], what
     /// [`next_reading`] decides; else every [`RELOAD`].
     fn due(&mut self) -> Option<RefreshMode> {
-        if self.checked_at.elapsed() >= CHECK {
+        let every = if self.waiting { WAIT_CHECK } else { CHECK };
+        if self.checked_at.elapsed() >= every {
             self.checked_at = Instant::now();
             let running = self.dir.as_ref().is_some_and(worker::is_running);
             // A refresh someone else started (the app's query, a hook) is
