@@ -241,7 +241,7 @@ fn head_parts(data: &Data, req: &Request, columns: usize, glyphs: Glyphs) -> Vec
     for warning in panels::warnings(data, req, &agents) {
         part(
             0,
-            wrap(&warning, columns, 0)
+            wrap(&glue_countdowns(&warning), columns, 0)
                 .into_iter()
                 .map(|l| Line::styled(l, ALARM))
                 .collect(),
@@ -350,7 +350,7 @@ fn row_lines(
     };
     let first_room = columns.saturating_sub(start.chars().count());
     let mut lines = Vec::new();
-    let mut text = wrap(&row.text, columns - indent, first_room).into_iter();
+    let mut text = wrap(&glue_countdowns(&row.text), columns - indent, first_room).into_iter();
     let first = match text.next() {
         Some(t) if first_room > 0 => format!("{start}{t}"),
         Some(t) => {
@@ -369,7 +369,7 @@ fn row_lines(
         first.spans.push((at, at + picture_width, sgr));
     }
     for under in &row.under {
-        for t in wrap(under, columns - indent, columns - indent) {
+        for t in wrap(&glue_countdowns(under), columns - indent, columns - indent) {
             let line = format!("{}{t}", " ".repeat(indent));
             out.push(if row.tone == Tone::Alarm {
                 Line::styled(line, ALARM)
@@ -381,10 +381,40 @@ fn row_lines(
     out
 }
 
+/// A no-break space: [`wrap`] never breaks a line there.
+const GLUE: char = '\u{a0}';
+
+/// `text` with the spaces of a countdown (`(in 3h 00m)`, `2d 4h`) made
+/// no-break, so a wrapped line never splits one.
+fn glue_countdowns(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    for (i, &c) in chars.iter().enumerate() {
+        let unit_before =
+            i >= 2 && matches!(chars[i - 1], 'h' | 'd') && chars[i - 2].is_ascii_digit();
+        let digit_after = chars.get(i + 1).is_some_and(char::is_ascii_digit);
+        let after_in = i >= 3 && chars[i - 3..i] == ['(', 'i', 'n'];
+        if c == ' ' && ((unit_before && digit_after) || after_in) {
+            out.push(GLUE);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// `text` in lines of at most `width` characters (the first at most
-/// `first`, when that is not zero), broken at spaces; a word longer than a
-/// line is split. Nothing is left out.
+/// `first`, when that is not zero), broken at spaces (not at [`GLUE`],
+/// which comes out as a space); a word longer than a line is split.
+/// Nothing is left out.
 pub(crate) fn wrap(text: &str, width: usize, first: usize) -> Vec<String> {
+    wrap_words(text, width, first)
+        .into_iter()
+        .map(|line| line.replace(GLUE, " "))
+        .collect()
+}
+
+fn wrap_words(text: &str, width: usize, first: usize) -> Vec<String> {
     let width = width.max(1);
     let mut lines: Vec<String> = Vec::new();
     let mut line = String::new();
@@ -1114,6 +1144,26 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_countdown_is_never_split_by_a_wrap() {
+        let text = "50% used, resets 2026-12-01 16:00 (in 2d 4h)";
+        let glued = glue_countdowns(text);
+        assert_eq!(
+            glued,
+            "50% used, resets 2026-12-01 16:00 (in\u{a0}2d\u{a0}4h)"
+        );
+        assert_eq!(
+            wrap(&glued, 30, 0),
+            ["50% used, resets 2026-12-01", "16:00 (in 2d 4h)"]
+        );
+        assert_eq!(
+            wrap(&glue_countdowns("resets 19:47 (in 3h 00m)"), 18, 0),
+            ["resets 19:47", "(in 3h 00m)"]
+        );
+        // A 5h label is not a countdown: "5h limit" may break.
+        assert_eq!(glue_countdowns("5h limit 50% used"), "5h limit 50% used");
     }
 
     #[test]
