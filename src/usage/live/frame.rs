@@ -119,14 +119,21 @@ impl Line {
             return text;
         }
         let mut out = String::with_capacity(text.len() + 16 * self.spans.len());
+        let mut open = false;
         for (i, c) in text.chars().enumerate() {
             if let Some((_, _, sgr)) = self.spans.iter().find(|(start, _, _)| *start == i) {
                 out.push_str(sgr);
+                open = true;
             }
             out.push(c);
-            if self.spans.iter().any(|(_, end, _)| *end == i + 1) {
+            if open && self.spans.iter().any(|(_, end, _)| *end == i + 1) {
                 out.push_str(RESET);
+                open = false;
             }
+        }
+        // A span the cut ended early: its colour must not run on.
+        if open {
+            out.push_str(RESET);
         }
         out
     }
@@ -1144,6 +1151,14 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_coloured_span_cut_short_still_ends_its_colour() {
+        let line = Line::styled("warning text", ALARM);
+        assert_eq!(line.draw(7, true), format!("{ALARM}warnin…{RESET}"));
+        assert_eq!(line.draw(40, true), format!("{ALARM}warning text{RESET}"));
+        assert_eq!(line.draw(7, false), "warnin…");
     }
 
     #[test]
