@@ -13,8 +13,14 @@
 # given explicitly that fails is an error. The last line says how to run
 # heeler from a shell (or, with HEELER_LINK=1, links it into ~/.local/bin).
 # Run `sh install.sh --help` for the options.
+#
+# Everything it creates has an explicit mode: directories 0755, the binary
+# 0755, never writable by group or others, whatever umask it inherits (the
+# umask is set to 022 first: under 000, bin/ was 0777, which pair refuses,
+# and ~/.local/bin 0777, where another user could swap the link on PATH).
 
 set -eu
+umask 022
 
 usage() {
 	cat <<'EOF'
@@ -42,7 +48,12 @@ Environment:
                       checksum); it must print `heeler <version>`
   HEELER_LINK=1       also link ~/.local/bin/heeler to bin/heeler, so a shell
                       runs `heeler` (an existing file there that is not such a
-                      link is left alone, and the install fails)
+                      link is left alone, and the install fails; so is a
+                      ~/.local or ~/.local/bin another user can write). Under
+                      `herdr plugin install` the link names bin/heeler where
+                      herdr moves the checkout after the build. After any
+                      install, `heeler link` (run as the installed binary)
+                      does the same.
   https_proxy, HTTPS_PROXY, ALL_PROXY, NO_PROXY are honoured by curl/wget.
 
 Supported platforms: Linux x86_64, Linux aarch64, macOS x86_64, macOS arm64.
@@ -240,7 +251,10 @@ install_binary() {
 		die "$candidate is not a regular file; $origin_note"
 	fi
 	[ -s "$candidate" ] || die "$candidate is empty; $origin_note"
-	mkdir -p "$BIN_DIR" || die "cannot create $BIN_DIR; check the permissions of $ROOT"
+	if [ ! -d "$BIN_DIR" ]; then
+		mkdir -m 755 "$BIN_DIR" || die "cannot create $BIN_DIR; check the permissions of $ROOT"
+	fi
+	chmod 755 "$BIN_DIR" || die "cannot set the mode of $BIN_DIR to 0755; check its owner"
 	STAGED=$(mktemp "$BIN_DIR/.heeler.XXXXXX") || die "cannot create a file in $BIN_DIR; check its permissions and free space"
 	cp "$candidate" "$STAGED" || die "cannot copy the binary into $BIN_DIR; check free space"
 	chmod 755 "$STAGED"
@@ -283,6 +297,43 @@ build_from_source() {
 	install_binary "$target_dir/release/heeler" "the source build did not produce a working binary; run cargo build --release --locked and check its output" "built from source"
 }
 
+# Whether directory $1 is safe to hold the link on PATH: owned by this user
+# and not writable by group or others (else another user could replace the
+# link). Symbolic modes from `ls -ldn`, which every platform has.
+private_dir() {
+	listing=$(ls -ldn "$1" 2>/dev/null) || return 1
+	mode=$(printf '%s\n' "$listing" | cut -c 1-10)
+	owner=$(printf '%s\n' "$listing" | awk '{ print $3 }')
+	[ "$owner" = "$(id -u)" ] || return 1
+	case "$mode" in
+	d????w???? | d???????w?) return 1 ;;
+	d*) return 0 ;;
+	*) return 1 ;;
+	esac
+}
+
+# The binary the link should name: bin/heeler of this checkout, or, when
+# herdr's `plugin install` runs us in its temporary clone
+# (<config>/plugins/.tmp-install-<pid>-<ms>/checkout[/<subdir>]), where herdr
+# renames the checkout after the build: <config>/plugins/github/<id>-<first
+# 12 hex digits of SHA-256(id)>[/<subdir>] (a link into the clone would
+# dangle once it is gone).
+link_target() {
+	case "$ROOT" in
+	*/plugins/.tmp-install-*/checkout | */plugins/.tmp-install-*/checkout/*)
+		plugins="${ROOT%%/.tmp-install-*}"
+		after="${ROOT#"$plugins"/.tmp-install-*/checkout}"
+		id=$(sed -n -e '/^[[:space:]]*\[/q' -e 's/^[[:space:]]*id[[:space:]]*=[[:space:]]*"\([^"]*\)"[[:space:]]*$/\1/p' "$ROOT/herdr-plugin.toml" | head -n 1)
+		[ -n "$id" ] || die "no top-level id = \"...\" in $ROOT/herdr-plugin.toml; restore the file from git"
+		printf '%s' "$id" >"$WORK/plugin-id"
+		hex=$(sha256_of "$WORK/plugin-id" | cut -c 1-12) || hex=""
+		[ -n "$hex" ] || die "HEELER_LINK=1 needs sha256sum or shasum to name the plugin's final directory; heeler is installed; after the install run its bin/heeler link"
+		printf '%s/github/%s-%s%s/bin/heeler\n' "$plugins" "$id" "$hex" "$after"
+		;;
+	*) printf '%s\n' "$BIN_DIR/heeler" ;;
+	esac
+}
+
 # The last line: how a shell runs the installed binary. With HEELER_LINK=1,
 # links ~/.local/bin/heeler to it first (a symlink, so an update of the
 # checkout's binary is the linked one too) and says whether that directory
@@ -290,20 +341,29 @@ build_from_source() {
 finish() {
 	installed="$BIN_DIR/heeler"
 	if [ "${HEELER_LINK:-}" != 1 ]; then
-		say "run it from a shell as $installed; to type just heeler: mkdir -p ~/.local/bin && ln -sf '$installed' ~/.local/bin/heeler (or reinstall with HEELER_LINK=1)"
+		say "run it from a shell as $installed; to type just heeler: $installed link (or reinstall with HEELER_LINK=1)"
 		return 0
 	fi
 	[ -n "${HOME:-}" ] || die "HEELER_LINK=1 but HOME is not set; heeler is installed at $installed"
+	if [ -z "${WORK:-}" ]; then
+		WORK=$(mktemp -d "${TMPDIR:-/tmp}/heeler-install.XXXXXX") || die "cannot create a temporary directory; check TMPDIR and free space"
+	fi
+	target=$(link_target)
 	link_dir="$HOME/.local/bin"
 	link="$link_dir/heeler"
 	if [ -e "$link" ] && [ ! -L "$link" ]; then
 		die "HEELER_LINK=1 but $link exists and is not a link; heeler is installed at $installed: remove $link, or run that path"
 	fi
-	mkdir -p "$link_dir" || die "cannot create $link_dir; heeler is installed at $installed"
-	ln -sf "$installed" "$link" || die "cannot link $link to $installed; heeler is installed there"
+	for dir in "$HOME/.local" "$link_dir"; do
+		if [ ! -d "$dir" ]; then
+			mkdir -m 755 "$dir" || die "cannot create $dir; heeler is installed at $installed"
+		fi
+		private_dir "$dir" || die "HEELER_LINK=1 but $dir is not yours alone (another user can write to it, or it is not your directory), so a link there could be replaced; heeler is installed at $installed: fix it with chmod go-w $dir, or run that path"
+	done
+	ln -sfn "$target" "$link" || die "cannot link $link to $target; heeler is installed at $installed"
 	case ":${PATH:-}:" in
-	*":$link_dir:"*) say "linked $link to $installed: run heeler from a shell" ;;
-	*) say "linked $link to $installed; $link_dir is not on PATH: add it (export PATH=\"\$HOME/.local/bin:\$PATH\" in your shell's profile), or run $link" ;;
+	*":$link_dir:"*) say "linked $link to $target: run heeler from a shell" ;;
+	*) say "linked $link to $target; $link_dir is not on PATH: add it (export PATH=\"\$HOME/.local/bin:\$PATH\" in your shell's profile), or run $link" ;;
 	esac
 }
 

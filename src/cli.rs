@@ -2,7 +2,7 @@
 //! early exits into one rule for the exit status.
 //!
 //! Two command trees share the one binary. The commands a person runs
-//! ([`UserArgs`]: `pair`, `usage` and its views, `doctor`) are what
+//! ([`UserArgs`]: `pair`, `usage` and its views, `doctor`, `link`) are what
 //! `heeler --help` lists. The plumbing ([`PlumbingArgs`]: what herdr, sshd
 //! and the Heeler app run, and the `wire` interop tool) keeps its names,
 //! arguments and outputs, and is listed by `heeler help plumbing`. [`parse`]
@@ -55,6 +55,7 @@ pub enum Command {
     UsagePlumbing(UsagePlumbingCommand),
     PairAction(PairActionArgs),
     Doctor(DoctorArgs),
+    Link(LinkArgs),
 }
 
 /// The process's own command line, parsed by [`parse`].
@@ -268,7 +269,8 @@ pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     example = "{command_name} pair             show a Pairing Code for the Heeler app\n\
                {command_name} usage            today, 7 and 30 days of Claude Code and Codex\n\
                {command_name} usage daily -s 2026-11-01\n\
-               {command_name} doctor           check this Host's setup",
+               {command_name} doctor           check this Host's setup\n\
+               {command_name} link             put heeler on PATH (~/.local/bin)",
     note = "The commands herdr, sshd and the Heeler app run (accept, notify-hook, usage query, ...) are listed by `{command_name} help plumbing`."
 )]
 pub(crate) struct UserArgs {
@@ -288,6 +290,7 @@ impl UserArgs {
             Some(UserCommand::Pair(a)) => Command::Pair(a),
             Some(UserCommand::Usage(a)) => Command::Usage(a),
             Some(UserCommand::Doctor(a)) => Command::Doctor(a),
+            Some(UserCommand::Link(a)) => Command::Link(a),
         };
         Args { command }
     }
@@ -299,6 +302,7 @@ pub(crate) enum UserCommand {
     Pair(PairArgs),
     Usage(UsageArgs),
     Doctor(DoctorArgs),
+    Link(LinkArgs),
 }
 
 /// heeler's plumbing: the commands herdr, sshd and the Heeler app run, and
@@ -889,6 +893,18 @@ pub struct DoctorArgs {
     #[argh(switch)]
     pub network: bool,
 }
+
+/// Put heeler on PATH: link ~/.local/bin/heeler to this binary (the
+/// installed plugin's, which updates replace in place) and say whether
+/// ~/.local/bin is on PATH.
+#[derive(FromArgs, Debug)]
+#[argh(
+    subcommand,
+    name = "link",
+    help_triggers("-h", "--help", "help"),
+    example = "~/.config/herdr/plugins/github/heeler-*/bin/heeler link"
+)]
+pub struct LinkArgs {}
 
 #[cfg(test)]
 mod tests {

@@ -9,6 +9,7 @@ pub mod doctor;
 pub mod exit;
 pub mod herdr;
 pub mod hooks;
+pub mod link;
 pub mod pair;
 pub mod sidebar;
 pub mod usage;

@@ -14,7 +14,7 @@
 
 use std::process::ExitCode;
 
-use heeler::{cli, doctor, exit, hooks, pair, usage, wire};
+use heeler::{cli, doctor, exit, hooks, link, pair, usage, wire};
 
 fn main() -> ExitCode {
     // A failure leaves the system's default, which is no reason to stop.
@@ -47,6 +47,7 @@ fn main() -> ExitCode {
         cli::Command::UsagePlumbing(command) => usage::command::run_plumbing(command),
         cli::Command::PairAction(_) => pair::action::run(),
         cli::Command::Doctor(doctor_args) => doctor::run(doctor_args),
+        cli::Command::Link(_) => link::run(),
         cli::Command::Nothing => Err(exit::Failure::new(
             "heeler: no command given; see heeler --help",
             cli::USAGE_ERROR_STATUS,

@@ -209,11 +209,13 @@ extern "C" fn record_termination(signal: libc::c_int) {
     TERMINATION_REQUESTED.store(true, Ordering::SeqCst);
 }
 
-/// Routes SIGINT, SIGTERM and SIGHUP to a flag instead of killing the
-/// process, so a long-running command can clean up (remove its bootstrap
-/// line) before it exits. Poll [`termination_signal`].
+/// Routes SIGINT, SIGTERM, SIGHUP and SIGQUIT to a flag instead of killing
+/// the process, so a long-running command can clean up (remove its
+/// bootstrap line, restore the terminal) before it exits. SIGQUIT (Ctrl-\\)
+/// would otherwise end it at once, leaving the terminal raw on the
+/// alternate screen. Poll [`termination_signal`].
 pub(crate) fn catch_termination_signals() -> io::Result<()> {
-    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
         // SAFETY: an all-zero sigaction is valid; we then set the handler,
         // an empty mask and flags. The handler only stores atomics, which is
         // async-signal-safe, and it lives for the whole program.

@@ -7,7 +7,12 @@
 //! was; a panic hook does the same where no destructor runs (release builds
 //! abort on panic). The alternate screen keeps an ordinary terminal's
 //! scrollback intact when the program runs outside herdr.
+//!
+//! [`inert`] is the one rule for text that came from outside (a transcript's
+//! model name, directory or session id, a file's value) on its way to a
+//! terminal: every view calls it where such a string enters it.
 
+use std::borrow::Cow;
 use std::io::{self, Read, Stdout, Write};
 use std::os::fd::AsFd;
 use std::sync::OnceLock;
@@ -137,4 +142,117 @@ pub(crate) fn key_reader() -> Receiver<Vec<u8>> {
 /// Whether both stdin and stdout are terminals.
 pub(crate) fn is_terminal() -> bool {
     termion::is_tty(&io::stdin()) && termion::is_tty(&io::stdout())
+}
+
+/// What stands in for a character [`inert`] replaces.
+pub(crate) const REPLACEMENT: char = '\u{fffd}';
+
+/// Whether `c` could act on a terminal or reorder what is drawn: C0
+/// controls (tab and newline too: a view's line is one line), DEL, C1
+/// controls (an 8-bit CSI or OSC), the bidirectional embeddings, overrides,
+/// isolates and marks, and the line and paragraph separators.
+fn acts(c: char) -> bool {
+    matches!(c,
+        '\u{0}'..='\u{1f}'
+        | '\u{7f}'..='\u{9f}'
+        | '\u{61c}'
+        | '\u{200e}' | '\u{200f}'
+        | '\u{2028}'..='\u{202e}'
+        | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` safe to draw: every character that could act on a terminal
+/// ([`acts`]: an escape sequence's ESC, a C1 control, a bidi override) is
+/// replaced by U+FFFD, so a hostile string is shown, never executed. The
+/// one owner of that rule: the usage views, the live screen, the
+/// statusline and doctor's report all call it. Borrowed when nothing needs
+/// replacing (the common case costs one scan).
+pub(crate) fn inert(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(acts) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(
+        text.chars()
+            .map(|c| if acts(c) { REPLACEMENT } else { c })
+            .collect(),
+    )
+}
+
+/// A JSON document safe to print to a terminal with its strings exact:
+/// every character [`inert`] would replace that a JSON encoder leaves raw
+/// (DEL, the C1 controls, the bidi controls, the line separators; C0 is
+/// already escaped inside strings, and outside them is the document's own
+/// white space) written as a `\uXXXX` escape, which decodes to the same
+/// string.
+pub(crate) fn inert_json(json: &str) -> Cow<'_, str> {
+    let escaped = |c: char| c >= '\u{7f}' && acts(c);
+    if !json.chars().any(escaped) {
+        return Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if escaped(c) {
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inert_json_escapes_what_json_leaves_raw_and_decodes_to_the_same_strings() {
+        use crate::base::json::{self, Value};
+        let hostile = "a\u{1b}]52;c;x\u{7}\u{7f}\u{9b}31m\u{85}\u{202e}\u{2066}\u{2028}z é";
+        let doc = Value::from(hostile).to_json() + "\n";
+        let safe = inert_json(&doc);
+        assert!(
+            !safe
+                .chars()
+                .any(|c| c != '\n' && (c < ' ' || ('\u{7f}'..='\u{9f}').contains(&c) || acts(c))),
+            "{safe:?}"
+        );
+        // Oracle: the JSON parser reads back the exact string.
+        let back = json::parse(safe.trim_end()).unwrap();
+        assert_eq!(back.as_str(), Some(hostile));
+        assert!(matches!(inert_json("{\"a\":\"é\"}\n"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn inert_replaces_every_control_c1_and_bidi_character_and_nothing_else() {
+        // Oracle: the Unicode general category Cc (U+0000–U+001F,
+        // U+007F–U+009F) and the Bidi_Control property's twelve characters
+        // (UAX #9), plus U+2028/U+2029; every other scalar up to U+3000
+        // passes through.
+        let bidi = [
+            0x61c, 0x200e, 0x200f, 0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068,
+            0x2069,
+        ];
+        for code in 0u32..0x3000 {
+            let Some(c) = char::from_u32(code) else {
+                continue;
+            };
+            let replaced = code < 0x20
+                || (0x7f..=0x9f).contains(&code)
+                || bidi.contains(&code)
+                || code == 0x2028
+                || code == 0x2029;
+            let s = c.to_string();
+            let out = inert(&s);
+            if replaced {
+                assert_eq!(out, "\u{fffd}", "U+{code:04X}");
+            } else {
+                assert!(matches!(out, Cow::Borrowed(_)), "U+{code:04X}");
+            }
+        }
+        assert_eq!(
+            inert("opus\x1b]52;c;aGk=\x07\u{202e}gnp.exe"),
+            "opus\u{fffd}]52;c;aGk=\u{fffd}\u{fffd}gnp.exe"
+        );
+        assert_eq!(inert("/home/dev/α β"), "/home/dev/α β");
+    }
 }

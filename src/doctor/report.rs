@@ -65,6 +65,7 @@ impl Check {
 }
 
 pub(crate) use crate::base::bytes::printable;
+use crate::base::terminal::inert;
 
 pub(crate) fn any_failed(checks: &[Check]) -> bool {
     checks.iter().any(|c| c.status == Status::Fail)
@@ -73,14 +74,16 @@ pub(crate) fn any_failed(checks: &[Check]) -> bool {
 pub(crate) fn render_text(checks: &[Check]) -> String {
     let mut out = String::new();
     for check in checks {
+        // A summary can quote a path or a file's value: inert, as every
+        // view draws outside text (`base::terminal::inert`).
         out.push_str(&format!(
             "[{}] {}: {}\n",
             check.status.label().to_uppercase(),
             check.id,
-            check.summary
+            inert(&check.summary)
         ));
         if let Some(fix) = &check.fix {
-            out.push_str(&format!("       fix: {fix}\n"));
+            out.push_str(&format!("       fix: {}\n", inert(fix)));
         }
     }
     let failed = checks.iter().filter(|c| c.status == Status::Fail).count();
@@ -107,13 +110,15 @@ pub(crate) fn render_json(checks: &[Check], version: &str) -> String {
             Value::Object(object)
         })
         .collect();
-    Value::Object(
+    let json = Value::Object(
         Object::new()
             .with("version", version)
             .with("ok", !any_failed(checks))
             .with("checks", list),
     )
-    .to_json()
+    .to_json();
+    // Exact strings, but no DEL, C1 or bidi control left raw for a terminal.
+    crate::base::terminal::inert_json(&json).into_owned()
 }
 
 #[cfg(test)]
@@ -135,6 +140,35 @@ mod tests {
         assert_eq!(
             render_json(&failing, "0.8.0"),
             r#"{"version":"0.8.0","ok":false,"checks":[{"id":"a","status":"pass","summary":"fine"},{"id":"b","status":"warn","summary":"hmm","fix":"do b"},{"id":"c","status":"fail","summary":"bad \"x\"","fix":"do c"}]}"#
+        );
+    }
+
+    #[test]
+    fn a_hostile_path_in_a_summary_or_fix_is_drawn_inert() {
+        // A state dir under a directory named with an OSC 52 write and a
+        // bidi override (a path doctor quotes).
+        let path = "/home/dev/\u{1b}]52;c;eA==\u{7}\u{9b}2J\u{202e}x";
+        let checks = vec![Check::fail(
+            "state-dir",
+            format!("{path} is writable by group or others"),
+            format!("chmod go-w {path}"),
+        )];
+        let text = render_text(&checks);
+        assert_eq!(
+            text,
+            "[FAIL] state-dir: /home/dev/\u{fffd}]52;c;eA==\u{fffd}\u{fffd}2J\u{fffd}x is writable by group or others\n       fix: chmod go-w /home/dev/\u{fffd}]52;c;eA==\u{fffd}\u{fffd}2J\u{fffd}x\n1 checks: 0 passed, 0 warned, 1 failed\n"
+        );
+        // JSON: every control escaped, the exact string kept.
+        let json = render_json(&checks, "0.8.0");
+        assert!(json.is_ascii(), "{json}");
+        let doc = crate::base::json::parse(&json).unwrap();
+        let summary = doc.get("checks").and_then(Value::as_array).unwrap()[0]
+            .get("summary")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        assert_eq!(
+            summary,
+            Some(format!("{path} is writable by group or others"))
         );
     }
 

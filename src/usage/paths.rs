@@ -101,6 +101,11 @@ impl UsageDir {
     pub fn recent(&self) -> PathBuf {
         self.0.join("recent-v1.json")
     }
+    /// The transcripts written to lately, which the live screen watches
+    /// (`usage::live::watch`).
+    pub fn active(&self) -> PathBuf {
+        self.0.join("active-v1.json")
+    }
 }
 
 #[cfg(test)]

@@ -632,6 +632,14 @@ pub fn refresh_cache(dir: &UsageDir, pass: &Pass) -> Result<CacheRefresh, Worker
     saved_state.map_err(|e| WorkerError::Io(paths::AGGREGATE, e))?;
     trace.mark("write index and aggregate state");
     publish(dir, state.as_ref(), &result, now, &trace)?;
+    // Best effort: without it the live screen only sees new spend when the
+    // cache's age starts a refresh.
+    let active = crate::usage::live::watch::encode(
+        &candidates.candidates,
+        now,
+        crate::usage::live::watch::seen,
+    );
+    let _ = atomic_file::write_unsynced(&dir.active(), active.as_bytes(), 0o600);
     Ok(CacheRefresh {
         result,
         index,

@@ -61,7 +61,11 @@ const PLUMBING: [&str; 8] = [
 fn the_help_lists_what_a_person_runs_and_plumbing_has_its_own() {
     let (status, help, err) = heeler(&["--help"]);
     assert_eq!((status, err.as_str()), (0, ""));
-    assert_eq!(commands(&help), ["pair", "usage", "doctor"], "{help}");
+    assert_eq!(
+        commands(&help),
+        ["pair", "usage", "doctor", "link"],
+        "{help}"
+    );
     assert!(help.contains("help plumbing"), "{help}");
     assert!(help.contains("Examples:"), "{help}");
     let (status, plumbing, _) = heeler(&["help", "plumbing"]);

@@ -49,6 +49,8 @@ const TOOLS: &[&str] = &[
     "curl",
     "wget",
     "ln",
+    "ls",
+    "id",
 ];
 
 fn stub_binary(version: &str) -> String {
@@ -209,6 +211,27 @@ impl Fixture {
 
     fn run(&self, args: &[&str]) -> Output {
         self.run_with(&shell(), args)
+    }
+
+    /// [`Fixture::run`] under `umask 000`, set by /bin/sh before it runs
+    /// the shell on install.sh.
+    fn run_under_umask_000(&self) -> Output {
+        let output = Command::new("/bin/sh")
+            .arg("-c")
+            .arg("umask 000; exec \"$0\" install.sh")
+            .arg(shell())
+            .current_dir(&self.checkout)
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .output()
+            .unwrap();
+        println!(
+            "status {:?}\nstdout:\n{}stderr:\n{}",
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output
     }
 
     fn run_with(&self, shell: &Path, args: &[&str]) -> Output {
@@ -568,7 +591,7 @@ fn the_last_line_says_how_to_run_heeler_or_links_it_when_asked() {
     assert_eq!(
         last_line(&output),
         format!(
-            "heeler install: run it from a shell as {bin}; to type just heeler: mkdir -p ~/.local/bin && ln -sf '{bin}' ~/.local/bin/heeler (or reinstall with HEELER_LINK=1)"
+            "heeler install: run it from a shell as {bin}; to type just heeler: {bin} link (or reinstall with HEELER_LINK=1)"
         )
     );
     assert!(!fx.root.join("home/.local/bin/heeler").exists());
@@ -623,6 +646,133 @@ fn the_last_line_says_how_to_run_heeler_or_links_it_when_asked() {
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(stderr.contains("exists and is not a link"), "{stderr}");
     assert_eq!(std::fs::read_to_string(&own).unwrap(), "mine");
+}
+
+fn mode_of(path: &Path) -> u32 {
+    std::fs::symlink_metadata(path)
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o7777
+}
+
+/// A fixture installing a given binary with HEELER_LINK=1.
+fn linking_fixture(name: &str) -> Fixture {
+    let mut fx = Fixture::new(name);
+    let given = fx.root.join("heeler-given");
+    write_executable(&given, &stub_binary(VERSION));
+    fx.set("HEELER_BINARY", &given.display().to_string());
+    fx.set("HEELER_LINK", "1");
+    fx
+}
+
+/// Under umask 000 (issue 46: bin/ was 0777, which pair refuses, and
+/// ~/.local/bin 0777, where another user could swap the link) every
+/// directory install.sh creates is 0755 and the binary 0755.
+#[test]
+fn under_umask_000_what_it_creates_is_0755() {
+    let fx = linking_fixture("umask-000");
+    let output = fx.run_under_umask_000();
+    fx.assert_installed(&output, &stub_binary(VERSION));
+    let home = fx.root.join("home");
+    for dir in [
+        fx.checkout.join("bin"),
+        home.join(".local"),
+        home.join(".local/bin"),
+    ] {
+        assert_eq!(mode_of(&dir), 0o755, "{}", dir.display());
+    }
+    assert_eq!(
+        std::fs::read_link(home.join(".local/bin/heeler")).unwrap(),
+        Path::new(&fx_path_of_bin(&fx))
+    );
+    // A bin/ left 0777 by an earlier run is made 0755 again.
+    std::fs::set_permissions(
+        fx.checkout.join("bin"),
+        std::fs::Permissions::from_mode(0o777),
+    )
+    .unwrap();
+    let output = fx.run_under_umask_000();
+    assert!(output.status.success());
+    assert_eq!(mode_of(&fx.checkout.join("bin")), 0o755);
+}
+
+/// No link into a directory another user can write (group or others), nor
+/// into one of another owner: the install says so and fails, and nothing
+/// is linked.
+#[test]
+fn refuses_to_link_into_a_directory_another_user_can_write() {
+    for (dir, mode) in [
+        (".local/bin", 0o777),
+        (".local/bin", 0o775),
+        (".local", 0o757),
+    ] {
+        let fx = linking_fixture("link-shared");
+        let home = fx.root.join("home");
+        std::fs::create_dir_all(home.join(".local/bin")).unwrap();
+        std::fs::set_permissions(home.join(dir), std::fs::Permissions::from_mode(mode)).unwrap();
+        let output = fx.run(&[]);
+        assert!(!output.status.success(), "{dir} {mode:o}");
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert!(
+            stderr.contains(&format!("{} is not yours alone", home.join(dir).display())),
+            "{stderr}"
+        );
+        assert!(!home.join(".local/bin/heeler").exists());
+        assert!(std::fs::symlink_metadata(home.join(".local/bin/heeler")).is_err());
+    }
+}
+
+/// `ln -sfn`: a link at ~/.local/bin/heeler that points to a directory is
+/// replaced itself (`ln -sf` without `-n` wrote a new link inside that
+/// directory and left the old one).
+#[test]
+fn an_old_link_to_a_directory_is_replaced_not_written_through() {
+    let fx = linking_fixture("link-to-dir");
+    let home = fx.root.join("home");
+    let elsewhere = fx.root.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::create_dir_all(home.join(".local/bin")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, home.join(".local/bin/heeler")).unwrap();
+    let output = fx.run(&[]);
+    fx.assert_installed(&output, &stub_binary(VERSION));
+    assert_eq!(
+        std::fs::read_link(home.join(".local/bin/heeler")).unwrap(),
+        Path::new(&fx_path_of_bin(&fx))
+    );
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+}
+
+/// Under `herdr plugin install` the build runs in a temporary clone
+/// (`<config>/plugins/.tmp-install-<pid>-<ms>/checkout`) that herdr then
+/// renames to `<config>/plugins/github/<id>-<12 hex of SHA-256(id)>`
+/// (shared/reference/herdr.md §2): the link names bin/heeler there, and
+/// works once the clone has moved.
+#[test]
+fn under_herdr_install_the_link_names_the_final_plugin_directory() {
+    let mut fx = linking_fixture("link-herdr");
+    let plugins = fx.root.join("config/herdr/plugins");
+    let clone = plugins.join(".tmp-install-4242-1764000000000/checkout");
+    std::fs::create_dir_all(&clone).unwrap();
+    for file in ["install.sh", "herdr-plugin.toml"] {
+        std::fs::rename(fx.checkout.join(file), clone.join(file)).unwrap();
+    }
+    fx.checkout = clone.clone();
+    let output = fx.run(&[]);
+    fx.assert_installed(&output, &stub_binary(VERSION));
+    let hex: String = sha256_hex(b"heeler")[..12].to_string();
+    let plugins = plugins.canonicalize().unwrap();
+    let fin = plugins.join(format!("github/heeler-{hex}"));
+    let link = fx.root.join("home/.local/bin/heeler");
+    assert_eq!(std::fs::read_link(&link).unwrap(), fin.join("bin/heeler"));
+    // herdr renames the clone into place: the link then runs the binary.
+    std::fs::create_dir_all(fin.parent().unwrap()).unwrap();
+    std::fs::rename(&clone, &fin).unwrap();
+    let ran = Command::new(&link).output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&ran.stdout),
+        format!("heeler {VERSION}\n")
+    );
 }
 
 /// The path install.sh installs to, as it prints it (the checkout's

@@ -634,7 +634,7 @@ fn q_and_termination_signals_remove_the_bootstrap_line() {
     assert_eq!(popup.pending_count(), 0);
 
     // Like `heeler pair --no-ui`: 128 + the signal, after the cleanup.
-    for (signal, number) in [("TERM", 15), ("HUP", 1), ("INT", 2)] {
+    for (signal, number) in [("TERM", 15), ("HUP", 1), ("INT", 2), ("QUIT", 3)] {
         let killed = Popup::start(&format!("sig{signal}"), Options::default());
         killed.wait_for_text("Pair a Heeler device");
         killed.keys(&["Enter"]);

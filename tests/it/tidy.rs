@@ -20,6 +20,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("wire", &["base", "herdr", "cli", "exit"]),
     ("sidebar", &["base"]),
     ("usage", &["base", "herdr", "cli", "exit"]),
+    ("link", &["base", "cli", "exit"]),
     ("pair", &["base", "herdr", "wire", "cli", "exit"]),
     (
         "hooks",

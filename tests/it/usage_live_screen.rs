@@ -71,11 +71,25 @@ fn env(home: &Path) -> Vec<String> {
 impl Live {
     /// Builds the cache with `heeler usage worker`, then starts `heeler
     /// usage <args>` in a `width`×`height` pane.
-    fn start(name: &str, args: &[&str], (width, height): (u16, u16)) -> Live {
+    fn start(name: &str, args: &[&str], size: (u16, u16)) -> Live {
+        let first_at = heeler::base::clock::unix_seconds() - 120;
+        Live::start_with(name, args, size, first_at, &first_request(first_at), None)
+    }
+
+    /// [`Live::start`] over the transcript `text` (its first request at
+    /// `first_at`), and, with `limits`, Claude Code's limits as read just
+    /// now (the app's toggle on, so the views show them).
+    fn start_with(
+        name: &str,
+        args: &[&str],
+        (width, height): (u16, u16),
+        first_at: i64,
+        text: &str,
+        limits: Option<&str>,
+    ) -> Live {
         let scratch = temp_dir(name);
         let home = scratch.join("home");
-        let first_at = heeler::base::clock::unix_seconds() - 120;
-        write(&transcript(&home), &first_request(first_at));
+        write(&transcript(&home), text);
         let worker = Command::new(HEELER)
             .args(["usage", "worker"])
             .env_clear()
@@ -83,6 +97,11 @@ impl Live {
             .output()
             .unwrap();
         assert!(worker.status.success(), "{worker:?}");
+        if let Some(limits) = limits {
+            let usage = home.join(".local/state/herdr/plugins/heeler/usage");
+            std::fs::write(usage.join("claude-limits.wanted"), "").unwrap();
+            std::fs::write(usage.join("limits-claude.json"), limits).unwrap();
+        }
         let root = scratch.join("pane");
         std::fs::create_dir_all(&root).unwrap();
         let script = format!(
@@ -111,13 +130,16 @@ impl Live {
 
     /// The cost cells of the table row starting with `agent`.
     fn costs(screen: &str, agent: &str) -> Option<Vec<String>> {
-        let line = screen.lines().find(|l| l.starts_with(agent))?;
-        let cells: Vec<String> = line
-            .split_whitespace()
-            .filter(|c| c.starts_with('$'))
-            .map(str::to_string)
-            .collect();
-        (cells.len() == 3).then_some(cells)
+        screen
+            .lines()
+            .filter(|l| l.starts_with(agent))
+            .map(|line| {
+                line.split_whitespace()
+                    .filter(|c| c.starts_with('$'))
+                    .map(str::to_string)
+                    .collect::<Vec<String>>()
+            })
+            .find(|cells| cells.len() == 3 && line_is_costs(cells))
     }
 
     /// Waits until the table shows `cost` in 7 and in 30 days for Claude
@@ -127,6 +149,16 @@ impl Live {
             Live::costs(s, "Claude Code ").is_some_and(|c| c[1] == cost && c[2] == cost)
         })
     }
+}
+
+/// Whether the dollar cells are the cost table's three (a block's or a
+/// limit's line has prose between them).
+fn line_is_costs(cells: &[String]) -> bool {
+    cells.iter().all(|c| {
+        c[1..]
+            .chars()
+            .all(|ch| ch.is_ascii_digit() || ch == '.' || ch == ',')
+    })
 }
 
 impl Drop for Live {
@@ -148,7 +180,7 @@ fn the_first_paint_shows_the_cache_and_r_shows_a_grown_transcript() {
     assert!(screen.contains("[Daily]  Models   Dirs"), "{screen}");
     assert!(screen.contains("Claude Code block  "), "{screen}");
     assert!(
-        screen.contains("$1.50 so far; one request so far, no burn rate yet"),
+        screen.contains("$1.50 so far; no burn rate before 3 requests over 10 min"),
         "{screen}"
     );
     assert!(
@@ -171,9 +203,9 @@ fn the_first_paint_shows_the_cache_and_r_shows_a_grown_transcript() {
     drop(file);
     live.pane.keys(&["r"]);
     let screen = live.wait_for_cost("$2.50");
-    // Two requests a minute apart: $2.50 over 60 s is $150.00 an hour.
+    // Two requests a minute apart are not a burn rate yet.
     assert!(
-        screen.contains("$2.50 so far, $150.00/h, projected "),
+        screen.contains("$2.50 so far; no burn rate before 3 requests over 10 min"),
         "{screen}"
     );
     live.pane.keys(&["q"]);
@@ -206,11 +238,12 @@ fn tab_cycles_the_tables_and_escape_closes_the_screen() {
 }
 
 /// A termination signal ends the screen as it ends `heeler pair`: the
-/// terminal restored, exit 128 + the signal.
+/// terminal restored, exit 128 + the signal (SIGQUIT too: it would
+/// otherwise leave the terminal raw on the alternate screen).
 #[test]
 fn termination_signals_restore_the_terminal_and_exit_128_plus_the_signal() {
     require_tmux!();
-    for (signal, number) in [("TERM", 15), ("HUP", 1), ("INT", 2)] {
+    for (signal, number) in [("TERM", 15), ("HUP", 1), ("INT", 2), ("QUIT", 3)] {
         let live = Live::start(&format!("live-sig{signal}"), &["live"], (100, 40));
         live.wait_for_cost("$1.50");
         live.pane.signal_child("heeler", signal);
@@ -226,20 +259,19 @@ fn termination_signals_restore_the_terminal_and_exit_128_plus_the_signal() {
 }
 
 #[test]
-fn too_small_says_what_it_needs_then_lays_out_on_resize() {
+fn below_the_minimum_it_names_the_window_then_lays_out_on_resize() {
     require_tmux!();
-    let live = Live::start("live-small", &["live"], (50, 12));
-    let screen = live.pane.wait_for_text("Window too small: needs 60×");
-    let text = screen.replace('\n', " ");
+    let live = Live::start("live-small", &["live"], (30, 6));
+    let screen = live.pane.wait_for_text("This window is 30×6;");
+    let text = screen.split_whitespace().collect::<Vec<_>>().join(" ");
     let (width, height) = text
-        .split("Window too small: needs ")
+        .split("needs at least ")
         .nth(1)
         .and_then(|rest| rest.split('.').next())
         .and_then(|size| size.split_once('×'))
         .map(|(w, h)| (w.parse::<u16>().unwrap(), h.parse::<u16>().unwrap()))
         .unwrap();
-    assert_eq!(width, 60);
-    assert!(height > 12, "{screen}");
+    assert!(width > 30 && height > 6, "{screen}");
     live.pane.tmux(&[
         "resize-window",
         "-x",
@@ -250,9 +282,207 @@ fn too_small_says_what_it_needs_then_lays_out_on_resize() {
     let screen = live.wait_for_cost("$1.50");
     assert_eq!(screen.lines().count(), usize::from(height), "{screen}");
     assert!(screen.contains("q close"), "{screen}");
+    live.pane.tmux(&[
+        "resize-window",
+        "-x",
+        &(width - 1).to_string(),
+        "-y",
+        &height.to_string(),
+    ]);
     live.pane
-        .tmux(&["resize-window", "-x", "59", "-y", &height.to_string()]);
-    live.pane.wait_for_text("Window too small: needs 60×");
+        .wait_for_text(&format!("This window is {}×{height};", width - 1));
+    live.pane.keys(&["q"]);
+    assert_eq!(live.pane.exit_status(), 0);
+}
+
+/// Claude Code's 5-hour limit 50% used, resetting in 3 hours, read just
+/// now (`attempted_at`: not due again during the test).
+fn half_used_limits(now: i64) -> String {
+    format!(
+        r#"{{"state":"ok","attempted_at":{now},"observed_at":{now},"windows":[{{"id":"five_hour","window_minutes":300,"used_percent":50,"resets_at":{}}}]}}"#,
+        now + 3 * 3600
+    )
+}
+
+/// Three requests of $1.50 at 25, 20 and 15 minutes ago: a block with a
+/// burn rate ($4.50 over 10 minutes, $27.00 an hour), whose projection
+/// at the block's end is far past the 5-hour limit that is half used
+/// now (50% × projected / $4.50 > 100% for any time left over 10 s).
+fn busy_transcript(now: i64) -> (i64, String) {
+    let first = now - 25 * 60;
+    let mut text = String::new();
+    for (n, at) in [first, now - 20 * 60, now - 15 * 60]
+        .into_iter()
+        .enumerate()
+    {
+        let (msg, req) = (format!("busy{n}"), format!("rbusy{n}"));
+        text.push_str(
+            &(Claude {
+                at,
+                msg: &msg,
+                req: &req,
+                input: 100_000,
+                output: 40_000,
+                ..Claude::default()
+            }
+            .line()
+                + "\n"),
+        );
+    }
+    (first, text)
+}
+
+/// Where `HEELER_CAPTURE_DIR` names a directory, the screen with its
+/// colours (`capture-pane -e`) is saved there for the release notes.
+fn save_capture(name: &str, pane: &crate::tmux::Pane) {
+    if let Some(dir) = std::env::var_os("HEELER_CAPTURE_DIR") {
+        let screen = pane.tmux(&["capture-pane", "-e", "-p"]);
+        std::fs::write(Path::new(&dir).join(format!("{name}.txt")), screen).unwrap();
+    }
+}
+
+/// The sizes people have: 80×24 (the program's size inside herdr's popup
+/// in a 83×26 terminal, and the most common terminal), 60×20 and 200×50.
+/// At each: the first paint, the warning whole and highlighted, and a
+/// request appended to the transcript on screen with no key pressed (the
+/// time it took is printed; the bound is the wait's).
+#[test]
+fn at_80x24_60x20_and_200x50_it_paints_warns_whole_and_shows_an_append() {
+    require_tmux!();
+    for (width, height) in [(80u16, 24u16), (60, 20), (200, 50)] {
+        let now = heeler::base::clock::unix_seconds();
+        let (first_at, text) = busy_transcript(now);
+        let live = Live::start_with(
+            &format!("live-{width}x{height}"),
+            &["live"],
+            (width, height),
+            first_at,
+            &text,
+            Some(&half_used_limits(now)),
+        );
+        let screen = live.wait_for_cost("$4.50");
+        let size = format!("{width}×{height}");
+        assert_eq!(
+            screen.lines().count(),
+            usize::from(height),
+            "{size}\n{screen}"
+        );
+        assert!(
+            screen
+                .lines()
+                .all(|l| l.chars().count() <= usize::from(width)),
+            "{size}\n{screen}"
+        );
+        // The warning, whole on one line or wrapped (never cut): its
+        // percentage over 100 and the 50% used now.
+        let flat = screen.split_whitespace().collect::<Vec<_>>().join(" ");
+        let warning = flat
+            .split("Claude Code 5h limit projected ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{size}: no warning\n{screen}"));
+        let percent: u64 = warning.split('%').next().unwrap().parse().unwrap();
+        assert!(percent > 100, "{size}: {warning}");
+        assert!(
+            warning.contains("(50% used now)"),
+            "{size}: the warning is cut\n{screen}"
+        );
+        assert!(!screen.contains("projected 1…"), "{size}\n{screen}");
+        // Highlighted: the capture with attributes has bold red (SGR 1 and
+        // 31, however tmux spells them) just before the warning.
+        let coloured = live.pane.tmux(&["capture-pane", "-e", "-p"]);
+        let before = coloured
+            .split("Claude Code 5h limit projected")
+            .next()
+            .unwrap();
+        let sgr = &before[before.rfind('\n').map_or(0, |i| i + 1)..];
+        assert!(
+            sgr.contains("\x1b[") && sgr.contains("31") && sgr.contains('1'),
+            "{size}: not highlighted: {sgr:?}"
+        );
+        // The tightest limit with its reset countdown, whole.
+        assert!(flat.contains("50% used, resets "), "{size}\n{screen}");
+        assert!(
+            flat.contains("(in 2h 59m)") || flat.contains("(in 3h 00m)"),
+            "{size}\n{screen}"
+        );
+        save_capture(&format!("live-{width}x{height}-first"), &live.pane);
+
+        // A request appended while the screen is open: $1.00 more, shown
+        // without a key.
+        let appended = std::time::Instant::now();
+        let mut file = OpenOptions::new()
+            .append(true)
+            .open(transcript(&live.home))
+            .unwrap();
+        file.write_all(second_request(now - 60).as_bytes()).unwrap();
+        drop(file);
+        live.wait_for_cost("$5.50");
+        eprintln!(
+            "live screen {size}: an appended request on screen after {} ms",
+            appended.elapsed().as_millis()
+        );
+        save_capture(&format!("live-{width}x{height}-append"), &live.pane);
+        live.pane.keys(&["q"]);
+        assert_eq!(live.pane.exit_status(), 0);
+    }
+}
+
+/// A model name, a directory and a session id that carry an OSC 52
+/// clipboard write, an OSC 0 title, a screen clear, an 8-bit CSI and a
+/// bidi override: the screen draws them inert (U+FFFD where each control
+/// was) in every tab, and the pane's title is untouched.
+#[test]
+fn hostile_transcript_strings_are_drawn_inert() {
+    require_tmux!();
+    let now = heeler::base::clock::unix_seconds();
+    // JSON escapes, so the parsed strings hold the raw controls.
+    let evil = r"\u001b]52;c;cHduZWQ=\u0007\u001b]0;pwned\u0007\u001b[2J\u009b31m\u202eevil";
+    let line = Claude {
+        at: now - 120,
+        msg: "m1",
+        req: "r1",
+        model: &format!("claude-opus-4-6{evil}"),
+        cwd: &format!("/home/dev/{evil}"),
+        input: 100_000,
+        output: 40_000,
+        ..Claude::default()
+    }
+    .line()
+    .replace(r#""sessionId":"s""#, &format!(r#""sessionId":"s{evil}""#));
+    let live = Live::start_with(
+        "live-hostile",
+        &["live"],
+        (80, 24),
+        now - 120,
+        &(line + "\n"),
+        None,
+    );
+    let title_before = live.pane.tmux(&["display-message", "-p", "#{pane_title}"]);
+    live.pane.wait_for_text("Claude Code ");
+    for tab in ["[Models]", "[Dirs]", "[Daily]"] {
+        live.pane.keys(&["Tab"]);
+        let screen = live.pane.wait_for_text(tab);
+        if tab != "[Daily]" {
+            assert!(screen.contains("\u{fffd}]52;c;cHduZWQ="), "{tab}\n{screen}");
+            assert!(screen.contains("\u{fffd}evil"), "{tab}\n{screen}");
+        }
+        assert!(!screen.contains("pwned\u{7}"), "{screen}");
+        // The screen was not cleared under the head by an ESC [2J.
+        assert!(screen.contains("Usage in UTC"), "{tab}\n{screen}");
+        save_capture(
+            &format!("live-hostile-{}", tab.trim_matches(['[', ']'])),
+            &live.pane,
+        );
+    }
+    assert_eq!(
+        live.pane.tmux(&["display-message", "-p", "#{pane_title}"]),
+        title_before
+    );
+    assert_eq!(
+        live.pane.tmux(&["list-buffers"]),
+        "",
+        "a clipboard write ran"
+    );
     live.pane.keys(&["q"]);
     assert_eq!(live.pane.exit_status(), 0);
 }

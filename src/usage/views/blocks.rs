@@ -3,7 +3,11 @@
 //! hour (UTC, floored), lasts 5 hours, and a request after the block's end
 //! or more than 5 hours after the previous request starts the next one.
 //! The active block's burn rate is its cost per hour between its first and
-//! last request; its projection adds that rate over the time left.
+//! last request; its projection adds that rate over the time left. Both
+//! wait until the block has [`BURN_MIN_REQUESTS`] requests over at least
+//! [`BURN_MIN_SECONDS`]: two requests seconds apart are not a rate (they
+//! projected dollars an hour from cents), and claude-monitor likewise
+//! waits for a block's first minutes before it projects.
 //!
 //! Blocks are built from 15-minute slots with their first and last request
 //! times, which is exact: a block's start and end are whole hours, so a
@@ -19,6 +23,12 @@ use crate::usage::event::Agent;
 
 /// A block's length.
 pub const BLOCK: i64 = 5 * 3600;
+
+/// The fewest requests a block has before it has a burn rate.
+pub const BURN_MIN_REQUESTS: u64 = 3;
+/// The shortest span (first to last request) a block has before it has a
+/// burn rate: 10 minutes.
+pub const BURN_MIN_SECONDS: i64 = 10 * 60;
 
 /// One block of one agent's requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,17 +47,24 @@ impl Block {
         now < self.end && now - self.acc.last_ts < BLOCK
     }
 
-    /// Dollars per hour between the first and last request; `None` when
-    /// they are the same instant.
-    pub(crate) fn burn_per_hour(&self) -> Option<f64> {
+    /// The span a rate is measured over (first to last request), once the
+    /// block has enough requests and minutes to have one.
+    fn rate_span(&self) -> Option<f64> {
         let span = self.acc.last_ts - self.acc.first_ts;
-        (span > 0).then(|| self.acc.totals().cost_usd * 3600.0 / span as f64)
+        (self.acc.requests >= BURN_MIN_REQUESTS && span >= BURN_MIN_SECONDS).then_some(span as f64)
     }
 
-    /// Tokens per hour, on the same span.
+    /// Dollars per hour between the first and last request; `None` before
+    /// [`BURN_MIN_REQUESTS`] requests over [`BURN_MIN_SECONDS`].
+    pub(crate) fn burn_per_hour(&self) -> Option<f64> {
+        let span = self.rate_span()?;
+        Some(self.acc.totals().cost_usd * 3600.0 / span)
+    }
+
+    /// Tokens per hour, on the same span and rule.
     pub(crate) fn tokens_per_hour(&self) -> Option<f64> {
-        let span = self.acc.last_ts - self.acc.first_ts;
-        (span > 0).then(|| self.acc.tokens.total() as f64 * 3600.0 / span as f64)
+        let span = self.rate_span()?;
+        Some(self.acc.tokens.total() as f64 * 3600.0 / span)
     }
 
     /// The projected (cost, tokens) at the block's end when the burn rate
@@ -223,7 +240,8 @@ mod tests {
     fn burn_rate_and_projection() {
         let b = of(&[
             slot(at("2026-11-29T10:00:00Z"), 100),
-            slot(at("2026-11-29T11:00:00Z"), 100),
+            slot(at("2026-11-29T10:30:00Z"), 50),
+            slot(at("2026-11-29T11:00:00Z"), 50),
         ]);
         let now = at("2026-11-29T12:00:00Z");
         assert!(b[0].active(now));
@@ -231,9 +249,36 @@ mod tests {
         assert_eq!(b[0].burn_per_hour(), Some(2.0));
         let (cost, tokens) = b[0].projected(now).unwrap();
         assert!((cost - 8.0).abs() < 1e-9);
-        assert!((tokens - 800.0).abs() < 1e-9);
+        // 300 tokens an hour likewise: 300 + 900.
+        assert!((tokens - 1200.0).abs() < 1e-9);
         assert_eq!(projected_percent(20.0, 2.0, 8.0), Some(80.0));
         assert!(!b[0].active(at("2026-11-29T15:00:00Z")));
+    }
+
+    #[test]
+    fn no_burn_rate_before_three_requests_over_ten_minutes() {
+        // The case: two requests 2 s apart.
+        let two = of(&[
+            slot(at("2026-11-29T10:00:00Z"), 1),
+            slot(at("2026-11-29T10:00:02Z"), 1),
+        ]);
+        assert_eq!(two[0].burn_per_hour(), None);
+        assert_eq!(two[0].projected(at("2026-11-29T10:01:00Z")), None);
+        // Three requests, but 9 min 59 s apart.
+        let quick = of(&[
+            slot(at("2026-11-29T10:00:00Z"), 1),
+            slot(at("2026-11-29T10:05:00Z"), 1),
+            slot(at("2026-11-29T10:09:59Z"), 1),
+        ]);
+        assert_eq!(quick[0].burn_per_hour(), None);
+        // Three requests over exactly 10 minutes: 3 cents per 1/6 hour.
+        let enough = of(&[
+            slot(at("2026-11-29T10:00:00Z"), 1),
+            slot(at("2026-11-29T10:05:00Z"), 1),
+            slot(at("2026-11-29T10:10:00Z"), 1),
+        ]);
+        let rate = enough[0].burn_per_hour().unwrap();
+        assert!((rate - 0.18).abs() < 1e-9, "{rate}");
     }
 
     #[test]

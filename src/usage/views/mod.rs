@@ -135,6 +135,14 @@ pub(crate) fn load(
     let req = request(flags, name, today)?;
     let (generated_at, coverage, runtime) = snapshot_header(&inputs);
     let slots = slots_for(view, flags, &ctx, generated_at, first_slot(&req, today));
+    // Model names, directories and session ids come from transcripts: made
+    // inert where they enter the views. JSON escapes them itself and keeps
+    // them exact for scripts.
+    let slots = if flags.json {
+        slots
+    } else {
+        inert_slots(slots)
+    };
     // `--limits`: read both agents' limits now, instead of the stored ones.
     let stored = (
         decision.claude_limits.clone(),
@@ -159,6 +167,35 @@ pub(crate) fn load(
         ),
     };
     Ok(Loaded { data, req, runtime })
+}
+
+/// `slots` with every transcript-derived string of their keys made safe
+/// to draw (`base::terminal::inert`); a key that needs nothing keeps its
+/// shared text.
+pub(crate) fn inert_slots(
+    slots: Vec<(
+        crate::usage::aggregate::SlotKey,
+        crate::usage::aggregate::SlotAcc,
+    )>,
+) -> Vec<(
+    crate::usage::aggregate::SlotKey,
+    crate::usage::aggregate::SlotAcc,
+)> {
+    use crate::base::terminal::inert;
+    use crate::usage::aggregate::Text;
+    use std::borrow::Cow;
+    fn safe(text: Text) -> Text {
+        match inert(&text) {
+            Cow::Borrowed(_) => text,
+            Cow::Owned(s) => Text::from(s),
+        }
+    }
+    slots
+        .into_iter()
+        .map(|((slot, agent, model, dir, session), acc)| {
+            ((slot, agent, safe(model), safe(dir), safe(session)), acc)
+        })
+        .collect()
 }
 
 /// The query's inputs and decision for the views (the app's Claude limits
@@ -300,6 +337,10 @@ pub fn run(view: View, flags: &UsageViewFlags) -> Result<(), Failure> {
         text.push_str(&hint);
         text.push('\n');
     }
+    if flags.json {
+        // Exact strings for scripts, and still nothing a terminal acts on.
+        text = crate::base::terminal::inert_json(&text).into_owned();
+    }
     // A closed stdout (a pager quit early) is not worth a panic.
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes());
@@ -436,7 +477,9 @@ fn empty_hint(data: &Data, runtime: Option<&Value>) -> Option<String> {
         return None;
     }
     let roots = crate::usage::discover::Roots::searched(runtime);
-    Some(crate::usage::discover::nothing_found(&roots))
+    // The roots come from the runtime record's environment: drawn inert.
+    let text = crate::usage::discover::nothing_found(&roots);
+    Some(crate::base::terminal::inert(&text).into_owned())
 }
 
 /// How long a first run on a terminal waits for the first refresh.

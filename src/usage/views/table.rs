@@ -300,9 +300,26 @@ pub fn group(n: u64) -> String {
     out
 }
 
-/// Dollars with cents, grouped: `$1,234.56`.
+/// Dollars with cents, grouped: `$1,234.56`; `<$0.01` for a cost that
+/// rounds to no cent (so spend is never shown as `$0.00`).
 pub(crate) fn dollars(usd: f64) -> String {
-    let cents = (usd * 100.0).round().max(0.0) as u64;
+    let cents = cents(usd);
+    if cents == 0 && usd > 0.0 {
+        return LESS_THAN_A_CENT.to_string();
+    }
+    cents_text(cents)
+}
+
+/// A cost too small to round to a cent.
+pub(crate) const LESS_THAN_A_CENT: &str = "<$0.01";
+
+/// Dollars rounded to whole cents, as [`dollars`] shows them.
+pub(crate) fn cents(usd: f64) -> u64 {
+    (usd * 100.0).round().max(0.0) as u64
+}
+
+/// Whole cents as `$1,234.56`.
+pub(crate) fn cents_text(cents: u64) -> String {
     format!("${}.{:02}", group(cents / 100), cents % 100)
 }
 
@@ -372,7 +389,9 @@ mod tests {
         assert_eq!(group(1000), "1,000");
         assert_eq!(group(1_234_567), "1,234,567");
         assert_eq!(dollars(1_234.565_1), "$1,234.57");
-        assert_eq!(dollars(0.004), "$0.00");
+        assert_eq!(dollars(0.004), "<$0.01");
+        assert_eq!(dollars(0.005), "$0.01");
+        assert_eq!(dollars(0.0), "$0.00");
     }
 
     #[test]

@@ -196,7 +196,7 @@ fn active_line(data: &Data, b: &Block) -> String {
             group(tokens.round() as u64),
             local_time(data, b.end)
         )),
-        _ => line.push_str("; one request so far, no burn rate yet"),
+        _ => line.push_str(NO_RATE_YET),
     }
     if let (Some((used, _)), Some(p)) = (limit, pct) {
         line.push_str(&format!(

@@ -44,7 +44,7 @@ pub(crate) fn windows(v: &Value) -> Vec<Window> {
                 Some(m) if m % 1440 == 0 => format!("{}d", m / 1440),
                 Some(m) if m % 60 == 0 => format!("{}h", m / 60),
                 Some(m) => format!("{m}m"),
-                None => id.to_string(),
+                None => crate::base::terminal::inert(id).into_owned(),
             };
             Some(Window {
                 label,

@@ -129,6 +129,34 @@ pub(crate) fn cost_cell(acc: &SlotAcc) -> String {
     }
 }
 
+/// The cost cell of a total over `parts` (`all` is their sum): the sum of
+/// the parts' cents as their cells show them, so a column adds up as
+/// printed (`$0.01` + `$0.01` is `$0.02` even when the exact sum rounds to
+/// `$0.01`). When a part shows `<$0.01` there is no sum to match, and the
+/// total is the exact sum rounded (`<$0.01` + `<$0.01` may be `$0.01`,
+/// never the `$0.00` + `$0.00` = `$0.01` of before). `—` and `+` as
+/// [`cost_cell`] marks them.
+pub(crate) fn total_cost_cell(parts: &[SlotAcc], all: &SlotAcc) -> String {
+    if all.requests > 0 && all.unpriced_requests >= all.requests {
+        return UNPRICED.to_string();
+    }
+    let shown = |p: &SlotAcc| table::cents(p.totals().cost_usd);
+    let tiny = parts.iter().any(|p| shown(p) == 0 && p.cost_pico > 0);
+    let mut text = if tiny {
+        dollars(all.totals().cost_usd)
+    } else {
+        table::cents_text(parts.iter().map(shown).sum())
+    };
+    if all.unpriced_requests > 0 {
+        text.push('+');
+    }
+    text
+}
+
+/// What a block without a burn rate yet says after its cost
+/// (`blocks::BURN_MIN_REQUESTS` over `blocks::BURN_MIN_SECONDS`).
+pub(crate) const NO_RATE_YET: &str = "; no burn rate before 3 requests over 10 min";
+
 /// The cost cell of requests none of which has a price.
 const UNPRICED: &str = "—";
 
@@ -241,7 +269,14 @@ fn tabular(
         }
         Format::Csv => csv_table(req, labels.1, &listed.rows),
         Format::Text(style) => {
-            let t = text_table(req, view, labels.0, &listed.rows, &all, style);
+            let t = text_table(
+                req,
+                view,
+                labels.0,
+                &listed.rows,
+                (&all, &listed.all),
+                style,
+            );
             let mut lines = vec![title(data, req, view)];
             lines.extend(t.lines(style));
             let mut under = notes(&all, unpriced);
@@ -288,13 +323,15 @@ fn csv_table(req: &Request, names: &[&'static str], rows: &[Row]) -> String {
 }
 
 /// The table of a table view: its rows (with `--breakdown`, a line per
-/// model under each), the daily view's cost bars, and the total `all`.
+/// model under each), the daily view's cost bars, and the total `all`,
+/// whose cost is the sum of the rows' shown cents and the rows left out
+/// (`left_out`), so the column adds up as printed.
 fn text_table(
     req: &Request,
     view: View,
     labels: &[Column],
     rows: &[Row],
-    all: &SlotAcc,
+    (all, left_out): (&SlotAcc, &SlotAcc),
     style: Style,
 ) -> Table {
     let mut columns = labels.to_vec();
@@ -340,6 +377,11 @@ fn text_table(
     let mut cells = blank;
     cells[0] = "Total".into();
     cells.extend(token_cells(all));
+    let mut parts: Vec<SlotAcc> = rows.iter().map(|r| r.acc).collect();
+    parts.push(*left_out);
+    if let Some(cost) = cells.last_mut() {
+        *cost = total_cost_cell(&parts, all);
+    }
     t.rows.push((RowKind::Total, cells));
     t
 }

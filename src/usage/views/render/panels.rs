@@ -23,6 +23,89 @@ pub(crate) struct Row {
     pub(crate) picture: String,
     pub(crate) text: String,
     pub(crate) under: Vec<String>,
+    /// The bar's fraction, so a narrower screen can draw it shorter (none
+    /// for the sparkline).
+    pub(crate) share: Option<f64>,
+    /// How the picture is coloured where colour is on.
+    pub(crate) tone: Tone,
+}
+
+/// What a row's picture says, for its colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tone {
+    /// Time or cost: no judgement.
+    Neutral,
+    /// A limit below [`CAUTION_PERCENT`].
+    Calm,
+    /// A limit at or above [`CAUTION_PERCENT`].
+    Caution,
+    /// Above [`WARN_PERCENT`], or a projection past the limit.
+    Alarm,
+}
+
+/// A limit used beyond this is drawn in caution.
+pub(crate) const CAUTION_PERCENT: f64 = 50.0;
+/// A limit used beyond this, or a projection beyond 100%, is a warning.
+pub(crate) const WARN_PERCENT: f64 = 80.0;
+
+/// The tone of a limit used `used` percent.
+fn limit_tone(used: f64) -> Tone {
+    if used > WARN_PERCENT {
+        Tone::Alarm
+    } else if used >= CAUTION_PERCENT {
+        Tone::Caution
+    } else {
+        Tone::Calm
+    }
+}
+
+/// The warnings that must never be cut, most urgent first: an active
+/// block whose projection passes its 5-hour limit, then every limit
+/// window used beyond [`WARN_PERCENT`]. Each is one sentence the screen
+/// wraps, never truncates.
+pub(crate) fn warnings(data: &Data, req: &Request, agents: &[Agent]) -> Vec<String> {
+    let mut out = Vec::new();
+    for block in active_blocks(data, req) {
+        if let Some((used, p)) = block_limit_projection(data, &block)
+            && p > 100.0
+        {
+            out.push(format!(
+                "{} 5h limit projected {} by {} ({} used now)",
+                block.agent.title(),
+                percent(p),
+                local_time(data, block.end),
+                percent(used)
+            ));
+        }
+    }
+    for (agent, v) in data.limits.iter().filter(|(a, _)| agents.contains(a)) {
+        for w in windows(v).into_iter().filter(|w| w.used > WARN_PERCENT) {
+            let resets = match w.resets_at {
+                Some(at) if at > data.now => format!(
+                    ", resets {} (in {})",
+                    local_time(data, at),
+                    duration(at - data.now)
+                ),
+                _ => String::new(),
+            };
+            out.push(format!(
+                "{} {} limit {} used{resets}",
+                agent.title(),
+                w.label,
+                percent(w.used)
+            ));
+        }
+    }
+    out
+}
+
+/// An active block's 5-hour limit: (used now, projected at the block's
+/// end), when the limit and a burn rate are known.
+pub(crate) fn block_limit_projection(data: &Data, block: &Block) -> Option<(f64, f64)> {
+    let (cost, _) = block.projected(data.now)?;
+    let (used, _) = five_hour_limit(data, block.agent)?;
+    let p = blocks::projected_percent(used, block.acc.totals().cost_usd, cost)?;
+    Some((used, p))
 }
 
 /// Rows as lines: `label  picture  text`, every label padded to the
@@ -68,7 +151,7 @@ pub(crate) fn limit_rows(data: &Data, agents: &[Agent], glyphs: Glyphs) -> (Vec<
                 states.push(format!(
                     "Limits, {}: {}",
                     agent.title(),
-                    state.replace('_', " ")
+                    crate::base::terminal::inert(&state.replace('_', " "))
                 ));
             }
             continue;
@@ -87,6 +170,8 @@ pub(crate) fn limit_rows(data: &Data, agents: &[Agent], glyphs: Glyphs) -> (Vec<
                 picture: picture::bar(w.used / 100.0, BAR, glyphs),
                 text: format!("{} used{resets}", percent(w.used)),
                 under: Vec::new(),
+                share: Some(w.used / 100.0),
+                tone: limit_tone(w.used),
             });
         }
     }
@@ -139,11 +224,13 @@ pub(crate) fn block_row(data: &Data, block: &Block, glyphs: Glyphs) -> Row {
                 ));
             }
         }
-        _ => detail.push_str("; one request so far, no burn rate yet"),
+        _ => detail.push_str(NO_RATE_YET),
     }
+    let share = gone as f64 / blocks::BLOCK as f64;
+    let over = block_limit_projection(data, block).is_some_and(|(_, p)| p > 100.0);
     Row {
         label: format!("{} block", block.agent.title()),
-        picture: picture::bar(gone as f64 / blocks::BLOCK as f64, BAR, glyphs),
+        picture: picture::bar(share, BAR, glyphs),
         text: format!(
             "{}–{}, {} left",
             local_time(data, block.start),
@@ -151,6 +238,8 @@ pub(crate) fn block_row(data: &Data, block: &Block, glyphs: Glyphs) -> Row {
             duration(block.end - data.now)
         ),
         under: vec![detail],
+        share: Some(share),
+        tone: if over { Tone::Alarm } else { Tone::Neutral },
     }
 }
 
@@ -169,5 +258,7 @@ pub(crate) fn spark_row(data: &Data, req: &Request, glyphs: Glyphs) -> Row {
             dollars(top)
         ),
         under: Vec::new(),
+        share: None,
+        tone: Tone::Neutral,
     }
 }

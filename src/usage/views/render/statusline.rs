@@ -3,6 +3,9 @@
 use super::*;
 use crate::usage::views::claude_status::{Session, session_part};
 
+/// What the statusline says before the first refresh has written a cache.
+pub(crate) const SCANNING: &str = "usage: scanning…";
+
 /// The statusline: today's cost, the active block's burn rate, the
 /// tightest limit.
 pub fn statusline(data: &Data, req: &Request) -> String {
@@ -24,6 +27,11 @@ pub(crate) fn statusline_for(data: &Data, req: &Request, session: Option<&Sessio
         all.merge(acc);
     }
     let mut parts: Vec<String> = session.map(session_part).into_iter().collect();
+    if data.generated_at.is_none() {
+        // Before the first refresh there is nothing to sum: not $0.00.
+        parts.push(SCANNING.to_string());
+        return parts.join(" · ");
+    }
     parts.push(format!("{} today", cost_cell(&all)));
     // The active block may have started yesterday: look back 5 hours.
     let recent: Vec<_> = data

@@ -104,8 +104,14 @@ fn summary_text(
             None => (RowKind::Total, "All"),
         };
         let mut cells = vec![name.to_string()];
-        for window in windows {
-            cells.push(cost_cell(window));
+        for (w, window) in windows.iter().enumerate() {
+            cells.push(match kind {
+                RowKind::Total => {
+                    let parts: Vec<SlotAcc> = sums[..agents.len()].iter().map(|p| p[w]).collect();
+                    total_cost_cell(&parts, window)
+                }
+                _ => cost_cell(window),
+            });
             cells.push(group(window.tokens.total()));
         }
         t.rows.push((kind, cells));

@@ -462,6 +462,16 @@ fn statusline_is_today_burn_rate_and_tightest_limit() {
     );
 }
 
+#[test]
+fn a_cold_statusline_says_scanning_not_zero_dollars() {
+    // Before the first refresh has written a cache there is nothing to
+    // sum: no "$0.00 today".
+    let mut cold = data();
+    cold.slots.clear();
+    cold.generated_at = None;
+    assert_eq!(statusline(&cold, &request()), "usage: scanning…");
+}
+
 fn doc(view: View, req: &Request, data: &Data) -> Value {
     json::parse(render(data, req, view, Format::Json).trim_end()).unwrap()
 }
