@@ -258,22 +258,27 @@ fn a_5xx_is_retried_at_once_and_a_429_waits_for_its_retry_after() {
 }
 
 #[test]
-fn persistent_failure_gives_up_after_three_and_records_nothing() {
+fn a_5xx_after_three_attempts_is_kept_and_sent_when_the_relay_answers() {
     let f = blocked_host("giveup");
     f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
     let bad = Reply::Status(502, r#"{"error":"apns_unreachable"}"#.into());
     f.relay.script([bad.clone(), bad.clone(), bad]);
     let output = f.run("notify-hook", &event("w1:p1", "blocked"));
-    // The hook hands the event over and succeeds; the worker's failure
-    // is the same line in the failure log.
+    // The hook hands the event over and succeeds; the worker keeps the
+    // alert through the relay's failures (the outbox) and says so once.
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(stderr(&output), "");
-    assert_eq!(
-        f.failure_text(),
-        "notify-hook: push for token aaaa1111… failed: relay answered 502: {\"error\":\"apns_unreachable\"}\n"
+    let log = f.failure_text();
+    assert!(
+        log.starts_with(
+            "notify-hook: push for token aaaa1111… deferred: relay answered 502: {\"error\":\"apns_unreachable\"}; kept in the queue"
+        ),
+        "{log}"
     );
-    assert_eq!(f.relay.requests().len(), 3);
-    assert_eq!(marker(&f, &f.state), None);
+    assert_eq!(log.lines().count(), 1, "{log}");
+    let statuses: Vec<u16> = f.relay.requests().iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [502, 502, 502, 200]);
+    assert!(marker(&f, &f.state).is_some(), "delivered once it answered");
 }
 
 #[test]
