@@ -898,8 +898,18 @@ fn kill_with_held_alerts(name: &str, count: usize, also_supervisor: bool) -> (Fi
         block(&f, i);
     }
     let queue = Queue::of(&f.state);
+    // Held, not in hand: no claim left (the 60th round has ended).
+    let spool = f.state.join("queue/spool");
+    let in_hand = || {
+        std::fs::read_dir(&spool).into_iter().flatten().any(|e| {
+            e.unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".inhand")
+        })
+    };
     wait_for("the first window's alerts", Duration::from_secs(60), || {
-        accepted_alerts(&f, 0).len() == 60 && queue.list().len() == count - 60
+        accepted_alerts(&f, 0).len() == 60 && queue.list().len() == count - 60 && !in_hand()
     });
     if also_supervisor {
         for pid in supervisor_pids(&f.state) {

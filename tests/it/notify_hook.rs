@@ -346,6 +346,23 @@ fn gone_token_is_pruned_from_every_session_keeping_everything_else() {
         )
     );
     assert_eq!(marker(&f, &f.state), None, "no delivery, no marker");
+    // The Host's pacing holds no push token at rest, and the pruned one's
+    // hash (the first 16 bytes of its SHA-256) left it with the round.
+    let digest = ring::digest::digest(&ring::digest::SHA256, b"dead0000dead0000");
+    let key: String = digest.as_ref()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let files: Vec<std::path::PathBuf> = std::fs::read_dir(f.state.join("pacing"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let pacing = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(!pacing.contains("dead0000dead0000"), "{pacing}");
+    assert!(!pacing.contains(&key), "{pacing}");
+    assert!(pacing.contains(r#""tokens":{}"#), "{pacing}");
 }
 
 #[test]
