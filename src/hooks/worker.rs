@@ -24,15 +24,23 @@
 //! spool once more and serves again if an entry arrived meanwhile.
 //!
 //! The relay's rate limits (`pacing.rs`): before a batch's rounds the
-//! worker asks the pacer's plan which entries may be sent now; the others
-//! stay in the spool, untouched and in their place, held in memory until
-//! the slot the plan gave, and are planned again with every batch, so the
-//! alerts to one device keep the order of their events. A round the relay
-//! answers 429 puts its event back under its own name ([`put_back`]),
-//! held until the `Retry-After`, owed only to the devices turned away. The
-//! worker lingers only once the spool is empty, so it outlives every held
-//! entry; the pacer outlives the worker: it is saved after every batch and
-//! restored by the next worker of the session.
+//! worker asks the pacer's plan which entries may be sent now, device by
+//! device; the others stay in the spool, untouched and in their place, held
+//! in memory until the slot the plan gave, and are planned again with every
+//! batch, so the alerts to one device keep the order of their events while
+//! another device's go on. The queue is an outbox: a round that leaves
+//! devices owed (a 429, an outage after the push's attempts, a device that
+//! had to wait) puts its event back under its own name ([`put_back`]), owed
+//! only to those devices, until their time; it is dropped only by its
+//! re-check or [`MAX_AGE_MS`] after the event. The worker lingers only once
+//! the spool is empty, so it outlives every held entry; the pacer is the
+//! Host's, one per relay, shared with every session's worker through a
+//! locked file (`delivery::Relays::sync`).
+//!
+//! `hook-worker` itself is a supervisor: it runs `hook-worker --serve` and
+//! starts it again when it is killed with entries left ([`after_worker`]);
+//! an entry the killed worker had in hand is put back by the next one
+//! (`Queue::recover`).
 //!
 //! When the hook cannot start a worker at all (the system refuses the
 //! spawn, or refuses to run this binary again: qemu-user without
