@@ -62,6 +62,10 @@ const IN_HAND: &str = ".inhand";
 /// The largest entry read back.
 const MAX_ENTRY_BYTES: u64 = 64 * 1024;
 
+/// Dropped entries named per log line: a name and its reason take at most
+/// 70 characters, so a line stays within the failure log's 1,000.
+const DROPS_PER_LINE: usize = 12;
+
 /// The longest a hook waits for another's trim ([`Queue::trim`]).
 const TRIM_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -565,6 +569,21 @@ impl Queue {
         let _ = std::fs::remove_file(claimed);
     }
 
+    /// How many entries a worker has in hand ([`Queue::claim`]).
+    fn in_hand(&self) -> usize {
+        std::fs::read_dir(self.spool_dir()).map_or(0, |dir| {
+            dir.flatten()
+                .filter(|e| {
+                    e.file_name()
+                        .to_str()
+                        .and_then(|n| n.strip_suffix(IN_HAND))
+                        .and_then(due_of_name)
+                        .is_some()
+                })
+                .count()
+        })
+    }
+
     /// Puts back the entries a killed worker had in hand, under their
     /// names (only the lock holder calls it, so every claim left is an
     /// orphan); a claim whose entry was already put back is removed.
@@ -594,13 +613,12 @@ impl Queue {
     }
 
     /// Drops entries past `bound` as [`trim_plan`] says, each taken
-    /// ([`Queue::take`]) so that only one process drops it; `None` when
-    /// nothing was dropped, else the log line naming every dropped entry
-    /// and why. The entries are read only when the spool is over `bound`.
+    /// ([`Queue::take`]) so that only one process drops it; the log lines
+    /// naming every dropped entry and why (none when nothing was dropped). The entries are read only when the spool is over `bound`.
     /// Hooks trim one at a time (`queue/trim.lock`), each counting the
     /// spool after its own write, so that concurrent hooks leave at most
     /// `bound` entries, not `bound` plus the overlap of their plans.
-    pub fn trim(&self, bound: usize) -> Option<String> {
+    pub fn trim(&self, bound: usize) -> Vec<String> {
         let _lock = self.trim_lock();
         self.trim_unlocked(bound)
     }
@@ -623,10 +641,16 @@ impl Queue {
         }
     }
 
-    fn trim_unlocked(&self, bound: usize) -> Option<String> {
+    fn trim_unlocked(&self, bound: usize) -> Vec<String> {
         let mut listed = self.list();
+        if listed.len() < bound {
+            return Vec::new();
+        }
+        // An entry a worker has in hand keeps its place: it comes back
+        // when its round leaves devices owed.
+        let bound = bound.saturating_sub(self.in_hand());
         if listed.len() <= bound {
-            return None;
+            return Vec::new();
         }
         // Oldest written first: the write time is the name's second part.
         let written = |l: &Listed| {
@@ -654,12 +678,17 @@ impl Queue {
                 format!("{} ({why})", name.to_string_lossy())
             })
             .collect();
-        (!dropped.is_empty()).then(|| {
-            format!(
-                "the hook queue holds more than {bound} events; dropped {}",
-                dropped.join(", ")
-            )
-        })
+        // Lines short enough for the failure log, so that every drop is
+        // named whole.
+        dropped
+            .chunks(DROPS_PER_LINE)
+            .map(|names| {
+                format!(
+                    "the hook queue holds more than {bound} events; dropped {}",
+                    names.join(", ")
+                )
+            })
+            .collect()
     }
 
     fn open_lock(&self) -> io::Result<File> {
@@ -783,7 +812,7 @@ pub(crate) fn hand_over(env: &HookEnv, due_ms: u64, job: Job) -> Result<(), Hand
             job,
         })
         .map_err(HandOverError::Queue)?;
-    if let Some(line) = queue.trim(MAX_ENTRIES) {
+    for line in queue.trim(MAX_ENTRIES) {
         // Nowhere is left to report a failure to log.
         let _ =
             crate::hooks::failure_log::append(&env.plugin_state_dir, &format!("{hook}: {line}"));
@@ -1108,7 +1137,7 @@ mod tests {
             event.pane = "w1:p99".into();
         }
         queue.enqueue(&other).unwrap();
-        let line = queue.trim(bound as usize).unwrap();
+        let line = queue.trim(bound as usize).concat();
         assert!(line.ends_with(" (superseded)"), "{line}");
         for i in 0..fresh {
             let mut entry = notify_entry(dir.path(), 6_000 + i);
@@ -1146,7 +1175,7 @@ mod tests {
             queue.enqueue(&entry).unwrap();
         }
         let start = std::sync::Barrier::new(64);
-        let lines: Vec<Option<String>> = std::thread::scope(|scope| {
+        let lines: Vec<Vec<String>> = std::thread::scope(|scope| {
             let hooks: Vec<_> = (0..64)
                 .map(|h| {
                     let (queue, start, root) = (&queue, &start, dir.path());
@@ -1184,6 +1213,13 @@ mod tests {
         assert!(!queue.take(&listed[0]), "nor dropped under its claim");
         assert_eq!(queue.list(), listed[1..], "not listed while in hand");
         assert!(queue.has_entries());
+        // The entry in hand keeps its place under the bound.
+        assert_eq!(queue.in_hand(), 1);
+        assert!(queue.trim(2).is_empty());
+        assert_eq!(queue.trim(1).len(), 1, "the other one goes");
+        assert!(queue.list().is_empty());
+        queue.enqueue(&notify_entry(dir.path(), 20)).unwrap();
+        let listed = vec![listed[0].clone(), queue.list()[0].clone()];
         // The worker is killed: the next one puts it back, in its place.
         assert_eq!(queue.recover(), 1);
         assert_eq!(queue.list(), listed);

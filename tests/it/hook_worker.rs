@@ -1282,3 +1282,67 @@ fn a_queue_entry_naming_a_program_never_runs_it() {
         "{log}"
     );
 }
+
+#[test]
+fn the_spools_bound_holds_under_64_concurrent_hooks() {
+    // A full spool of Blocked alerts due in ten minutes (the worker holds
+    // them), then 64 hooks at once, each with a Blocked event of its own:
+    // the spool ends at its bound exactly, and each hook's drop is named.
+    const BOUND: usize = heeler::hooks::spool::MAX_ENTRIES;
+    let f = host("concurrent", 1);
+    f.write_registration(&registration(&[entry(TOKEN_A, KEY_A, "")]));
+    f.write_settings(r#"{"debounce_ms":600000}"#);
+    let queue = Queue::of(&f.state);
+    let later = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+        + 600_000;
+    for i in 0..BOUND {
+        let entry = heeler::hooks::spool::Entry {
+            due_ms: later,
+            origin: heeler::hooks::spool::Origin {
+                config_dir: f.config.clone(),
+                plugin_state_dir: f.state.clone(),
+                socket: Some(f.herdr.socket.clone()),
+            },
+            job: heeler::hooks::spool::Job::Notify {
+                event: heeler::hooks::env::Event {
+                    pane: format!("w9:p{i}"),
+                    status: "blocked".into(),
+                    kind: None,
+                    workspace_id: None,
+                    title: None,
+                },
+                ts: 1,
+                only: Vec::new(),
+            },
+        };
+        queue.enqueue(&entry).unwrap();
+    }
+    let hooks: Vec<std::process::Child> = (1..=64)
+        .map(|i| f.spawn("notify-hook", &event(&format!("w1:p{i}"), "blocked")))
+        .collect();
+    for hook in hooks {
+        let output = hook.wait_with_output().unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    let left = queue.list().len();
+    let log = f.failure_text();
+    let dropped = log.matches(" (blocked alert)").count();
+    // Done with the held entries: no worker waits ten minutes for them.
+    for pid in supervisor_pids(&f.state) {
+        kill(pid);
+    }
+    for pid in worker_pids(&f.state) {
+        kill(pid);
+    }
+    for listed in queue.list() {
+        queue.take(&listed);
+    }
+    assert_eq!(left, BOUND, "{log}");
+    assert_eq!(dropped, 64, "{log}");
+    println!(
+        "64 concurrent hooks into a full spool: {left} entries left of {BOUND}, {dropped} drops logged"
+    );
+}
