@@ -703,6 +703,19 @@ impl Queue {
         Ok(crate::base::sys::try_lock_exclusive(&file)?.then_some(file))
     }
 
+    /// Whether no process holds the worker lock, probed without creating
+    /// anything (a missing lock file is free): the supervisor's look after
+    /// its worker ended, which must not bring back a removed state dir.
+    pub(crate) fn lock_is_free(&self) -> bool {
+        match std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.lock_path())
+        {
+            Err(_) => true,
+            Ok(file) => matches!(crate::base::sys::try_lock_exclusive(&file), Ok(true)),
+        }
+    }
+
     /// Whether nothing is queued and no worker holds the lock: every event
     /// handed over so far is finished. For tests and benchmarks: it probes
     /// the lock, so it must not race with a hook still running.

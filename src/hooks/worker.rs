@@ -282,7 +282,7 @@ fn supervise() -> Result<(), Failure> {
         // The hand-off rule of a probe: the spool is looked at after the
         // lock is released, so an entry a hook wrote while this probe held
         // the lock (and so started no worker) is seen here.
-        let lock_free = matches!(queue.try_lock(), Ok(Some(_)));
+        let lock_free = queue.lock_is_free();
         let left = queue.list().len();
         match after_worker(
             left > 0,
