@@ -639,6 +639,55 @@ mod tests {
     }
 
     #[test]
+    fn workers_share_the_hosts_pacing_and_a_blocked_save_is_one_line() {
+        let dir = TempDir::new("shared-pacing");
+        let limits = Limits::relay(60_000);
+        let relay = "https://relay.example";
+        let (mut a, mut b) = (
+            Relays::new(limits, Duration::from_secs(1)),
+            Relays::new(limits, Duration::from_secs(1)),
+        );
+        a.share(&dir.0, relay);
+        b.share(&dir.0, relay);
+        let now = crate::base::clock::unix_millis();
+        // A spends the token's minute; B, another session's worker, sees it.
+        a.sync(&dir.0, |p| {
+            (0..60).for_each(|_| p.record("aaaa0000aaaa0000", now))
+        });
+        let ask = pacing::Ask {
+            class: pacing::Class::Alert,
+            tokens: vec!["aaaa0000aaaa0000".into()],
+        };
+        let slot = b.sync(&dir.0, |p| p.plan(std::slice::from_ref(&ask), now));
+        assert!(matches!(slot[0], pacing::Slot::At(_)), "{slot:?}");
+        let text = std::fs::read_to_string(pacing_file(&dir.0, relay)).unwrap();
+        assert!(!text.contains("aaaa0000aaaa0000"), "no token at rest");
+        // A directory where the file should be: pacing goes on in memory,
+        // and the failure is one line however many saves fail.
+        let other = "https://other.example";
+        std::fs::create_dir_all(pacing_file(&dir.0, other)).unwrap();
+        let mut c = Relays::new(limits, Duration::from_secs(1));
+        c.share(&dir.0, other);
+        for _ in 0..5 {
+            c.sync(&dir.0, |p| p.record("bbbb0000bbbb0000", now));
+        }
+        let lines = crate::hooks::failure_log::read_last(&dir.0, usize::MAX);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].message.starts_with("hook-worker: cannot save "));
+        assert_eq!(
+            c.sync(&dir.0, |p| p.plan(
+                &[pacing::Ask {
+                    class: pacing::Class::Alert,
+                    tokens: vec!["bbbb0000bbbb0000".into()],
+                }],
+                now
+            )),
+            vec![pacing::Slot::Now],
+            "5 of 60 in memory"
+        );
+    }
+
+    #[test]
     fn a_missing_nonce_stops_the_round_before_any_prune() {
         let dir = TempDir::new("nonce");
         let registration_path = dir.0.join("notifications.json");
