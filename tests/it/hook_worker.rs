@@ -837,6 +837,12 @@ fn a_relay_answering_503_for_30_seconds_delivers_every_alert_once_on_its_return(
 }
 
 #[test]
+fn a_relay_answering_503_for_5_minutes_delivers_every_alert_once_on_its_return() {
+    // No `Retry-After`: the backoff's own 1, 2, 4, 8, then 10 s.
+    an_outage_loses_nothing("down5min", Outage::Status(503, None), 300.0);
+}
+
+#[test]
 fn a_relay_refusing_connections_for_60_seconds_delivers_every_alert_once_on_its_return() {
     an_outage_loses_nothing("refused", Outage::Refused, 60.0);
 }
