@@ -553,7 +553,12 @@ pub struct NotifyHookArgs {}
 /// by the event hooks).
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "hook-worker")]
-pub struct HookWorkerArgs {}
+pub struct HookWorkerArgs {
+    /// serve in this process (the worker a supervising hook-worker starts
+    /// again when it is killed with events queued)
+    #[argh(switch)]
+    pub serve: bool,
+}
 
 /// Event hook: update the Host's Live Activity on every registered device
 /// (herdr runs this on pane.agent_status_changed).

@@ -9,9 +9,10 @@
 //! a missing nonce stops the round before any prune or state write; the
 //! prune runs before the state write; the state is written only after at
 //! least one delivery (and, when the caller asks, only when no device was
-//! rate limited); a device the relay's rate limit turned away (429) is
-//! not a failure but handed back to the caller, who puts the event back
-//! in the spool; every other failure becomes one
+//! deferred); a device the relay's rate limit turned away (429) or could
+//! not be reached now (no answer, a 5xx: [`Outcome::Unavailable`]) is not
+//! a failure but handed back to the caller, who puts the event back in
+//! the spool (the outbox); every permanent failure becomes one
 //! `push for token <8 chars>… failed: …` (or write) message, in that order.
 
 use std::path::{Path, PathBuf};
@@ -85,16 +86,26 @@ pub struct Tally {
     pub gone: Vec<String>,
     /// One message per device that was not delivered.
     pub failures: Vec<String>,
-    /// The devices the relay's rate limit turned away, in device order.
-    pub rate_limited: Vec<RateLimited>,
+    /// The devices to try again later, in device order.
+    pub deferred: Vec<Deferred>,
 }
 
-/// A device the relay's rate limit turned away: its token and the seconds
-/// the answer's `Retry-After` asked for (bounded).
+/// A device the round may reach later: its token and why it was not now.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RateLimited {
+pub struct Deferred {
     pub token: String,
-    pub(crate) retry_after_s: u64,
+    pub(crate) why: Deferral,
+}
+
+/// Why a device was deferred.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Deferral {
+    /// The relay's rate limit (429): its `Retry-After` in milliseconds
+    /// (bounded).
+    RateLimited(u64),
+    /// No answer or a 5xx after every attempt: the last failure, and the
+    /// 5xx's `Retry-After` in milliseconds (bounded) when it named one.
+    Unavailable(String, Option<u64>),
 }
 
 /// When a round writes its state record.
@@ -103,23 +114,23 @@ pub enum RecordWhen {
     /// After at least one delivery (the notify marker: the event's
     /// remaining devices are put back on their own).
     AnyDelivered,
-    /// After at least one delivery with no device rate limited (the Live
+    /// After at least one delivery with no device deferred (the Live
     /// Activity's last-state: the event is put back whole and compared
     /// with the state again).
-    NoneRateLimited,
+    NoneDeferred,
 }
 
 /// What a round came to: the devices to put back, and the round's result.
 #[derive(Debug)]
 pub struct RoundResult {
-    pub rate_limited: Vec<RateLimited>,
+    pub deferred: Vec<Deferred>,
     pub result: Result<(), DeliveryError>,
 }
 
 impl RoundResult {
     fn failed(error: DeliveryError) -> RoundResult {
         RoundResult {
-            rate_limited: Vec::new(),
+            deferred: Vec::new(),
             result: Err(error),
         }
     }
@@ -131,9 +142,13 @@ impl Tally {
         match outcome {
             Outcome::Delivered => self.delivered += 1,
             Outcome::Gone => self.gone.push(token.to_owned()),
-            Outcome::RateLimited(_, retry_after_s) => self.rate_limited.push(RateLimited {
+            Outcome::RateLimited(_, retry_after_ms) => self.deferred.push(Deferred {
                 token: token.to_owned(),
-                retry_after_s,
+                why: Deferral::RateLimited(retry_after_ms),
+            }),
+            Outcome::Unavailable(last, retry_after_ms) => self.deferred.push(Deferred {
+                token: token.to_owned(),
+                why: Deferral::Unavailable(last, retry_after_ms),
             }),
             Outcome::TooLarge(last) | Outcome::Failed(last) => self.failures.push(format!(
                 "push for token {}… failed: {last}",
@@ -176,13 +191,35 @@ pub(crate) fn relay_client(
 
 /// The relay clients of a worker's lifetime: one per relay URL, CA file
 /// and retry delay, so that the rounds of many events share one client
-/// (and its pooled connection); and the pacing of every request they make.
+/// (and its pooled connection); and the pacing of every request they make,
+/// shared with the Host's other workers through a locked file
+/// ([`Relays::sync`]).
 pub struct Relays {
     cached: Option<(RelayKey, Result<RelayClient, RelayConfigError>)>,
     pacer: Pacer,
     /// Each attempt's deadline.
     attempt: Duration,
+    /// The Host's pacing file of the relay in use ([`pacing_file`]), once
+    /// [`Relays::share`] named it.
+    shared: Option<PathBuf>,
+    /// A save of the shared pacing failed and was logged (once a run).
+    save_failed: bool,
 }
+
+/// The Host's pacing of one relay, shared by every session's worker:
+/// `pacing/<hash of the relay URL>.json` in the plugin state dir, with its
+/// lock beside it (`….json.lock`). The relay limits one client address,
+/// whichever session sends.
+pub(crate) fn pacing_file(plugin_state_dir: &Path, relay_url: &str) -> PathBuf {
+    plugin_state_dir
+        .join("pacing")
+        .join(format!("{}.json", pacing::token_key(relay_url)))
+}
+
+/// The longest a worker waits for another's turn at the shared pacing
+/// (each holds it for a read and a write); past it, it paces on from what
+/// it knows, which costs a 429 at worst.
+const PACING_LOCK_WAIT: Duration = Duration::from_secs(2);
 
 type RelayKey = (String, Option<PathBuf>, u64);
 
@@ -203,7 +240,58 @@ impl Relays {
             cached: None,
             pacer: Pacer::new(limits),
             attempt,
+            shared: None,
+            save_failed: false,
         }
+    }
+
+    /// Paces with every worker of the Host sending to `relay_url`, through
+    /// [`pacing_file`] in `plugin_state_dir`, from the next
+    /// [`Relays::sync`] on.
+    pub(crate) fn share(&mut self, plugin_state_dir: &Path, relay_url: &str) {
+        let path = pacing_file(plugin_state_dir, relay_url);
+        if self.shared.as_ref() != Some(&path) {
+            atomic_file::sweep_stale_temps(&path);
+            self.pacer.share();
+            self.shared = Some(path);
+        }
+    }
+
+    /// Runs `f` on the Host's pacing: under the file's lock, this worker's
+    /// changes since its last sync are replayed onto what the file holds,
+    /// `f` plans (and reserves) on the result, and the file is written
+    /// back; without a shared file, on this worker's own pacer. A failed
+    /// save is one line in `log_dir`'s failure log per run.
+    pub(crate) fn sync<R>(&mut self, log_dir: &Path, f: impl FnOnce(&mut Pacer) -> R) -> R {
+        let Some(path) = self.shared.clone() else {
+            return f(&mut self.pacer);
+        };
+        let _lock = lock_beside(&path);
+        let now = crate::base::clock::unix_millis();
+        let saved = crate::base::json::read_file(&path);
+        self.pacer.rebase(saved.as_ref(), now);
+        let result = f(&mut self.pacer);
+        let text = self.pacer.to_json().to_json();
+        let written = path
+            .parent()
+            .map_or(Ok(()), |dir| atomic_file::create_dir_all(dir, 0o700))
+            .and_then(|()| atomic_file::write_unsynced(&path, text.as_bytes(), 0o600));
+        match written {
+            Ok(()) => self.pacer.mark_saved(),
+            Err(e) if !self.save_failed => {
+                self.save_failed = true;
+                // Nowhere is left to report a failure to log.
+                let _ = crate::hooks::failure_log::append(
+                    log_dir,
+                    &format!(
+                        "hook-worker: cannot save {} (pacing goes on in memory): {e}",
+                        path.display()
+                    ),
+                );
+            }
+            Err(_) => {}
+        }
+        result
     }
 
     fn refresh(&mut self, settings: &NotifySettings) {
@@ -252,17 +340,52 @@ impl Relays {
     }
 }
 
+/// Takes the lock file beside `path` (`<path>.lock`), waiting up to
+/// [`PACING_LOCK_WAIT`]; `None` when it could not.
+fn lock_beside(path: &Path) -> Option<std::fs::File> {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    if let Some(dir) = path.parent() {
+        atomic_file::create_dir_all(dir, 0o700).ok()?;
+    }
+    let file = crate::base::sys::open_append_private(Path::new(&name)).ok()?;
+    let started = std::time::Instant::now();
+    loop {
+        match crate::base::sys::try_lock_exclusive(&file) {
+            Ok(true) => return Some(file),
+            Ok(false) if started.elapsed() < PACING_LOCK_WAIT => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            _ => return None,
+        }
+    }
+}
+
 /// Pushes `body` for `token`, counting each request in `pacer` at the
-/// clock's time.
+/// clock's time, and telling it how the relay answered: an outage holds
+/// every push to the relay for its backoff, any answer ends it, a 410
+/// forgets the token.
 pub(crate) fn push_paced(
     relay: &RelayClient,
     pacer: &mut Pacer,
     token: &str,
     body: &str,
 ) -> Outcome {
-    relay.push_counted(body, || {
+    let outcome = relay.push_counted(body, || {
         pacer.record(token, crate::base::clock::unix_millis());
-    })
+    });
+    let now = crate::base::clock::unix_millis();
+    match &outcome {
+        Outcome::Unavailable(_, retry_after_ms) => {
+            pacer.unavailable(now, *retry_after_ms);
+        }
+        Outcome::Gone => {
+            pacer.answered();
+            pacer.forget_token(token);
+        }
+        _ => pacer.answered(),
+    }
+    outcome
 }
 
 /// Runs one round: `push` seals and sends to one device (its retries and
@@ -312,7 +435,7 @@ pub(crate) fn deliver_with<D: PushTarget>(
         delivered,
         gone,
         mut failures,
-        rate_limited,
+        deferred,
     } = tally;
     if !gone.is_empty()
         && let Err(e) = registration::rewrite(registration.path, |f| (registration.prune)(f, &gone))
@@ -321,7 +444,7 @@ pub(crate) fn deliver_with<D: PushTarget>(
     }
     let record_now = match record_when {
         RecordWhen::AnyDelivered => delivered > 0,
-        RecordWhen::NoneRateLimited => delivered > 0 && rate_limited.is_empty(),
+        RecordWhen::NoneDeferred => delivered > 0 && deferred.is_empty(),
     };
     if record_now {
         let StateRecord { path, value } = record();
@@ -330,7 +453,7 @@ pub(crate) fn deliver_with<D: PushTarget>(
         }
     }
     RoundResult {
-        rate_limited,
+        deferred,
         result: if failures.is_empty() {
             Ok(())
         } else {
@@ -377,7 +500,11 @@ mod tests {
         tally.count("eeeeeeee5555", Outcome::Delivered);
         tally.count(
             "ffffffff6666",
-            Outcome::RateLimited("relay answered 429".into(), 45),
+            Outcome::RateLimited("relay answered 429".into(), 45_000),
+        );
+        tally.count(
+            "77777777aaaa",
+            Outcome::Unavailable("relay answered 503: ".into(), Some(2_500)),
         );
         assert_eq!(
             tally,
@@ -389,10 +516,16 @@ mod tests {
                         .into(),
                     "push for token dddddddd… failed: relay answered 413: x".into(),
                 ],
-                rate_limited: vec![RateLimited {
-                    token: "ffffffff6666".into(),
-                    retry_after_s: 45
-                }],
+                deferred: vec![
+                    Deferred {
+                        token: "ffffffff6666".into(),
+                        why: Deferral::RateLimited(45_000),
+                    },
+                    Deferred {
+                        token: "77777777aaaa".into(),
+                        why: Deferral::Unavailable("relay answered 503: ".into(), Some(2_500)),
+                    }
+                ],
             }
         );
     }
@@ -478,20 +611,20 @@ mod tests {
         let registration_path = dir.0.join("notifications.json");
         let text = r#"{"v":1,"devices":[{"token":"gone-token"},{"token":"kept-token"}]}"#;
         std::fs::write(&registration_path, text).unwrap();
-        let limited = || Outcome::RateLimited("relay answered 429".into(), 50);
+        let limited = || Outcome::RateLimited("relay answered 429".into(), 50_000);
         let marker = dir.0.join("state/marker.json");
         // The Live Activity's last-state waits for every device.
         let round = run_round_recording(
             &dir.0,
             vec![Outcome::Delivered, limited()],
-            RecordWhen::NoneRateLimited,
+            RecordWhen::NoneDeferred,
         );
         assert!(round.result.is_ok(), "a 429 is not a failure line");
         assert_eq!(
-            round.rate_limited,
-            vec![RateLimited {
+            round.deferred,
+            vec![Deferred {
                 token: "kept-token".into(),
-                retry_after_s: 50
+                why: Deferral::RateLimited(50_000),
             }]
         );
         assert!(!marker.exists());
@@ -501,8 +634,57 @@ mod tests {
             vec![Outcome::Delivered, limited()],
             RecordWhen::AnyDelivered,
         );
-        assert_eq!(round.rate_limited.len(), 1);
+        assert_eq!(round.deferred.len(), 1);
         assert!(marker.exists());
+    }
+
+    #[test]
+    fn workers_share_the_hosts_pacing_and_a_blocked_save_is_one_line() {
+        let dir = TempDir::new("shared-pacing");
+        let limits = Limits::relay(60_000);
+        let relay = "https://relay.example";
+        let (mut a, mut b) = (
+            Relays::new(limits, Duration::from_secs(1)),
+            Relays::new(limits, Duration::from_secs(1)),
+        );
+        a.share(&dir.0, relay);
+        b.share(&dir.0, relay);
+        let now = crate::base::clock::unix_millis();
+        // A spends the token's minute; B, another session's worker, sees it.
+        a.sync(&dir.0, |p| {
+            (0..60).for_each(|_| p.record("aaaa0000aaaa0000", now))
+        });
+        let ask = pacing::Ask {
+            class: pacing::Class::Alert,
+            tokens: vec!["aaaa0000aaaa0000".into()],
+        };
+        let slot = b.sync(&dir.0, |p| p.plan(std::slice::from_ref(&ask), now));
+        assert!(matches!(slot[0], pacing::Slot::At(_)), "{slot:?}");
+        let text = std::fs::read_to_string(pacing_file(&dir.0, relay)).unwrap();
+        assert!(!text.contains("aaaa0000aaaa0000"), "no token at rest");
+        // A directory where the file should be: pacing goes on in memory,
+        // and the failure is one line however many saves fail.
+        let other = "https://other.example";
+        std::fs::create_dir_all(pacing_file(&dir.0, other)).unwrap();
+        let mut c = Relays::new(limits, Duration::from_secs(1));
+        c.share(&dir.0, other);
+        for _ in 0..5 {
+            c.sync(&dir.0, |p| p.record("bbbb0000bbbb0000", now));
+        }
+        let lines = crate::hooks::failure_log::read_last(&dir.0, usize::MAX);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].message.starts_with("hook-worker: cannot save "));
+        assert_eq!(
+            c.sync(&dir.0, |p| p.plan(
+                &[pacing::Ask {
+                    class: pacing::Class::Alert,
+                    tokens: vec!["bbbb0000bbbb0000".into()],
+                }],
+                now
+            )),
+            vec![pacing::Slot::Now],
+            "5 of 60 in memory"
+        );
     }
 
     #[test]

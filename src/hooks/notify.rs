@@ -17,7 +17,7 @@ use crate::base::json::{self, Object, Value};
 use crate::herdr::answer::{Agent, nonempty};
 use crate::herdr::client::{HerdrClient, HerdrError};
 use crate::hooks::delivery::{
-    self, DeliveryError, RateLimited, RecordWhen, Registration, Relays, StateRecord,
+    self, Deferred, DeliveryError, RecordWhen, Registration, Relays, StateRecord,
 };
 use crate::hooks::env::{self, Event, HookEnv, StartError};
 use crate::hooks::registration::{self, AlertDevice};
@@ -238,7 +238,7 @@ pub fn run_with(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Result<(
         !selection.devices.is_empty()
     };
     if !worth_debouncing(&event.status, read_marker(&marker).as_deref(), has_devices) {
-        return Ok(());
+        return spool::ensure_served(&env.state_dir).map_err(NotifyError::from);
     }
 
     let due_ms = crate::base::clock::unix_millis().saturating_add(settings.debounce_ms);
@@ -279,17 +279,20 @@ pub fn alert_devices(
 /// The rest of the hook, in the worker after the debounce: `current` is the
 /// re-check's answer for the event's pane (`agent get`, or its entry in one
 /// `agent list`); then the marker, the devices, the alert and the round.
-/// `only` (the devices a rate-limited round still owes) skips the marker
-/// check: its own round wrote the marker. Returns the devices the relay's
-/// rate limit turned away, with the round's result.
+/// `only` (empty: every device) names the devices this round sends to;
+/// `check_marker` is false for the devices an earlier round of the event
+/// still owes (its own round wrote the marker). Returns the devices to
+/// try again later (the relay's rate limit, an outage), with the round's
+/// result.
 pub fn finish(
     round: &mut Round<'_>,
     event: &Event,
     ts: i64,
     only: &[String],
+    check_marker: bool,
     current: Result<Agent, HerdrError>,
-) -> (Vec<RateLimited>, Result<(), NotifyError>) {
-    match prepare(round, event, only, current) {
+) -> (Vec<Deferred>, Result<(), NotifyError>) {
+    match prepare(round, event, only, check_marker, current) {
         Ok(Some(devices)) => deliver_alert(round, event, ts, &devices),
         Ok(None) => (Vec::new(), Ok(())),
         Err(e) => (Vec::new(), Err(e)),
@@ -301,6 +304,7 @@ fn prepare(
     round: &mut Round<'_>,
     event: &Event,
     only: &[String],
+    check_marker: bool,
     current: Result<Agent, HerdrError>,
 ) -> Result<Option<(Vec<AlertDevice>, Agent)>, NotifyError> {
     let env = round.env;
@@ -327,7 +331,7 @@ fn prepare(
         Recheck::Notify(flag) => flag,
     };
     // An earlier event of this pane may have been delivered meanwhile.
-    if only.is_empty() && read_marker(&marker).as_deref() == Some(event.status.as_str()) {
+    if check_marker && read_marker(&marker).as_deref() == Some(event.status.as_str()) {
         return Ok(None);
     }
     let file = registration::read(&registration::path_in(&env.config_dir));
@@ -344,7 +348,7 @@ fn deliver_alert(
     event: &Event,
     ts: i64,
     (devices, current): &(Vec<AlertDevice>, Agent),
-) -> (Vec<RateLimited>, Result<(), NotifyError>) {
+) -> (Vec<Deferred>, Result<(), NotifyError>) {
     let env = round.env;
     let marker = marker_path(&env.state_dir, &event.pane);
     let registration_path = registration::path_in(&env.config_dir);
@@ -377,10 +381,7 @@ fn deliver_alert(
             value: marker_value(&event.pane, &event.status),
         },
     );
-    (
-        done.rate_limited,
-        done.result.map_err(NotifyError::Delivery),
-    )
+    (done.deferred, done.result.map_err(NotifyError::Delivery))
 }
 
 #[cfg(test)]

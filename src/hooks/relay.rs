@@ -6,7 +6,15 @@
 //! limits are per minute, so a retry a second later is rejected too and
 //! spends the per-address budget the Host's other devices share. The push
 //! ends with the answer's `Retry-After` (bounded), and the worker puts the
-//! event back until then (`worker.rs`).
+//! event back until then (`worker.rs`). A failure that may pass (no
+//! connection, a reset, a timeout, a 5xx) is retried here as the contract
+//! says, then ends as [`Outcome::Unavailable`]: the worker's outbox puts the
+//! event back with a backoff (or the 5xx's `Retry-After`) instead of
+//! dropping it. Only a permanent answer (another 4xx) is [`Outcome::Failed`].
+//!
+//! One attempt, headers and body together, ends within its deadline
+//! ([`ATTEMPT_TIMEOUT`], ureq's global timeout), whatever the relay sends
+//! and however slowly: a push ends within 3 × 10 s plus two retry delays.
 //!
 //! The relay only ever sees sealed envelopes, but the token it forwards is
 //! the user's, so transport is strict: HTTPS verified with rustls (ring)
@@ -35,12 +43,12 @@ pub(crate) const BODY_EXCERPT_CHARS: usize = 200;
 const MAX_ANSWER_BYTES: u64 = 16 * 1024;
 /// The largest Live Activity count the relay accepts (`bad_counts` above).
 pub(crate) const MAX_COUNT: u64 = 999;
-/// The longest `Retry-After` honoured, in seconds: a larger value means
-/// this, so a relay cannot park an event for long.
-pub(crate) const MAX_RETRY_AFTER_S: u64 = 120;
+/// The longest `Retry-After` honoured, in milliseconds: a larger value
+/// means this, so a relay cannot park an event for long.
+pub(crate) const MAX_RETRY_AFTER_MS: u64 = 120_000;
 /// The wait after a 429 without a usable `Retry-After`: the relay's fixed
 /// one-minute window.
-pub(crate) const DEFAULT_RETRY_AFTER_S: u64 = 60;
+pub(crate) const DEFAULT_RETRY_AFTER_MS: u64 = 60_000;
 
 /// A push token the relay accepts on either path: 16 to 200 lowercase hex
 /// digits (`bad_token` otherwise).
@@ -143,11 +151,16 @@ pub enum Verdict {
     Gone,
     /// A relay-origin 413 (`{"error":…}`): the body was too large for it.
     TooLarge(String),
-    /// 429: the relay's rate limit; try again after this many seconds
+    /// 429: the relay's rate limit; try again after this many milliseconds
     /// (its `Retry-After`, bounded), not at once.
     RateLimited(String, u64),
-    /// 5xx: try again.
-    Retry(String),
+    /// 5xx, or no answer: try again; after this many milliseconds when a
+    /// 5xx named its `Retry-After` (bounded).
+    Retry(String, Option<u64>),
+    /// No answer for a reason that does not pass by itself (the server's
+    /// certificate rejected, a URL or proxy setting ureq refuses): tried
+    /// again as the contract says, then final, never kept in the outbox.
+    Broken(String),
     /// Any other status: final.
     Final(String),
 }
@@ -188,31 +201,81 @@ pub(crate) fn redact_tokens(text: &str) -> String {
 }
 
 /// Classifies one HTTP answer (pure: the relay contract in one place);
-/// `retry_after` is the answer's `Retry-After` header, if any.
-pub fn classify(status: u16, body: &str, retry_after: Option<&str>) -> Verdict {
+/// `retry_after` is the answer's `Retry-After` header, if any, read at
+/// `now_ms` (Unix milliseconds, for the HTTP-date form).
+pub fn classify(status: u16, body: &str, retry_after: Option<&str>, now_ms: u64) -> Verdict {
     let answered = || format!("relay answered {status}: {}", excerpt(body));
+    let asked = || retry_after.and_then(|v| retry_after_ms(v, now_ms));
     match status {
         200..=299 => Verdict::Delivered,
         410 => Verdict::Gone,
         413 if relay_origin_error(body) => Verdict::TooLarge(answered()),
-        429 => Verdict::RateLimited(answered(), retry_after_seconds(retry_after)),
-        500.. => Verdict::Retry(answered()),
+        429 => Verdict::RateLimited(answered(), asked().unwrap_or(DEFAULT_RETRY_AFTER_MS)),
+        500.. => Verdict::Retry(answered(), asked()),
         _ => Verdict::Final(answered()),
     }
 }
 
-/// The wait a 429's `Retry-After` asks for, in seconds: its delay-seconds
-/// form, at least 1 and at most [`MAX_RETRY_AFTER_S`];
-/// [`DEFAULT_RETRY_AFTER_S`] when it is missing or not a number (the relay
-/// sends seconds, never an HTTP date).
-pub(crate) fn retry_after_seconds(header: Option<&str>) -> u64 {
-    header
-        .map(str::trim)
-        .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
-        .map_or(DEFAULT_RETRY_AFTER_S, |digits| {
-            digits.parse::<u64>().unwrap_or(MAX_RETRY_AFTER_S)
-        })
-        .clamp(1, MAX_RETRY_AFTER_S)
+/// The wait a `Retry-After` value asks for at `now_ms`, in milliseconds,
+/// at least 1 s and at most [`MAX_RETRY_AFTER_MS`]: delay-seconds (RFC
+/// 9110), also with a fraction (`1.5`), or an IMF-fixdate HTTP date
+/// (`Wed, 21 Oct 2015 07:28:00 GMT`; one already past asks for the
+/// least). `None` when it is neither.
+pub(crate) fn retry_after_ms(value: &str, now_ms: u64) -> Option<u64> {
+    let value = value.trim();
+    let ms = match value.split_once('.') {
+        _ if value.is_empty() => return None,
+        None if value.bytes().all(|b| b.is_ascii_digit()) => value
+            .parse::<u64>()
+            .map_or(MAX_RETRY_AFTER_MS, |s| s.saturating_mul(1_000)),
+        Some((whole, fraction))
+            if !whole.is_empty()
+                && !fraction.is_empty()
+                && whole.bytes().all(|b| b.is_ascii_digit())
+                && fraction.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            let whole = whole.parse::<u64>().unwrap_or(u64::MAX / 2_000);
+            let thousandths: String = fraction.chars().chain("000".chars()).take(3).collect();
+            whole
+                .saturating_mul(1_000)
+                .saturating_add(thousandths.parse::<u64>().unwrap_or(0))
+        }
+        _ => {
+            let at_ms = http_date_seconds(value)?.saturating_mul(1_000);
+            u64::try_from(at_ms).unwrap_or(0).saturating_sub(now_ms)
+        }
+    };
+    Some(ms.clamp(1_000, MAX_RETRY_AFTER_MS))
+}
+
+/// The Unix seconds of an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`).
+fn http_date_seconds(value: &str) -> Option<i64> {
+    let fields: Vec<&str> = value.split(' ').collect();
+    let [weekday, day, month, year, time, "GMT"] = fields.as_slice() else {
+        return None;
+    };
+    let digits = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit());
+    if !weekday.ends_with(',') || !digits(day, 2) || !digits(year, 4) {
+        return None;
+    }
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let month = MONTHS.iter().position(|m| m == month)? as u32 + 1;
+    let hms: Vec<&str> = time.split(':').collect();
+    let [h, m, s] = hms.as_slice() else {
+        return None;
+    };
+    if !digits(h, 2) || !digits(m, 2) || !digits(s, 2) {
+        return None;
+    }
+    let (h, m, s): (i64, i64, i64) = (h.parse().ok()?, m.parse().ok()?, s.parse().ok()?);
+    let day: u32 = day.parse().ok()?;
+    if !(1..=31).contains(&day) || h > 23 || m > 59 || s > 60 {
+        return None;
+    }
+    let days = crate::base::tz::days_from_civil(year.parse().ok()?, month, day);
+    Some(days * 86_400 + h * 3_600 + m * 60 + s)
 }
 
 /// A relay-origin error body carries a string `error`; a relayed APNs
@@ -231,10 +294,13 @@ pub enum Outcome {
     Gone,
     TooLarge(String),
     /// The relay's rate limit (429): not retried here; the caller puts the
-    /// event back, due after this many seconds.
+    /// event back, due after this many milliseconds.
     RateLimited(String, u64),
-    /// Gave up; the last failure (`relay unreachable: …` or
-    /// `relay answered <status>: …`).
+    /// Every attempt failed in a way that may pass (no connection, a
+    /// timeout, a 5xx): the last failure, and the last 5xx's
+    /// `Retry-After` in milliseconds; the caller puts the event back.
+    Unavailable(String, Option<u64>),
+    /// A permanent answer; the failure (`relay answered <status>: …`).
     Failed(String),
 }
 
@@ -260,6 +326,25 @@ pub(crate) fn is_certificate_rejection(error: &ureq::Error) -> bool {
             .is_some_and(rejected),
         _ => false,
     }
+}
+
+/// Whether a request error may pass by itself: no connection, a reset, a
+/// timeout (TLS handshake included), no DNS answer, a garbled or cut
+/// answer. A rejected certificate or a setting ureq refuses does not.
+pub(crate) fn is_transient(error: &ureq::Error) -> bool {
+    if is_certificate_rejection(error) {
+        return false;
+    }
+    matches!(
+        error,
+        ureq::Error::Io(_)
+            | ureq::Error::Timeout(_)
+            | ureq::Error::HostNotFound
+            | ureq::Error::ConnectionFailed
+            | ureq::Error::Protocol(_)
+            | ureq::Error::ConnectProxyFailed(_)
+            | ureq::Error::BodyStalled
+    )
 }
 
 /// Whether a push to `url` may go through the environment's proxy: never
@@ -357,7 +442,8 @@ impl RelayClient {
 
     fn attempt(&self, body: &str) -> Verdict {
         match self.send(body) {
-            Err(e) => Verdict::Retry(format!("relay unreachable: {e}")),
+            Err(e) if is_transient(&e) => Verdict::Retry(format!("relay unreachable: {e}"), None),
+            Err(e) => Verdict::Broken(format!("relay unreachable: {e}")),
             Ok(response) => {
                 let status = response.status().as_u16();
                 let retry_after = response
@@ -371,16 +457,18 @@ impl RelayClient {
                     .into_reader()
                     .take(MAX_ANSWER_BYTES)
                     .read_to_end(&mut bytes);
+                let now = crate::base::clock::unix_millis();
                 if let Err(e) = read {
                     if (200..300).contains(&status) || status == 410 || status == 429 {
-                        return classify(status, "", retry_after.as_deref());
+                        return classify(status, "", retry_after.as_deref(), now);
                     }
-                    return Verdict::Retry(format!("relay unreachable: {e}"));
+                    return Verdict::Retry(format!("relay unreachable: {e}"), None);
                 }
                 classify(
                     status,
                     &String::from_utf8_lossy(&bytes),
                     retry_after.as_deref(),
+                    now,
                 )
             }
         }
@@ -397,7 +485,7 @@ impl RelayClient {
     /// sent, so that the caller's pacing counts every request the relay
     /// counts.
     pub(crate) fn push_counted(&self, body: &str, mut on_attempt: impl FnMut()) -> Outcome {
-        let mut last = String::new();
+        let (mut last, mut after, mut broken) = (String::new(), None, false);
         for attempt in 1..=ATTEMPTS {
             if attempt > 1 {
                 std::thread::sleep(self.retry_delay);
@@ -411,10 +499,16 @@ impl RelayClient {
                     return Outcome::RateLimited(message, seconds);
                 }
                 Verdict::Final(message) => return Outcome::Failed(message),
-                Verdict::Retry(message) => last = message,
+                Verdict::Retry(message, retry_after) => {
+                    (last, after, broken) = (message, retry_after, false);
+                }
+                Verdict::Broken(message) => (last, broken) = (message, true),
             }
         }
-        Outcome::Failed(last)
+        if broken {
+            return Outcome::Failed(last);
+        }
+        Outcome::Unavailable(last, after)
     }
 }
 
@@ -424,6 +518,7 @@ mod tests {
 
     #[test]
     fn classification_follows_the_relay_contract() {
+        let classify = |status, body: &str, retry_after| classify(status, body, retry_after, 0);
         assert_eq!(classify(204, "", None), Verdict::Delivered);
         assert_eq!(
             classify(410, r#"{"reason":"Unregistered"}"#, None),
@@ -439,9 +534,19 @@ mod tests {
         );
         assert_eq!(
             classify(429, r#"{"error":"rate_limited"}"#, Some("47")),
-            Verdict::RateLimited(r#"relay answered 429: {"error":"rate_limited"}"#.into(), 47)
+            Verdict::RateLimited(
+                r#"relay answered 429: {"error":"rate_limited"}"#.into(),
+                47_000
+            )
         );
-        assert!(matches!(classify(503, "", Some("5")), Verdict::Retry(_)));
+        assert_eq!(
+            classify(503, "", Some("5")),
+            Verdict::Retry("relay answered 503: ".into(), Some(5_000))
+        );
+        assert_eq!(
+            classify(502, "", None),
+            Verdict::Retry("relay answered 502: ".into(), None)
+        );
         assert!(matches!(classify(400, "x", None), Verdict::Final(_)));
         let long = "é".repeat(300);
         assert_eq!(
@@ -451,25 +556,43 @@ mod tests {
     }
 
     #[test]
-    fn retry_after_is_whole_seconds_bounded_with_a_one_minute_default() {
-        // The relay's fixed one-minute window: 40 to 60 s is what it sends.
-        assert_eq!(retry_after_seconds(Some("40")), 40);
-        assert_eq!(retry_after_seconds(Some(" 60 ")), 60);
-        assert_eq!(retry_after_seconds(Some("0")), 1);
-        assert_eq!(retry_after_seconds(Some("121")), MAX_RETRY_AFTER_S);
-        assert_eq!(
-            retry_after_seconds(Some("99999999999999999999999")),
-            MAX_RETRY_AFTER_S
-        );
+    fn retry_after_is_seconds_fractions_or_an_http_date_bounded() {
+        // RFC 9110 section 10.2.3: delay-seconds or an HTTP-date.
+        let at = |v: &str, now: u64| retry_after_ms(v, now);
+        assert_eq!(at("40", 0), Some(40_000));
+        assert_eq!(at(" 60 ", 0), Some(60_000));
+        assert_eq!(at("0", 0), Some(1_000), "at least a second");
+        assert_eq!(at("1.5", 0), Some(1_500));
+        assert_eq!(at("2.25", 0), Some(2_250));
+        assert_eq!(at("3.14159", 0), Some(3_141));
+        assert_eq!(at("121", 0), Some(MAX_RETRY_AFTER_MS));
+        assert_eq!(at("99999999999999999999999", 0), Some(MAX_RETRY_AFTER_MS));
+        // 1445412480 is 2015-10-21 07:28:00 UTC (`date -d @1445412480 -u`).
+        let date = "Wed, 21 Oct 2015 07:28:00 GMT";
+        let now = 1_445_412_480_000;
+        assert_eq!(at(date, now - 30_000), Some(30_000));
+        assert_eq!(at(date, now - 7_500), Some(7_500));
+        assert_eq!(at(date, now + 5_000), Some(1_000), "already past");
+        assert_eq!(at(date, now - 3_600_000), Some(MAX_RETRY_AFTER_MS));
         for unusable in [
-            None,
-            Some(""),
-            Some("-5"),
-            Some("1.5"),
-            Some("Wed, 21 Oct 2015 07:28:00 GMT"),
+            "",
+            "-5",
+            "1.",
+            ".5",
+            "1.5.2",
+            "soon",
+            "Wed, 21 Oct 2015 07:28:00 UTC",
+            "Wed, 21 Foo 2015 07:28:00 GMT",
+            "Wed, 32 Oct 2015 07:28:00 GMT",
+            "Wednesday, 21-Oct-15 07:28:00 GMT",
         ] {
-            assert_eq!(retry_after_seconds(unusable), DEFAULT_RETRY_AFTER_S);
+            assert_eq!(at(unusable, now), None, "{unusable:?}");
         }
+        // A 429 without a usable value waits the relay's window.
+        assert_eq!(
+            classify(429, "", Some("soon"), 0),
+            Verdict::RateLimited("relay answered 429: ".into(), DEFAULT_RETRY_AFTER_MS)
+        );
     }
 
     #[test]
@@ -505,7 +628,7 @@ mod tests {
         let token = "0123456789abcdef0123456789ABCDEF";
         let body =
             format!(r#"{{"error":"bad_env","echo":{{"token":"{token}","n":"0123456789abcde"}}}}"#);
-        let Verdict::Final(message) = classify(400, &body, None) else {
+        let Verdict::Final(message) = classify(400, &body, None, 0) else {
             panic!("a 400 is final");
         };
         assert_eq!(

@@ -13,27 +13,39 @@
 //! - An entry is written whole (temp file and rename, 0600) or not at all;
 //!   its name starts with its due time, so the worker schedules from a
 //!   directory listing and reads only the entries that are due.
-//! - An entry is taken by unlinking it ([`Queue::take`]); only the process
-//!   whose unlink succeeded acts on it, so no event is acted on twice, and
-//!   a worker takes an entry just before acting on it, so a kill loses at
-//!   most the event in hand.
+//! - An entry is dropped by unlinking it ([`Queue::take`]) and acted on by
+//!   claiming it, a rename to `<name>.inhand` ([`Queue::claim`]): only the
+//!   process whose unlink or rename succeeded owns it, so no two act on
+//!   one event. A worker killed while acting leaves its claim, which the
+//!   next worker puts back ([`Queue::recover`]): a kill loses nothing; at
+//!   worst the event in hand is acted on again, and its dedupe marker
+//!   stops a second alert unless the kill fell between the relay's answer
+//!   and the marker's write.
 //! - The hand-off loses nothing: every holder of the lock either serves
 //!   the spool after taking it (a worker) or starts a worker after
 //!   releasing it (a hook's probe), and a worker, after releasing the lock,
 //!   looks at the spool once more and serves again when it finds an entry.
 //!   So an entry written at any moment is seen by a worker that scans after
 //!   the write.
-//! - The spool holds at most [`MAX_ENTRIES`] entries: a hook that finds
-//!   more after writing its own drops the excess ([`trim_plan`], pure),
-//!   superseded duplicates first (an older event of the same hook
-//!   environment for the same pane and status, or an older activity claim,
-//!   which the newer one makes moot), then the oldest, and names what it
-//!   dropped in the failure log. Only the 60 s delay cap bounded it before
-//!   (400 events were 400 entries).
+//! - The spool holds at most [`MAX_ENTRIES`] entries, also under many
+//!   concurrent hooks (they trim one at a time, each counting after its
+//!   own write): a hook that finds more drops the excess ([`trim_plan`],
+//!   pure), superseded duplicates first (an older event of the same hook
+//!   environment for the same pane, status and devices, or an older
+//!   activity claim, which the newer one makes moot), then the oldest of
+//!   the least [`Worth`]: Live Activity updates, then Done alerts, then
+//!   status changes, and a Blocked alert only when nothing else is left.
+//!   Each drop is named, with its reason, in the failure log. The
+//!   outbox (`worker.rs`) keeps entries for minutes while the relay paces
+//!   or is down, so "oldest first" would drop exactly the Blocked alerts
+//!   next in line.
 //! - An entry carries the environment of the hook that wrote it (config
-//!   dir, plugin state dir, herdr socket and binary): it is delivered as
-//!   that hook would have, and only when it belongs to this queue's
-//!   session state dir ([`belongs_to`]).
+//!   dir, plugin state dir, herdr socket): it is delivered as that hook
+//!   would have, and only when it belongs to this queue's session state
+//!   dir ([`belongs_to`]). It carries data, never a program to run: the
+//!   worker runs herdr's CLI from its own environment (the one herdr gave
+//!   the hook that started it), checked like heeler's binary; the
+//!   `herdr_bin` of an older version's entry is ignored.
 
 use std::fs::File;
 use std::io;
@@ -44,13 +56,21 @@ use crate::base::json::{self, Object, Value};
 use crate::herdr::session;
 use crate::hooks::env::{Event, HookEnv};
 
+/// The suffix of an entry a worker acts on ([`Queue::claim`]).
+const IN_HAND: &str = ".inhand";
+
 /// The largest entry read back.
 const MAX_ENTRY_BYTES: u64 = 64 * 1024;
 
-/// The most entries one session's spool holds. herdr runs at most 32
-/// plugin commands at once and an entry lives for one debounce (60 s at
-/// most), so a spool this full is a flood of events, not a busy Host; past
-/// it the excess is dropped ([`trim_plan`]). At 64 KiB an entry at most,
+/// Dropped entries named per log line: a name and its reason take at most
+/// 70 characters, so a line stays within the failure log's 1,000.
+const DROPS_PER_LINE: usize = 12;
+
+/// The longest a hook waits for another's trim ([`Queue::trim`]).
+const TRIM_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The most entries one session's spool holds: past it the excess is
+/// dropped by worth ([`trim_plan`]). At 64 KiB an entry at most,
 /// the spool stays under 16 MiB, and a worker's listing stays small.
 pub const MAX_ENTRIES: usize = 256;
 
@@ -93,7 +113,6 @@ pub struct Origin {
     pub config_dir: PathBuf,
     pub plugin_state_dir: PathBuf,
     pub socket: Option<PathBuf>,
-    pub herdr_bin: PathBuf,
 }
 
 impl Origin {
@@ -103,7 +122,6 @@ impl Origin {
             config_dir: env.config_dir.clone(),
             plugin_state_dir: env.plugin_state_dir.clone(),
             socket: env.socket_path.clone(),
-            herdr_bin: env.herdr_bin.clone(),
         }
     }
 
@@ -112,8 +130,9 @@ impl Origin {
         session::from_socket_path(self.socket.as_deref().and_then(Path::to_str))
     }
 
-    /// The hook environment the worker acts in (no event of its own).
-    pub fn hook_env(&self) -> HookEnv {
+    /// The hook environment the worker acts in (no event of its own),
+    /// running herdr's CLI from `herdr_bin` (the worker's own, checked).
+    pub fn hook_env(&self, herdr_bin: &Path) -> HookEnv {
         let session = self.session();
         HookEnv {
             config_dir: self.config_dir.clone(),
@@ -121,7 +140,7 @@ impl Origin {
             state_dir: session.state_dir(&self.plugin_state_dir),
             plugin_state_dir: self.plugin_state_dir.clone(),
             session,
-            herdr_bin: self.herdr_bin.clone(),
+            herdr_bin: herdr_bin.to_path_buf(),
             socket_path: self.socket.clone(),
         }
     }
@@ -162,8 +181,7 @@ impl Entry {
             .with("due_ms", self.due_ms)
             .with("config_dir", path_text(&origin.config_dir)?)
             .with("plugin_state_dir", path_text(&origin.plugin_state_dir)?)
-            .with("socket", socket)
-            .with("herdr_bin", path_text(&origin.herdr_bin)?);
+            .with("socket", socket);
         match &self.job {
             Job::Notify { event, ts, only } => {
                 object.insert("job", Value::from("notify"));
@@ -217,7 +235,6 @@ impl Entry {
             config_dir: PathBuf::from(text(value, "config_dir")?),
             plugin_state_dir: PathBuf::from(text(value, "plugin_state_dir")?),
             socket: optional_text(value, "socket")?.map(PathBuf::from),
-            herdr_bin: PathBuf::from(text(value, "herdr_bin")?),
         };
         let job = match value.get("job")?.as_str()? {
             "notify" => {
@@ -292,12 +309,35 @@ pub(crate) fn due_of_name(name: &str) -> Option<u64> {
 
 /// What makes an older entry moot when a newer one with the same key is
 /// queued: the same hook environment and, for a notify event, the same
-/// pane and status (the newer one re-checks the pane later), or, for an
-/// activity claim, nothing more (the newest claim wins anyway).
+/// pane, status and devices (the newer one re-checks the pane later), or,
+/// for an activity claim, nothing more (the newest claim wins anyway).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct DuplicateKey {
     origin: Origin,
-    event: Option<(String, String)>,
+    event: Option<(String, String, Vec<String>)>,
+}
+
+/// What an entry is worth keeping when the spool is full, least first:
+/// a Live Activity update (the next one carries the whole state), a Done
+/// alert, a status change that re-arms a pane's alerts, a Blocked alert
+/// (an agent waits for its user: the alert the product exists for).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Worth {
+    Activity,
+    Done,
+    Rearm,
+    Blocked,
+}
+
+impl Worth {
+    fn name(self) -> &'static str {
+        match self {
+            Worth::Activity => "live activity update",
+            Worth::Done => "done alert",
+            Worth::Rearm => "status change",
+            Worth::Blocked => "blocked alert",
+        }
+    }
 }
 
 impl Entry {
@@ -306,8 +346,24 @@ impl Entry {
         DuplicateKey {
             origin: self.origin.clone(),
             event: match &self.job {
-                Job::Notify { event, .. } => Some((event.pane.clone(), event.status.clone())),
+                Job::Notify { event, only, .. } => {
+                    let mut devices = only.clone();
+                    devices.sort();
+                    Some((event.pane.clone(), event.status.clone(), devices))
+                }
                 Job::Activity { .. } => None,
+            },
+        }
+    }
+
+    /// The entry's [`Worth`].
+    pub(crate) fn worth(&self) -> Worth {
+        match &self.job {
+            Job::Activity { .. } => Worth::Activity,
+            Job::Notify { event, .. } => match event.status.as_str() {
+                "blocked" => Worth::Blocked,
+                "done" => Worth::Done,
+                _ => Worth::Rearm,
             },
         }
     }
@@ -318,22 +374,30 @@ impl Entry {
 pub enum Dropped {
     /// A newer entry has the same [`DuplicateKey`].
     Superseded,
-    /// Among the oldest, once no superseded entry is left.
-    Oldest,
+    /// The oldest of the least [`Worth`] left, once no superseded entry
+    /// is (`None`: an entry that could not be read).
+    Least(Option<Worth>),
 }
 
 /// Which entries to drop so that at most `bound` remain (pure). `keys` are
-/// the entries' duplicate keys, oldest written first (`None` for an entry
-/// that could not be read, which nothing supersedes). Superseded entries
-/// go first, oldest first; then the oldest of the rest. Returns indices
-/// into `keys` with the reason, in that order.
-pub(crate) fn trim_plan<K: PartialEq>(keys: &[Option<K>], bound: usize) -> Vec<(usize, Dropped)> {
+/// the entries' duplicate keys and worth, oldest written first (`None` for
+/// an entry that could not be read, which nothing supersedes and which
+/// goes first of the rest). Superseded entries go first, oldest first;
+/// then the oldest of the least worth: never a Blocked alert while
+/// anything else is left to drop. Returns indices into `keys` with the
+/// reason, in that order.
+pub(crate) fn trim_plan<K: PartialEq>(
+    keys: &[Option<(K, Worth)>],
+    bound: usize,
+) -> Vec<(usize, Dropped)> {
     let mut excess = keys.len().saturating_sub(bound);
     let mut plan = Vec::with_capacity(excess);
     let superseded = |i: usize| {
-        keys[i]
-            .as_ref()
-            .is_some_and(|key| keys[i + 1..].iter().any(|k| k.as_ref() == Some(key)))
+        keys[i].as_ref().is_some_and(|(key, _)| {
+            keys[i + 1..]
+                .iter()
+                .any(|k| k.as_ref().is_some_and(|(k, _)| k == key))
+        })
     };
     for i in 0..keys.len() {
         if excess == 0 {
@@ -344,14 +408,14 @@ pub(crate) fn trim_plan<K: PartialEq>(keys: &[Option<K>], bound: usize) -> Vec<(
             excess -= 1;
         }
     }
-    for i in 0..keys.len() {
-        if excess == 0 {
-            break;
-        }
-        if !plan.iter().any(|(dropped, _)| *dropped == i) {
-            plan.push((i, Dropped::Oldest));
-            excess -= 1;
-        }
+    let worth = |i: usize| keys[i].as_ref().map(|(_, w)| *w);
+    let mut rest: Vec<usize> = (0..keys.len())
+        .filter(|i| !plan.iter().any(|(dropped, _)| dropped == i))
+        .collect();
+    // Stable: the oldest first within each worth.
+    rest.sort_by_key(|i| worth(*i));
+    for i in rest.into_iter().take(excess) {
+        plan.push((i, Dropped::Least(worth(i))));
     }
     plan
 }
@@ -384,8 +448,9 @@ impl Queue {
         self.dir().join("worker.lock")
     }
 
-    /// Where the worker leaves its pacing for the session's next worker
-    /// (`pacing::Pacer::to_json`); written under the worker lock.
+    /// Where an older version's worker left its pacing (with push tokens
+    /// in it); a worker removes it (the Host's pacing is shared now,
+    /// `delivery::pacing_file`).
     pub(crate) fn pacing_path(&self) -> PathBuf {
         self.dir().join("pacing.json")
     }
@@ -438,6 +503,18 @@ impl Queue {
         listed
     }
 
+    /// Whether the spool holds an entry (stops at the first).
+    pub(crate) fn has_entries(&self) -> bool {
+        std::fs::read_dir(self.spool_dir()).is_ok_and(|mut dir| {
+            dir.any(|entry| {
+                entry
+                    .ok()
+                    .and_then(|e| e.file_name().to_str().and_then(due_of_name))
+                    .is_some()
+            })
+        })
+    }
+
     /// Removes the temp files of entry writes whose writer died (a hook
     /// killed mid-write); returns how many. Every entry name has exactly
     /// one writer, so a temp file whose pid is gone is a leftover.
@@ -470,14 +547,110 @@ impl Queue {
         std::fs::remove_file(&listed.path).is_ok()
     }
 
+    /// Claims an entry to act on: renamed to `<name>.inhand`, so that only
+    /// this process acts on it (the rename of a gone entry fails), and a
+    /// worker killed while acting leaves it for the next one to put back
+    /// ([`Queue::recover`]). [`Queue::release`] ends the claim.
+    pub(crate) fn claim(&self, listed: &Listed) -> Option<PathBuf> {
+        let mut name = listed.path.as_os_str().to_owned();
+        name.push(IN_HAND);
+        let claimed = PathBuf::from(name);
+        std::fs::rename(&listed.path, &claimed)
+            .ok()
+            .map(|()| claimed)
+    }
+
+    /// Ends a claim: the entry was acted on (and, when owed, put back under
+    /// its name first).
+    pub(crate) fn release(&self, claimed: &Path) {
+        // A claim left behind is put back by the next worker: at worst the
+        // event is acted on again, and its dedupe marker stops a second
+        // alert.
+        let _ = std::fs::remove_file(claimed);
+    }
+
+    /// How many entries a worker has in hand ([`Queue::claim`]).
+    fn in_hand(&self) -> usize {
+        std::fs::read_dir(self.spool_dir()).map_or(0, |dir| {
+            dir.flatten()
+                .filter(|e| {
+                    e.file_name()
+                        .to_str()
+                        .and_then(|n| n.strip_suffix(IN_HAND))
+                        .and_then(due_of_name)
+                        .is_some()
+                })
+                .count()
+        })
+    }
+
+    /// Puts back the entries a killed worker had in hand, under their
+    /// names (only the lock holder calls it, so every claim left is an
+    /// orphan); a claim whose entry was already put back is removed.
+    /// Returns how many came back.
+    pub(crate) fn recover(&self) -> usize {
+        let spool = self.spool_dir();
+        let Ok(dir) = std::fs::read_dir(&spool) else {
+            return 0;
+        };
+        let mut back = 0;
+        for entry in dir.flatten() {
+            let name = entry.file_name();
+            let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(IN_HAND)) else {
+                continue;
+            };
+            if due_of_name(stem).is_none() {
+                continue;
+            }
+            let target = spool.join(stem);
+            if target.exists() {
+                let _ = std::fs::remove_file(entry.path());
+            } else if std::fs::rename(entry.path(), &target).is_ok() {
+                back += 1;
+            }
+        }
+        back
+    }
+
     /// Drops entries past `bound` as [`trim_plan`] says, each taken
-    /// ([`Queue::take`]) so that only one process drops it; `None` when
-    /// nothing was dropped, else the log line naming every dropped entry
-    /// and why. The entries are read only when the spool is over `bound`.
-    pub fn trim(&self, bound: usize) -> Option<String> {
+    /// ([`Queue::take`]) so that only one process drops it; the log lines
+    /// naming every dropped entry and why (none when nothing was dropped). The entries are read only when the spool is over `bound`.
+    /// Hooks trim one at a time (`queue/trim.lock`), each counting the
+    /// spool after its own write, so that concurrent hooks leave at most
+    /// `bound` entries, not `bound` plus the overlap of their plans.
+    pub fn trim(&self, bound: usize) -> Vec<String> {
+        let _lock = self.trim_lock();
+        self.trim_unlocked(bound)
+    }
+
+    /// Takes `queue/trim.lock`, waiting up to [`TRIM_LOCK_WAIT`] (a trim
+    /// takes milliseconds); `None` when it could not (the trim goes on
+    /// without it: a bound overshot by a few entries, never a hook stuck).
+    fn trim_lock(&self) -> Option<File> {
+        let started = std::time::Instant::now();
+        atomic_file::create_dir_all(&self.dir(), 0o700).ok()?;
+        let file = crate::base::sys::open_append_private(&self.dir().join("trim.lock")).ok()?;
+        loop {
+            match crate::base::sys::try_lock_exclusive(&file) {
+                Ok(true) => return Some(file),
+                Ok(false) if started.elapsed() < TRIM_LOCK_WAIT => {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn trim_unlocked(&self, bound: usize) -> Vec<String> {
         let mut listed = self.list();
+        if listed.len() < bound {
+            return Vec::new();
+        }
+        // An entry a worker has in hand keeps its place: it comes back
+        // when its round leaves devices owed.
+        let bound = bound.saturating_sub(self.in_hand());
         if listed.len() <= bound {
-            return None;
+            return Vec::new();
         }
         // Oldest written first: the write time is the name's second part.
         let written = |l: &Listed| {
@@ -488,9 +661,9 @@ impl Queue {
                 .map(|(_, written)| written)
         };
         listed.sort_by_key(|l| (written(l), l.path.clone()));
-        let keys: Vec<Option<DuplicateKey>> = listed
+        let keys: Vec<Option<(DuplicateKey, Worth)>> = listed
             .iter()
-            .map(|l| self.read(l).map(|e| e.duplicate_key()))
+            .map(|l| self.read(l).map(|e| (e.duplicate_key(), e.worth())))
             .collect();
         let dropped: Vec<String> = trim_plan(&keys, bound)
             .into_iter()
@@ -499,17 +672,23 @@ impl Queue {
                 let name = listed[i].path.file_name().unwrap_or_default();
                 let why = match why {
                     Dropped::Superseded => "superseded",
-                    Dropped::Oldest => "oldest",
+                    Dropped::Least(Some(worth)) => worth.name(),
+                    Dropped::Least(None) => "unreadable",
                 };
                 format!("{} ({why})", name.to_string_lossy())
             })
             .collect();
-        (!dropped.is_empty()).then(|| {
-            format!(
-                "the hook queue holds more than {bound} events; dropped {}",
-                dropped.join(", ")
-            )
-        })
+        // Lines short enough for the failure log, so that every drop is
+        // named whole.
+        dropped
+            .chunks(DROPS_PER_LINE)
+            .map(|names| {
+                format!(
+                    "the hook queue holds more than {bound} events; dropped {}",
+                    names.join(", ")
+                )
+            })
+            .collect()
     }
 
     fn open_lock(&self) -> io::Result<File> {
@@ -522,6 +701,19 @@ impl Queue {
     pub fn try_lock(&self) -> io::Result<Option<File>> {
         let file = self.open_lock()?;
         Ok(crate::base::sys::try_lock_exclusive(&file)?.then_some(file))
+    }
+
+    /// Whether no process holds the worker lock, probed without creating
+    /// anything (a missing lock file is free): the supervisor's look after
+    /// its worker ended, which must not bring back a removed state dir.
+    pub(crate) fn lock_is_free(&self) -> bool {
+        match std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.lock_path())
+        {
+            Err(_) => true,
+            Ok(file) => matches!(crate::base::sys::try_lock_exclusive(&file), Ok(true)),
+        }
     }
 
     /// Whether nothing is queued and no worker holds the lock: every event
@@ -543,7 +735,7 @@ impl Queue {
 
 /// The program the worker is started from: this very binary, also when an
 /// install renamed a new one over its path.
-fn own_executable() -> io::Result<PathBuf> {
+pub(crate) fn own_executable() -> io::Result<PathBuf> {
     let proc_exe = Path::new("/proc/self/exe");
     if proc_exe.exists() {
         return Ok(proc_exe.to_path_buf());
@@ -594,6 +786,8 @@ pub(crate) fn ensure_worker(queue: &Queue) -> Result<(), HandOverError> {
     use std::os::unix::process::CommandExt;
     let mut command =
         std::process::Command::new(own_executable().map_err(HandOverError::NoWorker)?);
+    // The supervisor, which runs the worker and starts it again if it is
+    // killed with entries left.
     command
         .arg("hook-worker")
         .arg0("heeler")
@@ -603,6 +797,19 @@ pub(crate) fn ensure_worker(queue: &Queue) -> Result<(), HandOverError> {
         .stderr(std::process::Stdio::null());
     crate::base::sys::detach_on_spawn(&mut command);
     command.spawn().map(|_| ()).map_err(HandOverError::NoWorker)
+}
+
+/// Makes sure no queued entry is left without a worker (one killed with
+/// entries held, by the OOM killer or a user): when the session's spool
+/// holds an entry and no process holds the lock, starts a worker. Every
+/// event hook's cheap exits and the startup hook call it; when nothing is
+/// queued it costs one directory read.
+pub(crate) fn ensure_served(state_dir: &Path) -> Result<(), HandOverError> {
+    let queue = Queue::of(state_dir);
+    if !queue.has_entries() {
+        return Ok(());
+    }
+    ensure_worker(&queue)
 }
 
 /// What both event hooks do once they know an event is worth the
@@ -618,7 +825,7 @@ pub(crate) fn hand_over(env: &HookEnv, due_ms: u64, job: Job) -> Result<(), Hand
             job,
         })
         .map_err(HandOverError::Queue)?;
-    if let Some(line) = queue.trim(MAX_ENTRIES) {
+    for line in queue.trim(MAX_ENTRIES) {
         // Nowhere is left to report a failure to log.
         let _ =
             crate::hooks::failure_log::append(&env.plugin_state_dir, &format!("{hook}: {line}"));
@@ -636,7 +843,6 @@ mod tests {
             config_dir: root.join("config"),
             plugin_state_dir: root.join("state"),
             socket: socket.map(PathBuf::from),
-            herdr_bin: PathBuf::from("/usr/bin/herdr"),
         }
     }
 
@@ -667,6 +873,21 @@ mod tests {
         assert!(
             !value.to_json().contains("only"),
             "a hook's entry is as before"
+        );
+        assert!(
+            !value.to_json().contains("herdr_bin"),
+            "an entry names no program"
+        );
+        // An older version's entry, with the herdr binary it named: read,
+        // the path ignored.
+        let mut old = value.to_json();
+        old.insert_str(
+            old.find(r#","job""#).unwrap(),
+            r#","herdr_bin":"/tmp/evil""#,
+        );
+        assert_eq!(
+            Entry::from_value(&json::parse(&old).unwrap()),
+            Some(notify.clone())
         );
         let mut remainder = notify;
         if let Job::Notify { only, .. } = &mut remainder.job {
@@ -800,50 +1021,80 @@ mod tests {
     }
 
     #[test]
-    fn the_trim_drops_superseded_duplicates_first_then_the_oldest() {
+    fn the_trim_drops_superseded_duplicates_first_then_the_least_worth() {
+        use Worth::{Activity, Blocked, Done, Rearm};
         // Keys oldest first; `None` is an unreadable entry.
-        let keys = [Some('a'), Some('b'), Some('a'), None, Some('c'), Some('a')];
-        assert_eq!(trim_plan(&keys, 6), []);
+        let keys = [
+            Some(('a', Blocked)),
+            Some(('b', Blocked)),
+            Some(('a', Blocked)),
+            None,
+            Some(('c', Done)),
+            Some(('a', Blocked)),
+            Some(('d', Activity)),
+            Some(('e', Rearm)),
+        ];
+        assert_eq!(trim_plan(&keys, 8), []);
         assert_eq!(trim_plan(&keys, 9), []);
-        assert_eq!(trim_plan(&keys, 5), [(0, Dropped::Superseded)]);
+        assert_eq!(trim_plan(&keys, 7), [(0, Dropped::Superseded)]);
         assert_eq!(
-            trim_plan(&keys, 4),
+            trim_plan(&keys, 6),
             [(0, Dropped::Superseded), (2, Dropped::Superseded)]
         );
-        // No superseded entry left: the oldest of the rest, in order.
+        // No superseded entry left: the unreadable, then the update, the
+        // Done alert, the status change, and only then the Blocked alerts,
+        // oldest first.
         assert_eq!(
-            trim_plan(&keys, 2),
+            trim_plan(&keys, 0),
             [
                 (0, Dropped::Superseded),
                 (2, Dropped::Superseded),
-                (1, Dropped::Oldest),
-                (3, Dropped::Oldest),
+                (3, Dropped::Least(None)),
+                (6, Dropped::Least(Some(Activity))),
+                (4, Dropped::Least(Some(Done))),
+                (7, Dropped::Least(Some(Rearm))),
+                (1, Dropped::Least(Some(Blocked))),
+                (5, Dropped::Least(Some(Blocked))),
             ]
         );
-        assert_eq!(trim_plan(&keys, 0).len(), 6);
         assert_eq!(trim_plan::<char>(&[], 0), []);
     }
 
     #[test]
     fn the_trim_plan_matches_an_oracle_on_random_spools() {
         // The oracle: repeatedly drop the oldest entry whose key a newer
-        // one shares, else the oldest entry, until `bound` remain.
+        // one shares, else the oldest of the least worth (unreadable
+        // least), until `bound` remain.
+        let worths = [Worth::Activity, Worth::Done, Worth::Rearm, Worth::Blocked];
         let mut rng = crate::base::test_rng::Rng(0x5b001);
         for case in 0..2_000 {
             let len = rng.below(12) as usize;
-            let keys: Vec<Option<u64>> = (0..len)
-                .map(|_| (!rng.one_in(5)).then(|| rng.below(4)))
+            let keys: Vec<Option<(u64, Worth)>> = (0..len)
+                .map(|_| {
+                    (!rng.one_in(5)).then(|| {
+                        let key = rng.below(4);
+                        (key, worths[(key as usize + rng.below(2) as usize) % 4])
+                    })
+                })
                 .collect();
             let bound = rng.below(14) as usize;
             let mut alive: Vec<usize> = (0..len).collect();
             let mut expected = Vec::new();
+            let rank = |i: usize| keys[i].map_or(0, |(_, w)| w as usize + 1);
             while alive.len() > bound {
                 let superseded = alive.iter().position(|&i| {
-                    keys[i].is_some() && alive.iter().any(|&j| j > i && keys[j] == keys[i])
+                    keys[i].is_some()
+                        && alive
+                            .iter()
+                            .any(|&j| j > i && keys[j].map(|k| k.0) == keys[i].map(|k| k.0))
                 });
                 let (at, why) = match superseded {
                     Some(at) => (at, Dropped::Superseded),
-                    None => (0, Dropped::Oldest),
+                    None => {
+                        let least = alive.iter().map(|&i| rank(i)).min().unwrap_or(0);
+                        let at = alive.iter().position(|&i| rank(i) == least).unwrap();
+                        (at, Dropped::Least(keys[alive[at]].map(|(_, w)| w)))
+                    }
                 };
                 expected.push((alive.remove(at), why));
             }
@@ -899,7 +1150,7 @@ mod tests {
             event.pane = "w1:p99".into();
         }
         queue.enqueue(&other).unwrap();
-        let line = queue.trim(bound as usize).unwrap();
+        let line = queue.trim(bound as usize).concat();
         assert!(line.ends_with(" (superseded)"), "{line}");
         for i in 0..fresh {
             let mut entry = notify_entry(dir.path(), 6_000 + i);
@@ -914,6 +1165,92 @@ mod tests {
             dues,
             (6_000 + fresh - bound..6_000 + fresh).collect::<Vec<u64>>()
         );
+    }
+
+    #[test]
+    fn the_bound_holds_under_64_concurrent_hooks() {
+        // A full spool, then 64 hooks at once each write an event for a
+        // pane of its own and trim, as `hand_over` does: the spool ends at
+        // the bound exactly, and what went is what the plan says (the
+        // test's own count: 64 over, none superseded, all of one worth).
+        let bound = if crate::base::depth::deep() {
+            MAX_ENTRIES
+        } else {
+            64
+        };
+        let dir = ScratchDir::new("spool-concurrent");
+        let queue = Queue::of(dir.path());
+        for i in 0..bound {
+            let mut entry = notify_entry(dir.path(), 1_000 + i as u64);
+            if let Job::Notify { event, .. } = &mut entry.job {
+                event.pane = format!("w1:p{i}");
+            }
+            queue.enqueue(&entry).unwrap();
+        }
+        let start = std::sync::Barrier::new(64);
+        let lines: Vec<Vec<String>> = std::thread::scope(|scope| {
+            let hooks: Vec<_> = (0..64)
+                .map(|h| {
+                    let (queue, start, root) = (&queue, &start, dir.path());
+                    scope.spawn(move || {
+                        let mut entry = notify_entry(root, 9_000 + h);
+                        if let Job::Notify { event, .. } = &mut entry.job {
+                            event.pane = format!("w2:p{h}");
+                        }
+                        start.wait();
+                        queue.enqueue(&entry).unwrap();
+                        queue.trim(bound)
+                    })
+                })
+                .collect();
+            hooks.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(queue.list().len(), bound);
+        let dropped: usize = lines
+            .iter()
+            .flatten()
+            .map(|line| line.matches(" (blocked alert)").count())
+            .sum();
+        assert_eq!(dropped, 64, "{lines:?}");
+    }
+
+    #[test]
+    fn a_claim_left_by_a_killed_worker_is_put_back_once() {
+        let dir = ScratchDir::new("spool-claim");
+        let queue = Queue::of(dir.path());
+        queue.enqueue(&notify_entry(dir.path(), 10)).unwrap();
+        queue.enqueue(&notify_entry(dir.path(), 20)).unwrap();
+        let listed = queue.list();
+        let claimed = queue.claim(&listed[0]).unwrap();
+        assert!(queue.claim(&listed[0]).is_none(), "claimed once");
+        assert!(!queue.take(&listed[0]), "nor dropped under its claim");
+        assert_eq!(queue.list(), listed[1..], "not listed while in hand");
+        assert!(queue.has_entries());
+        // The entry in hand keeps its place under the bound.
+        assert_eq!(queue.in_hand(), 1);
+        assert!(queue.trim(2).is_empty());
+        assert_eq!(queue.trim(1).len(), 1, "the other one goes");
+        assert!(queue.list().is_empty());
+        queue.enqueue(&notify_entry(dir.path(), 20)).unwrap();
+        let listed = vec![listed[0].clone(), queue.list()[0].clone()];
+        // The worker is killed: the next one puts it back, in its place.
+        assert_eq!(queue.recover(), 1);
+        assert_eq!(queue.list(), listed);
+        assert_eq!(queue.read(&listed[0]), Some(notify_entry(dir.path(), 10)));
+        assert!(!claimed.exists());
+        // Put back by its round before the kill: the claim just goes.
+        let claimed = queue.claim(&listed[0]).unwrap();
+        queue
+            .restore(&listed[0], &notify_entry(dir.path(), 10))
+            .unwrap();
+        assert_eq!(queue.recover(), 0);
+        assert!(!claimed.exists());
+        assert_eq!(queue.list(), listed);
+        // Released: gone for good.
+        let claimed = queue.claim(&listed[1]).unwrap();
+        queue.release(&claimed);
+        assert_eq!(queue.recover(), 0);
+        assert_eq!(queue.list(), listed[..1]);
     }
 
     #[test]

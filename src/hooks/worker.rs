@@ -24,15 +24,23 @@
 //! spool once more and serves again if an entry arrived meanwhile.
 //!
 //! The relay's rate limits (`pacing.rs`): before a batch's rounds the
-//! worker asks the pacer's plan which entries may be sent now; the others
-//! stay in the spool, untouched and in their place, held in memory until
-//! the slot the plan gave, and are planned again with every batch, so the
-//! alerts to one device keep the order of their events. A round the relay
-//! answers 429 puts its event back under its own name ([`put_back`]),
-//! held until the `Retry-After`, owed only to the devices turned away. The
-//! worker lingers only once the spool is empty, so it outlives every held
-//! entry; the pacer outlives the worker: it is saved after every batch and
-//! restored by the next worker of the session.
+//! worker asks the pacer's plan which entries may be sent now, device by
+//! device; the others stay in the spool, untouched and in their place, held
+//! in memory until the slot the plan gave, and are planned again with every
+//! batch, so the alerts to one device keep the order of their events while
+//! another device's go on. The queue is an outbox: a round that leaves
+//! devices owed (a 429, an outage after the push's attempts, a device that
+//! had to wait) puts its event back under its own name ([`put_back`]), owed
+//! only to those devices, until their time; it is dropped only by its
+//! re-check or [`MAX_AGE_MS`] after the event. The worker lingers only once
+//! the spool is empty, so it outlives every held entry; the pacer is the
+//! Host's, one per relay, shared with every session's worker through a
+//! locked file (`delivery::Relays::sync`).
+//!
+//! `hook-worker` itself is a supervisor: it runs `hook-worker --serve` and
+//! starts it again when it is killed with entries left ([`after_worker`]);
+//! an entry the killed worker had in hand is put back by the next one
+//! (`Queue::recover`).
 //!
 //! When the hook cannot start a worker at all (the system refuses the
 //! spawn, or refuses to run this binary again: qemu-user without
@@ -53,7 +61,7 @@ use crate::exit::Failure;
 use crate::herdr::answer::Agent;
 use crate::herdr::client::{self, HerdrClient, HerdrError};
 use crate::herdr::session;
-use crate::hooks::delivery::{RateLimited, Relays};
+use crate::hooks::delivery::{self, Deferral, Deferred, Relays};
 use crate::hooks::pacing::{self, Ask, Class, Limits, Slot};
 use crate::hooks::settings::NotifySettings;
 use crate::hooks::spool::{self, Entry, Job, Listed, Origin, Queue};
@@ -188,11 +196,141 @@ fn serve_in_hook(hook: &str, error: &std::io::Error) -> Result<(), Failure> {
     serve_here()
 }
 
-/// The CLI entry point.
-pub fn run(_args: HookWorkerArgs) -> Result<(), Failure> {
+/// The CLI entry point: `hook-worker` supervises, `hook-worker --serve`
+/// serves.
+pub fn run(args: HookWorkerArgs) -> Result<(), Failure> {
     // First, before anything here owns a descriptor.
     crate::base::sys::close_inherited_fds();
-    serve_here()
+    if args.serve {
+        serve_here()
+    } else {
+        supervise()
+    }
+}
+
+/// The pause before a killed worker is started again.
+pub(crate) const RESTART_PAUSE: Duration = Duration::from_millis(100);
+
+/// Worker runs in a row that each ended within a second before the
+/// supervisor stops starting them (a worker that cannot run at all): the
+/// entries then wait for the next hook run.
+pub(crate) const QUICK_ENDS_MAX: u32 = 5;
+
+/// What the supervisor does once its worker has ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AfterWorker {
+    /// Nothing is left for it: exit.
+    Exit,
+    /// Start the worker again (after [`RESTART_PAUSE`]).
+    Restart,
+}
+
+/// The supervisor's decision (pure): `entries_left` whether the spool
+/// still holds an entry, `lock_free` whether no other process holds the
+/// session's lock, `killed` whether the worker ended by a signal, `code`
+/// its exit code otherwise, `quick_ends` the runs in a row (this one
+/// included) that ended within a second.
+pub(crate) fn after_worker(
+    entries_left: bool,
+    lock_free: bool,
+    killed: bool,
+    code: Option<i32>,
+    quick_ends: u32,
+) -> AfterWorker {
+    let refused = !killed && code != Some(0);
+    if !entries_left || !lock_free || refused || quick_ends >= QUICK_ENDS_MAX {
+        // Another holder of the lock serves (or starts a worker after its
+        // probe); a worker that refused to run (an untrusted state dir)
+        // would refuse again.
+        return AfterWorker::Exit;
+    }
+    AfterWorker::Restart
+}
+
+/// `hook-worker`: runs `hook-worker --serve` and starts it again when it
+/// ends with entries left and no other worker (killed by the OOM killer
+/// or a user while it held alerts), so that a held alert goes by its due
+/// time without waiting for the next agent event. A supervisor that
+/// cannot start a worker serves in its own process.
+fn supervise() -> Result<(), Failure> {
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    let Some((queue, log_dir)) = session_queue() else {
+        return serve_here();
+    };
+    let mut quick_ends = 0;
+    loop {
+        let started = Instant::now();
+        let exe = match spool::own_executable() {
+            Ok(exe) => exe,
+            Err(_) => return serve_here(),
+        };
+        let status = std::process::Command::new(exe)
+            .args(["hook-worker", "--serve"])
+            .arg0("heeler")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+        let Ok(status) = status else {
+            return serve_here();
+        };
+        quick_ends = if started.elapsed() < Duration::from_secs(1) {
+            quick_ends + 1
+        } else {
+            0
+        };
+        // The hand-off rule of a probe: the spool is looked at after the
+        // lock is released, so an entry a hook wrote while this probe held
+        // the lock (and so started no worker) is seen here.
+        let lock_free = queue.lock_is_free();
+        let left = queue.list().len();
+        match after_worker(
+            left > 0,
+            lock_free,
+            status.signal().is_some(),
+            status.code(),
+            quick_ends,
+        ) {
+            AfterWorker::Exit => {
+                if left > 0 && lock_free && quick_ends >= QUICK_ENDS_MAX {
+                    log(
+                        &log_dir,
+                        &format!(
+                            "hook-worker: the worker ended {quick_ends} times in a row within a second; \
+                             {left} queued events wait for the next hook"
+                        ),
+                    );
+                }
+                return Ok(());
+            }
+            AfterWorker::Restart => {
+                if let Some(signal) = status.signal() {
+                    log(
+                        &log_dir,
+                        &format!(
+                            "hook-worker: the worker was ended by signal {signal} with {left} queued events; started again"
+                        ),
+                    );
+                }
+                std::thread::sleep(RESTART_PAUSE);
+            }
+        }
+    }
+}
+
+/// This process's session queue and the plugin state dir, from the hook
+/// environment; `None` without a plugin state dir.
+fn session_queue() -> Option<(Queue, PathBuf)> {
+    let plugin_state_dir = env::process_env("HERDR_PLUGIN_STATE_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)?;
+    let socket = env::process_env("HERDR_SOCKET_PATH").filter(|v| !v.is_empty());
+    let session =
+        session::from_socket_path(socket.as_ref().map(|s| s.to_string_lossy()).as_deref());
+    Some((
+        Queue::of(&session.state_dir(&plugin_state_dir)),
+        plugin_state_dir,
+    ))
 }
 
 /// Serves this process's session queue (from the hook environment) until
@@ -215,8 +353,43 @@ fn serve_here() -> Result<(), Failure> {
     let limits = Limits::from_env(env::process_env(pacing::MINUTE_ENV).as_deref());
     let deadlines = Deadlines::capped(crate::base::clock::test_deadline_cap())
         .with_linger_of(env::process_env(LINGER_ENV).as_deref());
-    serve_queue(&Queue::of(&state_dir), &plugin_state_dir, limits, deadlines)
-        .map_err(|e| fail(&format!("queue lock: {e}")))
+    let herdr_bin = herdr_bin(
+        env::process_env("HERDR_BIN_PATH").filter(|v| !v.is_empty()),
+        &plugin_state_dir,
+    );
+    serve_queue(
+        &Queue::of(&state_dir),
+        &plugin_state_dir,
+        &herdr_bin,
+        limits,
+        deadlines,
+    )
+    .map_err(|e| fail(&format!("queue lock: {e}")))
+}
+
+/// The herdr binary the worker may fall back on: the `HERDR_BIN_PATH`
+/// herdr gave the hook that started it (never a path read from the
+/// queue), when it passes the trust rule of heeler's own binary
+/// ([`crate::base::dirs::trusted_binary`]). A file there that fails it is
+/// not run (an empty path, which no spawn runs), with a line; a path with
+/// no file is kept, and fails as it would have.
+fn herdr_bin(value: Option<std::ffi::OsString>, log_dir: &Path) -> PathBuf {
+    let Some(path) = value.map(PathBuf::from) else {
+        return PathBuf::new();
+    };
+    if std::fs::symlink_metadata(&path).is_err() {
+        return path;
+    }
+    match crate::base::dirs::trusted_binary(&path) {
+        Ok(()) => path,
+        Err(e) => {
+            log(
+                log_dir,
+                &format!("hook-worker: not running herdr's CLI from HERDR_BIN_PATH: {e}"),
+            );
+            PathBuf::new()
+        }
+    }
 }
 
 /// The hand-off loop around [`serve`]: one worker at a time, and nothing
@@ -224,6 +397,7 @@ fn serve_here() -> Result<(), Failure> {
 pub(crate) fn serve_queue(
     queue: &Queue,
     log_dir: &Path,
+    herdr_bin: &Path,
     limits: Limits,
     deadlines: Deadlines,
 ) -> std::io::Result<()> {
@@ -233,38 +407,24 @@ pub(crate) fn serve_queue(
             return Ok(());
         };
         queue.sweep_temps();
+        let recovered = queue.recover();
+        if recovered > 0 {
+            log(
+                log_dir,
+                &format!(
+                    "hook-worker: put back {recovered} queued events a killed worker had in hand"
+                ),
+            );
+        }
+        // An older version's per-session pacing kept push tokens: gone
+        // (the Host's shared pacing keeps their hashes).
         crate::base::atomic_file::sweep_stale_temps(&queue.pacing_path());
-        restore_pacing(queue, &mut relays);
-        serve(queue, log_dir, &mut relays, deadlines);
+        let _ = std::fs::remove_file(queue.pacing_path());
+        serve(queue, log_dir, herdr_bin, &mut relays, deadlines);
         drop(lock);
         if queue.list().is_empty() {
             return Ok(());
         }
-    }
-}
-
-/// Paces on from what the session's previous worker sent (its saved
-/// pacing; none or unreadable: a fresh pacer, which the relay's 429s then
-/// correct). The relay's windows outlive a worker that exits a moment
-/// after its last event.
-fn restore_pacing(queue: &Queue, relays: &mut Relays) {
-    if let Some(saved) = crate::base::json::read_file(&queue.pacing_path()) {
-        let limits = relays.pacer().limits();
-        let now = crate::base::clock::unix_millis();
-        *relays.pacer_mut() = pacing::Pacer::restore(limits, &saved, now);
-    }
-}
-
-/// Saves the pacing after a batch, for the session's next worker; a save
-/// that fails costs at most a 429 later, and says so in the failure log.
-fn save_pacing(queue: &Queue, log_dir: &Path, relays: &Relays) {
-    let text = relays.pacer().to_json().to_json();
-    let path = queue.pacing_path();
-    if let Err(e) = crate::base::atomic_file::write_unsynced(&path, text.as_bytes(), 0o600) {
-        log(
-            log_dir,
-            &format!("hook-worker: cannot save {}: {e}", path.display()),
-        );
     }
 }
 
@@ -274,7 +434,13 @@ fn save_pacing(queue: &Queue, log_dir: &Path, relays: &Relays) {
 type Held = HashMap<PathBuf, (Entry, u64)>;
 
 /// Serves the spool until it has stayed empty for the deadlines' linger.
-fn serve(queue: &Queue, log_dir: &Path, relays: &mut Relays, deadlines: Deadlines) {
+fn serve(
+    queue: &Queue,
+    log_dir: &Path,
+    herdr_bin: &Path,
+    relays: &mut Relays,
+    deadlines: Deadlines,
+) {
     let mut empty_since: Option<Instant> = None;
     let mut held = Held::new();
     loop {
@@ -306,11 +472,12 @@ fn serve(queue: &Queue, log_dir: &Path, relays: &mut Relays, deadlines: Deadline
                     queue,
                     &listed[..count],
                     log_dir,
+                    herdr_bin,
                     relays,
                     &mut held,
                     deadlines,
                 );
-                save_pacing(queue, log_dir, relays);
+                relays.sync(log_dir, |_| ());
             }
         }
     }
@@ -336,6 +503,7 @@ fn serve_batch(
     queue: &Queue,
     due: &[Listed],
     log_dir: &Path,
+    herdr_bin: &Path,
     relays: &mut Relays,
     held: &mut Held,
     deadlines: Deadlines,
@@ -378,7 +546,8 @@ fn serve_batch(
         }
     }
     for (origin, entries) in groups {
-        serve_group(queue, &origin, entries, log_dir, relays, held, deadlines);
+        let env = origin.hook_env(herdr_bin);
+        serve_group(queue, &env, entries, log_dir, relays, held, deadlines);
     }
 }
 
@@ -406,8 +575,8 @@ pub(crate) fn ask_of(job: &Job, file: Option<&Value>, env: &env::HookEnv) -> Ask
     }
 }
 
-/// What becomes of an entry whose round the relay's rate limit turned
-/// (partly) away.
+/// What becomes of an entry whose round left devices owed (the relay's
+/// rate limit, an outage, or a device that had to wait).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum PutBack {
     /// Back in the spool, held until then; an alert owed to some devices
@@ -417,35 +586,38 @@ pub(crate) enum PutBack {
     Drop,
 }
 
-/// The longest an event is kept re-queued by rate limits, from when its
-/// hook queued it: a relay that still refuses after an hour is not paced
-/// but broken, and the worker must not outlive it.
-pub(crate) const MAX_AGE_MS: u64 = 3_600_000;
+/// The longest an event is kept in the outbox, from when its hook queued
+/// it: two hours, so that an outage of an hour loses nothing, while a
+/// relay that still refuses after that is broken and the worker must not
+/// outlive it. Before that, an alert goes stale only by its re-check (a
+/// pane no longer in the status it announces is not alerted), made before
+/// each try.
+pub(crate) const MAX_AGE_MS: u64 = 2 * 3_600_000;
 
-/// The decision after a round the relay's rate limit turned away for
-/// `limited` (token, Retry-After in milliseconds) of the `asked` tokens:
-/// due after the longest Retry-After; an alert is owed only to the turned
-/// away devices when others got it (all turned away: the event as it was).
+/// The decision after a round that still owes its event to `owed` (token,
+/// time it may be tried again) of the `asked` tokens: held until the first
+/// of those times (then planned again, device by device); an alert is owed
+/// only to those devices when others got it (every device owed: the event
+/// as it was).
 pub(crate) fn put_back(
     job: &Job,
     asked: &[String],
-    limited: &[(String, u64)],
+    owed: &[(String, u64)],
     queued_ms: u64,
     now_ms: u64,
 ) -> PutBack {
     if now_ms.saturating_sub(queued_ms) > MAX_AGE_MS {
         return PutBack::Drop;
     }
-    let wait = limited.iter().map(|(_, ms)| *ms).max().unwrap_or(0);
-    let due = now_ms.saturating_add(wait);
+    let due = owed.iter().map(|(_, at)| *at).min().unwrap_or(now_ms);
     let job = match job {
         Job::Notify { event, ts, .. }
-            if !asked.iter().all(|t| limited.iter().any(|(l, _)| l == t)) =>
+            if !asked.iter().all(|t| owed.iter().any(|(o, _)| o == t)) =>
         {
             Job::Notify {
                 event: event.clone(),
                 ts: *ts,
-                only: limited.iter().map(|(t, _)| t.clone()).collect(),
+                only: owed.iter().map(|(t, _)| t.clone()).collect(),
             }
         }
         other => other.clone(),
@@ -468,14 +640,13 @@ fn queued_at_ms(job: &Job) -> u64 {
 /// rate-limited is put back, held until its `Retry-After`.
 fn serve_group(
     queue: &Queue,
-    origin: &Origin,
+    env: &env::HookEnv,
     entries: Vec<(&Listed, Entry)>,
     log_dir: &Path,
     relays: &mut Relays,
     held: &mut Held,
     deadlines: Deadlines,
 ) {
-    let env = origin.hook_env();
     if let Err(e) = crate::base::dirs::trusted(&env.config_dir) {
         for (listed, entry) in &entries {
             if queue.take(listed) {
@@ -486,10 +657,11 @@ fn serve_group(
     }
     let settings = settings::load(&env.config_dir);
     let herdr = env.herdr(deadlines.herdr);
-    let kept = drop_superseded(queue, &env, entries);
-    let ready = pace(kept, &env, relays, held);
+    relays.share(&env.plugin_state_dir, &settings.relay_url);
+    let kept = drop_superseded(queue, env, entries);
+    let ready = pace(kept, env, relays, held, log_dir);
     let mut group = Group {
-        env: &env,
+        env,
         herdr: &herdr,
         settings: &settings,
         one_list: one_agent_list(ready.iter().map(|(_, entry, _)| &entry.job)),
@@ -500,32 +672,227 @@ fn serve_group(
     // entry for one of them waits behind it.
     let mut behind: HashMap<String, u64> = HashMap::new();
     for (listed, entry, ask) in ready {
-        // A 429 earlier in this batch may hold this ask back after all.
+        // A 429 or an outage earlier in this batch may hold this ask back
+        // after all; each device is planned on its own, so one phone's
+        // backlog never holds another's alert.
+        let split = plan_and_reserve(relays, log_dir, &entry.job, &ask, &behind);
         let now = crate::base::clock::unix_millis();
-        let slot = relays.pacer().plan(std::slice::from_ref(&ask), now);
-        let planned = match slot.first() {
-            Some(Slot::At(until)) => *until,
-            _ => now,
-        };
-        let until = held_until(planned, &ask.tokens, &behind);
-        if until > now {
-            for token in &ask.tokens {
-                behind.insert(token.clone(), until);
+        if split.now.is_empty() && !ask.tokens.is_empty() {
+            for (token, until) in &split.later {
+                behind.insert(token.clone(), *until);
             }
+            let until = split.later.iter().map(|(_, at)| *at).min().unwrap_or(now);
             held.insert(listed.path.clone(), (entry, until));
             continue;
         }
-        // Taken before acting: a kill from here on loses this event only.
-        if !queue.take(listed) {
+        // Claimed before acting: a kill from here on leaves the claim for
+        // the next worker to put back.
+        let Some(claimed) = queue.claim(listed) else {
             continue;
-        }
-        let (limited, result) = group.finish(&entry.job, relays);
+        };
+        let (job, check_marker) = narrowed(&entry.job, &split);
+        let (deferred, result) = group.finish(&job, check_marker, relays);
         if let Err(message) = result {
             log(log_dir, &format!("{}: {message}", entry.job.hook_name()));
         }
-        if !limited.is_empty() {
-            rate_limited(queue, listed, entry, &ask, &limited, log_dir, relays, held);
+        relays.pacer_mut().clear_reservations();
+        let owed = owed_tokens(relays, &deferred, &split.later, log_dir, &entry.job);
+        // What the round told the pacing (its requests, a 429, an outage,
+        // a 410's forgotten token) reaches the Host's file now.
+        relays.sync(log_dir, |_| ());
+        if owed.is_empty() {
+            queue.release(&claimed);
+            continue;
         }
+        for (token, until) in &owed {
+            behind.insert(token.clone(), *until);
+        }
+        put_back_entry(queue, listed, entry, &ask, &owed, log_dir, held);
+        queue.release(&claimed);
+    }
+}
+
+/// [`split_ask`] and a reservation of the requests it lets go now, in one
+/// turn at the Host's pacing, so that no other session's worker plans
+/// into the same slots.
+fn plan_and_reserve(
+    relays: &mut Relays,
+    log_dir: &Path,
+    job: &Job,
+    ask: &Ask,
+    behind: &HashMap<String, u64>,
+) -> Split {
+    relays.sync(log_dir, |pacer| {
+        let now = crate::base::clock::unix_millis();
+        let split = split_ask(pacer, job, ask, behind, now);
+        for token in &split.now {
+            pacer.reserve(token, now);
+        }
+        split
+    })
+}
+
+/// An ask split by device: the tokens that may go now, and the others with
+/// the time each may go. A Live Activity ask is not split (its devices see
+/// one state): it goes whole or waits for the last of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Split {
+    pub(crate) now: Vec<String>,
+    pub(crate) later: Vec<(String, u64)>,
+}
+
+/// Plans each of `ask`'s tokens on its own at `now`, behind the entries
+/// held earlier in the batch for the same token (`behind`).
+pub(crate) fn split_ask(
+    pacer: &pacing::Pacer,
+    job: &Job,
+    ask: &Ask,
+    behind: &HashMap<String, u64>,
+    now: u64,
+) -> Split {
+    let when = |tokens: &[String]| {
+        let planned = match pacer
+            .plan(
+                &[Ask {
+                    class: ask.class,
+                    tokens: tokens.to_vec(),
+                }],
+                now,
+            )
+            .first()
+        {
+            Some(Slot::At(until)) => *until,
+            _ => now,
+        };
+        held_until(planned, tokens, behind)
+    };
+    let mut split = Split {
+        now: Vec::new(),
+        later: Vec::new(),
+    };
+    if matches!(job, Job::Activity { .. }) {
+        let at = when(&ask.tokens);
+        if at > now {
+            split.later = ask.tokens.iter().map(|t| (t.clone(), at)).collect();
+        } else {
+            split.now = ask.tokens.clone();
+        }
+        return split;
+    }
+    for token in &ask.tokens {
+        let at = when(std::slice::from_ref(token));
+        if at > now {
+            split.later.push((token.clone(), at));
+        } else {
+            split.now.push(token.clone());
+        }
+    }
+    split
+}
+
+/// The job a round runs now: an alert some of whose devices must wait goes
+/// to the others only. The marker check stays the event's own: whether it
+/// is still owed to every device (`only` empty), returned second.
+pub(crate) fn narrowed(job: &Job, split: &Split) -> (Job, bool) {
+    match job {
+        Job::Notify { event, ts, only } => (
+            Job::Notify {
+                event: event.clone(),
+                ts: *ts,
+                only: if split.later.is_empty() {
+                    only.clone()
+                } else {
+                    split.now.clone()
+                },
+            },
+            only.is_empty(),
+        ),
+        other => (other.clone(), false),
+    }
+}
+
+/// The devices a round still owes its event, each with the time it may be
+/// tried again: those it deferred (a 429 blocks the token until its
+/// `Retry-After`; an outage holds the relay for its backoff, told to the
+/// pacer by the push) and those that waited (`later`). The first outage of
+/// a run is one log line, not one per try.
+fn owed_tokens(
+    relays: &mut Relays,
+    deferred: &[Deferred],
+    later: &[(String, u64)],
+    log_dir: &Path,
+    job: &Job,
+) -> Vec<(String, u64)> {
+    let now = crate::base::clock::unix_millis();
+    let limits = relays.pacer().limits();
+    let mut owed: Vec<(String, u64)> = later.to_vec();
+    for d in deferred {
+        let until = match &d.why {
+            Deferral::RateLimited(ms) => {
+                let wait = limits.scaled_ms(*ms);
+                relays.pacer_mut().rate_limited(&d.token, now, wait);
+                now.saturating_add(wait)
+            }
+            Deferral::Unavailable(message, _) => {
+                let until = relays.pacer().down_until().max(now);
+                if relays.pacer().failures() == 1 {
+                    log(
+                        log_dir,
+                        &format!(
+                            "{}: push for token {}… deferred: {message}; kept in the queue, tried again from {} ms on",
+                            job.hook_name(),
+                            delivery::token_prefix(&d.token),
+                            until.saturating_sub(now)
+                        ),
+                    );
+                }
+                until
+            }
+        };
+        owed.push((d.token.clone(), until));
+    }
+    owed
+}
+
+/// Puts an entry whose round left devices owed back under its own name
+/// (so it keeps its place), held until the first of their times; a stale
+/// one ([`MAX_AGE_MS`]) is dropped with a line.
+fn put_back_entry(
+    queue: &Queue,
+    listed: &Listed,
+    entry: Entry,
+    ask: &Ask,
+    owed: &[(String, u64)],
+    log_dir: &Path,
+    held: &mut Held,
+) {
+    let now = crate::base::clock::unix_millis();
+    match put_back(&entry.job, &ask.tokens, owed, queued_at_ms(&entry.job), now) {
+        PutBack::Requeue(job, until) => {
+            let entry = Entry { job, ..entry };
+            match queue.restore(listed, &entry) {
+                Ok(()) => {
+                    held.insert(listed.path.clone(), (entry, until));
+                }
+                Err(e) => log(
+                    log_dir,
+                    &format!(
+                        "{}: cannot put {} back in the queue: {e}",
+                        entry.job.hook_name(),
+                        entry_name(listed)
+                    ),
+                ),
+            }
+        }
+        PutBack::Drop => log(
+            log_dir,
+            &format!(
+                "{}: dropped {}: still undelivered {} hours after the event (the relay refused or was unreachable at every try)",
+                entry.job.hook_name(),
+                entry_name(listed),
+                MAX_AGE_MS / 3_600_000
+            ),
+        ),
     }
 }
 
@@ -555,24 +922,54 @@ fn drop_superseded<'a>(
 fn pace<'a>(
     kept: Vec<(&'a Listed, Entry)>,
     env: &env::HookEnv,
-    relays: &Relays,
+    relays: &mut Relays,
     held: &mut Held,
+    log_dir: &Path,
 ) -> Vec<(&'a Listed, Entry, Ask)> {
     let file = registration::read(&registration::path_in(&env.config_dir));
     let asks: Vec<Ask> = kept
         .iter()
         .map(|(_, entry)| ask_of(&entry.job, file.as_ref(), env))
         .collect();
-    let slots = relays
-        .pacer()
-        .plan(&asks, crate::base::clock::unix_millis());
-    let mut ready = Vec::with_capacity(kept.len());
-    for (((listed, entry), ask), slot) in kept.into_iter().zip(asks).zip(slots) {
+    // An alert's devices are planned one by one: one phone's backlog never
+    // holds the event for another.
+    let mut flat: Vec<Ask> = Vec::with_capacity(asks.len());
+    let mut owner: Vec<usize> = Vec::with_capacity(asks.len());
+    for (index, ((_, entry), ask)) in kept.iter().zip(&asks).enumerate() {
+        if matches!(entry.job, Job::Activity { .. }) || ask.tokens.len() < 2 {
+            flat.push(ask.clone());
+            owner.push(index);
+        } else {
+            for token in &ask.tokens {
+                flat.push(Ask {
+                    class: ask.class,
+                    tokens: vec![token.clone()],
+                });
+                owner.push(index);
+            }
+        }
+    }
+    let mut slots: Vec<Option<u64>> = vec![None; asks.len()];
+    let mut any_now = vec![false; asks.len()];
+    let planned = relays.sync(log_dir, |pacer| {
+        pacer.plan(&flat, crate::base::clock::unix_millis())
+    });
+    for (index, slot) in owner.into_iter().zip(planned) {
         match slot {
-            Slot::Now => ready.push((listed, entry, ask)),
+            Slot::Now => any_now[index] = true,
             Slot::At(until) => {
+                let first = slots[index].get_or_insert(until);
+                *first = (*first).min(until);
+            }
+        }
+    }
+    let mut ready = Vec::with_capacity(kept.len());
+    for (index, ((listed, entry), ask)) in kept.into_iter().zip(asks).enumerate() {
+        match slots[index] {
+            Some(until) if !any_now[index] => {
                 held.insert(listed.path.clone(), (entry, until));
             }
+            _ => ready.push((listed, entry, ask)),
         }
     }
     ready
@@ -617,7 +1014,12 @@ struct Group<'a> {
 impl Group<'_> {
     /// Runs one job's rest of the hook: the devices the relay turned away
     /// (429) and the failure, worded for the log.
-    fn finish(&mut self, job: &Job, relays: &mut Relays) -> (Vec<RateLimited>, Result<(), String>) {
+    fn finish(
+        &mut self,
+        job: &Job,
+        check_marker: bool,
+        relays: &mut Relays,
+    ) -> (Vec<Deferred>, Result<(), String>) {
         let herdr = self.herdr;
         match job {
             Job::Notify { event, ts, only } => {
@@ -636,7 +1038,8 @@ impl Group<'_> {
                     relays,
                     labels: &mut self.labels,
                 };
-                let (limited, result) = notify::finish(&mut round, event, *ts, only, current);
+                let (limited, result) =
+                    notify::finish(&mut round, event, *ts, only, check_marker, current);
                 (limited, result.map_err(|e| e.to_string()))
             }
             Job::Activity { .. } => {
@@ -648,64 +1051,6 @@ impl Group<'_> {
                 (limited, result.map_err(|e| e.to_string()))
             }
         }
-    }
-}
-
-/// Tells the pacer about a round's 429s and puts the entry back under
-/// its own name (so it keeps its place), held until its `Retry-After`.
-#[allow(clippy::too_many_arguments)]
-fn rate_limited(
-    queue: &Queue,
-    listed: &Listed,
-    entry: Entry,
-    ask: &Ask,
-    limited: &[RateLimited],
-    log_dir: &Path,
-    relays: &mut Relays,
-    held: &mut Held,
-) {
-    let now = crate::base::clock::unix_millis();
-    let limits = relays.pacer().limits();
-    let waits: Vec<(String, u64)> = limited
-        .iter()
-        .map(|l| (l.token.clone(), limits.seconds_ms(l.retry_after_s)))
-        .collect();
-    for (token, wait) in &waits {
-        relays
-            .pacer_mut()
-            .rate_limited(ask.class, token, now, *wait);
-    }
-    match put_back(
-        &entry.job,
-        &ask.tokens,
-        &waits,
-        queued_at_ms(&entry.job),
-        now,
-    ) {
-        PutBack::Requeue(job, until) => {
-            let entry = Entry { job, ..entry };
-            match queue.restore(listed, &entry) {
-                Ok(()) => {
-                    held.insert(listed.path.clone(), (entry, until));
-                }
-                Err(e) => log(
-                    log_dir,
-                    &format!(
-                        "{}: cannot put {} back in the queue: {e}",
-                        entry.job.hook_name(),
-                        entry_name(listed)
-                    ),
-                ),
-            }
-        }
-        PutBack::Drop => log(
-            log_dir,
-            &format!(
-                "{}: dropped {}: the relay still answers 429 rate_limited an hour after the event",
-                entry.job.hook_name(),
-                entry_name(listed)
-            ),
-        ),
     }
 }
 
@@ -871,26 +1216,26 @@ mod tests {
     }
 
     #[test]
-    fn a_rate_limited_round_is_put_back_after_its_longest_retry_after() {
+    fn an_owed_round_is_put_back_until_its_first_devices_time() {
         let asked = ["a".to_owned(), "b".to_owned()];
         let now = 1_000_000 + 5_000;
-        // Every device turned away: the event as it was.
+        // Every device owed: the event as it was, back at the first time.
         assert_eq!(
             put_back(
                 &blocked(&[]),
                 &asked,
-                &[("a".into(), 40_000), ("b".into(), 55_000)],
+                &[("a".into(), now + 40_000), ("b".into(), now + 55_000)],
                 1_000_000,
                 now
             ),
-            PutBack::Requeue(blocked(&[]), now + 55_000)
+            PutBack::Requeue(blocked(&[]), now + 40_000)
         );
         // One got it: only the other is still owed the alert.
         assert_eq!(
             put_back(
                 &blocked(&[]),
                 &asked,
-                &[("b".into(), 45_000)],
+                &[("b".into(), now + 45_000)],
                 1_000_000,
                 now
             ),
@@ -902,10 +1247,11 @@ mod tests {
             claimed_at_ms: 1_000_000,
         };
         assert_eq!(
-            put_back(&activity, &asked, &[("b".into(), 1)], 1_000_000, now),
+            put_back(&activity, &asked, &[("b".into(), now + 1)], 1_000_000, now),
             PutBack::Requeue(activity.clone(), now + 1)
         );
-        // An hour after the event, it is stale.
+        // Two hours after the event, it is stale.
+        assert_eq!(MAX_AGE_MS, 7_200_000);
         assert_eq!(
             put_back(
                 &blocked(&[]),
@@ -918,6 +1264,74 @@ mod tests {
         );
         assert_eq!(queued_at_ms(&blocked(&[])), 1_000_000);
         assert_eq!(queued_at_ms(&activity), 1_000_000);
+    }
+
+    #[test]
+    fn each_device_of_an_alert_goes_on_its_own_and_a_live_activity_whole() {
+        let limits = pacing::Limits::relay(60_000);
+        let mut pacer = pacing::Pacer::new(limits);
+        // Phone A is backlogged (429 until 41 000); B is not.
+        pacer.rate_limited("a", 1_000, 40_000);
+        let ask = Ask {
+            class: Class::Alert,
+            tokens: vec!["a".into(), "b".into()],
+        };
+        let none = HashMap::new();
+        let split = split_ask(&pacer, &blocked(&[]), &ask, &none, 2_000);
+        assert_eq!(
+            split,
+            Split {
+                now: vec!["b".into()],
+                later: vec![("a".into(), 41_000)],
+            }
+        );
+        // B's round checks the marker as the event's own, and goes to B only.
+        assert_eq!(narrowed(&blocked(&[]), &split), (blocked(&["b"]), true));
+        // An earlier held entry for B holds this one behind it.
+        let behind: HashMap<String, u64> = [("b".to_string(), 9_000)].into_iter().collect();
+        let split = split_ask(&pacer, &blocked(&[]), &ask, &behind, 2_000);
+        assert!(split.now.is_empty());
+        assert_eq!(split.later, vec![("a".into(), 41_000), ("b".into(), 9_000)]);
+        // Nothing waits: the job as it was.
+        let free = split_ask(&pacer, &blocked(&["b"]), &ask, &none, 41_000);
+        assert!(free.later.is_empty());
+        assert_eq!(narrowed(&blocked(&["b"]), &free), (blocked(&["b"]), false));
+        // A Live Activity ask goes whole or waits for its last device.
+        let activity = Job::Activity {
+            pid: 7,
+            claimed_at_ms: 1,
+        };
+        let live = Ask {
+            class: Class::Activity,
+            tokens: vec!["a".into(), "c".into()],
+        };
+        let split = split_ask(&pacer, &activity, &live, &none, 2_000);
+        assert!(split.now.is_empty());
+        assert_eq!(
+            split.later,
+            vec![("a".into(), 41_000), ("c".into(), 41_000)]
+        );
+    }
+
+    #[test]
+    fn a_worker_killed_with_entries_left_is_started_again_and_nothing_else() {
+        use AfterWorker::{Exit, Restart};
+        // (entries left, lock free, killed, exit code, quick ends)
+        assert_eq!(after_worker(true, true, true, None, 1), Restart);
+        assert_eq!(after_worker(true, true, false, Some(0), 0), Restart);
+        assert_eq!(after_worker(false, true, true, None, 1), Exit, "all sent");
+        assert_eq!(
+            after_worker(true, false, true, None, 1),
+            Exit,
+            "another serves"
+        );
+        assert_eq!(after_worker(true, true, false, Some(1), 1), Exit, "refused");
+        assert_eq!(after_worker(true, true, true, None, 4), Restart);
+        assert_eq!(
+            after_worker(true, true, true, None, 5),
+            Exit,
+            "a crash loop"
+        );
     }
 
     #[test]

@@ -217,7 +217,9 @@ fn relay_answers_and_urls_never_panic() {
         let pick = rng.below(bodies.len());
         let body = mutate(&mut rng, bodies[pick]);
         let retry_after = mutate(&mut rng, "45");
-        let _ = relay::classify(status, &body, Some(&retry_after));
+        let _ = relay::classify(status, &body, Some(&retry_after), 0);
+        let date = mutate(&mut rng, "Wed, 21 Oct 2015 07:28:00 GMT");
+        let _ = relay::classify(status, &body, Some(&date), u64::MAX);
         let url = mutate(&mut rng, "https://[::1]:8443/relay?x#y");
         let _ = relay::check_url(&url);
         let _ = relay::scheme_and_host(&url);

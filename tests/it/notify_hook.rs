@@ -258,22 +258,27 @@ fn a_5xx_is_retried_at_once_and_a_429_waits_for_its_retry_after() {
 }
 
 #[test]
-fn persistent_failure_gives_up_after_three_and_records_nothing() {
+fn a_5xx_after_three_attempts_is_kept_and_sent_when_the_relay_answers() {
     let f = blocked_host("giveup");
     f.write_registration(&registration(&[entry("aaaa1111aaaa1111", KEY_A, "")]));
     let bad = Reply::Status(502, r#"{"error":"apns_unreachable"}"#.into());
     f.relay.script([bad.clone(), bad.clone(), bad]);
     let output = f.run("notify-hook", &event("w1:p1", "blocked"));
-    // The hook hands the event over and succeeds; the worker's failure
-    // is the same line in the failure log.
+    // The hook hands the event over and succeeds; the worker keeps the
+    // alert through the relay's failures (the outbox) and says so once.
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(stderr(&output), "");
-    assert_eq!(
-        f.failure_text(),
-        "notify-hook: push for token aaaa1111… failed: relay answered 502: {\"error\":\"apns_unreachable\"}\n"
+    let log = f.failure_text();
+    assert!(
+        log.starts_with(
+            "notify-hook: push for token aaaa1111… deferred: relay answered 502: {\"error\":\"apns_unreachable\"}; kept in the queue"
+        ),
+        "{log}"
     );
-    assert_eq!(f.relay.requests().len(), 3);
-    assert_eq!(marker(&f, &f.state), None);
+    assert_eq!(log.lines().count(), 1, "{log}");
+    let statuses: Vec<u16> = f.relay.requests().iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [502, 502, 502, 200]);
+    assert!(marker(&f, &f.state).is_some(), "delivered once it answered");
 }
 
 #[test]
@@ -341,6 +346,23 @@ fn gone_token_is_pruned_from_every_session_keeping_everything_else() {
         )
     );
     assert_eq!(marker(&f, &f.state), None, "no delivery, no marker");
+    // The Host's pacing holds no push token at rest, and the pruned one's
+    // hash (the first 16 bytes of its SHA-256) left it with the round.
+    let digest = ring::digest::digest(&ring::digest::SHA256, b"dead0000dead0000");
+    let key: String = digest.as_ref()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let files: Vec<std::path::PathBuf> = std::fs::read_dir(f.state.join("pacing"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let pacing = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(!pacing.contains("dead0000dead0000"), "{pacing}");
+    assert!(!pacing.contains(&key), "{pacing}");
+    assert!(pacing.contains(r#""tokens":{}"#), "{pacing}");
 }
 
 #[test]

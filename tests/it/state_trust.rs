@@ -124,9 +124,21 @@ fn query_until_idle(home: &Path, state: &Path) -> Value {
         &["--refresh", "force", "--claude-limits", "on"],
     );
     let deadline = Instant::now() + Duration::from_secs(30);
+    // A started worker has ended once it recorded a success or an error:
+    // "not running" alone is also what a query sees before the worker it
+    // started has taken its lock, on a loaded machine.
+    let ended = |answer: &Value| {
+        let refresh = answer.get("refresh");
+        let set = |key: &str| {
+            refresh
+                .and_then(|r| r.get(key))
+                .is_some_and(|v| *v != Value::Null)
+        };
+        refresh_state(answer) != "running" && (set("last_success_at") || set("last_error"))
+    };
     loop {
         let answer = query(home, state, &["--refresh", "never"]);
-        if refresh_state(&answer) != "running" || refresh_state(&first) != "running" {
+        if refresh_state(&first) != "running" || ended(&answer) {
             return answer;
         }
         assert!(Instant::now() < deadline, "the worker did not finish");

@@ -121,6 +121,21 @@ pub enum Reply {
     Limited(u64),
     /// Accept, read the request, and never answer (closes after 15 s).
     Hang,
+    /// Answer one byte every 2 s for 60 s: in the status line and headers
+    /// (`body: false`), or after the whole headers of a 502, in a body that
+    /// claims 100 bytes (`body: true`).
+    Drip {
+        body: bool,
+    },
+}
+
+/// A relay outage: until its end, every request is answered with a
+/// status (and a `retry-after` when given), or no connection is accepted
+/// at all (the listening socket is closed: connection refused).
+#[derive(Debug, Clone)]
+pub enum Outage {
+    Status(u16, Option<String>),
+    Refused,
 }
 
 impl Reply {
@@ -187,6 +202,8 @@ struct Windows {
 }
 
 struct RelayState {
+    /// The outage, and when it ends.
+    outage: Option<(Outage, std::time::Instant)>,
     script: VecDeque<Reply>,
     requests: Vec<Recorded>,
     started: std::time::Instant,
@@ -287,6 +304,7 @@ impl RelayStandIn {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let state = Arc::new(Mutex::new(RelayState {
+            outage: None,
             script: VecDeque::new(),
             requests: Vec::new(),
             started: std::time::Instant::now(),
@@ -294,9 +312,39 @@ impl RelayStandIn {
             windows: Windows::default(),
         }));
         let shared = Arc::clone(&state);
+        let address = listener.local_addr().unwrap();
+        listener.set_nonblocking(true).unwrap();
         std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { continue };
+            // Polled, so that an outage can close the socket (refused) and
+            // open it again on the same port when it ends.
+            let mut listener = Some(listener);
+            loop {
+                let refusing = matches!(
+                    &shared.lock().unwrap().outage,
+                    Some((Outage::Refused, end)) if std::time::Instant::now() < *end
+                );
+                if refusing {
+                    listener = None;
+                    std::thread::sleep(Duration::from_millis(2));
+                    continue;
+                }
+                if listener.is_none() {
+                    let Ok(reopened) = TcpListener::bind(address) else {
+                        std::thread::sleep(Duration::from_millis(2));
+                        continue;
+                    };
+                    reopened.set_nonblocking(true).unwrap();
+                    listener = Some(reopened);
+                }
+                let Some(open) = &listener else { continue };
+                let mut stream = match open.accept() {
+                    Ok((stream, _)) => stream,
+                    Err(_) => {
+                        std::thread::sleep(Duration::from_millis(2));
+                        continue;
+                    }
+                };
+                let _ = stream.set_nonblocking(false);
                 let shared = Arc::clone(&shared);
                 std::thread::spawn(move || {
                     let Some(mut request) = read_http_request(&mut stream) else {
@@ -305,14 +353,37 @@ impl RelayStandIn {
                     let reply = {
                         let mut s = shared.lock().unwrap();
                         request.at = s.started.elapsed();
-                        let reply = match s.over_limit(request.at, &request.body) {
-                            Some(retry_after) => Reply::Limited(retry_after),
-                            None => s.script.pop_front().unwrap_or_else(Reply::ok),
+                        let outage = match &s.outage {
+                            Some((Outage::Status(status, retry_after), end))
+                                if std::time::Instant::now() < *end =>
+                            {
+                                Some((*status, retry_after.clone()))
+                            }
+                            _ => None,
+                        };
+                        let reply = match (outage, s.over_limit(request.at, &request.body)) {
+                            (Some((status, retry_after)), _) => {
+                                request.status = status;
+                                s.requests.push(request);
+                                drop(s);
+                                let extra = retry_after
+                                    .map(|v| format!("retry-after: {v}\r\n"))
+                                    .unwrap_or_default();
+                                let _ = stream.write_all(
+                                    format!(
+                                        "HTTP/1.1 {status} X\r\n{extra}content-length: 0\r\nconnection: close\r\n\r\n"
+                                    )
+                                    .as_bytes(),
+                                );
+                                return;
+                            }
+                            (None, Some(retry_after)) => Reply::Limited(retry_after),
+                            (None, None) => s.script.pop_front().unwrap_or_else(Reply::ok),
                         };
                         request.status = match &reply {
                             Reply::Status(status, _) => *status,
                             Reply::Limited(_) => 429,
-                            Reply::Hang => 0,
+                            Reply::Hang | Reply::Drip { .. } => 0,
                         };
                         s.requests.push(request);
                         reply
@@ -325,6 +396,24 @@ impl RelayStandIn {
                     };
                     match reply {
                         Reply::Hang => std::thread::sleep(Duration::from_secs(15)),
+                        Reply::Drip { body } => {
+                            let head = if body {
+                                "HTTP/1.1 502 Bad Gateway\r\ncontent-length: 100\r\n\r\n"
+                            } else {
+                                ""
+                            };
+                            if stream.write_all(head.as_bytes()).is_err() {
+                                return;
+                            }
+                            let drip = b"HTTP/1.1 200 OK\r\nx-drip: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+                            for i in 0..30 {
+                                let byte = if body { b"x"[0] } else { drip[i % drip.len()] };
+                                if stream.write_all(&[byte]).is_err() {
+                                    return;
+                                }
+                                std::thread::sleep(Duration::from_secs(2));
+                            }
+                        }
                         Reply::Status(status, body) => {
                             let _ = stream.write_all(answer(status, "", &body).as_bytes());
                         }
@@ -338,6 +427,15 @@ impl RelayStandIn {
             }
         });
         RelayStandIn { url, state, minute }
+    }
+
+    /// Starts an outage lasting `length` from now; returns its end on the
+    /// stand-in's clock.
+    pub fn outage(&self, outage: Outage, length: Duration) -> Duration {
+        let mut s = self.state.lock().unwrap();
+        let end = std::time::Instant::now() + length;
+        s.outage = Some((outage, end));
+        end - s.started
     }
 
     /// Queues replies for the next requests.

@@ -31,7 +31,7 @@ use crate::hooks::activity::plan::{
     ContextNeeds, Decision, LastState, Payload, decide, worth_claiming,
 };
 use crate::hooks::delivery::{
-    self, DeliveryError, RateLimited, RecordWhen, Registration, Relays, StateRecord,
+    self, Deferred, DeliveryError, RecordWhen, Registration, Relays, StateRecord,
 };
 use crate::hooks::env::{self, HookEnv, StartError};
 use crate::hooks::pacing::Pacer;
@@ -190,7 +190,7 @@ pub fn run_with(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Result<(
         LastState::default()
     };
     if !worth_claiming(has_devices, &last, &event.status) {
-        return Ok(());
+        return spool::ensure_served(&env.state_dir).map_err(ActivityError::from);
     }
     let settings = settings::load(&env.config_dir);
 
@@ -228,7 +228,7 @@ pub fn finish(
     settings: &NotifySettings,
     relays: &mut Relays,
     inventory: impl FnOnce() -> Result<Vec<Agent>, HerdrError>,
-) -> (Vec<RateLimited>, Result<(), ActivityError>) {
+) -> (Vec<Deferred>, Result<(), ActivityError>) {
     match plan_round(env, herdr, inventory) {
         Ok(Some(round)) => deliver_round(env, settings, relays, &round),
         Ok(None) => (Vec::new(), Ok(())),
@@ -286,7 +286,7 @@ fn deliver_round(
     settings: &NotifySettings,
     relays: &mut Relays,
     round: &ActivityRound,
-) -> (Vec<RateLimited>, Result<(), ActivityError>) {
+) -> (Vec<Deferred>, Result<(), ActivityError>) {
     let registration_path = registration::path_in(&env.config_dir);
     let last_state_path = activity_dir(&env.state_dir).join("last-state.json");
     let timestamp = crate::base::clock::unix_seconds();
@@ -306,14 +306,11 @@ fn deliver_round(
             path: &registration_path,
             prune: registration::remove_live_activities,
         },
-        RecordWhen::NoneRateLimited,
+        RecordWhen::NoneDeferred,
         || StateRecord {
             path: last_state_path.clone(),
             value: plan.last_state(crate::base::clock::unix_millis()),
         },
     );
-    (
-        done.rate_limited,
-        done.result.map_err(ActivityError::Delivery),
-    )
+    (done.deferred, done.result.map_err(ActivityError::Delivery))
 }
