@@ -6,37 +6,12 @@
 //! events into priced requests. Keeping events (not costs) in the cache is
 //! what lets a new price table re-aggregate without rereading transcripts.
 
-/// Which agent wrote a transcript.
+/// Which agent wrote a transcript (`usage::agents` is its registry: its
+/// names, codes and sources).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Agent {
     Claude,
     Codex,
-}
-
-impl Agent {
-    pub fn name(self) -> &'static str {
-        match self {
-            Agent::Claude => "claude",
-            Agent::Codex => "codex",
-        }
-    }
-
-    /// The product's name, as the views for people write it.
-    pub(crate) fn title(self) -> &'static str {
-        match self {
-            Agent::Claude => "Claude Code",
-            Agent::Codex => "Codex",
-        }
-    }
-
-    /// The agent [`Agent::name`] names.
-    pub(crate) fn from_name(name: &str) -> Option<Agent> {
-        match name {
-            "claude" => Some(Agent::Claude),
-            "codex" => Some(Agent::Codex),
-            _ => None,
-        }
-    }
 }
 
 /// What kind of line an [`Event`] came from.

@@ -109,7 +109,7 @@ fn append(path: &Path, text: &str) {
 }
 
 fn fresh_into(index: &mut Index, home: &Path, now: i64, retention: i64) -> ScanResult {
-    let roots = Roots::resolve(home, None, None, None);
+    let roots = Roots::resolve(home, &|_| None);
     let prices = PriceTable::bundled().unwrap();
     let options = worker::ScanOptions {
         threads: 2,
@@ -144,7 +144,7 @@ fn run(seed: u64, retention: i64) -> (u64, u64) {
     for n in 0..3 {
         write(&codex_path(&home, n), &codex_text(&mut rng, now, n, 4));
     }
-    let roots = Roots::resolve(&home, None, None, None);
+    let roots = Roots::resolve(&home, &|_| None);
     let state_dir = temp_dir(&format!("usage-incremental-state-{seed}"));
     // Odd seeds compact at every chance (tiny journal and dead-byte
     // allowances), even ones append to the journal and events file.
@@ -323,7 +323,7 @@ fn the_index_journal_survives_tears_and_foreign_bases() {
     let home = temp_dir("usage-journal");
     let dir = temp_dir("usage-journal-state");
     let store = Store::in_dir(&dir);
-    let roots = |home: &Path| Roots::resolve(home, None, None, None);
+    let roots = |home: &Path| Roots::resolve(home, &|_| None);
     write_tree(&home);
     let scan = |index: &mut Index| {
         worker::scan_with_state(
@@ -402,7 +402,7 @@ fn damaged_cache_files_are_refused_or_repaired_never_trusted() {
         write(&codex_path(&home, n), &codex_text(&mut rng, NOW, n, 4));
     }
     // Roots are the directories that exist.
-    let roots = Roots::resolve(&home, None, None, None);
+    let roots = Roots::resolve(&home, &|_| None);
     let refresh = |store: &Store, states: &StateStore| {
         let (mut index, loaded) = store.load();
         let mut state = states.load();

@@ -32,7 +32,7 @@ impl Scratch {
 
 fn fixture_data(home: &Path) -> Data {
     write_tree(home);
-    let roots = Roots::resolve(home, None, None, None);
+    let roots = Roots::resolve(home, &|_| None);
     let prices = PriceTable::bundled().unwrap();
     let mut index = Index::default();
     let result = worker::scan(&mut index, &roots, &prices, NOW, None);
@@ -352,7 +352,7 @@ fn old_session(home: &Path, days: i64, msg: &str, output: u64) {
 /// The fixture scanned keeping `retention` days: the snapshot (what the
 /// app's query reads) and the whole aggregate.
 fn scan_keeping(home: &Path, retention: i64) -> (worker::ScanResult, State) {
-    let roots = Roots::resolve(home, None, None, None);
+    let roots = Roots::resolve(home, &|_| None);
     let prices = PriceTable::bundled().unwrap();
     let mut index = Index::default();
     let mut state = None;
@@ -503,7 +503,7 @@ fn the_app_document_does_not_depend_on_sessions() {
         &home.0.join(".claude/projects/-home-dev-alpha/s9.jsonl"),
         &lines(&[parallel]),
     );
-    let roots = Roots::resolve(&home.0, None, None, None);
+    let roots = Roots::resolve(&home.0, &|_| None);
     let prices = PriceTable::bundled().unwrap();
     let mut index = Index::default();
     worker::scan(&mut index, &roots, &prices, NOW, None);

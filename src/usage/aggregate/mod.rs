@@ -97,9 +97,25 @@ pub struct Aggregate {
     pub(crate) duplicates_claude: u64,
     pub(crate) duplicates_codex: u64,
     pub forks_unresolved: u64,
-    /// Earliest/latest counted request per agent (UTC seconds), 0 if none.
-    pub(crate) span_claude: (i64, i64),
-    pub(crate) span_codex: (i64, i64),
+    /// Earliest/latest counted request per agent (by [`Agent::index`]; UTC
+    /// seconds), 0 if none.
+    pub(crate) spans: [(i64, i64); crate::usage::agents::ALL.len()],
+}
+
+impl Aggregate {
+    /// `agent`'s earliest and latest counted request (0 if none).
+    pub(crate) fn span(&self, agent: Agent) -> (i64, i64) {
+        self.spans[agent.index()]
+    }
+
+    /// `agent`'s dropped duplicates (each agent's dedupe rule is its own,
+    /// in this module).
+    pub(crate) fn duplicates(&self, agent: Agent) -> u64 {
+        match agent {
+            Agent::Claude => self.duplicates_claude,
+            Agent::Codex => self.duplicates_codex,
+        }
+    }
 }
 
 struct Request<'a> {
@@ -491,10 +507,7 @@ pub(crate) fn flatten_into(out: &mut Aggregate, key: &SlotKey, acc: &SlotAcc) {
     if acc.requests == 0 {
         return;
     }
-    let span = match key.1 {
-        Agent::Claude => &mut out.span_claude,
-        Agent::Codex => &mut out.span_codex,
-    };
+    let span = &mut out.spans[key.1.index()];
     if span.0 == 0 || acc.first_ts < span.0 {
         span.0 = acc.first_ts;
     }

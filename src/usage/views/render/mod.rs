@@ -557,11 +557,11 @@ fn by_cost(a: &SlotAcc, b: &SlotAcc) -> std::cmp::Ordering {
         .then(b.tokens.total().cmp(&a.tokens.total()))
 }
 
-/// The agents a request shows: the one asked for, or both.
+/// The agents a request shows: the one asked for, or all of them.
 pub(crate) fn agents_of_request(req: &Request) -> Vec<Agent> {
     match req.agent {
         Some(a) => vec![a],
-        None => vec![Agent::Claude, Agent::Codex],
+        None => crate::usage::agents::ALL.to_vec(),
     }
 }
 
