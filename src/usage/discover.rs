@@ -624,6 +624,37 @@ mod tests {
     }
 
     #[test]
+    fn every_registered_agent_s_transcripts_are_found_as_its_own() {
+        // The contract, for every agent in the registry: below each of its
+        // walked directories of a root, a file it names is found and
+        // assigned to it, and a file of another extension is not.
+        let dir = crate::base::scratch::ScratchDir::new("discover-registry");
+        let mut roots = Roots::default();
+        let mut want = Vec::new();
+        for agent in agents::ALL {
+            let root = dir.join(agent.name());
+            for walked in agent.walked() {
+                let file = root.join(walked).join(agent.example());
+                touch(&file);
+                touch(&file.with_extension("txt"));
+                want.push((file.as_os_str().as_bytes().to_vec(), agent));
+            }
+            roots = roots.with(agent, vec![root]);
+        }
+        want.sort();
+        let found = discover(&roots);
+        let got: Vec<(Vec<u8>, Agent)> = found
+            .candidates
+            .iter()
+            .map(|c| (c.path.as_os_str().as_bytes().to_vec(), c.agent))
+            .collect();
+        assert_eq!(got, want);
+        for agent in agents::ALL {
+            assert_eq!(found.dirs_unreadable(agent), 0);
+        }
+    }
+
+    #[test]
     fn the_walk_lists_every_transcript_in_path_byte_order() {
         use std::os::unix::ffi::OsStrExt;
         let dir = crate::base::scratch::ScratchDir::new("discover-order");

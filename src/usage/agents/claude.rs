@@ -27,6 +27,8 @@ impl Source for Claude {
     const POINTED_BY: &'static [&'static str] = &["CLAUDE_CONFIG_DIR"];
     const WALKED: &'static [&'static str] = &["projects"];
     #[cfg(test)]
+    const EXAMPLE: &'static str = "-home-u-p/0f6e2c1a-5b1d-4c1e-9d35-2a7c3e1f9b10.jsonl";
+    #[cfg(test)]
     const UNCOUNTED: &'static str = "sessions whose transcripts Claude Code has deleted (its `cleanupPeriodDays`, 30 days by default)";
 
     fn searched(env: &Env) -> Vec<PathBuf> {

@@ -22,6 +22,9 @@ impl Source for Codex {
     const POINTED_BY: &'static [&'static str] = &["CODEX_HOME"];
     const WALKED: &'static [&'static str] = &["sessions", "archived_sessions"];
     #[cfg(test)]
+    const EXAMPLE: &'static str =
+        "2026/11/08/rollout-2026-11-08T09-15-00-0f6e2c1a-5b1d-4c1e-9d35-2a7c3e1f9b10.jsonl";
+    #[cfg(test)]
     const UNCOUNTED: &'static str = "the first response of a totals-only fork whose parent rollout is gone \
          (`forks_unresolved`: its inherited history is never billed)";
 

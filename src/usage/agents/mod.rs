@@ -50,6 +50,10 @@ pub(crate) trait Source {
     const POINTED_BY: &'static [&'static str];
     /// The directories below a root that the walk starts from.
     const WALKED: &'static [&'static str];
+    /// A transcript's path below a walked directory, as the agent names
+    /// one (the registry's tests find one of each agent's).
+    #[cfg(test)]
+    const EXAMPLE: &'static str;
     /// What the agent's files cannot tell, as docs/usage.md states it (a
     /// unit test holds the two together).
     #[cfg(test)]
@@ -137,6 +141,11 @@ impl Agent {
     /// The variables a person sets to point at other roots.
     pub(crate) fn pointed_by(self) -> &'static [&'static str] {
         with_source!(self, S => S::POINTED_BY)
+    }
+    /// A transcript's path below a walked directory ([`Source::EXAMPLE`]).
+    #[cfg(test)]
+    pub(crate) fn example(self) -> &'static str {
+        with_source!(self, S => S::EXAMPLE)
     }
     /// What the agent's files cannot tell.
     #[cfg(test)]
