@@ -12,6 +12,7 @@
 pub enum Agent {
     Claude,
     Codex,
+    Pi,
 }
 
 /// What kind of line an [`Event`] came from.
@@ -33,6 +34,9 @@ pub enum EventKind {
     /// A Codex `token_usage_record`; `t` = usage in Codex order, `key` =
     /// hash of `response_id`.
     CodexRecord,
+    /// A pi assistant message; `t` as [`EventKind::Claude`]'s (no 1-hour
+    /// writes or web searches).
+    Pi,
 }
 
 impl EventKind {
@@ -42,6 +46,7 @@ impl EventKind {
             EventKind::CodexTotals => 1,
             EventKind::CodexLast => 2,
             EventKind::CodexRecord => 3,
+            EventKind::Pi => 4,
         }
     }
     pub(crate) fn from_code(code: u8) -> Option<EventKind> {
@@ -50,6 +55,7 @@ impl EventKind {
             1 => EventKind::CodexTotals,
             2 => EventKind::CodexLast,
             3 => EventKind::CodexRecord,
+            4 => EventKind::Pi,
             _ => return None,
         })
     }

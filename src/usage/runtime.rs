@@ -142,7 +142,8 @@ mod tests {
     #[test]
     fn the_runtime_record_carries_home_path_and_every_agent_variable() {
         let recorded: Vec<&str> = recorded_vars().collect();
-        // The record heeler has always written, in its order.
+        // The record heeler has always written, in its order, then the
+        // variable of each agent added since.
         assert_eq!(
             recorded,
             [
@@ -150,7 +151,8 @@ mod tests {
                 "HOME",
                 "CLAUDE_CONFIG_DIR",
                 "XDG_CONFIG_HOME",
-                "CODEX_HOME"
+                "CODEX_HOME",
+                "PI_CODING_AGENT_DIR"
             ]
         );
     }

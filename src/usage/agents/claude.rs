@@ -25,6 +25,7 @@ impl Source for Claude {
     const PARSER_VERSION: u32 = 4;
     const ENV: &'static [&'static str] = &["CLAUDE_CONFIG_DIR", "XDG_CONFIG_HOME"];
     const POINTED_BY: &'static [&'static str] = &["CLAUDE_CONFIG_DIR"];
+    const ALWAYS_SHOWN: bool = true;
     const WALKED: &'static [&'static str] = &["projects"];
     #[cfg(test)]
     const EXAMPLE: &'static str = "-home-u-p/0f6e2c1a-5b1d-4c1e-9d35-2a7c3e1f9b10.jsonl";

@@ -20,6 +20,7 @@ impl Source for Codex {
     const PARSER_VERSION: u32 = 2;
     const ENV: &'static [&'static str] = &["CODEX_HOME"];
     const POINTED_BY: &'static [&'static str] = &["CODEX_HOME"];
+    const ALWAYS_SHOWN: bool = true;
     const WALKED: &'static [&'static str] = &["sessions", "archived_sessions"];
     #[cfg(test)]
     const EXAMPLE: &'static str =

@@ -13,6 +13,7 @@
 //!
 //! - `claude.rs`: Claude Code, a thin adapter over `parse::claude`.
 //! - `codex.rs`: Codex, a thin adapter over `parse::codex`.
+//! - `pi.rs`: pi and Oh My Pi, over `parse::pi`.
 //!
 //! Architecture invariants: the dispatch is static (a `match` on the agent,
 //! the same branch on every line of a file, never a virtual call); an agent's code in the store ([`Source::CODE`]) never changes
@@ -21,6 +22,7 @@
 
 mod claude;
 mod codex;
+mod pi;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -48,6 +50,10 @@ pub(crate) trait Source {
     /// The variables a person sets to point at other roots (named when no
     /// transcript was found).
     const POINTED_BY: &'static [&'static str];
+    /// Whether the views show the agent's row when it has no usage (the
+    /// agents the app's document has always named); another agent shows
+    /// when it has some.
+    const ALWAYS_SHOWN: bool;
     /// The directories below a root that the walk starts from.
     const WALKED: &'static [&'static str];
     /// A transcript's path below a walked directory, as the agent names
@@ -87,7 +93,7 @@ impl Env<'_> {
 }
 
 /// Every agent, in the store's order (see the module's invariants).
-pub const ALL: [Agent; 2] = [Agent::Claude, Agent::Codex];
+pub const ALL: [Agent; 3] = [Agent::Claude, Agent::Codex, Agent::Pi];
 
 /// Runs `$body` with `$S` the [`Source`] of `$agent`: the registry's one
 /// `match`.
@@ -100,6 +106,10 @@ macro_rules! with_source {
             }
             Agent::Codex => {
                 type $S = codex::Codex;
+                $body
+            }
+            Agent::Pi => {
+                type $S = pi::Pi;
                 $body
             }
         }
@@ -137,6 +147,10 @@ impl Agent {
     /// The variables that move the agent's roots.
     pub(crate) fn env_vars(self) -> &'static [&'static str] {
         with_source!(self, S => S::ENV)
+    }
+    /// Whether the views show the agent when it has no usage.
+    pub(crate) fn always_shown(self) -> bool {
+        with_source!(self, S => S::ALWAYS_SHOWN)
     }
     /// The variables a person sets to point at other roots.
     pub(crate) fn pointed_by(self) -> &'static [&'static str] {
@@ -201,6 +215,7 @@ mod tests {
         // name their agent by these codes.
         assert_eq!(Agent::Claude.code(), 0);
         assert_eq!(Agent::Codex.code(), 1);
+        assert_eq!(Agent::Pi.code(), 2);
     }
 
     #[test]

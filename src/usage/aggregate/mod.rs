@@ -114,6 +114,7 @@ impl Aggregate {
         match agent {
             Agent::Claude => self.duplicates_claude,
             Agent::Codex => self.duplicates_codex,
+            Agent::Pi => 0,
         }
     }
 }
@@ -589,6 +590,7 @@ pub(crate) fn aggregate_detailed<'a>(
     let kept = claude_best_records(files, &mut charges);
     claude_count(files, kept, &mut charges, &mut sums);
     codex_count(files, parent, ids, &mut charges, &mut sums);
+    pi_count(files, &mut sums);
     out.charge_files(&charges.0);
     out.sessions = sums
         .finish()
@@ -804,6 +806,27 @@ fn codex_count<'a>(
                 tier: f.parse.string(r.tier),
                 bits: 0,
                 tokens: r.tokens,
+                web_searches: 0,
+            });
+        }
+    }
+}
+
+/// Sums the pi files' requests: every assistant message its parser kept
+/// (a fork's copied history is left out there), each file on its own.
+fn pi_count<'a>(files: &[FileRef<'a>], sums: &mut SlotSums<'_, 'a>) {
+    for f in files.iter().filter(|f| f.agent == Agent::Pi) {
+        let fp = f.parse;
+        for e in fp.events.iter().filter(|e| e.kind == EventKind::Pi) {
+            sums.add(Request {
+                agent: Agent::Pi,
+                ts: e.ts,
+                model: fp.string(e.model),
+                cwd: fp.string(e.cwd),
+                session: &fp.codex.thread_id,
+                tier: "",
+                bits: 0,
+                tokens: claude_tokens(e.t),
                 web_searches: 0,
             });
         }

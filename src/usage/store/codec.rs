@@ -21,7 +21,8 @@ use crate::usage::event::{
 use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
 
 /// Bump when the index layout changes (everything is reparsed).
-pub(crate) const INDEX_VERSION: u32 = 7;
+/// 8: the header names a third agent's parser version (pi).
+pub(crate) const INDEX_VERSION: u32 = 8;
 
 const MAGIC: &[u8; 4] = b"HUIX";
 const EVENTS_MAGIC: &[u8; 4] = b"HUIE";

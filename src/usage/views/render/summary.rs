@@ -18,7 +18,7 @@ pub(super) fn summary(data: &Data, req: &Request, format: Format) -> String {
     };
     let picked = selected(data, &req);
     let unpriced = unpriced_of(picked.iter().map(|(_, k, acc)| (*k, *acc)));
-    let agents = agents_of_request(&req);
+    let agents = agents_of_request(data, &req);
     let sums = window_sums(data, &req, &agents);
     let names: Vec<&str> = agents
         .iter()
@@ -158,8 +158,10 @@ pub(crate) fn coverage_line(data: &Data) -> String {
         let n = count(c, agent, "files_seen");
         format!("{n} file{}", if n == 1 { "" } else { "s" })
     };
+    // The snapshot's coverage is the app's document's: the agents it has.
     let per_agent: Vec<String> = ALL
         .iter()
+        .filter(|a| a.always_shown() || c.get(a.name()).is_some())
         .map(|a| format!("{} {}", a.title(), files(a.name())))
         .collect();
     let mut line = format!("Coverage: {}", per_agent.join(", "));
