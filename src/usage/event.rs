@@ -122,7 +122,10 @@ pub(crate) fn last_in(lasts: &[[u64; 6]], last_at: u32) -> [u64; 6] {
     }
 }
 
-/// Codex per-file facts and resumable parser state.
+/// Codex per-file facts and resumable parser state. A pi session file
+/// keeps its header here too (`thread_id` its `id`, `forked_from` its
+/// `parentSession`, `meta_ts` its time, `cwd` its directory, `lines` the
+/// lines read), so an append is read without the header (`parse::pi`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CodexMeta {
     /// `session_meta.payload.id` of the first `session_meta`.
