@@ -5,7 +5,7 @@
 //! directories walked below each), which file names are its transcripts,
 //! how one complete line of such a file becomes the shared usage
 //! [`Event`](crate::usage::event::Event)s, and what it cannot count. The
-//! registry below ([`ALL`] and [`with_source!`]) is the one place that
+//! registry below ([`ALL`] and `with_source!`) is the one place that
 //! lists them: discovery, the cache's parser choice, the store's source
 //! kind and parser versions, the aggregate's per-agent sums, the views'
 //! `--agent` and coverage all go through it, so adding an agent is one
@@ -31,7 +31,7 @@ use crate::usage::event::{Agent, FileParse};
 
 /// What the registry needs to know of one agent. Every item is an
 /// associated constant or function, so a caller picks the agent's
-/// implementation with [`with_source!`] and the compiler sees one type.
+/// implementation with `with_source!` and the compiler sees one type.
 pub(crate) trait Source {
     /// The agent's name in `--agent`, the JSON views and the statusline.
     const NAME: &'static str;
