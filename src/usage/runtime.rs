@@ -152,7 +152,8 @@ mod tests {
                 "CLAUDE_CONFIG_DIR",
                 "XDG_CONFIG_HOME",
                 "CODEX_HOME",
-                "PI_CODING_AGENT_DIR"
+                "PI_CODING_AGENT_DIR",
+                "OMP_CODING_AGENT_DIR"
             ]
         );
     }

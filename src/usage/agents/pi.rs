@@ -1,7 +1,10 @@
-//! pi (and Oh My Pi) on the agent contract: the roots pi resolves
-//! (`getAgentDir` in pi-mono's `packages/coding-agent/src/config.ts`:
-//! `PI_CODING_AGENT_DIR`, else `~/.pi/agent`; Oh My Pi's `~/.omp/agent`),
-//! their `sessions/**/*.jsonl`, and `parse::pi`.
+//! pi (and Oh My Pi) on the agent contract: the roots each resolves
+//! (`getAgentDir` in `packages/coding-agent/src/config.ts`: pi-mono's
+//! `PI_CODING_AGENT_DIR` with `~` expanded, else `~/.pi/agent`; Oh My
+//! Pi's (can1357/oh-my-pi) `OMP_CODING_AGENT_DIR` as given, else
+//! `~/.omp/agent`), their `sessions/**/*.jsonl` (Oh My Pi's subagents'
+//! own files included, in a directory named after their session), and
+//! `parse::pi`.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -19,7 +22,7 @@ impl Source for Pi {
     const TITLE: &'static str = "pi";
     const CODE: u8 = 2;
     const PARSER_VERSION: u32 = 1;
-    const ENV: &'static [&'static str] = &["PI_CODING_AGENT_DIR"];
+    const ENV: &'static [&'static str] = &["PI_CODING_AGENT_DIR", "OMP_CODING_AGENT_DIR"];
     const POINTED_BY: &'static [&'static str] = &["PI_CODING_AGENT_DIR"];
     const ALWAYS_SHOWN: bool = false;
     const WALKED: &'static [&'static str] = &["sessions"];
@@ -39,7 +42,10 @@ impl Source for Pi {
             },
             None => dirs.push(env.home.join(".pi").join("agent")),
         }
-        dirs.push(env.home.join(".omp").join("agent"));
+        match env.var("OMP_CODING_AGENT_DIR") {
+            Some(dir) => dirs.push(PathBuf::from(dir)),
+            None => dirs.push(env.home.join(".omp").join("agent")),
+        }
         dirs
     }
     fn roots(env: &Env) -> Vec<PathBuf> {
@@ -60,5 +66,45 @@ impl Source for Pi {
     #[inline]
     fn parse_line(parse: &mut FileParse, line: &[u8]) {
         parse::parse_line(parse, line);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn searched(vars: &[(&str, &str)]) -> Vec<PathBuf> {
+        let var = |k: &str| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        };
+        Pi::searched(&Env {
+            home: Path::new("/home/u"),
+            var: &var,
+        })
+    }
+
+    #[test]
+    fn the_roots_are_the_agent_dirs_pi_and_oh_my_pi_resolve() {
+        let p = PathBuf::from;
+        assert_eq!(
+            searched(&[]),
+            [p("/home/u/.pi/agent"), p("/home/u/.omp/agent")]
+        );
+        // pi expands `~` and `~/` (its `getAgentDir`); Oh My Pi takes its
+        // variable as given.
+        assert_eq!(
+            searched(&[
+                ("PI_CODING_AGENT_DIR", "~/pi"),
+                ("OMP_CODING_AGENT_DIR", "/o")
+            ]),
+            [p("/home/u/pi"), p("/o")]
+        );
+        assert_eq!(searched(&[("PI_CODING_AGENT_DIR", "~")])[0], p("/home/u"));
+        assert_eq!(
+            searched(&[("PI_CODING_AGENT_DIR", "/x/agent")])[0],
+            p("/x/agent")
+        );
     }
 }
