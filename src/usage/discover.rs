@@ -17,72 +17,71 @@ use std::sync::{Condvar, Mutex};
 use crate::base::bytes::{byte_order, same_bytes};
 use crate::base::json::Value;
 use crate::base::sys::{self, EntryKind, FileStat as Stat};
+use crate::usage::agents;
 use crate::usage::cache::Candidate;
 use crate::usage::event::Agent;
 
-/// Where transcripts are, as the agents themselves would resolve it.
+/// Where transcripts are, as the agents themselves would resolve it: each
+/// agent's roots ([`agents::Source::roots`]), in [`agents::ALL`]'s order.
 #[derive(Debug, Clone, Default)]
 pub struct Roots {
-    pub claude: Vec<PathBuf>,
-    pub codex: Vec<PathBuf>,
+    lists: [Vec<PathBuf>; agents::ALL.len()],
 }
 
 impl Roots {
-    /// Roots from explicit environment values (the runtime record's or ours).
-    pub fn resolve(
-        home: &Path,
-        claude_config_dir: Option<&str>,
-        xdg_config_home: Option<&str>,
-        codex_home: Option<&str>,
-    ) -> Roots {
+    /// Roots from explicit values: the home, and the environment variables
+    /// (`var`) the agents read.
+    pub fn resolve(home: &Path, var: &dyn Fn(&str) -> Option<String>) -> Roots {
+        let env = agents::Env { home, var };
         Roots {
-            claude: crate::usage::parse::claude::roots(claude_config_dir, home, xdg_config_home),
-            codex: crate::usage::parse::codex::roots(codex_home, home),
+            lists: agents::ALL.map(|agent| agent.roots(&env)),
         }
     }
 
     /// Roots from this process's environment, overridden by the runtime
-    /// record's `HOME`, `CLAUDE_CONFIG_DIR` and `CODEX_HOME` when present.
+    /// record's `HOME` and the agents' variables when present.
     pub fn from_env(runtime: Option<&Value>) -> Roots {
-        let (home, claude, xdg, codex) = env_values(runtime);
-        Roots::resolve(&home, claude.as_deref(), xdg.as_deref(), codex.as_deref())
+        let home = home_of(runtime);
+        Roots::resolve(&home, &|k| crate::usage::runtime::env_var(runtime, k))
     }
 
     /// Every root [`Roots::from_env`] looks at, whether it exists or not.
     pub(crate) fn searched(runtime: Option<&Value>) -> Roots {
-        let (home, claude, xdg, codex) = env_values(runtime);
+        let home = home_of(runtime);
+        let var = |k: &str| crate::usage::runtime::env_var(runtime, k);
+        let env = agents::Env {
+            home: &home,
+            var: &var,
+        };
         Roots {
-            claude: crate::usage::parse::claude::candidates(
-                claude.as_deref(),
-                &home,
-                xdg.as_deref(),
-            ),
-            codex: crate::usage::parse::codex::homes(codex.as_deref(), &home),
+            lists: agents::ALL.map(|agent| agent.searched(&env)),
         }
+    }
+
+    /// `agent`'s roots.
+    pub fn of(&self, agent: Agent) -> &[PathBuf] {
+        &self.lists[agent.index()]
+    }
+
+    /// These roots with `agent`'s replaced by `roots` (tests and
+    /// benchmarks name their own).
+    pub fn with(mut self, agent: Agent, roots: Vec<PathBuf>) -> Roots {
+        self.lists[agent.index()] = roots;
+        self
     }
 }
 
-/// `HOME`, `CLAUDE_CONFIG_DIR`, `XDG_CONFIG_HOME` and `CODEX_HOME`: the
-/// runtime record's when present, else this process's.
-fn env_values(
-    runtime: Option<&Value>,
-) -> (PathBuf, Option<String>, Option<String>, Option<String>) {
-    let var = |k: &str| crate::usage::runtime::env_var(runtime, k);
-    let home = var("HOME")
+/// `HOME`: the runtime record's when present, else this process's.
+fn home_of(runtime: Option<&Value>) -> PathBuf {
+    crate::usage::runtime::env_var(runtime, "HOME")
         .map(PathBuf::from)
         .or_else(|| crate::base::dirs::Env::process().home().ok())
-        .unwrap_or_default();
-    (
-        home,
-        var("CLAUDE_CONFIG_DIR"),
-        var("XDG_CONFIG_HOME"),
-        var("CODEX_HOME"),
-    )
+        .unwrap_or_default()
 }
 
 /// The line a person reads when no transcript was found: the roots
 /// searched ([`Roots::searched`]), and how to point at others (the
-/// variables [`Roots::resolve`] reads).
+/// variables the agents read).
 pub(crate) fn nothing_found(roots: &Roots) -> String {
     let list = |paths: &[PathBuf]| {
         let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
@@ -92,12 +91,30 @@ pub(crate) fn nothing_found(roots: &Roots) -> String {
             names.join(", ")
         }
     };
+    let titles: Vec<&str> = agents::ALL.iter().map(|a| a.title()).collect();
+    let searched: Vec<String> = agents::ALL
+        .iter()
+        .map(|&a| format!("{}: {}", a.title(), list(roots.of(a))))
+        .collect();
+    let vars: Vec<&str> = agents::ALL
+        .iter()
+        .flat_map(|a| a.pointed_by().iter().copied())
+        .collect();
     format!(
-        "No Claude Code or Codex transcripts found (Claude Code: {}; Codex: {}). \
-         Set CLAUDE_CONFIG_DIR or CODEX_HOME (comma-separated lists) to point at others.",
-        list(&roots.claude),
-        list(&roots.codex)
+        "No {} transcripts found ({}). Set {} (comma-separated lists) to point at others.",
+        or_list(&titles),
+        searched.join("; "),
+        or_list(&vars)
     )
+}
+
+/// `a`, `a or b`, `a, b or c`.
+fn or_list(items: &[&str]) -> String {
+    match items.split_last() {
+        Some((last, [])) => (*last).to_string(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
 }
 
 /// Directories below a root walked at most this deep.
@@ -105,30 +122,12 @@ const MAX_DEPTH: usize = 12;
 /// Threads walking at once.
 const WALKERS: usize = 2;
 
-/// What a walk looks for under one root.
-#[derive(Debug, Clone, Copy)]
-enum Kind {
-    Claude,
-    Codex,
-}
-
-impl Kind {
-    fn wants(self, name: &OsStr) -> bool {
-        match self {
-            Kind::Claude => name.as_bytes().ends_with(b".jsonl"),
-            Kind::Codex => name
-                .to_str()
-                .is_some_and(crate::usage::parse::codex::is_rollout_name),
-        }
-    }
-}
-
 /// What walkers found: each directory's listing (by job number), and the
 /// directories that could not be listed (by kind).
 #[derive(Default)]
 struct Found {
     listings: Vec<(usize, Listing)>,
-    unreadable: Vec<Kind>,
+    unreadable: Vec<Agent>,
 }
 
 /// One directory's wanted files and walked subdirectories, in the byte
@@ -146,17 +145,13 @@ enum Listed {
 #[derive(Debug, Default)]
 pub struct Discovery {
     pub candidates: Vec<Candidate>,
-    pub(crate) dirs_unreadable_claude: u64,
-    pub(crate) dirs_unreadable_codex: u64,
+    pub(crate) dirs_unreadable: [u64; agents::ALL.len()],
 }
 
 impl Discovery {
     /// Directories of `agent`'s roots that could not be listed.
     pub fn dirs_unreadable(&self, agent: Agent) -> u64 {
-        match agent {
-            Agent::Claude => self.dirs_unreadable_claude,
-            Agent::Codex => self.dirs_unreadable_codex,
-        }
+        self.dirs_unreadable[agent.index()]
     }
 }
 
@@ -180,7 +175,7 @@ struct Queue {
 struct Job {
     dir: PathBuf,
     depth: usize,
-    kind: Kind,
+    kind: Agent,
     number: usize,
 }
 
@@ -198,7 +193,7 @@ struct Job {
 fn read_one(
     dir: &Path,
     depth: usize,
-    kind: Kind,
+    kind: Agent,
     found: &mut Found,
     scratch: &mut Scratch,
 ) -> (Listing, Vec<PathBuf>) {
@@ -280,7 +275,12 @@ fn read_one(
 /// directory unless it is one of this directory's own (a loop); to a
 /// transcript, listed with its target's metadata. A file reached twice is
 /// kept once ([`discover`]).
-fn followed(dir: &Path, name: &OsStr, depth: usize, kind: Kind) -> Option<(PathBuf, Option<Stat>)> {
+fn followed(
+    dir: &Path,
+    name: &OsStr,
+    depth: usize,
+    kind: Agent,
+) -> Option<(PathBuf, Option<Stat>)> {
     let path = joined(dir, name);
     let meta = std::fs::metadata(&path).ok()?;
     if meta.is_dir() {
@@ -405,9 +405,9 @@ fn walker(queue: &Mutex<Queue>, wake: &Condvar) -> Found {
 /// listed adds nothing).
 fn put_in_order(
     number: usize,
-    kind: Kind,
+    kind: Agent,
     listings: &mut [Option<Listing>],
-    out: &mut Vec<(PathBuf, Stat, Kind)>,
+    out: &mut Vec<(PathBuf, Stat, Agent)>,
 ) {
     let Some(listing) = listings.get_mut(number).and_then(Option::take) else {
         return;
@@ -453,7 +453,7 @@ pub fn discover(roots: &Roots) -> Discovery {
 /// each root's in path order.
 fn walk(roots: &Roots) -> Discovery {
     let starts = starts(roots);
-    let kinds: Vec<Kind> = starts.iter().map(|(_, kind)| *kind).collect();
+    let kinds: Vec<Agent> = starts.iter().map(|(_, kind)| *kind).collect();
     let queue = Mutex::new(Queue {
         dirs: starts
             .into_iter()
@@ -478,11 +478,8 @@ fn walk(roots: &Roots) -> Discovery {
         all
     });
     let mut discovery = Discovery::default();
-    for kind in found.iter().flat_map(|f| &f.unreadable) {
-        match kind {
-            Kind::Claude => discovery.dirs_unreadable_claude += 1,
-            Kind::Codex => discovery.dirs_unreadable_codex += 1,
-        }
+    for agent in found.iter().flat_map(|f| &f.unreadable) {
+        discovery.dirs_unreadable[agent.index()] += 1;
     }
     // A walker that panicked leaves the others' listings usable.
     let jobs = queue
@@ -508,18 +505,18 @@ fn walk(roots: &Roots) -> Discovery {
 /// The directories the walk starts from, with their roots' kind, in path
 /// order, so that the roots' files put one after the other are usually in
 /// order already.
-fn starts(roots: &Roots) -> Vec<(PathBuf, Kind)> {
+fn starts(roots: &Roots) -> Vec<(PathBuf, Agent)> {
     let mut starts = Vec::new();
-    for root in &roots.claude {
-        starts.push((root.join("projects"), Kind::Claude));
-    }
-    for root in &roots.codex {
-        starts.push((root.join("sessions"), Kind::Codex));
-        starts.push((root.join("archived_sessions"), Kind::Codex));
+    for agent in agents::ALL {
+        for root in roots.of(agent) {
+            for dir in agent.walked() {
+                starts.push((root.join(dir), agent));
+            }
+        }
     }
     // A handful: sorted by insertion, which is stable (a root named twice
     // keeps its first kind) and adds no sort to the binary.
-    fn path(start: &(PathBuf, Kind)) -> &[u8] {
+    fn path(start: &(PathBuf, Agent)) -> &[u8] {
         start.0.as_os_str().as_bytes()
     }
     for i in 1..starts.len() {
@@ -534,14 +531,11 @@ fn starts(roots: &Roots) -> Vec<(PathBuf, Kind)> {
 
 /// The walked files as candidates: a `.jsonl.zst` with a plain `.jsonl`
 /// sibling is left out.
-fn candidates(files: Vec<(PathBuf, Stat, Kind)>) -> Vec<Candidate> {
+fn candidates(files: Vec<(PathBuf, Stat, Agent)>) -> Vec<Candidate> {
     files
         .into_iter()
-        .filter_map(|(path, stat, kind)| {
-            let (agent, compressed) = match kind {
-                Kind::Claude => (Agent::Claude, false),
-                Kind::Codex => (Agent::Codex, path.as_os_str().as_bytes().ends_with(b".zst")),
-            };
+        .filter_map(|(path, stat, agent)| {
+            let compressed = agent.compressed(&path);
             if compressed && path.with_extension("").exists() {
                 return None;
             }
@@ -630,6 +624,37 @@ mod tests {
     }
 
     #[test]
+    fn every_registered_agent_s_transcripts_are_found_as_its_own() {
+        // The contract, for every agent in the registry: below each of its
+        // walked directories of a root, a file it names is found and
+        // assigned to it, and a file of another extension is not.
+        let dir = crate::base::scratch::ScratchDir::new("discover-registry");
+        let mut roots = Roots::default();
+        let mut want = Vec::new();
+        for agent in agents::ALL {
+            let root = dir.join(agent.name());
+            for walked in agent.walked() {
+                let file = root.join(walked).join(agent.example());
+                touch(&file);
+                touch(&file.with_extension("txt"));
+                want.push((file.as_os_str().as_bytes().to_vec(), agent));
+            }
+            roots = roots.with(agent, vec![root]);
+        }
+        want.sort();
+        let found = discover(&roots);
+        let got: Vec<(Vec<u8>, Agent)> = found
+            .candidates
+            .iter()
+            .map(|c| (c.path.as_os_str().as_bytes().to_vec(), c.agent))
+            .collect();
+        assert_eq!(got, want);
+        for agent in agents::ALL {
+            assert_eq!(found.dirs_unreadable(agent), 0);
+        }
+    }
+
+    #[test]
     fn the_walk_lists_every_transcript_in_path_byte_order() {
         use std::os::unix::ffi::OsStrExt;
         let dir = crate::base::scratch::ScratchDir::new("discover-order");
@@ -669,10 +694,11 @@ mod tests {
         touch(&codex.join("sessions/2026/11/08/other.jsonl"));
         touch(&codex.join("archived_sessions/rollout-c.jsonl.zst"));
         std::os::unix::fs::symlink(p.join("a.jsonl"), p.join("link.jsonl")).unwrap();
-        let found = discover(&Roots {
-            claude: vec![claude.clone()],
-            codex: vec![codex.clone()],
-        });
+        let found = discover(
+            &Roots::default()
+                .with(Agent::Claude, vec![claude.clone()])
+                .with(Agent::Codex, vec![codex.clone()]),
+        );
         // Oracle: the slice order of the paths' bytes.
         let mut want: Vec<Vec<u8>> = wanted
             .drain(..)
@@ -682,10 +708,11 @@ mod tests {
         assert_eq!(paths(&found), want);
         // In order as walked, without the general sort (the walk lists the
         // link too; `discover` keeps the first path of the file).
-        let walked = walk(&Roots {
-            claude: vec![claude.clone()],
-            codex: vec![codex.clone()],
-        });
+        let walked = walk(
+            &Roots::default()
+                .with(Agent::Claude, vec![claude.clone()])
+                .with(Agent::Codex, vec![codex.clone()]),
+        );
         let mut with_link = want.clone();
         with_link.push(p.join("link.jsonl").as_os_str().as_bytes().to_vec());
         with_link.sort();
@@ -703,10 +730,11 @@ mod tests {
                 .to_vec(),
         );
         want.sort();
-        let found = discover(&Roots {
-            claude: vec![inner, claude.clone(), claude],
-            codex: vec![codex],
-        });
+        let found = discover(
+            &Roots::default()
+                .with(Agent::Claude, vec![inner, claude.clone(), claude])
+                .with(Agent::Codex, vec![codex]),
+        );
         assert_eq!(paths(&found), want);
     }
 
@@ -734,10 +762,9 @@ mod tests {
         )
         .unwrap();
         symlink(dir.join("gone"), projects.join("p-real/gone.jsonl")).unwrap();
-        let roots = Roots {
-            claude: vec![claude.clone()],
-            codex: Vec::new(),
-        };
+        let roots = Roots::default()
+            .with(Agent::Claude, vec![claude.clone()])
+            .with(Agent::Codex, Vec::new());
         // Each file once, at the first of its paths in byte order
         // (`p-again` before `p-moved`; `s1.` before `s1/`).
         let at = |rel: &str| projects.join(rel).as_os_str().as_bytes().to_vec();
@@ -821,10 +848,11 @@ mod tests {
         fs::set_permissions(&locked, fs::Permissions::from_mode(0o000)).unwrap();
         // Root reads any directory: then there is nothing unreadable.
         let denied = fs::read_dir(&locked).is_err();
-        let found = discover(&Roots {
-            claude: vec![claude],
-            codex: vec![codex],
-        });
+        let found = discover(
+            &Roots::default()
+                .with(Agent::Claude, vec![claude])
+                .with(Agent::Codex, vec![codex]),
+        );
         fs::set_permissions(&locked, fs::Permissions::from_mode(0o700)).unwrap();
         assert_eq!(found.dirs_unreadable(Agent::Claude), u64::from(denied));
         assert_eq!(found.dirs_unreadable(Agent::Codex), 0);

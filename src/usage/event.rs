@@ -6,37 +6,13 @@
 //! events into priced requests. Keeping events (not costs) in the cache is
 //! what lets a new price table re-aggregate without rereading transcripts.
 
-/// Which agent wrote a transcript.
+/// Which agent wrote a transcript (`usage::agents` is its registry: its
+/// names, codes and sources).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Agent {
     Claude,
     Codex,
-}
-
-impl Agent {
-    pub fn name(self) -> &'static str {
-        match self {
-            Agent::Claude => "claude",
-            Agent::Codex => "codex",
-        }
-    }
-
-    /// The product's name, as the views for people write it.
-    pub(crate) fn title(self) -> &'static str {
-        match self {
-            Agent::Claude => "Claude Code",
-            Agent::Codex => "Codex",
-        }
-    }
-
-    /// The agent [`Agent::name`] names.
-    pub(crate) fn from_name(name: &str) -> Option<Agent> {
-        match name {
-            "claude" => Some(Agent::Claude),
-            "codex" => Some(Agent::Codex),
-            _ => None,
-        }
-    }
+    Pi,
 }
 
 /// What kind of line an [`Event`] came from.
@@ -58,6 +34,9 @@ pub enum EventKind {
     /// A Codex `token_usage_record`; `t` = usage in Codex order, `key` =
     /// hash of `response_id`.
     CodexRecord,
+    /// A pi assistant message; `t` as [`EventKind::Claude`]'s (no 1-hour
+    /// writes or web searches).
+    Pi,
 }
 
 impl EventKind {
@@ -67,6 +46,7 @@ impl EventKind {
             EventKind::CodexTotals => 1,
             EventKind::CodexLast => 2,
             EventKind::CodexRecord => 3,
+            EventKind::Pi => 4,
         }
     }
     pub(crate) fn from_code(code: u8) -> Option<EventKind> {
@@ -75,6 +55,7 @@ impl EventKind {
             1 => EventKind::CodexTotals,
             2 => EventKind::CodexLast,
             3 => EventKind::CodexRecord,
+            4 => EventKind::Pi,
             _ => return None,
         })
     }
@@ -141,7 +122,10 @@ pub(crate) fn last_in(lasts: &[[u64; 6]], last_at: u32) -> [u64; 6] {
     }
 }
 
-/// Codex per-file facts and resumable parser state.
+/// Codex per-file facts and resumable parser state. A pi session file
+/// keeps its header here too (`thread_id` its `id`, `forked_from` its
+/// `parentSession`, `meta_ts` its time, `cwd` its directory, `lines` the
+/// lines read), so an append is read without the header (`parse::pi`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CodexMeta {
     /// `session_meta.payload.id` of the first `session_meta`.

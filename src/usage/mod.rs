@@ -9,7 +9,10 @@
 //!   (the Claude toggle file, a zone to render ahead, starting the worker).
 //! - `worker.rs`: the single-instance refresh: lock, discovery, the per-file
 //!   cache, the aggregate, the stores, the snapshot, the limit probes.
-//! - `discover.rs`: transcript roots and the directory walk.
+//! - `agents/`: the agent contract (roots, transcript names, the line
+//!   parser, what it cannot count) and the registry of agents every stage
+//!   goes through.
+//! - `discover.rs`: the directory walk from the agents' roots.
 //! - `paths.rs`: the name of every file of Usage state.
 //! - `event.rs`: the cached event and token types every stage shares.
 //! - `parse/`: transcripts to events (Claude Code, Codex).
@@ -35,6 +38,7 @@
 //! exact integers (tokens, picodollars), so an incremental refresh equals a
 //! scan from scratch; rounding happens only when an answer is rendered.
 
+pub mod agents;
 pub mod aggregate;
 pub mod cache;
 pub mod command;

@@ -252,6 +252,7 @@ impl ByAgent {
         match agent {
             Agent::Claude => self.claude.add(t),
             Agent::Codex => self.codex.add(t),
+            Agent::Pi => {}
         }
     }
     fn all(&self) -> Totals {
@@ -380,6 +381,11 @@ impl<'s> WindowSums<'s> {
         // sharing a time (they come in time order) share one zone lookup.
         let mut last: Option<(i64, i64)> = None;
         for s in slots {
+            // The app's document names Claude Code and Codex in its own
+            // fields; other agents are for the views only.
+            if !matches!(s.agent, Agent::Claude | Agent::Codex) {
+                continue;
+            }
             let day = match last {
                 Some((slot, day)) if slot == s.slot => day,
                 _ => {
@@ -398,6 +404,7 @@ impl<'s> WindowSums<'s> {
             match s.agent {
                 Agent::Claude => d.1 = true,
                 Agent::Codex => d.2 = true,
+                Agent::Pi => {}
             }
         }
         sums
@@ -587,6 +594,43 @@ mod tests {
             aggregate: 0xfedc_ba98_7654_3210,
             slots: Vec::new(),
         }
+    }
+
+    #[test]
+    fn another_agent_leaves_the_app_s_token_parts_as_they_are() {
+        // The app's document names Claude Code and Codex in its own
+        // fields; a pi slot (another model, a directory of its own and one
+        // Claude Code also used) must change none of its bytes.
+        let now = 1_796_378_405;
+        let slot = now - now % 900;
+        let totals = |requests: u64, cost_usd: f64| Totals {
+            requests,
+            tokens: crate::usage::event::Tokens {
+                input: 10 * requests,
+                output: 5 * requests,
+                ..Default::default()
+            },
+            cost_usd,
+            unpriced_tokens: 0,
+            unpriced_requests: 0,
+        };
+        let row = |agent, model: &str, cwd: &str, t| SlotTotals {
+            slot,
+            agent,
+            model: Text::from(model),
+            cwd: Text::from(cwd),
+            totals: t,
+        };
+        let apps = vec![
+            row(Agent::Claude, "claude-sonnet-4-5", "/a", totals(2, 0.5)),
+            row(Agent::Codex, "gpt-5", "/b", totals(1, 0.25)),
+        ];
+        let mut with_pi = apps.clone();
+        with_pi.push(row(Agent::Pi, "gemini-2.5-pro", "/p", totals(3, 1.0)));
+        with_pi.push(row(Agent::Pi, "claude-sonnet-4-5", "/a", totals(1, 0.125)));
+        let zone = Zone::utc();
+        let text = |slots: &[SlotTotals]| Value::Object(token_parts(slots, &zone, now)).to_json();
+        assert_eq!(text(&with_pi), text(&apps));
     }
 
     #[test]

@@ -21,14 +21,15 @@ use crate::base::json::{self, Object, Value};
 use crate::base::state_file;
 use crate::usage::paths::UsageDir;
 
-/// Variables copied from the environment into the record.
-pub(crate) const RECORDED_VARS: &[&str] = &[
-    "PATH",
-    "HOME",
-    "CLAUDE_CONFIG_DIR",
-    "XDG_CONFIG_HOME",
-    "CODEX_HOME",
-];
+/// Variables copied from the environment into the record: `PATH`, `HOME`
+/// and every variable an agent's roots read ([`crate::usage::event::Agent::env_vars`]).
+pub(crate) fn recorded_vars() -> impl Iterator<Item = &'static str> {
+    ["PATH", "HOME"].into_iter().chain(
+        crate::usage::agents::ALL
+            .into_iter()
+            .flat_map(|a| a.env_vars().iter().copied()),
+    )
+}
 
 /// Builds the record from explicit values (pure; tests use it directly).
 pub fn record_value(
@@ -38,9 +39,12 @@ pub fn record_value(
 ) -> Value {
     let text = |v: Option<String>| v.map_or(Value::Null, Value::from);
     let mut vars = Object::new();
-    for k in RECORDED_VARS {
+    for k in recorded_vars() {
+        if vars.get(k).is_some() {
+            continue;
+        }
         if let Some(v) = env(k).filter(|v| !v.is_empty()) {
-            vars.insert(*k, Value::from(v));
+            vars.insert(k, Value::from(v));
         }
     }
     Value::Object(
@@ -131,8 +135,28 @@ pub(crate) fn record_for_hook(lookup: &dyn Fn(&str) -> Option<std::ffi::OsString
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use crate::base::scratch::ScratchDir;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_runtime_record_carries_home_path_and_every_agent_variable() {
+        let recorded: Vec<&str> = recorded_vars().collect();
+        // The record heeler has always written, in its order, then the
+        // variable of each agent added since.
+        assert_eq!(
+            recorded,
+            [
+                "PATH",
+                "HOME",
+                "CLAUDE_CONFIG_DIR",
+                "XDG_CONFIG_HOME",
+                "CODEX_HOME",
+                "PI_CODING_AGENT_DIR",
+                "OMP_CODING_AGENT_DIR"
+            ]
+        );
+    }
 
     fn chmod(path: &Path, mode: u32) {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();

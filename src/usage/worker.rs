@@ -334,17 +334,17 @@ fn coverage_of(
     };
     let claude = of(
         Agent::Claude,
-        &roots.claude,
-        agg.duplicates_claude,
-        agg.span_claude,
+        roots.of(Agent::Claude),
+        agg.duplicates(Agent::Claude),
+        agg.span(Agent::Claude),
     );
     let codex = AgentCoverage {
         forks_unresolved: agg.forks_unresolved,
         ..of(
             Agent::Codex,
-            &roots.codex,
-            agg.duplicates_codex,
-            agg.span_codex,
+            roots.of(Agent::Codex),
+            agg.duplicates(Agent::Codex),
+            agg.span(Agent::Codex),
         )
     };
     report::coverage(&claude, &codex, partial)

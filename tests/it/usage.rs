@@ -23,7 +23,7 @@ fn zoneinfo() -> Option<PathBuf> {
 }
 
 fn scan_fixture(home: &Path) -> (Index, heeler::usage::worker::ScanResult) {
-    let roots = Roots::resolve(home, None, None, None);
+    let roots = Roots::resolve(home, &|_| None);
     let mut index = Index::default();
     let result = worker::scan(
         &mut index,
@@ -288,7 +288,7 @@ fn claude_output(index: &Index) -> u64 {
 }
 
 fn refresh(index: &mut Index, home: &Path) -> heeler::usage::cache::RefreshStats {
-    let roots = Roots::resolve(home, None, None, None);
+    let roots = Roots::resolve(home, &|_| None);
     let candidates = worker::discover(&roots).candidates;
     heeler::usage::cache::refresh(
         index,
@@ -511,7 +511,7 @@ fn dst_days_have_23_and_25_hours() {
     }
     write(&claude_file(&home), &text);
     let mut index = Index::default();
-    let roots = Roots::resolve(&home, None, None, None);
+    let roots = Roots::resolve(&home, &|_| None);
     let now = heeler::usage::time::parse_timestamp("2026-11-05T12:00:00Z").unwrap();
     let result = worker::scan(
         &mut index,
@@ -583,7 +583,7 @@ fn an_unchanged_tree_reuses_the_previous_snapshot() {
     lazy.materialize();
     assert_eq!(lazy.to_bytes(), bytes);
     let (mut index, _) = store.load();
-    let roots = Roots::resolve(&home, None, None, None);
+    let roots = Roots::resolve(&home, &|_| None);
     let prices = PriceTable::bundled().unwrap();
     let second = worker::scan(&mut index, &roots, &prices, NOW + 60, None);
     assert!(!second.stats.changed());
@@ -608,7 +608,7 @@ fn an_unchanged_tree_reuses_the_previous_snapshot() {
 fn a_cold_backfill_out_of_time_is_partial_and_resumes() {
     let home = temp_dir("usage-partial");
     write_tree(&home);
-    let roots = Roots::resolve(&home, None, None, None);
+    let roots = Roots::resolve(&home, &|_| None);
     let prices = PriceTable::bundled().unwrap();
     let mut index = Index::default();
     let expired = std::time::Instant::now();

@@ -136,7 +136,7 @@ impl Home {
 
 /// The Claude totals object of the query's answer for the tree under `home`.
 fn claude_d30(home: &Path) -> Value {
-    let roots = Roots::resolve(home, None, None, None);
+    let roots = Roots::resolve(home, &|_| None);
     let prices = PriceTable::bundled().unwrap();
     let result = worker::scan(&mut Index::default(), &roots, &prices, NOW, None);
     let envelope = Envelope {

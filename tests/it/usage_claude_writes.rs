@@ -24,7 +24,7 @@ const FILE: &str = ".claude/projects/-home-dev-alpha/s1.jsonl";
 /// (requests, input, output) of the 30-day Claude window after a refresh
 /// of `index` (empty: a cold scan; else the cache's incremental path).
 fn totals(index: &mut Index, home: &Path) -> (i64, i64, i64) {
-    let roots = Roots::resolve(home, None, None, None);
+    let roots = Roots::resolve(home, &|_| None);
     let prices = PriceTable::bundled().unwrap();
     let result = worker::scan(index, &roots, &prices, NOW, None);
     let envelope = Envelope {
@@ -168,6 +168,6 @@ fn a_linked_project_directory_counts_once() {
     .unwrap();
     // msg_a (output 100) once though reached by two links, msg_b (20).
     assert_eq!(cold(&home), (2, 20, 120));
-    let roots = Roots::resolve(&home, None, None, None);
+    let roots = Roots::resolve(&home, &|_| None);
     assert_eq!(worker::discover(&roots).candidates.len(), 2);
 }

@@ -494,7 +494,7 @@ fn write_files(home: &Path, files: &[File]) {
 
 /// What the query reports for the tree under `home`.
 fn query(home: &Path) -> Truth {
-    let roots = Roots::resolve(home, None, None, None);
+    let roots = Roots::resolve(home, &|_| None);
     let prices = PriceTable::bundled().unwrap();
     let result = worker::scan(&mut Index::default(), &roots, &prices, NOW, None);
     let envelope = Envelope {

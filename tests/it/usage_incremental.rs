@@ -31,6 +31,54 @@ fn codex_path(home: &Path, n: u64) -> PathBuf {
     ))
 }
 
+fn pi_path(home: &Path, n: u64) -> PathBuf {
+    home.join(format!(
+        ".pi/agent/sessions/--home-dev-delta--/2026-11-29T08-00-0{n}-000Z_p{n}.jsonl"
+    ))
+}
+
+/// One pi assistant message as pi's `SessionManager` writes it (a
+/// `SessionMessageEntry` with an `AssistantMessage` and its `Usage`).
+fn pi_message(rng: &mut Rng, at: i64) -> String {
+    let models = ["claude-sonnet-4-5", "gpt-5", "pi-mystery-1"];
+    format!(
+        r#"{{"type":"message","id":"{:08x}","parentId":null,"timestamp":"{}","message":{{"role":"assistant","content":[],"provider":"p","model":"{}","usage":{{"input":{},"output":{},"cacheRead":{},"cacheWrite":{},"totalTokens":0,"cost":{{"total":0}}}},"stopReason":"stop","timestamp":0}}}}"#,
+        rng.next() as u32,
+        ts(at),
+        models[rng.below(3) as usize],
+        1 + rng.below(500),
+        rng.below(300),
+        rng.below(2_000),
+        rng.below(200),
+    )
+}
+
+/// A pi session file: its header, then messages; a fork (`forkFrom`)
+/// names its parent and starts with copied messages older than its
+/// header, which count in the parent only.
+fn pi_text(rng: &mut Rng, now: i64, n: u64) -> String {
+    let start = now - 3 * HOUR - rng.below(HOUR as u64) as i64;
+    let fork = n != 0 && rng.below(2) == 0;
+    let parent = if fork {
+        r#","parentSession":"/home/dev/.pi/agent/sessions/p0.jsonl""#
+    } else {
+        ""
+    };
+    let mut list = vec![format!(
+        r#"{{"type":"session","version":3,"id":"p{n}","timestamp":"{}","cwd":"/home/dev/delta"{parent}}}"#,
+        ts(start)
+    )];
+    if fork {
+        for k in 0..2 {
+            list.push(pi_message(rng, start - HOUR + k * 60));
+        }
+    }
+    for k in 0..1 + rng.below(3) as i64 {
+        list.push(pi_message(rng, start + 60 + k * 60));
+    }
+    lines(&list)
+}
+
 /// Days of history the cache keeps in a run (`usage.toml`'s
 /// `retention_days`; 30 is the app's window alone).
 const WINDOW: i64 = 30;
@@ -109,7 +157,7 @@ fn append(path: &Path, text: &str) {
 }
 
 fn fresh_into(index: &mut Index, home: &Path, now: i64, retention: i64) -> ScanResult {
-    let roots = Roots::resolve(home, None, None, None);
+    let roots = Roots::resolve(home, &|_| None);
     let prices = PriceTable::bundled().unwrap();
     let options = worker::ScanOptions {
         threads: 2,
@@ -144,7 +192,10 @@ fn run(seed: u64, retention: i64) -> (u64, u64) {
     for n in 0..3 {
         write(&codex_path(&home, n), &codex_text(&mut rng, now, n, 4));
     }
-    let roots = Roots::resolve(&home, None, None, None);
+    for n in 0..2 {
+        write(&pi_path(&home, n), &pi_text(&mut rng, now, n));
+    }
+    let roots = Roots::resolve(&home, &|_| None);
     let state_dir = temp_dir(&format!("usage-incremental-state-{seed}"));
     // Odd seeds compact at every chance (tiny journal and dead-byte
     // allowances), even ones append to the journal and events file.
@@ -157,6 +208,27 @@ fn run(seed: u64, retention: i64) -> (u64, u64) {
     }
     let (mut incremental, mut steps) = (0, 0);
     for step in 0..40 {
+        // pi, one step in three: an appended message, a rewritten (maybe
+        // forked) session or a deleted one.
+        let pi = match rng.below(9) {
+            0 | 1 => {
+                let path = pi_path(&home, rng.below(3));
+                if path.exists() {
+                    append(&path, &format!("{}\n", pi_message(&mut rng, now - 60)));
+                }
+                " + append pi"
+            }
+            2 => {
+                let n = rng.below(3);
+                write(&pi_path(&home, n), &pi_text(&mut rng, now, n));
+                " + rewrite pi"
+            }
+            3 => {
+                let _ = fs::remove_file(pi_path(&home, rng.below(3)));
+                " + delete pi"
+            }
+            _ => "",
+        };
         let n = rng.below(6);
         // Ageing a file (out of the app's window, in the history) only
         // when the cache keeps more than the window.
@@ -266,23 +338,23 @@ fn run(seed: u64, retention: i64) -> (u64, u64) {
         assert_eq!(
             heeler::usage::aggregate::flatten_since(&stored, window).slots,
             result.snapshot.slots,
-            "seed {seed} step {step} ({what}): stored slots differ"
+            "seed {seed} step {step} ({what}{pi}): stored slots differ"
         );
         let rebuilt = State::full(&scratch, &prices, worker::history_start(now, retention));
         // The whole history (slots before the app's window, the counters
         // by file) is what a full aggregation gives.
         assert_eq!(
             stored, rebuilt.detailed,
-            "seed {seed} step {step} ({what}): the stored history differs"
+            "seed {seed} step {step} ({what}{pi}): the stored history differs"
         );
         assert_eq!(
             state_store.load().unwrap().owners.rows().unwrap(),
             rebuilt.owners.rows().unwrap(),
-            "seed {seed} step {step} ({what}): identifier owners differ"
+            "seed {seed} step {step} ({what}{pi}): identifier owners differ"
         );
         assert_eq!(
             result.snapshot, expected.snapshot,
-            "seed {seed} step {step} ({what}): incremental != from scratch"
+            "seed {seed} step {step} ({what}{pi}): incremental != from scratch"
         );
         steps += 1;
         incremental += u64::from(result.incremental);
@@ -323,7 +395,7 @@ fn the_index_journal_survives_tears_and_foreign_bases() {
     let home = temp_dir("usage-journal");
     let dir = temp_dir("usage-journal-state");
     let store = Store::in_dir(&dir);
-    let roots = |home: &Path| Roots::resolve(home, None, None, None);
+    let roots = |home: &Path| Roots::resolve(home, &|_| None);
     write_tree(&home);
     let scan = |index: &mut Index| {
         worker::scan_with_state(
@@ -402,7 +474,7 @@ fn damaged_cache_files_are_refused_or_repaired_never_trusted() {
         write(&codex_path(&home, n), &codex_text(&mut rng, NOW, n, 4));
     }
     // Roots are the directories that exist.
-    let roots = Roots::resolve(&home, None, None, None);
+    let roots = Roots::resolve(&home, &|_| None);
     let refresh = |store: &Store, states: &StateStore| {
         let (mut index, loaded) = store.load();
         let mut state = states.load();

@@ -933,7 +933,7 @@ struct Tally {
 
 /// One refresh of the cache in `dir`, by the worker's own path.
 fn refresh(dir: &Path, home: &Path, prices: &PriceTable, now: i64) -> CacheRefresh {
-    let roots = Roots::resolve(home, None, None, None);
+    let roots = Roots::resolve(home, &|_| None);
     let pass = Pass {
         roots: &roots,
         prices,

@@ -118,7 +118,7 @@ fn one_thread_and_several_write_the_same_snapshot() {
     fs::create_dir_all(archive.parent().unwrap()).unwrap();
     fs::write(&archive, zstd(&codex_text(9, 40, NOW - 20 * HOUR))).unwrap();
 
-    let roots = Roots::resolve(&home, None, None, None);
+    let roots = Roots::resolve(&home, &|_| None);
     let prices = PriceTable::bundled().unwrap();
     let counts = [1usize, 2, 3, 8];
     let mut runs: Vec<(Index, Option<State>)> = Vec::new();

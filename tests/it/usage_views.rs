@@ -32,7 +32,7 @@ impl Scratch {
 
 fn fixture_data(home: &Path) -> Data {
     write_tree(home);
-    let roots = Roots::resolve(home, None, None, None);
+    let roots = Roots::resolve(home, &|_| None);
     let prices = PriceTable::bundled().unwrap();
     let mut index = Index::default();
     let result = worker::scan(&mut index, &roots, &prices, NOW, None);
@@ -229,9 +229,10 @@ fn an_empty_home_names_the_roots_searched() {
     let text = String::from_utf8(out.stdout).unwrap();
     let claude = home.0.join(".claude");
     assert!(
-        text.contains("No Claude Code or Codex transcripts found")
+        text.contains("No Claude Code, Codex or pi transcripts found")
             && text.contains(&claude.display().to_string())
-            && text.contains("Set CLAUDE_CONFIG_DIR or CODEX_HOME"),
+            && text.contains(&home.0.join(".pi/agent").display().to_string())
+            && text.contains("Set CLAUDE_CONFIG_DIR, CODEX_HOME or PI_CODING_AGENT_DIR"),
         "{text}"
     );
     assert!(!text.contains('\x1b'), "no colour off a terminal: {text:?}");
@@ -352,7 +353,7 @@ fn old_session(home: &Path, days: i64, msg: &str, output: u64) {
 /// The fixture scanned keeping `retention` days: the snapshot (what the
 /// app's query reads) and the whole aggregate.
 fn scan_keeping(home: &Path, retention: i64) -> (worker::ScanResult, State) {
-    let roots = Roots::resolve(home, None, None, None);
+    let roots = Roots::resolve(home, &|_| None);
     let prices = PriceTable::bundled().unwrap();
     let mut index = Index::default();
     let mut state = None;
@@ -503,7 +504,7 @@ fn the_app_document_does_not_depend_on_sessions() {
         &home.0.join(".claude/projects/-home-dev-alpha/s9.jsonl"),
         &lines(&[parallel]),
     );
-    let roots = Roots::resolve(&home.0, None, None, None);
+    let roots = Roots::resolve(&home.0, &|_| None);
     let prices = PriceTable::bundled().unwrap();
     let mut index = Index::default();
     worker::scan(&mut index, &roots, &prices, NOW, None);
@@ -655,5 +656,102 @@ fn pictures_follow_the_locale_and_no_color_and_stay_out_of_json_and_csv() {
     ] {
         let text = run(args, &utf8);
         assert!(!blocks(&text) && !text.contains("##"), "{text}");
+    }
+}
+
+/// pi session lines as pi's `SessionManager` writes them (badlogic/pi-mono,
+/// `packages/coding-agent/src/core/session-manager.ts`: a `SessionHeader`
+/// first, then `SessionMessageEntry`s; the message an `AssistantMessage`
+/// of `packages/ai/src/types.ts` with its `Usage`).
+fn pi_header(id: &str, at: i64, parent: &str) -> String {
+    let parent = match parent {
+        "" => String::new(),
+        p => format!(r#","parentSession":"{p}""#),
+    };
+    format!(
+        r#"{{"type":"session","version":3,"id":"{id}","timestamp":"{}","cwd":"/home/dev/pi-proj"{parent}}}"#,
+        ts(at)
+    )
+}
+
+fn pi_assistant(id: &str, at: i64, model: &str, [input, output, read, write]: [u64; 4]) -> String {
+    format!(
+        r#"{{"type":"message","id":"{id}","parentId":null,"timestamp":"{}","message":{{"role":"assistant","content":[{{"type":"text","text":"done"}}],"api":"anthropic-messages","provider":"anthropic","model":"{model}","usage":{{"input":{input},"output":{output},"cacheRead":{read},"cacheWrite":{write},"totalTokens":{},"cost":{{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}}},"stopReason":"stop","timestamp":{}}}}}"#,
+        ts(at),
+        input + output + read + write,
+        at * 1000
+    )
+}
+
+#[test]
+fn pi_sessions_show_in_the_views_priced_and_stay_out_of_the_app_s_query() {
+    let home = Scratch::new("views-pi");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let start = now - 2 * 3_600;
+    let sessions = home.0.join(".pi/agent/sessions/--home-dev-pi-proj--");
+    let sonnet = [1_000, 2_000, 10_000, 4_000];
+    write(
+        &sessions.join("a_s1.jsonl"),
+        &lines(&[
+            pi_header("s1", start, ""),
+            pi_assistant("a1", start + 60, "claude-sonnet-4-5", sonnet),
+            pi_assistant("a2", start + 120, "gpt-5", [2_000, 500, 0, 0]),
+            pi_assistant("a3", start + 180, "pi-mystery-1", [100, 10, 0, 0]),
+        ]),
+    );
+    // A fork of s1 (`forkFrom`): its header names the parent, then the
+    // parent's `a1` as it was, then its own response.
+    write(
+        &sessions.join("b_s2.jsonl"),
+        &lines(&[
+            pi_header("s2", start + 600, "/home/dev/.pi/agent/sessions/a_s1.jsonl"),
+            pi_assistant("a1", start + 60, "claude-sonnet-4-5", sonnet),
+            pi_assistant("b1", start + 660, "gpt-5", [300, 100, 0, 0]),
+        ]),
+    );
+    let worker = heeler(&home.0, &["usage", "worker"]);
+    assert!(worker.status.success(), "{worker:?}");
+    let out = heeler(&home.0, &["usage", "models", "--agent", "pi", "--json"]);
+    settle(&home.0);
+    assert!(out.status.success(), "{out:?}");
+    let doc = json::parse(String::from_utf8(out.stdout).unwrap().trim_end()).unwrap();
+    let totals = doc.get("totals").unwrap();
+    let int = |k: &str| totals.get(k).and_then(Value::as_i64);
+    // By hand: four responses (the fork's copy of a1 is s1's), input
+    // 1,000 + 2,000 + 100 + 300, output 2,000 + 500 + 10 + 100.
+    assert_eq!(int("requests"), Some(4));
+    assert_eq!(int("input"), Some(3_400));
+    assert_eq!(int("output"), Some(2_610));
+    assert_eq!(int("cache_read"), Some(10_000));
+    assert_eq!(int("cache_write_5m"), Some(4_000));
+    // The bundled table's rates per token: Sonnet 4.5 input $3e-6, output
+    // $15e-6, cache reads $0.3e-6, 5-minute writes $3.75e-6 (0.003 + 0.03
+    // + 0.003 + 0.015 = 0.051); GPT-5 input $1.25e-6, output $10e-6
+    // (0.0025 + 0.005 = 0.0075, and 0.000375 + 0.001 = 0.001375).
+    let cost = totals.get("cost_usd").and_then(Value::as_f64).unwrap();
+    assert!((cost - 0.059_875).abs() < 1e-9, "{cost}");
+    assert_eq!(int("unpriced_requests"), Some(1));
+    let unpriced = doc.get("unpriced_models").unwrap().to_json();
+    assert!(
+        unpriced.contains(r#""agent":"pi","model":"pi-mystery-1""#),
+        "{unpriced}"
+    );
+
+    // The app's document names Claude Code and Codex only.
+    let query = heeler(&home.0, &["usage", "query"]);
+    settle(&home.0);
+    let text = String::from_utf8(query.stdout).unwrap();
+    assert!(text.contains(r#""claude""#), "{text}");
+    for absent in [
+        "pi-mystery-1",
+        "gpt-5",
+        "claude-sonnet-4-5",
+        "pi-proj",
+        r#""pi""#,
+    ] {
+        assert!(!text.contains(absent), "{absent} in the query: {text}");
     }
 }

@@ -97,9 +97,26 @@ pub struct Aggregate {
     pub(crate) duplicates_claude: u64,
     pub(crate) duplicates_codex: u64,
     pub forks_unresolved: u64,
-    /// Earliest/latest counted request per agent (UTC seconds), 0 if none.
-    pub(crate) span_claude: (i64, i64),
-    pub(crate) span_codex: (i64, i64),
+    /// Earliest/latest counted request per agent (by [`Agent::index`]; UTC
+    /// seconds), 0 if none.
+    pub(crate) spans: [(i64, i64); crate::usage::agents::ALL.len()],
+}
+
+impl Aggregate {
+    /// `agent`'s earliest and latest counted request (0 if none).
+    pub(crate) fn span(&self, agent: Agent) -> (i64, i64) {
+        self.spans[agent.index()]
+    }
+
+    /// `agent`'s dropped duplicates (each agent's dedupe rule is its own,
+    /// in this module).
+    pub(crate) fn duplicates(&self, agent: Agent) -> u64 {
+        match agent {
+            Agent::Claude => self.duplicates_claude,
+            Agent::Codex => self.duplicates_codex,
+            Agent::Pi => 0,
+        }
+    }
 }
 
 struct Request<'a> {
@@ -491,10 +508,7 @@ pub(crate) fn flatten_into(out: &mut Aggregate, key: &SlotKey, acc: &SlotAcc) {
     if acc.requests == 0 {
         return;
     }
-    let span = match key.1 {
-        Agent::Claude => &mut out.span_claude,
-        Agent::Codex => &mut out.span_codex,
-    };
+    let span = &mut out.spans[key.1.index()];
     if span.0 == 0 || acc.first_ts < span.0 {
         span.0 = acc.first_ts;
     }
@@ -576,6 +590,7 @@ pub(crate) fn aggregate_detailed<'a>(
     let kept = claude_best_records(files, &mut charges);
     claude_count(files, kept, &mut charges, &mut sums);
     codex_count(files, parent, ids, &mut charges, &mut sums);
+    pi_count(files, &mut sums);
     out.charge_files(&charges.0);
     out.sessions = sums
         .finish()
@@ -791,6 +806,27 @@ fn codex_count<'a>(
                 tier: f.parse.string(r.tier),
                 bits: 0,
                 tokens: r.tokens,
+                web_searches: 0,
+            });
+        }
+    }
+}
+
+/// Sums the pi files' requests: every assistant message its parser kept
+/// (a fork's copied history is left out there), each file on its own.
+fn pi_count<'a>(files: &[FileRef<'a>], sums: &mut SlotSums<'_, 'a>) {
+    for f in files.iter().filter(|f| f.agent == Agent::Pi) {
+        let fp = f.parse;
+        for e in fp.events.iter().filter(|e| e.kind == EventKind::Pi) {
+            sums.add(Request {
+                agent: Agent::Pi,
+                ts: e.ts,
+                model: fp.string(e.model),
+                cwd: fp.string(e.cwd),
+                session: &fp.codex.thread_id,
+                tier: "",
+                bits: 0,
+                tokens: claude_tokens(e.t),
                 web_searches: 0,
             });
         }

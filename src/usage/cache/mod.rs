@@ -141,10 +141,7 @@ fn head_of_len(path: &Path, len: u32) -> Head {
 /// The parser of `agent`'s lines, into `parse` (one closure type for every
 /// read, so the line loop is compiled once).
 fn line_parser(agent: Agent, parse: &mut FileParse) -> impl FnMut(&[u8]) + '_ {
-    move |line: &[u8]| match agent {
-        Agent::Claude => crate::usage::parse::claude::parse_line(parse, line),
-        Agent::Codex => crate::usage::parse::codex::parse_line(parse, line),
-    }
+    move |line: &[u8]| agent.parse_line(parse, line)
 }
 
 /// Runs `parse` on `entry` with `events`, a vector the thread keeps from

@@ -235,7 +235,7 @@ fn parts(data: &Data, req: &Request, columns: usize, glyphs: Glyphs) -> Vec<Part
 
 /// The title, the warnings and the cost table.
 fn head_parts(data: &Data, req: &Request, columns: usize, glyphs: Glyphs) -> Vec<Part> {
-    let agents = agents_of_request(req);
+    let agents = agents_of_request(data, req);
     let mut parts = Vec::new();
     let mut part = |priority: u8, lines: Vec<Line>| parts.push(Part { priority, lines });
     part(
@@ -278,7 +278,7 @@ fn head_parts(data: &Data, req: &Request, columns: usize, glyphs: Glyphs) -> Vec
 
 /// The blocks, the limits, the sparkline and the limits' states.
 fn picture_parts(data: &Data, req: &Request, columns: usize, glyphs: Glyphs) -> Vec<Part> {
-    let agents = agents_of_request(req);
+    let agents = agents_of_request(data, req);
     let mut parts = Vec::new();
     let mut part = |priority: u8, lines: Vec<Line>| parts.push(Part { priority, lines });
     let blocks: Vec<Row> = panels::active_blocks(data, req)

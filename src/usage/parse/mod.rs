@@ -7,6 +7,8 @@
 //! - `claude.rs`: Claude Code roots and per-line extraction.
 //! - `codex.rs`: Codex roots, per-line extraction and the counting rule
 //!   (records, each new response's last usage, inherited history skipped).
+//! - `pi.rs`: pi and Oh My Pi session files (a fork's copied history
+//!   skipped).
 //! - `differential.rs` (tests only): re-serialised real-shaped lines give
 //!   the same events through the fast readers and the exact JSON parser,
 //!   and mutated ones are refused exactly when `JSON.parse` refuses them.
@@ -21,4 +23,5 @@ pub mod codex;
 #[cfg(test)]
 mod differential;
 pub(crate) mod jsonpick;
+pub mod pi;
 pub mod scan;

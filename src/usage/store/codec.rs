@@ -14,21 +14,15 @@
 use std::collections::BTreeMap;
 
 use crate::base::bytes::Reader;
+use crate::usage::agents;
 use crate::usage::event::{
     Agent, CodexMeta, Event, EventKind, FileParse, add_last, hash_words, last_in,
 };
 use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
 
 /// Bump when the index layout changes (everything is reparsed).
-pub(crate) const INDEX_VERSION: u32 = 7;
-/// Bump when Claude/Codex line parsing changes (that agent is reparsed).
-/// Claude 3: a record's web searches (`server_tool_use.web_search_requests`)
-/// are its event's sixth counter, which version 2 left at 0, and its events
-/// carry their record's `sessionId` (a Claude event's bytes changed too, so
-/// its entries of version 2 are never decoded). Claude 4: a record without
-/// a `requestId` is keyed by its `message.id` (version 3 left it unkeyed).
-pub(crate) const CLAUDE_PARSER_VERSION: u32 = 4;
-pub(crate) const CODEX_PARSER_VERSION: u32 = 2;
+/// 8: the header names a third agent's parser version (pi).
+pub(crate) const INDEX_VERSION: u32 = 8;
 
 const MAGIC: &[u8; 4] = b"HUIX";
 const EVENTS_MAGIC: &[u8; 4] = b"HUIE";
@@ -41,12 +35,13 @@ const MIN_EVENT: usize = 12;
 
 /// The versions an index journal's header repeats: a journal written by
 /// another layout or parser is ignored.
-pub fn versions() -> [u64; 3] {
-    [
-        u64::from(INDEX_VERSION),
-        u64::from(CLAUDE_PARSER_VERSION),
-        u64::from(CODEX_PARSER_VERSION),
-    ]
+/// The layout version, then each agent's parser version
+/// ([`Agent::parser_version`]) in [`agents::ALL`]'s order.
+pub fn versions() -> Vec<u64> {
+    std::iter::once(INDEX_VERSION)
+        .chain(agents::ALL.map(Agent::parser_version))
+        .map(u64::from)
+        .collect()
 }
 
 /// The header of the events file of id `id` (magic and id).
@@ -103,18 +98,16 @@ fn has_last(kind: EventKind) -> bool {
 /// What an index header says.
 pub(crate) struct Header {
     pub count: usize,
-    claude_ok: bool,
-    codex_ok: bool,
+    /// Per agent (by [`Agent::index`]): whether its entries were parsed
+    /// by its current parser.
+    parsed_now: [bool; agents::ALL.len()],
 }
 
 impl Header {
     /// Whether entries of `agent` were parsed by the current parser (the
     /// others are left out of the index, so their files are parsed anew).
     pub fn keeps(&self, agent: Agent) -> bool {
-        match agent {
-            Agent::Claude => self.claude_ok,
-            Agent::Codex => self.codex_ok,
-        }
+        self.parsed_now[agent.index()]
     }
 }
 
@@ -124,8 +117,9 @@ pub fn header(count: usize) -> Vec<u8> {
     let mut o = Out(Vec::with_capacity(20));
     o.0.extend(MAGIC);
     o.u32(INDEX_VERSION);
-    o.u32(CLAUDE_PARSER_VERSION);
-    o.u32(CODEX_PARSER_VERSION);
+    for agent in agents::ALL {
+        o.u32(agent.parser_version());
+    }
     o.u32(count as u32);
     o.0
 }
@@ -135,12 +129,13 @@ pub(crate) fn read_header(r: &mut Reader) -> Option<Header> {
     if r.take(4)? != MAGIC || r.u32()? != INDEX_VERSION {
         return None;
     }
-    let claude_ok = r.u32()? == CLAUDE_PARSER_VERSION;
-    let codex_ok = r.u32()? == CODEX_PARSER_VERSION;
+    let mut parsed_now = [false; agents::ALL.len()];
+    for agent in agents::ALL {
+        parsed_now[agent.index()] = r.u32()? == agent.parser_version();
+    }
     Some(Header {
         count: r.count32(MIN_ENTRY)?,
-        claude_ok,
-        codex_ok,
+        parsed_now,
     })
 }
 
@@ -219,10 +214,7 @@ pub(crate) fn read_record(payload: &[u8], file: &EventsFile) -> Option<Record> {
 
 fn encode_meta(o: &mut Out, path: &str, e: &FileEntry) {
     o.str(path);
-    o.u8(match e.agent {
-        Agent::Claude => 0,
-        Agent::Codex => 1,
-    });
+    o.u8(e.agent.code());
     o.u8(u8::from(e.compressed) | (u8::from(e.unreadable) << 1));
     o.u64(e.dev);
     o.u64(e.ino);
@@ -256,11 +248,7 @@ fn encode_meta(o: &mut Out, path: &str, e: &FileEntry) {
 
 fn decode_meta(r: &mut Reader) -> Option<(String, FileEntry)> {
     let path = read_str(r)?;
-    let agent = match r.u8()? {
-        0 => Agent::Claude,
-        1 => Agent::Codex,
-        _ => return None,
-    };
+    let agent = Agent::from_code(u64::from(r.u8()?))?;
     let bits = r.u8()?;
     let mut e = FileEntry {
         agent,
@@ -824,7 +812,7 @@ mod tests {
         index.files.insert("/b".into(), entry(Agent::Codex));
         let mut bytes = index.to_bytes();
         // The Codex parser version follows magic, layout and Claude parser.
-        bytes[12..16].copy_from_slice(&(CODEX_PARSER_VERSION + 1).to_le_bytes());
+        bytes[12..16].copy_from_slice(&(Agent::Codex.parser_version() + 1).to_le_bytes());
         let back = Index::from_bytes(&bytes);
         assert_eq!(back.files.keys().collect::<Vec<_>>(), ["/a"]);
         // Another layout version keeps nothing.

@@ -96,7 +96,7 @@ impl Index {
         for (path, e) in &self.files {
             h = mix_path(h, path.as_bytes());
             for n in [
-                u64::from(e.agent == Agent::Codex) | (u64::from(e.unreadable) << 1),
+                u64::from(e.agent.code()) | (u64::from(e.unreadable) << 1),
                 e.dev,
                 e.ino,
                 e.size,

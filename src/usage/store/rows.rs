@@ -71,15 +71,11 @@ pub(crate) fn acc_from(n: [u64; 12]) -> SlotAcc {
 }
 
 pub(super) fn agent_code(agent: Agent) -> u64 {
-    u64::from(agent == Agent::Codex)
+    u64::from(agent.code())
 }
 
 pub(super) fn agent_from(code: u64) -> Option<Agent> {
-    match code {
-        0 => Some(Agent::Claude),
-        1 => Some(Agent::Codex),
-        _ => None,
-    }
+    Agent::from_code(code)
 }
 
 pub(super) fn read_numbers(r: &mut Reader) -> Option<[u64; 12]> {

@@ -94,13 +94,17 @@ impl Request {
         if since > until {
             return Err(BadOption("--since is after --until".into()));
         }
-        let agent =
-            match agent {
-                None => None,
-                Some(name) => Some(Agent::from_name(name).ok_or_else(|| {
-                    BadOption(format!("--agent must be claude or codex: {name:?}"))
-                })?),
-            };
+        let agent = match agent {
+            None => None,
+            Some(name) => Some(Agent::from_name(name).ok_or_else(|| {
+                let names: Vec<&str> = crate::usage::agents::ALL.map(Agent::name).into();
+                let (last, rest) = names.split_last().unwrap_or((&"", &[]));
+                BadOption(format!(
+                    "--agent must be {} or {last}: {name:?}",
+                    rest.join(", ")
+                ))
+            })?),
+        };
         let dir = dir.map(|d| match d.trim_end_matches('/') {
             "" => "/".to_string(),
             d => d.to_string(),

@@ -473,7 +473,8 @@ fn empty_hint(data: &Data, runtime: Option<&Value>) -> Option<String> {
             .map(|n| n.max(0) as u64)
             .unwrap_or(0)
     };
-    if data.generated_at.is_none() || seen("claude") + seen("codex") > 0 {
+    let seen_any = crate::usage::agents::ALL.iter().any(|a| seen(a.name()) > 0);
+    if data.generated_at.is_none() || seen_any {
         return None;
     }
     let roots = crate::usage::discover::Roots::searched(runtime);

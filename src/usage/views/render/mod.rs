@@ -557,11 +557,16 @@ fn by_cost(a: &SlotAcc, b: &SlotAcc) -> std::cmp::Ordering {
         .then(b.tokens.total().cmp(&a.tokens.total()))
 }
 
-/// The agents a request shows: the one asked for, or both.
-pub(crate) fn agents_of_request(req: &Request) -> Vec<Agent> {
+/// The agents a request shows: the one asked for, or every agent shown
+/// always ([`Agent::always_shown`]) and every other one with usage in the
+/// data.
+pub(crate) fn agents_of_request(data: &Data, req: &Request) -> Vec<Agent> {
     match req.agent {
         Some(a) => vec![a],
-        None => vec![Agent::Claude, Agent::Codex],
+        None => crate::usage::agents::ALL
+            .into_iter()
+            .filter(|&a| a.always_shown() || data.slots.iter().any(|(k, _)| k.1 == a))
+            .collect(),
     }
 }
 

@@ -2,6 +2,7 @@
 //! limits as bars, the 30 days' cost as a sparkline, and what was read.
 
 use super::*;
+use crate::usage::agents::ALL;
 
 /// The summary: today, 7 and 30 days per agent, the limits, coverage.
 /// Sums per agent (and all) and window: today, 7 days, 30 days.
@@ -17,7 +18,7 @@ pub(super) fn summary(data: &Data, req: &Request, format: Format) -> String {
     };
     let picked = selected(data, &req);
     let unpriced = unpriced_of(picked.iter().map(|(_, k, acc)| (*k, *acc)));
-    let agents = agents_of_request(&req);
+    let agents = agents_of_request(data, &req);
     let sums = window_sums(data, &req, &agents);
     let names: Vec<&str> = agents
         .iter()
@@ -98,8 +99,7 @@ fn summary_text(
     // A row per agent, then all of them when there are two.
     for (i, windows) in sums.iter().enumerate() {
         let (kind, name) = match agents.get(i) {
-            Some(Agent::Claude) => (RowKind::Plain, "Claude Code"),
-            Some(Agent::Codex) => (RowKind::Plain, "Codex"),
+            Some(agent) => (RowKind::Plain, agent.title()),
             None if agents.len() == 1 => continue,
             None => (RowKind::Total, "All"),
         };
@@ -158,17 +158,20 @@ pub(crate) fn coverage_line(data: &Data) -> String {
         let n = count(c, agent, "files_seen");
         format!("{n} file{}", if n == 1 { "" } else { "s" })
     };
-    let mut line = format!(
-        "Coverage: Claude Code {}, Codex {}",
-        files("claude"),
-        files("codex")
-    );
+    // The snapshot's coverage is the app's document's: the agents it has.
+    let per_agent: Vec<String> = ALL
+        .iter()
+        .filter(|a| a.always_shown() || c.get(a.name()).is_some())
+        .map(|a| format!("{} {}", a.title(), files(a.name())))
+        .collect();
+    let mut line = format!("Coverage: {}", per_agent.join(", "));
     let archives = count(c, "codex", "files_compressed");
     if archives > 0 {
         line.push_str(&format!(" ({} archived)", group(archives)));
     }
-    let skipped: u64 = ["claude", "codex"]
+    let skipped: u64 = ALL
         .iter()
+        .map(|a| a.name())
         .map(|a| {
             count(c, a, "files_unreadable")
                 + count(c, a, "lines_malformed")

@@ -1,0 +1,233 @@
+//! The agents whose usage heeler reads, and the one contract each meets.
+//!
+//! An agent is a module implementing [`Source`]: where its files are (its
+//! roots, with the environment variables that move them, and the
+//! directories walked below each), which file names are its transcripts,
+//! how one complete line of such a file becomes the shared usage
+//! [`Event`](crate::usage::event::Event)s, and what it cannot count. The
+//! registry below ([`ALL`] and `with_source!`) is the one place that
+//! lists them: discovery, the cache's parser choice, the store's source
+//! kind and parser versions, the aggregate's per-agent sums, the views'
+//! `--agent` and coverage all go through it, so adding an agent is one
+//! module, one [`Agent`] variant and one registry line, plus its tests.
+//!
+//! - `claude.rs`: Claude Code, a thin adapter over `parse::claude`.
+//! - `codex.rs`: Codex, a thin adapter over `parse::codex`.
+//! - `pi.rs`: pi and Oh My Pi, over `parse::pi`.
+//!
+//! Architecture invariants: the dispatch is static (a `match` on the agent,
+//! the same branch on every line of a file, never a virtual call); an agent's code in the store ([`Source::CODE`]) never changes
+//! once released, and the order of [`ALL`] is the order of the index
+//! header's parser versions.
+
+mod claude;
+mod codex;
+mod pi;
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+use crate::usage::event::{Agent, FileParse};
+
+/// What the registry needs to know of one agent. Every item is an
+/// associated constant or function, so a caller picks the agent's
+/// implementation with `with_source!` and the compiler sees one type.
+pub(crate) trait Source {
+    /// The agent's name in `--agent`, the JSON views and the statusline.
+    const NAME: &'static str;
+    /// The product's name, as the views for people write it.
+    const TITLE: &'static str;
+    /// The agent's code in the store (an index entry's source kind, a
+    /// slot's agent): fixed once released.
+    const CODE: u8;
+    /// The version of its parser: entries parsed by another version are
+    /// parsed anew.
+    const PARSER_VERSION: u32;
+    /// The environment variables [`Source::roots`] reads (besides `HOME`);
+    /// the runtime record the hooks write carries each
+    /// (`runtime::RECORDED_VARS`).
+    const ENV: &'static [&'static str];
+    /// The variables a person sets to point at other roots (named when no
+    /// transcript was found).
+    const POINTED_BY: &'static [&'static str];
+    /// Whether the views show the agent's row when it has no usage (the
+    /// agents the app's document has always named); another agent shows
+    /// when it has some.
+    const ALWAYS_SHOWN: bool;
+    /// The directories below a root that the walk starts from.
+    const WALKED: &'static [&'static str];
+    /// A transcript's path below a walked directory, as the agent names
+    /// one (the registry's tests find one of each agent's).
+    #[cfg(test)]
+    const EXAMPLE: &'static str;
+    /// What the agent's files cannot tell, as docs/usage.md states it (a
+    /// unit test holds the two together).
+    #[cfg(test)]
+    const UNCOUNTED: &'static str;
+
+    /// Every root the agent would use, in its order, whether it exists or
+    /// not (what a person is told was searched).
+    fn searched(env: &Env) -> Vec<PathBuf>;
+    /// The roots that exist, duplicates removed.
+    fn roots(env: &Env) -> Vec<PathBuf>;
+    /// Whether a file name below a walked directory is a transcript.
+    fn wants(name: &OsStr) -> bool;
+    /// Whether a transcript's path names a zstd-compressed file.
+    fn compressed(path: &Path) -> bool;
+    /// Parses one complete line into `parse`.
+    fn parse_line(parse: &mut FileParse, line: &[u8]);
+}
+
+/// The values roots are resolved from: the home, and the environment
+/// variables (the runtime record's, else this process's).
+pub(crate) struct Env<'a> {
+    pub home: &'a Path,
+    pub var: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl Env<'_> {
+    /// The variable `key`, when set and not empty.
+    pub(crate) fn var(&self, key: &str) -> Option<String> {
+        (self.var)(key).filter(|v| !v.is_empty())
+    }
+}
+
+/// Every agent, in the store's order (see the module's invariants).
+pub const ALL: [Agent; 3] = [Agent::Claude, Agent::Codex, Agent::Pi];
+
+/// Runs `$body` with `$S` the [`Source`] of `$agent`: the registry's one
+/// `match`.
+macro_rules! with_source {
+    ($agent:expr, $S:ident => $body:expr) => {
+        match $agent {
+            Agent::Claude => {
+                type $S = claude::Claude;
+                $body
+            }
+            Agent::Codex => {
+                type $S = codex::Codex;
+                $body
+            }
+            Agent::Pi => {
+                type $S = pi::Pi;
+                $body
+            }
+        }
+    };
+}
+
+impl Agent {
+    /// The agent's place in [`ALL`] (and in per-agent arrays).
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+    pub fn name(self) -> &'static str {
+        with_source!(self, S => S::NAME)
+    }
+    /// The product's name, as the views for people write it.
+    pub(crate) fn title(self) -> &'static str {
+        with_source!(self, S => S::TITLE)
+    }
+    /// The agent [`Agent::name`] names.
+    pub(crate) fn from_name(name: &str) -> Option<Agent> {
+        ALL.into_iter().find(|a| a.name() == name)
+    }
+    /// The agent's code in the store.
+    pub(crate) fn code(self) -> u8 {
+        with_source!(self, S => S::CODE)
+    }
+    /// The agent whose code in the store is `code`.
+    pub(crate) fn from_code(code: u64) -> Option<Agent> {
+        ALL.into_iter().find(|a| u64::from(a.code()) == code)
+    }
+    /// The version of the agent's parser.
+    pub(crate) fn parser_version(self) -> u32 {
+        with_source!(self, S => S::PARSER_VERSION)
+    }
+    /// The variables that move the agent's roots.
+    pub(crate) fn env_vars(self) -> &'static [&'static str] {
+        with_source!(self, S => S::ENV)
+    }
+    /// Whether the views show the agent when it has no usage.
+    pub(crate) fn always_shown(self) -> bool {
+        with_source!(self, S => S::ALWAYS_SHOWN)
+    }
+    /// The variables a person sets to point at other roots.
+    pub(crate) fn pointed_by(self) -> &'static [&'static str] {
+        with_source!(self, S => S::POINTED_BY)
+    }
+    /// A transcript's path below a walked directory ([`Source::EXAMPLE`]).
+    #[cfg(test)]
+    pub(crate) fn example(self) -> &'static str {
+        with_source!(self, S => S::EXAMPLE)
+    }
+    /// What the agent's files cannot tell.
+    #[cfg(test)]
+    pub(crate) fn uncounted(self) -> &'static str {
+        with_source!(self, S => S::UNCOUNTED)
+    }
+    /// Every root the agent would use ([`Source::searched`]).
+    pub(crate) fn searched(self, env: &Env) -> Vec<PathBuf> {
+        with_source!(self, S => S::searched(env))
+    }
+    /// The agent's roots that exist ([`Source::roots`]).
+    pub(crate) fn roots(self, env: &Env) -> Vec<PathBuf> {
+        with_source!(self, S => S::roots(env))
+    }
+    /// The directories below a root the walk starts from.
+    pub(crate) fn walked(self) -> &'static [&'static str] {
+        with_source!(self, S => S::WALKED)
+    }
+    /// Whether a file name is one of the agent's transcripts.
+    pub(crate) fn wants(self, name: &OsStr) -> bool {
+        with_source!(self, S => S::wants(name))
+    }
+    /// Whether a transcript's path names a zstd-compressed file.
+    pub(crate) fn compressed(self, path: &Path) -> bool {
+        with_source!(self, S => S::compressed(path))
+    }
+    /// Parses one complete line of the agent's into `parse`: a `match`
+    /// the line loop inlines, the same branch on every line of a file.
+    #[inline]
+    pub(crate) fn parse_line(self, parse: &mut FileParse, line: &[u8]) {
+        with_source!(self, S => S::parse_line(parse, line))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_lists_every_agent_once_in_index_order() {
+        for (i, a) in ALL.into_iter().enumerate() {
+            assert_eq!(a.index(), i);
+            assert_eq!(Agent::from_name(a.name()), Some(a));
+            assert_eq!(Agent::from_code(u64::from(a.code())), Some(a));
+        }
+        assert_eq!(Agent::from_name("gemini"), None);
+        assert_eq!(Agent::from_code(u64::from(u8::MAX)), None);
+    }
+
+    #[test]
+    fn the_store_codes_of_released_agents_stay() {
+        // Index entries and aggregate slots written by released versions
+        // name their agent by these codes.
+        assert_eq!(Agent::Claude.code(), 0);
+        assert_eq!(Agent::Codex.code(), 1);
+        assert_eq!(Agent::Pi.code(), 2);
+    }
+
+    #[test]
+    fn docs_state_what_each_agent_cannot_count() {
+        let docs = include_str!("../../../docs/usage.md");
+        for a in ALL {
+            assert!(
+                docs.contains(a.uncounted()),
+                "docs/usage.md does not state what {} cannot count: {}",
+                a.name(),
+                a.uncounted()
+            );
+        }
+    }
+}
