@@ -786,15 +786,7 @@ fn ceremony_stopped_at(step: &'static str, stop: Stop) -> (Option<i32>, String, 
     parked.reached();
     let id = pairing_id_of(&dirs.authorized_keys());
     let at = Pause::new(&dirs, step);
-    let state = dirs.root.join("state");
-    let mut accept = dirs
-        .command(&[
-            "accept",
-            "--state-dir",
-            state.to_str().unwrap(),
-            "--pairing-id",
-            &id,
-        ])
+    let mut accept = accept_command(&dirs, &id)
         .env("HEELER_TEST_PAUSE", at.env())
         .stdin(Stdio::piped())
         .spawn()
@@ -830,6 +822,7 @@ fn ceremony_stopped_at(step: &'static str, stop: Stop) -> (Option<i32>, String, 
     stdout.read_to_string(&mut rest).unwrap();
     let err = stderr_of(&mut pair);
     println!("{step} {stop:?}: pair {status:?} {rest:?} {err:?}");
+    let state = dirs.root.join("state");
     let leftovers: Vec<String> = ["pending", "enrolled"]
         .iter()
         .flat_map(|d| std::fs::read_dir(state.join(d)).into_iter().flatten())
@@ -924,15 +917,7 @@ fn a_signal_right_after_an_enrollment_reports_it() {
     let (mut pair, mut stdout, _) = dirs.start_paused(None, Some(parked.env()));
     parked.reached();
     let id = pairing_id_of(&dirs.authorized_keys());
-    let state = dirs.root.join("state");
-    let mut accept = dirs
-        .command(&[
-            "accept",
-            "--state-dir",
-            state.to_str().unwrap(),
-            "--pairing-id",
-            &id,
-        ])
+    let mut accept = accept_command(&dirs, &id)
         .stdin(Stdio::piped())
         .spawn()
         .unwrap();
@@ -995,15 +980,7 @@ fn a_signal_within_the_poll_interval_after_an_ok_reports_it() {
     let (mut pair, mut stdout, _) = dirs.start(None);
     let id = pairing_id_of(&dirs.authorized_keys());
     assert!(kill("STOP", &pair).success());
-    let state = dirs.root.join("state");
-    let mut accept = dirs
-        .command(&[
-            "accept",
-            "--state-dir",
-            state.to_str().unwrap(),
-            "--pairing-id",
-            &id,
-        ])
+    let mut accept = accept_command(&dirs, &id)
         .stdin(Stdio::piped())
         .spawn()
         .unwrap();
@@ -1148,17 +1125,21 @@ fn a_short_write_leaves_authorized_keys_as_it_was() {
     assert_eq!(dirs.authorized_keys(), format!("{before}\n"));
 }
 
+/// `heeler accept` for pairing `id` in the test's state dir.
+fn accept_command(dirs: &Dirs, id: &str) -> Command {
+    let state = dirs.root.join("state");
+    dirs.command(&[
+        "accept",
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--pairing-id",
+        id,
+    ])
+}
+
 /// `accept` for `id` with the test's Device Key on stdin: its stdout.
 fn accept_answer(dirs: &Dirs, id: &str) -> String {
-    let state = dirs.root.join("state");
-    let mut accept = dirs
-        .command(&[
-            "accept",
-            "--state-dir",
-            state.to_str().unwrap(),
-            "--pairing-id",
-            id,
-        ])
+    let mut accept = accept_command(dirs, id)
         .stdin(Stdio::piped())
         .spawn()
         .unwrap();
@@ -1255,15 +1236,7 @@ fn an_earlier_ceremonys_bootstrap_key_is_refused_as_a_device_key() {
         .public_line();
     assert!(!dirs.authorized_keys().contains(&b_public));
     let submit = |line: &str| {
-        let state = dirs.root.join("state");
-        let mut accept = dirs
-            .command(&[
-                "accept",
-                "--state-dir",
-                state.to_str().unwrap(),
-                "--pairing-id",
-                &a_id,
-            ])
+        let mut accept = accept_command(&dirs, &a_id)
             .stdin(Stdio::piped())
             .spawn()
             .unwrap();
