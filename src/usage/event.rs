@@ -37,6 +37,12 @@ pub enum EventKind {
     /// A pi assistant message; `t` as [`EventKind::Claude`]'s (no 1-hour
     /// writes or web searches).
     Pi,
+    /// One model call of an agent on the shared contract, made only by
+    /// [`FileParse::push_message`]: `t` = [input, cache_read, cache_write,
+    /// 0, output, reasoning] in [`Tokens`]' semantics, `key` the hash of the
+    /// agent's id of the call (0 = none), `session` its session id (0 = the
+    /// file's, `CodexMeta::thread_id`).
+    Message,
 }
 
 impl EventKind {
@@ -47,6 +53,7 @@ impl EventKind {
             EventKind::CodexLast => 2,
             EventKind::CodexRecord => 3,
             EventKind::Pi => 4,
+            EventKind::Message => 5,
         }
     }
     pub(crate) fn from_code(code: u8) -> Option<EventKind> {
@@ -56,6 +63,7 @@ impl EventKind {
             2 => EventKind::CodexLast,
             3 => EventKind::CodexRecord,
             4 => EventKind::Pi,
+            5 => EventKind::Message,
             _ => return None,
         })
     }
@@ -233,6 +241,69 @@ impl FileParse {
             .get(index as usize)
             .map(String::as_str)
             .unwrap_or("")
+    }
+}
+
+/// One model call as an agent's parser hands it to [`FileParse::push_message`]:
+/// the shared contract of every agent after Claude Code, Codex and pi.
+#[derive(Debug, Clone, Copy, Default)]
+#[allow(dead_code, reason = "the agents on the contract land next")]
+pub(crate) struct Message<'a> {
+    /// UTC Unix seconds of the call.
+    pub ts: i64,
+    /// The model as the agent writes it ("" = unknown, shown unpriced).
+    pub model: &'a str,
+    /// The project directory, when the file tells it.
+    pub cwd: &'a str,
+    /// The session id ("" = the file's own, `CodexMeta::thread_id`).
+    pub session: &'a str,
+    /// The agent's id of the call (empty = none): calls of one file with
+    /// the same id count once (`aggregate::message_count`).
+    pub id: &'a [u8],
+    /// Normalised by the parser: `input` uncached prompt tokens only,
+    /// `cache_write_5m` every cache write (`cache_write_1h` 0), `output`
+    /// all billed output with reasoning, `reasoning` its part of it.
+    pub tokens: Tokens,
+}
+
+impl FileParse {
+    /// Adds one model call ([`Message`]) as an [`EventKind::Message`].
+    #[allow(dead_code, reason = "the agents on the contract land next")]
+    pub(crate) fn push_message(&mut self, m: &Message) {
+        let t = &m.tokens;
+        let event = Event {
+            kind: EventKind::Message,
+            ts: m.ts,
+            model: self.intern(m.model),
+            cwd: self.intern(m.cwd),
+            tier: 0,
+            session: self.intern(m.session),
+            flags: 0,
+            key: if m.id.is_empty() { 0 } else { fnv1a(&[m.id]) },
+            group: 0,
+            t: [
+                t.input,
+                t.cache_read,
+                t.cache_write_5m.saturating_add(t.cache_write_1h),
+                0,
+                t.output,
+                t.reasoning,
+            ],
+            last_at: 0,
+        };
+        self.events.push(event);
+    }
+}
+
+/// The [`Tokens`] of an [`EventKind::Message`] event.
+pub(crate) fn message_tokens(t: [u64; 6]) -> Tokens {
+    Tokens {
+        input: t[0],
+        cache_read: t[1],
+        cache_write_5m: t[2],
+        cache_write_1h: t[3],
+        output: t[4],
+        reasoning: t[5],
     }
 }
 

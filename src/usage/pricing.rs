@@ -306,7 +306,7 @@ fn token_cost(
     let output = pick(|s| s.output)?;
     let (read_default, write_default) = match agent {
         Agent::Claude => (0.1 * input, 1.25 * input),
-        Agent::Codex | Agent::Pi => (input, input),
+        _ => (input, input),
     };
     let cache_read = pick(|s| s.cache_read).unwrap_or(read_default);
     let write_5m = pick(|s| s.cache_write_5m).unwrap_or(write_default);

@@ -252,7 +252,7 @@ impl ByAgent {
         match agent {
             Agent::Claude => self.claude.add(t),
             Agent::Codex => self.codex.add(t),
-            Agent::Pi => {}
+            _ => {}
         }
     }
     fn all(&self) -> Totals {
@@ -404,7 +404,7 @@ impl<'s> WindowSums<'s> {
             match s.agent {
                 Agent::Claude => d.1 = true,
                 Agent::Codex => d.2 = true,
-                Agent::Pi => {}
+                _ => {}
             }
         }
         sums

@@ -3,7 +3,7 @@
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::{Env, Source};
 use crate::usage::event::FileParse;
@@ -48,9 +48,6 @@ impl Source for Claude {
     }
     fn wants(name: &OsStr) -> bool {
         name.as_bytes().ends_with(b".jsonl")
-    }
-    fn compressed(_: &Path) -> bool {
-        false
     }
     #[inline]
     fn parse_line(parse: &mut FileParse, line: &[u8]) {

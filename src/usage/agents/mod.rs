@@ -3,8 +3,11 @@
 //! An agent is a module implementing [`Source`]: where its files are (its
 //! roots, with the environment variables that move them, and the
 //! directories walked below each), which file names are its transcripts,
-//! how one complete line of such a file becomes the shared usage
-//! [`Event`](crate::usage::event::Event)s, and what it cannot count. The
+//! how it writes them ([`Form`]: append-only lines, or documents rewritten
+//! whole), how one complete line or one whole document becomes the shared
+//! usage [`Event`](crate::usage::event::Event)s (an agent after pi hands
+//! each model call to `FileParse::push_message`, counted by one rule in
+//! `aggregate::message_count`), and what it cannot count. The
 //! registry below ([`ALL`] and `with_source!`) is the one place that
 //! lists them: discovery, the cache's parser choice, the store's source
 //! kind and parser versions, the aggregate's per-agent sums, the views'
@@ -73,9 +76,32 @@ pub(crate) trait Source {
     /// Whether a file name below a walked directory is a transcript.
     fn wants(name: &OsStr) -> bool;
     /// Whether a transcript's path names a zstd-compressed file.
-    fn compressed(path: &Path) -> bool;
-    /// Parses one complete line into `parse`.
-    fn parse_line(parse: &mut FileParse, line: &[u8]);
+    fn compressed(path: &Path) -> bool {
+        let _ = path;
+        false
+    }
+    /// How the agent's files are read.
+    const FORM: Form = Form::Lines;
+    /// Parses one complete line into `parse` ([`Form::Lines`]).
+    fn parse_line(parse: &mut FileParse, line: &[u8]) {
+        let _ = (parse, line);
+    }
+    /// Parses a whole file into a fresh `parse` ([`Form::Document`]).
+    fn parse_document(parse: &mut FileParse, bytes: &[u8]) {
+        let _ = (parse, bytes);
+    }
+}
+
+/// How an agent writes its files, which decides how the cache reads them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Form {
+    /// Append-only lines: a grown file is read from where the last read
+    /// stopped, one complete line at a time ([`Source::parse_line`]).
+    Lines,
+    /// A document the agent rewrites whole (a JSON file): read whole, at
+    /// most `scan::MAX_DOCUMENT` bytes, and parsed anew whenever it changes
+    /// ([`Source::parse_document`]).
+    Document,
 }
 
 /// The values roots are resolved from: the home, and the environment
@@ -185,6 +211,14 @@ impl Agent {
     /// Whether a transcript's path names a zstd-compressed file.
     pub(crate) fn compressed(self, path: &Path) -> bool {
         with_source!(self, S => S::compressed(path))
+    }
+    /// How the agent's files are read.
+    pub(crate) fn form(self) -> Form {
+        with_source!(self, S => S::FORM)
+    }
+    /// Parses a whole document of the agent's into a fresh `parse`.
+    pub(crate) fn parse_document(self, parse: &mut FileParse, bytes: &[u8]) {
+        with_source!(self, S => S::parse_document(parse, bytes))
     }
     /// Parses one complete line of the agent's into `parse`: a `match`
     /// the line loop inlines, the same branch on every line of a file.

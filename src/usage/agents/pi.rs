@@ -8,7 +8,7 @@
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::{Env, Source};
 use crate::usage::event::FileParse;
@@ -60,9 +60,6 @@ impl Source for Pi {
     fn wants(name: &OsStr) -> bool {
         name.as_bytes().ends_with(b".jsonl")
     }
-    fn compressed(_: &Path) -> bool {
-        false
-    }
     #[inline]
     fn parse_line(parse: &mut FileParse, line: &[u8]) {
         parse::parse_line(parse, line);
@@ -72,6 +69,7 @@ impl Source for Pi {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn searched(vars: &[(&str, &str)]) -> Vec<PathBuf> {
         let var = |k: &str| {

@@ -21,7 +21,7 @@ type HashMap<K, V> = FastHashMap<K, V>;
 type HashSet<K> = rustc_hash::FxHashSet<K>;
 
 use crate::base::json::{Object, Value};
-use crate::usage::event::{Agent, Event, EventKind, FileParse, Tokens, flags};
+use crate::usage::event::{Agent, Event, EventKind, FileParse, Tokens, flags, message_tokens};
 use crate::usage::parse::codex;
 use crate::usage::pricing::{ModelPrice, PriceTable};
 
@@ -114,7 +114,9 @@ impl Aggregate {
         match agent {
             Agent::Claude => self.duplicates_claude,
             Agent::Codex => self.duplicates_codex,
-            Agent::Pi => 0,
+            // pi's and the shared contract's duplicates are per file and
+            // not kept in the state (`message_count`).
+            _ => 0,
         }
     }
 }
@@ -591,6 +593,7 @@ pub(crate) fn aggregate_detailed<'a>(
     claude_count(files, kept, &mut charges, &mut sums);
     codex_count(files, parent, ids, &mut charges, &mut sums);
     pi_count(files, &mut sums);
+    message_count(files, &mut sums);
     out.charge_files(&charges.0);
     out.sessions = sums
         .finish()
@@ -833,6 +836,53 @@ fn pi_count<'a>(files: &[FileRef<'a>], sums: &mut SlotSums<'_, 'a>) {
     }
 }
 
+/// Sums the requests of every agent on the shared contract
+/// ([`EventKind::Message`]), each file on its own: calls of one file with
+/// the same id count once, the one with the largest total (the first of
+/// those), since an agent that writes a call while it streams writes it
+/// again, grown; a call without an id always counts.
+fn message_count<'a>(files: &[FileRef<'a>], sums: &mut SlotSums<'_, 'a>) {
+    let mut best: HashMap<u64, usize> = HashMap::default();
+    for f in files {
+        let fp = f.parse;
+        best.clear();
+        let messages = fp.events.iter().enumerate();
+        for (i, e) in messages.filter(|(_, e)| e.kind == EventKind::Message && e.key != 0) {
+            let total = |at: usize| message_tokens(fp.events[at].t).total();
+            best.entry(e.key)
+                .and_modify(|kept| {
+                    if message_tokens(e.t).total() > total(*kept) {
+                        *kept = i;
+                    }
+                })
+                .or_insert(i);
+        }
+        for (i, e) in fp.events.iter().enumerate() {
+            if e.kind != EventKind::Message || (e.key != 0 && best.get(&e.key) != Some(&i)) {
+                continue;
+            }
+            let session = match fp.string(e.session) {
+                "" => fp.codex.thread_id.as_str(),
+                s => s,
+            };
+            sums.add(Request {
+                agent: f.agent,
+                ts: e.ts,
+                model: match fp.string(e.model) {
+                    "" => "unknown",
+                    m => m,
+                },
+                cwd: fp.string(e.cwd),
+                session,
+                tier: "",
+                bits: 0,
+                tokens: message_tokens(e.t),
+                web_searches: 0,
+            });
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -878,6 +928,62 @@ mod tests {
         assert_eq!(d.by_file.get(&1), Some(&[0, 0, 1]));
         let totals = [d.duplicates_claude, d.duplicates_codex, d.forks_unresolved];
         assert_eq!(totals, [1, 0, 1]);
+    }
+
+    /// A file of model calls on the shared contract: (id, output) each, at
+    /// 10:00 UTC on 2026-12-04, input 10 each.
+    fn messages(session: &str, calls: &[(&str, u64)]) -> FileParse {
+        let mut fp = FileParse::default();
+        fp.codex.thread_id = session.into();
+        for (id, output) in calls {
+            fp.push_message(&crate::usage::event::Message {
+                ts: 1_764_842_400,
+                model: "gpt-5",
+                cwd: "/p",
+                session: "",
+                id: id.as_bytes(),
+                tokens: Tokens {
+                    input: 10,
+                    output: *output,
+                    ..Tokens::default()
+                },
+            });
+        }
+        fp
+    }
+
+    #[test]
+    fn a_files_calls_with_one_id_count_once_and_files_never_meet() {
+        // "m1" written three times as it streamed (5, 50, 20 output): the
+        // largest counts; "" (no id) twice: both count. The same id in
+        // another file is another call.
+        let a = messages(
+            "s-a",
+            &[("m1", 5), ("m1", 50), ("", 1), ("", 1), ("m1", 20)],
+        );
+        let b = messages("s-b", &[("m1", 7)]);
+        let files = [
+            FileRef {
+                agent: Agent::Pi,
+                parse: &a,
+            },
+            FileRef {
+                agent: Agent::Pi,
+                parse: &b,
+            },
+        ];
+        let agg = aggregate_detailed(&files, &table(), 0, None, None);
+        let mut by_session = BTreeMap::new();
+        for ((_, _, _, _, session), acc) in &agg.sessions {
+            let t = acc.totals();
+            by_session.insert(
+                session.to_string(),
+                (t.requests, t.tokens.input, t.tokens.output),
+            );
+        }
+        // By hand: s-a = 3 calls, input 30, output 50 + 1 + 1; s-b = 1 call.
+        assert_eq!(by_session["s-a"], (3, 30, 52));
+        assert_eq!(by_session["s-b"], (1, 10, 7));
     }
 
     #[test]

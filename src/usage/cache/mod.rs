@@ -25,6 +25,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 use crate::base::bytes::{byte_order, same_bytes};
+use crate::usage::agents::Form;
 use crate::usage::event::{Agent, Event, FileParse, fnv1a};
 use crate::usage::parse::scan;
 pub(crate) use crate::usage::store::entry::FileEntry;
@@ -96,7 +97,7 @@ fn stat_of(meta: &Metadata) -> Stat {
 fn known(e: &FileEntry) -> Known {
     Known {
         agent: e.agent,
-        compressed: e.compressed,
+        whole: e.compressed || e.agent.form() == Form::Document,
         unreadable: e.unreadable,
         stat: Stat {
             dev: e.dev,
@@ -198,6 +199,15 @@ fn parse_into(entry: &mut FileEntry, path: &Path, buffers: &mut scan::Buffers) -
 fn parse_fresh(entry: &mut FileEntry, path: &Path, buffers: &mut scan::Buffers) -> io::Result<u64> {
     let file = File::open(path)?;
     (entry.head_len, entry.head_hash) = head(&file)?;
+    if entry.agent.form() == Form::Document {
+        let (agent, parse) = (entry.agent, &mut entry.parse);
+        let pass = scan::read_document(file, scan::MAX_DOCUMENT, buffers, |bytes| {
+            agent.parse_document(parse, bytes)
+        })?;
+        entry.offset = pass.consumed;
+        entry.oversized = pass.oversized;
+        return Ok(pass.consumed);
+    }
     let on_line = line_parser(entry.agent, &mut entry.parse);
     let pass = if entry.compressed {
         scan::zstd_lines(file, buffers, on_line)?
@@ -214,7 +224,8 @@ fn parse_fresh(entry: &mut FileEntry, path: &Path, buffers: &mut scan::Buffers) 
 /// line, it can only become an oversized one).
 pub fn lines_oversized(e: &FileEntry) -> u64 {
     let tail = e.size.saturating_sub(e.offset);
-    let torn = !e.compressed && !e.unreadable && tail >= scan::MAX_LINE as u64;
+    let whole = e.compressed || e.agent.form() == Form::Document;
+    let torn = !whole && !e.unreadable && tail >= scan::MAX_LINE as u64;
     e.oversized + u64::from(torn)
 }
 

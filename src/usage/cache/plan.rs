@@ -12,8 +12,8 @@
 //!    its mtime).
 //! 3. No entry: parsed from the start.
 //! 4. Same identity (device, inode, agent), size, mtime and ctime: reused.
-//! 5. Another identity, a compressed archive (cold: decoded whole, reused
-//!    only by identity), an entry whose last read failed (retried only once
+//! 5. Another identity, a file read whole (a compressed archive, or a
+//!    document its agent rewrites whole: reused only unchanged), an entry whose last read failed (retried only once
 //!    the file changed), a smaller file, or a file of the same size whose
 //!    mtime or ctime moved (rewritten in place: an editor, or a tool that
 //!    sets the mtime back, which still moves the ctime): reparsed from the
@@ -43,7 +43,9 @@ pub struct Stat {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Known {
     pub agent: Agent,
-    pub compressed: bool,
+    /// The file is read whole (a compressed archive or a document), never
+    /// from an offset.
+    pub whole: bool,
     /// The last read failed.
     pub unreadable: bool,
     pub stat: Stat,
@@ -149,7 +151,7 @@ pub(crate) fn decide(known: Option<&Known>, facts: &Facts, window_start_ns: i64)
     if same_file && old.stat.size == now.size && same_times {
         return Decision::Do(Plan::Reuse);
     }
-    if !same_file || old.compressed || old.unreadable || now.size <= old.stat.size {
+    if !same_file || old.whole || old.unreadable || now.size <= old.stat.size {
         return Decision::Do(Plan::Reparse);
     }
     match facts.head {
@@ -186,7 +188,7 @@ mod tests {
     fn known() -> Known {
         Known {
             agent: Agent::Claude,
-            compressed: false,
+            whole: false,
             unreadable: false,
             stat: stat(500, 2_000),
             head_len: 400,
@@ -230,7 +232,7 @@ mod tests {
                 ..known()
             },
             Known {
-                compressed: true,
+                whole: true,
                 ..known()
             },
         ] {
@@ -353,7 +355,7 @@ mod tests {
         let now = stat(800, 3_000);
         for old in [
             Known {
-                compressed: true,
+                whole: true,
                 ..known()
             },
             Known {

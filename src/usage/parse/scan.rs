@@ -21,6 +21,10 @@ use crate::usage::parse::jsonpick::is_complete_object;
 /// `lines_oversized`): Codex tool output reaches ~12 MB.
 pub const MAX_LINE: usize = 64 << 20;
 
+/// Documents (`agents::Form::Document`) longer than this are not parsed
+/// and count as one oversized line: a document is held whole to be parsed.
+pub const MAX_DOCUMENT: u64 = 64 << 20;
+
 /// A line buffer's usual size, and what it shrinks back to after a long
 /// line.
 const LINE_BUFFER: usize = 64 * 1024;
@@ -74,6 +78,37 @@ impl Default for Buffers {
     fn default() -> Buffers {
         Buffers::new()
     }
+}
+
+/// Calls `f` with the whole of `file`, a document, when it holds at most
+/// `cap` bytes (read into the thread's line buffer, which shrinks back
+/// after a long document under the same one-at-a-time rule as a long
+/// line); a longer one is left unread and counted as oversized.
+pub fn read_document(
+    file: File,
+    cap: u64,
+    buffers: &mut Buffers,
+    f: impl FnOnce(&[u8]),
+) -> io::Result<Pass> {
+    let line = &mut buffers.line;
+    line.clear();
+    let mut pass = Pass::default();
+    let long = (file.metadata()?.len() > (cap / 16).max(LINE_BUFFER as u64))
+        .then(|| LONG_LINE.lock().unwrap_or_else(PoisonError::into_inner));
+    // One byte past the cap tells a document over it, even one that grew
+    // after its length was read.
+    let read = file.take(cap.saturating_add(1)).read_to_end(line)?;
+    if read as u64 > cap {
+        pass.oversized = 1;
+    } else {
+        pass.consumed = read as u64;
+        f(line);
+    }
+    if line.capacity() > LINE_BUFFER {
+        *line = Vec::with_capacity(LINE_BUFFER);
+    }
+    drop(long);
+    Ok(pass)
 }
 
 /// Calls `f` with every complete line (without its `\n`) of `reader`.
@@ -260,6 +295,29 @@ pub fn trim(line: &[u8]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_document_is_read_whole_up_to_its_cap_and_counted_oversized_past_it() {
+        let dir = std::env::temp_dir().join(format!("heeler-doc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("doc.json");
+        let text = b"{\"a\":\n 1}\n";
+        std::fs::write(&path, text).unwrap();
+        let mut buffers = Buffers::new();
+        for (cap, seen, pass) in [
+            (text.len() as u64, Some(&text[..]), (text.len() as u64, 0)),
+            (text.len() as u64 - 1, None, (0, 1)),
+        ] {
+            let mut got = None;
+            let p = read_document(File::open(&path).unwrap(), cap, &mut buffers, |b| {
+                got = Some(b.to_vec())
+            })
+            .unwrap();
+            assert_eq!(got.as_deref(), seen);
+            assert_eq!((p.consumed, p.oversized), pass);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn only_complete_lines_are_consumed() {
