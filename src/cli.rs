@@ -585,7 +585,7 @@ pub struct SidebarHookArgs {}
                {command_name} -j | jq .          the summary's JSON document"
 )]
 pub struct UsageArgs {
-    /// claude, codex or pi (default: all)
+    /// one agent: claude, codex, … (a wrong name lists them; default: all)
     #[argh(option, short = 'a')]
     pub agent: Option<String>,
     /// only directories under this path
@@ -675,7 +675,7 @@ macro_rules! usage_view_args {
             /// last day shown, YYYY-MM-DD or YYYYMMDD (default: today)
             #[argh(option, short = 'u')]
             pub until: Option<String>,
-            /// claude, codex or pi (default: all)
+            /// one agent: claude, codex, … (a wrong name lists them; default: all)
             #[argh(option, short = 'a')]
             pub agent: Option<String>,
             /// only directories under this path
@@ -756,7 +756,7 @@ usage_view_args! {
                {command_name} -a codex          Codex only"
 )]
 pub struct UsageStatuslineArgs {
-    /// claude, codex or pi (default: all)
+    /// one agent: claude, codex, … (a wrong name lists them; default: all)
     #[argh(option, short = 'a')]
     pub agent: Option<String>,
     /// only directories under this path
@@ -792,7 +792,7 @@ impl UsageStatuslineArgs {
                {command_name} --dir ~/src        directories under ~/src only"
 )]
 pub struct UsageLiveArgs {
-    /// claude, codex or pi (default: all)
+    /// one agent: claude, codex, … (a wrong name lists them; default: all)
     #[argh(option, short = 'a')]
     pub agent: Option<String>,
     /// only directories under this path

@@ -478,13 +478,10 @@ pub(crate) fn assemble(
     env: &Envelope,
 ) -> Value {
     let (generated_at, coverage) = match header {
-        Some((at, coverage)) => (Value::from(at), coverage),
+        Some((at, coverage)) => (Value::from(at), app_coverage(coverage)),
         // Before the first snapshot nothing is covered yet: the same shape,
         // empty, and partial.
-        None => (
-            Value::Null,
-            coverage(&AgentCoverage::default(), &AgentCoverage::default(), true),
-        ),
+        None => (Value::Null, empty_coverage()),
     };
     let mut out = Object::new()
         .with("v", VERSION)
@@ -558,15 +555,46 @@ impl AgentCoverage {
     }
 }
 
-/// The answer's `coverage` member (its one shape, with or without a
-/// snapshot): `partial` marks totals that do not yet cover every file.
-pub fn coverage(claude: &AgentCoverage, codex: &AgentCoverage, partial: bool) -> Value {
-    Value::Object(
-        Object::new()
-            .with("claude", claude.to_value(Agent::Claude))
-            .with("codex", codex.to_value(Agent::Codex))
-            .with("partial", partial),
-    )
+/// The snapshot's `coverage` member: the app's agents (Claude Code and
+/// Codex, always), `partial` (totals that do not yet cover every file),
+/// then every other agent that was found (the views' coverage; the app's
+/// document keeps only its own members, [`app_coverage`]).
+pub fn coverage(agents: &[(Agent, AgentCoverage)], partial: bool) -> Value {
+    let mut o = Object::new();
+    let app = |a: &Agent| matches!(a, Agent::Claude | Agent::Codex);
+    for (agent, c) in agents.iter().filter(|(a, _)| app(a)) {
+        o.insert(agent.name(), c.to_value(*agent));
+    }
+    o.insert("partial", Value::Bool(partial));
+    for (agent, c) in agents.iter().filter(|(a, _)| !app(a)) {
+        o.insert(agent.name(), c.to_value(*agent));
+    }
+    Value::Object(o)
+}
+
+/// The coverage before the first snapshot: the app's agents, nothing
+/// covered yet, partial.
+pub(crate) fn empty_coverage() -> Value {
+    let none = AgentCoverage::default();
+    coverage(&[(Agent::Claude, none.clone()), (Agent::Codex, none)], true)
+}
+
+/// The `coverage` of the app's document: `claude`, `codex` and `partial`,
+/// as the app has always read it (docs/usage.md, JSON v1); the other
+/// agents' members are the views'.
+pub(crate) fn app_coverage(coverage: Value) -> Value {
+    match coverage {
+        Value::Object(mut o) => {
+            let mut app = Object::new();
+            for key in ["claude", "codex", "partial"] {
+                if let Some(v) = o.remove(key) {
+                    app.insert(key, v);
+                }
+            }
+            Value::Object(app)
+        }
+        other => other,
+    }
 }
 
 /// An entry of `errors`: a stable code and a human sentence.

@@ -332,22 +332,26 @@ fn coverage_of(
         forks_unresolved: 0,
         span: (span.0 != 0).then_some(span),
     };
-    let claude = of(
-        Agent::Claude,
-        roots.of(Agent::Claude),
-        agg.duplicates(Agent::Claude),
-        agg.span(Agent::Claude),
-    );
-    let codex = AgentCoverage {
-        forks_unresolved: agg.forks_unresolved,
-        ..of(
-            Agent::Codex,
-            roots.of(Agent::Codex),
-            agg.duplicates(Agent::Codex),
-            agg.span(Agent::Codex),
-        )
-    };
-    report::coverage(&claude, &codex, partial)
+    // Claude Code and Codex always (the app's document names them); every
+    // other agent when one of its roots exists.
+    let covered: Vec<(Agent, AgentCoverage)> = crate::usage::agents::ALL
+        .into_iter()
+        .filter(|&a| a.always_shown() || !roots.of(a).is_empty())
+        .map(|a| {
+            let c = of(a, roots.of(a), agg.duplicates(a), agg.span(a));
+            let forks_unresolved = if a == Agent::Codex {
+                agg.forks_unresolved
+            } else {
+                0
+            };
+            let c = AgentCoverage {
+                forks_unresolved,
+                ..c
+            };
+            (a, c)
+        })
+        .collect();
+    report::coverage(&covered, partial)
 }
 
 /// Why the worker failed (recorded in the status file).

@@ -740,6 +740,26 @@ fn pi_sessions_show_in_the_views_priced_and_stay_out_of_the_app_s_query() {
         "{unpriced}"
     );
 
+    // The views' coverage names pi, where it was read and what it read;
+    // the app's agents stay first, as the app's document has them.
+    let summary = heeler(&home.0, &["usage", "--json"]);
+    settle(&home.0);
+    let summary = json::parse(String::from_utf8(summary.stdout).unwrap().trim_end()).unwrap();
+    let coverage = summary.get("coverage").unwrap();
+    let pi = coverage.get("pi").unwrap();
+    let root = home.0.join(".pi/agent").display().to_string();
+    assert_eq!(pi.get("roots").unwrap().to_json(), format!("[\"{root}\"]"));
+    assert_eq!(pi.get("files_seen").and_then(Value::as_i64), Some(2));
+    let keys: Vec<&str> = match coverage {
+        Value::Object(o) => o.iter().map(|(k, _)| k).collect(),
+        _ => panic!("{coverage:?}"),
+    };
+    assert_eq!(keys, ["claude", "codex", "partial", "pi"]);
+    let text = heeler(&home.0, &["usage"]);
+    settle(&home.0);
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("pi 2 files"), "{text}");
+
     // The app's document names Claude Code and Codex only.
     let query = heeler(&home.0, &["usage", "query"]);
     settle(&home.0);
