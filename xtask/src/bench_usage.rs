@@ -53,19 +53,19 @@ use heeler::usage::time::format_timestamp;
 
 use crate::scan_floor;
 
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0
     }
-    fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
     }
-    fn text(&mut self, len: usize) -> String {
+    pub(crate) fn text(&mut self, len: usize) -> String {
         const WORDS: &[&str] = &[
             "the", "usage", "token", "cache", "file", "error", "build", "test", "function",
             "return", "value", "struct", "impl", "async", "await", "config", "herdr", "pane",
@@ -79,11 +79,11 @@ impl Rng {
     }
 }
 
-fn ts(unix: i64) -> String {
+pub(crate) fn ts(unix: i64) -> String {
     format_timestamp(unix).replace('Z', ".000Z")
 }
 
-fn set_mtime(path: &Path, unix: i64) -> std::io::Result<()> {
+pub(crate) fn set_mtime(path: &Path, unix: i64) -> std::io::Result<()> {
     let f = fs::File::options().write(true).open(path)?;
     f.set_modified(UNIX_EPOCH + Duration::from_secs(unix.max(0) as u64))
 }
@@ -183,15 +183,15 @@ fn codex_file(rng: &mut Rng, start: i64, file: usize, cwd: &str) -> (String, i64
     (out, at)
 }
 
-struct Corpus {
+pub(crate) struct Corpus {
     home: PathBuf,
-    bytes: u64,
+    pub(crate) bytes: u64,
     claude_files: usize,
     codex_files: usize,
     newest_claude: PathBuf,
 }
 
-fn generate(
+pub(crate) fn generate(
     home: &Path,
     claude_files: usize,
     codex_files: usize,
@@ -267,10 +267,10 @@ fn generate(
 
 /// Wall time, CPU time (user + system) and peak RSS of one run.
 #[derive(Clone, Copy, Default)]
-struct Run {
-    took: Duration,
-    cpu: Duration,
-    rss_kib: i64,
+pub(crate) struct Run {
+    pub(crate) took: Duration,
+    pub(crate) cpu: Duration,
+    pub(crate) rss_kib: i64,
 }
 
 fn cpu_of(usage: &libc::rusage) -> Duration {
@@ -281,7 +281,7 @@ fn cpu_of(usage: &libc::rusage) -> Duration {
 }
 
 /// Runs `command` to its end (stdout discarded) and measures it.
-fn measure(mut command: Command) -> Result<Run, String> {
+pub(crate) fn measure(mut command: Command) -> Result<Run, String> {
     command.stdout(Stdio::null());
     measure_output(command).map(|(run, _)| run)
 }
@@ -324,7 +324,7 @@ fn measure_output(mut command: Command) -> Result<(Run, String), String> {
 }
 
 /// The median wall and CPU times of `runs`, and their peak RSS.
-fn median(runs: &[Run]) -> Run {
+pub(crate) fn median(runs: &[Run]) -> Run {
     let pick = |f: fn(&Run) -> Duration| {
         let mut v: Vec<Duration> = runs.iter().map(f).collect();
         v.sort();
@@ -362,19 +362,19 @@ fn walk_floor(home: &Path) -> Result<Run, String> {
     measure(c)
 }
 
-fn secs(d: Duration) -> f64 {
+pub(crate) fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
 
-fn ratio(a: Duration, b: Duration) -> f64 {
+pub(crate) fn ratio(a: Duration, b: Duration) -> f64 {
     a.as_secs_f64() / b.as_secs_f64().max(1e-9)
 }
 
-fn time(command: Command) -> Result<Duration, String> {
+pub(crate) fn time(command: Command) -> Result<Duration, String> {
     measure(command).map(|run| run.took)
 }
 
-fn heeler(bin: &Path, home: &Path, state: &Path, args: &[&str]) -> Command {
+pub(crate) fn heeler(bin: &Path, home: &Path, state: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(bin);
     c.args(args)
         .env_clear()
@@ -386,7 +386,7 @@ fn heeler(bin: &Path, home: &Path, state: &Path, args: &[&str]) -> Command {
     c
 }
 
-fn mib(kib: i64) -> String {
+pub(crate) fn mib(kib: i64) -> String {
     format!("{:.1} MiB", kib as f64 / 1024.0)
 }
 
@@ -467,7 +467,7 @@ fn memory_case(
     result
 }
 
-fn ms(d: Duration) -> String {
+pub(crate) fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1000.0)
 }
 
@@ -477,6 +477,9 @@ struct Options<'a> {
     memory_only: bool,
     views_only: bool,
     floor_only: bool,
+    /// Only the other agents' cold scans and warm views
+    /// (`bench_agents`).
+    agents: bool,
     /// How many days the corpus spans (30 to 400); over 30, only the
     /// retention table runs.
     history_days: i64,
@@ -513,6 +516,7 @@ fn options(args: &[String]) -> Result<Options<'_>, String> {
         memory_only: args.iter().any(|a| a == "--memory"),
         views_only: args.iter().any(|a| a == "--views"),
         floor_only: args.iter().any(|a| a == "--floor"),
+        agents: args.iter().any(|a| a == "--agents"),
         history_days,
         rounds,
         baseline: crate::flag(args, "--baseline").map(PathBuf::from),
@@ -547,7 +551,7 @@ fn work_dir(root: &Path, claude_files: usize, codex_files: usize, history_days: 
 }
 
 /// The time now, in Unix seconds.
-fn unix_now() -> Result<i64, String> {
+pub(crate) fn unix_now() -> Result<i64, String> {
     Ok(SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_err(|e| e.to_string())?
@@ -588,6 +592,15 @@ pub fn run(args: &[String]) -> Result<(), String> {
     sh.change_dir(&root);
     let bin = binary_to_time(&sh, &root, opts.bin)?;
     println!("timing {}", bin.display());
+    if opts.agents {
+        let work = root.join("target/bench-usage/agents");
+        let scale = if args.iter().any(|a| a == "--scale") {
+            opts.scale
+        } else {
+            0.2
+        };
+        return crate::bench_agents::run(&bin, &work, scale, opts.rounds);
+    }
     let scan = ScanFloor::build(&sh, &root)?;
     if let Some(rev) = opts.baseline_rev {
         baseline = Some(build_rev(&sh, &root, rev)?);

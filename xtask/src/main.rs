@@ -5,6 +5,7 @@
 //! task per file; this file only dispatches.
 
 mod bench_accept;
+mod bench_agents;
 mod bench_hooks;
 mod bench_popup;
 mod bench_sidebar;
@@ -32,6 +33,7 @@ tasks:
   bench-popup     start to first painted checklist of `heeler pair` (release build; --debug, --runs N)
   bench-usage     usage cold scan, warm query, one-file append and peak RSS on a synthetic corpus
                   [--scale 1.0] [--memory: only the refreshes' peak RSS] [--floor: only the cat and exact-scan floors]
+                  [--agents: every agent's cold scan and warm views against Claude Code + Codex's]
   scan-floor      one pass of bench-usage's exact-scan floor (the least work of any exact scan):
                   read|decode|pick|validate THREADS HOME (run by bench-usage's release build)
   fuzz            build the cargo-fuzz targets and run each: --time SECONDS [--runs N] [target…]
