@@ -88,7 +88,16 @@ fn unzigzag(v: u64) -> i64 {
 }
 
 fn has_key(kind: EventKind) -> bool {
-    matches!(kind, EventKind::Claude | EventKind::CodexRecord)
+    matches!(
+        kind,
+        EventKind::Claude | EventKind::CodexRecord | EventKind::Message
+    )
+}
+
+/// Whether an event of `kind` names its own session (a Claude record's
+/// `sessionId`; a model call's session when it is not its file's).
+fn has_session(kind: EventKind) -> bool {
+    matches!(kind, EventKind::Claude | EventKind::Message)
 }
 
 fn has_last(kind: EventKind) -> bool {
@@ -317,7 +326,7 @@ pub fn encode_events(events: &[Event], lasts: &[[u64; 6]]) -> Vec<u8> {
         o.var(u64::from(ev.model));
         o.var(u64::from(ev.cwd));
         o.var(u64::from(ev.tier));
-        if ev.kind == EventKind::Claude {
+        if has_session(ev.kind) {
             o.var(u64::from(ev.session));
         }
         o.u8(ev.flags);
@@ -344,7 +353,8 @@ pub fn encode_events(events: &[Event], lasts: &[[u64; 6]]) -> Vec<u8> {
 
 /// One encoded event: at most 1 + 10 + 4 × 5 + 1 + 8 + 10 + 12 × 10 =
 /// 170 bytes (kind, time delta, four string indexes (the session's for
-/// Claude only), flags, key, group, the twelve counters).
+/// Claude records and model calls only), flags, key, group, the twelve
+/// counters).
 struct EventBytes {
     buf: [u8; EventBytes::MAX],
     len: usize,
@@ -430,7 +440,7 @@ fn decode_into(
             index(r.varint()?)?,
             index(r.varint()?)?,
         );
-        let session = if kind == EventKind::Claude {
+        let session = if has_session(kind) {
             index(r.varint()?)?
         } else {
             0
@@ -622,11 +632,13 @@ mod tests {
     }
 
     /// Every event kind.
-    const KINDS: [EventKind; 4] = [
+    const KINDS: [EventKind; 6] = [
         EventKind::Claude,
         EventKind::CodexTotals,
         EventKind::CodexLast,
         EventKind::CodexRecord,
+        EventKind::Pi,
+        EventKind::Message,
     ];
 
     /// An event and its last counters (an event alone points into its
@@ -662,11 +674,7 @@ mod tests {
     /// `e` with the fields its kind does not have set to zero.
     fn own_fields((e, last): Full) -> Full {
         let key = if has_key(e.kind) { e.key } else { 0 };
-        let session = if e.kind == EventKind::Claude {
-            e.session
-        } else {
-            0
-        };
+        let session = if has_session(e.kind) { e.session } else { 0 };
         let last = if has_last(e.kind) { last } else { [0; 6] };
         (Event { key, session, ..e }, last)
     }
@@ -727,14 +735,21 @@ mod tests {
         // Timestamps going back and forth: deltas of both signs.
         let events: Vec<Full> = KINDS
             .iter()
-            .zip([1_700_000_000, 1_699_999_000, 1_700_000_500, -5])
+            .zip([
+                1_700_000_000,
+                1_699_999_000,
+                1_700_000_500,
+                -5,
+                7,
+                1_700_000_000,
+            ])
             .map(|(kind, ts)| event(*kind, ts))
             .collect();
         let raw = encode_full(&events);
-        assert_eq!(decode_full(&raw, 4, 2), Some(events.clone()));
+        assert_eq!(decode_full(&raw, 6, 2), Some(events.clone()));
         // Fields a kind does not have are not stored.
         let full: Vec<Full> = KINDS.iter().map(|k| full_event(*k, 1)).collect();
-        let back = decode_full(&encode_full(&full), 4, 2).unwrap();
+        let back = decode_full(&encode_full(&full), 6, 2).unwrap();
         let only_own: Vec<Full> = KINDS.iter().map(|k| event(*k, 1)).collect();
         assert_eq!(back, only_own);
     }
@@ -763,7 +778,7 @@ mod tests {
             .collect();
         let raw = encode_full(&largest);
         let strings = u32::MAX as usize + 1;
-        assert_eq!(decode_full(&raw, 4, strings), Some(largest));
+        assert_eq!(decode_full(&raw, 6, strings), Some(largest));
     }
 
     #[test]
