@@ -82,6 +82,16 @@ pub(crate) trait Source {
     }
     /// How the agent's files are read.
     const FORM: Form = Form::Lines;
+    /// Starts a fresh parse of the file at `path`, last modified at
+    /// `mtime_ns` (Unix nanoseconds), before its first line or its
+    /// document: for an agent whose file's name or place tells what its
+    /// contents do not (a session id, a time). Nothing by default.
+    fn begin(parse: &mut FileParse, path: &Path, mtime_ns: i64) {
+        let _ = (parse, path, mtime_ns);
+    }
+    /// Whether the agent has a [`Source::begin`] (the cache stats the
+    /// file it opened for it only then).
+    const BEGINS: bool = false;
     /// Parses one complete line into `parse` ([`Form::Lines`]).
     fn parse_line(parse: &mut FileParse, line: &[u8]) {
         let _ = (parse, line);
@@ -215,6 +225,14 @@ impl Agent {
     /// How the agent's files are read.
     pub(crate) fn form(self) -> Form {
         with_source!(self, S => S::FORM)
+    }
+    /// Starts a fresh parse of one of the agent's files ([`Source::begin`]).
+    pub(crate) fn begin(self, parse: &mut FileParse, path: &Path, mtime_ns: i64) {
+        with_source!(self, S => S::begin(parse, path, mtime_ns))
+    }
+    /// Whether the agent has a [`Source::begin`].
+    pub(crate) fn begins(self) -> bool {
+        with_source!(self, S => S::BEGINS)
     }
     /// Parses a whole document of the agent's into a fresh `parse`.
     pub(crate) fn parse_document(self, parse: &mut FileParse, bytes: &[u8]) {

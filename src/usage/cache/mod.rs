@@ -199,6 +199,12 @@ fn parse_into(entry: &mut FileEntry, path: &Path, buffers: &mut scan::Buffers) -
 fn parse_fresh(entry: &mut FileEntry, path: &Path, buffers: &mut scan::Buffers) -> io::Result<u64> {
     let file = File::open(path)?;
     (entry.head_len, entry.head_hash) = head(&file)?;
+    if entry.agent.begins() {
+        // The time of the file read, not of the stat that chose it.
+        let meta = file.metadata()?;
+        let mtime_ns = time_ns(meta.mtime(), meta.mtime_nsec());
+        entry.agent.begin(&mut entry.parse, path, mtime_ns);
+    }
     if entry.agent.form() == Form::Document {
         let (agent, parse) = (entry.agent, &mut entry.parse);
         let pass = scan::read_document(file, scan::MAX_DOCUMENT, buffers, |bytes| {
