@@ -153,7 +153,10 @@ mod tests {
                 "XDG_CONFIG_HOME",
                 "CODEX_HOME",
                 "PI_CODING_AGENT_DIR",
-                "OMP_CODING_AGENT_DIR"
+                "OMP_CODING_AGENT_DIR",
+                "CLINE_SESSION_DATA_DIR",
+                "CLINE_DATA_DIR",
+                "CLINE_DIR"
             ]
         );
     }

@@ -17,6 +17,7 @@
 //! - `claude.rs`: Claude Code, a thin adapter over `parse::claude`.
 //! - `codex.rs`: Codex, a thin adapter over `parse::codex`.
 //! - `pi.rs`: pi and Oh My Pi, over `parse::pi`.
+//! - `cline.rs`: Cline (its SDK's session documents), over `parse::cline`.
 //!
 //! Architecture invariants: the dispatch is static (a `match` on the agent,
 //! the same branch on every line of a file, never a virtual call); an agent's code in the store ([`Source::CODE`]) never changes
@@ -24,6 +25,7 @@
 //! header's parser versions.
 
 mod claude;
+mod cline;
 mod codex;
 mod pi;
 
@@ -129,7 +131,7 @@ impl Env<'_> {
 }
 
 /// Every agent, in the store's order (see the module's invariants).
-pub const ALL: [Agent; 3] = [Agent::Claude, Agent::Codex, Agent::Pi];
+pub const ALL: [Agent; 4] = [Agent::Claude, Agent::Codex, Agent::Pi, Agent::Cline];
 
 /// Runs `$body` with `$S` the [`Source`] of `$agent`: the registry's one
 /// `match`.
@@ -146,6 +148,10 @@ macro_rules! with_source {
             }
             Agent::Pi => {
                 type $S = pi::Pi;
+                $body
+            }
+            Agent::Cline => {
+                type $S = cline::Cline;
                 $body
             }
         }
@@ -268,6 +274,7 @@ mod tests {
         assert_eq!(Agent::Claude.code(), 0);
         assert_eq!(Agent::Codex.code(), 1);
         assert_eq!(Agent::Pi.code(), 2);
+        assert_eq!(Agent::Cline.code(), 11);
     }
 
     #[test]

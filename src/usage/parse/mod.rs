@@ -9,6 +9,8 @@
 //!   (records, each new response's last usage, inherited history skipped).
 //! - `pi.rs`: pi and Oh My Pi session files (a fork's copied history
 //!   skipped).
+//! - `cline.rs`: Cline's session documents (a seeded session's copied
+//!   history skipped).
 //! - `differential.rs` (tests only): re-serialised real-shaped lines give
 //!   the same events through the fast readers and the exact JSON parser,
 //!   and mutated ones are refused exactly when `JSON.parse` refuses them.
@@ -19,6 +21,7 @@
 //! skipped, never fatal.
 
 pub mod claude;
+pub mod cline;
 pub mod codex;
 #[cfg(test)]
 mod differential;
