@@ -79,6 +79,81 @@ fn pi_text(rng: &mut Rng, now: i64, n: u64) -> String {
     lines(&list)
 }
 
+/// Cline session `n`: created at a fixed time before the run (its id
+/// `<epoch ms>_c<n>`, as `createSessionId` makes it), its document in
+/// `<sessions>/<id>/<id>.messages.json`.
+fn cline_id(n: u64) -> (String, i64) {
+    let created = NOW - 4 * HOUR - n as i64 * 60;
+    (format!("{}_c{n}", created * 1000), created)
+}
+
+fn cline_path(home: &Path, n: u64) -> PathBuf {
+    let (id, _) = cline_id(n);
+    home.join(format!(".cline/data/sessions/{id}/{id}.messages.json"))
+}
+
+/// One assistant message as the Cline SDK persists it (`metrics` the
+/// request's usage, `inputTokens` the whole prompt), at `at` seconds.
+fn cline_message(rng: &mut Rng, at: i64) -> String {
+    let models = ["claude-sonnet-4-6", "gpt-5", "cline-mystery-1"];
+    let (read, write) = (rng.below(2_000), rng.below(200));
+    format!(
+        r#"{{"id":"msg_{:08x}","role":"assistant","content":[{{"type":"text","text":"ok"}}],"ts":{},"modelInfo":{{"id":"{}","provider":"p"}},"metrics":{{"inputTokens":{},"outputTokens":{},"cacheReadTokens":{read},"cacheWriteTokens":{write},"cost":0.01}}}}"#,
+        rng.next() as u32,
+        at * 1000 + rng.below(1000) as i64,
+        models[rng.below(3) as usize],
+        1 + rng.below(500) + read + write,
+        rng.below(300),
+    )
+}
+
+/// The whole document of Cline session `n` holding `messages`.
+fn cline_document(n: u64, messages: &[String]) -> String {
+    let (id, _) = cline_id(n);
+    format!(
+        "{{\n  \"version\": 1,\n  \"updated_at\": \"{}\",\n  \"agent\": \"lead\",\n  \"sessionId\": \"{id}\",\n  \"messages\": [\n    {}\n  ]\n}}\n",
+        ts(NOW),
+        messages.join(",\n    ")
+    )
+}
+
+/// One Cline step: the document of a session rewritten with one more
+/// message, rewritten as a fork (copies stamped before its creation, then
+/// its own), torn mid-write, or deleted.
+fn cline_step(rng: &mut Rng, home: &Path, now: i64, docs: &mut [Vec<String>; 3]) -> &'static str {
+    let n = rng.below(3);
+    let path = cline_path(home, n);
+    let (_, created) = cline_id(n);
+    let messages = &mut docs[n as usize];
+    match rng.below(12) {
+        0 | 1 => {
+            messages.push(cline_message(rng, now - 30));
+            write(&path, &cline_document(n, messages));
+            " + grow cline"
+        }
+        2 => {
+            messages.clear();
+            for k in 0..2 {
+                messages.push(cline_message(rng, created - HOUR + k * 60));
+            }
+            messages.push(cline_message(rng, created + 60));
+            write(&path, &cline_document(n, messages));
+            " + fork cline"
+        }
+        3 => {
+            let text = cline_document(n, messages);
+            write(&path, &text[..text.len() / 2]);
+            " + tear cline"
+        }
+        4 => {
+            let _ = fs::remove_file(&path);
+            messages.clear();
+            " + delete cline"
+        }
+        _ => "",
+    }
+}
+
 /// Days of history the cache keeps in a run (`usage.toml`'s
 /// `retention_days`; 30 is the app's window alone).
 const WINDOW: i64 = 30;
@@ -195,6 +270,15 @@ fn run(seed: u64, retention: i64) -> (u64, u64) {
     for n in 0..2 {
         write(&pi_path(&home, n), &pi_text(&mut rng, now, n));
     }
+    let mut cline: [Vec<String>; 3] = Default::default();
+    for n in 0..2 {
+        let (_, created) = cline_id(n);
+        cline[n as usize] = vec![cline_message(&mut rng, created + 30)];
+        write(
+            &cline_path(&home, n),
+            &cline_document(n, &cline[n as usize]),
+        );
+    }
     let roots = Roots::resolve(&home, &|_| None);
     let state_dir = temp_dir(&format!("usage-incremental-state-{seed}"));
     // Odd seeds compact at every chance (tiny journal and dead-byte
@@ -229,6 +313,7 @@ fn run(seed: u64, retention: i64) -> (u64, u64) {
             }
             _ => "",
         };
+        let cline = cline_step(&mut rng, &home, now, &mut cline);
         let n = rng.below(6);
         // Ageing a file (out of the app's window, in the history) only
         // when the cache keeps more than the window.
@@ -338,23 +423,23 @@ fn run(seed: u64, retention: i64) -> (u64, u64) {
         assert_eq!(
             heeler::usage::aggregate::flatten_since(&stored, window).slots,
             result.snapshot.slots,
-            "seed {seed} step {step} ({what}{pi}): stored slots differ"
+            "seed {seed} step {step} ({what}{pi}{cline}): stored slots differ"
         );
         let rebuilt = State::full(&scratch, &prices, worker::history_start(now, retention));
         // The whole history (slots before the app's window, the counters
         // by file) is what a full aggregation gives.
         assert_eq!(
             stored, rebuilt.detailed,
-            "seed {seed} step {step} ({what}{pi}): the stored history differs"
+            "seed {seed} step {step} ({what}{pi}{cline}): the stored history differs"
         );
         assert_eq!(
             state_store.load().unwrap().owners.rows().unwrap(),
             rebuilt.owners.rows().unwrap(),
-            "seed {seed} step {step} ({what}{pi}): identifier owners differ"
+            "seed {seed} step {step} ({what}{pi}{cline}): identifier owners differ"
         );
         assert_eq!(
             result.snapshot, expected.snapshot,
-            "seed {seed} step {step} ({what}{pi}): incremental != from scratch"
+            "seed {seed} step {step} ({what}{pi}{cline}): incremental != from scratch"
         );
         steps += 1;
         incremental += u64::from(result.incremental);
