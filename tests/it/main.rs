@@ -66,6 +66,7 @@ mod toml_1_0_oracle;
 mod usage;
 mod usage_claude_subagents;
 mod usage_claude_writes;
+mod usage_cline;
 mod usage_codex_shapes;
 mod usage_herdr_action;
 mod usage_hostile;
