@@ -50,45 +50,52 @@ use std::path::Path;
 use crate::usage::event::{FileParse, Message, Tokens};
 use crate::usage::parse::jsonpick::Cursor;
 
-/// The bytes of a manifest read at most (one is a few kilobytes).
-const MAX_MANIFEST: u64 = 1 << 20;
+/// The bytes of a manifest read at most: its `cwd` comes before its
+/// long members (`prompt`, `metadata`), in `SessionManifestSchema`'s order.
+const MANIFEST_HEAD: usize = 16 * 1024;
 
 /// Starts the parse of the document at `path`: the `cwd` of its session's
 /// manifest (`<dir>/<dir name>.json`, a subagent's document sharing its
 /// root's), when there is one.
 pub fn begin(fp: &mut FileParse, path: &Path) {
+    use std::os::unix::fs::OpenOptionsExt;
     let Some(dir) = path.parent() else { return };
     let Some(name) = dir.file_name() else { return };
     let mut manifest = dir.join(name).into_os_string();
     manifest.push(".json");
-    // Only a regular file: a FIFO put there would block the open.
-    if !std::fs::metadata(&manifest).is_ok_and(|m| m.is_file()) {
-        return;
-    }
-    let Ok(file) = std::fs::File::open(&manifest) else {
+    // Non-blocking, so a FIFO put there is not waited on.
+    let Ok(mut file) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&manifest)
+    else {
         return;
     };
-    let mut bytes = Vec::new();
-    if file.take(MAX_MANIFEST).read_to_end(&mut bytes).is_err() {
-        return;
+    let mut head = [0u8; MANIFEST_HEAD];
+    let mut len = 0;
+    while len < head.len() {
+        match file.read(&mut head[len..]) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => len += n,
+        }
     }
-    if let Some(cwd) = manifest_cwd(&bytes) {
+    if let Some(cwd) = manifest_cwd(&head[..len]) {
         fp.codex.cwd = fp.intern_utf8(&cwd);
     }
 }
 
-/// A manifest's `cwd`, when it is a JSON object with one.
-fn manifest_cwd(bytes: &[u8]) -> Option<Vec<u8>> {
+/// A manifest's `cwd`: the string member `cwd` of the JSON object it
+/// starts with, read up to where its head ends or stops being JSON.
+fn manifest_cwd(head: &[u8]) -> Option<Vec<u8>> {
     let mut cwd = None;
-    let mut c = Cursor::new(bytes);
-    c.object(|key, c| {
+    let mut c = Cursor::new(head);
+    let _ = c.object(|key, c| {
         match key {
             b"cwd" => cwd = c.text()?,
             _ => c.skip()?,
         }
         Some(())
-    })?;
-    c.at_end().then_some(())?;
+    });
     cwd.map(Cow::into_owned)
 }
 
@@ -485,8 +492,24 @@ mod tests {
         .unwrap();
         assert_eq!(read(&doc), "/home/u/proj");
         assert_eq!(read(&sub), "/home/u/proj", "a subagent's, its root's");
-        std::fs::write(session.join(format!("{SESSION}.json")), "{\"cwd\":").unwrap();
+        // A manifest cut after its `cwd` (torn, or longer than the head
+        // read) still tells it; one cut in it does not.
+        std::fs::write(
+            session.join(format!("{SESSION}.json")),
+            r#"{"version":1,"cwd":"/home/u/p2","prompt":"long"#,
+        )
+        .unwrap();
+        assert_eq!(read(&doc), "/home/u/p2");
+        std::fs::write(session.join(format!("{SESSION}.json")), "{\"cwd\":\"/ho").unwrap();
         assert_eq!(read(&doc), "", "a torn manifest");
+        // A FIFO in its place is not waited on.
+        std::fs::remove_file(session.join(format!("{SESSION}.json"))).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(session.join(format!("{SESSION}.json")))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        assert_eq!(read(&doc), "", "a FIFO");
     }
 
     #[test]
