@@ -36,7 +36,7 @@ struct File {
 type Generator = fn(&mut Rng, i64, u64) -> Vec<File>;
 
 /// The other agents, each with its generator.
-const AGENTS: &[(&str, Generator)] = &[("pi", pi)];
+const AGENTS: &[(&str, Generator)] = &[("pi", pi), ("cline", cline)];
 
 /// Spreads sessions of `per_session` calls over 30 days until `bytes` are
 /// written: `session(i, start)` returns a session's file.
@@ -102,6 +102,55 @@ fn pi(rng: &mut Rng, now: i64, bytes: u64) -> Vec<File> {
             mtime: at + 10,
         }
     })
+}
+
+/// Cline: `.cline/data/sessions/<id>/<id>.messages.json`, one document
+/// (`buildMessagesFilePayload` in cline/cline `sdk/packages/core/src/
+/// services/session-data.ts`, pretty-printed as `JSON.stringify(payload,
+/// null, 2)`), each assistant message with its request's `metrics`; the
+/// manifest `<id>.json` beside it.
+fn cline(rng: &mut Rng, now: i64, bytes: u64) -> Vec<File> {
+    let mut manifests = Vec::new();
+    let mut files = sessions(now, bytes, |i, start| {
+        let id = format!("{}_b{i:04}", start * 1000);
+        let cwd = format!("/home/bench/project-{:02}", i % 40);
+        manifests.push(File {
+            path: PathBuf::from(format!(".cline/data/sessions/{id}/{id}.json")),
+            text: format!(
+                r#"{{"version":1,"session_id":"{id}","source":"cli","pid":1,"started_at":"{}","status":"completed","interactive":true,"provider":"anthropic","model":"claude-sonnet-4-6","cwd":"{cwd}","workspace_root":"{cwd}","enable_tools":true,"enable_spawn":true,"enable_teams":false}}"#,
+                ts(start)
+            ),
+            mtime: start,
+        });
+        let mut messages = Vec::new();
+        let mut at = start;
+        for n in 0..(20 + rng.below(30)) {
+            at += 30;
+            let user = rng.text(300);
+            messages.push(format!(
+                "{{\n      \"id\": \"u{i}-{n}\",\n      \"role\": \"user\",\n      \"content\": [\n        {{\n          \"type\": \"text\",\n          \"text\": \"{user}\"\n        }}\n      ]\n    }}"
+            ));
+            let (read, write) = (rng.below(60_000), rng.below(3_000));
+            let (input, output) = (rng.below(500) + 1 + read + write, rng.below(2_000) + 1);
+            let answer = rng.text(400);
+            messages.push(format!(
+                "{{\n      \"id\": \"a{i}-{n}\",\n      \"role\": \"assistant\",\n      \"content\": [\n        {{\n          \"type\": \"text\",\n          \"text\": \"{answer}\"\n        }}\n      ],\n      \"ts\": {},\n      \"modelInfo\": {{\n        \"id\": \"claude-sonnet-4-6\",\n        \"provider\": \"anthropic\"\n      }},\n      \"metrics\": {{\n        \"inputTokens\": {input},\n        \"outputTokens\": {output},\n        \"cacheReadTokens\": {read},\n        \"cacheWriteTokens\": {write},\n        \"cost\": 0.01\n      }}\n    }}",
+                (at + 10) * 1000
+            ));
+        }
+        let text = format!(
+            "{{\n  \"version\": 1,\n  \"updated_at\": \"{}\",\n  \"agent\": \"lead\",\n  \"sessionId\": \"{id}\",\n  \"origin\": {{\n    \"source\": \"cli\",\n    \"mode\": \"user\",\n    \"sessionId\": \"{id}\"\n  }},\n  \"messages\": [\n    {}\n  ]\n}}\n",
+            ts(at + 10),
+            messages.join(",\n    ")
+        );
+        File {
+            path: PathBuf::from(format!(".cline/data/sessions/{id}/{id}.messages.json")),
+            text,
+            mtime: at + 10,
+        }
+    });
+    files.append(&mut manifests);
+    files
 }
 
 /// Writes `files` under `home`; returns their bytes.
