@@ -130,6 +130,15 @@ struct Home {
 pub fn run(bin: &Path, work: &Path, scale: f64, rounds: usize) -> Result<(), String> {
     let now = unix_now()?;
     let _ = fs::remove_dir_all(work);
+    let homes = homes(work, scale, now)?;
+    cold_scans(bin, work, &homes, rounds)?;
+    warm_views(bin, work, &homes[0].dir, &work.join("all"))
+}
+
+/// Writes the homes the cold scans read: Claude Code + Codex, each other
+/// agent (about a tenth of it), every agent together, and an empty one
+/// (the process's fixed cost), in that order.
+fn homes(work: &Path, scale: f64, now: i64) -> Result<Vec<Home>, String> {
     let claude_files = ((5000.0 * scale) as usize).max(1);
     let codex_files = ((2000.0 * scale) as usize).max(1);
     let cc = work.join("claude-codex");
@@ -138,7 +147,7 @@ pub fn run(bin: &Path, work: &Path, scale: f64, rounds: usize) -> Result<(), Str
     generate(&all, claude_files, codex_files, now)?;
     let mut homes = vec![Home {
         name: "Claude Code + Codex".into(),
-        dir: cc.clone(),
+        dir: cc,
         bytes: corpus.bytes,
     }];
     let mut all_bytes = corpus.bytes;
@@ -159,11 +168,9 @@ pub fn run(bin: &Path, work: &Path, scale: f64, rounds: usize) -> Result<(), Str
     }
     homes.push(Home {
         name: "every agent".into(),
-        dir: all.clone(),
+        dir: all,
         bytes: all_bytes,
     });
-    // A home with no transcript: the process's fixed cost, taken off each
-    // scan's CPU before it is divided by the bytes.
     let empty = work.join("empty");
     fs::create_dir_all(&empty).map_err(|e| e.to_string())?;
     homes.push(Home {
@@ -176,6 +183,13 @@ pub fn run(bin: &Path, work: &Path, scale: f64, rounds: usize) -> Result<(), Str
         corpus.bytes as f64 / 1e6,
         all_bytes as f64 / 1e6
     );
+    Ok(homes)
+}
+
+/// Times a cold scan of each home, `rounds` times, and prints each one's
+/// CPU per MB against Claude Code + Codex's, the empty home's fixed cost
+/// taken off first.
+fn cold_scans(bin: &Path, work: &Path, homes: &[Home], rounds: usize) -> Result<(), String> {
     let mut runs: Vec<Vec<Run>> = vec![Vec::new(); homes.len()];
     for _ in 0..rounds {
         for (h, home) in homes.iter().enumerate() {
@@ -208,9 +222,15 @@ pub fn run(bin: &Path, work: &Path, scale: f64, rounds: usize) -> Result<(), Str
             per_mb(&m, home.bytes) / base
         );
     }
+    Ok(())
+}
+
+/// Times the warm views of the home of every agent against those of
+/// Claude Code + Codex alone, each after one scan.
+fn warm_views(bin: &Path, work: &Path, cc: &Path, all: &Path) -> Result<(), String> {
     let (cc_state, all_state) = (work.join("state/warm-cc"), work.join("state/warm-all"));
-    time(heeler(bin, &cc, &cc_state, &["usage", "worker"]))?;
-    time(heeler(bin, &all, &all_state, &["usage", "worker"]))?;
+    time(heeler(bin, cc, &cc_state, &["usage", "worker"]))?;
+    time(heeler(bin, all, &all_state, &["usage", "worker"]))?;
     let views: [&[&str]; 4] = [
         &["usage", "query", "--refresh", "never"],
         &["usage"],
@@ -220,8 +240,8 @@ pub fn run(bin: &Path, work: &Path, scale: f64, rounds: usize) -> Result<(), Str
     for args in views {
         let (mut ours, mut theirs) = (Vec::new(), Vec::new());
         for _ in 0..21 {
-            theirs.push(time(heeler(bin, &cc, &cc_state, args))?);
-            ours.push(time(heeler(bin, &all, &all_state, args))?);
+            theirs.push(time(heeler(bin, cc, &cc_state, args))?);
+            ours.push(time(heeler(bin, all, &all_state, args))?);
         }
         ours.sort();
         theirs.sort();
