@@ -20,7 +20,8 @@ impl Source for Amp {
     const CODE: u8 = 6;
     const PARSER_VERSION: u32 = 1;
     const ENV: &'static [&'static str] = &["XDG_DATA_HOME"];
-    const POINTED_BY: &'static [&'static str] = &["XDG_DATA_HOME"];
+    // `XDG_DATA_HOME` moves every program's data, not a list of Amp's.
+    const POINTED_BY: &'static [&'static str] = &[];
     const ALWAYS_SHOWN: bool = false;
     const WALKED: &'static [&'static str] = &["threads"];
     #[cfg(test)]
