@@ -153,7 +153,8 @@ mod tests {
                 "XDG_CONFIG_HOME",
                 "CODEX_HOME",
                 "PI_CODING_AGENT_DIR",
-                "OMP_CODING_AGENT_DIR"
+                "OMP_CODING_AGENT_DIR",
+                "XDG_DATA_HOME"
             ]
         );
     }

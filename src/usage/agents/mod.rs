@@ -17,14 +17,18 @@
 //! - `claude.rs`: Claude Code, a thin adapter over `parse::claude`.
 //! - `codex.rs`: Codex, a thin adapter over `parse::codex`.
 //! - `pi.rs`: pi and Oh My Pi, over `parse::pi`.
+//! - `amp.rs`: Amp's thread documents, over `parse::amp`.
+//! - `droid.rs`: Droid's session settings documents, over `parse::droid`.
 //!
 //! Architecture invariants: the dispatch is static (a `match` on the agent,
 //! the same branch on every line of a file, never a virtual call); an agent's code in the store ([`Source::CODE`]) never changes
 //! once released, and the order of [`ALL`] is the order of the index
 //! header's parser versions.
 
+mod amp;
 mod claude;
 mod codex;
+mod droid;
 mod pi;
 
 use std::ffi::OsStr;
@@ -129,7 +133,13 @@ impl Env<'_> {
 }
 
 /// Every agent, in the store's order (see the module's invariants).
-pub const ALL: [Agent; 3] = [Agent::Claude, Agent::Codex, Agent::Pi];
+pub const ALL: [Agent; 5] = [
+    Agent::Claude,
+    Agent::Codex,
+    Agent::Pi,
+    Agent::Amp,
+    Agent::Droid,
+];
 
 /// Runs `$body` with `$S` the [`Source`] of `$agent`: the registry's one
 /// `match`.
@@ -146,6 +156,14 @@ macro_rules! with_source {
             }
             Agent::Pi => {
                 type $S = pi::Pi;
+                $body
+            }
+            Agent::Amp => {
+                type $S = amp::Amp;
+                $body
+            }
+            Agent::Droid => {
+                type $S = droid::Droid;
                 $body
             }
         }
@@ -268,6 +286,8 @@ mod tests {
         assert_eq!(Agent::Claude.code(), 0);
         assert_eq!(Agent::Codex.code(), 1);
         assert_eq!(Agent::Pi.code(), 2);
+        assert_eq!(Agent::Amp.code(), 6);
+        assert_eq!(Agent::Droid.code(), 7);
     }
 
     #[test]
