@@ -154,6 +154,7 @@ mod tests {
                 "CODEX_HOME",
                 "PI_CODING_AGENT_DIR",
                 "OMP_CODING_AGENT_DIR",
+                "XDG_DATA_HOME",
                 "CLINE_SESSION_DATA_DIR",
                 "CLINE_DATA_DIR",
                 "CLINE_DIR"

@@ -79,6 +79,114 @@ fn pi_text(rng: &mut Rng, now: i64, n: u64) -> String {
     lines(&list)
 }
 
+fn amp_path(home: &Path, n: u64) -> PathBuf {
+    home.join(format!(".local/share/amp/threads/T-{n}.json"))
+}
+
+/// An Amp assistant message with its `usage` at `at` (no time: `None`).
+fn amp_message(rng: &mut Rng, id: u64, at: Option<i64>) -> String {
+    let models = ["claude-sonnet-4-5", "gpt-5", "amp-mystery-1"];
+    let at = at.map_or(String::new(), |at| format!(r#","timestamp":"{}""#, ts(at)));
+    format!(
+        r#"{{"role":"assistant","messageId":{id},"content":[{{"type":"text","text":"ok"}}],"usage":{{"model":"{}","inputTokens":{},"outputTokens":{},"cacheReadInputTokens":{},"cacheCreationInputTokens":{}{at}}}}}"#,
+        models[rng.below(3) as usize],
+        1 + rng.below(500),
+        rng.below(300),
+        rng.below(2_000),
+        rng.below(200),
+    )
+}
+
+/// An Amp thread document: messages, some without a time, ledger events
+/// for some of them (input and output only, linked by `toMessageId`),
+/// and for a fork, copied messages stamped before its `created`; one
+/// document in eight torn (as a read in the middle of a rewrite sees it).
+fn amp_text(rng: &mut Rng, now: i64, n: u64) -> String {
+    let created = now - 3 * HOUR - rng.below(HOUR as u64) as i64;
+    let mut messages = Vec::new();
+    if n != 0 && rng.below(2) == 0 {
+        messages.push(amp_message(rng, 1, Some(created - HOUR)));
+    }
+    let mut events = Vec::new();
+    for k in 0..1 + rng.below(4) {
+        let at = (rng.below(4) != 0).then_some(created + 60 * (k as i64 + 1));
+        messages.push(amp_message(rng, 2 + k, at));
+        if rng.below(2) == 0 {
+            events.push(format!(
+                r#"{{"timestamp":"{}","model":"claude-sonnet-4-5","tokens":{{"input":{},"output":{}}},"toMessageId":{}}}"#,
+                ts(created + 60 * (k as i64 + 1)),
+                rng.below(400),
+                rng.below(100),
+                2 + k
+            ));
+        }
+    }
+    let doc = format!(
+        r#"{{"v":1,"id":"T-{n}","created":{},"messages":[{}],"usageLedger":{{"events":[{}]}}}}"#,
+        created * 1000,
+        messages.join(","),
+        events.join(",")
+    );
+    if rng.below(8) == 0 {
+        return doc[..doc.len() / 2].to_string();
+    }
+    doc
+}
+
+fn droid_path(home: &Path, n: u64) -> PathBuf {
+    home.join(format!(
+        ".factory/sessions/-home-dev-delta/s{n}.settings.json"
+    ))
+}
+
+/// A Droid session's settings: its running totals, with a provider lock
+/// time or none (then the file's mtime dates it).
+fn droid_text(rng: &mut Rng, now: i64) -> String {
+    let models = [
+        "claude-sonnet-4-5-20250929",
+        "gpt-5",
+        "custom:GLM-4.6-[Z.AI]-0",
+    ];
+    let lock = match rng.below(2) {
+        0 => String::new(),
+        _ => format!(r#","providerLockTimestamp":"{}""#, ts(now - 2 * HOUR)),
+    };
+    format!(
+        r#"{{"model":"{}"{lock},"tokenUsage":{{"inputTokens":{},"outputTokens":{},"cacheCreationTokens":{},"cacheReadTokens":{},"thinkingTokens":{}}}}}"#,
+        models[rng.below(3) as usize],
+        rng.below(5_000),
+        rng.below(2_000),
+        rng.below(3_000),
+        rng.below(20_000),
+        rng.below(500),
+    )
+}
+
+/// Amp and Droid, one step in three: a rewritten (maybe forked or torn)
+/// thread or settings document, or a deleted one.
+fn document_step(rng: &mut Rng, home: &Path, now: i64) -> &'static str {
+    let n = rng.below(3);
+    match rng.below(9) {
+        0 | 1 => {
+            write(&amp_path(home, n), &amp_text(rng, now, n));
+            " + rewrite amp"
+        }
+        2 => {
+            let _ = fs::remove_file(amp_path(home, n));
+            " + delete amp"
+        }
+        3 | 4 => {
+            write(&droid_path(home, n), &droid_text(rng, now));
+            " + rewrite droid"
+        }
+        5 => {
+            let _ = fs::remove_file(droid_path(home, n));
+            " + delete droid"
+        }
+        _ => "",
+    }
+}
+
 /// Cline session `n`: created at a fixed time before the run (its id
 /// `<epoch ms>_c<n>`, as `createSessionId` makes it), its document in
 /// `<sessions>/<id>/<id>.messages.json`.
@@ -270,6 +378,10 @@ fn run(seed: u64, retention: i64) -> (u64, u64) {
     for n in 0..2 {
         write(&pi_path(&home, n), &pi_text(&mut rng, now, n));
     }
+    for n in 0..2 {
+        write(&amp_path(&home, n), &amp_text(&mut rng, now, n));
+        write(&droid_path(&home, n), &droid_text(&mut rng, now));
+    }
     let mut cline: [Vec<String>; 3] = Default::default();
     for n in 0..2 {
         let (_, created) = cline_id(n);
@@ -313,6 +425,7 @@ fn run(seed: u64, retention: i64) -> (u64, u64) {
             }
             _ => "",
         };
+        let documents = document_step(&mut rng, &home, now);
         let cline = cline_step(&mut rng, &home, now, &mut cline);
         let n = rng.below(6);
         // Ageing a file (out of the app's window, in the history) only
@@ -423,23 +536,23 @@ fn run(seed: u64, retention: i64) -> (u64, u64) {
         assert_eq!(
             heeler::usage::aggregate::flatten_since(&stored, window).slots,
             result.snapshot.slots,
-            "seed {seed} step {step} ({what}{pi}{cline}): stored slots differ"
+            "seed {seed} step {step} ({what}{pi}{documents}{cline}): stored slots differ"
         );
         let rebuilt = State::full(&scratch, &prices, worker::history_start(now, retention));
         // The whole history (slots before the app's window, the counters
         // by file) is what a full aggregation gives.
         assert_eq!(
             stored, rebuilt.detailed,
-            "seed {seed} step {step} ({what}{pi}{cline}): the stored history differs"
+            "seed {seed} step {step} ({what}{pi}{documents}{cline}): the stored history differs"
         );
         assert_eq!(
             state_store.load().unwrap().owners.rows().unwrap(),
             rebuilt.owners.rows().unwrap(),
-            "seed {seed} step {step} ({what}{pi}{cline}): identifier owners differ"
+            "seed {seed} step {step} ({what}{pi}{documents}{cline}): identifier owners differ"
         );
         assert_eq!(
             result.snapshot, expected.snapshot,
-            "seed {seed} step {step} ({what}{pi}{cline}): incremental != from scratch"
+            "seed {seed} step {step} ({what}{pi}{documents}{cline}): incremental != from scratch"
         );
         steps += 1;
         incremental += u64::from(result.incremental);

@@ -2,7 +2,7 @@
 //! replaced, archived and deleted between refreshes, the way agents and
 //! people change them while the cache keeps up.
 //!
-//! Each run is a seeded random sequence of steps over Claude Code and Codex
+//! Each run is a seeded random sequence of steps over Claude Code, Codex and pi
 //! files. After every step the cache is refreshed through the worker's own
 //! path (`worker::refresh_cache`, what `heeler usage worker` runs under its
 //! lock) and checked against two oracles that owe nothing to the
@@ -45,6 +45,7 @@ use crate::depth;
 
 const CLAUDE_MODELS: [&str; 3] = ["claude-opus-4-6", "claude-sonnet-4-5", "claude-mystery-9"];
 const CODEX_MODELS: [&str; 2] = ["gpt-5.5", "gpt-5-codex"];
+const PI_MODELS: [&str; 3] = ["claude-sonnet-4-5", "gpt-5", "pi-mystery-1"];
 
 /// One Claude assistant record as the test wrote it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,6 +147,72 @@ impl Rollout {
     }
 }
 
+/// One assistant message of a pi session as pi's `SessionManager` writes
+/// it (badlogic/pi-mono `session-manager.ts`: a `SessionMessageEntry`
+/// whose `AssistantMessage` has `usage` {input, output, cacheRead,
+/// cacheWrite}).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PiMessage {
+    id: String,
+    at: i64,
+    model: &'static str,
+    /// `[input, output, cacheRead, cacheWrite]`.
+    usage: [u64; 4],
+}
+
+/// A pi session file: its `SessionHeader` (id, time, cwd, and for a fork
+/// `parentSession`), then its messages; a fork starts with its parent's
+/// messages, copied with their own older times.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PiSession {
+    id: String,
+    at: i64,
+    parent: Option<String>,
+    messages: Vec<PiMessage>,
+}
+
+impl PiSession {
+    const CWD: &'static str = "/home/dev/pi-proj";
+
+    fn header(&self) -> String {
+        let parent = match &self.parent {
+            Some(p) => format!(r#","parentSession":"/home/dev/{p}""#),
+            None => String::new(),
+        };
+        format!(
+            r#"{{"type":"session","version":3,"id":"{}","timestamp":"{}","cwd":"{}"{parent}}}"#,
+            self.id,
+            ts(self.at),
+            Self::CWD
+        )
+    }
+
+    fn message(m: &PiMessage) -> String {
+        let [input, output, read, write] = m.usage;
+        format!(
+            r#"{{"type":"message","id":"{}","parentId":null,"timestamp":"{}","message":{{"role":"assistant","content":[{{"type":"text","text":"done"}}],"api":"anthropic-messages","provider":"anthropic","model":"{}","usage":{{"input":{input},"output":{output},"cacheRead":{read},"cacheWrite":{write},"totalTokens":{},"cost":{{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}}},"stopReason":"stop","timestamp":{}}}}}"#,
+            m.id,
+            ts(m.at),
+            m.model,
+            input + output + read + write,
+            m.at * 1000
+        )
+    }
+
+    fn text(&self) -> String {
+        let mut list = vec![self.header()];
+        list.extend(self.messages.iter().map(Self::message));
+        lines(&list)
+    }
+
+    /// Whether `m` is one this file copied from its parent: pi counts a
+    /// forked file's messages stamped at or before its header as the
+    /// parent's.
+    fn copied(&self, m: &PiMessage) -> bool {
+        self.parent.is_some() && m.at <= self.at
+    }
+}
+
 /// A record and how many bytes of its line are written.
 type Torn = (ClaudeRecord, usize);
 
@@ -158,6 +225,7 @@ enum Body {
         torn: Option<Torn>,
     },
     Codex(Rollout),
+    Pi(PiSession),
 }
 
 #[derive(Debug, Clone)]
@@ -183,6 +251,7 @@ impl TestFile {
             }
             Body::Codex(rollout) if self.archive => zstd(&rollout.text()),
             Body::Codex(rollout) => rollout.text().into_bytes(),
+            Body::Pi(session) => session.text().into_bytes(),
         }
     }
 }
@@ -255,6 +324,20 @@ enum Step {
     Archive {
         file: String,
     },
+    /// pi messages appended to a session file (created, with its header,
+    /// if missing).
+    PiAppend {
+        file: String,
+        messages: Vec<PiMessage>,
+    },
+    /// A pi fork (`createBranchedSession`): a new file whose header names
+    /// its parent, then the parent's messages copied, then its own.
+    PiFork {
+        from: String,
+        file: String,
+        id: String,
+        messages: Vec<PiMessage>,
+    },
     /// Time passes.
     Advance {
         seconds: i64,
@@ -282,6 +365,10 @@ fn claude_name(dir: u64, n: u64) -> String {
 
 fn codex_name(thread: &str) -> String {
     format!(".codex/sessions/2026/11/29/rollout-2026-11-29T08-00-00-{thread}.jsonl")
+}
+
+fn pi_name(id: &str) -> String {
+    format!(".pi/agent/sessions/--home-dev-pi-proj--/2026-11-29T08-00-00-000Z_{id}.jsonl")
 }
 
 fn archive_name(thread: &str) -> String {
@@ -357,12 +444,62 @@ impl World {
         }
     }
 
-    fn names(&self, claude: bool) -> Vec<String> {
+    fn pi_mut(&mut self, name: &str) -> Option<&mut PiSession> {
+        match self.files.get_mut(name).map(|f| &mut f.body) {
+            Some(Body::Pi(session)) => Some(session),
+            _ => None,
+        }
+    }
+
+    /// The names of the files whose body `is` accepts.
+    fn names(&self, is: fn(&Body) -> bool) -> Vec<String> {
         self.files
             .iter()
-            .filter(|(_, f)| matches!(f.body, Body::Claude { .. }) == claude)
+            .filter(|(_, f)| is(&f.body))
             .map(|(n, _)| n.clone())
             .collect()
+    }
+
+    /// Appends `messages` to the pi session `file`, a message stamped no
+    /// earlier than a second after the session's header (pi writes in
+    /// time order); `fork` is the session a new file starts as.
+    fn pi_append(&mut self, file: &str, messages: &[PiMessage], fork: Option<PiSession>) {
+        let now = self.now;
+        let new = !self.files.contains_key(file);
+        if new {
+            let session = fork.unwrap_or_else(|| PiSession {
+                id: file.rsplit('_').next().unwrap_or("").replace(".jsonl", ""),
+                at: now - 300,
+                parent: None,
+                messages: Vec::new(),
+            });
+            let body = Body::Pi(session);
+            let archive = false;
+            self.files
+                .insert(file.to_string(), TestFile { body, archive });
+        }
+        let Some(session) = self.pi_mut(file) else {
+            return;
+        };
+        let slot_of = |at: i64| at.div_euclid(SLOT);
+        let mut same_slot = false;
+        let mut written = Vec::new();
+        for m in messages {
+            let mut m = m.clone();
+            m.at = m.at.max(session.at + 1);
+            same_slot |= session
+                .messages
+                .iter()
+                .any(|o| slot_of(o.at) == slot_of(m.at));
+            written.push(PiSession::message(&m));
+            session.messages.push(m);
+        }
+        self.same_slot_appends += u64::from(same_slot);
+        if new {
+            self.write_whole(file);
+        } else {
+            self.append_bytes(file, lines(&written).as_bytes());
+        }
     }
 
     /// Performs `step` on the files and on the test's record of them.
@@ -609,8 +746,56 @@ impl World {
                 );
                 self.write_whole(&name);
             }
+            Step::PiAppend { file, messages } => {
+                if self.files.contains_key(file) && self.pi_mut(file).is_none() {
+                    return;
+                }
+                self.pi_append(file, messages, None);
+            }
+            Step::PiFork {
+                from,
+                file,
+                id,
+                messages,
+            } => {
+                if self.files.contains_key(file) {
+                    return;
+                }
+                let Some(parent) = self.pi_mut(from).cloned() else {
+                    return;
+                };
+                // The fork's header is stamped now, after every message it
+                // copies.
+                let last = parent.messages.iter().map(|m| m.at).max().unwrap_or(0);
+                let fork = PiSession {
+                    id: id.clone(),
+                    at: self.now.max(last).max(parent.at),
+                    parent: Some(from.clone()),
+                    messages: parent.messages,
+                };
+                self.pi_append(file, messages, Some(fork));
+            }
             Step::Advance { seconds } => self.now += seconds,
         }
+    }
+
+    fn pi_messages(&mut self, rng: &mut Rng) -> Vec<PiMessage> {
+        (0..1 + rng.below(3))
+            .map(|_| {
+                self.next_id += 1;
+                PiMessage {
+                    id: format!("pm{}", self.next_id),
+                    at: self.now - rng.below(240) as i64,
+                    model: PI_MODELS[rng.below(3) as usize],
+                    usage: [
+                        rng.below(40),
+                        100 + rng.below(900),
+                        rng.below(3) * 1000,
+                        rng.below(2) * 30,
+                    ],
+                }
+            })
+            .collect()
     }
 
     fn claude_record(&mut self, rng: &mut Rng, file: &str) -> ClaudeRecord {
@@ -644,14 +829,15 @@ impl World {
 
     /// Draws the next step from the files as they are.
     fn draw(&mut self, rng: &mut Rng) -> Step {
-        let claude = self.names(true);
+        let claude = self.names(|b| matches!(b, Body::Claude { .. }));
         let codex: Vec<String> = self
-            .names(false)
+            .names(|b| matches!(b, Body::Codex(_)))
             .into_iter()
             .filter(|n| !n.ends_with(".zst"))
             .collect();
+        let pi = self.names(|b| matches!(b, Body::Pi(_)));
         let crowded = self.files.len() > 28;
-        let roll = rng.below(100);
+        let roll = rng.below(112);
         let existing_claude = |rng: &mut Rng, world: &mut World| -> String {
             if claude.is_empty() || rng.below(6) == 0 {
                 world.next_id += 1;
@@ -751,6 +937,28 @@ impl World {
             83..=85 if !codex.is_empty() => Step::Archive {
                 file: rng.pick(&codex).clone(),
             },
+            100..=107 => {
+                let file = if pi.is_empty() || rng.below(5) == 0 {
+                    self.next_id += 1;
+                    pi_name(&format!("ps{}", self.next_id))
+                } else {
+                    rng.pick(&pi).clone()
+                };
+                let messages = self.pi_messages(rng);
+                Step::PiAppend { file, messages }
+            }
+            108..=111 if !pi.is_empty() => {
+                let from = rng.pick(&pi).clone();
+                self.next_id += 1;
+                let id = format!("pf{}", self.next_id);
+                let messages = self.pi_messages(rng);
+                Step::PiFork {
+                    from,
+                    file: pi_name(&id),
+                    id,
+                    messages,
+                }
+            }
             _ => Step::Advance {
                 seconds: match rng.below(100) {
                     0..=59 => 30 + rng.below(570) as i64,
@@ -782,12 +990,14 @@ type Sums = BTreeMap<(i64, Agent, String, String), Sum>;
 /// record without a request id: per `message.id` among such records), the
 /// record with the largest total, a complete last line counted without its
 /// newline; a sidechain record whose message the main
-/// chain has is a replay. Codex: one request per response (re-emits count
+/// chain has is a replay. pi: every assistant message, but a fork's copies
+/// of its parent's (stamped at or before its header). Codex: one request per response (re-emits count
 /// nothing; an archive repeats its rollout's responses), tokens as
 /// `last_token_usage` says, input split into uncached and cached.
 fn expected(world: &World, since: i64) -> Sums {
     let mut best: BTreeMap<(&str, &str), &ClaudeRecord> = BTreeMap::new();
     let mut responses: BTreeMap<u64, (&CodexEvent, &Rollout)> = BTreeMap::new();
+    let mut pis: Vec<&PiMessage> = Vec::new();
     for file in world.files.values() {
         match &file.body {
             Body::Claude { records, torn } => {
@@ -809,6 +1019,9 @@ fn expected(world: &World, since: i64) -> Sums {
                         responses.entry(id).or_insert((e, rollout));
                     }
                 }
+            }
+            Body::Pi(session) => {
+                pis.extend(session.messages.iter().filter(|m| !session.copied(m)));
             }
         }
     }
@@ -863,6 +1076,18 @@ fn expected(world: &World, since: i64) -> Sums {
             ..Sum::default()
         };
         add(e.at, Agent::Codex, rollout.model, rollout.cwd, sum);
+    }
+    for m in pis {
+        let [input, output, read, write] = m.usage;
+        let sum = Sum {
+            requests: 1,
+            input,
+            cache_read: read,
+            cache_write_5m: write,
+            output,
+            ..Sum::default()
+        };
+        add(m.at, Agent::Pi, m.model, PiSession::CWD, sum);
     }
     sums
 }

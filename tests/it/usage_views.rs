@@ -229,9 +229,12 @@ fn an_empty_home_names_the_roots_searched() {
     let text = String::from_utf8(out.stdout).unwrap();
     let claude = home.0.join(".claude");
     assert!(
-        text.contains("No Claude Code, Codex, pi or Cline transcripts found")
+        text.contains("No Claude Code, Codex, pi, Amp, Droid or Cline transcripts found")
             && text.contains(&claude.display().to_string())
             && text.contains(&home.0.join(".pi/agent").display().to_string())
+            && text.contains(&home.0.join(".local/share/amp").display().to_string())
+            && text.contains(&home.0.join(".factory").display().to_string())
+            && text.contains(&home.0.join(".cline/data/sessions").display().to_string())
             && text.contains("Set CLAUDE_CONFIG_DIR, CODEX_HOME, PI_CODING_AGENT_DIR or CLINE_DIR"),
         "{text}"
     );
@@ -774,4 +777,169 @@ fn pi_sessions_show_in_the_views_priced_and_stay_out_of_the_app_s_query() {
     ] {
         assert!(!text.contains(absent), "{absent} in the query: {text}");
     }
+}
+
+/// An Amp assistant message with its `usage` (the field names tokscale,
+/// ccusage and agentsview read): [input, output, cache read, cache write].
+fn amp_assistant(id: u64, at: i64, model: &str, [input, output, read, write]: [u64; 4]) -> String {
+    format!(
+        r#"{{"role":"assistant","messageId":{id},"content":[{{"type":"text","text":"done"}}],"state":{{"type":"complete","stopReason":"end_turn"}},"usage":{{"model":"{model}","maxInputTokens":168000,"inputTokens":{input},"outputTokens":{output},"cacheCreationInputTokens":{write},"cacheReadInputTokens":{read},"totalInputTokens":{},"timestamp":"{}"}}}}"#,
+        input + read + write,
+        ts(at)
+    )
+}
+
+/// An Amp thread document: `created` in Unix ms, messages, ledger events.
+fn amp_thread(id: &str, created: i64, messages: &[String], events: &[String]) -> String {
+    format!(
+        r#"{{"v":12,"id":"{id}","created":{},"title":"t","messages":[{}],"usageLedger":{{"events":[{}]}},"env":{{"initial":{{"trees":[{{"uri":"file:///home/dev/amp-proj"}}]}}}}}}"#,
+        created * 1000,
+        messages.join(","),
+        events.join(",")
+    )
+}
+
+#[test]
+fn amp_threads_show_in_the_views_merged_priced_and_a_fork_counted_once() {
+    let home = Scratch::new("views-amp");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let start = now - 2 * 3_600;
+    let threads = home.0.join(".local/share/amp/threads");
+    let user =
+        r#"{"role":"user","messageId":1,"content":[{"type":"text","text":"hi"}]}"#.to_string();
+    let sonnet = [1_000, 2_000, 10_000, 4_000];
+    // The ledger's event for message 2 writes input and output only: the
+    // call takes its message's cache counts.
+    let event = format!(
+        r#"{{"id":"e1","timestamp":"{}","model":"claude-sonnet-4-5","credits":2.5,"tokens":{{"input":1000,"output":2000}},"operationType":"inference","fromMessageId":1,"toMessageId":2}}"#,
+        ts(start + 60)
+    );
+    write(
+        &threads.join("T-a.json"),
+        &amp_thread(
+            "T-a",
+            start,
+            &[
+                user.clone(),
+                amp_assistant(2, start + 60, "claude-sonnet-4-5", sonnet),
+                amp_assistant(4, start + 120, "gpt-5", [2_000, 500, 0, 0]),
+                amp_assistant(6, start + 180, "amp-mystery-1", [100, 10, 0, 0]),
+            ],
+            &[event],
+        ),
+    );
+    // A fork of T-a created ten minutes in: the copy of message 2 (stamped
+    // before the fork) is T-a's; its own call counts.
+    write(
+        &threads.join("T-b.json"),
+        &amp_thread(
+            "T-b",
+            start + 600,
+            &[
+                user,
+                amp_assistant(2, start + 60, "claude-sonnet-4-5", sonnet),
+                amp_assistant(4, start + 660, "gpt-5", [300, 100, 0, 0]),
+            ],
+            &[],
+        ),
+    );
+    let worker = heeler(&home.0, &["usage", "worker"]);
+    assert!(worker.status.success(), "{worker:?}");
+    let out = heeler(&home.0, &["usage", "models", "--agent", "amp", "--json"]);
+    settle(&home.0);
+    assert!(out.status.success(), "{out:?}");
+    let doc = json::parse(String::from_utf8(out.stdout).unwrap().trim_end()).unwrap();
+    let totals = doc.get("totals").unwrap();
+    let int = |k: &str| totals.get(k).and_then(Value::as_i64);
+    // By hand: four calls (the event and message 2 are one; the fork's
+    // copy is T-a's), input 1,000 + 2,000 + 100 + 300, output 2,000 + 500
+    // + 10 + 100, cache reads 10,000, cache writes 4,000.
+    assert_eq!(int("requests"), Some(4));
+    assert_eq!(int("input"), Some(3_400));
+    assert_eq!(int("output"), Some(2_610));
+    assert_eq!(int("cache_read"), Some(10_000));
+    assert_eq!(int("cache_write_5m"), Some(4_000));
+    // The bundled table's rates per token: Sonnet 4.5 input $3e-6, output
+    // $15e-6, cache reads $0.3e-6, 5-minute writes $3.75e-6 (0.003 + 0.03
+    // + 0.003 + 0.015 = 0.051); GPT-5 input $1.25e-6, output $10e-6
+    // (0.0025 + 0.005 = 0.0075, and 0.000375 + 0.001 = 0.001375): 0.059875.
+    let cost = totals.get("cost_usd").and_then(Value::as_f64).unwrap();
+    assert!((cost - 0.059_875).abs() < 1e-9, "{cost}");
+    assert_eq!(int("unpriced_requests"), Some(1));
+    let unpriced = doc.get("unpriced_models").unwrap().to_json();
+    assert!(
+        unpriced.contains(r#""agent":"amp","model":"amp-mystery-1""#),
+        "{unpriced}"
+    );
+    // Each thread is a session of its own, named by its file.
+    let out = heeler(&home.0, &["usage", "session", "--agent", "amp", "--json"]);
+    settle(&home.0);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains(r#""session":"T-a""#), "{text}");
+    assert!(text.contains(r#""session":"T-b""#), "{text}");
+    let query = heeler(&home.0, &["usage", "query"]);
+    settle(&home.0);
+    let text = String::from_utf8(query.stdout).unwrap();
+    assert!(!text.contains("amp-mystery-1"), "{text}");
+}
+
+#[test]
+fn droid_sessions_show_in_the_views_as_one_call_each_priced() {
+    let home = Scratch::new("views-droid");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let sessions = home.0.join(".factory/sessions/-home-dev-droid-proj");
+    write(
+        &sessions.join("s1.settings.json"),
+        &format!(
+            r#"{{"model":"claude-sonnet-4-5-20250929","reasoningEffort":"high","providerLock":"anthropic","providerLockTimestamp":"{}","tokenUsage":{{"inputTokens":1000,"outputTokens":1500,"cacheCreationTokens":4000,"cacheReadTokens":10000,"thinkingTokens":500}}}}"#,
+            ts(now - 3_600)
+        ),
+    );
+    // The transcript beside it carries no usage and is not read.
+    write(&sessions.join("s1.jsonl"), "{\"type\":\"message\"}\n");
+    write(
+        &sessions.join("s2.settings.json"),
+        &format!(
+            r#"{{"model":"custom:GLM-4.6-[Z.AI]-0","providerLockTimestamp":"{}","tokenUsage":{{"inputTokens":700,"outputTokens":70,"cacheCreationTokens":0,"cacheReadTokens":0,"thinkingTokens":0}}}}"#,
+            ts(now - 1_800)
+        ),
+    );
+    let worker = heeler(&home.0, &["usage", "worker"]);
+    assert!(worker.status.success(), "{worker:?}");
+    let out = heeler(&home.0, &["usage", "models", "--agent", "droid", "--json"]);
+    settle(&home.0);
+    assert!(out.status.success(), "{out:?}");
+    let doc = json::parse(String::from_utf8(out.stdout).unwrap().trim_end()).unwrap();
+    let totals = doc.get("totals").unwrap();
+    let int = |k: &str| totals.get(k).and_then(Value::as_i64);
+    // By hand: two sessions, one call each; input 1,000 + 700; output
+    // 1,500 + 500 thinking + 70 = 2,070 (500 reasoning).
+    assert_eq!(int("requests"), Some(2));
+    assert_eq!(int("input"), Some(1_700));
+    assert_eq!(int("output"), Some(2_070));
+    assert_eq!(int("reasoning"), Some(500));
+    assert_eq!(int("cache_read"), Some(10_000));
+    assert_eq!(int("cache_write_5m"), Some(4_000));
+    // Sonnet 4.5 (the dated id is the table's): 1,000 × 3e-6 + 2,000 ×
+    // 15e-6 + 10,000 × 0.3e-6 + 4,000 × 3.75e-6 = 0.003 + 0.03 + 0.003 +
+    // 0.015 = 0.051; the custom model is unpriced.
+    let cost = totals.get("cost_usd").and_then(Value::as_f64).unwrap();
+    assert!((cost - 0.051).abs() < 1e-9, "{cost}");
+    assert_eq!(int("unpriced_requests"), Some(1));
+    let unpriced = doc.get("unpriced_models").unwrap().to_json();
+    assert!(
+        unpriced.contains(r#""agent":"droid","model":"custom:GLM-4.6-[Z.AI]-0""#),
+        "{unpriced}"
+    );
+    let summary = heeler(&home.0, &["usage", "--json"]);
+    settle(&home.0);
+    let summary = json::parse(String::from_utf8(summary.stdout).unwrap().trim_end()).unwrap();
+    let droid = summary.get("coverage").unwrap().get("droid").unwrap();
+    assert_eq!(droid.get("files_seen").and_then(Value::as_i64), Some(2));
 }

@@ -36,7 +36,8 @@ struct File {
 type Generator = fn(&mut Rng, i64, u64) -> Vec<File>;
 
 /// The other agents, each with its generator.
-const AGENTS: &[(&str, Generator)] = &[("pi", pi), ("cline", cline)];
+const AGENTS: &[(&str, Generator)] =
+    &[("pi", pi), ("amp", amp), ("droid", droid), ("cline", cline)];
 
 /// Spreads sessions of `per_session` calls over 30 days until `bytes` are
 /// written: `session(i, start)` returns a session's file.
@@ -102,6 +103,113 @@ fn pi(rng: &mut Rng, now: i64, bytes: u64) -> Vec<File> {
             mtime: at + 10,
         }
     })
+}
+
+/// Amp: `.local/share/amp/threads/T-<id>.json`, one document per thread
+/// (the field names tokscale's, ccusage's and agentsview's readers use):
+/// user turns, assistant turns with thinking, text and a tool call, tool
+/// results, each assistant turn's `usage`, and a usage ledger event per
+/// assistant turn linked by `toMessageId`.
+fn amp(rng: &mut Rng, now: i64, bytes: u64) -> Vec<File> {
+    sessions(now, bytes, |i, start| {
+        let (mut messages, mut events) = (Vec::new(), Vec::new());
+        let mut at = start;
+        for n in 0..(20 + rng.below(30)) {
+            at += 30;
+            let (user, result) = (rng.text(300), rng.text(800));
+            messages.push(format!(
+                r#"{{"role":"user","messageId":{},"content":[{{"type":"text","text":"{user}"}}],"meta":{{"sentAt":{}}}}}"#,
+                3 * n,
+                at * 1000
+            ));
+            let (input, output, read, write) = (
+                rng.below(500) + 1,
+                rng.below(2_000) + 1,
+                rng.below(60_000),
+                rng.below(3_000),
+            );
+            let (thinking, answer) = (rng.text(200), rng.text(400));
+            messages.push(format!(
+                r#"{{"role":"assistant","messageId":{},"content":[{{"type":"thinking","thinking":"{thinking}","signature":"sig"}},{{"type":"text","text":"{answer}"}},{{"type":"tool_use","id":"toolu_{i}_{n}","name":"Bash","input":{{"cmd":"cargo test"}}}}],"state":{{"type":"complete","stopReason":"tool_use"}},"usage":{{"model":"claude-sonnet-4-5","maxInputTokens":168000,"inputTokens":{input},"outputTokens":{output},"cacheCreationInputTokens":{write},"cacheReadInputTokens":{read},"totalInputTokens":{},"timestamp":"{}"}}}}"#,
+                3 * n + 1,
+                input + read + write,
+                ts(at + 10)
+            ));
+            messages.push(format!(
+                r#"{{"role":"user","messageId":{},"content":[{{"type":"tool_result","toolUseID":"toolu_{i}_{n}","run":{{"status":"done","result":{{"output":"{result}","exitCode":0}}}}}}]}}"#,
+                3 * n + 2
+            ));
+            events.push(format!(
+                r#"{{"id":"ev-{i}-{n}","timestamp":"{}","model":"claude-sonnet-4-5","credits":0.5,"tokens":{{"input":{input},"output":{output}}},"operationType":"inference","fromMessageId":{},"toMessageId":{}}}"#,
+                ts(at + 10),
+                3 * n,
+                3 * n + 1
+            ));
+        }
+        let text = format!(
+            r#"{{"v":{},"id":"T-bench-{i}","created":{},"title":"bench","messages":[{}],"agentMode":"smart","env":{{"initial":{{"trees":[{{"displayName":"project-{:02}","uri":"file:///home/bench/project-{:02}"}}]}}}},"usageLedger":{{"events":[{}]}}}}"#,
+            events.len() * 7,
+            start * 1000,
+            messages.join(","),
+            i % 40,
+            i % 40,
+            events.join(",")
+        );
+        File {
+            path: PathBuf::from(format!(".local/share/amp/threads/T-bench-{i}.json")),
+            text,
+            mtime: at + 10,
+        }
+    })
+}
+
+/// Droid: `.factory/sessions/<cwd>/<id>.settings.json` (the session's
+/// running `tokenUsage`, the only file read) beside its `<id>.jsonl`
+/// transcript (listed, never read), the field names tokscale's and
+/// ccusage's readers use. The home's bytes count both, as they are on
+/// disk.
+fn droid(rng: &mut Rng, now: i64, bytes: u64) -> Vec<File> {
+    let mut files = Vec::new();
+    let mut transcripts = sessions(now, bytes, |i, start| {
+        let mut text = String::new();
+        let turns = 20 + rng.below(30);
+        for n in 0..turns {
+            let (user, answer) = (rng.text(300), rng.text(1_200));
+            text.push_str(&format!(
+                r#"{{"type":"message","id":"u{i}-{n}","timestamp":"{}","message":{{"role":"user","content":[{{"type":"text","text":"{user}"}}]}}}}"#,
+                ts(start + 60 * n as i64)
+            ));
+            text.push('\n');
+            text.push_str(&format!(
+                r#"{{"type":"message","id":"a{i}-{n}","timestamp":"{}","message":{{"role":"assistant","content":[{{"type":"text","text":"{answer}"}}]}}}}"#,
+                ts(start + 60 * n as i64 + 20)
+            ));
+            text.push('\n');
+        }
+        let end = start + 60 * turns as i64;
+        let dir = format!(".factory/sessions/-home-bench-project-{:02}", i % 40);
+        files.push(File {
+            path: PathBuf::from(format!("{dir}/droid-{i}.settings.json")),
+            text: format!(
+                r#"{{"assistantActiveTimeMs":{},"model":"claude-sonnet-4-5-20250929","reasoningEffort":"medium","autonomyMode":"auto-low","providerLock":"anthropic","providerLockTimestamp":"{}","tokenUsage":{{"inputTokens":{},"outputTokens":{},"cacheCreationTokens":{},"cacheReadTokens":{},"thinkingTokens":{}}}}}"#,
+                rng.below(600_000),
+                ts(start),
+                rng.below(50_000) + 1,
+                rng.below(40_000),
+                rng.below(60_000),
+                rng.below(2_000_000),
+                rng.below(8_000)
+            ),
+            mtime: end,
+        });
+        File {
+            path: PathBuf::from(format!("{dir}/droid-{i}.jsonl")),
+            text,
+            mtime: end,
+        }
+    });
+    files.append(&mut transcripts);
+    files
 }
 
 /// Cline: `.cline/data/sessions/<id>/<id>.messages.json`, one document
@@ -179,6 +287,15 @@ struct Home {
 pub fn run(bin: &Path, work: &Path, scale: f64, rounds: usize) -> Result<(), String> {
     let now = unix_now()?;
     let _ = fs::remove_dir_all(work);
+    let homes = homes(work, scale, now)?;
+    cold_scans(bin, work, &homes, rounds)?;
+    warm_views(bin, work, &homes[0].dir, &work.join("all"))
+}
+
+/// Writes the homes the cold scans read: Claude Code + Codex, each other
+/// agent (about a tenth of it), every agent together, and an empty one
+/// (the process's fixed cost), in that order.
+fn homes(work: &Path, scale: f64, now: i64) -> Result<Vec<Home>, String> {
     let claude_files = ((5000.0 * scale) as usize).max(1);
     let codex_files = ((2000.0 * scale) as usize).max(1);
     let cc = work.join("claude-codex");
@@ -187,7 +304,7 @@ pub fn run(bin: &Path, work: &Path, scale: f64, rounds: usize) -> Result<(), Str
     generate(&all, claude_files, codex_files, now)?;
     let mut homes = vec![Home {
         name: "Claude Code + Codex".into(),
-        dir: cc.clone(),
+        dir: cc,
         bytes: corpus.bytes,
     }];
     let mut all_bytes = corpus.bytes;
@@ -208,11 +325,9 @@ pub fn run(bin: &Path, work: &Path, scale: f64, rounds: usize) -> Result<(), Str
     }
     homes.push(Home {
         name: "every agent".into(),
-        dir: all.clone(),
+        dir: all,
         bytes: all_bytes,
     });
-    // A home with no transcript: the process's fixed cost, taken off each
-    // scan's CPU before it is divided by the bytes.
     let empty = work.join("empty");
     fs::create_dir_all(&empty).map_err(|e| e.to_string())?;
     homes.push(Home {
@@ -225,6 +340,13 @@ pub fn run(bin: &Path, work: &Path, scale: f64, rounds: usize) -> Result<(), Str
         corpus.bytes as f64 / 1e6,
         all_bytes as f64 / 1e6
     );
+    Ok(homes)
+}
+
+/// Times a cold scan of each home, `rounds` times, and prints each one's
+/// CPU per MB against Claude Code + Codex's, the empty home's fixed cost
+/// taken off first.
+fn cold_scans(bin: &Path, work: &Path, homes: &[Home], rounds: usize) -> Result<(), String> {
     let mut runs: Vec<Vec<Run>> = vec![Vec::new(); homes.len()];
     for _ in 0..rounds {
         for (h, home) in homes.iter().enumerate() {
@@ -257,9 +379,15 @@ pub fn run(bin: &Path, work: &Path, scale: f64, rounds: usize) -> Result<(), Str
             per_mb(&m, home.bytes) / base
         );
     }
+    Ok(())
+}
+
+/// Times the warm views of the home of every agent against those of
+/// Claude Code + Codex alone, each after one scan.
+fn warm_views(bin: &Path, work: &Path, cc: &Path, all: &Path) -> Result<(), String> {
     let (cc_state, all_state) = (work.join("state/warm-cc"), work.join("state/warm-all"));
-    time(heeler(bin, &cc, &cc_state, &["usage", "worker"]))?;
-    time(heeler(bin, &all, &all_state, &["usage", "worker"]))?;
+    time(heeler(bin, cc, &cc_state, &["usage", "worker"]))?;
+    time(heeler(bin, all, &all_state, &["usage", "worker"]))?;
     let views: [&[&str]; 4] = [
         &["usage", "query", "--refresh", "never"],
         &["usage"],
@@ -269,8 +397,8 @@ pub fn run(bin: &Path, work: &Path, scale: f64, rounds: usize) -> Result<(), Str
     for args in views {
         let (mut ours, mut theirs) = (Vec::new(), Vec::new());
         for _ in 0..21 {
-            theirs.push(time(heeler(bin, &cc, &cc_state, args))?);
-            ours.push(time(heeler(bin, &all, &all_state, args))?);
+            theirs.push(time(heeler(bin, cc, &cc_state, args))?);
+            ours.push(time(heeler(bin, all, &all_state, args))?);
         }
         ours.sort();
         theirs.sort();

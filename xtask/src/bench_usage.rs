@@ -593,13 +593,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let bin = binary_to_time(&sh, &root, opts.bin)?;
     println!("timing {}", bin.display());
     if opts.agents {
-        let work = root.join("target/bench-usage/agents");
-        let scale = if args.iter().any(|a| a == "--scale") {
-            opts.scale
-        } else {
-            0.2
-        };
-        return crate::bench_agents::run(&bin, &work, scale, opts.rounds);
+        return agents(args, &opts, &root, &bin);
     }
     let scan = ScanFloor::build(&sh, &root)?;
     if let Some(rev) = opts.baseline_rev {
@@ -666,6 +660,18 @@ pub fn run(args: &[String]) -> Result<(), String> {
         return Err("the incremental cache differed from a cold rebuild (see above)".into());
     }
     Ok(())
+}
+
+/// `--agents`: every agent's cold scan and the warm views against Claude
+/// Code + Codex's, at a fifth of the corpus unless `--scale` says.
+fn agents(args: &[String], opts: &Options, root: &Path, bin: &Path) -> Result<(), String> {
+    let work = root.join("target/bench-usage/agents");
+    let scale = if args.iter().any(|a| a == "--scale") {
+        opts.scale
+    } else {
+        0.2
+    };
+    crate::bench_agents::run(bin, &work, scale, opts.rounds)
 }
 
 /// The inputs that must not be held whole, each a cold refresh of that

@@ -17,6 +17,8 @@
 //! - `claude.rs`: Claude Code, a thin adapter over `parse::claude`.
 //! - `codex.rs`: Codex, a thin adapter over `parse::codex`.
 //! - `pi.rs`: pi and Oh My Pi, over `parse::pi`.
+//! - `amp.rs`: Amp's thread documents, over `parse::amp`.
+//! - `droid.rs`: Droid's session settings documents, over `parse::droid`.
 //! - `cline.rs`: Cline (its SDK's session documents), over `parse::cline`.
 //!
 //! Architecture invariants: the dispatch is static (a `match` on the agent,
@@ -24,9 +26,11 @@
 //! once released, and the order of [`ALL`] is the order of the index
 //! header's parser versions.
 
+mod amp;
 mod claude;
 mod cline;
 mod codex;
+mod droid;
 mod pi;
 
 use std::ffi::OsStr;
@@ -131,7 +135,14 @@ impl Env<'_> {
 }
 
 /// Every agent, in the store's order (see the module's invariants).
-pub const ALL: [Agent; 4] = [Agent::Claude, Agent::Codex, Agent::Pi, Agent::Cline];
+pub const ALL: [Agent; 6] = [
+    Agent::Claude,
+    Agent::Codex,
+    Agent::Pi,
+    Agent::Amp,
+    Agent::Droid,
+    Agent::Cline,
+];
 
 /// Runs `$body` with `$S` the [`Source`] of `$agent`: the registry's one
 /// `match`.
@@ -148,6 +159,14 @@ macro_rules! with_source {
             }
             Agent::Pi => {
                 type $S = pi::Pi;
+                $body
+            }
+            Agent::Amp => {
+                type $S = amp::Amp;
+                $body
+            }
+            Agent::Droid => {
+                type $S = droid::Droid;
                 $body
             }
             Agent::Cline => {
@@ -274,6 +293,8 @@ mod tests {
         assert_eq!(Agent::Claude.code(), 0);
         assert_eq!(Agent::Codex.code(), 1);
         assert_eq!(Agent::Pi.code(), 2);
+        assert_eq!(Agent::Amp.code(), 6);
+        assert_eq!(Agent::Droid.code(), 7);
         assert_eq!(Agent::Cline.code(), 11);
     }
 

@@ -9,6 +9,9 @@
 //!   (records, each new response's last usage, inherited history skipped).
 //! - `pi.rs`: pi and Oh My Pi session files (a fork's copied history
 //!   skipped).
+//! - `amp.rs`: Amp thread documents (the usage ledger merged with the
+//!   messages' usage).
+//! - `droid.rs`: Droid session settings (a session's running totals).
 //! - `cline.rs`: Cline's session documents (a seeded session's copied
 //!   history skipped).
 //! - `differential.rs` (tests only): re-serialised real-shaped lines give
@@ -20,11 +23,13 @@
 //! a malformed line (one the spec's `JSON.parse` refuses) is counted and
 //! skipped, never fatal.
 
+pub mod amp;
 pub mod claude;
 pub mod cline;
 pub mod codex;
 #[cfg(test)]
 mod differential;
+pub mod droid;
 pub(crate) mod jsonpick;
 pub mod pi;
 pub mod scan;
