@@ -153,7 +153,10 @@ mod tests {
                 "XDG_CONFIG_HOME",
                 "CODEX_HOME",
                 "PI_CODING_AGENT_DIR",
-                "OMP_CODING_AGENT_DIR"
+                "OMP_CODING_AGENT_DIR",
+                "GEMINI_CLI_HOME",
+                "QWEN_RUNTIME_DIR",
+                "QWEN_HOME"
             ]
         );
     }

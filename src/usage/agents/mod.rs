@@ -17,6 +17,8 @@
 //! - `claude.rs`: Claude Code, a thin adapter over `parse::claude`.
 //! - `codex.rs`: Codex, a thin adapter over `parse::codex`.
 //! - `pi.rs`: pi and Oh My Pi, over `parse::pi`.
+//! - `gemini.rs`: Gemini CLI, over `parse::gemini` (documents).
+//! - `qwen.rs`: Qwen Code, over `parse::qwen`.
 //!
 //! Architecture invariants: the dispatch is static (a `match` on the agent,
 //! the same branch on every line of a file, never a virtual call); an agent's code in the store ([`Source::CODE`]) never changes
@@ -25,7 +27,9 @@
 
 mod claude;
 mod codex;
+mod gemini;
 mod pi;
+mod qwen;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -129,7 +133,13 @@ impl Env<'_> {
 }
 
 /// Every agent, in the store's order (see the module's invariants).
-pub const ALL: [Agent; 3] = [Agent::Claude, Agent::Codex, Agent::Pi];
+pub const ALL: [Agent; 5] = [
+    Agent::Claude,
+    Agent::Codex,
+    Agent::Pi,
+    Agent::Gemini,
+    Agent::Qwen,
+];
 
 /// Runs `$body` with `$S` the [`Source`] of `$agent`: the registry's one
 /// `match`.
@@ -146,6 +156,14 @@ macro_rules! with_source {
             }
             Agent::Pi => {
                 type $S = pi::Pi;
+                $body
+            }
+            Agent::Gemini => {
+                type $S = gemini::Gemini;
+                $body
+            }
+            Agent::Qwen => {
+                type $S = qwen::Qwen;
                 $body
             }
         }
@@ -257,7 +275,7 @@ mod tests {
             assert_eq!(Agent::from_name(a.name()), Some(a));
             assert_eq!(Agent::from_code(u64::from(a.code())), Some(a));
         }
-        assert_eq!(Agent::from_name("gemini"), None);
+        assert_eq!(Agent::from_name("gemini-cli"), None);
         assert_eq!(Agent::from_code(u64::from(u8::MAX)), None);
     }
 
@@ -268,6 +286,8 @@ mod tests {
         assert_eq!(Agent::Claude.code(), 0);
         assert_eq!(Agent::Codex.code(), 1);
         assert_eq!(Agent::Pi.code(), 2);
+        assert_eq!(Agent::Gemini.code(), 4);
+        assert_eq!(Agent::Qwen.code(), 5);
     }
 
     #[test]

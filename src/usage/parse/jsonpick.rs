@@ -275,6 +275,11 @@ impl<'a> Cursor<'a> {
         self.peek() == Some(b'{')
     }
 
+    /// Whether the value at the cursor is an array.
+    pub(crate) fn raw_is_array(&mut self) -> bool {
+        self.peek() == Some(b'[')
+    }
+
     /// The raw text of the value at the cursor (then skipped).
     pub fn raw(&mut self) -> Option<&'a [u8]> {
         self.ws();

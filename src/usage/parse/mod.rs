@@ -9,6 +9,11 @@
 //!   (records, each new response's last usage, inherited history skipped).
 //! - `pi.rs`: pi and Oh My Pi session files (a fork's copied history
 //!   skipped).
+//! - `gemini.rs`: Gemini CLI session files, a `.json` document or a
+//!   `.jsonl` log read whole (a resumed legacy session's copy skipped),
+//!   and the GenAI usage counts Qwen Code shares.
+//! - `qwen.rs`: Qwen Code chat files (a `/branch` copy's records
+//!   skipped).
 //! - `differential.rs` (tests only): re-serialised real-shaped lines give
 //!   the same events through the fast readers and the exact JSON parser,
 //!   and mutated ones are refused exactly when `JSON.parse` refuses them.
@@ -22,6 +27,8 @@ pub mod claude;
 pub mod codex;
 #[cfg(test)]
 mod differential;
+pub mod gemini;
 pub(crate) mod jsonpick;
 pub mod pi;
+pub mod qwen;
 pub mod scan;

@@ -21,8 +21,9 @@ use crate::usage::event::{
 use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
 
 /// Bump when the index layout changes (everything is reparsed).
-/// 8: the header names a third agent's parser version (pi).
-pub(crate) const INDEX_VERSION: u32 = 8;
+/// 8: the header names a third agent's parser version (pi). 9: and
+/// Gemini CLI's and Qwen Code's.
+pub(crate) const INDEX_VERSION: u32 = 9;
 
 const MAGIC: &[u8; 4] = b"HUIX";
 const EVENTS_MAGIC: &[u8; 4] = b"HUIE";
