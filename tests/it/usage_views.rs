@@ -229,10 +229,15 @@ fn an_empty_home_names_the_roots_searched() {
     let text = String::from_utf8(out.stdout).unwrap();
     let claude = home.0.join(".claude");
     assert!(
-        text.contains("No Claude Code, Codex or pi transcripts found")
+        text.contains("No Claude Code, Codex, pi, Gemini CLI or Qwen Code transcripts found")
             && text.contains(&claude.display().to_string())
             && text.contains(&home.0.join(".pi/agent").display().to_string())
-            && text.contains("Set CLAUDE_CONFIG_DIR, CODEX_HOME or PI_CODING_AGENT_DIR"),
+            && text.contains(&home.0.join(".gemini").display().to_string())
+            && text.contains(&home.0.join(".qwen").display().to_string())
+            && text.contains(
+                "Set CLAUDE_CONFIG_DIR, CODEX_HOME, PI_CODING_AGENT_DIR, GEMINI_CLI_HOME, \
+                 QWEN_RUNTIME_DIR or QWEN_HOME"
+            ),
         "{text}"
     );
     assert!(!text.contains('\x1b'), "no colour off a terminal: {text:?}");
