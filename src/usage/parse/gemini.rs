@@ -127,7 +127,8 @@ pub(crate) fn millis_of(b: &[u8]) -> Option<i64> {
     let seconds = crate::usage::time::timestamp_of(b)?;
     let mut ms = 0;
     if let Some(&b'.') = b.get(19) {
-        let digits = b[20..].iter().take_while(|d| d.is_ascii_digit());
+        let fraction = b.get(20..).unwrap_or_default();
+        let digits = fraction.iter().take_while(|d| d.is_ascii_digit());
         for (i, d) in digits.chain(std::iter::repeat(&b'0')).take(3).enumerate() {
             ms += i64::from(d - b'0') * [100, 10, 1][i];
         }
@@ -184,8 +185,10 @@ pub fn parse_document(fp: &mut FileParse, bytes: &[u8]) {
     if c.raw_is_object()
         && let Some(doc) = pick(&mut c, true)
         && c.at_end()
+        && doc.id.is_none()
     {
-        // One JSON value: a legacy document (or a log of one line).
+        // One JSON value, not a message: a legacy document (or a log of
+        // its metadata line only).
         set_session(fp, &doc);
         for m in &doc.messages {
             push(fp, m, i64::MIN);
@@ -427,6 +430,8 @@ mod tests {
         let fp = parse(&text);
         assert_eq!(fp.malformed, 1);
         assert_eq!(sums(&fp), [1, 10, 0, 1, 0]);
+        // A log of one message (no metadata line) counts it.
+        assert_eq!(sums(&parse(&good)), [1, 10, 0, 1, 0]);
         assert!(parse("").events.is_empty());
         assert!(parse("[1,2]").events.is_empty());
     }
