@@ -106,7 +106,12 @@ fn gemini_legacy(session: &str, start: &str, updated: &str, messages: &[String])
 fn gemini_sessions_show_in_the_views_unpriced_and_counted_once() {
     let home = temp_dir("views-gemini");
     let start = now() - 3 * HOUR;
-    let chats = home.join(".gemini/tmp/3f9a1c2b/chats");
+    // The project registry's directory, its `.project_root` the path.
+    let chats = home.join(".gemini/tmp/gproj/chats");
+    write(
+        &home.join(".gemini/tmp/gproj/.project_root"),
+        "/home/dev/gproj",
+    );
     let m1 = gemini_message(
         "m1",
         &ts(start + 5),
@@ -174,7 +179,7 @@ fn gemini_sessions_show_in_the_views_unpriced_and_counted_once() {
     );
     // The activity log is not a session, whatever it holds.
     write(
-        &home.join(".gemini/tmp/3f9a1c2b/logs/session-0f6e2c1a-5b1d-4c1e-9d35-2a7c3e1f9b10.jsonl"),
+        &home.join(".gemini/tmp/gproj/logs/session-0f6e2c1a-5b1d-4c1e-9d35-2a7c3e1f9b10.jsonl"),
         &lines(&[gemini_message(
             "x1",
             &ts(start + 10),
@@ -212,6 +217,12 @@ fn gemini_sessions_show_in_the_views_unpriced_and_counted_once() {
         );
     }
 
+    // Every call in the project's directory.
+    let dirs = heeler(&home, &["usage", "dirs", "--agent", "gemini", "--json"]);
+    settle(&home);
+    let dirs = String::from_utf8(dirs.stdout).unwrap();
+    assert!(dirs.contains("/home/dev/gproj"), "{dirs}");
+
     let (coverage, query) = coverage_and_query(&home, "gemini");
     let root = home.join(".gemini").display().to_string();
     assert_eq!(
@@ -219,7 +230,7 @@ fn gemini_sessions_show_in_the_views_unpriced_and_counted_once() {
         format!("[\"{root}\"]")
     );
     assert_eq!(coverage.get("files_seen").and_then(Value::as_i64), Some(4));
-    for absent in ["gemini-2.5", r#""gemini""#] {
+    for absent in ["gemini-2.5", "gproj", r#""gemini""#] {
         assert!(!query.contains(absent), "{absent} in the query: {query}");
     }
 }

@@ -129,9 +129,16 @@ fn gemini_record(rng: &mut Rng, id: &str, at: i64, tokens: Option<[u64; 4]>) -> 
 /// (google-gemini/gemini-cli `chatRecordingService.ts`): a metadata line,
 /// then records appended, each response twice (before and after its
 /// tokens) and `$set` updates; every fourth session a legacy `.json`
-/// document of the same messages.
+/// document of the same messages; each project's `.project_root`.
 fn gemini(rng: &mut Rng, now: i64, bytes: u64) -> Vec<File> {
-    sessions(now, bytes, |i, start| {
+    // Each project's `.project_root` (its registry's ownership marker).
+    let roots = (0..40).map(|p| File {
+        path: PathBuf::from(format!(".gemini/tmp/project-{p:02}/.project_root")),
+        text: format!("/home/bench/project-{p:02}"),
+        mtime: now - 30 * 86_400,
+    });
+    let mut files: Vec<File> = roots.collect();
+    files.extend(sessions(now, bytes, |i, start| {
         let mut records = Vec::new();
         let mut at = start;
         for n in 0..(20 + rng.below(30)) {
@@ -179,7 +186,8 @@ fn gemini(rng: &mut Rng, now: i64, bytes: u64) -> Vec<File> {
             text,
             mtime: at + 10,
         }
-    })
+    }));
+    files
 }
 
 /// Qwen Code: `.qwen/projects/<cwd>/chats/<sessionId>.jsonl`

@@ -190,8 +190,9 @@ pub fn parse_document(fp: &mut FileParse, bytes: &[u8]) {
         // One JSON value, not a message: a legacy document (or a log of
         // its metadata line only).
         set_session(fp, &doc);
+        let cwd = fp.string(fp.codex.cwd).to_owned();
         for m in &doc.messages {
-            push(fp, m, i64::MIN);
+            push(fp, m, i64::MIN, &cwd);
         }
         return;
     }
@@ -209,6 +210,7 @@ fn may_hold_tokens(line: &[u8]) -> bool {
 /// The `.jsonl` form: the first record's metadata, then every message
 /// newer than its `lastUpdated`.
 fn parse_lines(fp: &mut FileParse, bytes: &[u8]) {
+    let cwd = fp.string(fp.codex.cwd).to_owned();
     let mut first = true;
     let mut copied_until = i64::MIN;
     let mut rest = bytes;
@@ -239,7 +241,7 @@ fn parse_lines(fp: &mut FileParse, bytes: &[u8]) {
                 .unwrap_or(i64::MIN);
             continue;
         }
-        push(fp, &r, copied_until);
+        push(fp, &r, copied_until, &cwd);
     }
 }
 
@@ -248,9 +250,10 @@ fn set_session(fp: &mut FileParse, r: &Record) {
     fp.codex.thread_id = String::from_utf8_lossy(id).into_owned();
 }
 
-/// A model response's call, unless it is a copy (stamped at or before
-/// `copied_until`) or carries no tokens.
-fn push(fp: &mut FileParse, m: &Record, copied_until: i64) {
+/// A model response's call in `cwd` (the project's, when `begin` found
+/// it), unless it is a copy (stamped at or before `copied_until`) or
+/// carries no tokens.
+fn push(fp: &mut FileParse, m: &Record, copied_until: i64, cwd: &str) {
     if m.kind.as_deref() != Some(b"gemini") {
         return;
     }
@@ -269,7 +272,7 @@ fn push(fp: &mut FileParse, m: &Record, copied_until: i64) {
     fp.push_message(&Message {
         ts: at.div_euclid(1000),
         model: &model,
-        cwd: "",
+        cwd,
         session: "",
         id: m.id.as_deref().unwrap_or(b""),
         tokens,
