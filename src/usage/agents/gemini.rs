@@ -75,7 +75,12 @@ fn project_root(session: &Path) -> Option<String> {
     let chats = session
         .ancestors()
         .find(|dir| dir.file_name() == Some(OsStr::new("chats")))?;
-    let file = std::fs::File::open(chats.parent()?.join(".project_root")).ok()?;
+    let marker = chats.parent()?.join(".project_root");
+    // A regular file only: opening a FIFO would wait for a writer.
+    if !std::fs::metadata(&marker).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    let file = std::fs::File::open(marker).ok()?;
     let mut bytes = Vec::new();
     file.take(MAX_PROJECT_ROOT + 1)
         .read_to_end(&mut bytes)
