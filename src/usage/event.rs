@@ -13,6 +13,8 @@ pub enum Agent {
     Claude,
     Codex,
     Pi,
+    Gemini,
+    Qwen,
     Amp,
     Droid,
     Cline,

@@ -229,13 +229,15 @@ fn an_empty_home_names_the_roots_searched() {
     let text = String::from_utf8(out.stdout).unwrap();
     let claude = home.0.join(".claude");
     assert!(
-        text.contains("No Claude Code, Codex, pi, Amp, Droid or Cline transcripts found")
+        text.contains("No Claude Code, Codex, pi, Gemini CLI, Qwen Code, Amp, Droid or Cline transcripts found")
             && text.contains(&claude.display().to_string())
             && text.contains(&home.0.join(".pi/agent").display().to_string())
+            && text.contains(&home.0.join(".gemini").display().to_string())
+            && text.contains(&home.0.join(".qwen").display().to_string())
             && text.contains(&home.0.join(".local/share/amp").display().to_string())
             && text.contains(&home.0.join(".factory").display().to_string())
             && text.contains(&home.0.join(".cline/data/sessions").display().to_string())
-            && text.contains("Set CLAUDE_CONFIG_DIR, CODEX_HOME, PI_CODING_AGENT_DIR or CLINE_DIR"),
+            && text.contains("Set CLAUDE_CONFIG_DIR, CODEX_HOME, PI_CODING_AGENT_DIR, GEMINI_CLI_HOME, QWEN_RUNTIME_DIR, QWEN_HOME or CLINE_DIR"),
         "{text}"
     );
     assert!(!text.contains('\x1b'), "no colour off a terminal: {text:?}");

@@ -36,8 +36,14 @@ struct File {
 type Generator = fn(&mut Rng, i64, u64) -> Vec<File>;
 
 /// The other agents, each with its generator.
-const AGENTS: &[(&str, Generator)] =
-    &[("pi", pi), ("amp", amp), ("droid", droid), ("cline", cline)];
+const AGENTS: &[(&str, Generator)] = &[
+    ("pi", pi),
+    ("gemini", gemini),
+    ("qwen", qwen),
+    ("amp", amp),
+    ("droid", droid),
+    ("cline", cline),
+];
 
 /// Spreads sessions of `per_session` calls over 30 days until `bytes` are
 /// written: `session(i, start)` returns a session's file.
@@ -101,6 +107,148 @@ fn pi(rng: &mut Rng, now: i64, bytes: u64) -> Vec<File> {
             )),
             text,
             mtime: at + 10,
+        }
+    })
+}
+
+/// One Gemini CLI message record (`ChatRecordingService.newMessage`):
+/// a user's, or a response's with its `TokensSummary` (`None`: appended
+/// before its tokens arrive).
+fn gemini_record(rng: &mut Rng, id: &str, at: i64, tokens: Option<[u64; 4]>) -> String {
+    let Some([input, output, cached, thoughts]) = tokens else {
+        let user = rng.text(300);
+        return format!(
+            r#"{{"id":"{id}","timestamp":"{}","type":"user","content":[{{"text":"{user}"}}]}}"#,
+            ts(at)
+        );
+    };
+    let answer = rng.text(400);
+    format!(
+        r#"{{"id":"{id}","timestamp":"{}","type":"gemini","content":[{{"text":"{answer}"}}],"thoughts":[{{"subject":"Plan","description":"{}","timestamp":"{}"}}],"tokens":{{"input":{input},"output":{output},"cached":{cached},"thoughts":{thoughts},"tool":0,"total":{}}},"model":"gemini-2.5-pro"}}"#,
+        ts(at),
+        rng.text(80),
+        ts(at),
+        input + output + thoughts
+    )
+}
+
+/// Gemini CLI: `.gemini/tmp/<project>/chats/session-<time>-<id8>.jsonl`
+/// (google-gemini/gemini-cli `chatRecordingService.ts`): a metadata line,
+/// then records appended, each response twice (before and after its
+/// tokens) and `$set` updates; every fourth session a legacy `.json`
+/// document of the same messages; each project's `.project_root`.
+fn gemini(rng: &mut Rng, now: i64, bytes: u64) -> Vec<File> {
+    // Each project's `.project_root` (its registry's ownership marker).
+    let roots = (0..40).map(|p| File {
+        path: PathBuf::from(format!(".gemini/tmp/project-{p:02}/.project_root")),
+        text: format!("/home/bench/project-{p:02}"),
+        mtime: now - 30 * 86_400,
+    });
+    let mut files: Vec<File> = roots.collect();
+    files.extend(sessions(now, bytes, |i, start| {
+        let mut records = Vec::new();
+        let mut at = start;
+        for n in 0..(20 + rng.below(30)) {
+            at += 30;
+            records.push(gemini_record(rng, &format!("u{i}-{n}"), at, None));
+            let tokens = [
+                rng.below(60_000) + 500,
+                rng.below(2_000) + 1,
+                rng.below(40_000),
+                rng.below(500),
+            ];
+            let id = format!("m{i}-{n}");
+            if i % 4 != 0 {
+                let bare = gemini_record(rng, &id, at + 10, Some(tokens));
+                let (head, _) = bare.split_at(bare.find(r#""tokens""#).unwrap_or(0));
+                records.push(format!(r#"{head}"tokens":null,"model":"gemini-2.5-pro"}}"#));
+            }
+            records.push(gemini_record(rng, &id, at + 10, Some(tokens)));
+            if i % 4 != 0 {
+                records.push(format!(r#"{{"$set":{{"lastUpdated":"{}"}}}}"#, ts(at + 10)));
+            }
+        }
+        let (first, last) = (ts(start), ts(at + 10));
+        let (ext, text) = if i % 4 == 0 {
+            let doc = format!(
+                "{{\n  \"sessionId\": \"g-{i}\",\n  \"projectHash\": \"{:064x}\",\n  \"startTime\": \"{first}\",\n  \"lastUpdated\": \"{last}\",\n  \"messages\": [\n    {}\n  ]\n}}",
+                i % 40,
+                records.join(",\n    ")
+            );
+            ("json", doc)
+        } else {
+            let meta = format!(
+                r#"{{"sessionId":"g-{i}","projectHash":"{:064x}","startTime":"{first}","lastUpdated":"{first}","kind":"main"}}"#,
+                i % 40
+            );
+            ("jsonl", format!("{meta}\n{}\n", records.join("\n")))
+        };
+        let minute = &ts(start)[..16];
+        File {
+            path: PathBuf::from(format!(
+                ".gemini/tmp/project-{:02}/chats/session-{}-{i:08x}.{ext}",
+                i % 40,
+                minute.replace(':', "-")
+            )),
+            text,
+            mtime: at + 10,
+        }
+    }));
+    files
+}
+
+/// Qwen Code: `.qwen/projects/<cwd>/chats/<sessionId>.jsonl`
+/// (QwenLM/qwen-code `chatRecordingService.ts`): `ChatRecord`s appended,
+/// a user record, an assistant record with `usageMetadata`, a tool result
+/// and a `ui_telemetry` system record per turn.
+fn qwen(rng: &mut Rng, now: i64, bytes: u64) -> Vec<File> {
+    sessions(now, bytes, |i, start| {
+        let cwd = format!("/home/bench/project-{:02}", i % 40);
+        let base = |uuid: &str, at: i64, kind: &str| {
+            format!(
+                r#""uuid":"{uuid}","parentUuid":null,"sessionId":"q-{i}","timestamp":"{}","type":"{kind}","cwd":"{cwd}","version":"0.9.0","gitBranch":"main""#,
+                ts(at)
+            )
+        };
+        let mut text = String::new();
+        let mut at = start;
+        for n in 0..(20 + rng.below(30)) {
+            at += 30;
+            let user = rng.text(300);
+            let line = format!(
+                r#"{{{},"message":{{"role":"user","parts":[{{"text":"{user}"}}]}}}}"#,
+                base(&format!("u{i}-{n}"), at, "user")
+            );
+            text.push_str(&line);
+            text.push('\n');
+            let (prompt, completion) = (rng.below(60_000) + 500, rng.below(2_000) + 1);
+            let (cached, reasoning) = (rng.below(prompt), rng.below(completion));
+            let answer = rng.text(400);
+            text.push_str(&format!(
+                r#"{{{},"model":"qwen3-coder-plus","message":{{"role":"model","parts":[{{"text":"{answer}"}}]}},"usageMetadata":{{"promptTokenCount":{prompt},"candidatesTokenCount":{completion},"totalTokenCount":{},"cachedContentTokenCount":{cached},"thoughtsTokenCount":{reasoning}}},"contextWindowSize":131072}}"#,
+                base(&format!("a{i}-{n}"), at + 10, "assistant"),
+                prompt + completion
+            ));
+            text.push('\n');
+            let output = rng.text(200);
+            text.push_str(&format!(
+                r#"{{{},"message":{{"role":"user","parts":[{{"functionResponse":{{"id":"c{n}","name":"read_file","response":{{"output":"{output}"}}}}}}]}},"toolCallResult":{{"callId":"c{n}","status":"success"}}}}"#,
+                base(&format!("t{i}-{n}"), at + 12, "tool_result")
+            ));
+            text.push('\n');
+            text.push_str(&format!(
+                r#"{{{},"subtype":"ui_telemetry","systemPayload":{{"uiEvent":{{"event.name":"qwen-code.api_response","input_token_count":{prompt}}}}}}}"#,
+                base(&format!("s{i}-{n}"), at + 12, "system")
+            ));
+            text.push('\n');
+        }
+        File {
+            path: PathBuf::from(format!(
+                ".qwen/projects/-home-bench-project-{:02}/chats/q-{i}.jsonl",
+                i % 40
+            )),
+            text,
+            mtime: at + 12,
         }
     })
 }

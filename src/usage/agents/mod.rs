@@ -17,6 +17,8 @@
 //! - `claude.rs`: Claude Code, a thin adapter over `parse::claude`.
 //! - `codex.rs`: Codex, a thin adapter over `parse::codex`.
 //! - `pi.rs`: pi and Oh My Pi, over `parse::pi`.
+//! - `gemini.rs`: Gemini CLI, over `parse::gemini` (documents).
+//! - `qwen.rs`: Qwen Code, over `parse::qwen`.
 //! - `amp.rs`: Amp's thread documents, over `parse::amp`.
 //! - `droid.rs`: Droid's session settings documents, over `parse::droid`.
 //! - `cline.rs`: Cline (its SDK's session documents), over `parse::cline`.
@@ -31,7 +33,9 @@ mod claude;
 mod cline;
 mod codex;
 mod droid;
+mod gemini;
 mod pi;
+mod qwen;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -135,10 +139,12 @@ impl Env<'_> {
 }
 
 /// Every agent, in the store's order (see the module's invariants).
-pub const ALL: [Agent; 6] = [
+pub const ALL: [Agent; 8] = [
     Agent::Claude,
     Agent::Codex,
     Agent::Pi,
+    Agent::Gemini,
+    Agent::Qwen,
     Agent::Amp,
     Agent::Droid,
     Agent::Cline,
@@ -159,6 +165,14 @@ macro_rules! with_source {
             }
             Agent::Pi => {
                 type $S = pi::Pi;
+                $body
+            }
+            Agent::Gemini => {
+                type $S = gemini::Gemini;
+                $body
+            }
+            Agent::Qwen => {
+                type $S = qwen::Qwen;
                 $body
             }
             Agent::Amp => {
@@ -282,7 +296,7 @@ mod tests {
             assert_eq!(Agent::from_name(a.name()), Some(a));
             assert_eq!(Agent::from_code(u64::from(a.code())), Some(a));
         }
-        assert_eq!(Agent::from_name("gemini"), None);
+        assert_eq!(Agent::from_name("gemini-cli"), None);
         assert_eq!(Agent::from_code(u64::from(u8::MAX)), None);
     }
 
@@ -293,6 +307,8 @@ mod tests {
         assert_eq!(Agent::Claude.code(), 0);
         assert_eq!(Agent::Codex.code(), 1);
         assert_eq!(Agent::Pi.code(), 2);
+        assert_eq!(Agent::Gemini.code(), 4);
+        assert_eq!(Agent::Qwen.code(), 5);
         assert_eq!(Agent::Amp.code(), 6);
         assert_eq!(Agent::Droid.code(), 7);
         assert_eq!(Agent::Cline.code(), 11);

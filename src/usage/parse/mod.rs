@@ -9,6 +9,11 @@
 //!   (records, each new response's last usage, inherited history skipped).
 //! - `pi.rs`: pi and Oh My Pi session files (a fork's copied history
 //!   skipped).
+//! - `gemini.rs`: Gemini CLI session files, a `.json` document or a
+//!   `.jsonl` log read whole (a resumed legacy session's copy skipped),
+//!   and the GenAI usage counts Qwen Code shares.
+//! - `qwen.rs`: Qwen Code chat files (a `/branch` copy's records
+//!   skipped).
 //! - `amp.rs`: Amp thread documents (the usage ledger merged with the
 //!   messages' usage).
 //! - `droid.rs`: Droid session settings (a session's running totals).
@@ -30,6 +35,8 @@ pub mod codex;
 #[cfg(test)]
 mod differential;
 pub mod droid;
+pub mod gemini;
 pub(crate) mod jsonpick;
 pub mod pi;
+pub mod qwen;
 pub mod scan;

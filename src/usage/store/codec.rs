@@ -21,10 +21,9 @@ use crate::usage::event::{
 use crate::usage::store::entry::{EventsFile, FileEntry, Index, Segment};
 
 /// Bump when the index layout changes (everything is reparsed).
-/// 8: the header names a third agent's parser version (pi). 9: and a
-/// fourth and fifth (Amp, Droid).
-/// 10: and a sixth (Cline).
-pub(crate) const INDEX_VERSION: u32 = 10;
+/// 8: the header names a third agent's parser version (pi). 9: and
+/// every agent after it (issue 43: one full reparse after the upgrade).
+pub(crate) const INDEX_VERSION: u32 = 9;
 
 const MAGIC: &[u8; 4] = b"HUIX";
 const EVENTS_MAGIC: &[u8; 4] = b"HUIE";

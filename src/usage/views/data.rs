@@ -304,7 +304,7 @@ mod tests {
         assert_eq!(r.dir.as_deref(), Some("/a"));
         assert!(Request::new(Some("2026-12-01"), None, None, None, false, today).is_err());
         assert!(Request::new(Some("yesterday"), None, None, None, false, today).is_err());
-        assert!(Request::new(None, None, Some("gemini"), None, false, today).is_err());
+        assert!(Request::new(None, None, Some("no-such-agent"), None, false, today).is_err());
     }
 
     #[test]
