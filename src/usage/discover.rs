@@ -202,6 +202,13 @@ fn read_one(
     let mut listing = match sys::Directory::open(dir) {
         Ok(listing) => listing,
         Err(e) => {
+            if depth == 0 && e.kind() == std::io::ErrorKind::NotADirectory {
+                // A root that is a file a person named (Copilot's
+                // `COPILOT_OTEL_FILE_EXPORTER_PATH`): the one transcript.
+                let file = std::fs::metadata(dir).ok().filter(|m| m.is_file());
+                let listing = file.map(|m| Listed::File(dir.to_path_buf(), stat_of(&m)));
+                return (listing.into_iter().collect(), Vec::new());
+            }
             if !missing(&e) {
                 found.unreadable.push(kind);
             }
@@ -510,7 +517,10 @@ fn starts(roots: &Roots) -> Vec<(PathBuf, Agent)> {
     for agent in agents::ALL {
         for root in roots.of(agent) {
             for dir in agent.walked() {
-                starts.push((root.join(dir), agent));
+                // An empty directory is the root itself (which may be a
+                // file: see `read_one`).
+                let start = if dir.is_empty() { root.clone() } else { root.join(dir) };
+                starts.push((start, agent));
             }
         }
     }

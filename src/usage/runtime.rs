@@ -153,7 +153,10 @@ mod tests {
                 "XDG_CONFIG_HOME",
                 "CODEX_HOME",
                 "PI_CODING_AGENT_DIR",
-                "OMP_CODING_AGENT_DIR"
+                "OMP_CODING_AGENT_DIR",
+                "KIMI_SHARE_DIR",
+                "COPILOT_HOME",
+                "COPILOT_OTEL_FILE_EXPORTER_PATH"
             ]
         );
     }

@@ -17,6 +17,9 @@
 //! - `claude.rs`: Claude Code, a thin adapter over `parse::claude`.
 //! - `codex.rs`: Codex, a thin adapter over `parse::codex`.
 //! - `pi.rs`: pi and Oh My Pi, over `parse::pi`.
+//! - `kimi.rs`: Kimi CLI's session wire files, over `parse::kimi`.
+//! - `copilot.rs`: GitHub Copilot CLI's OpenTelemetry file export, over
+//!   `parse::copilot`.
 //!
 //! Architecture invariants: the dispatch is static (a `match` on the agent,
 //! the same branch on every line of a file, never a virtual call); an agent's code in the store ([`Source::CODE`]) never changes
@@ -25,6 +28,8 @@
 
 mod claude;
 mod codex;
+mod copilot;
+mod kimi;
 mod pi;
 
 use std::ffi::OsStr;
@@ -129,7 +134,13 @@ impl Env<'_> {
 }
 
 /// Every agent, in the store's order (see the module's invariants).
-pub const ALL: [Agent; 3] = [Agent::Claude, Agent::Codex, Agent::Pi];
+pub const ALL: [Agent; 5] = [
+    Agent::Claude,
+    Agent::Codex,
+    Agent::Pi,
+    Agent::Kimi,
+    Agent::Copilot,
+];
 
 /// Runs `$body` with `$S` the [`Source`] of `$agent`: the registry's one
 /// `match`.
@@ -146,6 +157,14 @@ macro_rules! with_source {
             }
             Agent::Pi => {
                 type $S = pi::Pi;
+                $body
+            }
+            Agent::Kimi => {
+                type $S = kimi::Kimi;
+                $body
+            }
+            Agent::Copilot => {
+                type $S = copilot::Copilot;
                 $body
             }
         }
@@ -268,6 +287,8 @@ mod tests {
         assert_eq!(Agent::Claude.code(), 0);
         assert_eq!(Agent::Codex.code(), 1);
         assert_eq!(Agent::Pi.code(), 2);
+        assert_eq!(Agent::Kimi.code(), 8);
+        assert_eq!(Agent::Copilot.code(), 9);
     }
 
     #[test]

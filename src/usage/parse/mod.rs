@@ -9,6 +9,8 @@
 //!   (records, each new response's last usage, inherited history skipped).
 //! - `pi.rs`: pi and Oh My Pi session files (a fork's copied history
 //!   skipped).
+//! - `kimi.rs`: Kimi CLI wire files (each step's `StatusUpdate`).
+//! - `copilot.rs`: Copilot CLI's OpenTelemetry export (each chat span).
 //! - `differential.rs` (tests only): re-serialised real-shaped lines give
 //!   the same events through the fast readers and the exact JSON parser,
 //!   and mutated ones are refused exactly when `JSON.parse` refuses them.
@@ -20,8 +22,10 @@
 
 pub mod claude;
 pub mod codex;
+pub mod copilot;
 #[cfg(test)]
 mod differential;
 pub(crate) mod jsonpick;
+pub mod kimi;
 pub mod pi;
 pub mod scan;
