@@ -519,7 +519,11 @@ fn starts(roots: &Roots) -> Vec<(PathBuf, Agent)> {
             for dir in agent.walked() {
                 // An empty directory is the root itself (which may be a
                 // file: see `read_one`).
-                let start = if dir.is_empty() { root.clone() } else { root.join(dir) };
+                let start = if dir.is_empty() {
+                    root.clone()
+                } else {
+                    root.join(dir)
+                };
                 starts.push((start, agent));
             }
         }

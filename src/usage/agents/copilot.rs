@@ -94,7 +94,14 @@ mod tests {
             [PathBuf::from("/c/otel"), PathBuf::from("/tmp/o/cli.jsonl")]
         );
         let relative = |k: &str| (k == "COPILOT_OTEL_FILE_EXPORTER_PATH").then(|| "o.jsonl".into());
-        assert_eq!(Copilot::searched(&Env { home, var: &relative }).len(), 1);
+        assert_eq!(
+            Copilot::searched(&Env {
+                home,
+                var: &relative
+            })
+            .len(),
+            1
+        );
         let mut fp = FileParse::default();
         Copilot::begin(&mut fp, Path::new("/c/otel/copilot-otel-1.jsonl"), 0);
         assert_eq!(fp.codex.thread_id, "copilot-otel-1");

@@ -68,7 +68,10 @@ impl Source for Kimi {
         let above = dir.parent();
         if above.and_then(Path::file_name) == Some(OsStr::new("subagents")) {
             // `<session>/subagents/<agent id>/wire.jsonl`: the session's.
-            parse.codex.thread_id = above.and_then(Path::parent).and_then(name).unwrap_or_default();
+            parse.codex.thread_id = above
+                .and_then(Path::parent)
+                .and_then(name)
+                .unwrap_or_default();
             parse.codex.subagent = true;
             return;
         }
@@ -106,9 +109,11 @@ fn fork_of(path: &Path) -> Option<(String, i64)> {
         Some(())
     })?;
     let title = title?;
-    let prefix = ["Fork", "Undo"]
-        .into_iter()
-        .find(|p| title.strip_prefix(p.as_bytes()).is_some_and(|r| r.starts_with(b": ")))?;
+    let prefix = ["Fork", "Undo"].into_iter().find(|p| {
+        title
+            .strip_prefix(p.as_bytes())
+            .is_some_and(|r| r.starts_with(b": "))
+    })?;
     Some((prefix.to_string(), wire_ms?))
 }
 
@@ -123,7 +128,10 @@ mod tests {
         let none = |_: &str| None;
         let home = Path::new("/home/u");
         let env = |var| Env { home, var };
-        assert_eq!(Kimi::searched(&env(&none)), [PathBuf::from("/home/u/.kimi")]);
+        assert_eq!(
+            Kimi::searched(&env(&none)),
+            [PathBuf::from("/home/u/.kimi")]
+        );
         assert_eq!(Kimi::searched(&env(&var)), [PathBuf::from("/s/kimi")]);
         assert!(Kimi::wants(OsStr::new("wire.jsonl")));
         assert!(!Kimi::wants(OsStr::new("context.jsonl")));

@@ -117,9 +117,7 @@ fn pick_attribute<'a>(key: &[u8], c: &mut Cursor<'a>, s: &mut Span<'a>) -> Optio
         b"gen_ai.usage.input_tokens" => 0,
         b"gen_ai.usage.output_tokens" => 1,
         b"gen_ai.usage.cache_read.input_tokens" => 2,
-        b"gen_ai.usage.cache_creation.input_tokens" | b"gen_ai.usage.cache_write.input_tokens" => {
-            3
-        }
+        b"gen_ai.usage.cache_creation.input_tokens" | b"gen_ai.usage.cache_write.input_tokens" => 3,
         b"gen_ai.usage.reasoning.output_tokens" | b"gen_ai.usage.reasoning_tokens" => 4,
         _ => return c.skip(),
     };
@@ -227,9 +225,19 @@ mod tests {
     fn each_chat_span_is_one_call_its_input_without_the_cache() {
         let fp = parse(&[
             AGENT.into(),
-            chat("abb62df0759af32a", 1786784362, "claude-haiku-4.5", [19_335, 114, 8_888, 10_437, 0]),
+            chat(
+                "abb62df0759af32a",
+                1786784362,
+                "claude-haiku-4.5",
+                [19_335, 114, 8_888, 10_437, 0],
+            ),
             TOOL.into(),
-            chat("cfae55c7738180e5", 1786784364, "gpt-5", [2_000, 300, 1_500, 0, 120]),
+            chat(
+                "cfae55c7738180e5",
+                1786784364,
+                "gpt-5",
+                [2_000, 300, 1_500, 0, 120],
+            ),
             METRIC.into(),
         ]);
         assert_eq!(fp.malformed, 0);
@@ -248,7 +256,10 @@ mod tests {
         assert_eq!(fp.string(e.session), "71b459ce-5312-4161-80d1-a22ee666fbad");
         // The end: [1786784362, 288000000].
         assert_eq!(e.ts, 1_786_784_362);
-        assert_eq!(e.key, fnv1a(&[b"df38867ce6c93fdf67144d8c3fa91c22:abb62df0759af32a"]));
+        assert_eq!(
+            e.key,
+            fnv1a(&[b"df38867ce6c93fdf67144d8c3fa91c22:abb62df0759af32a"])
+        );
     }
 
     #[test]

@@ -57,9 +57,7 @@ pub fn parse_line(fp: &mut FileParse, line: &[u8]) {
     }
     let step = match record.top.kind.as_deref() {
         Some(b"StatusUpdate") => &record.top.status,
-        Some(b"SubagentEvent") if !record.top.agent_id && record.inner_kind() => {
-            &record.top.inner
-        }
+        Some(b"SubagentEvent") if !record.top.agent_id && record.inner_kind() => &record.top.inner,
         _ => return,
     };
     let Some(ms) = record.ms else {
@@ -211,7 +209,10 @@ pub(crate) fn token_count(raw: &[u8]) -> u64 {
             n.saturating_mul(10).saturating_add(u64::from(d - b'0'))
         });
     }
-    match std::str::from_utf8(raw).ok().and_then(|s| s.parse::<f64>().ok()) {
+    match std::str::from_utf8(raw)
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+    {
         // `as` saturates a float beyond the range.
         Some(f) if f.is_finite() && f >= 0.0 && f.fract() == 0.0 => f as u64,
         _ => 0,
