@@ -70,6 +70,7 @@ mod usage_codex_shapes;
 mod usage_herdr_action;
 mod usage_hostile;
 mod usage_incremental;
+mod usage_incremental_kimicop;
 mod usage_kimi_copilot;
 mod usage_limits;
 mod usage_live;
