@@ -87,8 +87,10 @@ struct Span<'a> {
     request_model: Option<Cow<'a, [u8]>>,
     response_model: Option<Cow<'a, [u8]>>,
     conversation: Option<Cow<'a, [u8]>>,
-    /// `[input, output, cache read, cache write, reasoning]`.
-    t: [u64; 5],
+    /// `[input, output, cache read, cache creation, cache write,
+    /// reasoning, reasoning tokens]`: two spellings of the writes and of
+    /// the reasoning, the larger taken (one is absent or the same).
+    t: [u64; 7],
 }
 
 fn pick_span<'a>(c: &mut Cursor<'a>, s: &mut Span<'a>) -> Option<()> {
@@ -101,7 +103,17 @@ fn pick_span<'a>(c: &mut Cursor<'a>, s: &mut Span<'a>) -> Option<()> {
             b"endTime" => s.end = time_ns(c, false)?,
             b"startTimeUnixNano" => s.start = time_ns(c, true)?,
             b"endTimeUnixNano" => s.end = time_ns(c, true)?,
-            b"attributes" if c.raw_is_object() => c.object(|key, c| pick_attribute(key, c, s))?,
+            // A member named twice is its last value, as `JSON.parse`
+            // reads it: what an earlier one set is dropped.
+            b"attributes" => {
+                (s.operation, s.request_model, s.response_model) = (None, None, None);
+                (s.conversation, s.t) = (None, [0; 7]);
+                if c.raw_is_object() {
+                    c.object(|key, c| pick_attribute(key, c, s))?
+                } else {
+                    c.skip()?
+                }
+            }
             _ => c.skip()?,
         }
         Some(())
@@ -117,12 +129,13 @@ fn pick_attribute<'a>(key: &[u8], c: &mut Cursor<'a>, s: &mut Span<'a>) -> Optio
         b"gen_ai.usage.input_tokens" => 0,
         b"gen_ai.usage.output_tokens" => 1,
         b"gen_ai.usage.cache_read.input_tokens" => 2,
-        b"gen_ai.usage.cache_creation.input_tokens" | b"gen_ai.usage.cache_write.input_tokens" => 3,
-        b"gen_ai.usage.reasoning.output_tokens" | b"gen_ai.usage.reasoning_tokens" => 4,
+        b"gen_ai.usage.cache_creation.input_tokens" => 3,
+        b"gen_ai.usage.cache_write.input_tokens" => 4,
+        b"gen_ai.usage.reasoning.output_tokens" => 5,
+        b"gen_ai.usage.reasoning_tokens" => 6,
         _ => return c.skip(),
     };
-    // Two spellings of one count: the larger (one is absent or the same).
-    s.t[slot] = s.t[slot].max(token_count(c.raw()?));
+    s.t[slot] = token_count(c.raw()?);
     Some(())
 }
 
@@ -163,7 +176,16 @@ fn time_ns(c: &mut Cursor, nanos: bool) -> Option<Option<i64>> {
 
 /// Hands one chat span to `fp`, its input without the cache's share.
 fn push(fp: &mut FileParse, s: &Span, ns: i64) {
-    let [input, output, cache_read, cache_write, reasoning] = s.t;
+    let [
+        input,
+        output,
+        cache_read,
+        creation,
+        write,
+        reasoning,
+        reasoning_tokens,
+    ] = s.t;
+    let (cache_write, reasoning) = (creation.max(write), reasoning.max(reasoning_tokens));
     if s.t.iter().all(|&n| n == 0) {
         return;
     }
@@ -299,6 +321,18 @@ mod tests {
         // Input 700 less 900 read: 0, not a wrap; the model unknown.
         assert_eq!(fp.events[0].t, [0, 900, 0, 0, u64::MAX, 0]);
         assert_eq!(fp.string(fp.events[0].model), "");
+    }
+
+    #[test]
+    fn a_member_named_twice_is_its_last_value() {
+        // `JSON.parse` keeps the last `attributes` and the last count.
+        let fp = parse(&[
+            r#"{"traceId":"t","spanId":"s","endTime":[1786784362,0],"attributes":{"gen_ai.operation.name":"chat","gen_ai.usage.input_tokens":9},"attributes":{"gen_ai.operation.name":"execute_tool","gen_ai.usage.input_tokens":1}}"#.into(),
+            r#"{"traceId":"t","spanId":"u","endTime":[1786784362,0],"attributes":{"gen_ai.operation.name":"chat","gen_ai.usage.output_tokens":9,"gen_ai.usage.output_tokens":3,"gen_ai.usage.cache_write.input_tokens":4}}"#.into(),
+        ]);
+        assert_eq!(fp.malformed, 0);
+        assert_eq!(fp.events.len(), 1);
+        assert_eq!(fp.events[0].t, [0, 0, 4, 0, 3, 0]);
     }
 
     #[test]

@@ -111,7 +111,16 @@ fn pick_record<'a>(c: &mut Cursor<'a>, r: &mut Record<'a>) -> Option<()> {
     c.object(|key, c| {
         match key {
             b"timestamp" => r.ms = unix_ms(c.raw()?),
-            b"message" if c.raw_is_object() => pick_envelope(c, &mut r.top)?,
+            // A member named twice is its last value, as `JSON.parse`
+            // reads it: what an earlier one set is dropped.
+            b"message" => {
+                r.top = Envelope::default();
+                if c.raw_is_object() {
+                    pick_envelope(c, &mut r.top)?
+                } else {
+                    c.skip()?
+                }
+            }
             _ => c.skip()?,
         }
         Some(())
@@ -122,36 +131,54 @@ fn pick_envelope<'a>(c: &mut Cursor<'a>, e: &mut Envelope<'a>) -> Option<()> {
     c.object(|key, c| {
         match key {
             b"type" => e.kind = c.bytes()?,
-            b"payload" if c.raw_is_object() => c.object(|key, c| {
-                match key {
-                    b"agent_id" => e.agent_id = c.bytes()?.is_some(),
-                    b"event" if c.raw_is_object() => c.object(|key, c| {
-                        match key {
-                            b"type" => e.inner_kind = c.bytes()?,
-                            b"payload" if c.raw_is_object() => pick_step(c, &mut e.inner)?,
-                            _ => c.skip()?,
-                        }
-                        Some(())
-                    })?,
-                    _ => pick_step_member(key, c, &mut e.status)?,
+            b"payload" => {
+                (e.status, e.agent_id) = (Step::default(), false);
+                (e.inner_kind, e.inner) = (None, Step::default());
+                if !c.raw_is_object() {
+                    return c.skip();
                 }
-                Some(())
-            })?,
+                c.object(|key, c| match key {
+                    b"agent_id" => c.bytes().map(|id| e.agent_id = id.is_some()),
+                    b"event" => pick_event(c, e),
+                    _ => pick_step_member(key, c, &mut e.status),
+                })?
+            }
             _ => c.skip()?,
         }
         Some(())
     })
 }
 
-fn pick_step<'a>(c: &mut Cursor<'a>, s: &mut Step<'a>) -> Option<()> {
-    c.object(|key, c| pick_step_member(key, c, s))
+/// A `SubagentEvent`'s `event`: the envelope of the message it wraps.
+fn pick_event<'a>(c: &mut Cursor<'a>, e: &mut Envelope<'a>) -> Option<()> {
+    (e.inner_kind, e.inner) = (None, Step::default());
+    if !c.raw_is_object() {
+        return c.skip();
+    }
+    c.object(|key, c| {
+        match key {
+            b"type" => e.inner_kind = c.bytes()?,
+            b"payload" => {
+                e.inner = Step::default();
+                if !c.raw_is_object() {
+                    return c.skip();
+                }
+                c.object(|key, c| pick_step_member(key, c, &mut e.inner))?
+            }
+            _ => c.skip()?,
+        }
+        Some(())
+    })
 }
 
 fn pick_step_member<'a>(key: &[u8], c: &mut Cursor<'a>, s: &mut Step<'a>) -> Option<()> {
     match key {
         b"message_id" => s.message_id = c.text()?,
-        b"token_usage" if c.raw_is_object() => {
-            s.has_usage = true;
+        b"token_usage" => {
+            (s.has_usage, s.t) = (c.raw_is_object(), [0; 4]);
+            if !s.has_usage {
+                return c.skip();
+            }
             c.object(|key, c| {
                 let slot = match key {
                     b"input_other" => 0,
@@ -358,6 +385,19 @@ mod tests {
         ]);
         assert!(fp.events.is_empty());
         assert_eq!(fp.malformed, 3);
+    }
+
+    #[test]
+    fn a_member_named_twice_is_its_last_value() {
+        // `JSON.parse` keeps the last: usage then null is no usage.
+        let fp = parse(&[
+            r#"{"timestamp": 1764842405, "message": {"type": "StatusUpdate", "payload": {"token_usage": {"input_other": 9, "output": 9}, "token_usage": null}}}"#.into(),
+            r#"{"timestamp": 1764842405, "message": {"type": "StatusUpdate", "payload": {"token_usage": {"output": 9}}}, "message": {"type": "TurnEnd", "payload": {"token_usage": {"output": 1}}}}"#.into(),
+            r#"{"timestamp": 1764842405, "message": {"type": "StatusUpdate", "payload": {"token_usage": {"output": 9, "output": 2}}}}"#.into(),
+        ]);
+        assert_eq!(fp.malformed, 0);
+        assert_eq!(fp.events.len(), 1);
+        assert_eq!(fp.events[0].t, [0, 0, 0, 0, 2, 0]);
     }
 
     #[test]
