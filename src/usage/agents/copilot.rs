@@ -5,8 +5,11 @@
 //! `COPILOT_OTEL_FILE_EXPORTER_PATH`). Read from that file, and from the
 //! `otel/*.jsonl` files of Copilot's directory (`COPILOT_HOME`, else
 //! `~/.copilot`: "cli config dir reference"), where exports are kept by
-//! convention; and `parse::copilot`. Copilot's own session state
-//! (`session-state/`) holds no token counts and is not read.
+//! convention; and `parse::copilot`. Copilot also records each turn's
+//! usage in its SQLite `session-store.db` (table `assistant_usage_events`,
+//! as tokscale's `sessions/copilot_session_store.rs` reads it): heeler
+//! reads no SQLite, so that record is not read, and a call made while the
+//! export was off is not counted.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -32,7 +35,7 @@ impl Source for Copilot {
     #[cfg(test)]
     const EXAMPLE: &'static str = "copilot-otel-2026-12-04.jsonl";
     #[cfg(test)]
-    const UNCOUNTED: &'static str = "Copilot CLI's calls made while its OpenTelemetry file export was off (nothing else it writes has token counts), and an export file written where COPILOT_OTEL_FILE_EXPORTER_PATH no longer points (outside Copilot's otel directory)";
+    const UNCOUNTED: &'static str = "Copilot CLI's calls made while its OpenTelemetry file export was off (its SQLite session-store.db records them too, and heeler reads no SQLite), and an export file written where COPILOT_OTEL_FILE_EXPORTER_PATH no longer points (outside Copilot's otel directory)";
 
     fn searched(env: &Env) -> Vec<PathBuf> {
         let home = match env.var("COPILOT_HOME") {

@@ -42,7 +42,7 @@ impl Source for Kimi {
     const EXAMPLE: &'static str =
         "3f2b6c1d9e8a7b6c5d4e3f2a1b0c9d8e/0f6e2c1a-5b1d-4c1e-9d35-2a7c3e1f9b10/wire.jsonl";
     #[cfg(test)]
-    const UNCOUNTED: &'static str = "the model of a Kimi call (its wire file does not name it, so Kimi's calls are the unknown model and unpriced), the model call of a compaction (its usage is not written), and history a /fork or /undo copied into a session later renamed (counted again)";
+    const UNCOUNTED: &'static str = "the model of a Kimi call (its wire file does not name it, so Kimi's calls are the unknown model and unpriced), the model calls of a compaction and of a step interrupted or failed before its response completed (their usage is not written), and history a /fork or /undo copied into a session later renamed (counted again)";
 
     fn searched(env: &Env) -> Vec<PathBuf> {
         vec![match env.var("KIMI_SHARE_DIR") {
