@@ -669,6 +669,24 @@ mod tests {
     }
 
     #[test]
+    fn a_root_that_is_a_file_is_the_one_transcript_it_names() {
+        // Copilot's export file (`COPILOT_OTEL_FILE_EXPORTER_PATH`): a
+        // root walked as itself, whatever its name; a root gone is nothing
+        // found, not a directory unreadable.
+        let dir = crate::base::scratch::ScratchDir::new("discover-file-root");
+        let file = dir.join("exports/cli.log");
+        touch(&file);
+        touch(&dir.join("exports/other.jsonl"));
+        let gone = dir.join("exports/gone.jsonl");
+        let roots = Roots::default().with(Agent::Copilot, vec![file.clone(), gone]);
+        let found = discover(&roots);
+        let got: Vec<&Path> = found.candidates.iter().map(|c| c.path.as_path()).collect();
+        assert_eq!(got, [file.as_path()]);
+        assert_eq!(found.candidates[0].agent, Agent::Copilot);
+        assert_eq!(found.dirs_unreadable(Agent::Copilot), 0);
+    }
+
+    #[test]
     fn the_walk_lists_every_transcript_in_path_byte_order() {
         use std::os::unix::ffi::OsStrExt;
         let dir = crate::base::scratch::ScratchDir::new("discover-order");
