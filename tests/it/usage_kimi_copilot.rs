@@ -46,14 +46,10 @@ fn now() -> i64 {
 
 /// The `models` view's JSON document for one agent.
 fn models(home: &TempDir, vars: &[(&str, &Path)], agent: &str) -> Value {
-    let worker = heeler(&home, vars, &["usage", "worker"]);
+    let worker = heeler(home, vars, &["usage", "worker"]);
     assert!(worker.status.success(), "{worker:?}");
-    let out = heeler(
-        &home,
-        vars,
-        &["usage", "models", "--agent", agent, "--json"],
-    );
-    settle(&home);
+    let out = heeler(home, vars, &["usage", "models", "--agent", agent, "--json"]);
+    settle(home);
     assert!(out.status.success(), "{out:?}");
     json::parse(String::from_utf8(out.stdout).unwrap().trim_end()).unwrap()
 }
