@@ -201,14 +201,8 @@ fn read_one(
     entries.clear();
     let mut listing = match sys::Directory::open(dir) {
         Ok(listing) => listing,
+        Err(e) if depth == 0 && is_file(&e) => return (file_root(dir), Vec::new()),
         Err(e) => {
-            if depth == 0 && e.kind() == std::io::ErrorKind::NotADirectory {
-                // A root that is a file a person named (Copilot's
-                // `COPILOT_OTEL_FILE_EXPORTER_PATH`): the one transcript.
-                let file = std::fs::metadata(dir).ok().filter(|m| m.is_file());
-                let listing = file.map(|m| Listed::File(dir.to_path_buf(), stat_of(&m)));
-                return (listing.into_iter().collect(), Vec::new());
-            }
             if !missing(&e) {
                 found.unreadable.push(kind);
             }
@@ -274,6 +268,20 @@ fn read_one(
         })
         .collect();
     (listing, subdirs)
+}
+
+/// Whether a failed directory read is of a file (see [`file_root`]).
+fn is_file(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::NotADirectory
+}
+
+/// A root that is a file a person named (Copilot's
+/// `COPILOT_OTEL_FILE_EXPORTER_PATH`): the one transcript, whatever its
+/// name.
+fn file_root(path: &Path) -> Listing {
+    let file = std::fs::metadata(path).ok().filter(|m| m.is_file());
+    let listed = file.map(|m| Listed::File(path.to_path_buf(), stat_of(&m)));
+    listed.into_iter().collect()
 }
 
 /// The symbolic link `name` in `dir` (`depth` below its root's start), as

@@ -229,10 +229,15 @@ fn an_empty_home_names_the_roots_searched() {
     let text = String::from_utf8(out.stdout).unwrap();
     let claude = home.0.join(".claude");
     assert!(
-        text.contains("No Claude Code, Codex or pi transcripts found")
+        text.contains("No Claude Code, Codex, pi, Kimi or Copilot CLI transcripts found")
             && text.contains(&claude.display().to_string())
             && text.contains(&home.0.join(".pi/agent").display().to_string())
-            && text.contains("Set CLAUDE_CONFIG_DIR, CODEX_HOME or PI_CODING_AGENT_DIR"),
+            && text.contains(&home.0.join(".kimi").display().to_string())
+            && text.contains(&home.0.join(".copilot/otel").display().to_string())
+            && text.contains(
+                "Set CLAUDE_CONFIG_DIR, CODEX_HOME, PI_CODING_AGENT_DIR, KIMI_SHARE_DIR or \
+                 COPILOT_OTEL_FILE_EXPORTER_PATH"
+            ),
         "{text}"
     );
     assert!(!text.contains('\x1b'), "no colour off a terminal: {text:?}");
