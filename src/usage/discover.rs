@@ -79,9 +79,10 @@ fn home_of(runtime: Option<&Value>) -> PathBuf {
         .unwrap_or_default()
 }
 
-/// The line a person reads when no transcript was found: the roots
-/// searched ([`Roots::searched`]), and how to point at others (the
-/// variables the agents read).
+/// The line a person reads when no transcript was found: the roots each
+/// agent searched ([`Roots::searched`]), and the variables that point at
+/// others (each agent's `POINTED_BY`; Claude Code's and Codex's take
+/// comma-separated lists).
 pub(crate) fn nothing_found(roots: &Roots) -> String {
     let list = |paths: &[PathBuf]| {
         let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
@@ -91,7 +92,6 @@ pub(crate) fn nothing_found(roots: &Roots) -> String {
             names.join(", ")
         }
     };
-    let titles: Vec<&str> = agents::ALL.iter().map(|a| a.title()).collect();
     let searched: Vec<String> = agents::ALL
         .iter()
         .map(|&a| format!("{}: {}", a.title(), list(roots.of(a))))
@@ -101,8 +101,8 @@ pub(crate) fn nothing_found(roots: &Roots) -> String {
         .flat_map(|a| a.pointed_by().iter().copied())
         .collect();
     format!(
-        "No {} transcripts found ({}). Set {} (comma-separated lists) to point at others.",
-        or_list(&titles),
+        "No transcripts found. Searched {}. Set {} to point at others \
+         (CLAUDE_CONFIG_DIR and CODEX_HOME take comma-separated lists).",
         searched.join("; "),
         or_list(&vars)
     )
@@ -201,6 +201,7 @@ fn read_one(
     entries.clear();
     let mut listing = match sys::Directory::open(dir) {
         Ok(listing) => listing,
+        Err(e) if depth == 0 && is_file(&e) => return (file_root(dir), Vec::new()),
         Err(e) => {
             if !missing(&e) {
                 found.unreadable.push(kind);
@@ -267,6 +268,20 @@ fn read_one(
         })
         .collect();
     (listing, subdirs)
+}
+
+/// Whether a failed directory read is of a file (see [`file_root`]).
+fn is_file(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::NotADirectory
+}
+
+/// A root that is a file a person named (Copilot's
+/// `COPILOT_OTEL_FILE_EXPORTER_PATH`): the one transcript, whatever its
+/// name.
+fn file_root(path: &Path) -> Listing {
+    let file = std::fs::metadata(path).ok().filter(|m| m.is_file());
+    let listed = file.map(|m| Listed::File(path.to_path_buf(), stat_of(&m)));
+    listed.into_iter().collect()
 }
 
 /// The symbolic link `name` in `dir` (`depth` below its root's start), as
@@ -510,7 +525,14 @@ fn starts(roots: &Roots) -> Vec<(PathBuf, Agent)> {
     for agent in agents::ALL {
         for root in roots.of(agent) {
             for dir in agent.walked() {
-                starts.push((root.join(dir), agent));
+                // An empty directory is the root itself (which may be a
+                // file: see `read_one`).
+                let start = if dir.is_empty() {
+                    root.clone()
+                } else {
+                    root.join(dir)
+                };
+                starts.push((start, agent));
             }
         }
     }
@@ -652,6 +674,24 @@ mod tests {
         for agent in agents::ALL {
             assert_eq!(found.dirs_unreadable(agent), 0);
         }
+    }
+
+    #[test]
+    fn a_root_that_is_a_file_is_the_one_transcript_it_names() {
+        // Copilot's export file (`COPILOT_OTEL_FILE_EXPORTER_PATH`): a
+        // root walked as itself, whatever its name; a root gone is nothing
+        // found, not a directory unreadable.
+        let dir = crate::base::scratch::ScratchDir::new("discover-file-root");
+        let file = dir.join("exports/cli.log");
+        touch(&file);
+        touch(&dir.join("exports/other.jsonl"));
+        let gone = dir.join("exports/gone.jsonl");
+        let roots = Roots::default().with(Agent::Copilot, vec![file.clone(), gone]);
+        let found = discover(&roots);
+        let got: Vec<&Path> = found.candidates.iter().map(|c| c.path.as_path()).collect();
+        assert_eq!(got, [file.as_path()]);
+        assert_eq!(found.candidates[0].agent, Agent::Copilot);
+        assert_eq!(found.dirs_unreadable(Agent::Copilot), 0);
     }
 
     #[test]

@@ -17,6 +17,8 @@ pub enum Agent {
     Qwen,
     Amp,
     Droid,
+    Kimi,
+    Copilot,
     Cline,
 }
 

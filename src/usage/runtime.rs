@@ -158,6 +158,9 @@ mod tests {
                 "QWEN_RUNTIME_DIR",
                 "QWEN_HOME",
                 "XDG_DATA_HOME",
+                "KIMI_SHARE_DIR",
+                "COPILOT_HOME",
+                "COPILOT_OTEL_FILE_EXPORTER_PATH",
                 "CLINE_SESSION_DATA_DIR",
                 "CLINE_DATA_DIR",
                 "CLINE_DIR"

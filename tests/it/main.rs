@@ -72,6 +72,8 @@ mod usage_gemini_qwen;
 mod usage_herdr_action;
 mod usage_hostile;
 mod usage_incremental;
+mod usage_incremental_kimicop;
+mod usage_kimi_copilot;
 mod usage_limits;
 mod usage_live;
 mod usage_live_screen;

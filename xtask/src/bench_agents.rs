@@ -42,6 +42,8 @@ const AGENTS: &[(&str, Generator)] = &[
     ("qwen", qwen),
     ("amp", amp),
     ("droid", droid),
+    ("kimi", kimi),
+    ("copilot", copilot),
     ("cline", cline),
 ];
 
@@ -358,6 +360,122 @@ fn droid(rng: &mut Rng, now: i64, bytes: u64) -> Vec<File> {
     });
     files.append(&mut transcripts);
     files
+}
+
+/// Kimi CLI: `.kimi/sessions/<work-dir md5>/<session>/wire.jsonl`, the
+/// records `WireFile.append_record` writes (`json.dumps`, MoonshotAI/
+/// kimi-cli `wire/file.py`): per step a `StepBegin`, streamed `TextPart`s,
+/// a `ToolCall` and its `ToolResult`, and the `StatusUpdate` with kosong's
+/// `TokenUsage`.
+fn kimi(rng: &mut Rng, now: i64, bytes: u64) -> Vec<File> {
+    sessions(now, bytes, |i, start| {
+        let mut text = String::from("{\"type\": \"metadata\", \"protocol_version\": \"1.10\"}\n");
+        let record = |at: i64, kind: &str, payload: &str| {
+            format!(
+                "{{\"timestamp\": {at}.{:03}, \"message\": {{\"type\": \"{kind}\", \"payload\": {{{payload}}}}}}}\n",
+                at % 1000
+            )
+        };
+        let mut at = start;
+        let prompt = rng.text(200);
+        text.push_str(&record(
+            at,
+            "TurnBegin",
+            &format!("\"user_input\": \"{prompt}\""),
+        ));
+        for n in 0..(20 + rng.below(30)) {
+            at += 30;
+            text.push_str(&record(at, "StepBegin", &format!("\"n\": {}", n + 1)));
+            for _ in 0..4 {
+                let part = rng.text(100);
+                text.push_str(&record(
+                    at,
+                    "TextPart",
+                    &format!("\"type\": \"text\", \"text\": \"{part}\""),
+                ));
+            }
+            let call = format!(
+                "\"type\": \"function\", \"id\": \"tool_{i}_{n}\", \"function\": {{\"name\": \"Shell\", \"arguments\": \"{{}}\"}}"
+            );
+            text.push_str(&record(at, "ToolCall", &call));
+            let (other, output, read, creation) = (
+                rng.below(800) + 1,
+                rng.below(2_000) + 1,
+                rng.below(60_000),
+                0,
+            );
+            text.push_str(&record(at + 5, "StatusUpdate", &format!("\"context_usage\": 0.21, \"context_tokens\": 55000, \"max_context_tokens\": 262144, \"token_usage\": {{\"input_other\": {other}, \"output\": {output}, \"input_cache_read\": {read}, \"input_cache_creation\": {creation}}}, \"message_id\": \"chatcmpl-{i}-{n}\", \"plan_mode\": false, \"mcp_status\": null")));
+            let result = rng.text(300);
+            text.push_str(&record(at + 6, "ToolResult", &format!("\"tool_call_id\": \"tool_{i}_{n}\", \"return_value\": {{\"is_error\": false, \"output\": \"{result}\", \"message\": \"\", \"display\": []}}")));
+        }
+        text.push_str(&record(at + 10, "TurnEnd", ""));
+        File {
+            path: PathBuf::from(format!(
+                ".kimi/sessions/{:032x}/kimi-{i:06}/wire.jsonl",
+                i % 40
+            )),
+            text,
+            mtime: at + 10,
+        }
+    })
+}
+
+/// Copilot CLI: `.copilot/otel/*.jsonl`, its OpenTelemetry file export:
+/// per turn an `invoke_agent` span, `chat` spans with the GenAI usage
+/// attributes, `execute_tool` spans, and the cumulative metrics it
+/// re-exports on a timer.
+fn copilot(rng: &mut Rng, now: i64, bytes: u64) -> Vec<File> {
+    sessions(now, bytes, |i, start| {
+        let mut text = String::new();
+        let mut at = start;
+        let scope = r#""instrumentationScope":{"name":"github.copilot","version":"1.0.80"},"resource":{"attributes":{"service.name":"github-copilot","service.version":"1.0.80"}}"#;
+        for n in 0..(20 + rng.below(30)) {
+            at += 30;
+            let (trace, conv) = (
+                format!("{:032x}", (i as u64) << 16 | n),
+                format!("conv-{i}"),
+            );
+            for k in 0..2 {
+                let (read, creation) = (rng.below(60_000), rng.below(3_000));
+                let input = read + creation + rng.below(800) + 1;
+                text.push_str(&format!(
+                    r#"{{"type":"span","name":"chat claude-sonnet-4.5","traceId":"{trace}","spanId":"{:016x}","parentSpanId":"{:016x}","kind":2,"startTime":[{at},106000000],"endTime":[{},288000000],"status":{{"code":0}},"events":[],{scope},"attributes":{{"gen_ai.conversation.id":"{conv}","gen_ai.operation.name":"chat","gen_ai.provider.name":"github","gen_ai.request.model":"auto","gen_ai.response.model":"claude-sonnet-4.5","gen_ai.response.id":"msg_{i}_{n}_{k}","gen_ai.usage.input_tokens":{input},"gen_ai.usage.output_tokens":{},"gen_ai.usage.cache_read.input_tokens":{read},"gen_ai.usage.cache_creation.input_tokens":{creation}}}}}"#,
+                    n * 4 + k + 1,
+                    n * 4,
+                    at + 3,
+                    rng.below(2_000) + 1
+                ));
+                text.push('\n');
+                text.push_str(&format!(
+                    r#"{{"type":"span","name":"execute_tool view","traceId":"{trace}","spanId":"{:016x}","parentSpanId":"{:016x}","kind":0,"startTime":[{},0],"endTime":[{},0],"status":{{"code":0}},"events":[],{scope},"attributes":{{"gen_ai.conversation.id":"{conv}","gen_ai.operation.name":"execute_tool","gen_ai.tool.name":"view","gen_ai.tool.call.id":"toolu_{}","gen_ai.tool.type":"function"}}}}"#,
+                    n * 4 + k + 3,
+                    n * 4,
+                    at + 4,
+                    at + 5,
+                    rng.text(24)
+                ));
+                text.push('\n');
+            }
+            text.push_str(&format!(
+                r#"{{"type":"span","name":"invoke_agent","traceId":"{trace}","spanId":"{:016x}","kind":0,"startTime":[{at},0],"endTime":[{},0],"status":{{"code":0}},{scope},"attributes":{{"gen_ai.conversation.id":"{conv}","gen_ai.operation.name":"invoke_agent","gen_ai.request.model":"auto","gen_ai.usage.input_tokens":{},"gen_ai.usage.output_tokens":{}}}}}"#,
+                n * 4,
+                at + 9,
+                rng.below(100_000),
+                rng.below(4_000)
+            ));
+            text.push('\n');
+            text.push_str(&format!(
+                r#"{{"type":"metric","name":"github.copilot.tool.call.count","description":"Number of tool invocations by tool name and outcome.","unit":"{{call}}","dataPoints":[{{"attributes":{{"gen_ai.tool.name":"view","success":true}},"startTime":[{start},0],"endTime":[{at},0],"value":{}}}]}}"#,
+                n + 1
+            ));
+            text.push('\n');
+        }
+        File {
+            path: PathBuf::from(format!(".copilot/otel/copilot-otel-{i:06}.jsonl")),
+            text,
+            mtime: at + 10,
+        }
+    })
 }
 
 /// Cline: `.cline/data/sessions/<id>/<id>.messages.json`, one document

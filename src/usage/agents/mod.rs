@@ -22,6 +22,9 @@
 //! - `amp.rs`: Amp's thread documents, over `parse::amp`.
 //! - `droid.rs`: Droid's session settings documents, over `parse::droid`.
 //! - `cline.rs`: Cline (its SDK's session documents), over `parse::cline`.
+//! - `kimi.rs`: Kimi CLI's session wire files, over `parse::kimi`.
+//! - `copilot.rs`: GitHub Copilot CLI's OpenTelemetry file export, over
+//!   `parse::copilot`.
 //!
 //! Architecture invariants: the dispatch is static (a `match` on the agent,
 //! the same branch on every line of a file, never a virtual call); an agent's code in the store ([`Source::CODE`]) never changes
@@ -32,8 +35,10 @@ mod amp;
 mod claude;
 mod cline;
 mod codex;
+mod copilot;
 mod droid;
 mod gemini;
+mod kimi;
 mod pi;
 mod qwen;
 
@@ -139,7 +144,7 @@ impl Env<'_> {
 }
 
 /// Every agent, in the store's order (see the module's invariants).
-pub const ALL: [Agent; 8] = [
+pub const ALL: [Agent; 10] = [
     Agent::Claude,
     Agent::Codex,
     Agent::Pi,
@@ -147,6 +152,8 @@ pub const ALL: [Agent; 8] = [
     Agent::Qwen,
     Agent::Amp,
     Agent::Droid,
+    Agent::Kimi,
+    Agent::Copilot,
     Agent::Cline,
 ];
 
@@ -181,6 +188,14 @@ macro_rules! with_source {
             }
             Agent::Droid => {
                 type $S = droid::Droid;
+                $body
+            }
+            Agent::Kimi => {
+                type $S = kimi::Kimi;
+                $body
+            }
+            Agent::Copilot => {
+                type $S = copilot::Copilot;
                 $body
             }
             Agent::Cline => {
@@ -312,6 +327,8 @@ mod tests {
         assert_eq!(Agent::Amp.code(), 6);
         assert_eq!(Agent::Droid.code(), 7);
         assert_eq!(Agent::Cline.code(), 11);
+        assert_eq!(Agent::Kimi.code(), 8);
+        assert_eq!(Agent::Copilot.code(), 9);
     }
 
     #[test]

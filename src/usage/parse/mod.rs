@@ -19,6 +19,8 @@
 //! - `droid.rs`: Droid session settings (a session's running totals).
 //! - `cline.rs`: Cline's session documents (a seeded session's copied
 //!   history skipped).
+//! - `kimi.rs`: Kimi CLI wire files (each step's `StatusUpdate`).
+//! - `copilot.rs`: Copilot CLI's OpenTelemetry export (each chat span).
 //! - `differential.rs` (tests only): re-serialised real-shaped lines give
 //!   the same events through the fast readers and the exact JSON parser,
 //!   and mutated ones are refused exactly when `JSON.parse` refuses them.
@@ -32,11 +34,13 @@ pub mod amp;
 pub mod claude;
 pub mod cline;
 pub mod codex;
+pub mod copilot;
 #[cfg(test)]
 mod differential;
 pub mod droid;
 pub mod gemini;
 pub(crate) mod jsonpick;
+pub mod kimi;
 pub mod pi;
 pub mod qwen;
 pub mod scan;
