@@ -96,10 +96,16 @@ pub(crate) fn nothing_found(roots: &Roots) -> String {
         .iter()
         .map(|&a| format!("{}: {}", a.title(), list(roots.of(a))))
         .collect();
-    let vars: Vec<&str> = agents::ALL
+    let mut vars: Vec<&str> = Vec::new();
+    for v in agents::ALL
         .iter()
         .flat_map(|a| a.pointed_by().iter().copied())
-        .collect();
+    {
+        // opencode and Kilo are both moved by `XDG_DATA_HOME`.
+        if !vars.contains(&v) {
+            vars.push(v);
+        }
+    }
     format!(
         "No {} transcripts found ({}). Set {} (comma-separated lists) to point at others.",
         or_list(&titles),
@@ -218,7 +224,7 @@ fn read_one(
             }
         };
         match entry.kind() {
-            EntryKind::Directory if depth < MAX_DEPTH => {
+            EntryKind::Directory if depth < MAX_DEPTH.min(kind.depth()) => {
                 entries.push((joined(dir, entry.name()), None));
             }
             // A file gone before its metadata could be read is not listed.
@@ -284,7 +290,8 @@ fn followed(
     let path = joined(dir, name);
     let meta = std::fs::metadata(&path).ok()?;
     if meta.is_dir() {
-        (depth < MAX_DEPTH && !loops_back(&meta, dir, depth)).then_some((path, None))
+        (depth < MAX_DEPTH.min(kind.depth()) && !loops_back(&meta, dir, depth))
+            .then_some((path, None))
     } else {
         (meta.is_file() && kind.wants(name)).then(|| (path, Some(stat_of(&meta))))
     }
@@ -510,7 +517,12 @@ fn starts(roots: &Roots) -> Vec<(PathBuf, Agent)> {
     for agent in agents::ALL {
         for root in roots.of(agent) {
             for dir in agent.walked() {
-                starts.push((root.join(dir), agent));
+                // `""` is the root itself (`join` would add a `/`).
+                let start = match *dir {
+                    "" => root.clone(),
+                    dir => root.join(dir),
+                };
+                starts.push((start, agent));
             }
         }
     }

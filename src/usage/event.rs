@@ -13,6 +13,8 @@ pub enum Agent {
     Claude,
     Codex,
     Pi,
+    Opencode,
+    Kilo,
 }
 
 /// What kind of line an [`Event`] came from.
@@ -247,7 +249,6 @@ impl FileParse {
 /// One model call as an agent's parser hands it to [`FileParse::push_message`]:
 /// the shared contract of every agent after Claude Code, Codex and pi.
 #[derive(Debug, Clone, Copy, Default)]
-#[allow(dead_code, reason = "the agents on the contract land next")]
 pub(crate) struct Message<'a> {
     /// UTC Unix seconds of the call.
     pub ts: i64,
@@ -268,7 +269,6 @@ pub(crate) struct Message<'a> {
 
 impl FileParse {
     /// Adds one model call ([`Message`]) as an [`EventKind::Message`].
-    #[allow(dead_code, reason = "the agents on the contract land next")]
     pub(crate) fn push_message(&mut self, m: &Message) {
         let t = &m.tokens;
         let event = Event {

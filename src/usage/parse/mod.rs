@@ -9,6 +9,8 @@
 //!   (records, each new response's last usage, inherited history skipped).
 //! - `pi.rs`: pi and Oh My Pi session files (a fork's copied history
 //!   skipped).
+//! - `opencode.rs`: opencode's and Kilo's `message` rows (a fork's copies
+//!   of a call count once).
 //! - `differential.rs` (tests only): re-serialised real-shaped lines give
 //!   the same events through the fast readers and the exact JSON parser,
 //!   and mutated ones are refused exactly when `JSON.parse` refuses them.
@@ -23,5 +25,6 @@ pub mod codex;
 #[cfg(test)]
 mod differential;
 pub(crate) mod jsonpick;
+pub mod opencode;
 pub mod pi;
 pub mod scan;
