@@ -310,4 +310,66 @@ mod tests {
         assert_eq!(fp.malformed, 5);
         assert!(fp.events.is_empty());
     }
+
+    #[test]
+    fn a_database_s_message_rows_are_read_whole_with_hand_totals() {
+        let scratch = crate::base::scratch::ScratchDir::new("opencode-read-db");
+        let path = scratch.path().join("opencode.db");
+        let db = rusqlite::Connection::open(&path).unwrap();
+        db.execute_batch(
+            "PRAGMA journal_mode = WAL;
+             CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL,
+                 time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);",
+        )
+        .unwrap();
+        let t = |i: u64, o: u64| {
+            format!(r#"{{"input":{i},"output":{o},"reasoning":0,"cache":{{"read":7,"write":3}}}}"#)
+        };
+        let rows = [
+            (
+                "m1",
+                "s1",
+                assistant(1_000_000, "claude-sonnet-4-5", &t(10, 20)),
+            ),
+            ("m2", "s1", assistant(1_060_000, "gpt-5", &t(30, 40))),
+            (
+                "m3",
+                "s1",
+                r#"{"role":"user","time":{"created":1}}"#.to_owned(),
+            ),
+            ("m4", "s2", "not json".to_owned()),
+            // A fork's copy of m1.
+            (
+                "m5",
+                "s2",
+                assistant(1_000_000, "claude-sonnet-4-5", &t(10, 20)),
+            ),
+        ];
+        for (id, session, data) in &rows {
+            db.execute(
+                "INSERT INTO message VALUES (?1, ?2, 0, 0, ?3)",
+                rusqlite::params![id, session, data],
+            )
+            .unwrap();
+        }
+        let mut fp = FileParse::default();
+        let bytes = read_db(&mut fp, &path).unwrap();
+        assert_eq!(bytes, rows.iter().map(|r| r.2.len() as u64).sum::<u64>());
+        // Three events (m1, m2 and m5; m5 has m1's key, so the aggregate
+        // counts two calls), input 10 + 30 + 10, output 20 + 40 + 20,
+        // cache reads 3 × 7, writes 3 × 3.
+        let got = calls(&fp);
+        assert_eq!(got.len(), 3);
+        let sum = |f: fn(&Tokens) -> u64| got.iter().map(|c| f(&c.2)).sum::<u64>();
+        assert_eq!(sum(|t| t.input), 50);
+        assert_eq!(sum(|t| t.output), 80);
+        assert_eq!(sum(|t| t.cache_read), 21);
+        assert_eq!(sum(|t| t.cache_write_5m), 9);
+        assert_eq!(fp.events[0].key, fp.events[2].key);
+        assert_eq!(fp.malformed, 1);
+        // A file that is not a database is refused, not read.
+        std::fs::write(scratch.path().join("x.db"), b"{}").unwrap();
+        let got = read_db(&mut FileParse::default(), &scratch.path().join("x.db"));
+        assert!(matches!(got, Err(sqlite::Error::Refused(_))), "{got:?}");
+    }
 }
