@@ -24,6 +24,9 @@
 //!   the alternate screen, the cursor hidden, all put back on every way
 //!   out) and its key reader thread; `keys.rs`: the keys such a program
 //!   reacts to, decoded from raw terminal bytes.
+//! - `sqlite.rs`: the one way heeler reads another program's SQLite
+//!   database: read-only, never waiting on its writer, within a deadline
+//!   and a heap limit.
 //! - `sys.rs`: every `unsafe` block of the crate, each with a `// SAFETY:`.
 //! - For unit tests only: `scratch.rs` (scratch directories),
 //!   `test_rng.rs` (the one seeded random source) and `depth.rs` (the
@@ -45,6 +48,7 @@ pub mod keys;
 pub mod process;
 #[cfg(test)]
 pub(crate) mod scratch;
+pub(crate) mod sqlite;
 pub(crate) mod state_file;
 pub(crate) mod sys;
 pub(crate) mod terminal;

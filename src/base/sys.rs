@@ -1065,6 +1065,16 @@ pub(crate) fn may_dump_core() -> bool {
     !limited || dumpable
 }
 
+/// Caps the heap of every SQLite connection of the process at `bytes`
+/// (`sqlite3_hard_heap_limit64`): past it an allocation fails and the
+/// statement ends with `SQLITE_NOMEM`, so a hostile database cannot grow
+/// the process without bound. Returns the limit now in force.
+pub(crate) fn sqlite_hard_heap_limit(bytes: i64) -> i64 {
+    // SAFETY: the call takes a plain integer, touches only SQLite's own
+    // global state under its own mutex, and may be made at any time.
+    unsafe { rusqlite::ffi::sqlite3_hard_heap_limit64(bytes) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -96,10 +96,16 @@ pub(crate) fn nothing_found(roots: &Roots) -> String {
         .iter()
         .map(|&a| format!("{}: {}", a.title(), list(roots.of(a))))
         .collect();
-    let vars: Vec<&str> = agents::ALL
+    let mut vars: Vec<&str> = Vec::new();
+    for v in agents::ALL
         .iter()
         .flat_map(|a| a.pointed_by().iter().copied())
-        .collect();
+    {
+        // opencode and Kilo are both moved by `XDG_DATA_HOME`.
+        if !vars.contains(&v) {
+            vars.push(v);
+        }
+    }
     format!(
         "No transcripts found. Searched {}. Set {} to point at others \
          (CLAUDE_CONFIG_DIR and CODEX_HOME take comma-separated lists).",
@@ -219,7 +225,7 @@ fn read_one(
             }
         };
         match entry.kind() {
-            EntryKind::Directory if depth < MAX_DEPTH => {
+            EntryKind::Directory if depth < MAX_DEPTH.min(kind.depth()) => {
                 entries.push((joined(dir, entry.name()), None));
             }
             // A file gone before its metadata could be read is not listed.
@@ -299,7 +305,8 @@ fn followed(
     let path = joined(dir, name);
     let meta = std::fs::metadata(&path).ok()?;
     if meta.is_dir() {
-        (depth < MAX_DEPTH && !loops_back(&meta, dir, depth)).then_some((path, None))
+        (depth < MAX_DEPTH.min(kind.depth()) && !loops_back(&meta, dir, depth))
+            .then_some((path, None))
     } else {
         (meta.is_file() && kind.wants(name)).then(|| (path, Some(stat_of(&meta))))
     }

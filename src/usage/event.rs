@@ -13,12 +13,14 @@ pub enum Agent {
     Claude,
     Codex,
     Pi,
+    Opencode,
     Gemini,
     Qwen,
     Amp,
     Droid,
     Kimi,
     Copilot,
+    Kilo,
     Cline,
 }
 

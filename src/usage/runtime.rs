@@ -22,13 +22,19 @@ use crate::base::state_file;
 use crate::usage::paths::UsageDir;
 
 /// Variables copied from the environment into the record: `PATH`, `HOME`
-/// and every variable an agent's roots read ([`crate::usage::event::Agent::env_vars`]).
+/// and every variable an agent's roots read ([`crate::usage::event::Agent::env_vars`]),
+/// each once (opencode and Kilo both read `XDG_DATA_HOME`).
 pub(crate) fn recorded_vars() -> impl Iterator<Item = &'static str> {
-    ["PATH", "HOME"].into_iter().chain(
-        crate::usage::agents::ALL
-            .into_iter()
-            .flat_map(|a| a.env_vars().iter().copied()),
-    )
+    let mut all: Vec<&'static str> = Vec::new();
+    let vars = crate::usage::agents::ALL
+        .into_iter()
+        .flat_map(|a| a.env_vars().iter().copied());
+    for v in ["PATH", "HOME"].into_iter().chain(vars) {
+        if !all.contains(&v) {
+            all.push(v);
+        }
+    }
+    all.into_iter()
 }
 
 /// Builds the record from explicit values (pure; tests use it directly).
@@ -154,10 +160,10 @@ mod tests {
                 "CODEX_HOME",
                 "PI_CODING_AGENT_DIR",
                 "OMP_CODING_AGENT_DIR",
+                "XDG_DATA_HOME",
                 "GEMINI_CLI_HOME",
                 "QWEN_RUNTIME_DIR",
                 "QWEN_HOME",
-                "XDG_DATA_HOME",
                 "KIMI_SHARE_DIR",
                 "COPILOT_HOME",
                 "COPILOT_OTEL_FILE_EXPORTER_PATH",

@@ -5,7 +5,10 @@
 //! over a scratch home: every text and CSV view, the statusline and the
 //! warnings under the tables hold none of those characters (each shows as
 //! U+FFFD), and the JSON documents keep the exact strings, escaped.
-//! The live screen's share is in usage_live_screen.rs.
+//! The live screen's share is in usage_live_screen.rs. Hostile SQLite
+//! files where opencode's and Kilo's databases go (garbage, a truncated
+//! database, one its writer holds locked) are refused or left for later,
+//! within the reader's bounds and without a panic.
 
 use crate::usage_fixture::{Claude, temp_dir, write};
 
@@ -128,4 +131,114 @@ fn every_view_prints_hostile_transcript_strings_inert_and_json_keeps_them() {
         });
         assert!(found, "{args:?}: {out}");
     }
+}
+
+/// An opencode-shaped database at `path` with `n` assistant messages of
+/// 10 input tokens each, in `mode` (`WAL` or `DELETE`); the writer's
+/// connection is returned open.
+fn opencode_db(path: &Path, n: usize, mode: &str) -> rusqlite::Connection {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.execute_batch(&format!(
+        "PRAGMA journal_mode = {mode};
+         CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL,
+             time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);"
+    ))
+    .unwrap();
+    let at = heeler::base::clock::unix_seconds() * 1000 - 3_600_000;
+    conn.execute_batch("BEGIN").unwrap();
+    for i in 0..n {
+        let data = format!(
+            r#"{{"role":"assistant","modelID":"gpt-5","providerID":"openai","path":{{"cwd":"/p"}},"time":{{"created":{}}},"tokens":{{"input":10,"output":1,"reasoning":0,"cache":{{"read":0,"write":0}}}},"cost":0}}"#,
+            at + i as i64
+        );
+        conn.execute(
+            "INSERT INTO message VALUES (?1, 's', 0, 0, ?2)",
+            rusqlite::params![format!("msg_{i}"), data],
+        )
+        .unwrap();
+    }
+    conn.execute_batch("COMMIT").unwrap();
+    conn
+}
+
+fn coverage_of(home: &Path, agent: &str) -> (i64, i64) {
+    let doc = json::parse(run(home, &["usage", "--json"]).trim_end()).unwrap();
+    let c = doc.get("coverage").and_then(|c| c.get(agent)).cloned();
+    let n = |k: &str| {
+        c.as_ref()
+            .and_then(|c| c.get(k))
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+    };
+    (n("files_seen"), n("files_unreadable"))
+}
+
+fn requests_of(home: &Path, agent: &str) -> i64 {
+    let doc = json::parse(run(home, &["usage", "models", "--agent", agent, "--json"]).trim_end())
+        .unwrap();
+    doc.get("totals")
+        .and_then(|t| t.get("requests"))
+        .and_then(Value::as_i64)
+        .unwrap()
+}
+
+#[test]
+fn garbage_and_truncated_databases_are_refused_quickly_and_named_unreadable() {
+    let home = temp_dir("hostile-sqlite");
+    let opencode = home.join(".local/share/opencode/opencode.db");
+    std::fs::create_dir_all(opencode.parent().unwrap()).unwrap();
+    // Garbage, and an SQLite header over garbage.
+    std::fs::write(&opencode, vec![0xa5; 200_000]).unwrap();
+    let mut header = b"SQLite format 3\0".to_vec();
+    header.resize(100_000, 0xff);
+    std::fs::write(home.join(".local/share/opencode/opencode-dev.db"), header).unwrap();
+    // A real database, checkpointed, then cut in half.
+    let kilo = home.join(".local/share/kilo/kilo.db");
+    drop(opencode_db(&kilo, 3_000, "DELETE"));
+    let bytes = std::fs::read(&kilo).unwrap();
+    std::fs::write(&kilo, &bytes[..bytes.len() / 2]).unwrap();
+    let start = std::time::Instant::now();
+    run(&home, &["usage", "worker"]);
+    assert_eq!(coverage_of(&home, "opencode"), (2, 2));
+    assert_eq!(coverage_of(&home, "kilo"), (1, 1));
+    assert_eq!(requests_of(&home, "opencode"), 0);
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn a_database_its_writer_holds_locked_is_left_for_a_later_refresh() {
+    let home = temp_dir("hostile-sqlite-lock");
+    let path = home.join(".local/share/opencode/opencode.db");
+    let writer = opencode_db(&path, 2, "DELETE");
+    writer.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let start = std::time::Instant::now();
+    run(&home, &["usage", "worker"]);
+    // The read waited 100 ms and gave up: nothing counted, nothing
+    // marked unreadable, the worker did not wait on the writer.
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(requests_of(&home, "opencode"), 0);
+    writer.execute_batch("COMMIT").unwrap();
+    run(&home, &["usage", "worker"]);
+    assert_eq!(requests_of(&home, "opencode"), 2);
+    assert_eq!(coverage_of(&home, "opencode"), (1, 0));
+
+    // In WAL mode a writer mid-transaction holds no reader up: the
+    // committed rows are read while it writes more.
+    let wal = home.join(".local/share/kilo/kilo.db");
+    let writer = opencode_db(&wal, 3, "WAL");
+    writer
+        .execute_batch("BEGIN IMMEDIATE; DELETE FROM message")
+        .unwrap();
+    run(&home, &["usage", "worker"]);
+    assert_eq!(requests_of(&home, "kilo"), 3);
+    writer.execute_batch("ROLLBACK").unwrap();
 }

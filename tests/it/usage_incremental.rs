@@ -330,6 +330,109 @@ fn codex_text(rng: &mut Rng, now: i64, n: u64, turns: u64) -> String {
     lines(&list)
 }
 
+fn opencode_path(home: &Path) -> PathBuf {
+    home.join(".local/share/opencode/opencode.db")
+}
+
+/// One assistant message's `data` as opencode writes it
+/// (`MessageV2.Assistant` without `id` and `sessionID`), with or without
+/// AI SDK 6's `total`.
+fn opencode_message(rng: &mut Rng, at: i64) -> String {
+    let models = ["claude-sonnet-4-5", "gpt-5", "oc-mystery-1"];
+    let (input, output, reasoning) = (1 + rng.below(500), rng.below(300), rng.below(50));
+    let total = match rng.below(2) {
+        0 => format!(r#""total":{},"#, input + output + reasoning),
+        _ => String::new(),
+    };
+    format!(
+        r#"{{"role":"assistant","modelID":"{}","providerID":"p","path":{{"cwd":"/home/dev/oc","root":"/"}},"time":{{"created":{}}},"cost":0,"tokens":{{{total}"input":{input},"output":{output},"reasoning":{reasoning},"cache":{{"read":{},"write":{}}}}}}}"#,
+        models[rng.below(3) as usize],
+        at * 1000 + rng.below(1000) as i64,
+        rng.below(2_000),
+        rng.below(200),
+    )
+}
+
+/// One random step on opencode's database, held open by its writer as a
+/// running opencode holds it (WAL mode, commits in the WAL until a
+/// checkpoint): a new message, a fork's copy of one, a deleted one, a
+/// checkpoint, or the database removed. Returns what it did.
+fn opencode_step(
+    rng: &mut Rng,
+    home: &Path,
+    db: &mut Option<rusqlite::Connection>,
+    now: i64,
+    next: &mut u64,
+) -> &'static str {
+    let path = opencode_path(home);
+    let step = rng.below(14);
+    if step >= 7 {
+        return "";
+    }
+    let conn = db.get_or_insert_with(|| {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL;
+             CREATE TABLE IF NOT EXISTS message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL,
+                 time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);",
+        )
+        .unwrap();
+        conn
+    });
+    *next += 1;
+    let id = format!("msg_{:06}", *next);
+    let insert = |session: String, data: String| {
+        conn.execute(
+            "INSERT INTO message VALUES (?1, ?2, 0, 0, ?3)",
+            rusqlite::params![id, session, data],
+        )
+        .unwrap();
+    };
+    match step {
+        0..=2 => {
+            insert(
+                format!("ses_{}", rng.below(3)),
+                opencode_message(rng, now - 60),
+            );
+            " + opencode message"
+        }
+        3 => {
+            let data: Option<String> = conn
+                .query_row("SELECT data FROM message ORDER BY id LIMIT 1", [], |r| {
+                    r.get(0)
+                })
+                .ok();
+            if let Some(data) = data {
+                insert(format!("ses_fork{}", *next), data);
+            }
+            " + opencode fork"
+        }
+        4 => {
+            conn.execute(
+                "DELETE FROM message WHERE id = (SELECT id FROM message ORDER BY id DESC LIMIT 1)",
+                [],
+            )
+            .unwrap();
+            " + opencode delete message"
+        }
+        5 => {
+            conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
+                .unwrap();
+            " + opencode checkpoint"
+        }
+        _ => {
+            *db = None;
+            for tail in ["", "-wal", "-shm"] {
+                let mut p = path.clone().into_os_string();
+                p.push(tail);
+                let _ = fs::remove_file(p);
+            }
+            " + opencode removed"
+        }
+    }
+}
+
 fn append(path: &Path, text: &str) {
     fs::OpenOptions::new()
         .append(true)
@@ -391,6 +494,10 @@ fn run(seed: u64, retention: i64) -> (u64, u64) {
             &cline_document(n, &cline[n as usize]),
         );
     }
+    let (mut opencode, mut opencode_ids) = (None, 0);
+    // opencode's data directory exists before the roots are resolved (as
+    // the worker resolves them once).
+    fs::create_dir_all(opencode_path(&home).parent().unwrap()).unwrap();
     let roots = Roots::resolve(&home, &|_| None);
     let state_dir = temp_dir(&format!("usage-incremental-state-{seed}"));
     // Odd seeds compact at every chance (tiny journal and dead-byte
@@ -427,6 +534,8 @@ fn run(seed: u64, retention: i64) -> (u64, u64) {
         };
         let documents = document_step(&mut rng, &home, now);
         let cline = cline_step(&mut rng, &home, now, &mut cline);
+        let oc = opencode_step(&mut rng, &home, &mut opencode, now, &mut opencode_ids);
+        let pi = format!("{pi}{oc}");
         let n = rng.below(6);
         // Ageing a file (out of the app's window, in the history) only
         // when the cache keeps more than the window.

@@ -230,6 +230,8 @@ const DEFAULT_ROOTS: &[&str] = &[
     ".kimi",
     ".copilot",
     ".cline/data/sessions",
+    ".local/share/opencode",
+    ".local/share/kilo",
 ];
 
 #[test]
@@ -957,4 +959,206 @@ fn droid_sessions_show_in_the_views_as_one_call_each_priced() {
     let summary = json::parse(String::from_utf8(summary.stdout).unwrap().trim_end()).unwrap();
     let droid = summary.get("coverage").unwrap().get("droid").unwrap();
     assert_eq!(droid.get("files_seen").and_then(Value::as_i64), Some(2));
+}
+
+/// An opencode database as opencode 1.x makes it (`migration/*`: the
+/// `message` table of `session/session.sql.ts`), in WAL mode, with
+/// `rows` of (message id, session id, data).
+fn opencode_db(path: &Path, rows: &[(&str, &str, String)]) -> rusqlite::Connection {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.execute_batch(
+        "PRAGMA journal_mode = WAL;
+         CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT NOT NULL);
+         CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL,
+             time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+         CREATE INDEX message_session_idx ON message (session_id);",
+    )
+    .unwrap();
+    for (id, session, data) in rows {
+        opencode_insert(&conn, id, session, data);
+    }
+    conn
+}
+
+fn opencode_insert(conn: &rusqlite::Connection, id: &str, session: &str, data: &str) {
+    conn.execute(
+        "INSERT INTO message VALUES (?1, ?2, 0, 0, ?3)",
+        rusqlite::params![id, session, data],
+    )
+    .unwrap();
+}
+
+/// An assistant message's `data` as opencode writes it (`MessageV2.Assistant`
+/// without `id` and `sessionID`), created at Unix second `at`.
+fn opencode_assistant(at: i64, provider: &str, model: &str, tokens: &str) -> String {
+    format!(
+        r#"{{"parentID":"msg_u","role":"assistant","mode":"build","agent":"build","path":{{"cwd":"/home/dev/oc-proj","root":"/home/dev/oc-proj"}},"cost":0,"tokens":{tokens},"modelID":"{model}","providerID":"{provider}","time":{{"created":{},"completed":{}}},"finish":"stop"}}"#,
+        at * 1000 + 250,
+        at * 1000 + 900
+    )
+}
+
+fn views_totals(home: &Path, agent: &str) -> Value {
+    let out = heeler(home, &["usage", "models", "--agent", agent, "--json"]);
+    settle(home);
+    assert!(out.status.success(), "{out:?}");
+    json::parse(String::from_utf8(out.stdout).unwrap().trim_end()).unwrap()
+}
+
+#[test]
+fn opencode_and_kilo_databases_show_in_the_views_priced_and_follow_the_wal() {
+    let home = Scratch::new("views-opencode");
+    let start = heeler::base::clock::unix_seconds() - 2 * 3_600;
+    let tokens = |i: u64, o: u64, r: u64, cr: u64, cw: u64, total: Option<u64>| {
+        let total = total
+            .map(|t| format!(r#""total":{t},"#))
+            .unwrap_or_default();
+        format!(
+            r#"{{{total}"input":{i},"output":{o},"reasoning":{r},"cache":{{"read":{cr},"write":{cw}}}}}"#
+        )
+    };
+    let m1 = opencode_assistant(
+        start + 60,
+        "anthropic",
+        "claude-sonnet-4-5",
+        &tokens(1_000, 2_000, 0, 10_000, 4_000, None),
+    );
+    // AI SDK 6: output 400 without its reasoning 100 (total 2,000 + 400 +
+    // 100 = 2,500): 500 output tokens billed.
+    let m2 = opencode_assistant(
+        start + 120,
+        "openai",
+        "gpt-5",
+        &tokens(2_000, 400, 100, 0, 0, Some(2_500)),
+    );
+    let m3 = opencode_assistant(
+        start + 180,
+        "local",
+        "oc-mystery-1",
+        &tokens(100, 10, 0, 0, 0, None),
+    );
+    let user = format!(
+        r#"{{"role":"user","time":{{"created":{}}},"agent":"build","model":{{"providerID":"openai","modelID":"gpt-5"}}}}"#,
+        start * 1000
+    );
+    let m4 = opencode_assistant(
+        start + 660,
+        "openai",
+        "gpt-5",
+        &tokens(300, 100, 0, 0, 0, None),
+    );
+    let db = home.0.join(".local/share/opencode/opencode.db");
+    // ses_2 is a fork of ses_1 (`Session.fork`): a copy of m1's data under
+    // a new id, then a call of its own.
+    let writer = opencode_db(
+        &db,
+        &[
+            ("msg_u", "ses_1", user),
+            ("msg_1", "ses_1", m1.clone()),
+            ("msg_2", "ses_1", m2),
+            ("msg_3", "ses_1", m3),
+            ("msg_9", "ses_2", m1),
+            ("msg_4", "ses_2", m4),
+        ],
+    );
+    let kilo = home.0.join(".local/share/kilo/kilo.db");
+    let kilo_writer = opencode_db(
+        &kilo,
+        &[(
+            "msg_k",
+            "ses_k",
+            opencode_assistant(
+                start + 30,
+                "anthropic",
+                "claude-sonnet-4-5",
+                &tokens(100, 10, 0, 0, 0, None),
+            ),
+        )],
+    );
+    // A log, a JSON storage file and a WAL file are not databases.
+    write(
+        &home
+            .0
+            .join(".local/share/opencode/storage/message/ses_1/msg_1.json"),
+        "{}",
+    );
+    let worker = heeler(&home.0, &["usage", "worker"]);
+    assert!(worker.status.success(), "{worker:?}");
+    let doc = views_totals(&home.0, "opencode");
+    let totals = doc.get("totals").unwrap();
+    let int = |t: &Value, k: &str| t.get(k).and_then(Value::as_i64);
+    // By hand: four calls (the fork's copy of m1 is m1), input 1,000 +
+    // 2,000 + 100 + 300, output 2,000 + 500 + 10 + 100.
+    assert_eq!(int(totals, "requests"), Some(4));
+    assert_eq!(int(totals, "input"), Some(3_400));
+    assert_eq!(int(totals, "output"), Some(2_610));
+    assert_eq!(int(totals, "cache_read"), Some(10_000));
+    assert_eq!(int(totals, "cache_write_5m"), Some(4_000));
+    // The bundled table's rates per token: Sonnet 4.5 input $3e-6, output
+    // $15e-6, cache reads $0.3e-6, 5-minute writes $3.75e-6 (0.003 + 0.03
+    // + 0.003 + 0.015 = 0.051); GPT-5 input $1.25e-6, output $10e-6
+    // (0.0025 + 0.005 = 0.0075, and 0.000375 + 0.001 = 0.001375).
+    let cost = totals.get("cost_usd").and_then(Value::as_f64).unwrap();
+    assert!((cost - 0.059_875).abs() < 1e-9, "{cost}");
+    assert_eq!(int(totals, "unpriced_requests"), Some(1));
+    let unpriced = doc.get("unpriced_models").unwrap().to_json();
+    assert!(
+        unpriced.contains(r#""agent":"opencode","model":"oc-mystery-1""#),
+        "{unpriced}"
+    );
+    // Kilo's one call: 100 × $3e-6 + 10 × $15e-6 = $0.00045.
+    let doc = views_totals(&home.0, "kilo");
+    let totals = doc.get("totals").unwrap();
+    assert_eq!(int(totals, "requests"), Some(1));
+    let cost = totals.get("cost_usd").and_then(Value::as_f64).unwrap();
+    assert!((cost - 0.000_45).abs() < 1e-12, "{cost}");
+
+    // A call committed while opencode runs lands in the WAL only (the
+    // writer is still open, nothing is checkpointed): the next refresh
+    // reads it. 50 × $1.25e-6 + 5 × $10e-6 = $0.0001125.
+    let mtime = || std::fs::metadata(&db).unwrap().modified().unwrap();
+    let before = mtime();
+    writer
+        .execute_batch("PRAGMA wal_autocheckpoint = 0")
+        .unwrap();
+    let m5 = opencode_assistant(
+        start + 700,
+        "openai",
+        "gpt-5",
+        &tokens(50, 5, 0, 0, 0, None),
+    );
+    opencode_insert(&writer, "msg_5", "ses_2", &m5);
+    assert_eq!(mtime(), before, "the commit went to the WAL");
+    let worker = heeler(&home.0, &["usage", "worker"]);
+    assert!(worker.status.success(), "{worker:?}");
+    let doc = views_totals(&home.0, "opencode");
+    let totals = doc.get("totals").unwrap();
+    assert_eq!(int(totals, "requests"), Some(5));
+    assert_eq!(int(totals, "input"), Some(3_450));
+    let cost = totals.get("cost_usd").and_then(Value::as_f64).unwrap();
+    // (The document rounds to the micro-dollar.)
+    assert!((cost - 0.059_987_5).abs() <= 5.1e-7, "{cost}");
+
+    // The coverage names both, with the database each read.
+    let summary = heeler(&home.0, &["usage", "--json"]);
+    settle(&home.0);
+    let summary = json::parse(String::from_utf8(summary.stdout).unwrap().trim_end()).unwrap();
+    let coverage = summary.get("coverage").unwrap();
+    for agent in ["opencode", "kilo"] {
+        let c = coverage
+            .get(agent)
+            .unwrap_or_else(|| panic!("{agent}: {coverage:?}"));
+        assert_eq!(
+            c.get("files_seen").and_then(Value::as_i64),
+            Some(1),
+            "{agent}"
+        );
+        assert_eq!(
+            c.get("files_unreadable").and_then(Value::as_i64),
+            Some(0),
+            "{agent}"
+        );
+    }
+    drop((writer, kilo_writer));
 }

@@ -27,7 +27,7 @@ use crate::bench_usage::{
 /// One generated file: its path below the home, its bytes, its mtime.
 struct File {
     path: PathBuf,
-    text: String,
+    text: Vec<u8>,
     mtime: i64,
 }
 
@@ -38,12 +38,14 @@ type Generator = fn(&mut Rng, i64, u64) -> Vec<File>;
 /// The other agents, each with its generator.
 const AGENTS: &[(&str, Generator)] = &[
     ("pi", pi),
+    ("opencode", opencode),
     ("gemini", gemini),
     ("qwen", qwen),
     ("amp", amp),
     ("droid", droid),
     ("kimi", kimi),
     ("copilot", copilot),
+    ("kilo", kilo),
     ("cline", cline),
 ];
 
@@ -107,10 +109,153 @@ fn pi(rng: &mut Rng, now: i64, bytes: u64) -> Vec<File> {
                 i % 40,
                 ts(start).replace(':', "-")
             )),
-            text,
+            text: text.into_bytes(),
             mtime: at + 10,
         }
     })
+}
+
+/// opencode: `.local/share/opencode/opencode.db`, its `session`, `message`
+/// and `part` tables as opencode's migrations make them
+/// (`packages/opencode/src/session/session.sql.ts`): per session, user
+/// and assistant messages (`MessageV2.User`, `MessageV2.Assistant`, in
+/// `data` without `id` and `sessionID`), each with its text, reasoning,
+/// tool and step parts, which make most of a real database's bytes.
+fn opencode(rng: &mut Rng, now: i64, bytes: u64) -> Vec<File> {
+    database(rng, now, bytes, ".local/share/opencode/opencode.db")
+}
+
+/// Kilo's CLI: the same tables in `.local/share/kilo/kilo.db`.
+fn kilo(rng: &mut Rng, now: i64, bytes: u64) -> Vec<File> {
+    database(rng, now, bytes, ".local/share/kilo/kilo.db")
+}
+
+/// An opencode-shaped database of about `bytes`, as one file (built in
+/// WAL mode, then checkpointed and switched back so it is one file).
+fn database(rng: &mut Rng, now: i64, bytes: u64, path: &str) -> Vec<File> {
+    let scratch = std::env::temp_dir().join(format!(
+        "heeler-bench-{}-{}.db",
+        std::process::id(),
+        path.len()
+    ));
+    let _ = fs::remove_file(&scratch);
+    let built = build_database(rng, now, bytes, &scratch);
+    let text = built.and_then(|()| fs::read(&scratch).map_err(|e| e.to_string()));
+    let _ = fs::remove_file(&scratch);
+    match text {
+        Ok(text) => vec![File {
+            path: PathBuf::from(path),
+            text,
+            mtime: now - 60,
+        }],
+        Err(e) => {
+            eprintln!("bench: the {path} database could not be built: {e}");
+            Vec::new()
+        }
+    }
+}
+
+fn build_database(rng: &mut Rng, now: i64, bytes: u64, path: &Path) -> Result<(), String> {
+    let e = |e: rusqlite::Error| e.to_string();
+    let db = rusqlite::Connection::open(path).map_err(e)?;
+    db.execute_batch(
+        "PRAGMA journal_mode = WAL;
+         CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT NOT NULL, title TEXT NOT NULL,
+             time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL);
+         CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL,
+             time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+         CREATE INDEX message_session_time_created_id_idx ON message (session_id, time_created, id);
+         CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT NOT NULL, session_id TEXT NOT NULL,
+             time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+         CREATE INDEX part_message_id_id_idx ON part (message_id, id);
+         BEGIN;",
+    )
+    .map_err(e)?;
+    let span = 30 * 86_400 - 3_600;
+    let (mut written, mut i) = (0u64, 0i64);
+    while written < bytes {
+        let start = now - span + ((i * 7_919) % span);
+        written += insert_session(&db, rng, i, start)?;
+        i += 1;
+    }
+    db.execute_batch("COMMIT; PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE;")
+        .map_err(e)
+}
+
+/// Session `i`, started at Unix second `start`, with its messages and
+/// parts; returns the bytes of `data` written.
+fn insert_session(
+    db: &rusqlite::Connection,
+    rng: &mut Rng,
+    i: i64,
+    start: i64,
+) -> Result<u64, String> {
+    let e = |e: rusqlite::Error| e.to_string();
+    let mut written = 0u64;
+    let session = format!("ses_{i:06}");
+    let cwd = format!("/home/bench/project-{:02}", i % 40);
+    db.execute(
+        "INSERT INTO session VALUES (?1, ?2, 'bench', ?3, ?3)",
+        rusqlite::params![session, cwd, start * 1000],
+    )
+    .map_err(e)?;
+    let mut at = start * 1000;
+    for n in 0..(20 + rng.below(30)) {
+        at += 30_000;
+        let user = format!(
+            r#"{{"role":"user","time":{{"created":{at}}},"agent":"build","model":{{"providerID":"anthropic","modelID":"claude-sonnet-4-5"}}}}"#
+        );
+        let (input, output, read, write) = (
+            rng.below(500) + 1,
+            rng.below(2_000) + 1,
+            rng.below(60_000),
+            rng.below(3_000),
+        );
+        let assistant = format!(
+            r#"{{"parentID":"msg_{i}_{n}_u","role":"assistant","mode":"build","agent":"build","path":{{"cwd":"{cwd}","root":"{cwd}"}},"cost":0.01,"tokens":{{"total":{},"input":{input},"output":{output},"reasoning":0,"cache":{{"read":{read},"write":{write}}}}},"modelID":"claude-sonnet-4-5","providerID":"anthropic","time":{{"created":{},"completed":{}}},"finish":"tool-calls"}}"#,
+            input + output + read + write,
+            at + 1_000,
+            at + 9_000
+        );
+        let parts = [
+            format!(r#"{{"type":"text","text":"{}"}}"#, rng.text(300)),
+            format!(
+                r#"{{"type":"step-start","snapshot":"{:040x}"}}"#,
+                rng.below(u64::MAX)
+            ),
+            format!(
+                r#"{{"type":"tool","callID":"call_{i}_{n}","tool":"read","state":{{"status":"completed","input":{{"filePath":"{cwd}/src/lib.rs"}},"output":"{}","title":"src/lib.rs","metadata":{{}},"time":{{"start":{at},"end":{at}}}}}}}"#,
+                rng.text(1_200)
+            ),
+            format!(r#"{{"type":"text","text":"{}"}}"#, rng.text(400)),
+        ];
+        for (id, data) in [
+            (format!("msg_{i}_{n}_u"), user),
+            (format!("msg_{i}_{n}_a"), assistant),
+        ] {
+            written += data.len() as u64;
+            db.execute(
+                "INSERT INTO message VALUES (?1, ?2, ?3, ?3, ?4)",
+                rusqlite::params![id, session, at, data],
+            )
+            .map_err(e)?;
+        }
+        for (k, data) in parts.iter().enumerate() {
+            written += data.len() as u64;
+            db.execute(
+                "INSERT INTO part VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+                rusqlite::params![
+                    format!("prt_{i}_{n}_{k}"),
+                    format!("msg_{i}_{n}_a"),
+                    session,
+                    at,
+                    data
+                ],
+            )
+            .map_err(e)?;
+        }
+    }
+    Ok(written)
 }
 
 /// One Gemini CLI message record (`ChatRecordingService.newMessage`):
@@ -143,7 +288,7 @@ fn gemini(rng: &mut Rng, now: i64, bytes: u64) -> Vec<File> {
     // Each project's `.project_root` (its registry's ownership marker).
     let roots = (0..40).map(|p| File {
         path: PathBuf::from(format!(".gemini/tmp/project-{p:02}/.project_root")),
-        text: format!("/home/bench/project-{p:02}"),
+        text: format!("/home/bench/project-{p:02}").into_bytes(),
         mtime: now - 30 * 86_400,
     });
     let mut files: Vec<File> = roots.collect();
@@ -192,7 +337,7 @@ fn gemini(rng: &mut Rng, now: i64, bytes: u64) -> Vec<File> {
                 i % 40,
                 minute.replace(':', "-")
             )),
-            text,
+            text: text.into_bytes(),
             mtime: at + 10,
         }
     }));
@@ -249,7 +394,7 @@ fn qwen(rng: &mut Rng, now: i64, bytes: u64) -> Vec<File> {
                 ".qwen/projects/-home-bench-project-{:02}/chats/q-{i}.jsonl",
                 i % 40
             )),
-            text,
+            text: text.into_bytes(),
             mtime: at + 12,
         }
     })
@@ -307,7 +452,7 @@ fn amp(rng: &mut Rng, now: i64, bytes: u64) -> Vec<File> {
         );
         File {
             path: PathBuf::from(format!(".local/share/amp/threads/T-bench-{i}.json")),
-            text,
+            text: text.into_bytes(),
             mtime: at + 10,
         }
     })
@@ -349,12 +494,12 @@ fn droid(rng: &mut Rng, now: i64, bytes: u64) -> Vec<File> {
                 rng.below(60_000),
                 rng.below(2_000_000),
                 rng.below(8_000)
-            ),
+            ).into_bytes(),
             mtime: end,
         });
         File {
             path: PathBuf::from(format!("{dir}/droid-{i}.jsonl")),
-            text,
+            text: text.into_bytes(),
             mtime: end,
         }
     });
@@ -414,7 +559,7 @@ fn kimi(rng: &mut Rng, now: i64, bytes: u64) -> Vec<File> {
                 ".kimi/sessions/{:032x}/kimi-{i:06}/wire.jsonl",
                 i % 40
             )),
-            text,
+            text: text.into_bytes(),
             mtime: at + 10,
         }
     })
@@ -472,7 +617,7 @@ fn copilot(rng: &mut Rng, now: i64, bytes: u64) -> Vec<File> {
         }
         File {
             path: PathBuf::from(format!(".copilot/otel/copilot-otel-{i:06}.jsonl")),
-            text,
+            text: text.into_bytes(),
             mtime: at + 10,
         }
     })
@@ -493,7 +638,7 @@ fn cline(rng: &mut Rng, now: i64, bytes: u64) -> Vec<File> {
             text: format!(
                 r#"{{"version":1,"session_id":"{id}","source":"cli","pid":1,"started_at":"{}","status":"completed","interactive":true,"provider":"anthropic","model":"claude-sonnet-4-6","cwd":"{cwd}","workspace_root":"{cwd}","enable_tools":true,"enable_spawn":true,"enable_teams":false}}"#,
                 ts(start)
-            ),
+            ).into_bytes(),
             mtime: start,
         });
         let mut messages = Vec::new();
@@ -519,7 +664,7 @@ fn cline(rng: &mut Rng, now: i64, bytes: u64) -> Vec<File> {
         );
         File {
             path: PathBuf::from(format!(".cline/data/sessions/{id}/{id}.messages.json")),
-            text,
+            text: text.into_bytes(),
             mtime: at + 10,
         }
     });

@@ -30,7 +30,7 @@
 //! format and CPU; a musl binary has no `PT_INTERP` (doctor's reader, the
 //! one owner of that rule); a Mach-O links no dynamic library beyond
 //! libSystem, libiconv and libcharset (its load commands, read here); every
-//! binary is under 3.5 MiB; and where this machine can run it (natively, or an
+//! binary is under 4.5 MiB; and where this machine can run it (natively, or an
 //! aarch64 Linux binary through `qemu-aarch64-static`) `env -i heeler
 //! --version` prints `heeler <version>`.
 
@@ -41,9 +41,10 @@ use xshell::{Shell, cmd};
 
 use crate::dist_layout;
 
-/// The size budget of every release binary: 3.5 MiB, the project's stated
-/// limit for the static binary.
-pub const MAX_SIZE_BYTES: u64 = 7 * 512 * 1024;
+/// The size budget of every release binary: 4.5 MiB, the project's stated
+/// limit for the static binary (3.5 MiB until SQLite came in, for opencode's
+/// and Kilo's databases).
+pub const MAX_SIZE_BYTES: u64 = 9 * 512 * 1024;
 const DEBIAN_STD_SOURCE: &str = "/usr/lib/rustlib/src/rust/library";
 /// The build directory of the default recipe: Debian's rustc must not
 /// thrash rustup's caches in `target/`.

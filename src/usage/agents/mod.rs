@@ -25,6 +25,8 @@
 //! - `kimi.rs`: Kimi CLI's session wire files, over `parse::kimi`.
 //! - `copilot.rs`: GitHub Copilot CLI's OpenTelemetry file export, over
 //!   `parse::copilot`.
+//! - `opencode.rs`: opencode and Kilo's CLI, their SQLite databases read
+//!   whole over `parse::opencode`.
 //!
 //! Architecture invariants: the dispatch is static (a `match` on the agent,
 //! the same branch on every line of a file, never a virtual call); an agent's code in the store ([`Source::CODE`]) never changes
@@ -39,12 +41,14 @@ mod copilot;
 mod droid;
 mod gemini;
 mod kimi;
+mod opencode;
 mod pi;
 mod qwen;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
+use crate::base::sqlite;
 use crate::usage::event::{Agent, FileParse};
 
 /// What the registry needs to know of one agent. Every item is an
@@ -72,8 +76,12 @@ pub(crate) trait Source {
     /// agents the app's document has always named); another agent shows
     /// when it has some.
     const ALWAYS_SHOWN: bool;
-    /// The directories below a root that the walk starts from.
+    /// The directories below a root that the walk starts from (`""`: the
+    /// root itself).
     const WALKED: &'static [&'static str];
+    /// How many directories below a walked one the walk descends (0: the
+    /// walked directory's own files only).
+    const DEPTH: usize = 12;
     /// A transcript's path below a walked directory, as the agent names
     /// one (the registry's tests find one of each agent's).
     #[cfg(test)]
@@ -115,6 +123,12 @@ pub(crate) trait Source {
     fn parse_document(parse: &mut FileParse, bytes: &[u8]) {
         let _ = (parse, bytes);
     }
+    /// Reads the database at `path` into a fresh `parse`
+    /// ([`Form::Database`]); returns the bytes of records read.
+    fn read_whole(parse: &mut FileParse, path: &Path) -> Result<u64, sqlite::Error> {
+        let _ = (parse, path);
+        Ok(0)
+    }
 }
 
 /// How an agent writes its files, which decides how the cache reads them.
@@ -127,6 +141,11 @@ pub(crate) enum Form {
     /// most `scan::MAX_DOCUMENT` bytes, and parsed anew whenever it changes
     /// ([`Source::parse_document`]).
     Document,
+    /// A database others write while heeler reads it (SQLite in WAL
+    /// mode): read whole through `base::sqlite` ([`Source::read_whole`])
+    /// whenever it or its `-wal` file changes; a read its writer holds up
+    /// is tried again on the next refresh.
+    Database,
 }
 
 /// The values roots are resolved from: the home, and the environment
@@ -144,16 +163,18 @@ impl Env<'_> {
 }
 
 /// Every agent, in the store's order (see the module's invariants).
-pub const ALL: [Agent; 10] = [
+pub const ALL: [Agent; 12] = [
     Agent::Claude,
     Agent::Codex,
     Agent::Pi,
+    Agent::Opencode,
     Agent::Gemini,
     Agent::Qwen,
     Agent::Amp,
     Agent::Droid,
     Agent::Kimi,
     Agent::Copilot,
+    Agent::Kilo,
     Agent::Cline,
 ];
 
@@ -172,6 +193,10 @@ macro_rules! with_source {
             }
             Agent::Pi => {
                 type $S = pi::Pi;
+                $body
+            }
+            Agent::Opencode => {
+                type $S = opencode::Opencode;
                 $body
             }
             Agent::Gemini => {
@@ -196,6 +221,10 @@ macro_rules! with_source {
             }
             Agent::Copilot => {
                 type $S = copilot::Copilot;
+                $body
+            }
+            Agent::Kilo => {
+                type $S = opencode::Kilo;
                 $body
             }
             Agent::Cline => {
@@ -268,6 +297,10 @@ impl Agent {
     pub(crate) fn walked(self) -> &'static [&'static str] {
         with_source!(self, S => S::WALKED)
     }
+    /// How deep below a walked directory the walk descends.
+    pub(crate) fn depth(self) -> usize {
+        with_source!(self, S => S::DEPTH)
+    }
     /// Whether a file name is one of the agent's transcripts.
     pub(crate) fn wants(self, name: &OsStr) -> bool {
         with_source!(self, S => S::wants(name))
@@ -291,6 +324,14 @@ impl Agent {
     /// Parses a whole document of the agent's into a fresh `parse`.
     pub(crate) fn parse_document(self, parse: &mut FileParse, bytes: &[u8]) {
         with_source!(self, S => S::parse_document(parse, bytes))
+    }
+    /// Reads a database of the agent's into a fresh `parse`.
+    pub(crate) fn read_whole(
+        self,
+        parse: &mut FileParse,
+        path: &Path,
+    ) -> Result<u64, sqlite::Error> {
+        with_source!(self, S => S::read_whole(parse, path))
     }
     /// Parses one complete line of the agent's into `parse`: a `match`
     /// the line loop inlines, the same branch on every line of a file.
@@ -329,6 +370,8 @@ mod tests {
         assert_eq!(Agent::Cline.code(), 11);
         assert_eq!(Agent::Kimi.code(), 8);
         assert_eq!(Agent::Copilot.code(), 9);
+        assert_eq!(Agent::Opencode.code(), 3);
+        assert_eq!(Agent::Kilo.code(), 10);
     }
 
     #[test]

@@ -25,6 +25,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 use crate::base::bytes::{byte_order, same_bytes};
+use crate::base::sqlite;
 use crate::usage::agents::Form;
 use crate::usage::event::{Agent, Event, FileParse, fnv1a};
 use crate::usage::parse::scan;
@@ -83,6 +84,27 @@ impl From<crate::base::sys::FileStat> for Stat {
     }
 }
 
+/// A database's stat as the refresh compares it: its `-wal` file's
+/// size added to its own, and the later of their mtimes, with the WAL's
+/// own mtime in place of the ctime (a commit appends to the WAL and
+/// leaves the database file alone, a checkpoint writes the database).
+pub(crate) fn with_wal(db: Stat, path: &Path) -> Stat {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    match std::fs::metadata(&wal) {
+        Ok(meta) => {
+            let wal = stat_of(&meta);
+            Stat {
+                size: db.size.saturating_add(wal.size),
+                mtime_ns: db.mtime_ns.max(wal.mtime_ns),
+                ctime_ns: wal.mtime_ns,
+                ..db
+            }
+        }
+        Err(_) => Stat { ctime_ns: 0, ..db },
+    }
+}
+
 fn stat_of(meta: &Metadata) -> Stat {
     Stat {
         dev: meta.dev(),
@@ -97,7 +119,7 @@ fn stat_of(meta: &Metadata) -> Stat {
 fn known(e: &FileEntry) -> Known {
     Known {
         agent: e.agent,
-        whole: e.compressed || e.agent.form() == Form::Document,
+        whole: e.compressed || e.agent.form() != Form::Lines,
         unreadable: e.unreadable,
         stat: Stat {
             dev: e.dev,
@@ -205,6 +227,19 @@ fn parse_fresh(entry: &mut FileEntry, path: &Path, buffers: &mut scan::Buffers) 
         let mtime_ns = time_ns(meta.mtime(), meta.mtime_nsec());
         entry.agent.begin(&mut entry.parse, path, mtime_ns);
     }
+    if entry.agent.form() == Form::Database {
+        let read = entry.agent.read_whole(&mut entry.parse, path);
+        let read = read.map_err(|e| {
+            let kind = match e {
+                sqlite::Error::Busy => io::ErrorKind::WouldBlock,
+                sqlite::Error::TimedOut | sqlite::Error::Refused(_) => io::ErrorKind::InvalidData,
+            };
+            io::Error::new(kind, e.to_string())
+        })?;
+        entry.offset = file.metadata()?.len();
+        entry.oversized = 0;
+        return Ok(read);
+    }
     if entry.agent.form() == Form::Document {
         let (agent, parse) = (entry.agent, &mut entry.parse);
         let pass = scan::read_document(file, scan::MAX_DOCUMENT, buffers, |bytes| {
@@ -230,7 +265,7 @@ fn parse_fresh(entry: &mut FileEntry, path: &Path, buffers: &mut scan::Buffers) 
 /// line, it can only become an oversized one).
 pub fn lines_oversized(e: &FileEntry) -> u64 {
     let tail = e.size.saturating_sub(e.offset);
-    let whole = e.compressed || e.agent.form() == Form::Document;
+    let whole = e.compressed || e.agent.form() != Form::Lines;
     let torn = !whole && !e.unreadable && tail >= scan::MAX_LINE as u64;
     e.oversized + u64::from(torn)
 }
@@ -431,6 +466,10 @@ impl Sweep {
             let now = c
                 .stat
                 .or_else(|| std::fs::metadata(&c.path).ok().as_ref().map(stat_of));
+            let now = match c.agent.form() {
+                Form::Database => now.map(|s| with_wal(s, &c.path)),
+                _ => now,
+            };
             let plan = plan_for(c, existing.as_deref_mut(), now, window_start_ns);
             sweep.take(plan, key, c, existing, now);
         }
@@ -677,6 +716,16 @@ fn run_jobs(jobs: impl Iterator<Item = (usize, Job)>, deadline: Option<Instant>)
                 parse_into(entry, &path, &mut buffers)
             }
         });
+        if result
+            .as_ref()
+            .is_err_and(|e| e.kind() == io::ErrorKind::WouldBlock)
+        {
+            // A database its writer held locked: kept as it was, and read
+            // on a later refresh (the entry's stat is the old one).
+            partial = true;
+            out.push((place, (key, old, None)));
+            continue;
+        }
         entry.size = now.size;
         entry.mtime_ns = now.mtime_ns;
         entry.ctime_ns = now.ctime_ns;

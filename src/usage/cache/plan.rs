@@ -12,8 +12,9 @@
 //!    its mtime).
 //! 3. No entry: parsed from the start.
 //! 4. Same identity (device, inode, agent), size, mtime and ctime: reused.
-//! 5. Another identity, a file read whole (a compressed archive, or a
-//!    document its agent rewrites whole: reused only unchanged), an entry whose last read failed (retried only once
+//! 5. Another identity, a file read whole (a compressed archive, a
+//!    document its agent rewrites whole, or a database, whose stat
+//!    includes its `-wal` file's: reused only unchanged), an entry whose last read failed (retried only once
 //!    the file changed), a smaller file, or a file of the same size whose
 //!    mtime or ctime moved (rewritten in place: an editor, or a tool that
 //!    sets the mtime back, which still moves the ctime): reparsed from the

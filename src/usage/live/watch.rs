@@ -17,6 +17,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::base::json::{self, Object, Value};
+use crate::usage::agents::Form;
 use crate::usage::cache::Candidate;
 
 /// Schema version of the file.
@@ -49,21 +50,33 @@ pub struct Watch {
 /// directories' times, read by `dir_seen`): those written to in the last
 /// [`SPAN`], newest first, at most [`MOST`], and their directories.
 pub fn encode(found: &[Candidate], now: i64, dir_seen: impl Fn(&Path) -> Option<Seen>) -> String {
-    let mut recent: Vec<(&Path, Seen)> = found
-        .iter()
-        .filter_map(|c| {
-            let stat = c.stat?;
-            (stat.mtime_ns >= (now - SPAN).saturating_mul(1_000_000_000)).then_some((
-                c.path.as_path(),
-                Seen {
-                    size: stat.size,
-                    mtime_ns: stat.mtime_ns,
-                },
-            ))
-        })
-        .filter(|(p, _)| p.to_str().is_some())
-        .collect();
-    recent.sort_by(|a, b| b.1.mtime_ns.cmp(&a.1.mtime_ns).then(a.0.cmp(b.0)));
+    let since = (now - SPAN).saturating_mul(1_000_000_000);
+    let mut recent: Vec<(PathBuf, Seen)> = Vec::new();
+    for c in found {
+        let Some(stat) = c.stat else { continue };
+        let seen = Seen {
+            size: stat.size,
+            mtime_ns: stat.mtime_ns,
+        };
+        // A database's commits go to its `-wal` file, which is watched
+        // beside it (read as `dir_seen` reads a path).
+        let wal = (c.agent.form() == Form::Database)
+            .then(|| {
+                let mut wal = c.path.clone().into_os_string();
+                wal.push("-wal");
+                let wal = PathBuf::from(wal);
+                dir_seen(&wal).map(|seen| (wal, seen))
+            })
+            .flatten();
+        let newest = wal
+            .as_ref()
+            .map_or(seen.mtime_ns, |(_, w)| w.mtime_ns.max(seen.mtime_ns));
+        if newest >= since && c.path.to_str().is_some() {
+            recent.push((c.path.clone(), seen));
+            recent.extend(wal);
+        }
+    }
+    recent.sort_by(|a, b| b.1.mtime_ns.cmp(&a.1.mtime_ns).then(a.0.cmp(&b.0)));
     recent.truncate(MOST);
     let mut dirs: Vec<&Path> = recent.iter().filter_map(|(p, _)| p.parent()).collect();
     dirs.sort_unstable();
@@ -186,6 +199,32 @@ mod tests {
             size: 0,
             mtime_ns: mtime,
         }
+    }
+
+    #[test]
+    fn a_database_is_watched_with_its_wal_where_its_commits_go() {
+        let now = 100_000;
+        let mut db = candidate("/r/opencode/opencode.db", 4096, now - SPAN - 10);
+        db.agent = crate::usage::event::Agent::Opencode;
+        // The database file is older than the span, its WAL is not.
+        let wal = PathBuf::from("/r/opencode/opencode.db-wal");
+        let seen_wal = Seen {
+            size: 8_272,
+            mtime_ns: (now - 7) * 1_000_000_000,
+        };
+        let text = encode(&[db], now, |p| (p == wal).then_some(seen_wal));
+        let watch = decode(&text);
+        let files: Vec<&Path> = watch.files.iter().map(|(p, _)| p.as_path()).collect();
+        assert_eq!(files, [wal.as_path(), Path::new("/r/opencode/opencode.db")]);
+        assert_eq!(watch.files[0].1, seen_wal);
+        // A commit grows the WAL: a change.
+        let grown = Seen {
+            size: 12_392,
+            ..seen_wal
+        };
+        let db_seen = watch.files[1].1;
+        assert!(!watch.changed(|p| Some(if p == wal { seen_wal } else { db_seen })));
+        assert!(watch.changed(|p| Some(if p == wal { grown } else { db_seen })));
     }
 
     #[test]

@@ -21,6 +21,8 @@
 //!   history skipped).
 //! - `kimi.rs`: Kimi CLI wire files (each step's `StatusUpdate`).
 //! - `copilot.rs`: Copilot CLI's OpenTelemetry export (each chat span).
+//! - `opencode.rs`: opencode's and Kilo's `message` rows (a fork's copies
+//!   of a call count once).
 //! - `differential.rs` (tests only): re-serialised real-shaped lines give
 //!   the same events through the fast readers and the exact JSON parser,
 //!   and mutated ones are refused exactly when `JSON.parse` refuses them.
@@ -41,6 +43,7 @@ pub mod droid;
 pub mod gemini;
 pub(crate) mod jsonpick;
 pub mod kimi;
+pub mod opencode;
 pub mod pi;
 pub mod qwen;
 pub mod scan;
