@@ -15,6 +15,8 @@ pub enum Agent {
     Pi,
     Opencode,
     Kilo,
+    Devin,
+    Hermes,
 }
 
 /// What kind of line an [`Event`] came from.

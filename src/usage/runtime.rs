@@ -160,7 +160,8 @@ mod tests {
                 "CODEX_HOME",
                 "PI_CODING_AGENT_DIR",
                 "OMP_CODING_AGENT_DIR",
-                "XDG_DATA_HOME"
+                "XDG_DATA_HOME",
+                "HERMES_HOME"
             ]
         );
     }

@@ -67,6 +67,7 @@ mod usage;
 mod usage_claude_subagents;
 mod usage_claude_writes;
 mod usage_codex_shapes;
+mod usage_db_agents;
 mod usage_herdr_action;
 mod usage_hostile;
 mod usage_incremental;

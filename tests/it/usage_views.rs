@@ -229,12 +229,14 @@ fn an_empty_home_names_the_roots_searched() {
     let text = String::from_utf8(out.stdout).unwrap();
     let claude = home.0.join(".claude");
     assert!(
-        text.contains("No Claude Code, Codex, pi, opencode or Kilo transcripts found")
+        text.contains(
+            "No Claude Code, Codex, pi, opencode, Kilo, Devin or Hermes Agent transcripts found"
+        )
             && text.contains(&claude.display().to_string())
             && text.contains(&home.0.join(".pi/agent").display().to_string())
             && text.contains(&home.0.join(".local/share/opencode").display().to_string())
             && text.contains(
-                "Set CLAUDE_CONFIG_DIR, CODEX_HOME, PI_CODING_AGENT_DIR or XDG_DATA_HOME"
+                "Set CLAUDE_CONFIG_DIR, CODEX_HOME, PI_CODING_AGENT_DIR, XDG_DATA_HOME or HERMES_HOME"
             ),
         "{text}"
     );

@@ -19,6 +19,10 @@
 //! - `pi.rs`: pi and Oh My Pi, over `parse::pi`.
 //! - `opencode.rs`: opencode and Kilo's CLI, their SQLite databases read
 //!   whole over `parse::opencode`.
+//! - `devin.rs`: Devin for Terminal, its SQLite database over
+//!   `parse::devin`.
+//! - `hermes.rs`: Hermes Agent, its SQLite databases (one per profile)
+//!   over `parse::hermes`.
 //!
 //! Architecture invariants: the dispatch is static (a `match` on the agent,
 //! the same branch on every line of a file, never a virtual call); an agent's code in the store ([`Source::CODE`]) never changes
@@ -27,6 +31,8 @@
 
 mod claude;
 mod codex;
+mod devin;
+mod hermes;
 mod opencode;
 mod pi;
 
@@ -148,12 +154,14 @@ impl Env<'_> {
 }
 
 /// Every agent, in the store's order (see the module's invariants).
-pub const ALL: [Agent; 5] = [
+pub const ALL: [Agent; 7] = [
     Agent::Claude,
     Agent::Codex,
     Agent::Pi,
     Agent::Opencode,
     Agent::Kilo,
+    Agent::Devin,
+    Agent::Hermes,
 ];
 
 /// Runs `$body` with `$S` the [`Source`] of `$agent`: the registry's one
@@ -179,6 +187,14 @@ macro_rules! with_source {
             }
             Agent::Kilo => {
                 type $S = opencode::Kilo;
+                $body
+            }
+            Agent::Devin => {
+                type $S = devin::Devin;
+                $body
+            }
+            Agent::Hermes => {
+                type $S = hermes::Hermes;
                 $body
             }
         }
@@ -315,6 +331,8 @@ mod tests {
         assert_eq!(Agent::Pi.code(), 2);
         assert_eq!(Agent::Opencode.code(), 3);
         assert_eq!(Agent::Kilo.code(), 10);
+        assert_eq!(Agent::Devin.code(), 12);
+        assert_eq!(Agent::Hermes.code(), 13);
     }
 
     #[test]

@@ -11,6 +11,9 @@
 //!   skipped).
 //! - `opencode.rs`: opencode's and Kilo's `message` rows (a fork's copies
 //!   of a call count once).
+//! - `devin.rs`: Devin for Terminal's `message_nodes` rows (a retry counts
+//!   once).
+//! - `hermes.rs`: Hermes Agent's session and per-model totals.
 //! - `differential.rs` (tests only): re-serialised real-shaped lines give
 //!   the same events through the fast readers and the exact JSON parser,
 //!   and mutated ones are refused exactly when `JSON.parse` refuses them.
@@ -22,8 +25,10 @@
 
 pub mod claude;
 pub mod codex;
+pub mod devin;
 #[cfg(test)]
 mod differential;
+pub mod hermes;
 pub(crate) mod jsonpick;
 pub mod opencode;
 pub mod pi;
