@@ -74,7 +74,7 @@ type Route = (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>);
 /// What one database holds, gathered before events are made.
 #[derive(Default)]
 pub struct Gathered {
-    sessions: HashMap<Vec<u8>, Session>,
+    sessions: BTreeMap<Vec<u8>, Session>,
     /// (session, model, provider, task) → the sum of its rows.
     routes: BTreeMap<Route, Tokens>,
 }
