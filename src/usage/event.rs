@@ -222,6 +222,12 @@ impl FileParse {
         if s.is_empty() {
             return 0;
         }
+        // The newest string first: a database's calls come session by
+        // session, each session's id the last string added (a scan of a
+        // database's hundreds of session ids per call was most of its read).
+        if self.strings.last().is_some_and(|x| x.as_bytes() == s) {
+            return (self.strings.len() - 1) as u32;
+        }
         if let Some(i) = self.strings.iter().position(|x| x.as_bytes() == s) {
             return i as u32;
         }
