@@ -42,7 +42,7 @@ impl Source for Devin {
     #[cfg(test)]
     const EXAMPLE: &'static str = "sessions.db";
     #[cfg(test)]
-    const UNCOUNTED: &'static str = "reasoning tokens apart (Devin keeps none; they are in the output), an assistant message without metrics, sessions and messages Devin deleted, Devin's cloud sessions (they run on Cognition's machines), and the cost of a call whose session names only a routing mode (`adaptive`) and no model (shown unpriced); Devin is closed source, so its `input_tokens` is taken as the prompt without the cached tokens, as Anthropic counts it";
+    const UNCOUNTED: &'static str = "reasoning tokens apart (Devin keeps none; they are in the output), an assistant message without metrics, sessions and messages Devin deleted, the calls of Devin's cloud sessions (`devin --cloud`) that the local database does not hold, and the cost of a call whose session names only a routing mode (`adaptive`) and no model (shown unpriced); Devin is closed source, so its `input_tokens` is taken as the prompt without the cached tokens, as Anthropic counts it";
 
     fn searched(env: &Env) -> Vec<PathBuf> {
         vec![data_dir(env)]

@@ -43,7 +43,7 @@ impl Source for Hermes {
     #[cfg(test)]
     const EXAMPLE: &'static str = "state.db";
     #[cfg(test)]
-    const UNCOUNTED: &'static str = "single model calls and their times: Hermes keeps totals, so a request here is one session's use of one model (per provider and task), counted at the session's start, and a session's model calls Hermes adds later move its total, not its time; sessions Hermes deleted; and a database Hermes was told to keep elsewhere";
+    const UNCOUNTED: &'static str = "single model calls and their times: Hermes keeps totals, so a request here is one session's use of one model (per provider and task), counted at the session's start, and a session's model calls Hermes adds later move its total, not its time; sessions Hermes deleted; and the state of a Hermes home other than `HERMES_HOME`'s (else `~/.hermes`) and its profiles";
 
     fn searched(env: &Env) -> Vec<PathBuf> {
         vec![home_dir(env)]
