@@ -22,6 +22,8 @@ pub enum Agent {
     Copilot,
     Kilo,
     Cline,
+    Devin,
+    Hermes,
 }
 
 /// What kind of line an [`Event`] came from.
@@ -226,6 +228,12 @@ impl FileParse {
     pub(crate) fn intern_utf8(&mut self, s: &[u8]) -> u32 {
         if s.is_empty() {
             return 0;
+        }
+        // The newest string first: a database's calls come session by
+        // session, each session's id the last string added (a scan of a
+        // database's hundreds of session ids per call was most of its read).
+        if self.strings.last().is_some_and(|x| x.as_bytes() == s) {
+            return (self.strings.len() - 1) as u32;
         }
         if let Some(i) = self.strings.iter().position(|x| x.as_bytes() == s) {
             return i as u32;

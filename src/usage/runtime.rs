@@ -169,7 +169,8 @@ mod tests {
                 "COPILOT_OTEL_FILE_EXPORTER_PATH",
                 "CLINE_SESSION_DATA_DIR",
                 "CLINE_DATA_DIR",
-                "CLINE_DIR"
+                "CLINE_DIR",
+                "HERMES_HOME"
             ]
         );
     }

@@ -68,6 +68,7 @@ mod usage_claude_subagents;
 mod usage_claude_writes;
 mod usage_cline;
 mod usage_codex_shapes;
+mod usage_db_agents;
 mod usage_gemini_qwen;
 mod usage_herdr_action;
 mod usage_hostile;

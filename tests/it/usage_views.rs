@@ -232,6 +232,8 @@ const DEFAULT_ROOTS: &[&str] = &[
     ".cline/data/sessions",
     ".local/share/opencode",
     ".local/share/kilo",
+    ".local/share/devin/cli",
+    ".hermes",
 ];
 
 #[test]

@@ -47,6 +47,8 @@ const AGENTS: &[(&str, Generator)] = &[
     ("copilot", copilot),
     ("kilo", kilo),
     ("cline", cline),
+    ("devin", devin),
+    ("hermes", hermes),
 ];
 
 /// Spreads sessions of `per_session` calls over 30 days until `bytes` are
@@ -670,6 +672,174 @@ fn cline(rng: &mut Rng, now: i64, bytes: u64) -> Vec<File> {
     });
     files.append(&mut manifests);
     files
+}
+
+/// `text` as an SQL string literal.
+fn quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+/// Devin for Terminal: `~/.local/share/devin/cli/sessions.db`, its
+/// `sessions` and `message_nodes` tables (as tokscale's and codeburn's
+/// readers show them): per session a user prompt, then assistant messages
+/// with metrics and tool results, each a node.
+fn devin(rng: &mut Rng, now: i64, bytes: u64) -> Vec<File> {
+    let mut sql = String::from(
+        "PRAGMA journal_mode = WAL; BEGIN;
+         CREATE TABLE sessions (id TEXT PRIMARY KEY, working_directory TEXT NOT NULL,
+             backend_type TEXT NOT NULL, model TEXT NOT NULL, agent_mode TEXT NOT NULL,
+             created_at INTEGER NOT NULL, last_activity_at INTEGER NOT NULL);
+         CREATE TABLE message_nodes (row_id INTEGER PRIMARY KEY AUTOINCREMENT,
+             session_id TEXT NOT NULL, node_id INTEGER NOT NULL, parent_node_id INTEGER,
+             chat_message TEXT NOT NULL, created_at INTEGER NOT NULL, metadata TEXT);\n",
+    );
+    let mut last = now;
+    let files = sessions(now, bytes, |i, start| {
+        let mut text = format!(
+            "INSERT INTO sessions VALUES ('dv-{i}', '/home/bench/project-{:02}', 'windsurf', 'adaptive', 'normal', {start}, {start});\n",
+            i % 40
+        );
+        let mut at = start;
+        let node = |text: &mut String, at: i64, n: u64, chat: &str| {
+            text.push_str(&format!(
+                "INSERT INTO message_nodes (session_id, node_id, parent_node_id, chat_message, created_at) VALUES ('dv-{i}', {n}, {}, {}, {at});\n",
+                n.saturating_sub(1),
+                quoted(chat)
+            ));
+        };
+        let prompt = rng.text(300);
+        node(
+            &mut text,
+            at,
+            0,
+            &format!(
+                r#"{{"role":"user","content":"{prompt}","metadata":{{"is_user_input":true}}}}"#
+            ),
+        );
+        for n in 0..(20 + rng.below(30)) {
+            at += 30;
+            let (input, output, read, write) = (
+                rng.below(500) + 1,
+                rng.below(2_000) + 1,
+                rng.below(60_000),
+                rng.below(3_000),
+            );
+            let answer = rng.text(400);
+            let chat = format!(
+                r#"{{"role":"assistant","content":"{answer}","tool_calls":[{{"id":"t{n}","name":"exec","arguments":"{{}}"}}],"metadata":{{"num_tokens":{output},"generation_model":"claude-sonnet-4-5","request_id":"req-{i}-{n}","metrics":{{"input_tokens":{input},"output_tokens":{output},"cache_read_tokens":{read},"cache_creation_tokens":{write},"total_time_ms":2000}}}}}}"#
+            );
+            node(&mut text, at, 2 * n + 1, &chat);
+            let result = rng.text(600);
+            node(
+                &mut text,
+                at + 5,
+                2 * n + 2,
+                &format!(r#"{{"role":"tool","tool_call_id":"t{n}","content":"{result}"}}"#),
+            );
+        }
+        last = last.max(at);
+        File {
+            path: PathBuf::new(),
+            text: text.into_bytes(),
+            mtime: at,
+        }
+    });
+    for f in files {
+        sql.push_str(&String::from_utf8_lossy(&f.text));
+    }
+    sql.push_str("COMMIT;");
+    database_of_sql(".local/share/devin/cli/sessions.db", &sql, last)
+}
+
+/// Hermes Agent: `~/.hermes/state.db`, its `sessions` totals, its
+/// `session_model_usage` rows (the main loop's and a title generation's)
+/// and its `messages`, which hold nearly all of its bytes
+/// (NousResearch/hermes-agent `hermes_state*.py`).
+fn hermes(rng: &mut Rng, now: i64, bytes: u64) -> Vec<File> {
+    let mut sql = String::from(
+        "PRAGMA journal_mode = WAL; BEGIN;
+         CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT NOT NULL, model TEXT,
+             billing_provider TEXT, started_at REAL NOT NULL, message_count INTEGER DEFAULT 0,
+             input_tokens INTEGER DEFAULT 0, output_tokens INTEGER DEFAULT 0,
+             cache_read_tokens INTEGER DEFAULT 0, cache_write_tokens INTEGER DEFAULT 0,
+             reasoning_tokens INTEGER DEFAULT 0, cwd TEXT);
+         CREATE TABLE session_model_usage (session_id TEXT NOT NULL, model TEXT NOT NULL,
+             billing_provider TEXT NOT NULL DEFAULT '', task TEXT NOT NULL DEFAULT '',
+             input_tokens INTEGER DEFAULT 0, output_tokens INTEGER DEFAULT 0,
+             cache_read_tokens INTEGER DEFAULT 0, cache_write_tokens INTEGER DEFAULT 0,
+             reasoning_tokens INTEGER DEFAULT 0, PRIMARY KEY (session_id, model, billing_provider, task));
+         CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL,
+             role TEXT NOT NULL, content TEXT, timestamp REAL NOT NULL);\n",
+    );
+    let mut last = now;
+    let files = sessions(now, bytes, |i, start| {
+        let mut text = String::new();
+        let mut at = start;
+        let mut t = [0u64; 4];
+        for _ in 0..(20 + rng.below(30)) {
+            at += 30;
+            for (k, n) in [500, 2_000, 60_000, 3_000].iter().enumerate() {
+                t[k] += rng.below(*n);
+            }
+            for (role, len) in [("user", 300), ("assistant", 400), ("tool", 600)] {
+                text.push_str(&format!(
+                    "INSERT INTO messages (session_id, role, content, timestamp) VALUES ('h-{i}', '{role}', {}, {at});\n",
+                    quoted(&rng.text(len))
+                ));
+            }
+        }
+        let [input, output, read, write] = t;
+        text.push_str(&format!(
+            "INSERT INTO sessions VALUES ('h-{i}', 'cli', 'claude-sonnet-4-5', 'anthropic', {start}.5, 60, {input}, {output}, {read}, {write}, 0, '/home/bench/project-{:02}');
+             INSERT INTO session_model_usage VALUES ('h-{i}', 'claude-sonnet-4-5', 'anthropic', '', {input}, {output}, {read}, {write}, 0);
+             INSERT INTO session_model_usage VALUES ('h-{i}', 'claude-haiku-4-5', 'anthropic', 'title_generation', 200, 12, 0, 0, 0);\n",
+            i % 40
+        ));
+        last = last.max(at);
+        File {
+            path: PathBuf::new(),
+            text: text.into_bytes(),
+            mtime: at,
+        }
+    });
+    for f in files {
+        sql.push_str(&String::from_utf8_lossy(&f.text));
+    }
+    sql.push_str("COMMIT;");
+    database_of_sql(".hermes/state.db", &sql, last)
+}
+
+/// The database at `path` that `sql` makes, as one file (its WAL
+/// checkpointed into it), written at Unix second `mtime`.
+fn database_of_sql(path: &str, sql: &str, mtime: i64) -> Vec<File> {
+    let scratch = std::env::temp_dir().join(format!(
+        "heeler-bench-sql-{}-{}.db",
+        std::process::id(),
+        path.len()
+    ));
+    let build = || -> Result<Vec<u8>, String> {
+        let e = |e: rusqlite::Error| e.to_string();
+        let db = rusqlite::Connection::open(&scratch).map_err(e)?;
+        db.execute_batch(sql).map_err(e)?;
+        db.execute_batch("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE;")
+            .map_err(e)?;
+        drop(db);
+        fs::read(&scratch).map_err(|e| e.to_string())
+    };
+    let _ = fs::remove_file(&scratch);
+    let built = build();
+    let _ = fs::remove_file(&scratch);
+    match built {
+        Ok(text) => vec![File {
+            path: PathBuf::from(path),
+            text,
+            mtime,
+        }],
+        Err(e) => {
+            eprintln!("bench: the {path} database could not be built: {e}");
+            Vec::new()
+        }
+    }
 }
 
 /// Writes `files` under `home`; returns their bytes.

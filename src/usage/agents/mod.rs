@@ -27,6 +27,10 @@
 //!   `parse::copilot`.
 //! - `opencode.rs`: opencode and Kilo's CLI, their SQLite databases read
 //!   whole over `parse::opencode`.
+//! - `devin.rs`: Devin for Terminal, its SQLite database over
+//!   `parse::devin`.
+//! - `hermes.rs`: Hermes Agent, its SQLite databases (one per profile)
+//!   over `parse::hermes`.
 //!
 //! Architecture invariants: the dispatch is static (a `match` on the agent,
 //! the same branch on every line of a file, never a virtual call); an agent's code in the store ([`Source::CODE`]) never changes
@@ -38,8 +42,10 @@ mod claude;
 mod cline;
 mod codex;
 mod copilot;
+mod devin;
 mod droid;
 mod gemini;
+mod hermes;
 mod kimi;
 mod opencode;
 mod pi;
@@ -163,7 +169,7 @@ impl Env<'_> {
 }
 
 /// Every agent, in the store's order (see the module's invariants).
-pub const ALL: [Agent; 12] = [
+pub const ALL: [Agent; 14] = [
     Agent::Claude,
     Agent::Codex,
     Agent::Pi,
@@ -176,6 +182,8 @@ pub const ALL: [Agent; 12] = [
     Agent::Copilot,
     Agent::Kilo,
     Agent::Cline,
+    Agent::Devin,
+    Agent::Hermes,
 ];
 
 /// Runs `$body` with `$S` the [`Source`] of `$agent`: the registry's one
@@ -229,6 +237,14 @@ macro_rules! with_source {
             }
             Agent::Cline => {
                 type $S = cline::Cline;
+                $body
+            }
+            Agent::Devin => {
+                type $S = devin::Devin;
+                $body
+            }
+            Agent::Hermes => {
+                type $S = hermes::Hermes;
                 $body
             }
         }
@@ -372,6 +388,8 @@ mod tests {
         assert_eq!(Agent::Copilot.code(), 9);
         assert_eq!(Agent::Opencode.code(), 3);
         assert_eq!(Agent::Kilo.code(), 10);
+        assert_eq!(Agent::Devin.code(), 12);
+        assert_eq!(Agent::Hermes.code(), 13);
     }
 
     #[test]

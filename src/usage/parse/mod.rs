@@ -23,6 +23,9 @@
 //! - `copilot.rs`: Copilot CLI's OpenTelemetry export (each chat span).
 //! - `opencode.rs`: opencode's and Kilo's `message` rows (a fork's copies
 //!   of a call count once).
+//! - `devin.rs`: Devin for Terminal's `message_nodes` rows (a retry counts
+//!   once).
+//! - `hermes.rs`: Hermes Agent's session and per-model totals.
 //! - `differential.rs` (tests only): re-serialised real-shaped lines give
 //!   the same events through the fast readers and the exact JSON parser,
 //!   and mutated ones are refused exactly when `JSON.parse` refuses them.
@@ -37,10 +40,12 @@ pub mod claude;
 pub mod cline;
 pub mod codex;
 pub mod copilot;
+pub mod devin;
 #[cfg(test)]
 mod differential;
 pub mod droid;
 pub mod gemini;
+pub mod hermes;
 pub(crate) mod jsonpick;
 pub mod kimi;
 pub mod opencode;
