@@ -8,7 +8,8 @@
 //! convention; and `parse::copilot`. Copilot also records each turn's
 //! usage in its SQLite `session-store.db` (table `assistant_usage_events`,
 //! as tokscale's `sessions/copilot_session_store.rs` reads it): heeler
-//! reads no SQLite, so that record is not read, and a call made while the
+//! does not read that database yet (its format is undocumented and would
+//! need its own dedupe against the export), so a call made while the
 //! export was off is not counted.
 
 use std::ffi::OsStr;
@@ -35,7 +36,7 @@ impl Source for Copilot {
     #[cfg(test)]
     const EXAMPLE: &'static str = "copilot-otel-2026-12-04.jsonl";
     #[cfg(test)]
-    const UNCOUNTED: &'static str = "Copilot CLI's calls made while its OpenTelemetry file export was off (its SQLite session-store.db records them too, and heeler reads no SQLite), and an export file written where COPILOT_OTEL_FILE_EXPORTER_PATH no longer points (outside Copilot's otel directory)";
+    const UNCOUNTED: &'static str = "Copilot CLI's calls made while its OpenTelemetry file export was off (its SQLite session-store.db records them too, and heeler does not read that database yet), and an export file written where COPILOT_OTEL_FILE_EXPORTER_PATH no longer points (outside Copilot's otel directory)";
 
     fn searched(env: &Env) -> Vec<PathBuf> {
         let home = match env.var("COPILOT_HOME") {
