@@ -6,34 +6,11 @@
 //! once, and a rewritten document counting its new call once.
 
 use crate::usage_fixture::{temp_dir, ts, write};
+use crate::usage_views::{heeler, settle};
 
 use std::path::Path;
-use std::process::Command;
 
 use heeler::base::json::{self, Value};
-use heeler::usage::worker;
-
-fn heeler(home: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_heeler"))
-        .args(args)
-        .env_clear()
-        .env("HOME", home)
-        .env("PATH", "/usr/bin:/bin")
-        .env("TZ", "UTC")
-        .output()
-        .unwrap()
-}
-
-/// Waits for a background worker a view started to finish.
-fn settle(home: &Path) {
-    let dir = heeler::usage::paths::UsageDir(home.join(".local/state/herdr/plugins/heeler/usage"));
-    for _ in 0..200 {
-        if !worker::is_running(&dir) {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-}
 
 /// An assistant message with its request's `metrics` ([inputTokens, the
 /// whole prompt; outputTokens; cacheReadTokens; cacheWriteTokens]).

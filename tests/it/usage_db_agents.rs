@@ -6,9 +6,9 @@
 //! scratch.
 
 use crate::usage_fixture;
+use crate::usage_views::{heeler, settle};
 
 use std::path::Path;
-use std::process::Command;
 
 use heeler::base::json::{self, Value};
 use heeler::usage::cache::Index;
@@ -25,28 +25,6 @@ struct Scratch(TempDir);
 impl Scratch {
     fn new(name: &str) -> Scratch {
         Scratch(temp_dir(name))
-    }
-}
-
-fn heeler(home: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_heeler"))
-        .args(args)
-        .env_clear()
-        .env("HOME", home)
-        .env("PATH", "/usr/bin:/bin")
-        .env("TZ", "UTC")
-        .output()
-        .unwrap()
-}
-
-/// Waits for a background worker a view started to finish.
-fn settle(home: &Path) {
-    let dir = heeler::usage::paths::UsageDir(home.join(".local/state/herdr/plugins/heeler/usage"));
-    for _ in 0..200 {
-        if !worker::is_running(&dir) {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
 

@@ -7,11 +7,11 @@
 //! from scratch after every step.
 
 use crate::usage_fixture;
+use crate::usage_views::{heeler, settle};
 
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use heeler::base::json::{self, Value};
 use heeler::usage::aggregate::incremental::State;
@@ -24,29 +24,6 @@ use usage_fixture::*;
 
 use crate::common::Xorshift as Rng;
 use crate::depth;
-
-fn heeler(home: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_heeler"))
-        .args(args)
-        .env_clear()
-        .env("HOME", home)
-        .env("PATH", "/usr/bin:/bin")
-        .env("TZ", "UTC")
-        .output()
-        .unwrap()
-}
-
-/// Waits for a background worker a view started to finish, so the
-/// scratch home can be removed.
-fn settle(home: &Path) {
-    let dir = heeler::usage::paths::UsageDir(home.join(".local/state/herdr/plugins/heeler/usage"));
-    for _ in 0..200 {
-        if !worker::is_running(&dir) {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-}
 
 fn now() -> i64 {
     std::time::SystemTime::now()

@@ -4,12 +4,12 @@
 //! table.
 
 use crate::usage_fixture::{TempDir, lines, temp_dir, write};
+use crate::usage_views::settle;
 
 use std::path::Path;
 use std::process::Command;
 
 use heeler::base::json::{self, Value};
-use heeler::usage::worker;
 
 fn heeler(home: &Path, vars: &[(&str, &Path)], args: &[&str]) -> std::process::Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_heeler"));
@@ -23,18 +23,6 @@ fn heeler(home: &Path, vars: &[(&str, &Path)], args: &[&str]) -> std::process::O
         command.env(k, v);
     }
     command.output().unwrap()
-}
-
-/// Waits for a background worker a view started to finish, so the
-/// scratch home can be removed.
-fn settle(home: &Path) {
-    let dir = heeler::usage::paths::UsageDir(home.join(".local/state/herdr/plugins/heeler/usage"));
-    for _ in 0..200 {
-        if !worker::is_running(&dir) {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
 }
 
 fn now() -> i64 {

@@ -195,7 +195,9 @@ fn fixture_models_document_sums_to_the_known_totals() {
     );
 }
 
-fn heeler(home: &Path, args: &[&str]) -> std::process::Output {
+/// Runs the built binary with `args` in the home `home` (a clean
+/// environment, UTC), for the usage tests' views.
+pub(crate) fn heeler(home: &Path, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_heeler"))
         .args(args)
         .env_clear()
@@ -208,7 +210,7 @@ fn heeler(home: &Path, args: &[&str]) -> std::process::Output {
 
 /// Waits for a background worker a view started to finish, so the
 /// scratch home can be removed.
-fn settle(home: &Path) {
+pub(crate) fn settle(home: &Path) {
     let dir = heeler::usage::paths::UsageDir(home.join(".local/state/herdr/plugins/heeler/usage"));
     for _ in 0..200 {
         if !worker::is_running(&dir) {
