@@ -12,10 +12,17 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let mut fp = FileParse::default();
-    amp::begin(&mut fp, Path::new("/h/.local/share/amp/threads/T-1.json"), 1 << 60);
+    amp::begin(
+        &mut fp,
+        Path::new("/h/.local/share/amp/threads/T-1.json"),
+        1 << 60,
+    );
     amp::parse_document(&mut fp, data);
     if !heeler_fuzz::json_parse_accepts(data) {
-        assert!(fp.events.is_empty() && fp.malformed == 1, "a refused document counted");
+        assert!(
+            fp.events.is_empty() && fp.malformed == 1,
+            "a refused document counted"
+        );
     }
     assert!(fp.events.iter().all(|e| e.t.iter().any(|&n| n != 0)));
     assert_eq!(fp.codex.thread_id, "T-1");

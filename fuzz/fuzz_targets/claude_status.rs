@@ -9,6 +9,9 @@ fuzz_target!(|data: &[u8]| {
     if let Some(session) = claude_status::parse(data) {
         assert!(session.cost_usd.is_finite() && session.cost_usd >= 0.0);
         let part = claude_status::session_part(&session);
-        assert!(part.starts_with('$') && part.ends_with(" session"), "{part}");
+        assert!(
+            part.starts_with('$') && part.ends_with(" session"),
+            "{part}"
+        );
     }
 });

@@ -20,7 +20,10 @@ fuzz_target!(|data: &[u8]| {
     // call is a `"metrics"` member.
     if !data.contains(&b'\\') {
         let metrics = data.windows(9).filter(|w| w == b"\"metrics\"").count();
-        assert!(fp.events.len() <= metrics, "more calls than metrics members");
+        assert!(
+            fp.events.len() <= metrics,
+            "more calls than metrics members"
+        );
     }
     for e in &fp.events {
         assert!(e.t.iter().any(|&n| n > 0), "a call without tokens");

@@ -12,10 +12,17 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let mut fp = FileParse::default();
-    droid::begin(&mut fp, Path::new("/h/.factory/sessions/p/s1.settings.json"), 1 << 60);
+    droid::begin(
+        &mut fp,
+        Path::new("/h/.factory/sessions/p/s1.settings.json"),
+        1 << 60,
+    );
     droid::parse_document(&mut fp, data);
     if !heeler_fuzz::json_parse_accepts(data) {
-        assert!(fp.events.is_empty() && fp.malformed == 1, "a refused document counted");
+        assert!(
+            fp.events.is_empty() && fp.malformed == 1,
+            "a refused document counted"
+        );
     }
     assert!(fp.events.len() <= 1);
     // t = [input, cache read, cache write, 0, output, reasoning].

@@ -17,7 +17,9 @@ fuzz_target!(|data: &[u8]| {
     // Every event comes from the whole document or from one of its lines:
     // when `JSON.parse` refuses each, nothing counts.
     if !heeler_fuzz::json_parse_accepts(data)
-        && !data.split(|&b| b == b'\n').any(heeler_fuzz::json_parse_accepts)
+        && !data
+            .split(|&b| b == b'\n')
+            .any(heeler_fuzz::json_parse_accepts)
     {
         assert!(fp.events.is_empty(), "events from refused JSON");
         assert!(fp.codex.thread_id.is_empty(), "a session from refused JSON");

@@ -47,3 +47,28 @@ pub fn refused_line_changed_nothing(
     after.codex.lines = before.codex.lines;
     after == *before
 }
+
+/// The check every usage line parser's target makes: `data` line by line
+/// through `parse` never panics, a line `JSON.parse` refuses counts
+/// nothing, and the events it gives survive the cache's event encoding.
+pub fn check_line_parser(data: &[u8], parse: fn(&mut heeler::usage::event::FileParse, &[u8])) {
+    use heeler::usage::store::codec;
+    let mut fp = heeler::usage::event::FileParse::default();
+    for line in data.split(|&b| b == b'\n') {
+        let before = fp.clone();
+        parse(&mut fp, line);
+        if !json_parse_accepts(line) {
+            assert!(
+                refused_line_changed_nothing(&before, &fp),
+                "a line JSON.parse refuses changed the parse: {:?}",
+                String::from_utf8_lossy(line)
+            );
+        }
+    }
+    let raw = codec::encode_events(&fp.events, &fp.lasts);
+    let count = u32::try_from(fp.events.len()).expect("few events");
+    let mut lasts = Vec::new();
+    let decoded = codec::decode_events(&raw, count, fp.strings.len(), &mut lasts);
+    assert_eq!(decoded.as_ref(), Some(&fp.events));
+    assert_eq!(lasts, fp.lasts);
+}
