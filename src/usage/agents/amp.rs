@@ -63,15 +63,7 @@ mod tests {
     use super::*;
 
     fn searched(vars: &[(&str, &str)]) -> Vec<PathBuf> {
-        let var = |k: &str| {
-            vars.iter()
-                .find(|(n, _)| *n == k)
-                .map(|(_, v)| v.to_string())
-        };
-        Amp::searched(&Env {
-            home: Path::new("/home/u"),
-            var: &var,
-        })
+        super::super::searched_with::<Amp>(vars)
     }
 
     #[test]

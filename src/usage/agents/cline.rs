@@ -80,15 +80,7 @@ mod tests {
     use super::*;
 
     fn searched(vars: &[(&str, &str)]) -> Vec<PathBuf> {
-        let var = |k: &str| {
-            vars.iter()
-                .find(|(n, _)| *n == k)
-                .map(|(_, v)| v.to_string())
-        };
-        Cline::searched(&Env {
-            home: Path::new("/home/u"),
-            var: &var,
-        })
+        super::super::searched_with::<Cline>(vars)
     }
 
     #[test]

@@ -357,6 +357,21 @@ impl Agent {
     }
 }
 
+/// The roots agent `S` searches with the home `/home/u` and only the
+/// variables `vars` set: the agents' root tests.
+#[cfg(test)]
+pub(crate) fn searched_with<S: Source>(vars: &[(&str, &str)]) -> Vec<PathBuf> {
+    let var = |k: &str| {
+        vars.iter()
+            .find(|(n, _)| *n == k)
+            .map(|(_, v)| v.to_string())
+    };
+    S::searched(&Env {
+        home: Path::new("/home/u"),
+        var: &var,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -69,18 +69,9 @@ impl Source for Pi {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
 
     fn searched(vars: &[(&str, &str)]) -> Vec<PathBuf> {
-        let var = |k: &str| {
-            vars.iter()
-                .find(|(n, _)| *n == k)
-                .map(|(_, v)| v.to_string())
-        };
-        Pi::searched(&Env {
-            home: Path::new("/home/u"),
-            var: &var,
-        })
+        super::super::searched_with::<Pi>(vars)
     }
 
     #[test]
