@@ -30,13 +30,7 @@ impl Source for Amp {
     const UNCOUNTED: &'static str = "threads Amp keeps on its servers only (its CLI since spring 2026 leaves no complete thread file on disk), and a forked thread's copied calls that carry no time of their own (they count again)";
 
     fn searched(env: &Env) -> Vec<PathBuf> {
-        // The XDG rule: a relative `XDG_DATA_HOME` is ignored.
-        let data = env
-            .var("XDG_DATA_HOME")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-            .unwrap_or_else(|| env.home.join(".local").join("share"));
-        vec![data.join("amp")]
+        vec![env.xdg_data_home().join("amp")]
     }
     fn roots(env: &Env) -> Vec<PathBuf> {
         Self::searched(env)

@@ -19,11 +19,7 @@ use crate::usage::parse::devin as parse;
 
 /// `devin/cli` in the XDG data directory.
 fn data_dir(env: &Env) -> PathBuf {
-    let base = match env.var("XDG_DATA_HOME") {
-        Some(dir) => PathBuf::from(dir),
-        None => env.home.join(".local").join("share"),
-    };
-    base.join("devin").join("cli")
+    env.xdg_data_home().join("devin").join("cli")
 }
 
 /// Devin for Terminal: `~/.local/share/devin/cli/sessions.db`.

@@ -166,6 +166,15 @@ impl Env<'_> {
     pub(crate) fn var(&self, key: &str) -> Option<String> {
         (self.var)(key).filter(|v| !v.is_empty())
     }
+    /// The XDG data directory: an absolute `XDG_DATA_HOME` (the XDG rule
+    /// ignores a relative one), else `~/.local/share`; where Amp, opencode,
+    /// Kilo and Devin keep their data.
+    pub(crate) fn xdg_data_home(&self) -> PathBuf {
+        self.var("XDG_DATA_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .unwrap_or_else(|| self.home.join(".local").join("share"))
+    }
 }
 
 /// Every agent, in the store's order (see the module's invariants).

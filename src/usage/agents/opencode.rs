@@ -23,13 +23,11 @@ use crate::base::sqlite;
 use crate::usage::event::FileParse;
 use crate::usage::parse::opencode as parse;
 
-/// The data directory of the app `app`, as `xdg-basedir` resolves it.
+/// The data directory of the app `app` (`xdg-basedir` in opencode; a
+/// relative `XDG_DATA_HOME`, which names no place heeler can know, is
+/// ignored).
 fn data_dir(env: &Env, app: &str) -> PathBuf {
-    let base = match env.var("XDG_DATA_HOME") {
-        Some(dir) => PathBuf::from(dir),
-        None => env.home.join(".local").join("share"),
-    };
-    base.join(app)
+    env.xdg_data_home().join(app)
 }
 
 /// `dir` when it exists.
